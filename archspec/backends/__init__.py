@@ -1,0 +1,1 @@
+"""Backends: each reads the IR (never YAML) and produces one kind of output."""

@@ -1,0 +1,1 @@
+"""The symbolic counter: parameters (and, later, FLOPs and memory) as sympy formulas."""

@@ -1,0 +1,53 @@
+"""User-facing errors: one exception type that carries where the mistake is and how to fix it."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in a spec file (1-based line and column) or on the command line."""
+
+    file: str
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return self.file
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+class SpecError(Exception):
+    """A mistake in a spec or in a command's input. The CLI prints it and exits with code 2."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        location: Location | None = None,
+        path: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.location = location
+        self.path = path
+        self.hint = hint
+
+    def __str__(self) -> str:
+        where = f"{self.location}: " if self.location else ""
+        at = f"at '{self.path}': " if self.path else ""
+        text = f"{where}error: {at}{self.message}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """A 'did you mean' hint for a misspelt name, or None when nothing is close."""
+    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else None

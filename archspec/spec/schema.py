@@ -1,0 +1,150 @@
+"""The spec language: typed dataclasses that a validated YAML spec becomes.
+
+Every field a spec may carry is declared here, with its type, default and a one-line meaning.
+Structure is expressed as named choices (`residual: pre | post | parallel`) rather than a pile of
+booleans, and the canonical dimension names sit at the top level of a spec.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Layout = Literal["encoder", "decoder", "encoder-decoder"]
+Residual = Literal["pre", "post", "parallel"]
+NormKind = Literal["layernorm", "rmsnorm"]
+PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
+Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
+
+
+def doc(text: str, **meta: object) -> dict[str, object]:
+    """Field metadata: a description for docs and errors, plus constraints (e.g. positive=True)."""
+    return {"doc": text, **meta}
+
+
+@dataclass(frozen=True)
+class NormSpec:
+    kind: NormKind = field(default="layernorm", metadata=doc("layernorm or rmsnorm"))
+    bias: bool | None = field(
+        default=None, metadata=doc("a learned bias beside the scale; default: layernorm only")
+    )
+    eps: float = field(default=1e-5, metadata=doc("epsilon added to the variance", positive=True))
+
+    @property
+    def has_bias(self) -> bool:
+        return self.bias if self.bias is not None else self.kind == "layernorm"
+
+
+@dataclass(frozen=True)
+class PositionSpec:
+    kind: PositionKind = field(default="learned", metadata=doc("how token positions enter"))
+    offset: int = field(
+        default=0,
+        metadata=doc("learned: extra table rows before position 0 (BART, RoBERTa: 2)", min=0),
+    )
+    theta: float = field(default=10000.0, metadata=doc("rope: base of the frequencies", positive=True))
+    num_buckets: int = field(default=32, metadata=doc("relative_bias: buckets", positive=True))
+    max_distance: int = field(
+        default=128, metadata=doc("relative_bias: distance of the last bucket", positive=True)
+    )
+
+
+@dataclass(frozen=True)
+class EmbeddingSpec:
+    token_types: int = field(
+        default=0, metadata=doc("segment (token type) embeddings, as in BERT; 0 for none", min=0)
+    )
+    norm: bool = field(default=False, metadata=doc("a norm right after the embeddings"))
+    scale: bool = field(default=False, metadata=doc("multiply token embeddings by sqrt(d_model)"))
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    bias: bool = field(default=False, metadata=doc("biases on the q, k, v and output projections"))
+    scale_scores: bool = field(
+        default=True, metadata=doc("divide scores by sqrt(head_dim); T5 does not")
+    )
+
+
+@dataclass(frozen=True)
+class MLPSpec:
+    gated: bool = field(
+        default=False, metadata=doc("gated (GLU) MLP: act(gate(x)) * up(x); d_ff is one branch")
+    )
+    activation: Activation = field(default="gelu", metadata=doc("activation function"))
+    bias: bool = field(default=True, metadata=doc("biases on the MLP projections"))
+
+
+@dataclass(frozen=True)
+class MoESpec:
+    n_experts: int = field(default=8, metadata=doc("experts per layer", positive=True))
+    top_k: int = field(default=2, metadata=doc("experts each token is routed to", positive=True))
+    router_bias: bool = field(default=False, metadata=doc("a bias on the router"))
+
+
+@dataclass(frozen=True)
+class HeadSpec:
+    lm_head: bool = field(default=True, metadata=doc("a language-model head over the vocabulary"))
+    tied: bool = field(default=True, metadata=doc("the head shares the token embedding matrix"))
+    bias: bool = field(default=False, metadata=doc("a bias on the head"))
+    scale_tied_output: bool = field(
+        default=False, metadata=doc("T5: scale hidden states by d_model**-0.5 before a tied head")
+    )
+    pooler: bool = field(default=False, metadata=doc("BERT's pooler: tanh(dense(first token))"))
+
+
+@dataclass(frozen=True)
+class StackSpec:
+    """Per-stack overrides for encoder-decoders."""
+
+    n_layers: int | None = field(default=None, metadata=doc("layers in this stack", positive=True))
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A fully resolved, validated architecture. Derived defaults are filled in."""
+
+    name: str = field(metadata=doc("the spec's name"))
+    source: str = field(metadata=doc("where the numbers come from (a URL or paper)"))
+    layout: Layout = field(metadata=doc("encoder, decoder or encoder-decoder"))
+    d_model: int = field(metadata=doc("width of the residual stream", positive=True))
+    n_layers: int = field(metadata=doc("blocks per stack", positive=True))
+    n_heads: int = field(metadata=doc("attention (query) heads", positive=True))
+    d_ff: int = field(metadata=doc("MLP hidden width (one branch when gated)", positive=True))
+    vocab_size: int = field(metadata=doc("token vocabulary", positive=True))
+    max_seq_len: int = field(metadata=doc("longest sequence the model is built for", positive=True))
+    n_kv_heads: int | None = field(
+        default=None, metadata=doc("key/value heads: = n_heads MHA, 1 MQA, else GQA", positive=True)
+    )
+    head_dim: int | None = field(
+        default=None, metadata=doc("width of one head; default d_model / n_heads", positive=True)
+    )
+    family: str = field(default="", metadata=doc("model family, e.g. llama"))
+    hf_class: str | None = field(default=None, metadata=doc("the transformers class, if any"))
+    abstract: bool = field(default=False, metadata=doc("a family base, not a model"))
+    residual: Residual = field(default="pre", metadata=doc("pre-norm, post-norm or parallel"))
+    final_norm: bool | None = field(
+        default=None, metadata=doc("a norm after the last block; default: not for post-norm")
+    )
+    norm: NormSpec = field(default_factory=NormSpec, metadata=doc("normalisation layers"))
+    position: PositionSpec = field(default_factory=PositionSpec, metadata=doc("positions"))
+    embedding: EmbeddingSpec = field(default_factory=EmbeddingSpec, metadata=doc("embeddings"))
+    attention: AttentionSpec = field(default_factory=AttentionSpec, metadata=doc("attention"))
+    mlp: MLPSpec = field(default_factory=MLPSpec, metadata=doc("feed-forward network"))
+    moe: MoESpec | None = field(default=None, metadata=doc("mixture of experts instead of the MLP"))
+    head: HeadSpec = field(default_factory=HeadSpec, metadata=doc("output heads"))
+    encoder: StackSpec = field(default_factory=StackSpec, metadata=doc("encoder overrides"))
+    decoder: StackSpec = field(default_factory=StackSpec, metadata=doc("decoder overrides"))
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads if self.n_kv_heads is not None else self.n_heads
+
+    @property
+    def has_final_norm(self) -> bool:
+        return self.final_norm if self.final_norm is not None else self.residual != "post"
+
+    def stack_layers(self, role: str) -> int:
+        """Layers in the 'encoder' or 'decoder' stack."""
+        override = getattr(self, role).n_layers
+        return override if override is not None else self.n_layers

@@ -1,0 +1,165 @@
+"""Turn a merged spec mapping into a typed `Spec`, or fail with one precise message.
+
+Validation is driven by the dataclasses in `schema.py`: their fields say which keys exist, their
+types, defaults and constraints. Cross-field checks (heads dividing the width, ...) follow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any, Literal, Union
+
+from archspec.errors import Location, SpecError, did_you_mean
+from archspec.spec.schema import Spec
+from archspec.spec.yaml_loader import YamlPath, format_path
+
+Locations = dict[YamlPath, Location]
+
+_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"{type(value).__name__} {value!r}"
+
+
+class _Validator:
+    def __init__(self, locations: Locations, fallback: Location) -> None:
+        self.locations = locations
+        self.fallback = fallback
+
+    def error(self, path: YamlPath, message: str, hint: str | None = None) -> SpecError:
+        # An error about a missing key points at the nearest enclosing value that exists.
+        where = path
+        while where and where not in self.locations:
+            where = where[:-1]
+        location = self.locations.get(where, self.fallback)
+        return SpecError(message, location=location, path=format_path(path), hint=hint)
+
+    def dataclass_(self, cls: type, data: Any, path: YamlPath) -> Any:
+        if not isinstance(data, dict):
+            raise self.error(path, f"expected a mapping, got {_describe(data)}")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        hints = typing.get_type_hints(cls)
+        for key in data:
+            if key not in fields:
+                raise self.error(
+                    (*path, key),
+                    f"unknown key '{key}'",
+                    did_you_mean(key, fields) or f"expected one of: {', '.join(fields)}",
+                )
+        values = {}
+        for name, f in fields.items():
+            if name not in data:
+                no_default = f.default is dataclasses.MISSING
+                if no_default and f.default_factory is dataclasses.MISSING:
+                    raise self.error((*path, name), f"missing required key '{name}' ({f.metadata['doc']})")
+                continue
+            value = self.value(hints[name], data[name], (*path, name))
+            self.constraints(f, value, (*path, name))
+            values[name] = value
+        return cls(**values)
+
+    def value(self, hint: Any, data: Any, path: YamlPath) -> Any:
+        origin = typing.get_origin(hint)
+        if origin in (Union, types.UnionType):
+            options = [a for a in typing.get_args(hint) if a is not type(None)]
+            if data is None:
+                return None
+            return self.value(options[0], data, path)
+        if origin is Literal:
+            choices = typing.get_args(hint)
+            if data not in choices:
+                listed = " | ".join(str(c) for c in choices)
+                raise self.error(
+                    path, f"expected one of {listed}, got {_describe(data)}",
+                    did_you_mean(str(data), [str(c) for c in choices]),
+                )
+            return data
+        if dataclasses.is_dataclass(hint):
+            return self.dataclass_(hint, data, path)
+        return self.scalar(hint, data, path)
+
+    def scalar(self, hint: type, data: Any, path: YamlPath) -> Any:
+        if hint is float and isinstance(data, str):
+            # PyYAML follows YAML 1.1, where `1e-5` (no dot) is a string: accept it as a number.
+            try:
+                return float(data)
+            except ValueError:
+                pass
+        ok = isinstance(data, hint) and not (hint is not bool and isinstance(data, bool))
+        if hint is float and isinstance(data, int) and not isinstance(data, bool):
+            return float(data)
+        if not ok:
+            raise self.error(path, f"expected {_TYPE_WORDS[hint]}, got {_describe(data)}")
+        return data
+
+    def constraints(self, f: dataclasses.Field, value: Any, path: YamlPath) -> None:
+        if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+            return
+        if f.metadata.get("positive") and value <= 0:
+            raise self.error(path, f"expected a positive number, got {value}")
+        if "min" in f.metadata and value < f.metadata["min"]:
+            raise self.error(path, f"expected at least {f.metadata['min']}, got {value}")
+
+
+def validate(data: Any, locations: Locations, fallback: Location) -> Spec:
+    """Check a merged spec mapping against the schema and the rules between its fields."""
+    v = _Validator(locations, fallback)
+    spec = v.dataclass_(Spec, data, ())
+    _check_shapes(spec, v)
+    return spec
+
+
+def _check_shapes(spec: Spec, v: _Validator) -> None:
+    """Rules that involve more than one field. Each message prints the values involved."""
+    if spec.head_dim is None and spec.d_model % spec.n_heads:
+        raise v.error(
+            ("n_heads",),
+            f"n_heads ({spec.n_heads}) does not divide d_model ({spec.d_model}); "
+            "choose another n_heads or give head_dim explicitly",
+        )
+    if spec.n_heads % spec.kv_heads:
+        raise v.error(
+            ("n_kv_heads",),
+            f"n_heads ({spec.n_heads}) is not a multiple of n_kv_heads ({spec.kv_heads})",
+        )
+    head_dim = spec.head_dim or spec.d_model // spec.n_heads
+    if spec.position.kind == "rope" and head_dim % 2:
+        raise v.error(("position", "kind"), f"rope needs an even head_dim, got {head_dim}")
+    if spec.norm.kind == "rmsnorm" and spec.norm.bias:
+        raise v.error(("norm", "bias"), "rmsnorm has no bias; remove norm.bias or use layernorm")
+    if spec.moe and spec.moe.top_k > spec.moe.n_experts:
+        raise v.error(
+            ("moe", "top_k"),
+            f"top_k ({spec.moe.top_k}) exceeds n_experts ({spec.moe.n_experts})",
+        )
+    if spec.head.pooler and spec.layout != "encoder":
+        raise v.error(("head", "pooler"), f"a pooler needs layout: encoder, not {spec.layout}")
+    if spec.embedding.token_types and spec.layout != "encoder":
+        raise v.error(
+            ("embedding", "token_types"),
+            f"token type embeddings need layout: encoder, not {spec.layout}",
+        )
+    if spec.head.scale_tied_output and not spec.head.tied:
+        raise v.error(("head", "scale_tied_output"), "scale_tied_output needs head.tied: true")
+    if spec.residual == "parallel" and spec.layout == "encoder-decoder":
+        raise v.error(
+            ("residual",), "parallel blocks with cross-attention are not supported; use pre or post"
+        )
+    if spec.layout != "encoder-decoder":
+        for role in ("encoder", "decoder"):
+            if getattr(spec, role).n_layers is not None:
+                raise v.error(
+                    (role, "n_layers"),
+                    f"per-stack overrides need layout: encoder-decoder, not {spec.layout}",
+                )
