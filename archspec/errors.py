@@ -5,13 +5,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
 class Location:
     """A place in a spec file (1-based line and column) or on the command line."""
 
-    file: str
+    file: str | Path
     line: int | None = None
     column: int | None = None
 

@@ -1,1 +1,1 @@
-"""The intermediate representation: a typed tree of modules whose names are PyTorch attribute paths."""
+"""The intermediate representation: a typed tree of modules named by PyTorch attribute paths."""

@@ -1,4 +1,4 @@
-"""Walking the IR: a visitor that dispatches one method per node kind (like torch.fx.Interpreter)."""
+"""Walking the IR: a visitor with one method per node kind (like torch.fx.Interpreter)."""
 
 from __future__ import annotations
 

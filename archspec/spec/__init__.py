@@ -1,1 +1,1 @@
-"""Spec layer: YAML files loaded with positions, `extends:` resolved, validated into a typed Spec."""
+"""Spec layer: YAML loaded with positions, `extends:` resolved, validated into a Spec."""

@@ -72,7 +72,9 @@ def _load_chain(path: Path, chain: tuple[Path, ...]) -> tuple[dict[str, Any], Lo
         raise SpecError(f"`extends` forms a cycle: {cycle}", location=Location(str(path)))
     data, locations = load_yaml_file(path)
     if not isinstance(data, dict):
-        raise SpecError("a spec must be a YAML mapping of keys to values", location=Location(str(path)))
+        raise SpecError(
+            "a spec must be a YAML mapping of keys to values", location=Location(str(path))
+        )
     data = dict(data)
     parent_ref = data.pop("extends", None)
     if parent_ref is None:
@@ -95,7 +97,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     key, sep, raw = text.partition("=")
     if not sep or not key.strip():
         raise SpecError(
-            f"--set expects key=value, got {text!r}", location=Location("--set"),
+            f"--set expects key=value, got {text!r}",
+            location=Location("--set"),
             hint="for example --set n_layers=48 or --set norm.kind=rmsnorm",
         )
     try:

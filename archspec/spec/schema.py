@@ -42,7 +42,9 @@ class PositionSpec:
         default=0,
         metadata=doc("learned: extra table rows before position 0 (BART, RoBERTa: 2)", min=0),
     )
-    theta: float = field(default=10000.0, metadata=doc("rope: base of the frequencies", positive=True))
+    theta: float = field(
+        default=10000.0, metadata=doc("rope: base of the frequencies", positive=True)
+    )
     num_buckets: int = field(default=32, metadata=doc("relative_bias: buckets", positive=True))
     max_distance: int = field(
         default=128, metadata=doc("relative_bias: distance of the last bucket", positive=True)

@@ -62,7 +62,9 @@ class _Validator:
             if name not in data:
                 no_default = f.default is dataclasses.MISSING
                 if no_default and f.default_factory is dataclasses.MISSING:
-                    raise self.error((*path, name), f"missing required key '{name}' ({f.metadata['doc']})")
+                    raise self.error(
+                        (*path, name), f"missing required key '{name}' ({f.metadata['doc']})"
+                    )
                 continue
             value = self.value(hints[name], data[name], (*path, name))
             self.constraints(f, value, (*path, name))
@@ -81,7 +83,8 @@ class _Validator:
             if data not in choices:
                 listed = " | ".join(str(c) for c in choices)
                 raise self.error(
-                    path, f"expected one of {listed}, got {_describe(data)}",
+                    path,
+                    f"expected one of {listed}, got {_describe(data)}",
                     did_you_mean(str(data), [str(c) for c in choices]),
                 )
             return data

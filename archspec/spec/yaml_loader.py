@@ -90,7 +90,9 @@ def load_yaml_file(path: Path) -> tuple[Any, dict[YamlPath, Location]]:
     try:
         size = path.stat().st_size
     except OSError as exc:
-        raise SpecError(f"cannot read the file: {exc.strerror}", location=Location(str(path))) from None
+        raise SpecError(
+            f"cannot read the file: {exc.strerror}", location=Location(str(path))
+        ) from None
     if size > MAX_FILE_BYTES:
         raise SpecError(
             f"the file is {size:,} bytes, over the limit of {MAX_FILE_BYTES:,} bytes",
@@ -104,7 +106,9 @@ def load_yaml_file(path: Path) -> tuple[Any, dict[YamlPath, Location]]:
             "the file is not UTF-8 text (a binary file?)", location=Location(str(path))
         ) from None
     if "\x00" in text:
-        raise SpecError("the file contains NUL bytes (a binary file?)", location=Location(str(path)))
+        raise SpecError(
+            "the file contains NUL bytes (a binary file?)", location=Location(str(path))
+        )
     return load_yaml_text(text, str(path))
 
 

@@ -1,0 +1,23 @@
+"""The `archspec` command line.
+
+Commands are thin: they resolve a spec, compile it to the IR, ask a backend, and render the
+result as a rich table for people or JSON (`--json`) for machines. Data goes to stdout,
+messages to stderr. Every user mistake is a `SpecError`: one message, exit code 2, and no
+traceback unless `--debug`.
+
+Each command lives in its own module in this package and registers itself on `app` (app.py);
+import the module below to add a command.
+"""
+
+from __future__ import annotations
+
+from archspec.cli import count  # noqa: F401  (registers count, list, validate)
+from archspec.cli.app import app
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
