@@ -20,8 +20,14 @@ def _add(names: str, model_cls: str, config_cls: str, **fields: Any) -> None:
 
 def _bert(name: str, d: int, layers: int, heads: int, cls="BertModel", conf="BertConfig", **kw):
     _add(
-        name, cls, conf, hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
-        intermediate_size=4 * d, **kw,
+        name,
+        cls,
+        conf,
+        hidden_size=d,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=4 * d,
+        **kw,
     )
 
 
@@ -29,44 +35,96 @@ _bert("bert-base", 768, 12, 12, vocab_size=30522, max_position_embeddings=512, t
 _bert("bert-large", 1024, 24, 16, vocab_size=30522, max_position_embeddings=512, type_vocab_size=2)
 for _name, _d, _l, _h in (("roberta-base", 768, 12, 12), ("roberta-large", 1024, 24, 16)):
     _bert(
-        _name, _d, _l, _h, cls="RobertaModel", conf="RobertaConfig", vocab_size=50265,
-        max_position_embeddings=514, type_vocab_size=1, pad_token_id=1,
+        _name,
+        _d,
+        _l,
+        _h,
+        cls="RobertaModel",
+        conf="RobertaConfig",
+        vocab_size=50265,
+        max_position_embeddings=514,
+        type_vocab_size=1,
+        pad_token_id=1,
     )
 
 _add(
-    "gpt-1", "OpenAIGPTLMHeadModel", "OpenAIGPTConfig",
-    vocab_size=40478, n_positions=512, n_embd=768, n_layer=12, n_head=12,
+    "gpt-1",
+    "OpenAIGPTLMHeadModel",
+    "OpenAIGPTConfig",
+    vocab_size=40478,
+    n_positions=512,
+    n_embd=768,
+    n_layer=12,
+    n_head=12,
 )
 for _name, _d, _l, _h in (
-    ("gpt2", 768, 12, 12), ("gpt2-medium", 1024, 24, 16),
-    ("gpt2-large", 1280, 36, 20), ("gpt2-xl", 1600, 48, 25),
+    ("gpt2", 768, 12, 12),
+    ("gpt2-medium", 1024, 24, 16),
+    ("gpt2-large", 1280, 36, 20),
+    ("gpt2-xl", 1600, 48, 25),
 ):
     _add(
-        _name, "GPT2LMHeadModel", "GPT2Config",
-        vocab_size=50257, n_positions=1024, n_embd=_d, n_layer=_l, n_head=_h,
+        _name,
+        "GPT2LMHeadModel",
+        "GPT2Config",
+        vocab_size=50257,
+        n_positions=1024,
+        n_embd=_d,
+        n_layer=_l,
+        n_head=_h,
     )
 
 for _name, _d, _l, _h, _ff, _kv in (
-    ("t5-small", 512, 6, 8, 2048, 64), ("t5-base", 768, 12, 12, 3072, 64),
-    ("t5-large", 1024, 24, 16, 4096, 64), ("t5-3b", 1024, 24, 32, 16384, 128),
+    ("t5-small", 512, 6, 8, 2048, 64),
+    ("t5-base", 768, 12, 12, 3072, 64),
+    ("t5-large", 1024, 24, 16, 4096, 64),
+    ("t5-3b", 1024, 24, 32, 16384, 128),
     ("t5-11b", 1024, 24, 128, 65536, 128),
 ):
     _add(
-        _name, "T5ForConditionalGeneration", "T5Config", vocab_size=32128, d_model=_d,
-        d_kv=_kv, d_ff=_ff, num_layers=_l, num_heads=_h, feed_forward_proj="relu",
+        _name,
+        "T5ForConditionalGeneration",
+        "T5Config",
+        vocab_size=32128,
+        d_model=_d,
+        d_kv=_kv,
+        d_ff=_ff,
+        num_layers=_l,
+        num_heads=_h,
+        feed_forward_proj="relu",
     )
-for _name, _d, _l, _h, _ff in (("flan-t5-small", 512, 8, 6, 1024), ("flan-t5-base", 768, 12, 12, 2048)):
+for _name, _d, _l, _h, _ff in (
+    ("flan-t5-small", 512, 8, 6, 1024),
+    ("flan-t5-base", 768, 12, 12, 2048),
+):
     _add(
-        _name, "T5ForConditionalGeneration", "T5Config", vocab_size=32128, d_model=_d, d_kv=64,
-        d_ff=_ff, num_layers=_l, num_decoder_layers=_l, num_heads=_h,
-        feed_forward_proj="gated-gelu", tie_word_embeddings=False,
+        _name,
+        "T5ForConditionalGeneration",
+        "T5Config",
+        vocab_size=32128,
+        d_model=_d,
+        d_kv=64,
+        d_ff=_ff,
+        num_layers=_l,
+        num_decoder_layers=_l,
+        num_heads=_h,
+        feed_forward_proj="gated-gelu",
+        tie_word_embeddings=False,
     )
 
 for _name, _d, _l, _h in (("bart-base", 768, 6, 12), ("bart-large", 1024, 12, 16)):
     _add(
-        _name, "BartForConditionalGeneration", "BartConfig", vocab_size=50265, d_model=_d,
-        encoder_layers=_l, decoder_layers=_l, encoder_attention_heads=_h,
-        decoder_attention_heads=_h, encoder_ffn_dim=4 * _d, decoder_ffn_dim=4 * _d,
+        _name,
+        "BartForConditionalGeneration",
+        "BartConfig",
+        vocab_size=50265,
+        d_model=_d,
+        encoder_layers=_l,
+        decoder_layers=_l,
+        encoder_attention_heads=_h,
+        decoder_attention_heads=_h,
+        encoder_ffn_dim=4 * _d,
+        decoder_ffn_dim=4 * _d,
         max_position_embeddings=1024,
     )
 
@@ -74,9 +132,16 @@ for _name, _d, _l, _h in (("bart-base", 768, 6, 12), ("bart-large", 1024, 12, 16
 def _llama(name: str, d: int, layers: int, heads: int, kv: int, ff: int, **kw: Any) -> None:
     kw.setdefault("vocab_size", 32000)
     _add(
-        name, kw.pop("cls", "LlamaForCausalLM"), kw.pop("conf", "LlamaConfig"), hidden_size=d,
-        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv,
-        intermediate_size=ff, tie_word_embeddings=False, **kw,
+        name,
+        kw.pop("cls", "LlamaForCausalLM"),
+        kw.pop("conf", "LlamaConfig"),
+        hidden_size=d,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv,
+        intermediate_size=ff,
+        tie_word_embeddings=False,
+        **kw,
     )
 
 
@@ -85,17 +150,41 @@ _llama("llama-2-7b", 4096, 32, 32, 32, 11008, max_position_embeddings=4096)
 _llama("llama-2-13b", 5120, 40, 40, 40, 13824, max_position_embeddings=4096)
 _llama("llama-2-70b", 8192, 80, 64, 8, 28672, max_position_embeddings=4096)
 _llama(
-    "llama-3-8b", 4096, 32, 32, 8, 14336, vocab_size=128256, max_position_embeddings=8192,
+    "llama-3-8b",
+    4096,
+    32,
+    32,
+    8,
+    14336,
+    vocab_size=128256,
+    max_position_embeddings=8192,
     rope_theta=500000.0,
 )
 _llama(
-    "mixtral-8x7b", 4096, 32, 32, 8, 14336, cls="MixtralForCausalLM", conf="MixtralConfig",
-    max_position_embeddings=32768, num_local_experts=8, num_experts_per_tok=2,
+    "mixtral-8x7b",
+    4096,
+    32,
+    32,
+    8,
+    14336,
+    cls="MixtralForCausalLM",
+    conf="MixtralConfig",
+    max_position_embeddings=32768,
+    num_local_experts=8,
+    num_experts_per_tok=2,
     rope_theta=1e6,
 )
 
 for _name, _d, _l, _h in (("bloom-560m", 1024, 24, 16), ("bloom-176b", 14336, 70, 112)):
-    _add(_name, "BloomForCausalLM", "BloomConfig", vocab_size=250880, hidden_size=_d, n_layer=_l, n_head=_h)
+    _add(
+        _name,
+        "BloomForCausalLM",
+        "BloomConfig",
+        vocab_size=250880,
+        hidden_size=_d,
+        n_layer=_l,
+        n_head=_h,
+    )
 
 
 def build_meta(name: str):

@@ -128,10 +128,9 @@ def load_spec(ref: str | Path, overrides: list[str] | None = None) -> Spec:
     data, locations = _load_chain(path, ())
     data.setdefault("name", path.stem)
     data, locations = apply_overrides(data, locations, overrides or [])
-    spec = validate(data, locations, Location(str(path)))
-    if spec.abstract:
+    if data.get("abstract") is True:
         raise SpecError(
-            f"'{spec.name}' is an abstract family base; count one of the specs that extend it",
-            location=Location(str(path)),
+            f"'{data['name']}' is an abstract family base; use one of the specs that extend it",
+            location=locations.get(("abstract",), Location(str(path))),
         )
-    return spec
+    return validate(data, locations, Location(str(path)))

@@ -13,7 +13,7 @@ from typing import Any, Literal, Union
 
 from archspec.errors import Location, SpecError, did_you_mean
 from archspec.spec.schema import Spec
-from archspec.spec.yaml_loader import YamlPath, format_path
+from archspec.spec.yaml_loader import KEY, YamlPath, format_path
 
 Locations = dict[YamlPath, Location]
 
@@ -37,13 +37,26 @@ class _Validator:
         self.locations = locations
         self.fallback = fallback
 
-    def error(self, path: YamlPath, message: str, hint: str | None = None) -> SpecError:
+    def error(
+        self, path: YamlPath, message: str, hint: str | None = None, at_key: bool = False
+    ) -> SpecError:
+        location = self.locations.get((*path, KEY)) if at_key else None
         # An error about a missing key points at the nearest enclosing value that exists.
         where = path
         while where and where not in self.locations:
             where = where[:-1]
-        location = self.locations.get(where, self.fallback)
+        location = location or self.locations.get(where, self.fallback)
         return SpecError(message, location=location, path=format_path(path), hint=hint)
+
+    def error_between(self, paths: list[YamlPath], message: str) -> SpecError:
+        """An error involving several fields: point at the one the user most likely just wrote
+        (a --set override, else the spec file itself, else the first field named)."""
+
+        def rank(path: YamlPath) -> int:
+            file = str(self.locations.get(path, self.fallback).file)
+            return 0 if file.startswith("--set") else 1 if file == str(self.fallback.file) else 2
+
+        return self.error(min(paths, key=rank), message)
 
     def dataclass_(self, cls: type, data: Any, path: YamlPath) -> Any:
         if not isinstance(data, dict):
@@ -56,6 +69,7 @@ class _Validator:
                     (*path, key),
                     f"unknown key '{key}'",
                     did_you_mean(key, fields) or f"expected one of: {', '.join(fields)}",
+                    at_key=True,
                 )
         values = {}
         for name, f in fields.items():
@@ -126,14 +140,14 @@ def validate(data: Any, locations: Locations, fallback: Location) -> Spec:
 def _check_shapes(spec: Spec, v: _Validator) -> None:
     """Rules that involve more than one field. Each message prints the values involved."""
     if spec.head_dim is None and spec.d_model % spec.n_heads:
-        raise v.error(
-            ("n_heads",),
+        raise v.error_between(
+            [("n_heads",), ("d_model",)],
             f"n_heads ({spec.n_heads}) does not divide d_model ({spec.d_model}); "
             "choose another n_heads or give head_dim explicitly",
         )
     if spec.n_heads % spec.kv_heads:
-        raise v.error(
-            ("n_kv_heads",),
+        raise v.error_between(
+            [("n_kv_heads",), ("n_heads",)],
             f"n_heads ({spec.n_heads}) is not a multiple of n_kv_heads ({spec.kv_heads})",
         )
     head_dim = spec.head_dim or spec.d_model // spec.n_heads

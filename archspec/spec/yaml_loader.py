@@ -22,6 +22,10 @@ YamlPath = tuple[str | int, ...]
 MAX_FILE_BYTES = 1_000_000  # a real spec is a few hundred bytes
 MAX_NODES = 100_000  # bounds alias expansion ("billion laughs")
 
+# Locations are recorded for values under their path, and for keys under (*path, KEY): an
+# unknown or duplicate key is reported where the key is written, a bad value where its value is.
+KEY = "<key>"
+
 
 def format_path(path: YamlPath) -> str:
     """`('attention', 'bias')` -> `attention.bias`; list indices as `[0]`."""
@@ -75,12 +79,13 @@ class _Builder:
                     path=format_path(path),
                 )
             if key in result:
-                first = self.locations[(*path, key)]
+                first = self.locations[(*path, key, KEY)]
                 raise SpecError(
                     f"duplicate key '{key}' (first given at line {first.line})",
                     location=_location(self.file, key_node),
                     path=format_path((*path, key)),
                 )
+            self.locations[(*path, key, KEY)] = _location(self.file, key_node)
             result[key] = self.build(value_node, (*path, key))
         return result
 

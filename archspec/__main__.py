@@ -1,0 +1,5 @@
+"""`python -m archspec` runs the command line."""
+
+from archspec.cli import main
+
+main()
