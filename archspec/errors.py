@@ -17,9 +17,18 @@ class Location:
     column: int | None = None
 
     def __str__(self) -> str:
+        file = _display_path(self.file)
         if self.line is None:
-            return self.file
-        return f"{self.file}:{self.line}:{self.column}"
+            return file
+        return f"{file}:{self.line}:{self.column}"
+
+
+def _display_path(file: str | Path) -> str:
+    """Paths below the working directory are shown relative to it, as the user typed them."""
+    try:
+        return str(Path(file).relative_to(Path.cwd()))
+    except ValueError:
+        return str(file)
 
 
 class SpecError(Exception):
