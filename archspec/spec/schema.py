@@ -17,6 +17,12 @@ PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias"
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
 
 
+# Allow-lists for the strings a spec may carry (they reach generated code and file names).
+NAME_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}"  # llama-2-7b, flan-t5-small, _llama
+IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,99}"  # a Python class name
+TEXT_PATTERN = r"[^\x00-\x1f\x7f\\\"`]{0,300}"  # one line, no quotes, backslashes or backticks
+
+
 def doc(text: str, **meta: object) -> dict[str, object]:
     """Field metadata: a description for docs and errors, plus constraints (e.g. positive=True)."""
     return {"doc": text, **meta}
@@ -106,8 +112,11 @@ class StackSpec:
 class Spec:
     """A fully resolved, validated architecture. Derived defaults are filled in."""
 
-    name: str = field(metadata=doc("the spec's name"))
-    source: str = field(metadata=doc("where the numbers come from (a URL or paper)"))
+    # Strings end up in generated code and file names, so each one has an allow-list pattern.
+    name: str = field(metadata=doc("the spec's name", pattern=NAME_PATTERN))
+    source: str = field(
+        metadata=doc("where the numbers come from (a URL or paper)", pattern=TEXT_PATTERN)
+    )
     layout: Layout = field(metadata=doc("encoder, decoder or encoder-decoder"))
     d_model: int = field(metadata=doc("width of the residual stream", positive=True))
     n_layers: int = field(metadata=doc("blocks per stack", positive=True))
@@ -121,8 +130,10 @@ class Spec:
     head_dim: int | None = field(
         default=None, metadata=doc("width of one head; default d_model / n_heads", positive=True)
     )
-    family: str = field(default="", metadata=doc("model family, e.g. llama"))
-    hf_class: str | None = field(default=None, metadata=doc("the transformers class, if any"))
+    family: str = field(default="", metadata=doc("model family, e.g. llama", pattern=NAME_PATTERN))
+    hf_class: str | None = field(
+        default=None, metadata=doc("the transformers class, if any", pattern=IDENTIFIER_PATTERN)
+    )
     abstract: bool = field(default=False, metadata=doc("a family base, not a model"))
     residual: Residual = field(default="pre", metadata=doc("pre-norm, post-norm or parallel"))
     final_norm: bool | None = field(

@@ -7,6 +7,7 @@ types, defaults and constraints. Cross-field checks (heads dividing the width, .
 from __future__ import annotations
 
 import dataclasses
+import re
 import types
 import typing
 from typing import Any, Literal, Union
@@ -121,6 +122,12 @@ class _Validator:
         return data
 
     def constraints(self, f: dataclasses.Field, value: Any, path: YamlPath) -> None:
+        pattern = f.metadata.get("pattern")
+        if isinstance(value, str) and pattern and not re.fullmatch(pattern, value):
+            raise self.error(
+                path,
+                f"{_describe(value)[:80]} is not allowed here: expected text matching {pattern}",
+            )
         if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
             return
         if f.metadata.get("positive") and value <= 0:

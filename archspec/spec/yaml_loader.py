@@ -26,6 +26,8 @@ MAX_NODES = 100_000  # bounds alias expansion ("billion laughs")
 # unknown or duplicate key is reported where the key is written, a bad value where its value is.
 KEY = "<key>"
 
+PLAIN_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+
 
 def format_path(path: YamlPath) -> str:
     """`('attention', 'bias')` -> `attention.bias`; list indices as `[0]`."""
@@ -61,6 +63,11 @@ class _Builder:
                 location=_location(self.file, node),
             )
         self.locations[path] = _location(self.file, node)
+        if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.tag not in PLAIN_TAGS:
+            # Safe loading would ignore a tag on a collection; refuse it instead of guessing.
+            raise SpecError(
+                f"unsupported YAML tag {node.tag!r}", location=_location(self.file, node)
+            )
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path)
         if isinstance(node, yaml.SequenceNode):
