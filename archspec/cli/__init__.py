@@ -11,7 +11,11 @@ import the module below to add a command.
 
 from __future__ import annotations
 
-from archspec.cli import count  # noqa: F401  (registers count, list, validate)
+from archspec.cli import (
+    build,  # noqa: F401  (registers build)
+    count,  # noqa: F401  (registers count, list, validate)
+    printing,  # noqa: F401  (registers print)
+)
 from archspec.cli.app import app
 
 

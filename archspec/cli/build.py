@@ -1,0 +1,174 @@
+"""`archspec build`: the standalone PyTorch file (`Config` and `Model`) for a spec."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from archspec.cli.app import app
+from archspec.cli.common import (
+    DebugOpt,
+    JsonOpt,
+    SetOpt,
+    SpecArg,
+    compile_spec,
+    human,
+    print_json,
+    stderr,
+    user_errors,
+)
+from archspec.errors import SpecError
+
+OutputOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "-o",
+        "--output",
+        help="Write the code to this file (atomically) instead of printing it.",
+        metavar="FILE",
+        dir_okay=False,
+    ),
+]
+ForceOpt = Annotated[
+    bool, typer.Option("--force", help="Replace FILE even if it holds different content.")
+]
+
+
+@app.command()
+def build(
+    spec: SpecArg,
+    output: OutputOpt = None,
+    force: ForceOpt = False,
+    set_: SetOpt = None,
+    hf_weights: Annotated[
+        Path | None,
+        typer.Option(
+            "--hf-weights",
+            help="A transformers checkpoint folder (or file): convert its weights to the "
+            "generated names and write them next to FILE, as FILE's stem + .safetensors.",
+            metavar="DIR",
+        ),
+    ] = None,
+    hf_ignore: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--hf-ignore",
+            help="Drop checkpoint tensors matching this glob on purpose (repeatable).",
+            metavar="PATTERN",
+        ),
+    ] = None,
+    json_: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Generate one standalone PyTorch file for a spec: a `Config` dataclass with the spec's
+    values and `class Model(nn.Module)`, needing nothing but torch.
+
+    Without `-o` the code goes to stdout. With `-o FILE` it is written atomically; an existing
+    FILE with different content is kept (exit code 2) unless `--force`. `--json` prints a
+    summary instead (name, path, params, bytes); without `-o` nothing is written then.
+
+    Examples:
+
+        archspec build gpt2 > model.py
+
+        archspec build llama-2-7b -o llama.py
+
+        archspec build t5-small --set n_layers=2 -o tiny_t5.py --force
+
+        archspec build my-model.yaml -o model.py --json
+
+        archspec build spec.yaml --hf-weights checkpoint/ -o model.py
+    """
+    from archspec.backends.count.params import parameter_count
+    from archspec.backends.torchgen import generate_source
+    from archspec.backends.torchgen.features import UnsupportedIR
+
+    with user_errors(debug):
+        ir = compile_spec(spec, set_)
+        try:
+            source = generate_source(ir, command=_command(spec, set_, output))
+        except UnsupportedIR as exc:
+            raise SpecError(f"cannot generate PyTorch code for '{ir.spec.name}': {exc}") from exc
+        weights = converted = None
+        if hf_weights is not None:
+            from archspec.hf.weights import convert, read_state_dict, save_state_dict
+
+            if output is None:
+                raise SpecError("--hf-weights needs -o FILE: the weights are written next to it")
+            weights = output.with_suffix(".safetensors")
+            converted = convert(ir, read_state_dict(hf_weights), ignore=hf_ignore or ())
+        written = _write(output, source, force) if output is not None else False
+        if converted is not None:
+            save_state_dict(converted, weights, ir.spec.name)
+    total = ir.value(parameter_count(ir.root))
+    size = len(source.encode())
+    if json_:
+        path = str(output) if output is not None else None
+        summary = {"name": ir.spec.name, "path": path, "params": total, "bytes": size}
+        if weights is not None:
+            summary["weights"] = str(weights)
+        print_json(summary)
+    elif output is None:
+        sys.stdout.write(source)
+    else:
+        what = "wrote" if written else "unchanged:"
+        stderr().print(
+            f"{what} {output} ({ir.spec.name}, {total:,} parameters ({human(total)}), "
+            f"{size:,} bytes)"
+        )
+        if weights is not None:
+            stderr().print(f"wrote {weights} (converted from {hf_weights})")
+
+
+def _command(spec: str, overrides: list[str] | None, output: Path | None) -> str:
+    """The command line recorded in the file's header: what rebuilds it."""
+    words = ["archspec", "build", spec]
+    for text in overrides or []:
+        words += ["--set", text]
+    if output is not None:
+        words += ["-o", str(output)]
+    return shlex.join(words)
+
+
+def _write(path: Path, text: str, force: bool) -> bool:
+    """Write `text` to `path` unless it already holds exactly that; False when unchanged.
+
+    An existing file with other content is only replaced with `force`. The text goes to a
+    temporary file in the same folder first, then `os.replace` swaps it in, so the file is
+    never seen half-written.
+    """
+    data = text.encode()
+    if path.is_dir():
+        raise SpecError(
+            f"{path} is a directory", hint=f"give a file name, e.g. -o {path / 'model.py'}"
+        )
+    if not path.parent.is_dir():
+        raise SpecError(f"no such directory: {path.parent}")
+    if path.exists():
+        if path.read_bytes() == data:
+            return False
+        if not force:
+            raise SpecError(
+                f"{path} exists and differs from the generated code; not overwriting it",
+                hint="pass --force to replace it",
+            )
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        with open(temporary, "xb") as file:  # created with the usual permissions (umask)
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        if path.exists():
+            os.chmod(temporary, path.stat().st_mode & 0o777)  # keep the replaced file's mode
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise SpecError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        temporary.unlink(missing_ok=True)
+    return True
