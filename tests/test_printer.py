@@ -1,0 +1,306 @@
+"""The module-tree printer against torch's own `print(model)`.
+
+Three references: golden structure (T5's first block owns the relative bias, runs fold), a
+model built here with torch from the IR by the code generator's contract (classes named by IR
+kind, Repeat -> ModuleList, IR names and order), and the generated model itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import sympy as sp
+import torch
+from torch import nn
+from typer.testing import CliRunner
+
+from archspec import build_ir, load_spec
+from archspec.backends.count.params import parameter_count
+from archspec.backends.printer import module_repr, module_tree
+from archspec.backends.printer.leaves import layernorm_prints_bias, layernorm_source_prints_bias
+from archspec.cli import app
+from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm, Repeat, Run
+from archspec.spec.resolve import builtin_names
+
+runner = CliRunner()
+
+SPECS = builtin_names()
+
+
+def ir_of(name: str, overrides: list[str] | None = None) -> IR:
+    return build_ir(load_spec(name, overrides))
+
+
+# --- golden structure ------------------------------------------------------------------------
+
+
+def test_t5_first_block_owns_the_relative_bias_and_the_rest_fold() -> None:
+    text = module_repr(ir_of("t5-small"))
+    encoder = text.split("(decoder): Stack(")[0]
+    first_block = encoder.split("(0): Block(")[1].split("(1-5): 5 x Block(")[0]
+    assert "          (rel_bias): Embedding(32, 8)\n" in first_block
+    rest = encoder.split("(1-5): 5 x Block(")[1]
+    assert "rel_bias" not in rest
+    assert "\n      (1-5): 5 x Block(\n" in text
+    assert text.count("(rel_bias): Embedding(32, 8)") == 2  # encoder and decoder block 0
+
+
+def test_bert_blocks_and_mixtral_experts_fold() -> None:
+    bert = module_repr(ir_of("bert-base"))
+    assert "\n      (0-11): 12 x Block(\n" in bert
+    assert bert.startswith("Model(\n  (tok_emb): Embedding(30522, 768)\n")
+    mixtral = module_repr(ir_of("mixtral-8x7b"))
+    assert "\n      (0-31): 32 x Block(\n" in mixtral
+    assert "\n            (0-7): 8 x MLP(\n" in mixtral
+    assert "(router): Linear(in_features=4096, out_features=8, bias=False)" in mixtral
+
+
+def test_single_layer_prints_index_not_range() -> None:
+    text = module_repr(ir_of("gpt2", ["n_layers=1"]))
+    assert "\n      (0): Block(\n" in text and " x Block" not in text
+
+
+# --- torch's repr of a model built by the generator's contract --------------------------------
+
+
+def contract_model(ir: IR) -> nn.Module:
+    """The model the code generator is specified to emit, built directly from the IR: one
+    class per IR kind with no extra_repr, a Repeat as a ModuleList of fresh copies, leaves as
+    torch built-ins, children registered under IR names in IR order."""
+    v = ir.value
+    classes: dict[str, type] = {}
+
+    def build(node: Node) -> nn.Module:
+        if isinstance(node, Embedding):
+            return nn.Embedding(v(node.num), v(node.dim))
+        if isinstance(node, Linear):
+            return nn.Linear(v(node.in_features), v(node.out_features), bias=node.bias)
+        if isinstance(node, Norm):
+            if node.kind == "rmsnorm":
+                return nn.RMSNorm(v(node.dim), eps=node.eps)
+            return nn.LayerNorm(v(node.dim), eps=node.eps, bias=node.bias)
+        if isinstance(node, Repeat):
+            return nn.ModuleList(build(run.node) for run in node.runs for _ in range(v(run.count)))
+        kind = type(node).__name__
+        module = classes.setdefault(kind, type(kind, (nn.Module,), {}))()
+        for part in node.children:
+            module.add_module(part.name, build(part))
+        return module
+
+    with torch.device("meta"):
+        return build(ir.root)
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_matches_torch_repr_of_the_contract_model(name: str) -> None:
+    ir = ir_of(name)
+    assert module_repr(ir) == repr(contract_model(ir))
+
+
+def with_runs(ir: IR, runs: list[tuple[int, Node]]) -> IR:
+    """`ir` with the first stack's blocks replaced by the given (count, block) runs."""
+    stack = ir.root.parts[-2] if ir.root.part("lm_head") else ir.root.parts[-1]
+    blocks = stack.part("blocks")
+    start, new_runs = 0, []
+    for count, node in runs:
+        new_runs.append(Run(sp.Integer(start), sp.Integer(count), node))
+        start += count
+    new_blocks = replace(blocks, runs=tuple(new_runs))
+    new_stack = replace(stack, parts=tuple(new_blocks if p is blocks else p for p in stack.parts))
+    root = replace(ir.root, parts=tuple(new_stack if p is stack else p for p in ir.root.parts))
+    return replace(ir, root=root)
+
+
+def test_adjacent_runs_with_equal_reprs_merge_as_torch_merges_them() -> None:
+    ir = ir_of("gpt2", ["n_layers=2"])
+    block = ir.root.part("decoder").part("blocks").runs[0].node
+    # A block that differs only in attributes torch does not print (here: causal).
+    twin = replace(
+        block, parts=tuple(replace(p, causal=False) if p.name == "attn" else p for p in block.parts)
+    )
+    assert twin != block
+    other = replace(block, parts=block.parts[:-1])  # drops the MLP: a different repr
+    merged = with_runs(ir, [(1, block), (3, twin), (2, other), (1, block)])
+    text = module_repr(merged)
+    assert repr(contract_model(merged)) == text
+    assert "(0-3): 4 x Block(" in text
+    assert "(4-5): 2 x Block(" in text
+    assert "\n      (6): Block(\n" in text
+    empty = with_runs(ir, [])
+    assert "(blocks): ModuleList()" in module_repr(empty) == repr(contract_model(empty))
+
+
+OLD_TORCH_LAYERNORM = """
+class LayerNorm(Module):
+    def forward(self, input: Tensor) -> Tensor:
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (
+            "{normalized_shape}, eps={eps}, "
+            "elementwise_affine={elementwise_affine}".format(**self.__dict__)
+        )
+
+
+class GroupNorm(Module):
+    def extra_repr(self) -> str:
+        return "{num_groups}, {num_channels}, eps={eps}, affine={affine}, bias={use_bias}"
+"""
+
+
+def test_layernorm_format_follows_the_installed_torch() -> None:
+    assert layernorm_prints_bias() == ("bias=" in repr(nn.LayerNorm(4)))
+    assert not layernorm_source_prints_bias(OLD_TORCH_LAYERNORM)
+    new = OLD_TORCH_LAYERNORM.replace("elementwise_affine}", "elementwise_affine}, bias={use_bias}")
+    assert layernorm_source_prints_bias(new)
+
+
+# --- the generated model ---------------------------------------------------------------------
+
+
+def load_generated(source: str, path: Path, monkeypatch: pytest.MonkeyPatch):
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    # dataclasses (a generated Config) look their module up in sys.modules while executing.
+    monkeypatch.setitem(sys.modules, path.stem, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+OVERRIDDEN = [
+    ("t5-small", ["n_layers=1"]),
+    ("bart-base", ["decoder.n_layers=2", "encoder.n_layers=1"]),
+    ("mixtral-8x7b", ["n_layers=2", "moe.n_experts=1", "moe.top_k=1"]),
+]
+
+
+@pytest.mark.parametrize(
+    "name, overrides",
+    [(name, []) for name in SPECS] + OVERRIDDEN,
+    ids=[*SPECS, *(" ".join([n, *o]) for n, o in OVERRIDDEN)],
+)
+def test_matches_print_of_the_generated_model(
+    name: str, overrides: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    torchgen = pytest.importorskip(
+        "archspec.backends.torchgen", reason="the code generator (torchgen) is not there yet"
+    )
+    generate_source = getattr(torchgen, "generate_source", None)
+    if generate_source is None:  # the package exists but is still being written
+        pytest.skip("archspec.backends.torchgen has no generate_source yet")
+    ir = ir_of(name, overrides)
+    stem = "generated_" + re.sub(r"\W", "_", name)
+    module = load_generated(generate_source(ir), tmp_path / f"{stem}.py", monkeypatch)
+    with torch.device("meta"):
+        model = module.Model()
+    assert module_repr(ir) == repr(model)
+    # The `--params` total is what the real model holds (tied weights counted once).
+    assert module_tree(ir).total == sum(p.numel() for p in model.parameters())
+
+
+# --- counts, depth, JSON ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["t5-small", "mixtral-8x7b", "bert-base"])
+def test_params_annotations(name: str) -> None:
+    ir = ir_of(name)
+    plain = module_repr(ir).splitlines()
+    annotated = module_repr(ir, params=True).splitlines()
+    assert [line.split("  # ")[0].rstrip() for line in annotated] == plain
+    total = ir.value(parameter_count(ir.root))
+    assert annotated[0].endswith(f"# {total:,} params")
+    # Every note ends in the same column.
+    ends = {line.index(" params") for line in annotated if "# " in line}
+    assert len(ends) == 1
+    root = module_tree(ir)
+    assert root.total == total
+
+
+def test_params_of_folded_entries_and_tied_head() -> None:
+    text = module_repr(ir_of("bert-base"), params=True)
+    assert re.search(r"\(0-11\): 12 x Block\( +# +85,054,464 params  \(12 x 7,087,872\)", text)
+    t5 = module_repr(ir_of("t5-small"), params=True)
+    assert "params  (weight tied to tok_emb.weight)" in t5
+
+
+def test_depth_cuts_the_tree() -> None:
+    ir = ir_of("bert-base")
+    assert module_repr(ir, depth=0) == "Model(...)"
+    one = module_repr(ir, depth=1)
+    assert "  (encoder): Stack(...)\n" in one and "Block" not in one
+    assert "(pooler): Linear(in_features=768, out_features=768, bias=True)" in one
+    three = module_repr(ir, depth=3)
+    assert "(0-11): 12 x Block(...)" in three
+    assert module_repr(ir, depth=99) == module_repr(ir)
+
+
+def test_json_tree() -> None:
+    root = module_tree(ir_of("mixtral-8x7b"))
+    data = root.to_dict()
+    assert data["class"] == "Model" and data["params"] == 46_702_792_704
+
+    def sums(node: dict) -> None:
+        if "children" in node:
+            assert node["params"] == sum(c.get("total", c["params"]) for c in node["children"])
+            for child in node["children"]:
+                sums(child)
+
+    sums(data)
+    blocks = data["children"][1]["children"][0]
+    assert blocks["class"] == "ModuleList"
+    group = blocks["children"][0]
+    assert (group["name"], group["copies"], group["class"]) == ("0-31", 32, "Block")
+    assert group["total"] == 32 * group["params"]
+    cut = root.to_dict(depth=1)
+    assert cut["children"][1] == {
+        "name": "decoder",
+        "class": "Stack",
+        "params": data["children"][1]["params"],
+        "truncated": True,
+    }
+
+
+# --- the command --------------------------------------------------------------------------------
+
+
+def test_cli_print_matches_module_repr() -> None:
+    result = runner.invoke(app, ["print", "t5-small"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == module_repr(ir_of("t5-small")) + "\n"
+
+
+def test_cli_options_run() -> None:
+    data = json.loads(runner.invoke(app, ["print", "bert-base", "--json"]).stdout)
+    assert set(data) == {"name", "params", "repr", "tree"}
+    assert data["params"] == 109_482_240 and "(0-11): 12 x Block(" in data["repr"]
+    depth = runner.invoke(app, ["print", "gpt2", "--depth", "2", "--set", "n_layers=3"])
+    assert depth.exit_code == 0 and "(blocks): ModuleList(...)" in depth.stdout
+    params = runner.invoke(app, ["print", "llama-2-7b", "--params"])
+    assert params.exit_code == 0 and "6,738,415,616 params" in params.stdout
+    tree = runner.invoke(app, ["print", "mixtral-8x7b", "--tree", "--params", "--depth", "4"])
+    assert tree.exit_code == 0 and "0-31: 32 x Block" in tree.stdout
+    assert runner.invoke(app, ["print", "gpt2", "--depth", "-1"]).exit_code == 2
+
+
+def test_cli_print_unknown_spec_and_no_torch() -> None:
+    bad = subprocess.run(
+        [sys.executable, "-m", "archspec", "print", "bert-bsae"], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert "unknown spec 'bert-bsae'" in bad.stderr and "Traceback" not in bad.stderr
+    code = (
+        "import sys; from archspec.cli import app\n"
+        "try:\n    app(['print', 'mixtral-8x7b', '--params'])\nexcept SystemExit:\n    pass\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "(0-7): 8 x MLP(" in result.stdout
