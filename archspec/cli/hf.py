@@ -1,0 +1,71 @@
+"""`archspec import-hf`: a transformers config.json -> a minimal archspec spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from archspec.cli.app import app
+from archspec.cli.common import DebugOpt, print_json, stderr, user_errors
+from archspec.errors import SpecError
+
+
+@app.command("import-hf")
+def import_hf(
+    config: Annotated[
+        Path,
+        typer.Argument(help="A transformers config.json (or the folder holding it)."),
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Write the spec here instead of to stdout."),
+    ] = None,
+    architecture: Annotated[
+        str | None,
+        typer.Option(
+            "--architecture",
+            help="Use this transformers class instead of the config's `architectures[0]`, "
+            "e.g. `BertModel` for a BertForMaskedLM checkpoint.",
+        ),
+    ] = None,
+    json_: Annotated[
+        bool,
+        typer.Option("--json", help="Print the spec's fields as JSON instead of YAML."),
+    ] = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Turn a transformers config.json into a readable, minimal spec that `extends:` the
+    matching built-in family base. `architectures[0]` picks the head (BertModel: pooler;
+    *ForCausalLM, *LMHeadModel, *ForConditionalGeneration: LM head). A model_type or a field
+    that would change the architecture and that archspec cannot express is an error naming it.
+
+    Examples:
+
+        archspec import-hf path/to/config.json
+
+        archspec import-hf path/to/checkpoint -o my-model.yaml
+
+        archspec import-hf bert/config.json --architecture BertModel
+    """
+    from archspec.hf.import_config import import_config
+
+    with user_errors(debug):
+        imported = import_config(config, architecture=architecture)
+    if json_:
+        print_json({"extends": imported.base, **imported.data})
+        return
+    text = imported.yaml()
+    if output is None:
+        typer.echo(text, nl=False)
+        return
+    with user_errors(debug):
+        try:
+            output.write_text(text)
+        except OSError as exc:
+            raise SpecError(f"cannot write {output}: {exc.strerror or exc}") from None
+    stderr().print(
+        f"[green]wrote[/green] {output} ({imported.hf_class}, extends {imported.base}); "
+        f"count it with `archspec count {output}`"
+    )

@@ -1,0 +1,319 @@
+"""transformers checkpoints -> the generated model's parameters, strictly.
+
+`convert` turns a transformers state dict into ours with the rules of `names.py`: every
+checkpoint tensor must find a place (or be a tied copy that matches, or a known buffer that
+passes its check), every tensor of ours must be filled, and shapes must agree; anything else is
+a SpecError naming the key. `load_weights` reads a checkpoint folder (or a state dict) and
+fills a generated model with the result.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from archspec.errors import SpecError
+from archspec.hf.names import Naming, TensorRule, describe_shape, naming, tensor_rules
+from archspec.ir.nodes import IR
+from archspec.spec.schema import Spec
+
+LEGACY_SUFFIXES = (("LayerNorm.gamma", "LayerNorm.weight"), ("LayerNorm.beta", "LayerNorm.bias"))
+CHECKPOINT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+
+
+# --- Reading checkpoints -------------------------------------------------------------------
+
+
+def _safetensors():
+    try:
+        import safetensors.torch
+    except ImportError:
+        raise SpecError(
+            "safetensors files need the safetensors package", hint="pip install safetensors"
+        ) from None
+    return safetensors.torch
+
+
+def _load_file(path: Path) -> dict[str, torch.Tensor]:
+    if path.suffix == ".safetensors":
+        try:
+            return _safetensors().load_file(str(path))
+        except Exception as exc:  # truncated, or not a safetensors file
+            raise SpecError(f"cannot read {path}: {exc}") from None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a corrupt or foreign file
+        raise SpecError(f"cannot read {path}: {exc}") from None
+    if not isinstance(state, Mapping):
+        raise SpecError(f"{path} does not hold a state dict")
+    return dict(state)
+
+
+def _load_index(path: Path) -> dict[str, torch.Tensor]:
+    try:
+        weight_map = json.loads(path.read_text())["weight_map"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise SpecError(f"{path} is not a checkpoint index (no weight_map)") from None
+    state: dict[str, torch.Tensor] = {}
+    for shard in sorted(set(weight_map.values())):
+        shard_path = path.parent / shard
+        if not shard_path.is_file():
+            raise SpecError(f"shard {shard} listed in {path.name} is missing from {path.parent}")
+        state.update(_load_file(shard_path))
+    missing = set(weight_map) - set(state)
+    if missing:
+        raise SpecError(f"{path.name} lists '{sorted(missing)[0]}', which no shard holds")
+    return state
+
+
+def read_state_dict(source: str | Path | Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A state dict, or the tensors of a checkpoint folder or file: model.safetensors,
+    pytorch_model.bin, or a sharded one through its index."""
+    if isinstance(source, Mapping):
+        return dict(source)
+    path = Path(source)
+    if path.is_dir():
+        found = next((path / n for n in CHECKPOINT_FILES if (path / n).is_file()), None)
+        if found is None:
+            raise SpecError(
+                f"no checkpoint in {path}",
+                hint=f"expected one of: {', '.join(CHECKPOINT_FILES)}",
+            )
+        path = found
+    if not path.is_file():
+        raise SpecError(f"no such checkpoint: {path}")
+    return _load_index(path) if path.name.endswith(".index.json") else _load_file(path)
+
+
+# --- Converting ------------------------------------------------------------------------------
+
+
+def _candidates(ir: IR) -> list[tuple[Naming, list[TensorRule]]]:
+    """The namings a checkpoint of this spec may use: with and without the base-model prefix
+    (a GPT2Model checkpoint in a GPT2LMHeadModel spec), in each stored layout."""
+    out = []
+    first = naming(ir)
+    for base in (first.base, not first.base):
+        for variant in first.family.variants:
+            n = naming(ir, base=base, variant=variant)
+            out.append((n, tensor_rules(n, ir)))
+    return out
+
+
+def _choose(ir: IR, keys: set[str]) -> tuple[Naming, list[TensorRule]]:
+    def score(rules: list[TensorRule]) -> int:
+        return sum(1 for r in rules if r.ours and r.hf in keys)
+
+    return max(_candidates(ir), key=lambda c: score(c[1]))
+
+
+def _listing(keys: list[str], limit: int = 3) -> str:
+    shown = ", ".join(f"'{k}'" for k in keys[:limit])
+    return shown + (f" and {len(keys) - limit} more" if len(keys) > limit else "")
+
+
+def convert(
+    ir: IR,
+    hf_state: Mapping[str, torch.Tensor],
+    *,
+    ignore: Iterable[str] = (),
+) -> dict[str, torch.Tensor]:
+    """A transformers state dict -> ours (the generated model's names), strictly.
+
+    `ignore`: glob patterns of checkpoint keys to drop on purpose (e.g. `cls.*`, the
+    masked-LM head of a BERT checkpoint loaded into BertModel's spec).
+    """
+    patterns = list(ignore)
+    state: dict[str, torch.Tensor] = {}
+    for key, tensor in hf_state.items():
+        if any(fnmatch.fnmatch(key, p) for p in patterns):
+            continue
+        # Old TensorFlow-era checkpoints (BERT) name LayerNorm's parameters gamma and beta.
+        for old, new in LEGACY_SUFFIXES:
+            if key.endswith(old) and key[: -len(old)] + new not in hf_state:
+                key = key[: -len(old)] + new
+        state[key] = tensor
+    n, rules = _choose(ir, set(state))
+    ours: dict[str, torch.Tensor] = {}
+    provider: dict[str, str] = {}
+    used: set[str] = set()
+    for rule in rules:
+        tensor = state.get(rule.hf)
+        if tensor is None:
+            continue
+        used.add(rule.hf)
+        if not rule.ours:  # a buffer some checkpoints carry: check it, keep nothing
+            problem = rule.check(tensor) if rule.check else None
+            if problem:
+                raise SpecError(f"checkpoint tensor '{rule.hf}' {problem}")
+            continue
+        expected = rule.hf_shape()
+        if tuple(tensor.shape) != expected:
+            raise SpecError(
+                f"checkpoint tensor '{rule.hf}' has shape {describe_shape(tuple(tensor.shape))}, "
+                f"but the spec needs {describe_shape(expected)} (for {_listing(list(rule.ours))})",
+                hint="the spec and the checkpoint describe different models; "
+                "`archspec import-hf` on the checkpoint's config.json writes a matching spec",
+            )
+        for key, part in zip(rule.ours, rule.split(tensor), strict=True):
+            if key in ours:
+                same = part.is_meta or ours[key].is_meta or torch.equal(ours[key], part)
+                if not same:
+                    raise SpecError(
+                        f"checkpoint tensors '{provider[key]}' and '{rule.hf}' should be one "
+                        f"tied tensor ({key}) but differ",
+                        hint="the spec ties them; a checkpoint with separate weights needs a "
+                        "spec without the tie",
+                    )
+                continue
+            ours[key] = part
+            provider[key] = rule.hf
+    unused = sorted(set(state) - used)
+    if unused:
+        what = "tensor" if len(unused) == 1 else "tensors"
+        verb = "has" if len(unused) == 1 else "have"
+        raise SpecError(
+            f"checkpoint {what} {_listing(unused)} {verb} no place in the spec "
+            f"({n.cls.name} names)",
+            hint="the checkpoint holds more than the spec describes; pass ignore=['PATTERN'] "
+            "(or --hf-ignore PATTERN) to drop tensors on purpose",
+        )
+    needed: dict[str, str] = {}
+    for rule in rules:
+        for key in rule.ours:
+            needed.setdefault(key, rule.hf)
+    missing = [k for k in needed if k not in ours]
+    if missing:
+        wanted = sorted({needed[k] for k in missing})
+        hint = "the checkpoint is incomplete, or of a different model"
+        if all(k.startswith("pooler.") for k in missing):
+            hint = "this checkpoint has no pooler: use a spec with head: {pooler: false}"
+        raise SpecError(
+            f"the checkpoint has no {_listing(wanted)} (needed for {_listing(missing)})",
+            hint=hint,
+        )
+    return {k: ours[k].contiguous() for k in needed}
+
+
+def to_hf(ir: IR, state: Mapping[str, torch.Tensor], variant: str = "checkpoint") -> dict:
+    """Ours -> a transformers state dict as the spec's class holds it in memory (tied copies
+    included, buffers transformers keeps in its state dict as zeros)."""
+    n = naming(ir, variant=variant)
+    out: dict[str, torch.Tensor] = {}
+    for rule in tensor_rules(n, ir):
+        if rule.ours:
+            out[rule.hf] = rule.join([state[k] for k in rule.ours])
+        elif rule.buffer_shape is not None:
+            device = next(iter(state.values())).device if state else None
+            out[rule.hf] = torch.zeros(rule.buffer_shape, device=device)
+    return out
+
+
+# --- Filling a generated model -------------------------------------------------------------
+
+
+def _as_ir(spec: Spec | IR | str | Path) -> IR:
+    from archspec.ir.build import build_ir
+    from archspec.spec.resolve import load_spec
+
+    if isinstance(spec, IR):
+        return spec
+    if isinstance(spec, Spec):
+        return build_ir(spec)
+    path = Path(spec)
+    return build_ir(load_spec(path if path.is_file() else str(spec)))
+
+
+def _spec_for(source: Any) -> IR:
+    from archspec.hf.import_config import import_config
+
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        folder = path if path.is_dir() else path.parent
+        if (folder / "config.json").is_file():
+            from archspec.ir.build import build_ir
+
+            return build_ir(import_config(folder / "config.json").spec)
+    raise SpecError(
+        "load_weights needs the model's spec",
+        hint="pass spec= (a spec name, path, Spec or IR), or a checkpoint folder with its "
+        "config.json",
+    )
+
+
+def load_weights(
+    model: torch.nn.Module,
+    source: str | Path | Mapping[str, torch.Tensor],
+    spec: Spec | IR | str | Path | None = None,
+    *,
+    ignore: Iterable[str] = (),
+) -> torch.nn.Module:
+    """Fill a generated `model` from a transformers checkpoint, strictly; returns the model.
+
+    `source`: a folder with model.safetensors or pytorch_model.bin (sharded ones with their
+    index too), one such file, or a state dict, in transformers' names, or in archspec's (as
+    `archspec build --hf-weights` writes them). `spec`: the model's spec (a name, a path, a
+    Spec or an IR); by default, what `import-hf` makes of the checkpoint folder's config.json.
+    `ignore`: glob patterns of checkpoint keys to drop on purpose.
+
+    Every parameter of the model is filled and every tensor is used, or a SpecError names
+    the key; tied parameters (one tensor under two names) are filled once.
+    """
+    state = read_state_dict(source)
+    params = dict(model.named_parameters(remove_duplicate=False))
+    if not (state and set(state) <= set(params)):  # transformers' names: convert first
+        ir = _as_ir(spec) if spec is not None else _spec_for(source)
+        state = convert(ir, state, ignore=ignore)
+    extra = sorted(set(state) - set(params))
+    if extra:
+        raise SpecError(
+            f"converted tensor(s) {_listing(extra)}: no such parameter in the model",
+            hint="the model was generated from a different spec",
+        )
+    # Names that share one Parameter (a tied head) are filled from whichever the state has.
+    groups: dict[int, list[str]] = {}
+    for name, param in params.items():
+        groups.setdefault(id(param), []).append(name)
+    with torch.no_grad():
+        for names in groups.values():
+            param = params[names[0]]
+            given = [n for n in names if n in state]
+            if not given:
+                raise SpecError(f"no tensor for the model's parameter '{names[0]}'")
+            for name in given:
+                tensor = state[name]
+                if tuple(tensor.shape) != tuple(param.shape):
+                    raise SpecError(
+                        f"'{name}': the model has shape {describe_shape(tuple(param.shape))}, "
+                        f"the checkpoint gives {describe_shape(tuple(tensor.shape))}",
+                        hint="the model was generated from a different spec",
+                    )
+                if name != given[0] and not torch.equal(tensor, state[given[0]]):
+                    raise SpecError(f"'{name}' and '{given[0]}' are tied in the model but differ")
+            param.copy_(state[given[0]])
+    return model
+
+
+def save_state_dict(state: Mapping[str, torch.Tensor], path: str | Path, name: str) -> None:
+    """Write converted weights as one safetensors file (tied tensors once)."""
+    save_file = _safetensors().save_file
+    # One storage per tensor: safetensors refuses views of a shared (fused) tensor.
+    tensors = {k: v.contiguous().clone() for k, v in state.items()}
+    try:
+        save_file(tensors, str(path), metadata={"format": "pt", "spec": name})
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(path, 0o666 & ~umask)  # safetensors writes 0600; give it the usual mode
+    except OSError as exc:
+        raise SpecError(f"cannot write {path}: {exc.strerror or exc}") from exc
