@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from archspec.cli import (
     build,  # noqa: F401  (registers build)
+    compare,  # noqa: F401  (registers compare, diff)
     count,  # noqa: F401  (registers count, list, validate)
+    hf,  # noqa: F401  (registers import-hf)
     printing,  # noqa: F401  (registers print)
 )
 from archspec.cli.app import app

@@ -22,6 +22,74 @@ from archspec.cli.common import (
 )
 from archspec.errors import SpecError
 
+# FLOPs and memory: any of these options adds them to `archspec count`. They default to None
+# so that the command can tell "not given" (parameters only) from a value.
+_FLOPS = "FLOPs and memory"
+BatchOpt = Annotated[
+    int | None,
+    typer.Option("--batch", "-b", help="Sequences per step (default 1).", rich_help_panel=_FLOPS),
+]
+SeqOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--seq",
+        "-s",
+        help="Positions per sequence (default: max_seq_len); a comma-separated list "
+        "(512,1024,2048) sweeps them in one table.",
+        metavar="S[,S...]",
+        rich_help_panel=_FLOPS,
+    ),
+]
+DecSeqOpt = Annotated[
+    int | None,
+    typer.Option("--dec-seq", help="Decoder positions, encoder-decoders (default: --seq).",
+                 rich_help_panel=_FLOPS),
+]  # fmt: skip
+KvLenOpt = Annotated[
+    int | None,
+    typer.Option("--kv-len", help="Positions in the KV cache for one decode step, the new one "
+                 "included (default: the sequence length).", rich_help_panel=_FLOPS),
+]  # fmt: skip
+ConventionOpt = Annotated[
+    str | None,
+    typer.Option("--convention", help="What a FLOP count counts: executed (default), causal, "
+                 "kaplan, chinchilla, palm, megatron.", metavar="NAME", rich_help_panel=_FLOPS),
+]  # fmt: skip
+DtypeOpt = Annotated[
+    str | None,
+    typer.Option("--dtype", help="Weight dtype: fp32 (default), bf16, fp16 (mixed precision), "
+                 "int8, int4 (weight-only).", metavar="DTYPE", rich_help_panel=_FLOPS),
+]  # fmt: skip
+OptimizerOpt = Annotated[
+    str | None,
+    typer.Option("--optimizer", help="adamw (default), adamw8bit or sgd (with momentum).",
+                 metavar="NAME", rich_help_panel=_FLOPS),
+]  # fmt: skip
+RecomputeOpt = Annotated[
+    str | None,
+    typer.Option("--recompute", help="Activation recomputation: none (default), selective, full.",
+                 metavar="POLICY", rich_help_panel=_FLOPS),
+]  # fmt: skip
+AttnOpt = Annotated[
+    str | None,
+    typer.Option("--attn", help="Attention kernel: eager (default; keeps the B·h·S² "
+                 "probabilities) or flash.", metavar="KERNEL", rich_help_panel=_FLOPS),
+]  # fmt: skip
+GpusOpt = Annotated[
+    int | None, typer.Option("--gpus", help="Devices (default 1).", rich_help_panel=_FLOPS)
+]
+TpOpt = Annotated[
+    int | None, typer.Option("--tp", help="Tensor-parallel degree.", rich_help_panel=_FLOPS)
+]
+PpOpt = Annotated[
+    int | None, typer.Option("--pp", help="Pipeline-parallel degree.", rich_help_panel=_FLOPS)
+]
+ZeroOpt = Annotated[
+    int | None,
+    typer.Option("--zero", help="ZeRO stage over data-parallel replicas: 0-3.",
+                 rich_help_panel=_FLOPS),
+]  # fmt: skip
+
 
 @app.command()
 def count(
@@ -31,10 +99,44 @@ def count(
         bool,
         typer.Option("--symbolic", help="Also show the total and group subtotals as formulas."),
     ] = False,
+    names: Annotated[
+        str,
+        typer.Option(
+            "--names",
+            help="`hf`: also show each module's name in the spec's transformers class.",
+            metavar="ours|hf",
+        ),
+    ] = "ours",
+    batch: BatchOpt = None,
+    seq: SeqOpt = None,
+    dec_seq: DecSeqOpt = None,
+    kv_len: KvLenOpt = None,
+    convention: ConventionOpt = None,
+    dtype: DtypeOpt = None,
+    optimizer: OptimizerOpt = None,
+    recompute: RecomputeOpt = None,
+    attn: AttnOpt = None,
+    gpus: GpusOpt = None,
+    tp: TpOpt = None,
+    pp: PpOpt = None,
+    zero: ZeroOpt = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot",
+            help="Draw FLOPs per token and memory against S to this .png or .svg file (the "
+            "--seq list, else doublings up to max_seq_len; needs `pip install "
+            "'archspec[plot]'`).",
+            metavar="FILE",
+            rich_help_panel=_FLOPS,
+        ),
+    ] = None,
     json_: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Count a spec's parameters exactly, row by row.
+    """Count a spec's parameters exactly, row by row; with `--seq` or `--batch` (or any
+    option below them), also its FLOPs and memory. A list of lengths (`--seq 512,1024`)
+    gives one row per length, and `--json` a `sweep` list of `{workload, flops, memory}`.
 
     Examples:
 
@@ -45,16 +147,53 @@ def count(
         archspec count gpt2 --set n_layers=48 --json
 
         archspec count my-model.yaml
+
+        archspec count bert-base --names hf
+
+        archspec count llama-2-7b --seq 4096 --dtype bf16
+
+        archspec count llama-2-70b --seq 4096 --convention causal --gpus 64 --tp 8 --zero 1
+
+        archspec count t5-base --seq 512 --dec-seq 128 --symbolic
+
+        archspec count llama-2-7b --seq 512,1024,2048,4096 --plot llama.png
     """
     from archspec.backends.count.report import param_report
 
     with user_errors(debug):
+        if names not in ("ours", "hf"):
+            raise SpecError(f"--names takes ours or hf, not {names!r}")
         ir = compile_spec(spec, set_)
         report = param_report(ir, symbolic=symbolic)
+        if names == "hf":
+            from archspec.hf.names import hf_module_names
+
+            hf_names = hf_module_names(ir)
+            for row in report["params"]["rows"]:
+                row["hf_name"] = hf_names[row["name"]]
+        from archspec.cli import sweep
+
+        lengths = sweep.parse_lengths(seq)
+        workload = _workload(
+            batch, lengths[0] if lengths else None, dec_seq, kv_len, convention, dtype,
+            optimizer, recompute, attn, gpus, tp, pp, zero,
+        )  # fmt: skip
+        if lengths is not None and len(lengths) > 1:
+            sweep.add_sweep(report, ir, workload, lengths)
+        elif workload is not None:
+            _add_workload(report, ir, workload, symbolic)
+        if plot is not None:
+            from archspec.backends.count.flops_report import Workload
+
+            sweep.chart_sweep(report, ir, workload or Workload(), plot)
     if json_:
         print_json(report)
         return
     _render_params(report)
+    if "sweep" in report:
+        sweep.render_sweep(report)
+    elif workload is not None:
+        _render_workload(report)
 
 
 def _render_params(report: dict[str, Any]) -> None:
@@ -68,6 +207,9 @@ def _render_params(report: dict[str, Any]) -> None:
         title_justify="left",
     )
     table.add_column("module")
+    hf_names = bool(params["rows"]) and "hf_name" in params["rows"][0]
+    if hf_names:
+        table.add_column(f"transformers ({report['hf_class']})")
     table.add_column("shape")
     table.add_column("×", justify="right")
     table.add_column("parameters", justify="right")
@@ -80,19 +222,20 @@ def _render_params(report: dict[str, Any]) -> None:
         else:
             shape = row["shape"]
         copies = f"{row['copies']}" if row["copies"] != 1 else ""
+        hf = [row["hf_name"]] if hf_names else []
         table.add_row(
-            row["name"], shape, copies, f"{row['count']:,}", f"{row['count'] / total:.1%}"
+            row["name"], *hf, shape, copies, f"{row['count']:,}", f"{row['count'] / total:.1%}"
         )
+    pad = [""] if hf_names else []
     table.add_section()
     for group, n in params["groups"].items():
-        table.add_row(f"[italic]{group}[/italic]", "", "", f"{n:,}", f"{n / total:.1%}")
+        table.add_row(f"[italic]{group}[/italic]", *pad, "", "", f"{n:,}", f"{n / total:.1%}")
     table.add_section()
-    table.add_row("[bold]total[/bold]", "", "", f"[bold]{total:,}[/bold]", "100.0%")
+    table.add_row("[bold]total[/bold]", *pad, "", "", f"[bold]{total:,}[/bold]", "100.0%")
     if "active" in params:
         active = params["active"]
-        table.add_row(
-            "active per token", "(top-k experts)", "", f"{active:,}", f"{active / total:.1%}"
-        )
+        share = f"{active / total:.1%}"
+        table.add_row("active per token", *pad, "(top-k experts)", "", f"{active:,}", share)
     out = stdout()
     out.print(table)
     if "symbolic" in report:
@@ -176,3 +319,140 @@ def validate(
         stderr().print(
             f"[green]ok[/green]: {file} is a valid spec ({ir.spec.name}, {total:,} parameters)"
         )
+
+
+# FLOPs and memory (`archspec count --seq ...`).
+
+
+def _workload(
+    batch, seq, dec_seq, kv_len, convention, dtype, optimizer, recompute, attn, gpus, tp, pp, zero
+):
+    """The workload the options describe, or None when none of them was given."""
+    given = {
+        "batch": batch, "seq": seq, "dec_seq": dec_seq, "kv_len": kv_len,
+        "convention": convention, "dtype": dtype, "optimizer": optimizer,
+        "recompute": recompute, "attn": attn,
+    }  # fmt: skip
+    parallel = {"gpus": gpus, "tp": tp, "pp": pp, "zero": zero}
+    if all(v is None for v in (*given.values(), *parallel.values())):
+        return None
+    from archspec.backends.count.flops_report import Workload
+    from archspec.backends.count.memory import Parallelism
+
+    par = Parallelism(**{k: v for k, v in parallel.items() if v is not None})
+    return Workload(**{k: v for k, v in given.items() if v is not None}, parallel=par)
+
+
+def _add_workload(report: dict[str, Any], ir, workload, symbolic: bool) -> None:
+    from archspec.backends.count.flops_report import flops_report
+
+    extra = flops_report(ir, workload, symbolic=symbolic)
+    if "symbolic" in extra:
+        report.setdefault("symbolic", {}).update(extra.pop("symbolic"))
+    report.update(extra)
+
+
+def _flops(n: int) -> str:
+    """human() with room for training runs: 1.44P rather than 1.44e+03T."""
+    for unit, size in (("E", 1e18), ("P", 1e15)):
+        if abs(n) >= size:
+            return f"{n / size:.3g}{unit}"
+    return human(n)
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} B"
+
+
+def _render_workload(report: dict[str, Any]) -> None:
+    from rich.columns import Columns
+    from rich.table import Table
+
+    from archspec.backends.count.flops import COMPONENTS
+
+    w, flops, memory = report["workload"], report["flops"], report["memory"]
+    conv = flops["convention"]
+    lengths = f"B={w['batch']}, S={w['seq']}"
+    if w["dec_seq"] is not None:
+        lengths += f", S_dec={w['dec_seq']}"
+    table = Table(title=f"FLOPs at {lengths}", title_justify="left")
+    for column in ("", "matmul", "other", "total"):
+        table.add_column(column, justify="left" if not column else "right")
+    table.add_column("convention")
+    for name, c in flops["components"].items():
+        table.add_row(
+            COMPONENTS[name], _flops(c["matmul"]), _flops(c["other"]), _flops(c["total"]), conv
+        )
+    table.add_section()
+
+    def row(label: str, total: int, matmul: int | None = None) -> None:
+        other = _flops(total - matmul) if matmul is not None else ""
+        matmul_text = _flops(matmul) if matmul is not None else ""
+        table.add_row(label, matmul_text, other, f"[bold]{_flops(total)}[/bold]", conv)
+
+    row("forward (= prefill)", flops["forward"], flops["forward_matmul"])
+    row("backward", flops["backward"], flops["backward_matmul"])
+    if flops["recomputed"]:
+        recomputed_matmul = (
+            flops["train_step_matmul"] - flops["forward_matmul"] - flops["backward_matmul"]
+        )
+        row(f"recomputed ({_replayed(w, conv)})", flops["recomputed"], recomputed_matmul)
+    row("train step", flops["train_step"], flops["train_step_matmul"])
+    row("forward per token", flops["forward_per_token"])
+    if flops["decode"] is not None:
+        row(f"decode step, kv {w['kv_len']}", flops["decode"], flops["decode_matmul"])
+
+    devices = f"{w['gpus']} device" + ("s" if w["gpus"] > 1 else "")
+    if w["gpus"] > 1:
+        devices += f": tp={w['tp']} pp={w['pp']} dp={w['dp']} ZeRO-{w['zero']}"
+    mem = Table(title=f"memory per device ({devices})", title_justify="left")
+    mem.add_column("")
+    mem.add_column("bytes", justify="right")
+    mem.add_column("", justify="right")
+    master = " + master" if w["dtype"] != "fp32" else ""
+    recompute = "no recompute" if w["recompute"] == "none" else f"{w['recompute']} recomp."
+    rows = [
+        (f"weights ({w['dtype']})", memory["weights"]),
+        ("gradients", memory["gradients"]),
+        (f"optimizer ({w['optimizer']}{master})", memory["optimizer"]),
+        (f"activations ({w['attn']}, {recompute})", memory["activations"]),
+    ]
+    for label, n in rows:
+        mem.add_row(label, f"{n:,}", _bytes(n))
+    mem.add_row("[bold]training total[/bold]", f"{memory['total']:,}", _bytes(memory["total"]))
+    mem.add_section()
+    if w["kv_len"] is not None:
+        cache = f"KV cache ({w['kv_len']} pos.)"
+        mem.add_row(cache, f"{memory['kv_cache']:,}", _bytes(memory["kv_cache"]))
+    total = memory["inference_total"]
+    mem.add_row("[bold]inference total[/bold]", f"{total:,}", _bytes(total))
+
+    out = stdout()
+    out.print(Columns([table, mem]))
+    if "flops" in report.get("symbolic", {}):
+        formulas = Table(
+            title=f"formulas (B, S, S_dec, kv_len; convention {conv})",
+            title_justify="left",
+            show_header=False,
+        )
+        formulas.add_column("figure")
+        formulas.add_column("expression")
+        for name, expr in report["symbolic"]["flops"].items():
+            label = COMPONENTS[name.split(".", 1)[1]] if name.startswith("component.") else name
+            formulas.add_row(f"FLOPs {label}", expr)
+        formulas.add_section()
+        for name, expr in report["symbolic"]["memory"].items():
+            formulas.add_row(f"bytes {name}", expr)
+        out.print(formulas)
+
+
+def _replayed(w: dict[str, Any], conv: str) -> str:
+    """What the backward pass recomputes, in a few words."""
+    if w["recompute"] == "full":
+        return "blocks"
+    if w["attn"] == "flash" and conv in ("executed", "causal"):
+        return "flash QKᵀ"
+    return "attention core"

@@ -1,0 +1,109 @@
+"""What kind of transformer a compiled spec is, read from the IR's nodes (never the YAML).
+
+Each fact is a plain value for JSON (`"n_kv_heads": 8`) with a short label for people
+(`GQA`, `SwiGLU`, `RMSNorm, pre-norm`) produced by `label`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archspec.ir.nodes import IR, MLP, Attention, Block, Linear, MoE, Norm, Stack
+from archspec.ir.visit import walk
+
+ARCHITECTURE = {
+    "encoder": "encoder-only",
+    "decoder": "decoder-only",
+    "encoder-decoder": "encoder-decoder",
+}
+POSITION = {
+    "learned": "learned",
+    "sinusoidal": "sinusoidal",
+    "rope": "RoPE",
+    "alibi": "ALiBi",
+    "relative_bias": "relative bias (T5)",
+    "none": "none",
+}
+NORM = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
+RESIDUAL = {"pre": "pre-norm", "post": "post-norm", "parallel": "parallel"}
+# The usual names of gated MLPs (Shazeer, "GLU Variants Improve Transformer", 2020).
+GLU_NAME = {"silu": "SwiGLU", "gelu": "GeGLU", "gelu_tanh": "GeGLU (tanh)", "relu": "ReGLU"}
+ACTIVATION = {"silu": "SiLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "relu": "ReLU"}
+
+
+def attention_variant(n_heads: int, n_kv_heads: int) -> str:
+    """MHA: one key/value head per query head; MQA: one shared; GQA: groups in between."""
+    if n_kv_heads == n_heads:
+        return "MHA"
+    return "MQA" if n_kv_heads == 1 else "GQA"
+
+
+def structure(ir: IR) -> dict[str, Any]:
+    """The architecture facts of the `compare` table, as JSON-ready values."""
+    nodes = [placed.node for placed in walk(ir.root)]
+    stacks = [n for n in nodes if isinstance(n, Stack)]
+    # Self-attention describes the model; cross-attention (encoder-decoder) has the same heads.
+    attn = next(n for n in nodes if isinstance(n, Attention) and not n.cross)
+    mlp = next(n for n in nodes if isinstance(n, MLP))
+    moe = next((n for n in nodes if isinstance(n, MoE)), None)
+    block = next(n for n in nodes if isinstance(n, Block))
+    norm = next(n for n in nodes if isinstance(n, Norm))
+    head = next((n for n in ir.root.parts if isinstance(n, Linear) and n.name == "lm_head"), None)
+    n_heads, n_kv_heads = ir.value(attn.n_heads), ir.value(attn.n_kv_heads)
+    return {
+        "architecture": ARCHITECTURE[ir.root.layout],
+        "layers": {s.role: _layers(ir, s) for s in stacks},
+        "d_model": ir.value(ir.root.d_model),
+        "n_heads": n_heads,
+        "n_kv_heads": n_kv_heads,
+        "head_dim": ir.value(attn.head_dim),
+        "attention": attention_variant(n_heads, n_kv_heads),
+        # For a gated MLP, d_ff is the width of one branch (as in the spec language).
+        "d_ff": ir.value(mlp.parts[0].out_features),  # type: ignore[attr-defined]
+        "activation": mlp.activation,
+        "gated": mlp.gated,
+        "norm": norm.kind,
+        "residual": block.residual,
+        "position": stacks[0].position.kind,
+        "moe": None
+        if moe is None
+        else {"n_experts": ir.value(moe.n_experts), "top_k": ir.value(moe.top_k)},
+        # None: no LM head at all (BERT's encoder), so there is nothing to tie.
+        "tied_embeddings": None if head is None else head.tied_to is not None,
+        "vocab_size": ir.value(ir.root.vocab_size),
+        "max_seq_len": ir.value(stacks[0].max_seq_len),
+    }
+
+
+def _layers(ir: IR, stack: Stack) -> int:
+    blocks = stack.part("blocks")
+    return sum(ir.value(run.count) for run in blocks.runs)  # type: ignore[union-attr]
+
+
+def label(facts: dict[str, Any], key: str) -> str:
+    """The text people read for one fact in the comparison table."""
+    if key == "layers":
+        layers = facts["layers"]
+        if len(layers) == 1:
+            return str(next(iter(layers.values())))
+        return " + ".join(f"{n} {role[:3]}" for role, n in layers.items())
+    if key == "heads":
+        return f"{facts['n_heads']} / {facts['n_kv_heads']}"
+    if key == "mlp":
+        activation = ACTIVATION[facts["activation"]]
+        return (
+            f"{GLU_NAME[facts['activation']]} (gated {activation})"
+            if facts["gated"]
+            else activation
+        )
+    if key == "norm":
+        return f"{NORM[facts['norm']]}, {RESIDUAL[facts['residual']]}"
+    if key == "position":
+        return POSITION[facts["position"]]
+    if key == "moe":
+        moe = facts["moe"]
+        return "—" if moe is None else f"{moe['n_experts']} experts, top-{moe['top_k']}"
+    if key == "tied_embeddings":
+        tied = facts["tied_embeddings"]
+        return "no LM head" if tied is None else "yes" if tied else "no"
+    return f"{facts[key]:,}" if isinstance(facts[key], int) else str(facts[key])

@@ -1,0 +1,327 @@
+"""`archspec compare` and `archspec diff`: architectures side by side, and what separates two.
+
+The numbers come from the same backends as `archspec count` (the comparison only arranges
+them), so a column of `compare --json` equals that spec's `count --json`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from archspec.cli.app import app
+from archspec.cli.common import (
+    DebugOpt,
+    JsonOpt,
+    compile_spec,
+    human,
+    print_json,
+    stderr,
+    stdout,
+    user_errors,
+)
+
+SpecsArg = Annotated[
+    list[str],
+    typer.Argument(
+        help="Built-in spec names (see `archspec list`) or paths to .yaml specs, one column each.",
+        show_default=False,
+    ),
+]
+PlotOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plot",
+        help="Also draw the charts to this .png or .svg file (needs `pip install "
+        "'archspec[plot]'`).",
+        metavar="FILE",
+    ),
+]
+
+
+_COSTS = "FLOPs and memory"
+METADATA = ("source", "family", "hf_class")
+
+
+@app.command()
+def compare(
+    specs: SpecsArg,
+    seq: Annotated[
+        int | None,
+        typer.Option(
+            "--seq",
+            "-s",
+            help="Sequence length S for the FLOPs (default: each spec's own max_seq_len, as "
+            "`archspec count`); one S for all makes the columns comparable.",
+            rich_help_panel=_COSTS,
+        ),
+    ] = None,
+    batch: Annotated[
+        int,
+        typer.Option(
+            "--batch",
+            "-b",
+            help="Sequences per step (the per-token figures do not depend on it; the "
+            "`memory` totals of --json do).",
+            rich_help_panel=_COSTS,
+        ),
+    ] = 1,
+    dtype: Annotated[
+        str,
+        typer.Option(
+            "--dtype",
+            help="Weight dtype: fp32, bf16, fp16, int8, int4 (weight-only; the KV cache stays "
+            "bf16).",
+            metavar="DTYPE",
+            rich_help_panel=_COSTS,
+        ),
+    ] = "fp32",
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the table as GitHub markdown.")
+    ] = False,
+    plot: PlotOpt = None,
+    json_: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Compare specs side by side: one column per spec, computed from each spec exactly.
+
+    Rows: architecture type, layers, d_model, heads / kv heads, head_dim, attention variant
+    (MHA, GQA, MQA), d_ff, MLP activation and gating, norm type and placement, position
+    encoding, MoE, tied embeddings, vocabulary, context; parameters: total, embedding,
+    non-embedding and active per token; then at sequence length S: forward and training-step
+    FLOPs per token, KV-cache bytes per token and the weights' memory in `--dtype`.
+
+    **Embedding** parameters are the lookup tables (token, position and token-type
+    embeddings: the `embeddings` group of `archspec count`). Everything else is
+    **non-embedding**, an untied LM head included (a matmul every token pays for, as in Kaplan
+    et al.'s N); a tied head adds nothing. **Active** parameters are those one token uses: for
+    a mixture of experts the router and the top-k experts, otherwise all.
+
+    FLOPs follow the `executed` convention of `archspec count` (every matmul as the generated
+    code runs it; `archspec count --convention` has the papers' conventions). The KV cache per
+    token is one position of one sequence in the decoder's self-attention: 0 for an encoder.
+
+    `--json` prints `{"specs": [{"name", "structure", "params": {"total", "embedding",
+    "non_embedding", "active", "groups"}, "workload", "flops", "memory", "per_token":
+    {"forward_flops", "train_flops", "kv_cache_bytes"}}]}`: `params.total`, `params.groups`,
+    `workload`, `flops` and `memory` are what `archspec count SPEC --seq S --batch B --dtype D
+    --json` prints. `--plot` draws each spec's parameters by component (absolute and share)
+    and its forward FLOPs per token against S (log axes).
+
+    Examples:
+
+        archspec compare bert-base gpt2 t5-small
+
+        archspec compare llama-2-7b llama-2-70b mixtral-8x7b --seq 4096 --dtype bf16 --markdown
+
+        archspec compare gpt2 gpt2-xl --plot gpt2.png
+
+        archspec compare llama-2-7b ./my-model.yaml --json
+    """
+    from archspec.backends.compare.table import compare_report
+    from archspec.backends.compare.table import markdown as to_markdown
+    from archspec.backends.count.flops_report import Workload
+
+    with user_errors(debug):
+        if plot is not None:
+            from archspec.backends.compare.plot import check_path
+
+            check_path(plot)
+        irs = [compile_spec(spec, None) for spec in specs]
+        report = compare_report(irs, Workload(batch=batch, seq=seq, dtype=dtype))
+        if plot is not None:
+            _plot(irs, report, plot, seq)
+    if json_:
+        print_json(report)
+    elif markdown:
+        sys.stdout.write(to_markdown(report) + "\n")
+    else:
+        _render_compare(report)
+    if plot is not None:
+        stderr().print(f"wrote {plot}")
+
+
+def _plot(irs: list, report: dict[str, Any], path: Path, seq: int | None) -> None:
+    from archspec.backends.compare.plot import plot_compare
+    from archspec.backends.compare.sweep import curve_lengths, forward_curve
+
+    contexts = [ir.spec.max_seq_len for ir in irs]
+    longest = max([*contexts, seq or 0])
+    curves = {
+        ir.spec.name: forward_curve(ir, curve_lengths(longest, context))
+        for ir, context in zip(irs, contexts, strict=True)
+    }
+    plot_compare(report, path, curves, seq)
+
+
+def _render_compare(report: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from archspec.backends.compare.table import sections
+
+    table = Table(title="comparison", title_justify="left")
+    table.add_column("", overflow="fold")
+    for entry in report["specs"]:
+        table.add_column(entry["name"], justify="right", overflow="fold")
+    for i, (title, rows) in enumerate(sections(report)):
+        if i:
+            table.add_section()
+        table.add_row(f"[bold]{title}[/bold]", *[""] * len(report["specs"]))
+        for name, cells in rows:
+            table.add_row(name, *cells)
+    print_wide(table)
+
+
+@app.command()
+def diff(
+    a: Annotated[str, typer.Argument(help="The spec to start from: a built-in name or a path.")],
+    b: Annotated[str, typer.Argument(help="The spec to compare it with.")],
+    json_: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """What differs between two specs: their fields, their modules, and where the parameters
+    went.
+
+    - **spec**: every field whose value differs after `extends` is resolved. Fields with a
+      derived default are compared by what they mean: `n_kv_heads 32 (default) -> 8`.
+    - **modules**: the two module trees matched by attribute path. A module is added or
+      removed (shown once, at the top of the new or missing subtree, with every parameter under
+      it) or changed (its shape, copies, length or settings such as heads or activation), each
+      with both parameter counts and the delta.
+    - **parameters**: the `archspec count` groups of both, and the totals.
+
+    `--json` prints `{"a", "b", "spec": [{"field", "a", "b", "a_default", "b_default"}],
+    "modules": [{"module", "kind", "change", "settings": {name: [a, b]}, "a", "b", "delta"}],
+    "groups": [{"group", "a", "b", "delta"}], "total": {"a", "b", "delta"}}`, plus `"active"`
+    when either is a mixture of experts.
+
+    Examples:
+
+        archspec diff llama-2-7b llama-2-70b
+
+        archspec diff llama-2-7b mixtral-8x7b
+
+        archspec diff gpt2 ./my-gpt2-variant.yaml --json
+    """
+    from archspec.backends.compare.diff import diff_report
+
+    with user_errors(debug):
+        report = diff_report(compile_spec(a, None), compile_spec(b, None))
+    if json_:
+        print_json(report)
+        return
+    _render_diff(report)
+
+
+def _value(value: Any, derived: bool = False) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        text = str(value).lower()
+    elif isinstance(value, int):
+        text = f"{value:,}"
+    elif isinstance(value, dict):
+        text = ", ".join(f"{k}: {_value(v)}" for k, v in value.items())
+    else:
+        text = str(value)
+    return f"{text} [dim](default)[/dim]" if derived else text
+
+
+def _signed(n: int, exact: bool = True) -> str:
+    sign = "+" if n > 0 else "−" if n < 0 else ""
+    if not exact or n == 0:
+        return f"{sign}{human(abs(n))}"
+    return f"{sign}{abs(n):,} ({sign}{human(abs(n))})"
+
+
+def _change_text(entry: dict[str, Any]) -> str:
+    settings = entry["settings"]
+    if entry["change"] == "changed":
+        parts = []
+        if "shape" in settings or "copies" in settings:
+            # A leaf: its shape and copies read as one thing, `4096 × 4096 ×32 -> ...`.
+            shape = settings.get("shape")
+            copies = settings.get("copies")
+            parts.append(f"{_leaf(shape, copies, 0)} → {_leaf(shape, copies, 1)}")
+        for key, (old, new) in settings.items():
+            if key not in ("shape", "copies"):
+                parts.append(f"{key} {_value(old)} → {_value(new)}")
+        return "; ".join(parts)
+    side = 1 if entry["change"] == "added" else 0
+    facts = {k: v[side] for k, v in settings.items()}
+    sign = "[green]+[/green]" if side else "[red]−[/red]"
+    detail = ", ".join(f"{k} {_value(v)}" for k, v in facts.items())
+    return f"{sign} {entry['kind']}" + (f" ({detail})" if detail else "")
+
+
+def _leaf(shape: list | None, copies: list | None, side: int) -> str:
+    text = shape[side] if shape else ""
+    if copies and copies[side] != 1:
+        text += f" ×{copies[side]}"
+    return text.strip()
+
+
+def _render_diff(report: dict[str, Any]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    a, b = report["a"], report["b"]
+    fields = Table(title=f"spec fields: {a} → {b}", title_justify="left")
+    for column in ("field", a, b):
+        fields.add_column(column, overflow="fold")
+    # Where the numbers come from (source, family, transformers class) says little about the
+    # architecture: those rows go last, dimmed.
+    spec = sorted(report["spec"], key=lambda f: f["field"] in METADATA)
+    for f in spec:
+        style = "dim" if f["field"] in METADATA else None
+        a_text, b_text = _value(f["a"], f["a_default"]), _value(f["b"], f["b_default"])
+        fields.add_row(f["field"], a_text, b_text, style=style)
+    print_wide(fields if report["spec"] else "spec fields: identical")
+
+    modules = Table(title=f"modules: {a} → {b}", title_justify="left")
+    modules.add_column("module", overflow="fold")
+    modules.add_column("change", overflow="fold")
+    for column in (a, b, "Δ"):
+        modules.add_column(column, justify="right", no_wrap=True)
+    for m in report["modules"]:
+        # Rounded here (the exact counts are in --json and in the groups below): the table is
+        # about where parameters moved, and stays narrow enough for a terminal.
+        modules.add_row(
+            escape(m["module"] or "(model)"),
+            _change_text(m),
+            human(m["a"]),
+            human(m["b"]),
+            _signed(m["delta"], exact=False),
+        )
+    print_wide(modules if report["modules"] else "modules: identical")
+
+    groups = Table(title=f"where the parameters went: {a} → {b}", title_justify="left")
+    groups.add_column("group")
+    for column in (a, b, "Δ parameters"):
+        groups.add_column(column, justify="right", overflow="fold")
+    for g in report["groups"]:
+        groups.add_row(g["group"], f"{g['a']:,}", f"{g['b']:,}", _signed(g["delta"]))
+    groups.add_section()
+    t = report["total"]
+    groups.add_row("[bold]total[/bold]", f"{t['a']:,}", f"{t['b']:,}", _signed(t["delta"]))
+    if "active" in report:
+        x = report["active"]
+        groups.add_row("active per token", f"{x['a']:,}", f"{x['b']:,}", _signed(x["delta"]))
+    print_wide(groups)
+
+
+def print_wide(renderable: Any) -> None:
+    """Print to stdout; to a file or a pipe, as wide as the table needs (up to 160 columns,
+    beyond which cells fold onto more lines), not rich's default of 80."""
+    from rich.measure import Measurement
+
+    out = stdout()
+    # An explicit COLUMNS is the user's choice of width, as for any rich output.
+    if not out.is_terminal and "COLUMNS" not in os.environ and not isinstance(renderable, str):
+        needed = Measurement.get(out, out.options.update_width(160), renderable).maximum
+        out.width = max(out.width, needed)
+    out.print(renderable)

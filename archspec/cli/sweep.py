@@ -1,0 +1,98 @@
+"""`archspec count SPEC --seq 512,1024,2048`: FLOPs and memory across sequence lengths, in one
+table (and a chart with `--plot`).
+
+`count` parses the option and calls these helpers; every figure is the FLOP and memory report
+`count --seq S` prints for one length (backends/compare/sweep.py), so a row of the sweep and
+a single `count --seq S` cannot disagree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from archspec.cli.common import human, stderr, stdout
+from archspec.errors import SpecError
+
+
+def parse_lengths(text: str | None) -> list[int] | None:
+    """`2048` -> [2048]; `512,1024,2048` -> [512, 1024, 2048]; None when not given."""
+    if text is None:
+        return None
+    try:
+        lengths = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise SpecError(
+            f"--seq takes a length or a comma-separated list of lengths, not {text!r}",
+            hint="for example --seq 2048 or --seq 512,1024,2048,4096",
+        ) from None
+    if any(n < 1 for n in lengths):
+        raise SpecError("--seq must be at least 1")
+    return lengths
+
+
+def add_sweep(report: dict[str, Any], ir, workload, lengths: list[int]) -> None:
+    """`report["sweep"]`: one `{"workload", "flops", "memory"}` entry per length, in order."""
+    from archspec.backends.compare.sweep import seq_sweep
+
+    report["sweep"] = seq_sweep(ir, workload, lengths)
+
+
+def chart_sweep(report: dict[str, Any], ir, workload, path: Path) -> None:
+    """Draw the sweep to `path`; without one, sweep the doublings from 128 up to the spec's
+    context window first (`count SPEC --plot f.png` alone draws the usual picture)."""
+    from archspec.backends.compare.plot import check_path, plot_sweep
+    from archspec.backends.compare.sweep import chart_lengths, seq_sweep
+
+    check_path(path)
+    sweep = report.get("sweep") or seq_sweep(ir, workload, chart_lengths(ir.spec.max_seq_len))
+    plot_sweep(report["name"], sorted(sweep, key=lambda e: e["workload"]["seq"]), path)
+    stderr().print(f"wrote {path}")
+
+
+def render_sweep(report: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from archspec.backends.compare.table import binary_bytes
+    from archspec.cli.compare import print_wide
+
+    sweep = report["sweep"]
+    w = sweep[0]["workload"]
+    table = Table(
+        title=f"{report['name']} across sequence lengths: batch {w['batch']}, {w['dtype']}, "
+        f"{w['convention']} FLOPs",
+        title_justify="left",
+    )
+    columns = [
+        "S",
+        "forward",
+        "forward / token",
+        "train step",
+        "train / token",
+        "decode step",
+        "KV cache",
+        "activations",
+        "training memory",
+        "inference memory",
+    ]
+    for column in columns:
+        table.add_column(column, justify="right", no_wrap=True)
+    for e in sweep:
+        flops, memory = e["flops"], e["memory"]
+        decode = human(flops["decode"]) if flops["decode"] is not None else "—"
+        table.add_row(
+            f"{e['workload']['seq']:,}",
+            human(flops["forward"]),
+            human(flops["forward_per_token"]),
+            human(flops["train_step"]),
+            human(flops["train_step"] / flops["tokens"]),
+            decode,
+            binary_bytes(memory["kv_cache"]),
+            binary_bytes(memory["activations"]),
+            binary_bytes(memory["total"]),
+            binary_bytes(memory["inference_total"]),
+        )
+    print_wide(table)
+    stdout().print(
+        "[dim]FLOPs: K 10³, M 10⁶, B 10⁹, T 10¹²; memory per device; exact: --json[/dim]"
+    )

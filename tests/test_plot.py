@@ -1,0 +1,108 @@
+"""`--plot`: real images (checked by header, size and by rendering them back), and a clear
+message when matplotlib, an optional extra, is not installed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from archspec.backends.compare.plot import human
+from archspec.cli import app
+
+runner = CliRunner()
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def test_human_numbers_for_axes() -> None:
+    assert [human(n) for n in (0, 512, 1_200, 350e6, 1.2e9, 6.738e9, 2e12)] == [
+        "0",
+        "512",
+        "1.2K",
+        "350M",
+        "1.2B",
+        "6.74B",
+        "2T",
+    ]
+
+
+def test_compare_png_is_a_real_image(tmp_path: Path) -> None:
+    image = pytest.importorskip("matplotlib.image")
+    path = tmp_path / "compare.png"
+    result = runner.invoke(
+        app, ["compare", "bert-base", "llama-2-7b", "mixtral-8x7b", "--plot", str(path)]
+    )
+    assert result.exit_code == 0, result.output
+    assert f"wrote {path}" in result.stderr.replace("\n", "")
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE
+    # The IHDR chunk: width and height, big-endian, right after the signature.
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert width >= 1000 and height >= 800  # two rows: the bars and the FLOPs chart
+    pixels = image.imread(path)  # renders it back: a corrupt file raises here
+    assert pixels.shape[:2] == (height, width)
+    assert pixels.std() > 0.05  # not a blank canvas
+    assert len(data) > 20_000
+
+
+def test_compare_svg(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "compare.svg"
+    result = runner.invoke(app, ["compare", "gpt2", "t5-small", "--plot", str(path)])
+    assert result.exit_code == 0, result.output
+    text = path.read_text()
+    assert "<svg" in text
+    for label in ("Parameters by component", "gpt2", "t5-small", "attention", "Forward FLOPs"):
+        assert label in text
+
+
+def check_png(path: Path, min_width: int = 1000) -> None:
+    image = pytest.importorskip("matplotlib.image")
+    data = path.read_bytes()
+    assert data[:8] == PNG_SIGNATURE
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert width >= min_width and height >= 300
+    pixels = image.imread(path)
+    assert pixels.shape[:2] == (height, width) and pixels.std() > 0.05
+
+
+def test_count_sweep_plot(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "sweep.png"
+    result = runner.invoke(
+        app, ["count", "llama-2-7b", "--seq", "512,1024,2048,4096", "--plot", str(path)]
+    )
+    assert result.exit_code == 0, result.output
+    check_png(path)
+    # Without a list, --plot sweeps the doublings up to the context window.
+    default = tmp_path / "default.svg"
+    result = runner.invoke(app, ["count", "gpt2", "--plot", str(default)])
+    assert result.exit_code == 0, result.output
+    text = default.read_text()
+    assert "FLOPs per token" in text and "KV cache (inference)" in text
+
+
+def test_plot_refuses_other_formats_and_missing_folders(tmp_path: Path) -> None:
+    for bad in ("chart.pdf", str(tmp_path / "no-such-dir" / "chart.png")):
+        result = runner.invoke(app, ["compare", "gpt2", "--plot", bad])
+        assert result.exit_code == 2
+        assert "error:" in result.stderr
+
+
+def test_without_matplotlib_says_how_to_get_it(tmp_path: Path) -> None:
+    # `sys.modules["matplotlib"] = None` makes `import matplotlib` fail as if not installed.
+    code = (
+        "import sys; sys.modules['matplotlib'] = None\n"
+        "from archspec.cli import main\n"
+        f"sys.argv = ['archspec', 'compare', 'gpt2', '--plot', {str(tmp_path / 'c.png')!r}]\n"
+        "main()\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "needs matplotlib" in result.stderr
+    assert "pip install 'archspec[plot]'" in result.stderr
+    assert not (tmp_path / "c.png").exists()
