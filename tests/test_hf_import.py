@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,8 @@ from archspec.backends.count.params import parameter_count
 from archspec.cli import app
 from archspec.errors import SpecError
 from archspec.hf.import_config import import_config
-from archspec.hf.names import naming, tensor_rules
+from archspec.hf.names import naming
+from archspec.hf.tensor_rules import tensor_rules
 from archspec.hf.weights import convert, to_hf
 from archspec.ir.build import build_ir
 from archspec.spec.resolve import load_spec
@@ -341,6 +344,27 @@ def test_import_prints_yaml_or_json(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["extends"] == "_gpt2"
 
 
+def test_import_writes_and_refuses_to_clobber(tmp_path: Path) -> None:
+    config = write_config(tmp_path, PUBLISHED["gpt2"][0])
+    out = tmp_path / "gpt2.yaml"
+    result = runner.invoke(app, ["import-hf", str(config), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "wrote" in result.stderr
+    imported = out.read_text()
+    result = runner.invoke(app, ["import-hf", str(config), "-o", str(out)])
+    assert result.exit_code == 0 and "unchanged" in result.stderr  # same content: fine
+    edited = imported + "n_layers: 2  # my edit\n"
+    out.write_text(edited)
+    result = runner.invoke(app, ["import-hf", str(config), "-o", str(out)])
+    assert result.exit_code == 2
+    assert "differs from the imported spec" in result.stderr and "--force" in result.stderr
+    assert out.read_text() == edited
+    result = runner.invoke(app, ["import-hf", str(config), "-o", str(out), "--force"])
+    assert result.exit_code == 0, result.output
+    assert out.read_text() == imported
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "gpt2.yaml"]
+
+
 def test_t5_heads_follow_the_config() -> None:
     base = {
         "model_type": "t5",
@@ -526,3 +550,19 @@ def test_count_names_hf_refuses_specs_without_a_transformers_class() -> None:
     assert result.exit_code == 2 and "hf_class is null" in result.stderr
     result = runner.invoke(app, ["count", "gpt2", "--names", "theirs"])
     assert result.exit_code == 2 and "--names" in result.stderr
+
+
+def test_count_names_hf_does_not_import_torch() -> None:
+    # `count` must feel instant: the name mapping lives apart from the torch tensor rules.
+    code = (
+        "import sys; from archspec.cli import app\n"
+        "for name in ('bert-base', 'gpt2', 't5-small', 'mixtral-8x7b'):\n"
+        "    try:\n"
+        "        app(['count', name, '--names', 'hf', '--json'])\n"
+        "    except SystemExit as exc:\n"
+        "        assert not exc.code, f'{name}: exit {exc.code}'\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert '"hf_name"' in result.stdout

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import secrets
 import shlex
 import sys
 from pathlib import Path
@@ -14,6 +12,7 @@ import typer
 from archspec.cli.app import app
 from archspec.cli.common import (
     DebugOpt,
+    ForceOpt,
     JsonOpt,
     SetOpt,
     SpecArg,
@@ -22,6 +21,7 @@ from archspec.cli.common import (
     print_json,
     stderr,
     user_errors,
+    write_output,
 )
 from archspec.errors import SpecError
 
@@ -34,9 +34,6 @@ OutputOpt = Annotated[
         metavar="FILE",
         dir_okay=False,
     ),
-]
-ForceOpt = Annotated[
-    bool, typer.Option("--force", help="Replace FILE even if it holds different content.")
 ]
 
 
@@ -103,7 +100,9 @@ def build(
                 raise SpecError("--hf-weights needs -o FILE: the weights are written next to it")
             weights = output.with_suffix(".safetensors")
             converted = convert(ir, read_state_dict(hf_weights), ignore=hf_ignore or ())
-        written = _write(output, source, force) if output is not None else False
+        written = False
+        if output is not None:
+            written = write_output(output, source, force, "the generated code")
         if converted is not None:
             save_state_dict(converted, weights, ir.spec.name)
     total = ir.value(parameter_count(ir.root))
@@ -134,41 +133,3 @@ def _command(spec: str, overrides: list[str] | None, output: Path | None) -> str
     if output is not None:
         words += ["-o", str(output)]
     return shlex.join(words)
-
-
-def _write(path: Path, text: str, force: bool) -> bool:
-    """Write `text` to `path` unless it already holds exactly that; False when unchanged.
-
-    An existing file with other content is only replaced with `force`. The text goes to a
-    temporary file in the same folder first, then `os.replace` swaps it in, so the file is
-    never seen half-written.
-    """
-    data = text.encode()
-    if path.is_dir():
-        raise SpecError(
-            f"{path} is a directory", hint=f"give a file name, e.g. -o {path / 'model.py'}"
-        )
-    if not path.parent.is_dir():
-        raise SpecError(f"no such directory: {path.parent}")
-    if path.exists():
-        if path.read_bytes() == data:
-            return False
-        if not force:
-            raise SpecError(
-                f"{path} exists and differs from the generated code; not overwriting it",
-                hint="pass --force to replace it",
-            )
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        with open(temporary, "xb") as file:  # created with the usual permissions (umask)
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        if path.exists():
-            os.chmod(temporary, path.stat().st_mode & 0o777)  # keep the replaced file's mode
-        os.replace(temporary, path)
-    except OSError as exc:
-        raise SpecError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    finally:
-        temporary.unlink(missing_ok=True)
-    return True

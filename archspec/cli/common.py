@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import secrets
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +31,9 @@ JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print JSON for machines instead of a table.")
 ]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show the full traceback on errors.")]
+ForceOpt = Annotated[
+    bool, typer.Option("--force", help="Replace FILE even if it holds different content.")
+]
 
 
 def stdout():
@@ -74,3 +79,42 @@ def human(n: float) -> str:
         if abs(n) >= size:
             return f"{n / size:.3g}{unit}"
     return str(int(n))
+
+
+def write_output(path: Path, text: str, force: bool, what: str) -> bool:
+    """Write `text` to `path` (a command's `-o FILE`) unless it already holds exactly that;
+    False when unchanged.
+
+    An existing file with other content may hold someone's edits, so it is only replaced with
+    `force`; the refusal says it differs from `what` ("the generated code"). The text goes to a
+    temporary file in the same folder first, then `os.replace` swaps it in, so the file is
+    never seen half-written.
+    """
+    data = text.encode()
+    if path.is_dir():
+        # The -o options refuse a directory already; this guards other callers.
+        raise SpecError(f"{path} is a directory", hint="give a file name inside it")
+    if not path.parent.is_dir():
+        raise SpecError(f"no such directory: {path.parent}")
+    if path.exists():
+        if path.read_bytes() == data:
+            return False
+        if not force:
+            raise SpecError(
+                f"{path} exists and differs from {what}; not overwriting it",
+                hint="pass --force to replace it",
+            )
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        with open(temporary, "xb") as file:  # created with the usual permissions (umask)
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        if path.exists():
+            os.chmod(temporary, path.stat().st_mode & 0o777)  # keep the replaced file's mode
+        os.replace(temporary, path)
+    except OSError as exc:
+        raise SpecError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        temporary.unlink(missing_ok=True)
+    return True

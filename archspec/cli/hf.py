@@ -8,8 +8,7 @@ from typing import Annotated
 import typer
 
 from archspec.cli.app import app
-from archspec.cli.common import DebugOpt, print_json, stderr, user_errors
-from archspec.errors import SpecError
+from archspec.cli.common import DebugOpt, ForceOpt, print_json, stderr, user_errors, write_output
 
 
 @app.command("import-hf")
@@ -20,8 +19,15 @@ def import_hf(
     ],
     output: Annotated[
         Path | None,
-        typer.Option("-o", "--output", help="Write the spec here instead of to stdout."),
+        typer.Option(
+            "-o",
+            "--output",
+            help="Write the spec to this file (atomically) instead of to stdout.",
+            metavar="FILE",
+            dir_okay=False,
+        ),
     ] = None,
+    force: ForceOpt = False,
     architecture: Annotated[
         str | None,
         typer.Option(
@@ -40,6 +46,8 @@ def import_hf(
     matching built-in family base. `architectures[0]` picks the head (BertModel: pooler;
     *ForCausalLM, *LMHeadModel, *ForConditionalGeneration: LM head). A model_type or a field
     that would change the architecture and that archspec cannot express is an error naming it.
+    With `-o FILE` the spec is written atomically; an existing FILE with different content (a
+    spec you may have edited) is kept (exit code 2) unless `--force`.
 
     Examples:
 
@@ -61,11 +69,9 @@ def import_hf(
         typer.echo(text, nl=False)
         return
     with user_errors(debug):
-        try:
-            output.write_text(text)
-        except OSError as exc:
-            raise SpecError(f"cannot write {output}: {exc.strerror or exc}") from None
+        written = write_output(output, text, force, "the imported spec")
+    what = "[green]wrote[/green]" if written else "unchanged:"
     stderr().print(
-        f"[green]wrote[/green] {output} ({imported.hf_class}, extends {imported.base}); "
+        f"{what} {output} ({imported.hf_class}, extends {imported.base}); "
         f"count it with `archspec count {output}`"
     )

@@ -1,6 +1,6 @@
 """transformers checkpoints -> the generated model's parameters, strictly.
 
-`convert` turns a transformers state dict into ours with the rules of `names.py`: every
+`convert` turns a transformers state dict into ours with the rules of `tensor_rules.py`: every
 checkpoint tensor must find a place (or be a tied copy that matches, or a known buffer that
 passes its check), every tensor of ours must be filled, and shapes must agree; anything else is
 a SpecError naming the key. `load_weights` reads a checkpoint folder (or a state dict) and
@@ -19,7 +19,8 @@ from typing import Any
 import torch
 
 from archspec.errors import SpecError
-from archspec.hf.names import Naming, TensorRule, describe_shape, naming, tensor_rules
+from archspec.hf.names import Naming, naming
+from archspec.hf.tensor_rules import TensorRule, describe_shape, tensor_rules
 from archspec.ir.nodes import IR
 from archspec.spec.schema import Spec
 

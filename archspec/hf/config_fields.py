@@ -1,0 +1,165 @@
+"""Reading a transformers config.json: the file, and its fields one by one.
+
+`Fields` hands each field to the family importer that asks for it (with transformers' default
+when the file leaves it out) and remembers what was read, so that whatever is left over can be
+checked against the fields known not to change the function a model computes. A field that is
+neither read nor known harmless is an error: a config is never silently turned into a
+different model.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from archspec.errors import Location, SpecError
+from archspec.hf.classes import HFClass
+
+# Fields every config may carry that do not change the function a model computes in eval mode.
+# fmt: off
+GENERIC_HARMLESS = {
+    "_name_or_path", "architectures", "model_type", "transformers_version", "torch_dtype",
+    "dtype", "use_cache", "id2label", "label2id", "num_labels", "problem_type",
+    "finetuning_task", "task_specific_params", "tokenizer_class", "prefix", "return_dict",
+    "output_hidden_states", "output_attentions", "torchscript", "use_bfloat16",
+    "tf_legacy_loss", "chunk_size_feed_forward", "gradient_checkpointing", "output_past",
+    "max_length", "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups",
+    "diversity_penalty", "temperature", "top_k", "top_p", "typical_p", "repetition_penalty",
+    "length_penalty", "no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "bad_words_ids",
+    "num_return_sequences", "output_scores", "return_dict_in_generate", "remove_invalid_values",
+    "exponential_decay_length_penalty", "suppress_tokens", "begin_suppress_tokens",
+    "forced_decoder_ids", "_attn_implementation", "attn_implementation", "_commit_hash",
+    "keys_to_ignore_at_inference", "xla_device", "_attn_implementation_autoset",
+}
+HARMLESS_SUFFIXES = ("_token_id", "_token_ids")
+HARMLESS_PARTS = ("dropout", "pdrop", "layerdrop", "initializer_range", "initializer_factor",
+                  "init_std")
+# fmt: on
+
+# transformers activation names (ACT2FN) -> the spec's.
+ACTIVATIONS = {
+    "gelu": "gelu",
+    "gelu_new": "gelu_tanh",
+    "gelu_pytorch_tanh": "gelu_tanh",
+    "gelu_fast": "gelu_tanh",  # 0.5x(1 + tanh(0.79788456 x (1 + 0.044715 x²))): the same curve
+    "relu": "relu",
+    "silu": "silu",
+    "swish": "silu",
+}
+
+_MISSING = object()
+
+
+class Fields:
+    """A config.json mapping that records which fields an importer read."""
+
+    def __init__(self, data: dict[str, Any], where: Location, model_type: str) -> None:
+        self.data = data
+        self.where = where
+        self.model_type = model_type
+        self.used: set[str] = {"model_type", "architectures"}
+        self.notes: list[str] = []
+
+    def error(self, key: str | None, message: str, hint: str | None = None) -> SpecError:
+        return SpecError(message, location=self.where, path=key, hint=hint)
+
+    def present(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def get(self, key: str, default: Any = None, *aliases: str) -> Any:
+        """The value of `key` (or of an alias transformers maps onto it), else `default`."""
+        found: list[tuple[str, Any]] = []
+        for name in (key, *aliases):
+            self.used.add(name)
+            if self.data.get(name) is not None:
+                found.append((name, self.data[name]))
+        if len({json.dumps(v, sort_keys=True) for _, v in found}) > 1:
+            listed = ", ".join(f"{k} = {v!r}" for k, v in found)
+            raise self.error(key, f"fields that mean the same disagree: {listed}")
+        return found[0][1] if found else default
+
+    def int(self, key: str, default: Any = _MISSING, *aliases: str) -> int:
+        value = self.get(key, default, *aliases)
+        if value is _MISSING:
+            raise self.error(key, f"config.json has no '{key}'")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(key, f"expected an integer, got {value!r}")
+        return value
+
+    def float(self, key: str, default: Any, *aliases: str) -> float:
+        value = self.get(key, default, *aliases)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(key, f"expected a number, got {value!r}")
+        return float(value)
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self.get(key, default)
+        if not isinstance(value, bool):
+            raise self.error(key, f"expected true or false, got {value!r}")
+        return value
+
+    def expect(self, key: str, allowed: Any, default: Any, why: str) -> Any:
+        """A field archspec supports only at some values: refuse the others, saying why."""
+        value = self.get(key, default)
+        ok = value in allowed if isinstance(allowed, (set, tuple, list)) else value == allowed
+        if not ok:
+            raise self.error(
+                key,
+                f"{key} = {json.dumps(value)} is not supported: {why}",
+                hint="archspec refuses a config it cannot reproduce exactly",
+            )
+        return value
+
+    def activation(self, key: str, default: str, table: dict[str, str] = ACTIVATIONS) -> str:
+        value = self.get(key, default)
+        if value not in table:
+            raise self.error(
+                key,
+                f"activation {value!r} is not supported",
+                hint=f"supported: {', '.join(table)}",
+            )
+        return table[value]
+
+    def harmless(self, *keys: str) -> None:
+        self.used.update(keys)
+
+    def leftovers(self) -> list[str]:
+        return [
+            k
+            for k in self.data
+            if k not in self.used
+            and k not in GENERIC_HARMLESS
+            and not k.endswith(HARMLESS_SUFFIXES)
+            and not any(p in k for p in HARMLESS_PARTS)
+        ]
+
+
+def read_head(f: Fields, cls: HFClass, tie_default: bool) -> dict[str, Any]:
+    """The spec's `head` section: what the transformers class puts on top of the base model."""
+    if cls.head == "lm":
+        return {
+            "lm_head": True,
+            "pooler": False,
+            "tied": f.bool("tie_word_embeddings", tie_default),
+        }
+    f.harmless("tie_word_embeddings")
+    return {"lm_head": False, "pooler": cls.head == "pooler"}
+
+
+def read_config(path: str | Path) -> tuple[dict[str, Any], Path]:
+    """The mapping in a config.json (or in the config.json of a folder), and its path."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "config.json"
+    if not path.is_file():
+        raise SpecError(f"no such file: {path}", hint="pass a transformers config.json")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise SpecError(
+            f"not valid JSON: {exc.msg}", location=Location(str(path), exc.lineno, exc.colno)
+        ) from None
+    if not isinstance(data, dict):
+        raise SpecError("config.json must hold a JSON object", location=Location(str(path)))
+    return data, path

@@ -1,0 +1,295 @@
+"""The rules between transformers' tensors and ours, for converting checkpoints.
+
+For every tensor of a spec in its transformers class, a `TensorRule` names the transformers
+tensor, the tensor(s) of ours it holds and the operation between them (a rename, GPT-2's Conv1D
+transpose, a fused query/key/value projection, BLOOM's per-head interleaving, Mixtral's stacked
+experts, a tied copy), plus the buffers some checkpoints carry, with a check of their values.
+The names come from `names.py`; `weights.py` applies the rules. This module needs torch, so
+only weight conversion imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from archspec.hf.names import Naming, leaves
+from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm
+
+Shape = tuple[int, ...]
+
+
+# --- Buffers that some checkpoints store ---------------------------------------------------
+#
+# Per model_type, for one stack role: (name, check, the shape transformers' own state dict
+# gives it, or None when it has none). `{i}` stands for each block's index; a name starting
+# with `@` lies outside the base model and exists only in LM-head classes.
+
+# A check says what is wrong with a stored buffer's value, or None when it is right.
+Check = Callable[[torch.Tensor], str | None]
+Buffers = Callable[[IR, str], list[tuple[str, Check, Shape | None]]]
+
+
+def _anything(t: torch.Tensor) -> str | None:
+    return None
+
+
+def _is_zero(t: torch.Tensor) -> str | None:
+    return None if t.is_meta or not torch.any(t != 0) else "is not all zeros"
+
+
+def _is_arange(t: torch.Tensor) -> str | None:
+    if t.is_meta:
+        return None
+    expected = torch.arange(t.shape[-1]).expand_as(t)
+    return None if torch.equal(t.long(), expected) else "is not 0, 1, 2, ..."
+
+
+def _is_causal_mask(t: torch.Tensor) -> str | None:
+    if t.is_meta or t.dim() < 2:
+        return None
+    n, m = t.shape[-2:]
+    expected = torch.tril(torch.ones(n, m, dtype=torch.bool)).expand(t.shape)
+    return None if torch.equal(t.bool(), expected) else "is not a causal (lower-triangular) mask"
+
+
+def _is_inv_freq(ir: IR) -> Check:
+    theta = ir.spec.position.theta
+
+    def check(t: torch.Tensor) -> str | None:
+        if t.is_meta:
+            return None
+        dim = 2 * t.numel()
+        expected = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+        if torch.allclose(t.double().flatten(), expected, rtol=1e-4):
+            return None
+        return f"does not match the spec's rope theta ({theta:g})"
+
+    return check
+
+
+def _bert_buffers(ir: IR, role: str) -> list[tuple[str, Check, Shape | None]]:
+    return [
+        ("embeddings.position_ids", _is_arange, None),
+        ("embeddings.token_type_ids", _is_zero, None),
+    ]
+
+
+def _gpt_buffers(ir: IR, role: str) -> list[tuple[str, Check, Shape | None]]:
+    # Older GPT checkpoints store the causal mask of every block.
+    return [
+        ("h.{i}.attn.bias", _is_causal_mask, None),
+        ("h.{i}.attn.masked_bias", _anything, None),
+    ]
+
+
+def _bart_buffers(ir: IR, role: str) -> list[tuple[str, Check, Shape | None]]:
+    # The LM head's bias is a zero buffer (final_logits_bias) outside the base model.
+    return [("@final_logits_bias", _is_zero, (1, ir.spec.vocab_size))]
+
+
+def _rope_buffers(ir: IR, role: str) -> list[tuple[str, Check, Shape | None]]:
+    # Older LLaMA checkpoints store the rotary frequencies of every layer.
+    check = _is_inv_freq(ir)
+    return [
+        ("layers.{i}.self_attn.rotary_emb.inv_freq", check, None),
+        ("rotary_emb.inv_freq", check, None),
+    ]
+
+
+BUFFERS: dict[str, Buffers] = {
+    "bert": _bert_buffers,
+    "roberta": _bert_buffers,
+    "gpt2": _gpt_buffers,
+    "openai-gpt": _gpt_buffers,
+    "bart": _bart_buffers,
+    "llama": _rope_buffers,
+    "mistral": _rope_buffers,
+    "mixtral": _rope_buffers,
+}
+
+
+# --- Operations between a transformers tensor and ours -------------------------------------
+
+
+@dataclass(frozen=True)
+class TensorRule:
+    """One transformers tensor and the tensors of ours it holds.
+
+    `join` builds the transformers tensor from ours; `split` does the reverse. A rule whose
+    tensor another rule also provides (tied copies) is `optional`; a rule with no tensor of
+    ours is a buffer that is only checked.
+    """
+
+    hf: str
+    ours: tuple[str, ...]
+    shapes: tuple[Shape, ...]  # of ours, in order
+    kind: str = "copy"  # copy | transpose | concat | concat_t | heads | experts | buffer
+    n_heads: int = 0  # heads: query heads of the fused projection
+    group: int = 1  # experts: tensors of ours per expert
+    optional: bool = False
+    check: Callable[[torch.Tensor], str | None] | None = None
+    buffer_shape: Shape | None = None  # a buffer transformers' own state dict holds (zeros)
+
+    def join(self, tensors: list[torch.Tensor]) -> torch.Tensor:
+        k = self.kind
+        if k == "copy":
+            return tensors[0]
+        if k == "transpose":
+            return tensors[0].t()
+        if k == "concat":
+            return torch.cat(tensors, 0)
+        if k == "concat_t":
+            return torch.cat(tensors, 0).t()
+        if k == "heads":
+            h = self.n_heads
+            per_head = [t.reshape(h, -1, *t.shape[1:]) for t in tensors]
+            return torch.stack(per_head, 1).reshape(-1, *tensors[0].shape[1:])
+        if k == "experts":
+            g = self.group
+            chunks = [torch.cat(tensors[e : e + g], 0) for e in range(0, len(tensors), g)]
+            return torch.stack(chunks, 0)
+        raise ValueError(k)
+
+    def split(self, t: torch.Tensor) -> list[torch.Tensor]:
+        k = self.kind
+        if k == "copy":
+            return [t]
+        if k == "transpose":
+            return [t.t()]
+        if k in ("concat", "concat_t"):
+            x = t.t() if k == "concat_t" else t
+            return list(x.split([s[0] for s in self.shapes], 0))
+        if k == "heads":
+            h, n = self.n_heads, len(self.ours)
+            rest = t.shape[1:]
+            parts = t.reshape(h, n, -1, *rest).unbind(1)
+            return [p.reshape(-1, *rest) for p in parts]
+        if k == "experts":
+            g = self.group
+            sizes = [s[0] for s in self.shapes[:g]]
+            return [piece for e in t.unbind(0) for piece in e.split(sizes, 0)]
+        raise ValueError(k)
+
+    def hf_shape(self) -> Shape:
+        if not self.ours:
+            return self.buffer_shape or ()
+        return tuple(self.join([torch.empty(s, device="meta") for s in self.shapes]).shape)
+
+
+# --- Rules ---------------------------------------------------------------------------------
+
+
+def _our_params(ir: IR, node: Node) -> list[tuple[str, Shape]]:
+    v = ir.value
+    if isinstance(node, Embedding):
+        return [("weight", (v(node.num), v(node.dim)))]
+    if isinstance(node, Linear):
+        params = [] if node.tied_to else [("weight", (v(node.out_features), v(node.in_features)))]
+        return params + ([("bias", (v(node.out_features),))] if node.bias else [])
+    if isinstance(node, Norm):
+        return [("weight", (v(node.dim),))] + ([("bias", (v(node.dim),))] if node.bias else [])
+    raise TypeError(node)
+
+
+@dataclass
+class _Group:
+    kind: str
+    parts: int  # tensors of ours per slice (experts: gate and up share gate_up_proj)
+    members: list[tuple[int, str, Shape]] = field(default_factory=list)
+
+
+def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
+    """Every transformers tensor of the spec, with the tensors of ours it holds."""
+    groups: dict[str, _Group] = {}
+    aliases: list[TensorRule] = []
+    order: list[str] = []
+    for leaf in leaves(ir):
+        t = n.target(leaf)
+        for param, shape in _our_params(ir, leaf.node):
+            ours = f"{leaf.path}.{param}"
+            name = (t.params or {}).get(param, param)
+            hf = n.full(f"{t.module}.{name}", t.outside)
+            if t.kind == "experts":
+                kind, part = "experts", int(leaf.where.experts[-1]) * t.parts + t.part
+            elif t.kind == "fused":
+                kind, part = ("concat_t" if param == "weight" else "concat"), t.part
+            elif t.kind == "conv1d":
+                kind, part = ("transpose" if param == "weight" else "copy"), 0
+            else:
+                kind, part = t.kind, t.part
+            if hf not in groups:
+                groups[hf] = _Group(kind, t.parts)
+                order.append(hf)
+            groups[hf].members.append((part, ours, shape))
+            for alias in t.aliases:
+                aliases.append(
+                    TensorRule(n.full(f"{alias}.{name}"), (ours,), (shape,), optional=True)
+                )
+        if isinstance(leaf.node, Linear) and leaf.node.tied_to:
+            # A tied head: transformers keeps its own name for the shared matrix.
+            shape = (ir.value(leaf.node.out_features), ir.value(leaf.node.in_features))
+            aliases.append(
+                TensorRule(
+                    n.full(f"{t.module}.weight", t.outside),
+                    (leaf.node.tied_to,),
+                    (shape,),
+                    optional=True,
+                )
+            )
+    rules = []
+    for hf in order:
+        g = groups[hf]
+        members = sorted(g.members)
+        rules.append(
+            TensorRule(
+                hf,
+                tuple(m[1] for m in members),
+                tuple(m[2] for m in members),
+                kind=g.kind,
+                n_heads=ir.spec.n_heads if g.kind == "heads" else 0,
+                group=g.parts if g.kind == "experts" else 1,
+            )
+        )
+    known = {r.hf for r in rules}
+    rules += [a for a in aliases if a.hf not in known]
+    rules += _buffer_rules(n, ir)
+    return rules
+
+
+def _buffer_rules(n: Naming, ir: IR) -> list[TensorRule]:
+    buffers = BUFFERS.get(n.family.model_type)
+    if buffers is None:
+        return []
+    rules = []
+    roles = [p.name for p in ir.root.parts if p.name in ("encoder", "decoder")]
+    for role in roles:
+        n_layers = ir.spec.stack_layers(role)
+        for pattern, check, shape in buffers(ir, role):
+            if pattern.startswith("@") and n.cls.head != "lm":
+                continue
+            names = (
+                [pattern.replace("{i}", str(i)) for i in range(n_layers)]
+                if "{i}" in pattern
+                else [pattern]
+            )
+            for name in names:
+                rules.append(
+                    TensorRule(
+                        n.full(name),
+                        (),
+                        (),
+                        "buffer",
+                        optional=True,
+                        check=check,
+                        buffer_shape=shape,
+                    )
+                )
+    unique = {r.hf: r for r in rules}
+    return list(unique.values())
+
+
+def describe_shape(shape: Shape) -> str:
+    return " × ".join(str(s) for s in shape) if shape else "scalar"
