@@ -110,6 +110,20 @@ def test_bert_base_breakdown_rows() -> None:
 
 
 @pytest.mark.parametrize("name", builtin_names())
+def test_integer_ir_counts_what_the_symbolic_ir_counts(name: str) -> None:
+    """`archspec count` builds its IR with plain integers to avoid importing sympy; the rows
+    and totals must be those of the symbolic IR, evaluated."""
+    symbolic = build_ir(load_spec(name))
+    plain = build_ir(load_spec(name), symbolic=False)
+    assert plain.value(parameter_count(plain.root)) == symbolic.value(
+        parameter_count(symbolic.root)
+    )
+    assert [(r.name, plain.value(r.count)) for r in parameter_rows(plain)] == [
+        (r.name, symbolic.value(r.count)) for r in parameter_rows(symbolic)
+    ]
+
+
+@pytest.mark.parametrize("name", builtin_names())
 def test_rows_add_up_to_the_total(name: str) -> None:
     ir = build_ir(load_spec(name))
     assert sum(ir.value(r.count) for r in parameter_rows(ir)) == ir.value(parameter_count(ir.root))

@@ -217,6 +217,7 @@ def test_count_does_not_import_torch() -> None:
         "import sys; from archspec.cli import app\n"
         "try:\n    app(['count', 'llama-2-70b', '--json'])\nexcept SystemExit:\n    pass\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
+        "assert 'sympy' not in sys.modules, 'sympy imported for a plain count'\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -60,13 +60,13 @@ def user_errors(debug: bool = False) -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
-def compile_spec(spec: str, overrides: list[str] | None):
+def compile_spec(spec: str, overrides: list[str] | None, symbolic: bool = True):
     """Resolve, validate and compile a spec reference to the IR."""
     from archspec.ir.build import build_ir
     from archspec.spec.resolve import load_spec
 
     path = Path(spec)
-    return build_ir(load_spec(path if path.is_file() else spec, overrides or []))
+    return build_ir(load_spec(path if path.is_file() else spec, overrides or []), symbolic=symbolic)
 
 
 def print_json(data: Any) -> None:

@@ -163,14 +163,6 @@ def count(
     with user_errors(debug):
         if names not in ("ours", "hf"):
             raise SpecError(f"--names takes ours or hf, not {names!r}")
-        ir = compile_spec(spec, set_)
-        report = param_report(ir, symbolic=symbolic)
-        if names == "hf":
-            from archspec.hf.names import hf_module_names
-
-            hf_names = hf_module_names(ir)
-            for row in report["params"]["rows"]:
-                row["hf_name"] = hf_names[row["name"]]
         from archspec.cli import sweep
 
         lengths = sweep.parse_lengths(seq)
@@ -178,6 +170,16 @@ def count(
             batch, lengths[0] if lengths else None, dec_seq, kv_len, convention, dtype,
             optimizer, recompute, attn, gpus, tp, pp, zero,
         )  # fmt: skip
+        # Plain parameter counts need no formulas: an integer IR spares the sympy import.
+        formulas = symbolic or workload is not None or plot is not None or names == "hf"
+        ir = compile_spec(spec, set_, symbolic=formulas)
+        report = param_report(ir, symbolic=symbolic)
+        if names == "hf":
+            from archspec.hf.names import hf_module_names
+
+            hf_names = hf_module_names(ir)
+            for row in report["params"]["rows"]:
+                row["hf_name"] = hf_names[row["name"]]
         if lengths is not None and len(lengths) > 1:
             sweep.add_sweep(report, ir, workload, lengths)
         elif workload is not None:
@@ -267,7 +269,7 @@ def list_(json_: JsonOpt = False) -> None:
 
     entries = []
     for name in builtin_names():
-        ir = build_ir(load_spec(name))
+        ir = build_ir(load_spec(name), symbolic=False)
         entries.append(
             {
                 "name": name,

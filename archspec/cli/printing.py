@@ -76,7 +76,7 @@ def print_tree(
     from archspec.backends.printer import module_tree, render
 
     with user_errors(debug):
-        ir = compile_spec(spec, set_)
+        ir = compile_spec(spec, set_, symbolic=False)  # the tree needs numbers, not formulas
         root = module_tree(ir)
     if json_:
         print_json(

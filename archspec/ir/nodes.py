@@ -6,15 +6,19 @@ parent, so joining names from the root gives the attribute path in the generated
 them, which is also the order `print(model)` shows.
 
 Sizes are sympy expressions in the spec's dimension symbols (`d_model`, `n_heads`, ...); the
-concrete values live in `IR.env`. A run of identical blocks is one `Repeat` with a symbolic
+concrete values live in `IR.env`. An IR built with `symbolic=False` carries the same sizes as
+plain integers instead: the same arithmetic, without importing sympy, which is most of the start-up
+time of `archspec count` (see `build_ir`). A run of identical blocks is one `Repeat` with a symbolic
 count, so the cost of any analysis does not grow with depth.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import sympy as sp
+if TYPE_CHECKING:
+    import sympy as sp
 
 from archspec.spec.schema import Spec
 
@@ -154,11 +158,16 @@ class IR:
     spec: Spec
     root: Model
     env: dict[sp.Symbol, int]
+    symbolic: bool = True  # sizes are sympy expressions (else plain integers)
 
     def value(self, expr: sp.Expr | int) -> int:
         """The concrete integer value of a size expression."""
         # xreplace is a plain structural substitution: much faster than subs, and enough here
         # because every symbol has a value.
+        if isinstance(expr, int):
+            return expr
+        import sympy as sp
+
         result = sp.sympify(sp.sympify(expr).xreplace(self.env))
         if not result.is_Integer:
             raise ValueError(f"{expr} does not evaluate to an integer: {result}")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Generic, TypeVar
-
-import sympy as sp
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from archspec.ir.nodes import Node, Repeat
+
+if TYPE_CHECKING:
+    import sympy as sp
 
 T = TypeVar("T")
 
@@ -66,4 +67,4 @@ def walk(root: Node) -> Iterator[Placed]:
                 child, join(path, child.name), join(concrete, child.name), copies, inner, depth
             )
 
-    yield from go(root, root.name, root.name, sp.Integer(1), (), 0)
+    yield from go(root, root.name, root.name, 1, (), 0)

@@ -7,10 +7,10 @@ aggregated into one row with a multiplier, tied weights counted once and marked.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-import sympy as sp
+from typing import TYPE_CHECKING
 
 from archspec.ir.nodes import (
     IR,
@@ -26,10 +26,13 @@ from archspec.ir.nodes import (
 )
 from archspec.ir.visit import Visitor, walk
 
+if TYPE_CHECKING:
+    import sympy as sp
+
 GROUPS = ("embeddings", "attention", "mlp", "norms", "pooler", "head")
 
 
-class ParameterCounter(Visitor[sp.Expr]):
+class ParameterCounter(Visitor["sp.Expr | int"]):
     """Parameters of a module. With `active=True`, MoE layers count only the top-k experts a
     token is routed to (plus the router): the parameters one token touches."""
 
@@ -47,7 +50,7 @@ class ParameterCounter(Visitor[sp.Expr]):
         return node.dim * (2 if node.bias else 1)
 
     def visit_repeat(self, node: Repeat) -> sp.Expr:
-        return sum((run.count * self.visit(run.node) for run in node.runs), sp.Integer(0))
+        return sum(run.count * self.visit(run.node) for run in node.runs)
 
     def visit_moe(self, node: MoE) -> sp.Expr:
         if not self.active:
@@ -59,7 +62,7 @@ class ParameterCounter(Visitor[sp.Expr]):
 
     def generic(self, node: Node) -> sp.Expr:
         if isinstance(node, Composite):
-            return sum((self.visit(child) for child in node.parts), sp.Integer(0))
+            return sum(self.visit(child) for child in node.parts)
         return super().generic(node)
 
 
@@ -120,7 +123,7 @@ def parameter_rows(ir: IR) -> list[Row]:
             continue
         per_copy = counter.visit(node)
         key = (placed.path, per_copy)
-        entry = merged.setdefault(key, [placed, sp.Integer(0), []])
+        entry = merged.setdefault(key, [placed, 0, []])
         entry[1] += placed.copies
         entry[2].append(placed.concrete_path)
     rows = []
@@ -135,7 +138,7 @@ def parameter_rows(ir: IR) -> list[Row]:
                 group=_group(placed.node, placed.ancestors, path),
                 per_copy=per_copy,
                 copies=copies,
-                shape=None if tied_to else sp.Mul(*terms),
+                shape=None if tied_to else math.prod(terms),
                 shape_terms=terms,
                 bias=bias,
                 tied_to=tied_to,
@@ -145,7 +148,7 @@ def parameter_rows(ir: IR) -> list[Row]:
 
 
 def group_totals(rows: Iterable[Row]) -> dict[str, sp.Expr]:
-    totals = {g: sp.Integer(0) for g in GROUPS}
+    totals = {g: 0 for g in GROUPS}
     for row in rows:
         totals[row.group] += row.count
     return {g: t for g, t in totals.items() if t != 0}

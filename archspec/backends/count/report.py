@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import sympy as sp
+from typing import TYPE_CHECKING, Any
 
 from archspec.backends.count.params import Row, group_totals, parameter_count, parameter_rows
 from archspec.ir.nodes import IR, MoE
 from archspec.ir.visit import walk
 
+if TYPE_CHECKING:
+    import sympy as sp
+
 
 def simplify(expr: sp.Expr) -> sp.Expr:
     """A readable closed form: factor out common terms, grouped by the layer count."""
+    import sympy as sp
+
     expr = sp.expand(expr)
     layers = sorted((s for s in expr.free_symbols if "layers" in s.name), key=str)
     return sp.collect(expr, layers, func=sp.factor) if layers else sp.factor(expr)
@@ -52,8 +55,9 @@ def param_report(ir: IR, symbolic: bool = False) -> dict[str, Any]:
                     "per_copy": ir.value(row.per_copy),
                     "copies": ir.value(row.copies),
                     "shape": shape_text(ir, row),
-                    "formula": shape_text(ir, row, symbolic=True),
                     "tied_to": row.tied_to,
+                    # The shape in the spec's dimension names, when the IR carries them.
+                    **({"formula": shape_text(ir, row, symbolic=True)} if ir.symbolic else {}),
                 }
                 for row in rows
             ],
@@ -63,6 +67,8 @@ def param_report(ir: IR, symbolic: bool = False) -> dict[str, Any]:
     if has_moe(ir):
         report["params"]["active"] = ir.value(parameter_count(ir.root, active=True))
     if symbolic:
+        if not ir.symbolic:
+            raise ValueError("formulas need an IR built with symbolic=True")
         report["symbolic"] = {
             "total": str(simplify(total_expr)),
             "groups": {g: str(simplify(t)) for g, t in group_totals(rows).items()},
