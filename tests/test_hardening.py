@@ -103,3 +103,177 @@ def test_extends_must_be_a_name_or_path(tmp_path: Path) -> None:
         load_spec(write(tmp_path / "e.yaml", "extends: [gpt2]\n"))
     with pytest.raises(SpecError, match="spec file not found"):
         load_spec(write(tmp_path / "f.yaml", "extends: ./nowhere.yaml\n"))
+
+
+# --- `archspec build` end to end: hostile input never becomes code, a failure leaves no file ---
+
+
+def build(*args: str):
+    from typer.testing import CliRunner
+
+    from archspec.cli import app
+
+    return CliRunner().invoke(app, ["build", *args])
+
+
+def top_level_code(source: str) -> list[str]:
+    """The kinds of the module's top-level statements after its docstring."""
+    import ast
+
+    body = ast.parse(source).body
+    assert isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+    return sorted({type(node).__name__ for node in body[1:]})
+
+
+@pytest.mark.parametrize(
+    ("override", "output"),
+    [
+        # Values that still validate (YAML drops the comment) while the raw text, recorded in
+        # the file's header, tries to close the docstring.
+        ('n_layers=2 # """; import os; os.system("touch PWNED") #', "model.py"),
+        ("n_layers=2\n# '''\n#\"\"\"; import os; os.system('touch PWNED') #\n", "model.py"),
+        ("n_layers=\n2\n", "model.py"),
+        ("n_layers=2 # \\", "model.py"),
+        ("n_layers=2", 'x"""\nimport os; os.system("touch PWNED")\n#.py'),
+        ("n_layers=2", "x'''\\.py"),
+    ],
+)
+def test_injection_through_build_stays_in_the_docstring(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, override: str, output: str
+) -> None:
+    from archspec.backends.torchgen import load_generated
+
+    monkeypatch.chdir(tmp_path)
+    result = build("gpt2", "--set", override, "-o", output)
+    assert result.exit_code == 0, result.output
+    source = Path(output).read_text()
+    assert top_level_code(source) == ["ClassDef", "FunctionDef", "Import", "ImportFrom"]
+    module = load_generated(source, tmp_path)
+    assert module.Config().n_layers == 2
+    assert not (tmp_path / "PWNED").exists()
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("source", 'x"""; import os; os.system("touch PWNED"); """'),
+        ("source", "paper `import os`"),
+        ("name", "../../model"),
+        ("hf_class", "Llama; import os"),
+    ],
+)
+def test_injection_through_build_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field: str, value: str
+) -> None:
+    import yaml
+
+    monkeypatch.chdir(tmp_path)
+    spec = write(tmp_path / "evil.yaml", yaml.safe_dump({"extends": "gpt2", field: value}))
+    for args in ([str(spec)], ["gpt2", "--set", f"{field}={value}"]):
+        result = build(*args, "-o", "model.py")
+        assert result.exit_code == 2 and "is not allowed here" in result.stderr, result.output
+        assert result.stdout == "" and "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["evil.yaml"]
+
+
+def test_failed_build_leaves_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    # A spec error, a checkpoint that is not there: nothing is written.
+    assert build("gpt2", "--set", "n_layers=0", "-o", "model.py").exit_code == 2
+    assert build("gpt2", "--hf-weights", "missing", "-o", "model.py").exit_code == 2
+    assert list(tmp_path.iterdir()) == []
+
+    # The disk fails while writing: no partial file, no temporary file, the old file intact.
+    def fail(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", fail)
+    result = build("gpt2", "--set", "n_layers=1", "-o", "model.py")
+    assert result.exit_code == 2 and "cannot write model.py" in result.stderr, result.output
+    assert list(tmp_path.iterdir()) == []
+    Path("model.py").write_text("# mine\n")
+    result = build("gpt2", "--set", "n_layers=1", "-o", "model.py", "--force")
+    assert result.exit_code == 2 and "No space left on device" in result.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["model.py"]
+    assert Path("model.py").read_text() == "# mine\n"
+
+
+# --- found by tests/test_properties.py: each used to escape as another exception or bad code ---
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # YAML's own constructors refusing their text (ValueError, KeyError before).
+        ("n_layers: 2001-13-45", "2:11: error: cannot read '2001-13-45' as timestamp"),
+        ('n_layers: !!float "abc"', "2:11: error: cannot read 'abc' as float"),
+        ('n_layers: !!bool "x"', "2:11: error: cannot read 'x' as bool"),
+        ("2001-13-45: 1", "2:1: error: cannot read '2001-13-45' as timestamp"),
+        # A control character (a ReaderError raised before parsing began).
+        ("n_layers: 2\x1f", "2:12: error: character #x001f is not allowed in YAML"),
+        # Numbers that are not finite reached the generated code as a bare `nan` or `inf`.
+        ("norm: {eps: .nan}", "at 'norm.eps': expected a finite number, got nan"),
+        ("norm: {eps: 1e400}", "at 'norm.eps': expected a finite number, got inf"),
+        ("position: {kind: rope, theta: .inf}", "at 'position.theta': expected a finite number"),
+        ("norm: {eps: " + "9" * 400 + "}", "at 'norm.eps': expected a number, got an integer"),
+        # T5's buckets divided by zero (or by log 1) in the generated code.
+        ("position: {kind: relative_bias, num_buckets: 1}", "needs num_buckets >= 2"),
+        (
+            "position: {kind: relative_bias, num_buckets: 8, max_distance: 4}",
+            "needs max_distance (4) above the 4 exact distances",
+        ),
+    ],
+)
+def test_found_by_property_tests_in_files(tmp_path: Path, text: str, expected: str) -> None:
+    path = write(tmp_path / "bad.yaml", f"extends: gpt2\n{text}\n")
+    with pytest.raises(SpecError) as err:
+        load_spec(path)
+    assert expected in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ("norm={1.5: 2}", "at 'norm': keys must be strings, got float 1.5"),
+        ("head={null: true}", "at 'head': keys must be strings, got nothing (null)"),
+        ("n_layers=2001-13-45", "at 'n_layers': expected an integer, got str '2001-13-45'"),
+        ("n_layers=!!bool x", "at 'n_layers': expected an integer, got str '!!bool x'"),
+        ("norm.eps=nan", "at 'norm.eps': expected a finite number, got nan"),
+    ],
+)
+def test_found_by_property_tests_in_overrides(override: str, expected: str) -> None:
+    with pytest.raises(SpecError) as err:
+        load_spec("gpt2", [override])
+    assert expected in str(err.value)
+
+
+def test_relative_bias_bucket_rule_counts_both_directions_in_an_encoder() -> None:
+    bert = ["position.kind=relative_bias"]
+    # An encoder splits its buckets between the keys before and after the query.
+    with pytest.raises(SpecError, match=r"num_buckets >= 4 with layout: encoder-decoder"):
+        load_spec("t5-small", ["position.num_buckets=3"])
+    # Its decoder's causal buckets are not split: 4 buckets give 2 exact distances there.
+    with pytest.raises(SpecError, match=r"max_distance \(2\) above the 2 exact distances"):
+        load_spec("t5-small", ["position.num_buckets=4", "position.max_distance=2"])
+    assert load_spec("t5-small", ["position.num_buckets=4", "position.max_distance=3"])
+    assert load_spec("bert-base", [*bert, "position.num_buckets=4", "position.max_distance=2"])
+    assert load_spec("gpt2", ["position.kind=relative_bias", "position.num_buckets=2"])
+
+
+def test_sinusoidal_positions_with_an_odd_width(tmp_path: Path) -> None:
+    """The sine/cosine table had d_model + 1 channels for an odd d_model: a shape error."""
+    import torch
+
+    from archspec import build_ir
+    from archspec.backends.torchgen import generate_source, load_generated
+
+    sizes = ["d_model=5", "n_heads=1", "n_layers=1", "d_ff=8", "vocab_size=11", "max_seq_len=9"]
+    ir = build_ir(load_spec("gpt2", ["position.kind=sinusoidal", *sizes]))
+    module = load_generated(generate_source(ir), tmp_path)
+    positions = torch.arange(9)
+    table = module.sinusoids(positions, 5)
+    assert table.shape == (9, 5)
+    torch.testing.assert_close(table[:, 4], torch.sin(positions / 10000 ** (4 / 5)))
+    assert module.Model()(torch.randint(11, (2, 9))).shape == (2, 9, 11)

@@ -103,7 +103,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         )
     try:
         value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError:
+    except Exception:  # not YAML (`a: b: c`), or a tag refusing its text (`2001-13-45`)
         value = raw
     return key.strip().split("."), value
 

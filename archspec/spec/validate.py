@@ -7,6 +7,7 @@ types, defaults and constraints. Cross-field checks (heads dividing the width, .
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import types
 import typing
@@ -65,6 +66,8 @@ class _Validator:
         fields = {f.name: f for f in dataclasses.fields(cls)}
         hints = typing.get_type_hints(cls)
         for key in data:
+            if not isinstance(key, str):  # a YAML file refuses these; a --set mapping may not
+                raise self.error(path, f"keys must be strings, got {_describe(key)}")
             if key not in fields:
                 raise self.error(
                     (*path, key),
@@ -111,14 +114,20 @@ class _Validator:
         if hint is float and isinstance(data, str):
             # PyYAML follows YAML 1.1, where `1e-5` (no dot) is a string: accept it as a number.
             try:
-                return float(data)
+                data = float(data)
             except ValueError:
                 pass
-        ok = isinstance(data, hint) and not (hint is not bool and isinstance(data, bool))
         if hint is float and isinstance(data, int) and not isinstance(data, bool):
-            return float(data)
+            try:
+                data = float(data)
+            except OverflowError:
+                raise self.error(path, "expected a number, got an integer too large") from None
+        ok = isinstance(data, hint) and not (hint is not bool and isinstance(data, bool))
         if not ok:
             raise self.error(path, f"expected {_TYPE_WORDS[hint]}, got {_describe(data)}")
+        if hint is float and not math.isfinite(data):
+            # `.nan`, `.inf` or 1e400 would reach the generated code as a bare `nan` or `inf`.
+            raise self.error(path, f"expected a finite number, got {data}")
         return data
 
     def constraints(self, f: dataclasses.Field, value: Any, path: YamlPath) -> None:
@@ -160,6 +169,25 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
     head_dim = spec.head_dim or spec.d_model // spec.n_heads
     if spec.position.kind == "rope" and head_dim % 2:
         raise v.error(("position", "kind"), f"rope needs an even head_dim, got {head_dim}")
+    if spec.position.kind == "relative_bias":
+        # T5's buckets: an encoder splits them between keys before and after the query; in
+        # each direction half hold one distance each, the rest reach max_distance on a log
+        # scale. A causal stack (any but an encoder's) has the most exact distances.
+        buckets, distance = spec.position.num_buckets, spec.position.max_distance
+        least = 2 if spec.layout == "decoder" else 4
+        if buckets < least:
+            raise v.error(
+                ("position", "num_buckets"),
+                f"relative_bias needs num_buckets >= {least} with layout: {spec.layout}, "
+                f"got {buckets}",
+            )
+        exact = buckets // 4 if spec.layout == "encoder" else buckets // 2
+        if distance <= exact:
+            raise v.error_between(
+                [("position", "max_distance"), ("position", "num_buckets")],
+                f"relative_bias needs max_distance ({distance}) above the {exact} exact "
+                f"distances that num_buckets ({buckets}) gives with layout: {spec.layout}",
+            )
     if spec.norm.kind == "rmsnorm" and spec.norm.bias:
         raise v.error(("norm", "bias"), "rmsnorm has no bias; remove norm.bias or use layernorm")
     if spec.moe and spec.moe.top_k > spec.moe.n_experts:

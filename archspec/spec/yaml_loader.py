@@ -72,13 +72,25 @@ class _Builder:
             return self._mapping(node, path)
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, (*path, i)) for i, item in enumerate(node.value)]
-        return self.loader.construct_object(node)
+        return self._scalar(node)
+
+    def _scalar(self, node: yaml.Node) -> Any:
+        try:
+            return self.loader.construct_object(node)
+        except yaml.YAMLError:
+            raise
+        except Exception as exc:  # a safe constructor refusing its text: `2001-13-45`
+            why = f": {exc}" if isinstance(exc, ValueError) else ""
+            raise SpecError(
+                f"cannot read {node.value!r} as {node.tag.rsplit(':', 1)[-1]}{why}",
+                location=_location(self.file, node),
+            ) from None
 
     def _mapping(self, node: yaml.MappingNode, path: YamlPath) -> dict[str, Any]:
         self.loader.flatten_mapping(node)  # applies YAML merge keys (<<)
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = self.loader.construct_object(key_node)
+            key = self._scalar(key_node)
             if not isinstance(key, str):
                 raise SpecError(
                     f"keys must be strings, got {key!r}",
@@ -131,7 +143,15 @@ def load_yaml_text(text: str, file: str) -> tuple[Any, dict[YamlPath, Location]]
             f"the file is larger than the limit of {MAX_FILE_BYTES:,} bytes",
             location=Location(file),
         )
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:  # checked up front: control characters
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        raise SpecError(
+            f"character #x{exc.character:04x} is not allowed in YAML ({exc.reason})",
+            location=Location(file, line, column),
+        ) from None
     try:
         node = loader.get_single_node()
         if node is None:

@@ -71,11 +71,12 @@ def apply_rope(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
 SINUSOIDS = '''
 def sinusoids(positions: Tensor, dim: int) -> Tensor:
     """The fixed position encodings of Vaswani et al., (S, dim): channel 2i holds
-    sin(p / 10000 ** (2i / dim)) at position p, channel 2i + 1 the cosine.
+    sin(p / 10000 ** (2i / dim)) at position p, channel 2i + 1 the cosine (an odd dim
+    ends with a sine).
     """
     channels = torch.arange(0, dim, 2, device=positions.device).float()
     angles = torch.outer(positions.float(), 1.0 / 10000 ** (channels / dim))
-    return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1)
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1)[:, :dim]
 '''
 
 ALIBI_SLOPES = '''
