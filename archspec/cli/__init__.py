@@ -12,6 +12,7 @@ import the module below to add a command.
 from __future__ import annotations
 
 from archspec.cli import (
+    bench,  # noqa: F401  (registers bench)
     build,  # noqa: F401  (registers build)
     compare,  # noqa: F401  (registers compare, diff)
     count,  # noqa: F401  (registers count, list, validate)

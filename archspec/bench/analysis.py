@@ -1,0 +1,62 @@
+"""What the analysis predicts for one benchmark step: its FLOPs, tokens and peak memory.
+
+FLOPs are the `executed` convention's model FLOPs (every matmul and elementwise op of the
+forward, twice that for the backward) *without* flash attention's recomputation in the
+backward pass: that is the work the model needs, so achieved FLOP/s over peak is model FLOPs
+utilisation (MFU) as Chowdhery et al. (PaLM, 2022) define it. The optimizer's few FLOPs per
+parameter are left out, as usual.
+
+Memory follows the run: SDPA's fused kernels keep no B·h·S² probabilities, so the analysis
+runs with `attn="flash"`.
+- train: weights + gradients + AdamW state + activations. The analysis's bf16 figure
+  (2-byte weights and gradients, 12 bytes of fp32 master weights and moments) is 16 bytes per
+  parameter, the same total as the run's fp32 weights and gradients with 8 bytes of moments.
+- forward: the weights in the dtype (the activations of a no-grad forward are transient).
+- generate: the weights plus the KV cache at its final length.
+
+In generate mode the prefill's head runs on the last position only (the generated `generate`
+and transformers' both do so), so the head's FLOPs for the other prompt positions are left
+out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from archspec.backends.count.conventions import get_convention
+from archspec.backends.count.flops import KV_LEN, S_DEC, B, S, flop_figures
+from archspec.backends.count.flops_report import whole, whole_bytes
+from archspec.backends.count.memory import memory_figures
+from archspec.ir.nodes import IR
+
+
+@dataclass(frozen=True)
+class Prediction:
+    flops: int  # per step
+    tokens: int  # per step: processed (forward, train) or generated (generate)
+    memory_bytes: int
+
+
+def predict(ir: IR, mode: str, batch: int, seq: int, dtype: str, new_tokens: int) -> Prediction:
+    f = flop_figures(ir, get_convention("executed"), attn="eager")
+    m = memory_figures(ir, dtype=dtype, optimizer="adamw", attn="flash")
+    env = {**ir.env, B: batch, S: seq, S_DEC: seq, KV_LEN: seq}
+    if mode == "forward":
+        return Prediction(whole(f.forward, env), whole(f.tokens, env), whole_bytes(m.weights, env))
+    if mode == "train":
+        return Prediction(whole(f.train_step, env), whole(f.tokens, env), whole_bytes(m.total, env))
+    # generate: a prefill pass over the prompt, then one decode step per further token. In a
+    # decode step kv_len counts the cached positions plus the new one.
+    encoder_decoder = ir.root.layout == "encoder-decoder"
+    first = 1 if encoder_decoder else seq  # decoder positions in the prefill
+    prefill = {**env, S_DEC: first}
+    flops = whole(f.forward, prefill)
+    if "head" in f.components:
+        head = sum(f.components["head"])
+        flops -= whole(head, prefill) - whole(head, {**prefill, S: 1, S_DEC: 1})
+    assert f.decode is not None
+    for j in range(1, new_tokens):
+        flops += whole(f.decode, {**env, KV_LEN: first + j})
+    final = {**env, KV_LEN: first + new_tokens}
+    memory = whole_bytes(m.inference_total, final)
+    return Prediction(flops, batch * new_tokens, memory)

@@ -1,0 +1,77 @@
+"""The transformers implementation of a spec, with the generated model's weights.
+
+The class is the spec's `hf_class`, its config comes from `hf_config.hf_config_dict` (checked
+to be the same architecture), and attention runs through SDPA as in the generated code. The
+weights are made equal with archspec.hf's `load_weights`, which maps a transformers state dict
+onto the generated model strictly (every tensor used, every parameter filled).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+
+from archspec.bench.hf_config import hf_config_dict
+from archspec.errors import SpecError
+from archspec.ir.nodes import IR
+
+
+def _transformers():
+    try:
+        import transformers
+    except ImportError:
+        raise SpecError(
+            "--vs-hf needs the transformers package", hint="pip install transformers"
+        ) from None
+    return transformers
+
+
+def build_hf_model(ir: IR, device: torch.device) -> tuple[torch.nn.Module, str]:
+    """The transformers model for the spec on `device` (fp32, randomly initialised), and the
+    attention implementation it got: "sdpa" where the class supports it, else "eager"."""
+    transformers = _transformers()
+    data = hf_config_dict(ir.spec)
+    fields = {k: v for k, v in data.items() if k not in ("model_type", "architectures")}
+    config = transformers.AutoConfig.for_model(data["model_type"], **fields)
+    config.architectures = data["architectures"]
+    cls = getattr(transformers, data["architectures"][0])
+    with torch.device(device):
+        try:
+            model = cls._from_config(config, attn_implementation="sdpa")
+        except (ValueError, ImportError):  # the class has no SDPA path
+            model = cls._from_config(config, attn_implementation="eager")
+    return model, model.config._attn_implementation
+
+
+def copy_weights(ours: torch.nn.Module, hf: torch.nn.Module, ir: IR) -> None:
+    """Give the generated model the transformers model's weights."""
+    from archspec.hf.weights import load_weights
+
+    state = {k: v for k, v in hf.state_dict().items()}
+    load_weights(ours, state, spec=ir)
+
+
+def generation_config(ir: IR, new_tokens: int) -> Any:
+    """Greedy decoding of exactly `new_tokens` tokens, as the generated model does it: no
+    end-of-sequence token to stop at, no forced first or last token (BART's config has both).
+    Set it as the model's own generation_config too, so that nothing is filled in from the
+    model's defaults."""
+    transformers = _transformers()
+    return transformers.GenerationConfig(
+        max_new_tokens=new_tokens,
+        do_sample=False,
+        num_beams=1,
+        eos_token_id=None,
+        pad_token_id=0,
+        bos_token_id=None,
+        forced_bos_token_id=None,
+        forced_eos_token_id=None,
+        decoder_start_token_id=0 if ir.root.layout == "encoder-decoder" else None,
+        use_cache=True,
+    )
+
+
+def takes_use_cache(model: torch.nn.Module) -> bool:
+    return "use_cache" in inspect.signature(model.forward).parameters

@@ -1,0 +1,349 @@
+"""`run_bench`: build the generated model in-process, warm it up, time it, measure its memory,
+and optionally race it against the transformers implementation.
+
+The order of a run:
+1. generate, import and build the model on the device (seeded), put it in the mode's state,
+   compile it if asked, and warm it up (the first steps pay for compilation, autotuning and
+   the allocator growing its pools);
+2. one untimed step for the peak memory, before anything else is on the device;
+3. with `vs_hf`: build the transformers model, copy its weights into ours, check that both
+   compute the same logits, warm it up and measure its memory the same way;
+4. the timed steps. With `vs_hf` the two models alternate step by step (ABBA order), so a
+   slow spell of the machine (another process, clock throttling) hits both alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import platform
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from archspec.bench import devices, memory, steps
+from archspec.bench.analysis import predict
+from archspec.bench.timing import Times, synchronize, time_step
+from archspec.errors import SpecError
+from archspec.ir.nodes import IR
+
+Progress = Callable[[str, int, int], None]  # (phase, steps done, steps in the phase)
+
+
+@dataclass(frozen=True)
+class Settings:
+    device: str | None = None  # default: cuda when available, else cpu
+    dtype: str | None = None  # default: bf16 on cuda, fp32 on cpu
+    batch: int = 1
+    seq: int | None = None  # default: 512, or less when the model is built for less
+    mode: str = "train"
+    compile: bool = False
+    steps: int = 10
+    warmup: int = 3
+    new_tokens: int = 32  # generate mode
+    vs_hf: bool = False
+    seed: int = 0
+    peak_tflops: float | None = None  # overrides the device table
+    threads: int | None = None  # CPU threads for torch (default: torch's choice)
+
+
+def _device(name: str | None) -> torch.device:
+    if name is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise SpecError(f"--device takes cpu or cuda (or cuda:N), not {name!r}") from None
+    if device.type not in ("cpu", "cuda"):
+        raise SpecError(f"--device takes cpu or cuda (or cuda:N), not {name!r}")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SpecError(
+            f"--device cuda: no CUDA device is available to this torch ({torch.__version__})",
+            hint="run on a machine with an NVIDIA GPU and a CUDA build of torch, or use "
+            "--device cpu",
+        )
+    return device
+
+
+def _check(ir: IR, s: Settings, device: torch.device) -> tuple[str, int]:
+    """Validate the settings against the spec; return the dtype and sequence length."""
+    if s.mode not in steps.MODES:
+        raise SpecError(f"--mode takes one of: {', '.join(steps.MODES)} (got {s.mode!r})")
+    dtype = s.dtype or ("bf16" if device.type == "cuda" else "fp32")
+    if dtype not in steps.DTYPES:
+        raise SpecError(f"--dtype takes one of: {', '.join(steps.DTYPES)} (got {dtype!r})")
+    if dtype == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise SpecError(
+            f"{torch.cuda.get_device_name(device)} has no bf16", hint="use --dtype fp16"
+        )
+    for option, value, least in (
+        ("batch", s.batch, 1),
+        ("steps", s.steps, 1),
+        ("warmup", s.warmup, 0),
+        ("new-tokens", s.new_tokens, 1),
+    ):
+        if value < least:
+            raise SpecError(f"--{option} must be at least {least} (got {value})")
+    limit = ir.spec.max_seq_len
+    layout = ir.root.layout
+    generate = s.mode == "generate"
+    reserve = s.new_tokens if generate and layout == "decoder" else 0
+    seq = s.seq if s.seq is not None else max(1, min(512, limit - reserve))
+    if seq < 1:
+        raise SpecError(f"--seq must be at least 1 (got {seq})")
+    if seq + reserve > limit:
+        what = f"--seq {seq} + --new-tokens {reserve}" if reserve else f"--seq {seq}"
+        raise SpecError(
+            f"{what} is longer than the {limit} positions '{ir.spec.name}' is built for",
+            hint="use a shorter --seq, or --set max_seq_len=N",
+        )
+    if generate and layout == "encoder-decoder" and s.new_tokens + 1 > limit:
+        raise SpecError(f"--new-tokens {s.new_tokens} is more than the decoder's {limit} positions")
+    if generate and (layout == "encoder" or not ir.spec.head.lm_head):
+        raise SpecError(
+            f"--mode generate needs a decoder with a language-model head; '{ir.spec.name}' "
+            f"is {'an encoder' if layout == 'encoder' else 'a model without an LM head'}",
+            hint="use --mode forward or --mode train",
+        )
+    return dtype, seq
+
+
+def _generated_model(ir: IR, device: torch.device, folder: str) -> torch.nn.Module:
+    from archspec.backends.torchgen import generate_source, load_generated
+    from archspec.backends.torchgen.features import UnsupportedIR
+
+    try:
+        source = generate_source(ir)
+    except UnsupportedIR as exc:
+        raise SpecError(f"cannot generate PyTorch code for '{ir.spec.name}': {exc}") from exc
+    module = load_generated(source, folder)
+    with torch.device(device):
+        return module.Model(module.Config())
+
+
+def _measure_memory(
+    side: steps.Side, step: Callable[[], None], device: torch.device, base: int
+) -> int:
+    """Peak bytes during one step: allocated on the GPU beyond `base` (what was there before
+    this side existed), or on CPU the side's own tensors plus what the step creates."""
+    if device.type == "cuda":
+        synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        step()
+        synchronize(device)
+        return torch.cuda.max_memory_allocated(device) - base
+    resident = memory.resident_tensors(side.model, side.optimizer, side.inputs, side.targets)
+    with memory.LiveTensors(resident) as tracker:
+        step()
+    return tracker.peak
+
+
+def _warm_up(step: Callable[[], None], n: int, label: str, progress: Progress | None) -> None:
+    for i in range(n):
+        step()
+        if progress:
+            progress(label, i + 1, n)
+
+
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return _cpu_name()
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def _peak(s: Settings, device: torch.device, dtype: str) -> float | None:
+    if s.peak_tflops is not None:
+        return s.peak_tflops * 1e12
+    if device.type != "cuda":
+        return None  # no MFU on CPU: there is no one dense peak to measure against
+    tf32 = torch.get_float32_matmul_precision() != "highest"
+    return devices.peak_flops(_device_name(device), dtype, tf32=tf32)
+
+
+def run_bench(ir: IR, s: Settings, progress: Progress | None = None) -> dict[str, Any]:
+    """Benchmark the generated model of `ir`; the result is plain data for `--json`."""
+    if s.threads is not None and s.threads < 1:
+        raise SpecError(f"--threads must be at least 1 (got {s.threads})")
+    threads = torch.get_num_threads()
+    if s.threads is not None:
+        # On a machine shared with other work, fewer threads than cores can be much faster:
+        # OpenMP threads that wait for a descheduled sibling stall every parallel op.
+        torch.set_num_threads(s.threads)
+    try:
+        # The generated MoE routes tokens with torch.where, whose output size depends on the
+        # data; with the first two switches dynamo keeps it in the graph (sizes become
+        # symbolic) instead of breaking the graph at every expert. Both models' modules share
+        # one code object (nn.Module._call_impl), and generation recompiles it for a few
+        # shapes, so the recompile limit is raised from 8 to keep everything compiled.
+        # Both implementations run with the same switches.
+        with torch._dynamo.config.patch(
+            capture_dynamic_output_shape_ops=True, capture_scalar_outputs=True, recompile_limit=64
+        ):
+            return _run(ir, s, progress)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _compile(model: torch.nn.Module, mode: str) -> None:
+    """torch.compile in place. The generated `generate` calls the stacks and the head itself,
+    not the model's forward, so in generate mode the stacks are what is compiled."""
+    if mode == "generate":
+        for name in ("encoder", "decoder"):
+            stack = getattr(model, name, None)
+            if isinstance(stack, torch.nn.Module):
+                stack.compile()
+    else:
+        model.compile()
+
+
+def _run(ir: IR, s: Settings, progress: Progress | None) -> dict[str, Any]:
+    device = _device(s.device)
+    dtype, seq = _check(ir, s, device)
+    pred = predict(ir, s.mode, s.batch, seq, dtype, s.new_tokens)
+    hf_data = None
+    if s.vs_hf:
+        from archspec.bench.hf_config import hf_config_dict
+
+        hf_data = hf_config_dict(ir.spec)  # refuse an inexpressible spec before any work
+    vocab = ir.spec.vocab_size
+    base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
+    inputs, targets = steps.make_inputs(ir, s.mode, s.batch, seq, device, s.seed)
+    with tempfile.TemporaryDirectory(prefix="archspec-bench-") as folder:
+        torch.manual_seed(s.seed)
+        ours = steps.Side("ours", _generated_model(ir, device, folder), inputs, targets)
+        steps.prepare(ours, s.mode, device, dtype)
+        if s.compile:
+            _compile(ours.model, s.mode)
+        ours_step = steps.make_step(ours, s.mode, device, dtype, vocab, s.new_tokens)
+        _warm_up(ours_step, s.warmup, "warm-up", progress)
+        ours_memory = _measure_memory(ours, ours_step, device, base)
+
+        hf_step = hf_memory = None
+        hf_info: dict[str, Any] = {}
+        if s.vs_hf:
+            hf_step, hf_memory, hf_info = _hf_side(
+                ir, s, device, dtype, ours, inputs, targets, progress
+            )
+        ours_times: list[float] = []
+        hf_times: list[float] = []
+        runs = [(ours_step, ours_times)]
+        if hf_step is not None:
+            runs.append((hf_step, hf_times))
+        for i in range(s.steps):
+            order = runs if i % 2 == 0 else runs[::-1]
+            for step, times in order:
+                times.append(time_step(step, device))
+            if progress:
+                progress("timing", i + 1, s.steps)
+        synchronize(device)
+
+    peak = _peak(s, device, dtype)
+    result: dict[str, Any] = {
+        "name": ir.spec.name,
+        "mode": s.mode,
+        "device": str(device),
+        "device_name": _device_name(device),
+        "threads": torch.get_num_threads() if device.type == "cpu" else None,
+        "torch": torch.__version__,
+        "dtype": dtype,
+        "batch": s.batch,
+        "seq": seq,
+        "new_tokens": s.new_tokens if s.mode == "generate" else None,
+        "compile": s.compile,
+        "warmup": s.warmup,
+        "steps": s.steps,
+        "tokens_per_step": pred.tokens,
+        "flops_per_step": pred.flops,
+        "peak_flops_per_s": peak,
+        **_figures("", Times(tuple(ours_times)), pred.tokens, pred.flops, peak),
+        "peak_memory_bytes": ours_memory,
+        "predicted_memory_bytes": pred.memory_bytes,
+        "memory_measured_by": (
+            "torch.cuda.max_memory_allocated" if device.type == "cuda" else "tensor tracker"
+        ),
+    }
+    if s.vs_hf:
+        assert hf_data is not None
+        hf_figures = _figures("hf_", Times(tuple(hf_times)), pred.tokens, pred.flops, peak)
+        result |= {
+            "hf_class": hf_data["architectures"][0],
+            **hf_info,
+            **hf_figures,
+            "hf_peak_memory_bytes": hf_memory,
+            # > 1: the generated model is faster.
+            "speedup": result["tokens_per_s"] / hf_figures["hf_tokens_per_s"],
+        }
+    return result
+
+
+def _figures(prefix: str, t: Times, tokens: int, flops: int, peak: float | None) -> dict:
+    flops_per_s = flops / t.median
+    return {
+        f"{prefix}step_time_s": t.median,
+        f"{prefix}step_time_min_s": t.min,
+        f"{prefix}step_time_max_s": t.max,
+        f"{prefix}step_times_s": list(t.steps),
+        f"{prefix}tokens_per_s": tokens / t.median,
+        f"{prefix}flops_per_s": flops_per_s,
+        f"{prefix}mfu": flops_per_s / peak if peak else None,
+    }
+
+
+def _hf_side(ir, s, device, dtype, ours, inputs, targets, progress):
+    """Build, check, prepare and warm up the transformers side; measure its memory."""
+    import transformers
+
+    from archspec.bench import hf_side
+
+    base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
+    torch.manual_seed(s.seed)
+    model, attn = hf_side.build_hf_model(ir, device)
+    hf = steps.Side("hf", model, inputs, targets)
+    if hf_side.takes_use_cache(model):
+        hf.no_cache = {"use_cache": False}
+    if s.mode == "generate":
+        hf.generation = model.generation_config = hf_side.generation_config(ir, s.new_tokens)
+    hf_side.copy_weights(ours.model, model, ir)
+    steps.prepare(hf, s.mode, device, dtype)
+    diff = _agreement(ours, hf, inputs, device, dtype)
+    if s.compile:
+        model.compile()
+    step = steps.make_step(hf, s.mode, device, dtype, ir.spec.vocab_size, s.new_tokens)
+    _warm_up(step, s.warmup, "warm-up transformers", progress)
+    peak = _measure_memory(hf, step, device, base)
+    info = {
+        "transformers": transformers.__version__,
+        "hf_attn_implementation": attn,
+        # MoE classes: transformers' expert kernel (grouped_mm by default, eager loop else).
+        "hf_experts_implementation": getattr(model.config, "_experts_implementation", None),
+        "hf_max_abs_diff": diff,
+    }
+    return step, peak, info
+
+
+def _agreement(ours, hf, inputs, device, dtype) -> float:
+    """The largest difference between the two models' outputs on a slice of the inputs: both
+    have the same weights, so it is rounding (about 1e-5 in fp32, 1e-2 in bf16)."""
+    piece = {k: v[:1, :16] for k, v in inputs.items()}
+    autocast = torch.autocast(device.type, dtype=steps.DTYPES[dtype], enabled=dtype != "fp32")
+    # Eager, so that a compiled stack is not compiled again for this one shape (set_stance
+    # is torch 2.6 and later; before it, the check compiles once more).
+    set_stance = getattr(torch.compiler, "set_stance", None)
+    stance = set_stance("force_eager") if set_stance else contextlib.nullcontext()
+    with torch.inference_mode(), autocast, stance:
+        a = steps.output_of(ours)(piece).float()
+        b = steps.output_of(hf)(piece).float()
+    return (a - b).abs().max().item()

@@ -1,0 +1,264 @@
+"""`archspec bench`: time the generated model in this process, against the analysis's FLOPs and
+memory, and optionally against the transformers implementation of the same architecture."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from archspec.cli.app import app
+from archspec.cli.common import (
+    DebugOpt,
+    JsonOpt,
+    SetOpt,
+    SpecArg,
+    compile_spec,
+    human,
+    print_json,
+    stderr,
+    stdout,
+    user_errors,
+)
+
+_RUN = "Run"
+_MEASURE = "Measurement"
+
+
+@app.command()
+def bench(
+    spec: SpecArg,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            "--device",
+            help="cuda or cpu (default: cuda when there is one).",
+            metavar="cuda|cpu",
+            rich_help_panel=_RUN,
+        ),
+    ] = None,  # fmt: skip
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            "--dtype",
+            help="bf16, fp16 or fp32 (default: bf16 on cuda, fp32 on "
+            "cpu). Training keeps fp32 weights under autocast; forward and generate "
+            "cast the weights.",
+            metavar="bf16|fp16|fp32",
+            rich_help_panel=_RUN,
+        ),
+    ] = None,  # fmt: skip
+    batch: Annotated[
+        int, typer.Option("--batch", "-b", help="Sequences per step.", rich_help_panel=_RUN)
+    ] = 1,
+    seq: Annotated[
+        int | None,
+        typer.Option(
+            "--seq",
+            "-s",
+            help="Positions per sequence; the prompt in generate mode "
+            "(default: 512, or less for a model built for less).",
+            rich_help_panel=_RUN,
+        ),
+    ] = None,  # fmt: skip
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="forward (inference), train (forward, backward, AdamW "
+            "step) or generate (greedy, with a KV cache).",
+            metavar="forward|train|generate",
+            rich_help_panel=_RUN,
+        ),
+    ] = "train",  # fmt: skip
+    compile_: Annotated[
+        bool, typer.Option("--compile", help="torch.compile the model(s).", rich_help_panel=_RUN)
+    ] = False,
+    steps: Annotated[int, typer.Option("--steps", help="Timed steps.", rich_help_panel=_RUN)] = 10,
+    warmup: Annotated[
+        int, typer.Option("--warmup", help="Untimed steps first.", rich_help_panel=_RUN)
+    ] = 3,
+    new_tokens: Annotated[
+        int,
+        typer.Option(
+            "--new-tokens", help="Tokens generated per step in generate mode.", rich_help_panel=_RUN
+        ),
+    ] = 32,  # fmt: skip
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            "--threads", help="CPU threads for torch (default: torch's).", rich_help_panel=_RUN
+        ),
+    ] = None,  # fmt: skip
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed for the weights and tokens.", rich_help_panel=_RUN)
+    ] = 0,
+    vs_hf: Annotated[
+        bool,
+        typer.Option(
+            "--vs-hf",
+            help="Also run the spec's transformers class (same weights, "
+            "dtype, shapes, SDPA attention and compile setting), alternating steps, "
+            "and report the speedup.",
+            rich_help_panel=_MEASURE,
+        ),
+    ] = False,  # fmt: skip
+    peak_tflops: Annotated[
+        float | None,
+        typer.Option(
+            "--peak-tflops",
+            help="The device's peak dense TFLOP/s for the dtype, "
+            "for MFU on a device missing from the built-in table.",
+            rich_help_panel=_MEASURE,
+        ),
+    ] = None,  # fmt: skip
+    set_: SetOpt = None,
+    json_: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Time the spec's generated PyTorch model in this process: median, min and max step
+    time, tokens/s, achieved FLOP/s from the analytic FLOPs, MFU against the GPU's peak dense
+    throughput for the dtype (not on CPU), and the peak memory measured beside the memory
+    the analysis predicts. Weights are random (seeded); timing does not depend on them.
+
+    Examples:
+
+        archspec bench gpt2 --mode forward --device cpu --seq 128
+
+        archspec bench llama-2-7b --set n_layers=4 --mode train --dtype bf16 --compile
+
+        archspec bench gpt2-xl --seq 2048 --batch 4 --compile --json
+
+        archspec bench mixtral-8x7b --set n_layers=2 --mode generate --new-tokens 64
+
+        archspec bench gpt2 --device cpu --threads 1 --seq 64 --vs-hf
+    """
+    from archspec.bench.runner import Settings, run_bench
+
+    settings = Settings(
+        device=device, dtype=dtype, batch=batch, seq=seq, mode=mode, compile=compile_,
+        steps=steps, warmup=warmup, new_tokens=new_tokens, vs_hf=vs_hf, seed=seed,
+        peak_tflops=peak_tflops, threads=threads,
+    )  # fmt: skip
+    with user_errors(debug):
+        ir = compile_spec(spec, set_)
+        with _progress() as progress:
+            result = run_bench(ir, settings, progress)
+    if json_:
+        print_json(result)
+    else:
+        _render(result)
+
+
+class _progress:
+    """A rich progress bar on stderr, one task per phase (warm-up, timing)."""
+
+    def __enter__(self):
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        self._bar = Progress(
+            "{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=stderr(),
+            transient=True,
+        )
+        self._tasks: dict[str, Any] = {}
+        self._bar.__enter__()
+        return self
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if phase not in self._tasks:
+            self._tasks[phase] = self._bar.add_task(phase, total=total)
+        self._bar.update(self._tasks[phase], completed=done)
+
+    def __exit__(self, *exc: object) -> None:
+        self._bar.__exit__(*exc)
+
+
+def _seconds(t: float) -> str:
+    if t >= 1:
+        return f"{t:.3f} s"
+    if t >= 1e-3:
+        return f"{t * 1e3:.2f} ms"
+    return f"{t * 1e6:.1f} µs"
+
+
+def _rate(x: float) -> str:
+    for unit, size in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6)):
+        if x >= size:
+            return f"{x / size:.3g} {unit}FLOP/s"
+    return f"{x:.3g} FLOP/s"
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} B"
+
+
+def _render(r: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    hf = "speedup" in r
+    shape = f"B={r['batch']}, S={r['seq']}"
+    if r["new_tokens"] is not None:
+        shape += f", {r['new_tokens']} new tokens"
+    where = r["device_name"]
+    if r["threads"] is not None:
+        where += f", {r['threads']} thread" + ("s" if r["threads"] > 1 else "")
+    compiled = "torch.compile" if r["compile"] else "eager"
+    table = Table(
+        title=f"{r['name']}: {r['mode']}, {shape}, {r['dtype']}, {compiled} ({where})",
+        caption=f"{r['steps']} timed steps after {r['warmup']} warm-up; torch {r['torch']}"
+        + (f", transformers {r['transformers']}" if hf else ""),
+        title_justify="left",
+    )
+    table.add_column("")
+    table.add_column("archspec", justify="right")
+    if hf:
+        table.add_column(f"transformers ({r['hf_class']})", justify="right")
+
+    def row(label: str, key: str, fmt) -> None:
+        cells = [fmt(r[key])]
+        if hf:
+            cells.append(fmt(r[f"hf_{key}"]))
+        table.add_row(label, *cells)
+
+    def mfu(x: float | None) -> str:
+        return f"{x:.1%}" if x is not None else "-"
+
+    row("step time, median", "step_time_s", _seconds)
+    row("step time, min", "step_time_min_s", _seconds)
+    row("step time, max", "step_time_max_s", _seconds)
+    row("tokens/s", "tokens_per_s", lambda x: f"{x:,.0f}")
+    row("achieved FLOP/s", "flops_per_s", _rate)
+    row("MFU", "mfu", mfu)
+    row("peak memory", "peak_memory_bytes", _bytes)
+    predicted = r["predicted_memory_bytes"]
+    cells = [_bytes(predicted)] + ([""] if hf else [])
+    table.add_row("predicted memory (analysis)", *cells)
+    if hf:
+        table.add_section()
+        table.add_row("[bold]speedup[/bold]", f"[bold]{r['speedup']:.2f}×[/bold]", "1.00×")
+    stdout().print(table)
+    notes = [
+        f"FLOPs per step {human(r['flops_per_step'])} (analysis, convention executed); "
+        f"{r['tokens_per_step']:,} tokens per step",
+        f"peak memory measured by {r['memory_measured_by']}: "
+        f"{r['peak_memory_bytes'] / r['predicted_memory_bytes']:.1%} of the prediction",
+    ]
+    if r["mfu"] is None:
+        why = "on CPU" if r["device"] == "cpu" else f"for {r['device_name']} (--peak-tflops)"
+        notes.append(f"no MFU: no peak dense throughput {why}")
+    if hf:
+        notes.append(
+            f"transformers attention: {r['hf_attn_implementation']}; largest logit difference "
+            f"with the same weights: {r['hf_max_abs_diff']:.2g}"
+        )
+    for note in notes:
+        stderr().print(f"[dim]{note}[/dim]")
