@@ -57,18 +57,18 @@ class Shape:
     new_tokens: int = 0  # generate mode
 
 
-# Per profile: the devices' options, and (batch, seq) per model and mode. GPU sizes fill an
-# 80 GB H100 with both models resident; the MFU targets are llama-1b and gpt2-xl training at
-# S=2048. CPU sizes keep one step within seconds on a core, with the two ~1B models cut to a
-# few layers (their per-layer shapes unchanged).
+# Per profile: the devices' options, and (batch, seq) per model and mode. GPU sizes fit an
+# 80 GB H100 with both models resident (gpt2-xl training at B=2, S=2048: about 33 GB each with
+# AdamW); the MFU targets are llama-1b and gpt2-xl training at S=2048. CPU sizes keep one
+# step within seconds on a core, with the two ~1B models and the MoE cut to a few layers
+# (their per-layer shapes unchanged).
 PROFILES: dict[str, dict] = {
     "gpu": {
         "options": ["--device", "cuda", "--dtype", "bf16", "--steps", "20", "--warmup", "5"],
         "cut": {},
         "shapes": {
             "forward": {"gpt2": Shape(16, 1024), "t5-base": Shape(16, 512), "*": Shape(8, 2048)},
-            "train": {"gpt2": Shape(16, 1024), "t5-base": Shape(16, 512), "gpt2-xl": Shape(4, 2048),
-                      "*": Shape(4, 2048)},
+            "train": {"gpt2": Shape(16, 1024), "t5-base": Shape(16, 512), "*": Shape(2, 2048)},
             "generate": {"*": Shape(8, 512, 128)},
         },
     },
@@ -161,30 +161,31 @@ def chart(results: list[dict], path: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ok = [r for r in results if "error" not in r]
-    labels = [f"{r['label']} {r['mode']}{' compiled' if r['compile'] else ''}" for r in ok]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(max(10, 0.7 * len(ok) + 4), 4.8))
+    ok = [r for r in results if "error" not in r][::-1]  # top to bottom in table order
+    labels = [f"{r['label']} {r['mode']}{' (compiled)' if r['compile'] else ''}" for r in ok]
+    rows = range(len(ok))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 1.5 + 0.26 * len(ok)), sharey=True)
     speedups = [r.get("speedup", 0.0) for r in ok]
     colors = ["tab:green" if s >= 1 else "tab:red" for s in speedups]
-    left.bar(range(len(ok)), speedups, color=colors)
-    left.axhline(1.0, color="black", linestyle="--", linewidth=1)
-    left.set_ylabel("tokens/s ÷ transformers' tokens/s")
-    left.set_title("speedup over transformers (≥ 1 is the target)")
-    gpu = any(r["mfu"] is not None for r in ok)
-    if gpu:
+    left.barh(rows, speedups, color=colors)
+    left.axvline(1.0, color="black", linestyle="--", linewidth=1)
+    left.set_xlabel("tokens/s ÷ transformers' tokens/s (target ≥ 1)")
+    left.set_title("speedup over transformers")
+    for y, value in zip(rows, speedups, strict=True):
+        left.text(value, y, f" {value:.2f}×", va="center", fontsize=7)
+    if any(r["mfu"] is not None for r in ok):
         values = [100 * (r["mfu"] or 0) for r in ok]
-        right.bar(range(len(ok)), values, color="tab:blue")
-        right.axhline(50, color="black", linestyle="--", linewidth=1)
-        right.set_ylabel("MFU (%)")
-        right.set_title("model FLOPs utilisation (50% target: train at S=2048)")
+        right.barh(rows, values, color="tab:blue")
+        right.axvline(50, color="black", linestyle="--", linewidth=1)
+        right.set_xlabel("MFU, % (target ≥ 50 for train at S=2048)")
+        right.set_title("model FLOPs utilisation")
     else:
         values = [r["peak_memory_bytes"] / r["predicted_memory_bytes"] for r in ok]
-        right.bar(range(len(ok)), values, color="tab:blue")
-        right.axhline(1.0, color="black", linestyle="--", linewidth=1)
-        right.set_ylabel("measured / predicted peak memory")
+        right.barh(rows, values, color="tab:blue")
+        right.axvline(1.0, color="black", linestyle="--", linewidth=1)
+        right.set_xlabel("measured ÷ predicted peak memory")
         right.set_title("peak memory against the analysis")
-    for ax in (left, right):
-        ax.set_xticks(range(len(ok)), labels, fontsize=7, rotation=60, ha="right")
+    left.set_yticks(rows, labels, fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -328,7 +328,9 @@ def _hf_side(ir, s, device, dtype, ours, inputs, targets, progress):
         "transformers": transformers.__version__,
         "hf_attn_implementation": attn,
         # MoE classes: transformers' expert kernel (grouped_mm by default, eager loop else).
-        "hf_experts_implementation": getattr(model.config, "_experts_implementation", None),
+        "hf_experts_implementation": (
+            getattr(model.config, "_experts_implementation", None) if ir.spec.moe else None
+        ),
         "hf_max_abs_diff": diff,
     }
     return step, peak, info

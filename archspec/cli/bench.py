@@ -151,30 +151,37 @@ def bench(
 
 
 class _progress:
-    """A rich progress bar on stderr, one task per phase (warm-up, timing)."""
+    """A rich progress bar on stderr, one task per phase (warm-up, timing); nothing when
+    stderr is not a terminal (a log file gets no bar)."""
 
     def __enter__(self):
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-        self._bar = Progress(
-            "{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=stderr(),
-            transient=True,
-        )
+        console = stderr()
+        self._bar = None
         self._tasks: dict[str, Any] = {}
-        self._bar.__enter__()
+        if console.is_terminal:
+            self._bar = Progress(
+                "{task.description}",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=console,
+                transient=True,
+            )
+            self._bar.__enter__()
         return self
 
     def __call__(self, phase: str, done: int, total: int) -> None:
+        if self._bar is None:
+            return
         if phase not in self._tasks:
             self._tasks[phase] = self._bar.add_task(phase, total=total)
         self._bar.update(self._tasks[phase], completed=done)
 
     def __exit__(self, *exc: object) -> None:
-        self._bar.__exit__(*exc)
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
 
 
 def _seconds(t: float) -> str:
@@ -235,7 +242,7 @@ def _render(r: dict[str, Any]) -> None:
     row("step time, median", "step_time_s", _seconds)
     row("step time, min", "step_time_min_s", _seconds)
     row("step time, max", "step_time_max_s", _seconds)
-    row("tokens/s", "tokens_per_s", lambda x: f"{x:,.0f}")
+    row("tokens/s", "tokens_per_s", lambda x: f"{x:,.1f}" if x < 1000 else f"{x:,.0f}")
     row("achieved FLOP/s", "flops_per_s", _rate)
     row("MFU", "mfu", mfu)
     row("peak memory", "peak_memory_bytes", _bytes)
