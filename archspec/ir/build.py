@@ -9,21 +9,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from archspec import kinds
+from archspec.kinds.positions import NO_POSITION
 from archspec.ir.nodes import (
     IR,
     MLP,
     Attention,
     Block,
     Embedding,
+    Identity,
     Linear,
     Model,
     MoE,
-    Node,
     Norm,
     Position,
     Repeat,
     Run,
     Stack,
+    Sublayer,
 )
 from archspec.spec.schema import Spec
 
@@ -80,25 +83,27 @@ def build_ir(spec: Spec, symbolic: bool = True) -> IR:
     when no formula is asked for.
     """
     dims = _Dims(spec, symbolic)
-    return IR(spec=spec, root=_model(spec, dims), env=dims.env, symbolic=symbolic)
+    identity = Identity(spec.name, spec.source, spec.family, spec.hf_class)
+    return IR(identity, _model(spec, dims), dims.env, symbolic, spec=spec)
 
 
 def _model(spec: Spec, d: _Dims) -> Model:
-    parts: list[Node] = [Embedding("tok_emb", d.vocab_size, d.d_model)]
-    if spec.embedding.token_types:
-        parts.append(Embedding("type_emb", spec.embedding.token_types, d.d_model))
     roles = ["encoder", "decoder"] if spec.layout == "encoder-decoder" else [spec.layout]
-    for role in roles:
-        parts.append(_stack(spec, d, role))
-    if spec.head.pooler:
-        parts.append(Linear("pooler", d.d_model, d.d_model, bias=True))
+    type_emb = None
+    if spec.embedding.token_types:
+        type_emb = Embedding("type_emb", spec.embedding.token_types, d.d_model)
+    lm_head = None
     if spec.head.lm_head:
         tied_to = "tok_emb.weight" if spec.head.tied else None
-        parts.append(Linear("lm_head", d.d_model, d.vocab_size, spec.head.bias, tied_to))
+        lm_head = Linear("lm_head", d.d_model, d.vocab_size, spec.head.bias, tied_to)
     return Model(
         name="",
-        parts=tuple(parts),
         layout=spec.layout,
+        tok_emb=Embedding("tok_emb", d.vocab_size, d.d_model),
+        type_emb=type_emb,
+        stacks=tuple(_stack(spec, d, role) for role in roles),
+        pooler=Linear("pooler", d.d_model, d.d_model, bias=True) if spec.head.pooler else None,
+        lm_head=lm_head,
         scale_tied_output=spec.head.scale_tied_output,
         d_model=d.d_model,
         vocab_size=d.vocab_size,
@@ -120,94 +125,99 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
     causal = role == "decoder"
     cross = role == "decoder" and spec.layout == "encoder-decoder"
     position = _position(spec)
-    parts: list[Node] = []
-    if position.kind == "learned":
-        parts.append(Embedding("pos_emb", d.max_seq_len + position.offset, d.d_model))
-    if spec.embedding.norm:
-        parts.append(_norm(spec, d, "emb_norm"))
+    table = position.entry.table
+    pos_emb = rel_bias = None
+    if table == "absolute":
+        pos_emb = Embedding("pos_emb", d.max_seq_len + position.offset, d.d_model)
+    elif table == "relative":
+        # T5: one table of biases per (distance bucket, head), shared by all blocks.
+        rel_bias = Embedding("rel_bias", position.num_buckets, d.n_heads)
     n_layers = d.layers(spec, role)
-    block = _block(spec, d, causal, cross, first=False)
-    if position.kind == "relative_bias":
-        # T5: only the first block owns the relative-position bias table; the others reuse it.
-        runs = [Run(0, 1, _block(spec, d, causal, cross, first=True))]
-        if spec.stack_layers(role) > 1:
-            runs.append(Run(1, n_layers - 1, block))
-    else:
-        runs = [Run(0, n_layers, block)]
-    parts.append(Repeat("blocks", tuple(runs)))
-    if spec.has_final_norm:
-        parts.append(_norm(spec, d, "final_norm"))
+    block = _block(spec, d, causal, cross, moe=spec.moe is not None)
+    runs = [Run(0, n_layers, block)]
+    dense = spec.moe.dense_layers if spec.moe is not None else 0
+    if dense:
+        # DeepSeek, Qwen-MoE: the first layers keep a dense MLP, the rest route to experts.
+        n_dense = d.symbol("n_dense_layers", dense)
+        runs = [
+            Run(0, n_dense, _block(spec, d, causal, cross, moe=False)),
+            Run(n_dense, n_layers - n_dense, block),
+        ]
     return Stack(
         name=role,
-        parts=tuple(parts),
         role=role,
         causal=causal,
         position=position,
         scale_embedding=spec.embedding.scale,
         max_seq_len=d.max_seq_len,
+        width=d.d_model,
+        blocks=Repeat("blocks", tuple(runs)),
+        pos_emb=pos_emb,
+        rel_bias=rel_bias,
+        emb_norm=_norm(spec, d, "emb_norm") if spec.embedding.norm else None,
+        final_norm=_norm(spec, d, "final_norm") if spec.has_final_norm else None,
     )
 
 
-def _block(spec: Spec, d: _Dims, causal: bool, cross: bool, first: bool) -> Block:
-    attn = _attention(spec, d, "attn", causal, cross=False, rel_bias=first)
-    ff = _moe(spec, d) if spec.moe is not None else _mlp(spec, d, "mlp")
-    if spec.residual == "parallel":
+def _block(spec: Spec, d: _Dims, causal: bool, cross: bool, moe: bool) -> Block:
+    sublayers = [("attn_norm", _attention(spec, d, "attn", causal, cross=False))]
+    if cross:
+        sublayers.append(("cross_norm", _attention(spec, d, "cross_attn", False, cross=True)))
+    sublayers.append(("mlp_norm", _moe(spec, d) if moe else _mlp(spec, d, "mlp")))
+    if kinds.residual(spec.residual).shared_norm:
         # PaLM / GPT-J: x + attn(norm(x)) + mlp(norm(x)), one norm shared by both branches.
-        parts: list[Node] = [_norm(spec, d, "norm"), attn, ff]
-    else:
-        sublayers: list[tuple[str, Node]] = [("attn_norm", attn)]
-        if cross:
-            cross_attn = _attention(spec, d, "cross_attn", causal=False, cross=True, rel_bias=False)
-            sublayers.append(("cross_norm", cross_attn))
-        sublayers.append(("mlp_norm", ff))
-        parts = []
-        for norm_name, layer in sublayers:
-            # Pre-norm normalises the sublayer's input, post-norm the residual sum after it;
-            # registration order follows the data flow.
-            norm = _norm(spec, d, norm_name)
-            parts += [norm, layer] if spec.residual == "pre" else [layer, norm]
-    return Block(name="", parts=tuple(parts), residual=spec.residual)
+        return Block(
+            name="",
+            residual=spec.residual,
+            width=d.d_model,
+            sublayers=tuple(Sublayer(None, layer) for _, layer in sublayers),
+            shared_norm=_norm(spec, d, "norm"),
+        )
+    return Block(
+        name="",
+        residual=spec.residual,
+        width=d.d_model,
+        sublayers=tuple(Sublayer(_norm(spec, d, name), layer) for name, layer in sublayers),
+    )
 
 
-def _attention(
-    spec: Spec, d: _Dims, name: str, causal: bool, cross: bool, rel_bias: bool
-) -> Attention:
+def _attention(spec: Spec, d: _Dims, name: str, causal: bool, cross: bool) -> Attention:
     bias = spec.attention.bias
     q_width = d.n_heads * d.head_dim
     kv_width = d.n_kv_heads * d.head_dim
-    parts: list[Node] = [
-        Linear("q", d.d_model, q_width, bias),
-        Linear("k", d.d_model, kv_width, bias),
-        Linear("v", d.d_model, kv_width, bias),
-        Linear("o", q_width, d.d_model, bias),
-    ]
-    if rel_bias:
-        parts.append(Embedding("rel_bias", spec.position.num_buckets, d.n_heads))
     return Attention(
         name=name,
-        parts=tuple(parts),
+        q=Linear("q", d.d_model, q_width, bias),
+        k=Linear("k", d.d_model, kv_width, bias),
+        v=Linear("v", d.d_model, kv_width, bias),
+        o=Linear("o", q_width, d.d_model, bias),
         n_heads=d.n_heads,
         n_kv_heads=d.n_kv_heads,
         head_dim=d.head_dim,
         causal=causal and not cross,
         cross=cross,
         scale_scores=spec.attention.scale_scores,
-        position=_position(spec) if not cross else Position("none"),
-        bidirectional_buckets=not causal,
+        position=_position(spec) if not cross else Position(NO_POSITION),
     )
 
 
 def _mlp(spec: Spec, d: _Dims, name: str) -> MLP:
     bias = spec.mlp.bias
-    parts: list[Node] = []
-    if spec.mlp.gated:
-        parts.append(Linear("gate", d.d_model, d.d_ff, bias))
-    parts += [Linear("up", d.d_model, d.d_ff, bias), Linear("down", d.d_ff, d.d_model, bias)]
-    return MLP(name=name, parts=tuple(parts), activation=spec.mlp.activation, gated=spec.mlp.gated)
+    return MLP(
+        name=name,
+        gate=Linear("gate", d.d_model, d.d_ff, bias) if spec.mlp.gated else None,
+        up=Linear("up", d.d_model, d.d_ff, bias),
+        down=Linear("down", d.d_ff, d.d_model, bias),
+        activation=spec.mlp.activation,
+    )
 
 
 def _moe(spec: Spec, d: _Dims) -> MoE:
     assert spec.moe is not None
-    router = Linear("router", d.d_model, d.n_experts, spec.moe.router_bias)
-    experts = Repeat("experts", (Run(0, d.n_experts, _mlp(spec, d, "")),))
-    return MoE(name="moe", parts=(router, experts), n_experts=d.n_experts, top_k=d.top_k)
+    return MoE(
+        name="moe",
+        router=Linear("router", d.d_model, d.n_experts, spec.moe.router_bias),
+        experts=Repeat("experts", (Run(0, d.n_experts, _mlp(spec, d, "")),)),
+        n_experts=d.n_experts,
+        top_k=d.top_k,
+    )

@@ -1,26 +1,37 @@
-"""IR node kinds.
+"""IR node kinds: a typed tree of frozen dataclasses.
 
-The IR is a tree of frozen dataclasses. Each node's `name` is its attribute name inside its
-parent, so joining names from the root gives the attribute path in the generated PyTorch model
-(`decoder.blocks.0.attn.q`). Children are kept in the order the generated `__init__` registers
-them, which is also the order `print(model)` shows.
+Each node's `name` is its attribute name inside its parent, so joining names from the root gives
+the attribute path in the generated PyTorch model (`decoder.blocks.0.attn.q`). Composites name
+their parts as typed fields (an attention node has `q`, `k`, `v` and `o`), and `children` lists
+them in the order the generated `__init__` registers them, which is also the order
+`print(model)` shows.
+
+Kind fields (a norm's kind, a position scheme, a residual layout, an activation) carry the spec's
+word for the kind, typed with the schema's Literal, and `.entry` looks it up in the catalogue
+(`archspec.kinds`): backends ask the entry, they never compare the word.
 
 Sizes are sympy expressions in the spec's dimension symbols (`d_model`, `n_heads`, ...); the
 concrete values live in `IR.env`. An IR built with `symbolic=False` carries the same sizes as
-plain integers instead: the same arithmetic, without importing sympy, which is most of the start-up
-time of `archspec count` (see `build_ir`). A run of identical blocks is one `Repeat` with a symbolic
-count, so the cost of any analysis does not grow with depth.
+plain integers instead: the same arithmetic, without importing sympy, which is most of the
+start-up time of `archspec count` (see `build_ir`). A run of identical blocks is one `Repeat` with
+a symbolic count, so the cost of any analysis does not grow with depth. Nodes are hashable, so
+identical blocks are one node and differing blocks are distinct nodes (`archspec.ir.classes`
+gives each distinct node its generated class).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from archspec import kinds
+from archspec.kinds import ActivationKind, Mask, NormKind, PositionKind, ResidualKind
+from archspec.spec.schema import Activation, Layout, Residual
+from archspec.spec.schema import NormKind as NormName
+from archspec.spec.schema import PositionKind as PositionName
 
 if TYPE_CHECKING:
     import sympy as sp
-
-from archspec.spec.schema import Spec
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,14 @@ class Node:
     @property
     def children(self) -> tuple[Node, ...]:
         return ()
+
+    @property
+    def parts(self) -> tuple[Node, ...]:
+        """The children, for code that walks any composite alike."""
+        return self.children
+
+    def part(self, name: str) -> Node | None:
+        return next((p for p in self.children if p.name == name), None)
 
 
 # Leaves: the modules that own parameters. Each is one PyTorch built-in module.
@@ -51,67 +70,85 @@ class Linear(Node):
 
 @dataclass(frozen=True)
 class Norm(Node):
-    kind: str  # layernorm | rmsnorm
+    kind: NormName
     dim: sp.Expr
     bias: bool
     eps: float
 
-
-# Composites: modules the generated code defines. `parts` are the children in order.
-
-
-@dataclass(frozen=True)
-class Composite(Node):
-    parts: tuple[Node, ...]
-
     @property
-    def children(self) -> tuple[Node, ...]:
-        return self.parts
+    def entry(self) -> NormKind:
+        return kinds.norm(self.kind)
 
-    def part(self, name: str) -> Node | None:
-        return next((p for p in self.parts if p.name == name), None)
+
+class Composite(Node):
+    """A module the generated code defines as a class of its own."""
 
 
 @dataclass(frozen=True)
 class Position:
     """How positions enter a stack; shared by the stack and its attention layers."""
 
-    kind: str  # learned | sinusoidal | rope | alibi | relative_bias | none
+    kind: PositionName
     offset: int = 0
     theta: float = 10000.0
     num_buckets: int = 32
     max_distance: int = 128
 
+    @property
+    def entry(self) -> PositionKind:
+        return kinds.position(self.kind)
+
 
 @dataclass(frozen=True)
 class Attention(Composite):
+    q: Linear
+    k: Linear
+    v: Linear
+    o: Linear
     n_heads: sp.Expr
     n_kv_heads: sp.Expr
     head_dim: sp.Expr
-    causal: bool
+    causal: bool  # hides later keys (self-attention in a causal stack)
     cross: bool  # keys and values come from the encoder
     scale_scores: bool
-    position: Position  # rope / alibi / relative_bias act inside attention
-    bidirectional_buckets: bool = True  # relative_bias: encoder buckets are two-sided
+    position: Position  # rope acts on q and k; a score bias arrives with the mask
+
+    @property
+    def children(self) -> tuple[Node, ...]:
+        return (self.q, self.k, self.v, self.o)
+
+    @property
+    def mask(self) -> Mask:
+        entry = self.position.entry
+        return Mask(causal=self.causal, bias=entry.score_bias, learned_bias=entry.learned_bias)
+
+    @property
+    def rotary(self) -> bool:
+        return self.position.entry.rotary
 
 
 @dataclass(frozen=True)
 class MLP(Composite):
-    activation: str
-    gated: bool
+    up: Linear
+    down: Linear
+    gate: Linear | None  # a gated (GLU) MLP: down(act(gate(x)) * up(x))
+    activation: Activation
 
+    @property
+    def children(self) -> tuple[Node, ...]:
+        return (self.gate, self.up, self.down) if self.gate is not None else (self.up, self.down)
 
-@dataclass(frozen=True)
-class MoE(Composite):
-    """A router and `n_experts` MLPs (the `experts` Repeat); each token uses `top_k` of them."""
+    @property
+    def gated(self) -> bool:
+        return self.gate is not None
 
-    n_experts: sp.Expr
-    top_k: sp.Expr
+    @property
+    def hidden(self) -> sp.Expr:
+        return self.up.out_features
 
-
-@dataclass(frozen=True)
-class Block(Composite):
-    residual: str  # pre | post | parallel
+    @property
+    def entry(self) -> ActivationKind:
+        return kinds.activation(self.activation)
 
 
 @dataclass(frozen=True)
@@ -135,30 +172,154 @@ class Repeat(Node):
 
 
 @dataclass(frozen=True)
+class MoE(Composite):
+    """A router and `n_experts` MLPs (the `experts` Repeat); each token uses `top_k` of them."""
+
+    router: Linear
+    experts: Repeat
+    n_experts: sp.Expr
+    top_k: sp.Expr
+
+    @property
+    def children(self) -> tuple[Node, ...]:
+        return (self.router, self.experts)
+
+    @property
+    def expert(self) -> MLP:
+        node = self.experts.runs[0].node
+        assert isinstance(node, MLP)
+        return node
+
+
+@dataclass(frozen=True)
+class Sublayer:
+    """A sublayer of a block and its norm (None in a parallel block, whose norm is shared)."""
+
+    norm: Norm | None
+    layer: Attention | MLP | MoE
+
+
+@dataclass(frozen=True)
+class Block(Composite):
+    residual: Residual
+    width: sp.Expr  # the residual stream
+    sublayers: tuple[Sublayer, ...]  # in data-flow order: attention, cross-attention, MLP
+    shared_norm: Norm | None = None  # parallel blocks: the one norm all sublayers read
+
+    @property
+    def entry(self) -> ResidualKind:
+        return kinds.residual(self.residual)
+
+    @property
+    def children(self) -> tuple[Node, ...]:
+        if self.shared_norm is not None:
+            return (self.shared_norm, *(s.layer for s in self.sublayers))
+        order = self.entry.order([(s.norm, s.layer) for s in self.sublayers])
+        return tuple(node for _, node in order)
+
+    @property
+    def attn(self) -> Attention:
+        layer = self.sublayers[0].layer
+        assert isinstance(layer, Attention)
+        return layer
+
+    @property
+    def cross_attn(self) -> Attention | None:
+        return next(
+            (s.layer for s in self.sublayers if isinstance(s.layer, Attention) and s.layer.cross),
+            None,
+        )
+
+    @property
+    def ff(self) -> MLP | MoE:
+        layer = self.sublayers[-1].layer
+        assert isinstance(layer, (MLP, MoE))
+        return layer
+
+    @property
+    def norms(self) -> tuple[Norm, ...]:
+        return tuple(n for n in self.children if isinstance(n, Norm))
+
+
+@dataclass(frozen=True)
 class Stack(Composite):
     role: str  # encoder | decoder
     causal: bool
     position: Position
     scale_embedding: bool
     max_seq_len: sp.Expr
+    width: sp.Expr
+    blocks: Repeat
+    pos_emb: Embedding | None = None  # a learned absolute position table
+    rel_bias: Embedding | None = None  # T5's relative-position bias table (buckets × heads)
+    emb_norm: Norm | None = None
+    final_norm: Norm | None = None
+
+    @property
+    def children(self) -> tuple[Node, ...]:
+        parts = (self.pos_emb, self.rel_bias, self.emb_norm, self.blocks, self.final_norm)
+        return tuple(p for p in parts if p is not None)
+
+    @property
+    def block_variants(self) -> tuple[Block, ...]:
+        out: list[Block] = []
+        for run in self.blocks.runs:
+            assert isinstance(run.node, Block)
+            if run.node not in out:
+                out.append(run.node)
+        return tuple(out)
+
+    @property
+    def bidirectional_buckets(self) -> bool:
+        """T5's relative buckets: an encoder splits them between earlier and later keys."""
+        return not self.causal
 
 
 @dataclass(frozen=True)
 class Model(Composite):
-    layout: str
-    scale_tied_output: bool
+    layout: Layout
+    tok_emb: Embedding
+    stacks: tuple[Stack, ...]
     d_model: sp.Expr
     vocab_size: sp.Expr
+    scale_tied_output: bool = False
+    type_emb: Embedding | None = None
+    pooler: Linear | None = None
+    lm_head: Linear | None = None
+
+    @property
+    def children(self) -> tuple[Node, ...]:
+        parts = (self.tok_emb, self.type_emb, *self.stacks, self.pooler, self.lm_head)
+        return tuple(p for p in parts if p is not None)
+
+    def stack(self, role: str) -> Stack | None:
+        return next((s for s in self.stacks if s.role == role), None)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who the model is: the spec's name and provenance, carried beside the tree."""
+
+    name: str
+    source: str = ""
+    family: str = ""
+    hf_class: str | None = None
 
 
 @dataclass(frozen=True)
 class IR:
     """A compiled spec: the module tree plus the values of its dimension symbols."""
 
-    spec: Spec
+    identity: Identity
     root: Model
     env: dict[sp.Symbol, int]
     symbolic: bool = True  # sizes are sympy expressions (else plain integers)
+    # MIGRATION ONLY: the Spec, until archspec/hf reads nodes alone. Nothing new may read it.
+    spec: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.identity.name
 
     def value(self, expr: sp.Expr | int) -> int:
         """The concrete integer value of a size expression."""

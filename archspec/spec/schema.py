@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from archspec import kinds
+
 Layout = Literal["encoder", "decoder", "encoder-decoder"]
 Residual = Literal["pre", "post", "parallel"]
 NormKind = Literal["layernorm", "rmsnorm"]
@@ -38,7 +40,7 @@ class NormSpec:
 
     @property
     def has_bias(self) -> bool:
-        return self.bias if self.bias is not None else self.kind == "layernorm"
+        return self.bias if self.bias is not None else kinds.norm(self.kind).bias_by_default
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,10 @@ class MoESpec:
     n_experts: int = field(default=8, metadata=doc("experts per layer", positive=True))
     top_k: int = field(default=2, metadata=doc("experts each token is routed to", positive=True))
     router_bias: bool = field(default=False, metadata=doc("a bias on the router"))
+    dense_layers: int = field(
+        default=0,
+        metadata=doc("first layers of each stack that keep a dense MLP (DeepSeek, Qwen-MoE)", min=0),
+    )
 
 
 @dataclass(frozen=True)
@@ -155,7 +161,16 @@ class Spec:
 
     @property
     def has_final_norm(self) -> bool:
-        return self.final_norm if self.final_norm is not None else self.residual != "post"
+        if self.final_norm is not None:
+            return self.final_norm
+        return kinds.residual(self.residual).final_norm_by_default
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The stacks: ('encoder', 'decoder') for an encoder-decoder, else the layout."""
+        if self.layout == "encoder-decoder":
+            return ("encoder", "decoder")
+        return (self.layout,)
 
     def stack_layers(self, role: str) -> int:
         """Layers in the 'encoder' or 'decoder' stack."""

@@ -195,6 +195,14 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             ("moe", "top_k"),
             f"top_k ({spec.moe.top_k}) exceeds n_experts ({spec.moe.n_experts})",
         )
+    if spec.moe and spec.moe.dense_layers:
+        shortest = min(spec.stack_layers(role) for role in spec.roles)
+        if spec.moe.dense_layers >= shortest:
+            raise v.error(
+                ("moe", "dense_layers"),
+                f"dense_layers ({spec.moe.dense_layers}) leaves no mixture-of-experts layer in "
+                f"a stack of {shortest} layers",
+            )
     if spec.head.pooler and spec.layout != "encoder":
         raise v.error(("head", "pooler"), f"a pooler needs layout: encoder, not {spec.layout}")
     if spec.embedding.token_types and spec.layout != "encoder":

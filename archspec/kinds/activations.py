@@ -1,0 +1,38 @@
+"""Activation kinds: the nonlinearity of an MLP (and the pooler's tanh)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class ActivationKind:
+    name: str  # the spec's word for it
+    label: str  # in docstrings, tables and diagrams
+    call: str  # the generated expression, `{}` standing for the input
+    # FLOPs per element. A transcendental (exp, tanh, erf) counts as one: what matters at this
+    # scale is that the cost grows with the tensor, not the cycles of each op.
+    flops_per_element: int
+    # What autograd keeps for the backward: the input (GELU, SiLU, tanh-GELU), the output
+    # (ReLU, tanh), or both.
+    keeps: Literal["input", "output", "both"]
+    glu_name: str | None = None  # the gated MLP's usual name (SwiGLU)
+
+    def render(self, x: str) -> str:
+        return self.call.format(x)
+
+
+ACTIVATIONS: dict[str, ActivationKind] = {
+    kind.name: kind
+    for kind in (
+        ActivationKind("gelu", "GELU", "F.gelu({})", 5, "input"),
+        ActivationKind(
+            "gelu_tanh", "GELU (tanh approximation)", 'F.gelu({}, approximate="tanh")', 8, "input"
+        ),
+        ActivationKind("relu", "ReLU", "F.relu({})", 1, "output"),
+        ActivationKind("silu", "SiLU", "F.silu({})", 4, "input", "SwiGLU"),
+        # Not a spec choice: BERT's pooler, tanh(dense(first token)).
+        ActivationKind("tanh", "tanh", "torch.tanh({})", 1, "output"),
+    )
+}

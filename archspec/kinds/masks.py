@@ -1,0 +1,32 @@
+"""The attention mask as one small algebra: which keys a query may see, plus an additive bias.
+
+A self-attention layer in a causal stack hides later keys; padding hides padded keys; a score
+bias (ALiBi, T5) is added to every visible score. FLOPs under the `causal` convention count only
+the pairs the mask keeps, and every elementwise pass over the scores (masking, biasing) costs one
+FLOP per score.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mask:
+    causal: bool  # query i sees keys up to its own position only
+    bias: bool = False  # an additive bias on the scores (a score-bias position kind)
+    learned_bias: bool = False  # that bias has parameters
+
+    @property
+    def score_passes(self) -> int:
+        """Elementwise passes over the score matrix besides the softmax: hiding later keys
+        and adding the bias are one each."""
+        return int(self.causal) + int(self.bias)
+
+    def visible_pairs(self, queries, keys):
+        """Query-key pairs per head and sequence the mask keeps. The queries are the last
+        `queries` of `keys` positions and query i sees keys up to its own: q·k - q(q-1)/2
+        pairs, S(S+1)/2 when q = k = S, all k when q = 1."""
+        if self.causal:
+            return queries * keys - queries * (queries - 1) / 2
+        return queries * keys

@@ -1,0 +1,75 @@
+"""Norm kinds: everything archspec knows about one normalisation layer, in one object.
+
+A backend never compares a norm's name: it asks the kind for its parameters, its FLOPs per
+element, what autograd keeps for its backward, the PyTorch module that implements it and the
+line `print(model)` shows for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class NormKind:
+    name: str  # the spec's word for it (schema literal)
+    label: str  # in tables and diagrams
+    torch_class: str  # the torch.nn module the generated code builds (also its repr name)
+    flops_per_element: int  # without the bias add
+    bias_by_default: bool  # `norm.bias` when the spec leaves it out
+    allows_bias: bool
+    keeps_normalised: bool  # autograd keeps the normalised input too (for the scale's gradient)
+    row_statistics: int  # fp32 values kept per row (mean, 1/std, 1/rms)
+    min_torch: str | None = None  # the torch release that added the module, if recent
+
+    def weight_shape(self, dim):
+        return (dim,)
+
+    def bias_shape(self, dim, bias: bool):
+        return (dim,) if bias else None
+
+    def constructor_args(self, dim: str, bias: bool) -> list[str]:
+        """Arguments of `nn.<torch_class>(...)` beyond PyTorch's defaults."""
+        args = [dim, "eps=config.norm_eps"]
+        if self.allows_bias and not bias:
+            args.append("bias=False")
+        return args
+
+    def extra_repr(self, dim: int, eps: float, bias: bool, prints_bias: bool) -> str:
+        """The module's `extra_repr()`: torch stores normalized_shape as a tuple, and eps goes
+        through str.format, which writes a float as repr does (1e-05). `prints_bias`: the
+        installed torch's LayerNorm repr ends with `bias=` (newer releases)."""
+        text = f"({dim},), eps={eps}, elementwise_affine=True"
+        if self.allows_bias and prints_bias:
+            text += f", bias={bias}"
+        return text
+
+
+NORMS: dict[str, NormKind] = {
+    kind.name: kind
+    for kind in (
+        NormKind(
+            name="layernorm",
+            label="LayerNorm",
+            torch_class="LayerNorm",
+            # mean (add), centre (sub), variance (mul, add), normalise (mul), scale (mul)
+            flops_per_element=6,
+            bias_by_default=True,
+            allows_bias=True,
+            keeps_normalised=False,
+            row_statistics=2,
+        ),
+        NormKind(
+            name="rmsnorm",
+            label="RMSNorm",
+            torch_class="RMSNorm",
+            # square (mul), mean (add), normalise (mul), scale (mul)
+            flops_per_element=4,
+            bias_by_default=False,
+            allows_bias=False,
+            keeps_normalised=True,
+            row_statistics=1,
+            min_torch="2.4",
+        ),
+    )
+}

@@ -1,0 +1,90 @@
+"""Position kinds: how a stack tells its tokens apart by place.
+
+Each kind says where it acts (added to the embeddings, rotating queries and keys, or biasing
+the attention scores), which table it owns, what its spec parameters are, and what its forward
+keeps for the backward pass. The FLOP and memory interpreters, the printer and the code
+generator read these fields; none of them compares a position's name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class PositionKind:
+    name: str  # the spec's word for it
+    description: str  # in the generated Stack's docstring and in diagrams
+    # Where positions enter: added to the token embeddings, applied to q and k inside every
+    # attention layer, added to every attention score, or nowhere.
+    acts_on: Literal["embeddings", "queries_keys", "scores", "nothing"]
+    # The learned table the stack owns: a row per position (`pos_emb`), a row per distance
+    # bucket with one column per head (`rel_bias`), or none.
+    table: Literal["absolute", "relative", None] = None
+    learned_bias: bool = False  # the score bias has parameters (gradients flow into it)
+    needs_positions: bool = True  # the stack builds a tensor of token positions
+    # The spec's `position.*` fields this kind reads, as (spec field, generated Config field).
+    parameters: tuple[tuple[str, str], ...] = ()
+    flops_per_element: int = 0  # per element it acts on (an add, or RoPE's two muls and add)
+
+    @property
+    def score_bias(self) -> bool:
+        return self.acts_on == "scores"
+
+    @property
+    def rotary(self) -> bool:
+        return self.acts_on == "queries_keys"
+
+    @property
+    def added(self) -> bool:
+        return self.acts_on == "embeddings"
+
+
+POSITIONS: dict[str, PositionKind] = {
+    kind.name: kind
+    for kind in (
+        PositionKind(
+            "learned",
+            "learned position embeddings",
+            acts_on="embeddings",
+            table="absolute",
+            parameters=(("offset", "pos_offset"),),
+            flops_per_element=1,
+        ),
+        PositionKind(
+            "sinusoidal",
+            "sinusoidal position encodings",
+            acts_on="embeddings",
+            flops_per_element=1,
+        ),
+        PositionKind(
+            "rope",
+            "rotary positions (applied in attention)",
+            acts_on="queries_keys",
+            parameters=(("theta", "rope_theta"),),
+            flops_per_element=3,  # x·cos + rotate_half(x)·sin
+        ),
+        PositionKind(
+            "alibi",
+            "ALiBi (attention scores penalised linearly with distance)",
+            acts_on="scores",
+            needs_positions=False,
+            flops_per_element=1,
+        ),
+        PositionKind(
+            "relative_bias",
+            "T5's bucketed relative position bias",
+            acts_on="scores",
+            table="relative",
+            learned_bias=True,
+            parameters=(("num_buckets", "num_buckets"), ("max_distance", "max_distance")),
+            flops_per_element=1,
+        ),
+        PositionKind("none", "no position information", acts_on="nothing", needs_positions=False),
+    )
+}
+
+
+# The scheme of a layer positions do not reach (cross-attention).
+NO_POSITION = POSITIONS["none"].name

@@ -1,0 +1,64 @@
+"""Residual kinds: how a block wires its norms and sublayers around the residual stream.
+
+A block has sublayers (self-attention, cross-attention in an encoder-decoder's decoder, the
+feed-forward network), each with a norm, or one norm shared by all (parallel). The kind says in
+which order they are registered (which is also the order `print(model)` shows and the data
+flows) and `archspec.ir.lower` writes the block's forward from `flow`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class ResidualKind:
+    name: str  # the spec's word for it
+    doc: str  # the generated Block's docstring
+    # pre: x + f(norm(x)); post: norm(x + f(x)); parallel: x + Σ f(norm(x)), one shared norm.
+    flow: Literal["pre", "post", "parallel"]
+    final_norm_by_default: bool  # a norm after the last block, when the spec leaves it out
+    allows_cross_attention: bool = True
+
+    @property
+    def shared_norm(self) -> bool:
+        return self.flow == "parallel"
+
+    def order(self, sublayers: list[tuple[str, object]]) -> list[tuple[str, object]]:
+        """Registration order of (norm name, sublayer) pairs: a pre-norm block registers
+        each norm before its sublayer, a post-norm block after it (the data flow's order)."""
+        out: list[tuple[str, object]] = []
+        for norm, layer in sublayers:
+            out += [("norm", norm), ("layer", layer)] if self.flow == "pre" else [
+                ("layer", layer),
+                ("norm", norm),
+            ]
+        return out
+
+
+RESIDUALS: dict[str, ResidualKind] = {
+    kind.name: kind
+    for kind in (
+        ResidualKind(
+            "pre",
+            "Pre-norm block: each sublayer f adds f(norm(x)) to the residual stream x.",
+            flow="pre",
+            final_norm_by_default=True,
+        ),
+        ResidualKind(
+            "post",
+            "Post-norm block: each sublayer f updates x to norm(x + f(x)).",
+            flow="post",
+            final_norm_by_default=False,
+        ),
+        ResidualKind(
+            "parallel",
+            "Parallel block (PaLM): x + attn(norm(x)) + mlp(norm(x)), with one norm shared by "
+            "attention and MLP.",
+            flow="parallel",
+            final_norm_by_default=True,
+            allows_cross_attention=False,
+        ),
+    )
+}
