@@ -1,0 +1,244 @@
+"""Lowering: each composite node becomes the list of ops its forward runs (`archspec.ir.ops`).
+
+This is the one place that says what a model computes. The FLOP counter and the activation
+counter interpret these ops, and the code generator renders `forward` bodies from them. Values a
+stack builds once and its blocks share (RoPE's angles, the attention mask, the encoder output a
+decoder attends to) travel in a `StackValues`; a block's input is a fresh value of its own, so
+what one block keeps is counted once per block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from archspec.ir.nodes import MLP, Attention, Block, Composite, Model, MoE, Stack
+from archspec.ir.ops import (
+    ActivationOp,
+    Add,
+    Attend,
+    Blocks,
+    Call,
+    Combine,
+    Dispatch,
+    LinearOp,
+    Lookup,
+    Loss,
+    Mul,
+    NormOp,
+    Op,
+    Positions,
+    Rope,
+    RopeAngles,
+    Route,
+    Scale,
+    ScoreBias,
+    Select,
+    Sinusoids,
+    Value,
+)
+
+
+@dataclass(frozen=True)
+class StackValues:
+    """What a stack builds once for all its blocks."""
+
+    angles: Value | None = None  # RoPE's cos and sin
+    mask: Value | None = None  # self-attention's additive mask (a score bias, or causal)
+    memory: Value | None = None  # the encoder output cross-attention reads
+    cross_mask: Value | None = None
+
+
+@dataclass
+class Lowered:
+    """The ops of one module's forward, and the value it returns."""
+
+    ops: list[Op] = field(default_factory=list)
+    out: Value | None = None
+    inputs: tuple[Value, ...] = ()
+
+    def emit(self, op: Op) -> Value:
+        self.ops.append(op)
+        assert op.out is not None
+        return op.out
+
+
+def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
+    low = Lowered(inputs=(x,))
+    source = ctx.memory if node.cross else x
+    assert source is not None, "cross-attention needs the encoder output"
+    q_width, kv_width = node.n_heads * node.head_dim, node.n_kv_heads * node.head_dim
+
+    def project(name: str, module, inp: Value, width) -> Value:
+        out = Value(name, inp.rows, width)
+        return low.emit(LinearOp(out, inp, module, "attn_proj"))
+
+    q = project("q", node.q, x, q_width)
+    k = project("k", node.k, source, kv_width)
+    v = project("v", node.v, source, kv_width)
+    if node.rotary:
+        assert ctx.angles is not None
+        q = low.emit(Rope(Value("q", q.rows, q_width), q, ctx.angles, node.n_heads))
+        k = low.emit(Rope(Value("k", k.rows, kv_width), k, ctx.angles, node.n_kv_heads))
+    mask = ctx.cross_mask if node.cross else ctx.mask
+    y = low.emit(Attend(Value("y", x.rows, q_width), q, k, v, node, mask))
+    low.out = project("out", node.o, y, node.o.out_features)
+    return low
+
+
+def lower_mlp(node: MLP, x: Value) -> Lowered:
+    low = Lowered(inputs=(x,))
+    hidden = node.hidden
+
+    def linear(name: str, module, inp: Value, width) -> Value:
+        out = Value(name, inp.rows, width, copies=inp.copies)
+        return low.emit(LinearOp(out, inp, module, "mlp"))
+
+    if node.gate is not None:
+        gate = linear("gate", node.gate, x, hidden)
+        act = low.emit(ActivationOp(_like(gate, "act"), gate, node.activation))
+        up = linear("up", node.up, x, hidden)
+        h = low.emit(Mul(_like(up, "h"), act, up, "activations"))
+    else:
+        up = linear("up", node.up, x, hidden)
+        h = low.emit(ActivationOp(_like(up, "h"), up, node.activation))
+    low.out = linear("out", node.down, h, node.down.out_features)
+    return low
+
+
+def lower_moe(node: MoE, x: Value) -> Lowered:
+    low = Lowered(inputs=(x,))
+    logits = Value("logits", x.rows, node.n_experts)
+    low.emit(LinearOp(logits, x, node.router, "router"))
+    chosen = Value("chosen", x.rows, node.top_k, dtype="index")
+    weights = low.emit(
+        Route(Value("weights", x.rows, node.top_k, "stats"), logits, chosen, node.n_experts, node.top_k)
+    )
+    routed = low.emit(Dispatch(Value("routed", x.rows, x.width, copies=node.top_k), x, chosen))
+    expert = Value("expert_out", x.rows, x.width, copies=node.top_k)
+    low.emit(Call(expert, node.expert, (routed,)))
+    low.out = low.emit(Combine(Value("out", x.rows, x.width), expert, weights, node.top_k))
+    return low
+
+
+def lower_block(node: Block) -> Lowered:
+    """A block's forward from its residual kind. Its input is a value of its own."""
+    x = Value("x", "tokens", node.width)
+    low = Lowered(inputs=(x,))
+    flow = node.entry.flow
+    if flow == "parallel":
+        assert node.shared_norm is not None
+        h = low.emit(NormOp(Value("h", "tokens", node.width), x, node.shared_norm))
+        for sub in node.sublayers:
+            out = low.emit(Call(Value(sub.layer.name, "tokens", node.width), sub.layer, (h,)))
+            x = low.emit(Add(Value("x", "tokens", node.width), x, out, "residuals"))
+    for sub in node.sublayers if flow != "parallel" else ():
+        assert sub.norm is not None
+        if flow == "pre":
+            h = low.emit(NormOp(Value("h", "tokens", node.width), x, sub.norm))
+            out = low.emit(Call(Value(sub.layer.name, "tokens", node.width), sub.layer, (h,)))
+            x = low.emit(Add(Value("x", "tokens", node.width), x, out, "residuals"))
+        else:
+            out = low.emit(Call(Value(sub.layer.name, "tokens", node.width), sub.layer, (x,)))
+            total = low.emit(Add(Value("x", "tokens", node.width), x, out, "residuals"))
+            x = low.emit(NormOp(Value("x", "tokens", node.width), total, sub.norm))
+    low.out = x
+    return low
+
+
+def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Lowered, StackValues]:
+    """The stack's forward over embedded tokens `x`, and the values its blocks share."""
+    low = Lowered(inputs=(x,))
+    entry = node.position.entry
+    d = node.width
+    positions = None
+    if entry.needs_positions:
+        positions = low.emit(Positions(Value("positions", "positions", 1, "index")))
+    if node.scale_embedding:
+        x = low.emit(Scale(Value("x", "tokens", d), x, "embeddings"))
+    if node.pos_emb is not None:
+        assert positions is not None
+        pos = low.emit(Lookup(Value("pos", "positions", d), node.pos_emb, positions))
+        x = low.emit(Add(Value("x", "tokens", d), x, pos, "embeddings"))
+    elif entry.added:
+        assert positions is not None
+        pos = low.emit(Sinusoids(Value("pos", "positions", d), positions))
+        x = low.emit(Add(Value("x", "tokens", d), x, pos, "embeddings"))
+    if node.emb_norm is not None:
+        x = low.emit(NormOp(Value("x", "tokens", d), x, node.emb_norm))
+    angles = mask = cross_mask = None
+    block = node.block_variants[0]
+    attn = block.attn
+    if entry.rotary:
+        assert positions is not None
+        angles = low.emit(RopeAngles(Value("rope", "positions", 2 * attn.head_dim), positions))
+    if entry.score_bias:
+        heads = attn.n_heads
+        mask = low.emit(ScoreBias(Value("mask", "pairs", heads), node.rel_bias, heads, node.causal))
+    elif node.causal and block.cross_attn is not None:
+        # An encoder-decoder's decoder: its self-attention gets an explicit causal mask.
+        mask = Value("mask", "pairs", 1)
+    ctx = StackValues(angles=angles, mask=mask, memory=memory, cross_mask=cross_mask)
+    x = low.emit(Blocks(Value("x", "tokens", d), x, node.blocks))
+    if node.final_norm is not None:
+        x = low.emit(NormOp(Value("x", "tokens", d), x, node.final_norm))
+    low.out = x
+    return low, ctx
+
+
+@dataclass(frozen=True)
+class Segment:
+    """The model's ops that run with one stack's lengths: its embeddings, the stack and, after
+    the last stack, the heads."""
+
+    role: str
+    stack: Stack
+    embed: list[Op]
+    x: Value  # the embedded tokens the stack starts from
+    heads: list[Op]
+    memory: Value | None  # the encoder output, for an encoder-decoder's decoder
+
+
+def lower_model(model: Model) -> list[Segment]:
+    segments: list[Segment] = []
+    memory = None
+    d = model.d_model
+    for i, stack in enumerate(model.stacks):
+        low = Lowered()
+        ids = Value("input_ids", "tokens", 1, "index")
+        x = low.emit(Lookup(Value("x", "tokens", d), model.tok_emb, ids, token_embedding=True))
+        if model.type_emb is not None:
+            # Without token_type_ids every token is in segment 0: one row, broadcast.
+            seg = low.emit(Lookup(Value("segment", "batch", 0), model.type_emb, None))
+            x = low.emit(Add(Value("x", "tokens", d), x, seg, "embeddings"))
+        heads = Lowered()
+        last = i == len(model.stacks) - 1
+        hidden = Value("hidden", "tokens", d)
+        if last and model.pooler is not None:
+            first = heads.emit(Select(Value("first", "batch", d, base=hidden), hidden))
+            dense = heads.emit(LinearOp(Value("pooled", "batch", d), first, model.pooler, "head"))
+            heads.emit(ActivationOp(Value("pooled", "batch", d), dense, "tanh", "head"))
+        if last and model.lm_head is not None:
+            h = hidden
+            if model.scale_tied_output:
+                h = heads.emit(Scale(Value("hidden", "tokens", d), hidden, "head"))
+            logits = Value("logits", "tokens", model.vocab_size)
+            heads.emit(LinearOp(logits, h, model.lm_head, "head"))
+            heads.emit(Loss(None, logits))
+        segments.append(Segment(stack.role, stack, low.ops, x, heads.ops, memory))
+        memory = Value("encoder_out", "memory", d)
+    return segments
+
+
+def lower(node: Composite, x: Value, ctx: StackValues) -> Lowered:
+    """The ops of a sublayer called with `x`."""
+    if isinstance(node, Attention):
+        return lower_attention(node, x, ctx)
+    if isinstance(node, MoE):
+        return lower_moe(node, x)
+    if isinstance(node, MLP):
+        return lower_mlp(node, x)
+    raise TypeError(f"no lowering for {type(node).__name__}")
+
+
+def _like(v: Value, name: str) -> Value:
+    return Value(name, v.rows, v.width, v.dtype, copies=v.copies)

@@ -1,0 +1,301 @@
+"""The forward pass as ops: what each module computes, written once.
+
+`archspec.ir.lower` turns each composite node into a short list of ops over named values, like
+the graph torch.fx records. Three readers interpret the same list: the FLOP counter (what each op
+costs), the activation-memory counter (what autograd keeps for each op's backward) and the code
+generator (the line each op becomes in a `forward`). A value's `rows` say how many rows it has in
+a pass (tokens through the stack, encoder positions, sequences, ...) and `width` the elements
+per row, so one lowering serves every batch size and sequence length; a repeated stack of blocks
+stays one `Blocks` op with a symbolic count.
+
+Values are compared by identity: the same tensor read by two ops (a norm's output read by the
+q, k and v projections) is one value, kept once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from archspec.ir.nodes import Attention, Composite, Embedding, Linear, Norm, Repeat
+
+if TYPE_CHECKING:
+    import sympy as sp
+
+# How many rows a value has in one pass, per the lengths of the stack it belongs to:
+# tokens: B·queries; memory: B·(encoder positions); batch: B; positions: queries (shared by the
+# batch); pairs: queries·keys (shared by the batch).
+Rows = Literal["tokens", "memory", "batch", "positions", "pairs"]
+# Bytes per element: the compute dtype, int64 indices, fp32 statistics, or bool.
+DType = Literal["compute", "index", "stats", "bool"]
+
+
+@dataclass(frozen=True, eq=False)
+class Value:
+    """A tensor of the forward pass: `copies` × rows × width elements. `copies` is top_k for
+    the tokens routed to experts. `base`: the tensor this one is a view of."""
+
+    name: str
+    rows: Rows
+    width: sp.Expr | int = 1
+    dtype: DType = "compute"
+    base: Value | None = None
+    copies: sp.Expr | int = 1
+
+    @property
+    def storage(self) -> Value:
+        return self.base.storage if self.base is not None else self
+
+
+@dataclass(frozen=True, eq=False)
+class Op:
+    out: Value | None
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        return ()
+
+
+# Ops on leaves: one PyTorch built-in module or function each.
+
+
+@dataclass(frozen=True, eq=False)
+class Lookup(Op):
+    """out = table(index): an embedding gather."""
+
+    table: Embedding
+    index: Value
+    token_embedding: bool = False  # the vocabulary table (a one-hot matmul to some conventions)
+
+    @property
+    def inputs(self):
+        return (self.index,)
+
+
+@dataclass(frozen=True, eq=False)
+class LinearOp(Op):
+    x: Value
+    module: Linear
+    component: str  # the FLOP table row it is counted under
+
+    @property
+    def inputs(self):
+        return (self.x,)
+
+
+@dataclass(frozen=True, eq=False)
+class NormOp(Op):
+    x: Value
+    module: Norm
+
+    @property
+    def inputs(self):
+        return (self.x,)
+
+
+@dataclass(frozen=True, eq=False)
+class ActivationOp(Op):
+    x: Value
+    kind: str  # an entry of archspec.kinds.ACTIVATIONS
+    component: str = "activations"
+
+    @property
+    def inputs(self):
+        return (self.x,)
+
+
+@dataclass(frozen=True, eq=False)
+class Mul(Op):
+    """out = a * b, elementwise (a gated MLP's product)."""
+
+    a: Value
+    b: Value
+    component: str
+
+    @property
+    def inputs(self):
+        return (self.a, self.b)
+
+
+@dataclass(frozen=True, eq=False)
+class Add(Op):
+    """out = a + b (a residual, or positions added to embeddings)."""
+
+    a: Value
+    b: Value
+    component: str
+
+    @property
+    def inputs(self):
+        return (self.a, self.b)
+
+
+@dataclass(frozen=True, eq=False)
+class Scale(Op):
+    """out = x * a constant (embeddings × sqrt(d_model), T5's output × d_model**-0.5)."""
+
+    x: Value
+    component: str
+
+    @property
+    def inputs(self):
+        return (self.x,)
+
+
+@dataclass(frozen=True, eq=False)
+class Select(Op):
+    """out = x[:, 0]: the first position of every sequence, a view."""
+
+    x: Value
+
+    @property
+    def inputs(self):
+        return (self.x,)
+
+
+# Attention.
+
+
+@dataclass(frozen=True, eq=False)
+class Rope(Op):
+    """out = x rotated by RoPE's angles; `heads` of `head_dim` channels per token."""
+
+    x: Value
+    angles: Value
+    heads: sp.Expr
+
+    @property
+    def inputs(self):
+        return (self.x, self.angles)
+
+
+@dataclass(frozen=True, eq=False)
+class Attend(Op):
+    """out = softmax(q kᵀ · scale + mask) v, heads merged back: (rows of q, heads·head_dim).
+
+    q, k and v are the projections (rotated by RoPE where it applies), split into heads.
+    """
+
+    q: Value
+    k: Value
+    v: Value
+    attention: Attention
+    mask: Value | None  # the additive mask or score bias (None: none, or causal in-kernel)
+
+    @property
+    def inputs(self):
+        return (self.q, self.k, self.v) + ((self.mask,) if self.mask is not None else ())
+
+
+# Mixture of experts.
+
+
+@dataclass(frozen=True, eq=False)
+class Route(Op):
+    """`out` the top-k renormalised routing weights and `chosen` the experts of every token:
+    a float32 softmax over the router's logits, top-k, and division by their sum."""
+
+    logits: Value
+    chosen: Value
+    n_experts: sp.Expr
+    top_k: sp.Expr
+
+    @property
+    def inputs(self):
+        return (self.logits,)
+
+
+@dataclass(frozen=True, eq=False)
+class Dispatch(Op):
+    """out = the copy of each token routed to each of its experts (top_k rows per token)."""
+
+    x: Value
+    chosen: Value
+
+    @property
+    def inputs(self):
+        return (self.x, self.chosen)
+
+
+@dataclass(frozen=True, eq=False)
+class Combine(Op):
+    """out = Σ over a token's experts of weight × expert output (scaled, then index_add_)."""
+
+    expert_out: Value
+    weights: Value
+    top_k: sp.Expr
+
+    @property
+    def inputs(self):
+        return (self.expert_out, self.weights)
+
+
+# Structure.
+
+
+@dataclass(frozen=True, eq=False)
+class Call(Op):
+    """out = module(args): a sublayer, interpreted through its own lowering."""
+
+    module: Composite
+    args: tuple[Value, ...]
+
+    @property
+    def inputs(self):
+        return self.args
+
+
+@dataclass(frozen=True, eq=False)
+class Blocks(Op):
+    """out = the blocks applied in turn to x; each run of identical blocks counts once, times
+    its count (the cost of analysis does not grow with depth)."""
+
+    x: Value
+    repeat: Repeat
+
+    @property
+    def inputs(self):
+        return (self.x,)
+
+
+# Positions and masks, built once per stack and shared by its blocks.
+
+
+@dataclass(frozen=True, eq=False)
+class Positions(Op):
+    """out = the positions of the queries, int64 (shared by the batch)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Sinusoids(Op):
+    """out = the fixed sinusoidal encodings of the positions."""
+
+    positions: Value
+
+
+@dataclass(frozen=True, eq=False)
+class RopeAngles(Op):
+    """out = cos and sin of RoPE's angles for the positions."""
+
+    positions: Value
+
+
+@dataclass(frozen=True, eq=False)
+class ScoreBias(Op):
+    """out = the bias every score gets (ALiBi's slopes × distance, or T5's table looked up by
+    distance bucket: `table`), with the hidden keys masked out (`mask_out`)."""
+
+    table: Embedding | None
+    heads: sp.Expr
+    causal: bool
+
+
+@dataclass(frozen=True, eq=False)
+class Loss(Op):
+    """Cross-entropy over the logits (part of a training step: it keeps the log-softmax)."""
+
+    logits: Value
+
+    @property
+    def inputs(self):
+        return (self.logits,)
