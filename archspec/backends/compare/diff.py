@@ -44,8 +44,8 @@ def diff_report(a: IR, b: IR) -> dict[str, Any]:
         g for g in (*groups_a, *groups_b) if not (g in groups_a and g in groups_b)
     ]
     report: dict[str, Any] = {
-        "a": a.spec.name,
-        "b": b.spec.name,
+        "a": a.name,
+        "b": b.name,
         "spec": spec_diff(a.spec, b.spec),
         "modules": module_diff(a, b),
         "groups": [_delta({"group": g}, groups_a.get(g, 0), groups_b.get(g, 0)) for g in names],
