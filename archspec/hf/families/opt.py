@@ -58,7 +58,8 @@ def export_opt(spec: Spec) -> dict[str, Any]:
         "vocab_size": spec.vocab_size,
         "max_position_embeddings": spec.max_seq_len,
         "do_layer_norm_before": pre,
-        "_remove_final_layer_norm": pre and not spec.final_norm,
+        # has_final_norm: a spec that leaves final_norm unset has one when pre-norm.
+        "_remove_final_layer_norm": pre and not spec.has_final_norm,
         "enable_bias": spec.attention.bias,
         "activation_function": EXPORT_ACTIVATIONS[spec.mlp.activation],
         "dropout": 0.0,
