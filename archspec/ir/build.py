@@ -51,7 +51,7 @@ class _Dims:
             self.n_heads if spec.n_kv_heads is None else self.symbol("n_kv_heads", spec.n_kv_heads)
         )
         self.head_dim = (
-            (self.d_model / self.n_heads if symbolic else spec.d_model // spec.n_heads)
+            (self.d_model / self.n_heads if symbolic else spec.resolved_head_dim)
             if spec.head_dim is None
             else self.symbol("head_dim", spec.head_dim)
         )
@@ -84,7 +84,7 @@ def build_ir(spec: Spec, symbolic: bool = True) -> IR:
     """
     dims = _Dims(spec, symbolic)
     identity = Identity(spec.name, spec.source, spec.family, spec.hf_class)
-    return IR(identity, _model(spec, dims), dims.env, symbolic, spec=spec)
+    return IR(identity, _model(spec, dims), dims.env, symbolic)
 
 
 def _model(spec: Spec, d: _Dims) -> Model:

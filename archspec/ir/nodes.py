@@ -21,8 +21,8 @@ gives each distinct node its generated class).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from archspec import kinds
 from archspec.kinds import ActivationKind, Mask, NormKind, PositionKind, ResidualKind
@@ -319,8 +319,6 @@ class IR:
     root: Model
     env: dict[sp.Symbol, int]
     symbolic: bool = True  # sizes are sympy expressions (else plain integers)
-    # MIGRATION ONLY: the Spec, until archspec/hf reads nodes alone. Nothing new may read it.
-    spec: Any = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:

@@ -156,6 +156,11 @@ class Spec:
     decoder: StackSpec = field(default_factory=StackSpec, metadata=doc("decoder overrides"))
 
     @property
+    def resolved_head_dim(self) -> int:
+        """The width of one head: `head_dim`, or d_model / n_heads when it is left out."""
+        return self.head_dim if self.head_dim is not None else self.d_model // self.n_heads
+
+    @property
     def kv_heads(self) -> int:
         return self.n_kv_heads if self.n_kv_heads is not None else self.n_heads
 

@@ -166,7 +166,7 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             [("n_kv_heads",), ("n_heads",)],
             f"n_heads ({spec.n_heads}) is not a multiple of n_kv_heads ({spec.kv_heads})",
         )
-    head_dim = spec.head_dim or spec.d_model // spec.n_heads
+    head_dim = spec.resolved_head_dim
     if spec.position.kind == "rope" and head_dim % 2:
         raise v.error(("position", "kind"), f"rope needs an even head_dim, got {head_dim}")
     if spec.position.kind == "relative_bias":
