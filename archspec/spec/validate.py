@@ -143,6 +143,8 @@ class _Validator:
             raise self.error(path, f"expected a positive number, got {value}")
         if "min" in f.metadata and value < f.metadata["min"]:
             raise self.error(path, f"expected at least {f.metadata['min']}, got {value}")
+        if "below" in f.metadata and value >= f.metadata["below"]:
+            raise self.error(path, f"expected less than {f.metadata['below']}, got {value}")
 
 
 def validate(data: Any, locations: Locations, fallback: Location) -> Spec:
