@@ -7,7 +7,6 @@ them), so a column of `compare --json` equals that spec's `count --json`.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,6 +22,7 @@ from archspec.cli.common import (
     stderr,
     stdout,
     user_errors,
+    write_stdout,
 )
 
 SpecsArg = Annotated[
@@ -138,7 +138,7 @@ def compare(
     if json_:
         print_json(report)
     elif markdown:
-        sys.stdout.write(to_markdown(report) + "\n")
+        write_stdout(to_markdown(report) + "\n")
     else:
         _render_compare(report)
     if plot is not None:

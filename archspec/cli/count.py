@@ -21,6 +21,7 @@ from archspec.cli.common import (
     user_errors,
 )
 from archspec.errors import SpecError
+from archspec.safety.text import markup_safe
 
 # FLOPs and memory: any of these options adds them to `archspec count`. They default to None
 # so that the command can tell "not given" (parameters only) from a value.
@@ -205,7 +206,7 @@ def _render_params(report: dict[str, Any]) -> None:
     total = params["total"]
     table = Table(
         title=f"{report['name']}: {total:,} parameters ({human(total)})",
-        caption=f"source: {report['source']}",
+        caption=f"source: {markup_safe(report['source'])}",
         title_justify="left",
     )
     table.add_column("module")

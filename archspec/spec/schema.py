@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from archspec.safety.text import UNSAFE_CLASS
+
 Layout = Literal["encoder", "decoder", "encoder-decoder"]
 Residual = Literal["pre", "post", "parallel"]
 NormKind = Literal["layernorm", "rmsnorm"]
@@ -20,7 +22,9 @@ Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
 # Allow-lists for the strings a spec may carry (they reach generated code and file names).
 NAME_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}"  # llama-2-7b, flan-t5-small, _llama
 IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,99}"  # a Python class name
-TEXT_PATTERN = r"[^\x00-\x1f\x7f\\\"`]{0,300}"  # one line, no quotes, backslashes or backticks
+# One line of visible text: no control, bidi or invisible character (archspec/safety/text.py),
+# no quotes, backslashes or backticks (it is written into a docstring of the generated code).
+TEXT_PATTERN = f'[^{UNSAFE_CLASS}\\\\"`]{{0,300}}'
 
 
 def doc(text: str, **meta: object) -> dict[str, object]:
