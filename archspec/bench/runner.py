@@ -25,6 +25,7 @@ import torch
 
 from archspec.bench import devices, memory, steps
 from archspec.bench.analysis import predict
+from archspec.bench.guards import check_fits, check_options
 from archspec.bench.timing import Times, synchronize, time_step
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
@@ -175,8 +176,7 @@ def _peak(s: Settings, device: torch.device, dtype: str) -> float | None:
 
 def run_bench(ir: IR, s: Settings, progress: Progress | None = None) -> dict[str, Any]:
     """Benchmark the generated model of `ir`; the result is plain data for `--json`."""
-    if s.threads is not None and s.threads < 1:
-        raise SpecError(f"--threads must be at least 1 (got {s.threads})")
+    check_options(s)
     threads = torch.get_num_threads()
     if s.threads is not None:
         # On a machine shared with other work, fewer threads than cores can be much faster:
@@ -213,6 +213,7 @@ def _run(ir: IR, s: Settings, progress: Progress | None) -> dict[str, Any]:
     device = _device(s.device)
     dtype, seq = _check(ir, s, device)
     pred = predict(ir, s.mode, s.batch, seq, dtype, s.new_tokens)
+    check_fits(ir.spec.name, pred.memory_bytes, device)  # before allocating anything
     hf_data = None
     if s.vs_hf:
         from archspec.bench.hf_config import hf_config_dict

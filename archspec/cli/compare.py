@@ -19,7 +19,7 @@ from archspec.cli.common import (
     compile_spec,
     human,
     print_json,
-    stderr,
+    say,
     stdout,
     user_errors,
     write_stdout,
@@ -84,6 +84,10 @@ def compare(
         bool, typer.Option("--markdown", help="Print the table as GitHub markdown.")
     ] = False,
     plot: PlotOpt = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace the --plot FILE even if it holds another chart."),
+    ] = False,
     json_: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -134,7 +138,7 @@ def compare(
         irs = [compile_spec(spec, None) for spec in specs]
         report = compare_report(irs, Workload(batch=batch, seq=seq, dtype=dtype))
         if plot is not None:
-            _plot(irs, report, plot, seq)
+            _plot(irs, report, plot, seq, force)
     if json_:
         print_json(report)
     elif markdown:
@@ -142,10 +146,10 @@ def compare(
     else:
         _render_compare(report)
     if plot is not None:
-        stderr().print(f"wrote {plot}")
+        say(f"wrote {plot}")
 
 
-def _plot(irs: list, report: dict[str, Any], path: Path, seq: int | None) -> None:
+def _plot(irs: list, report: dict[str, Any], path: Path, seq: int | None, force: bool) -> None:
     from archspec.backends.compare.plot import plot_compare
     from archspec.backends.compare.sweep import curve_lengths, forward_curve
 
@@ -155,7 +159,7 @@ def _plot(irs: list, report: dict[str, Any], path: Path, seq: int | None) -> Non
         ir.spec.name: forward_curve(ir, curve_lengths(longest, context))
         for ir, context in zip(irs, contexts, strict=True)
     }
-    plot_compare(report, path, curves, seq)
+    plot_compare(report, path, curves, seq, force)
 
 
 def _render_compare(report: dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ from archspec.cli.common import (
     user_errors,
 )
 from archspec.errors import SpecError
+from archspec.safety.limits import MAX_SIZE
 from archspec.safety.text import markup_safe
 
 # FLOPs and memory: any of these options adds them to `archspec count`. They default to None
@@ -132,6 +133,10 @@ def count(
             rich_help_panel=_FLOPS,
         ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace the --plot FILE even if it holds another chart."),
+    ] = False,
     json_: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -188,7 +193,7 @@ def count(
         if plot is not None:
             from archspec.backends.count.flops_report import Workload
 
-            sweep.chart_sweep(report, ir, workload or Workload(), plot)
+            sweep.chart_sweep(report, ir, workload or Workload(), plot, force)
     if json_:
         print_json(report)
         return
@@ -339,6 +344,10 @@ def _workload(
     parallel = {"gpus": gpus, "tp": tp, "pp": pp, "zero": zero}
     if all(v is None for v in (*given.values(), *parallel.values())):
         return None
+    for option, value in (*given.items(), *parallel.items()):
+        if isinstance(value, int) and abs(value) > MAX_SIZE:
+            name = option.replace("_", "-")
+            raise SpecError(f"--{name} must be at most {MAX_SIZE:,}, got {value:,}")
     from archspec.backends.count.flops_report import Workload
     from archspec.backends.count.memory import Parallelism
 

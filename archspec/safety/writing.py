@@ -61,10 +61,13 @@ def _check(out: Output, inputs: list[Path], force: bool) -> bool:
         raise SpecError(f"cannot write {path}: {exc.strerror or exc}") from None
     if info is not None and stat.S_ISLNK(info.st_mode):
         target = Path(os.path.realpath(path))
-        if target.exists() and not target.is_file():
+        try:
+            followed = os.stat(path).st_mode  # /dev/stdout -> /proc/self/fd/1 -> a pipe
+        except OSError:
+            followed = None
+        if followed is not None and not stat.S_ISREG(followed):
             raise SpecError(
-                f"cannot write {path}: it leads to {_kind(target.stat().st_mode)}, "
-                "not a regular file",
+                f"cannot write {path}: it leads to {_kind(followed)}, not a regular file",
                 hint="leave out the option to write to standard output"
                 if str(path).startswith("/dev/")
                 else None,

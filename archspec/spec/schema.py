@@ -24,6 +24,7 @@ NAME_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}"  # llama-2-7b, flan-t5-small,
 IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,99}"  # a Python class name
 # One line of visible text: no control, bidi or invisible character (archspec/safety/text.py),
 # no quotes, backslashes or backticks (it is written into a docstring of the generated code).
+TEXT_WORDS = "one line of visible text without quotes, backslashes or backticks"
 TEXT_PATTERN = f'[^{UNSAFE_CLASS}\\\\"`]{{0,300}}'
 
 
@@ -119,7 +120,11 @@ class Spec:
     # Strings end up in generated code and file names, so each one has an allow-list pattern.
     name: str = field(metadata=doc("the spec's name", pattern=NAME_PATTERN))
     source: str = field(
-        metadata=doc("where the numbers come from (a URL or paper)", pattern=TEXT_PATTERN)
+        metadata=doc(
+            "where the numbers come from (a URL or paper)",
+            pattern=TEXT_PATTERN,
+            expects=TEXT_WORDS,
+        )
     )
     layout: Layout = field(metadata=doc("encoder, decoder or encoder-decoder"))
     d_model: int = field(metadata=doc("width of the residual stream", positive=True))
