@@ -23,6 +23,7 @@ from archspec.cli.common import (
     write_stdout,
 )
 from archspec.errors import SpecError
+from archspec.safety.text import visible
 from archspec.safety.writing import Output, write_files
 
 OutputOpt = Annotated[
@@ -149,4 +150,6 @@ def _command(spec: str, overrides: list[str] | None, output: Path | None) -> str
         words += ["--set", text]
     if output is not None:
         words += ["-o", str(output)]
-    return shlex.join(words)
+    # Visible characters only: an escape or bidi character in a file name must not reach the
+    # generated file, and a lone surrogate (an undecodable name) could not even be encoded.
+    return visible(shlex.join(words))

@@ -123,6 +123,11 @@ def _load_chain(path: Path, chain: tuple[Path, ...]) -> tuple[dict[str, Any], Lo
     return deep_merge(parent, data), {**parent_locations, **locations}
 
 
+def _option_location(text: str) -> Location:
+    """Where a --set error is: the option, cut short (its value may be 10^5 characters)."""
+    return Location(f"--set {text if len(text) <= 80 else text[:77] + '...'}")
+
+
 def parse_override(text: str) -> tuple[list[str], Any]:
     """`--set attention.bias=true` -> (['attention', 'bias'], True); values are YAML scalars."""
     key, sep, raw = text.partition("=")
@@ -135,12 +140,12 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     keys = key.strip().split(".")
     try:
         # The spec loader's rules hold here too: `010` is refused, nesting is bounded.
-        value = load_yaml_text(raw, f"--set {text}", tuple(keys))[0] if raw.strip() else None
+        value = load_yaml_text(raw, "--set", tuple(keys))[0] if raw.strip() else None
     except NotYaml:  # not YAML (`a: b: c`), or a tag refusing its text (`2001-13-45`)
         value = raw
     except SpecError as exc:  # pointed at the option, not at a line of it
         raise SpecError(
-            exc.message, location=Location(f"--set {text}"), path=exc.path, hint=exc.hint
+            exc.message, location=_option_location(text), path=exc.path, hint=exc.hint
         ) from None
     return keys, value
 
@@ -155,7 +160,7 @@ def apply_overrides(
         for key in reversed(keys):
             patch = {key: patch}
         data = deep_merge(data, patch)
-        locations[tuple(keys)] = Location(f"--set {text}")
+        locations[tuple(keys)] = _option_location(text)
     return data, locations
 
 
