@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -34,13 +35,13 @@ def refused(result, *words: str) -> str:
 
 def run_main(args: list[str], cwd: Path | None = None, timeout: float = 60, **kw):
     """Run `python -m archspec` (main(), with its stdout handling) in a subprocess."""
-    return subprocess.run(
-        [sys.executable, "-m", "archspec", *args],
-        capture_output=True,
-        cwd=cwd,
-        timeout=timeout,
-        **kw,
-    )
+    # The child imports this checkout's archspec, whatever is installed.
+    root = str(Path(__file__).resolve().parents[1])
+    path = os.environ.get("PYTHONPATH")
+    kw.setdefault("env", {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")})
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.PIPE)
+    return subprocess.run([sys.executable, "-m", "archspec", *args], cwd=cwd, timeout=timeout, **kw)
 
 
 def tiny_checkpoint(folder: Path) -> dict:

@@ -46,6 +46,12 @@ def available_bytes(device: torch.device) -> int | None:
         return None
 
 
+def least_bytes(vocab: int, width: int, batch: int, seq: int, element: int) -> int:
+    """What any step holds besides the weights, at the least: the token ids (int64), one
+    hidden state, and the logits (the analysis' forward figure counts only the weights)."""
+    return batch * seq * (8 + (width + vocab) * element)
+
+
 def check_fits(name: str, predicted_bytes: int, device: torch.device) -> None:
     """Refuse a run whose predicted memory exceeds what the device has."""
     available = available_bytes(device)

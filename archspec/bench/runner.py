@@ -25,7 +25,7 @@ import torch
 
 from archspec.bench import devices, memory, steps
 from archspec.bench.analysis import predict
-from archspec.bench.guards import check_fits, check_options
+from archspec.bench.guards import check_fits, check_options, least_bytes
 from archspec.bench.timing import Times, synchronize, time_step
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
@@ -213,7 +213,9 @@ def _run(ir: IR, s: Settings, progress: Progress | None) -> dict[str, Any]:
     device = _device(s.device)
     dtype, seq = _check(ir, s, device)
     pred = predict(ir, s.mode, s.batch, seq, dtype, s.new_tokens)
-    check_fits(ir.spec.name, pred.memory_bytes, device)  # before allocating anything
+    element = 4 if dtype == "fp32" else 2
+    least = least_bytes(ir.spec.vocab_size, ir.spec.d_model, s.batch, seq, element)
+    check_fits(ir.spec.name, pred.memory_bytes + least, device)  # before allocating anything
     hf_data = None
     if s.vs_hf:
         from archspec.bench.hf_config import hf_config_dict
