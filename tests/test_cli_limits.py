@@ -65,9 +65,14 @@ def test_compare_and_diff_of_the_largest_models(tmp_path: Path) -> None:
     assert cli("diff", "gpt2", str(big)).exit_code == 0
 
 
-def test_human_never_overflows() -> None:
+def test_number_formats_never_overflow() -> None:
+    """Totals of 10^308 and more: every table, compare, diff and sweep formatter copes."""
+    from archspec.backends.compare import plot, table
+
     assert human(10**400).endswith("T") and human(float("inf")) == "inf"
     assert human(1234567) == "1.23M"
+    assert table.si(10**400, "FLOP").endswith("PFLOP") and table.binary_bytes(10**400)
+    assert plot.si(10**400) and plot.binary(10**400)
 
 
 def test_json_never_carries_nan() -> None:

@@ -213,14 +213,14 @@ def _run(ir: IR, s: Settings, progress: Progress | None) -> dict[str, Any]:
     device = _device(s.device)
     dtype, seq = _check(ir, s, device)
     pred = predict(ir, s.mode, s.batch, seq, dtype, s.new_tokens)
-    element = 4 if dtype == "fp32" else 2
-    least = least_bytes(ir.spec.vocab_size, ir.spec.d_model, s.batch, seq, element)
-    check_fits(ir.spec.name, pred.memory_bytes + least, device)  # before allocating anything
     hf_data = None
     if s.vs_hf:
         from archspec.bench.hf_config import hf_config_dict
 
         hf_data = hf_config_dict(ir.spec)  # refuse an inexpressible spec before any work
+    element = 4 if dtype == "fp32" else 2
+    least = least_bytes(ir.spec.vocab_size, ir.spec.d_model, s.batch, seq, element)
+    check_fits(ir.spec.name, pred.memory_bytes + least, device)  # before allocating anything
     vocab = ir.spec.vocab_size
     base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
     inputs, targets = steps.make_inputs(ir, s.mode, s.batch, seq, device, s.seed)

@@ -6,7 +6,6 @@ import json
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -85,13 +84,13 @@ def print_json(data: Any) -> None:
 
 def human(n: float) -> str:
     """1234567 -> 1.23M: for people; JSON always carries exact integers."""
+    from archspec.backends.compare.numbers import three_digits
+
     if isinstance(n, float) and not math.isfinite(n):
         return str(n)
     for unit, size in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):
         if abs(n) >= size:
-            if isinstance(n, int) and abs(n) >= 10**300:  # n / size would overflow a float
-                return f"{Decimal(n) / size:.3g}{unit}"
-            return f"{n / size:.3g}{unit}"
+            return f"{three_digits(n, size)}{unit}"  # no float overflow for huge integers
     return str(int(n))
 
 

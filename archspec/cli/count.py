@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from archspec.backends.compare.numbers import three_digits
 from archspec.cli.app import app
 from archspec.cli.common import (
     DebugOpt,
@@ -368,14 +369,14 @@ def _flops(n: int) -> str:
     """human() with room for training runs: 1.44P rather than 1.44e+03T."""
     for unit, size in (("E", 1e18), ("P", 1e15)):
         if abs(n) >= size:
-            return f"{n / size:.3g}{unit}"
+            return f"{three_digits(n, size)}{unit}"
     return human(n)
 
 
 def _bytes(n: int) -> str:
     for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
-            return f"{n / size:.3g} {unit}"
+            return f"{three_digits(n, size)} {unit}"
     return f"{n} B"
 
 

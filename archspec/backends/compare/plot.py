@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from archspec.backends.compare.numbers import three_digits
 from archspec.errors import SpecError
 
 FORMATS = (".png", ".svg")
@@ -38,24 +39,24 @@ def human(n: float) -> str:
     """Axis and label numbers for people: 1.2B, 350M, 64K, 0."""
     for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if abs(n) >= size:
-            return f"{n / size:.3g}{unit}"
-    return f"{n:.3g}"
+            return f"{three_digits(n, size)}{unit}"
+    return f"{three_digits(n)}"
 
 
 def si(n: float) -> str:
     """FLOP axis numbers: decimal prefixes, 143G, 1.5T."""
     for unit, size in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(n) >= size:
-            return f"{n / size:.3g}{unit}"
-    return f"{n:.3g}"
+            return f"{three_digits(n, size)}{unit}"
+    return f"{three_digits(n)}"
 
 
 def binary(n: float) -> str:
     """Byte axis numbers: binary prefixes, 12.8 GiB."""
     for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if abs(n) >= size:
-            return f"{n / size:.3g} {unit}"
-    return f"{n:.3g} B"
+            return f"{three_digits(n, size)} {unit}"
+    return f"{three_digits(n)} B"
 
 
 def seq_label(n: int) -> str:
