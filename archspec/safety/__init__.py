@@ -5,6 +5,5 @@
 - `limits`: the size and depth bounds that hostile files and numbers are held to;
 - `reading`: bounded reads of regular files only (no FIFOs, devices, endless /proc files);
 - `json_file`: strict JSON (no duplicate keys, no huge integers, bounded nesting, UTF-8);
-- `paths`: containment checks (a shard inside its checkpoint folder);
 - `writing`: the one writer for every output file (atomic, never onto an input, all or none).
 """
