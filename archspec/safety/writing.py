@@ -196,8 +196,11 @@ def _commit(outputs: list[Output], temporaries: dict[int, Path]) -> None:
                 created.append(path)
                 continue
             backup = path.with_name(f".{path.name}.{secrets.token_hex(6)}.old")
-            os.link(path, backup)
-            replaced.append((path, backup))
+            try:
+                os.link(path, backup)  # kept until every output is in place
+                replaced.append((path, backup))
+            except OSError:
+                pass  # no hard links here: this one cannot be put back, but is still replaced
             os.replace(temporary, path)
     except BaseException as exc:
         for new in created:
