@@ -50,8 +50,9 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def _check(out: Output, inputs: list[Path], force: bool) -> bool:
-    """Whether `out` needs writing (False: the file already holds exactly its bytes)."""
+def _check(out: Output, inputs: list[Path], force: bool) -> tuple[bool, bool]:
+    """Whether `out` needs writing (False: the file already holds exactly its bytes), and
+    whether the file exists now."""
     path = out.path
     try:
         info = os.lstat(path)
@@ -91,15 +92,15 @@ def _check(out: Output, inputs: list[Path], force: bool) -> bool:
                 hint="write the output somewhere else",
             )
     if info is None:
-        return True
+        return True, False
     if info.st_size == len(out.data) and _read(path) == out.data:
-        return False
+        return False, True
     if not force:
         raise SpecError(
             f"{path} exists and differs from {out.what}; not overwriting it",
             hint="pass --force to replace it",
         )
-    return True
+    return True, True
 
 
 def _same_file(path: Path, other: Path) -> bool:
@@ -170,28 +171,32 @@ def write_files(
                 hint="give them different file names",
             )
         seen[key] = out
-    needed = [_check(out, sources, force) for out in outputs]
+    checked = [_check(out, sources, force) for out in outputs]
+    needed = [need for need, _ in checked]
+    existed = {i for i, (_, exists) in enumerate(checked) if exists}
     temporaries: dict[int, Path] = {}
     try:
         for i, out in enumerate(outputs):
             if needed[i]:
                 temporaries[i] = _temporary(out)
-        _commit(outputs, temporaries)
+        _commit(outputs, temporaries, existed)
     finally:
         for temporary in temporaries.values():
             temporary.unlink(missing_ok=True)
     return needed
 
 
-def _commit(outputs: list[Output], temporaries: dict[int, Path]) -> None:
-    """Move every temporary file into place; on a failure, undo the moves already made."""
+def _commit(outputs: list[Output], temporaries: dict[int, Path], existed: set[int]) -> None:
+    """Move every temporary file into place; on a failure, undo the moves already made. A
+    file that did not exist when checked is created exclusively: if another process made it
+    meanwhile, that one wins and this command fails, even with --force (it was not checked)."""
     created: list[Path] = []
     replaced: list[tuple[Path, Path]] = []  # (path, a hard link to the file it replaced)
     path = None
     try:
         for i, temporary in temporaries.items():
             path = outputs[i].path
-            if not os.path.lexists(path):
+            if i not in existed:
                 _create(temporary, path)
                 created.append(path)
                 continue
@@ -206,7 +211,10 @@ def _commit(outputs: list[Output], temporaries: dict[int, Path]) -> None:
         for new in created:
             new.unlink(missing_ok=True)
         for old, backup in replaced:
-            os.replace(backup, old)
+            try:
+                os.replace(backup, old)
+            except OSError:  # the disk failing again: the old file stays as the backup link
+                pass
         if isinstance(exc, OSError):
             raise SpecError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise
