@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from archspec.cli.streams import GuardedStdout, say, write_stdout
+from archspec.cli.streams import GuardedStdout, say, write_stdout  # noqa: F401 (re-exported)
 from archspec.errors import SpecError
 from archspec.safety.text import visible
 
@@ -34,8 +34,6 @@ DebugOpt = Annotated[bool, typer.Option("--debug", help="Show the full traceback
 ForceOpt = Annotated[
     bool, typer.Option("--force", help="Replace FILE even if it holds different content.")
 ]
-
-__all__ = ["say", "write_stdout"]  # re-exported for the command modules
 
 
 def stdout():
