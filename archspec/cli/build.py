@@ -24,7 +24,7 @@ from archspec.cli.common import (
 )
 from archspec.errors import SpecError
 from archspec.safety.text import visible
-from archspec.safety.writing import Output, write_files
+from archspec.safety.writing import Output, check_places, write_files
 
 OutputOpt = Annotated[
     Path | None,
@@ -109,6 +109,7 @@ def build(
                 raise SpecError("--hf-weights needs -o FILE: the weights are written next to it")
             weights = output.with_suffix(".safetensors")
             inputs += checkpoint_inputs(hf_weights)
+            check_places([output, weights], inputs)  # before the slow part: the conversion
             converted = convert(ir, read_state_dict(hf_weights), ignore=hf_ignore or ())
             data = state_dict_bytes(converted, ir.spec.name)
             outputs.append(Output(weights, data, "the converted weights"))

@@ -50,10 +50,9 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def _check(out: Output, inputs: list[Path], force: bool) -> tuple[bool, bool]:
-    """Whether `out` needs writing (False: the file already holds exactly its bytes), and
-    whether the file exists now."""
-    path = out.path
+def _check_place(path: Path, inputs: list[Path]) -> os.stat_result | None:
+    """Refuse a path no output may take (a link, a device, an input, a missing folder); its
+    status, or None if there is no file yet."""
     try:
         info = os.lstat(path)
     except FileNotFoundError:
@@ -91,6 +90,14 @@ def _check(out: Output, inputs: list[Path], force: bool) -> tuple[bool, bool]:
                 f"this command ({source})",
                 hint="write the output somewhere else",
             )
+    return info
+
+
+def _check(out: Output, inputs: list[Path], force: bool) -> tuple[bool, bool]:
+    """Whether `out` needs writing (False: the file already holds exactly its bytes), and
+    whether the file exists now."""
+    path = out.path
+    info = _check_place(path, inputs)
     if info is None:
         return True, False
     if info.st_size == len(out.data) and _read(path) == out.data:
@@ -153,6 +160,14 @@ def _create(temporary: Path, path: Path) -> None:
             raise SpecError(f"{path} was created by another process meanwhile") from None
         os.replace(temporary, path)
     temporary.unlink(missing_ok=True)
+
+
+def check_places(paths: Iterable[Path], inputs: Iterable[Path] = ()) -> None:
+    """The checks of `write_files` that need no content: run before slow work (converting a
+    checkpoint), so that a refused output is refused at once."""
+    sources = [Path(os.path.realpath(p)) for p in inputs]
+    for path in paths:
+        _check_place(Path(path), sources)
 
 
 def write_files(
