@@ -178,3 +178,17 @@ def test_zero_head_dim_is_refused(tmp_path: Path) -> None:
     config = LLAMA
     (tmp_path / "config.json").write_text(json.dumps({**config, "head_dim": 0}))
     refused(cli("import-hf", str(tmp_path)), "head_dim")
+
+
+@pytest.mark.parametrize("hub_id", ["org/x\x1b[2J", "org/\u202ex", "org/x\nattention: {}"])
+def test_control_characters_in_a_config_never_reach_the_written_spec(
+    tmp_path: Path, hub_id: str
+) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({**LLAMA, "_name_or_path": hub_id}))
+    result = cli("import-hf", str(tmp_path), "-o", str(tmp_path / "s.yaml"))
+    if result.exit_code == 0:
+        text = (tmp_path / "s.yaml").read_text()
+        assert not any(c in text for c in "\x1b\u202e") and "\nattention: {}" not in text
+    else:
+        err = refused(result)
+        assert "\x1b" not in err and "\u202e" not in err
