@@ -28,6 +28,7 @@ from archspec.plan.collectives import all_gather, all_reduce, group_link, reduce
 from archspec.plan.efficiency import CALIBRATED, Efficiency
 from archspec.plan.hardware import System
 from archspec.plan.opcost import OpCost, PassCosts, pass_costs
+from archspec.plan.roofline import Roofline
 
 # Adam's update touches, per parameter: fp32 master weight, gradient and two moments read, the
 # three written back, and the low-precision weight copy written (mixed precision).
@@ -90,8 +91,8 @@ class StepModel:
     def __init__(self, ir: IR, system: System, run: Training, eff: Efficiency = CALIBRATED):
         self.ir, self.system, self.run, self.eff = ir, system, run, eff
         self.c = COMPUTE_BYTES[run.dtype]
-        self.peak = system.accelerator.peak(run.dtype)
-        self.bandwidth = system.accelerator.bandwidth * eff.memory_peak
+        self.roofline = Roofline.of(system.accelerator, run.dtype, eff)
+        self.bandwidth = self.roofline.bandwidth
         self.costs: PassCosts = pass_costs(ir, self.c, run.attn)
         self.d_model = ir.value(ir.root.d_model)
         self.layers = sum(n for n, _ in self.costs.layers)
@@ -111,22 +112,6 @@ class StepModel:
         for n, costs in self.costs.layers:
             per_layer += [[num(c) for c in costs]] * n
         return [num(c) for c in self.costs.before], per_layer, [num(c) for c in self.costs.after]
-
-    def op_time(self, item, tp: int, sp_: bool) -> float:
-        """Forward seconds of one op on one tensor-parallel rank."""
-        cost, flops, moved, shape = item
-        ways = tp if (cost.tp != "whole" or sp_) else 1
-        if cost.kind == "matmul" and shape:
-            m, n, k = shape
-            if cost.tp == "column":
-                n /= tp
-            elif cost.tp == "row":
-                k /= tp
-            eff = self.eff.matmul(m, n, k)
-            compute = flops / ways / (self.peak * eff)
-        else:
-            compute = flops / ways / (self.peak * self.eff.matmul_peak)
-        return max(compute, moved / ways / self.bandwidth)
 
     # The step.
 
@@ -157,7 +142,7 @@ class StepModel:
             ends = (before if st == 0 else []) + (after if st == pp - 1 else [])
             compute = rec = 0.0
             for item in layers + ends:
-                t = self.op_time(item, tp, layout.sp)
+                t = self.roofline.op_time(item, tp, layout.sp)
                 compute += (1 + item[0].backward) * t
                 replay = layout.recompute == "full" or (
                     layout.recompute == "selective" and item[0].attn_core and run.attn != "flash"
