@@ -43,6 +43,7 @@ class SearchResult:
     ranked: list[Candidate] = field(default_factory=list)  # fitting layouts, fastest first
     dropped: Counter = field(default_factory=Counter)  # reason -> layouts
     considered: int = 0
+    least_unfit: float | None = None  # bytes per device of the leanest layout that did not fit
 
 
 def layout_space(ir: IR, system: System, run: Training, only: dict | None = None):
@@ -50,6 +51,9 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
     only = only or {}
     layers = sum(layer_count(s, ir) for s in ir.root.stacks)
     gpus = run.gpus
+    # With a fused attention kernel selective recomputation has nothing left to replay: it is
+    # no recomputation (count's memory and FLOPs say the same), so the search skips it.
+    recomputes = [r for r in RECOMPUTE if not (r == "selective" and run.attn == "flash")]
 
     def allowed(name, values):
         return [v for v in values if name not in only or v in only[name]]
@@ -63,8 +67,9 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
         pps = list(only["pp"])
     for tp, pp in product(tps, pps):
         if gpus % (tp * pp):
-            yield None, f"--gpus {gpus} is not a multiple of tp {tp} × pp {pp}"
-            continue
+            if "tp" in only and "pp" in only:
+                yield None, f"--gpus {gpus} is not a multiple of tp {tp} × pp {pp}"
+            continue  # not a layout of this many devices
         dp = gpus // (tp * pp)
         if pp == 1:
             interleaves = [1]
@@ -81,7 +86,7 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                     continue
                 for sp_, rc, zero in product(
                     allowed("sp", [False, True] if tp > 1 else [False]),
-                    allowed("recompute", list(RECOMPUTE)),
+                    allowed("recompute", recomputes),
                     allowed("zero", [0, 1, 2, 3] if dp > 1 else [0]),
                 ):
                     if zero == 3 and pp > 1:
@@ -128,10 +133,12 @@ def search(
             continue
         busiest = memory.busiest(par, layout.micro_batch, layout.recompute)
         if busiest.total > capacity:
-            result.dropped["does not fit in memory"] += 1
+            result.dropped["do not fit in memory"] += 1
+            result.least_unfit = min(result.least_unfit or busiest.total, busiest.total)
             continue
         result.ranked.append(Candidate(model.step(layout), busiest))
     if progress is not None:
         progress(len(space), len(space))
-    result.ranked.sort(key=lambda c: c.time.seconds)
+    # Ties (layouts that differ only where it costs nothing) go to the one holding less.
+    result.ranked.sort(key=lambda c: (c.time.seconds, c.memory.total))
     return result
