@@ -53,7 +53,8 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
     gpus = run.gpus
     # With a fused attention kernel selective recomputation has nothing left to replay: it is
     # no recomputation (count's memory and FLOPs say the same), so the search skips it.
-    recomputes = [r for r in RECOMPUTE if not (r == "selective" and run.attn == "flash")]
+    skip = run.attn == "flash" and "recompute" not in only
+    recomputes = [r for r in RECOMPUTE if not (r == "selective" and skip)]
 
     def allowed(name, values):
         return [v for v in values if name not in only or v in only[name]]

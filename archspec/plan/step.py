@@ -141,13 +141,14 @@ class StepModel:
                       for op in layer]  # fmt: skip
             ends = (before if st == 0 else []) + (after if st == pp - 1 else [])
             compute = rec = 0.0
-            for item in layers + ends:
+            for i, item in enumerate(layers + ends):
                 t = self.roofline.op_time(item, tp, layout.sp)
                 compute += (1 + item[0].backward) * t
+                # Recomputation replays the blocks' forward only (the first len(layers) ops).
                 replay = layout.recompute == "full" or (
                     layout.recompute == "selective" and item[0].attn_core and run.attn != "flash"
                 )
-                if replay and item not in ends:
+                if replay and i < len(layers):
                     rec += t
             tp_comm = per_stage * layer_tp + vocab_tp * ((st == 0) + (st == pp - 1))
             rec_comm = per_stage * layer_tp_recompute
