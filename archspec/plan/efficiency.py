@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Efficiency:
-    matmul_peak: float = 0.745  # calibrated (validation.calibrate)
-    matmul_half: float = 24.0  # calibrated: a GEMM dimension of 24 halves the plateau
+    matmul_peak: float = 0.755  # calibrated (validation.calibrate)
+    matmul_half: float = 32.0  # calibrated: a GEMM dimension of 32 halves the plateau
     memory_peak: float = 0.80
     network_peak: float = 0.80
 

@@ -190,3 +190,32 @@ def calibrate(
             if worst < best_err:
                 best, best_err = eff, worst
     return best
+
+
+def markdown(eff: Efficiency = CALIBRATED) -> str:
+    """The validation table of docs/plan.md (`python -m archspec.plan.validation`)."""
+    lines = [
+        "| case | source | split | published | predicted | error | layout searched |",
+        "|---|---|---|---:|---:|---:|---|",
+    ]
+    held = []
+    for r in table(eff):
+        lay = r["layout"]
+        unit = " TFLOP/s" if r["unit"].startswith("TFLOP") else " s"
+        searched = f"mb {lay.micro_batch}" + (f", V {lay.interleave}" if lay.pp > 1 else "")
+        lines.append(
+            f"| {r['case']} | {r['source']} | {r['split']} | {r['published']:g}{unit} "
+            f"| {r['predicted']:.4g}{unit} | {r['error']:+.1%} | {searched} |"
+        )
+        if r["split"] == "held out":
+            held.append(abs(r["error"]))
+    lines.append("")
+    lines.append(
+        f"Held out: {len(held)} cases, mean absolute error {sum(held) / len(held):.1%}, "
+        f"largest {max(held):.1%}."
+    )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown())
