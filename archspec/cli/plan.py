@@ -238,8 +238,12 @@ def _check_given(ir, system, run, only) -> None:
             f"the interleaved schedule needs the {m} micro-batches per step to be a multiple "
             f"of --pp {pp}"
         )
-    if par.zero == 3 and pp > 1:
-        raise SpecError("--zero 3 does not combine with pipeline parallelism (--pp)")
+    if par.zero >= 2 and pp > 1:
+        raise SpecError(
+            f"--zero {par.zero} does not combine with pipeline parallelism (--pp)",
+            hint="Megatron-LM's distributed optimizer and DeepSpeed's pipelines shard only the "
+            "optimizer states: --zero 1",
+        )
 
 
 def _run_search(ir, system, run, only, quiet):

@@ -4,7 +4,8 @@ model, a cluster and a global batch, timed, with those that do not fit in memory
 The space is Megatron-LM's: tensor parallelism within a node (Narayanan et al. 2021's first
 takeaway: tp up to the GPUs of a node), pipeline stages of whole layers, the interleaved
 schedule only where the micro-batches per step are a multiple of the stages (as Megatron-LM
-requires), ZeRO-3 only without a pipeline (FSDP and DeepSpeed do not combine the two), and
+requires), ZeRO-2 and -3 only without a pipeline (Megatron-LM's distributed optimizer is ZeRO-1,
+and DeepSpeed's pipeline engine takes ZeRO-1 only; FSDP has no pipeline), and
 micro-batches that are powers of two. Each layout costs a few evaluations of formulas lowered
 once (step.py, fit.py): thousands take seconds.
 """
@@ -90,8 +91,8 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                     allowed("recompute", recomputes),
                     allowed("zero", [0, 1, 2, 3] if dp > 1 else [0]),
                 ):
-                    if zero == 3 and pp > 1:
-                        yield None, "ZeRO-3 is not combined with pipeline parallelism"
+                    if zero >= 2 and pp > 1:
+                        yield None, "ZeRO-2 and -3 are not combined with pipeline parallelism"
                         continue
                     yield Layout(tp, pp, v, mb, sp_, rc, zero), None
 
