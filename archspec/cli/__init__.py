@@ -17,6 +17,7 @@ from archspec.cli import (
     compare,  # noqa: F401  (registers compare, diff)
     count,  # noqa: F401  (registers count, list, validate)
     hf,  # noqa: F401  (registers import-hf)
+    plan,  # noqa: F401  (registers plan)
     printing,  # noqa: F401  (registers print)
 )
 from archspec.cli.app import app

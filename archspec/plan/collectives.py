@@ -1,0 +1,59 @@
+"""NCCL-style collectives timed on the link their group spans.
+
+A group of `n` ranks `stride` apart (Megatron-LM orders ranks tensor-parallel first, then data-
+parallel, then pipeline: a tensor-parallel group has stride 1, a data-parallel one stride tp, a
+pipeline one stride tp·dp) sits in one node when n·stride fits in it; then it talks over the
+node's links (NVLink). Otherwise it crosses the network; with k of its members on each node,
+NCCL runs k rings side by side, each through its own NIC, so the group moves data at k times one
+accelerator's network bandwidth (never above the node's links).
+
+Ring algorithms (Patarasuk and Yuan 2009; NCCL's): an all-reduce of D bytes over n ranks sends
+2(n-1)/n·D per rank in 2(n-1) steps; a reduce-scatter or an all-gather half of that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from archspec.plan.hardware import System
+
+
+@dataclass(frozen=True)
+class Link:
+    bandwidth: float  # bytes/s per rank, one direction, as achieved
+    latency: float  # seconds per step
+
+    @property
+    def name(self) -> str:
+        return "link"
+
+
+def group_link(system: System, n: int, stride: int, efficiency: float) -> Link:
+    """The link a group of `n` ranks `stride` apart talks over."""
+    intra = system.intra_node_gbs * 1e9 * efficiency
+    if n * stride <= system.gpus_per_node or n == 1:
+        return Link(intra, system.intra_node_latency_us * 1e-6)
+    per_node = max(1, min(n, system.gpus_per_node // stride))
+    inter = system.inter_node_gbs * 1e9 * efficiency * per_node
+    return Link(min(intra, inter), system.inter_node_latency_us * 1e-6)
+
+
+def all_reduce(size: float, n: int, link: Link) -> float:
+    if n <= 1 or size == 0:
+        return 0.0
+    return 2 * (n - 1) / n * size / link.bandwidth + 2 * (n - 1) * link.latency
+
+
+def all_gather(size: float, n: int, link: Link) -> float:
+    """Gather `size` bytes in all (each rank holds size/n); a reduce-scatter costs the same."""
+    if n <= 1 or size == 0:
+        return 0.0
+    return (n - 1) / n * size / link.bandwidth + (n - 1) * link.latency
+
+
+reduce_scatter = all_gather
+
+
+def send(size: float, link: Link) -> float:
+    """A point-to-point transfer (pipeline stages)."""
+    return size / link.bandwidth + link.latency if size else 0.0

@@ -1,0 +1,41 @@
+"""What fraction of a peak a kernel reaches: the time model's only fitted constants.
+
+A matmul of shape (M, N, K) reaches `MATMUL_PEAK` of the tensor cores' dense peak when all three
+dimensions are large, and less as any of them shrinks: each dimension d contributes the factor
+d / (d + MATMUL_HALF). This is the shape of measured GEMM efficiency curves (a GEMM is
+compute-bound once every dimension is well past the tile size, 128 to 256 on A100 and H100:
+NVIDIA's "Matrix Multiplication Background" guide shows throughput saturating with each of M,
+N and K the same way), with two numbers: the plateau and the dimension at which a GEMM runs at
+half of it. Both are calibrated (validation.py, `calibrate`) on a third of the published runs
+in docs/plan.md and checked on the rest.
+
+Bandwidth-bound kernels (norms, elementwise ops, softmax) reach `MEMORY_PEAK` of the memory
+bandwidth, and collectives `NETWORK_PEAK` of the link bandwidth: fixed, not fitted. 0.8 of HBM
+bandwidth is what streaming kernels reach on A100 and H100 (e.g. the STREAM-like copy
+bandwidths in Jia et al. 2018's and Citadel's microbenchmarking reports: 80-90%); 0.8 of the
+link is NCCL's bus bandwidth on DGX A100's NVLink (about 230-240 GB/s of 300 in nccl-tests'
+all_reduce_perf) and on 200 Gb/s InfiniBand (about 20-23 GB/s of 25).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    matmul_peak: float = 0.755  # calibrated (validation.calibrate)
+    matmul_half: float = 32.0  # calibrated: a GEMM dimension of 32 halves the plateau
+    memory_peak: float = 0.80
+    network_peak: float = 0.80
+
+    def matmul(self, m: float, n: float, k: float) -> float:
+        eff = self.matmul_peak
+        for d in (m, n, k):
+            eff *= d / (d + self.matmul_half)
+        return eff
+
+
+# The constants `archspec plan` uses: the fit of validation.calibrate() on the calibration
+# cases (docs/plan.md gives the fit and the held-out errors).
+CALIBRATED = Efficiency()

@@ -1,0 +1,228 @@
+"""Each op's FLOPs, bytes moved and matmul shape, for the roofline: the IR's ops, lowered once.
+
+The FLOPs are the FLOP counter's own (count's `FlopCounter`, one method per op): this
+interpreter runs it and files what each op adds under that op, beside the bytes the op reads
+and writes and, for a matmul, its (M, N, K). Everything stays a formula in the micro-batch `B`
+and the lengths; a layout only divides and evaluates it, so a search never lowers again.
+
+Bytes are what a kernel of the op moves through device memory once: a linear reads its input
+and weight and writes its output; an elementwise op reads its inputs and writes its output. An
+eager attention materialises the B·h·S² scores (Megatron-LM's fused scale-mask-softmax reads
+and writes them once, dropout once more, with a one-byte mask); a fused (flash) kernel reads q,
+k and v and writes the output, and with a causal mask skips the hidden half of the pairs
+(FlashAttention-2, Dao 2023, Section 3.1.1).
+
+Each cost says how tensor parallelism splits it (Megatron-LM, Shoeybi et al. 2019): `split`
+ops (the projections of heads and hidden units, the attention core, the vocabulary-parallel
+head) run 1/tp of the work on each rank; `whole` ones (norms, residual adds, dropout on the
+residual stream) run whole on every rank unless sequence parallelism splits them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from archspec.backends.count.conventions import get_convention
+from archspec.backends.count.flops import FlopCounter
+from archspec.backends.count.passes import B, Lengths, Pass, decode_pass, forward_pass
+from archspec.ir import ops
+from archspec.ir.lower import lower_block, lower_model, lower_stack
+from archspec.ir.nodes import IR, Attention, Block
+
+# Megatron-LM's cross-entropy works on fp32 logits: it reads the logits and writes and reads
+# back fp32 copies (softmax, then the loss).
+LOSS_BYTES_PER_LOGIT = 8
+
+
+@dataclass(frozen=True)
+class OpCost:
+    label: str
+    kind: str  # "matmul" (tensor cores) or "memory" (elementwise, bandwidth-bound)
+    flops: sp.Expr
+    bytes: sp.Expr
+    shape: tuple[sp.Expr, sp.Expr, sp.Expr] | None = None  # (M, N, K) of one matmul
+    tp: str = "whole"  # "split", "column", "row" (matmuls over split heads/units) or "whole"
+    attn_core: bool = False  # QKᵀ, softmax, dropout, AV: what selective recompute replays
+    backward: float = 2.0  # backward time / forward time (input and weight gradients)
+
+
+@dataclass
+class PassCosts:
+    """One pass of the model as op costs: before the blocks (embeddings), each run of identical
+    blocks (count, costs of one block), after them (final norms, head, loss)."""
+
+    before: list[OpCost] = field(default_factory=list)
+    layers: list[tuple[int, list[OpCost]]] = field(default_factory=list)
+    after: list[OpCost] = field(default_factory=list)
+
+
+class CostCounter(FlopCounter):
+    """The FLOP counter, with each op's FLOPs filed under the op with its bytes and shape."""
+
+    def __init__(self, conv, lengths: Lengths, compute_bytes: int, attn: str, ctx=None):
+        super().__init__(conv, lengths, ctx, training=True)
+        self.compute_bytes = compute_bytes
+        self.attn = attn
+        self.costs: list[OpCost] = []
+        self.runs: list[tuple[int, list[OpCost]]] = []
+        self.blocks_at: int | None = None  # where the blocks sit among `costs`
+        self._flops = sp.Integer(0)
+
+    def add(self, component: str, kind: str, flops: sp.Expr) -> None:
+        super().add(component, kind, flops)
+        self._flops += flops
+
+    def run(self, op_list) -> None:
+        for op in op_list:
+            if isinstance(op, (ops.Call, ops.Blocks)):
+                getattr(self, f"op_{type(op).__name__.lower()}")(op)
+                continue
+            self._flops = sp.Integer(0)
+            getattr(self, f"op_{type(op).__name__.lower()}")(op)
+            self.costs += self.cost(op, self._flops)
+
+    def op_blocks(self, op: ops.Blocks) -> None:
+        self.blocks_at = len(self.costs)
+        for run in op.repeat.runs:
+            assert isinstance(run.node, Block)
+            inner = CostCounter(self.conv, self.lengths, self.compute_bytes, self.attn, self.ctx)
+            inner.in_block = True
+            inner.run(lower_block(run.node).ops)
+            self.runs.append((run.count, inner.costs))
+
+    # Bytes and shapes.
+
+    def cost(self, op: ops.Op, flops: sp.Expr) -> list[OpCost]:
+        c = self.compute_bytes
+        L = self.lengths
+        name = type(op).__name__
+        if isinstance(op, ops.LinearOp):
+            m = L.rows(op.x, computed=True)
+            k, n = op.module.in_features, op.module.out_features
+            split = op.out is not None and op.out.split
+            row = op.x.split and not split  # attention output, MLP down: split inputs
+            tp = "column" if split else "row" if row else "whole"
+            moved = c * (m * k + k * n + m * n)
+            return [OpCost(f"{op.component}.linear", "matmul", flops, moved, (m, n, k), tp)]
+        if isinstance(op, ops.Attend):
+            return self.attend(op, flops)
+        if isinstance(op, ops.Loss):
+            moved = LOSS_BYTES_PER_LOGIT * L.elements(op.logits, computed=True)
+            return [OpCost("loss", "memory", flops, moved, tp="split")]
+        if isinstance(op, ops.Lookup):
+            assert op.out is not None
+            moved = 2 * c * L.elements(op.out, computed=True)
+            return [OpCost("embeddings.lookup", "memory", flops, moved)]
+        if op.out is None or not op.inputs:
+            return []  # positions, angles, masks: built once, negligible
+        inputs = sum(L.elements(v, computed=True) for v in op.inputs if v is not None)
+        moved = c * (inputs + L.elements(op.out, computed=True))
+        if isinstance(op, ops.Dropout):
+            moved += L.elements(op.out, computed=True)  # the one-byte mask
+        tp = "split" if op.out.split else "whole"
+        return [OpCost(name.lower(), "memory", flops, moved, tp=tp)]
+
+    def attend(self, op: ops.Attend, flops: sp.Expr) -> list[OpCost]:
+        node: Attention = op.attention
+        L = self.lengths
+        c = self.compute_bytes
+        keys = L.memory if node.cross else L.keys
+        q, d = L.queries, node.head_dim
+        heads = B * node.n_heads
+        qkv_out = (
+            L.elements(op.q, computed=True)
+            + 2 * L.elements(op.out, computed=True)  # q and the output have the same size
+            + 2 * ops_rows(L, op.k) * node.n_kv_heads * node.head_dim
+        )
+        if self.attn == "flash":
+            # One fused kernel; a causal mask lets it skip the hidden half of the pairs.
+            visible = sp.Rational(1, 2) if node.causal else 1
+            # The backward reruns QKᵀ and the softmax: 2.5 forwards (FlashAttention-2).
+            return [
+                OpCost(
+                    "attention.flash",
+                    "matmul",
+                    flops * visible,
+                    c * qkv_out,
+                    (q, keys, d),
+                    "split",
+                    attn_core=True,
+                    backward=2.5,
+                )
+            ]
+        scores = heads * q * keys
+        matmul = 2 * scores * d
+        rest = flops - 2 * matmul  # softmax, scale, mask and dropout work of the scores
+        costs = [
+            OpCost("attention.scores", "matmul", matmul, c * (qkv_out / 2 + scores),
+                   (q, keys, d), "split", attn_core=True),
+            OpCost("attention.softmax", "memory", rest, 2 * c * scores, tp="split",
+                   attn_core=True),
+        ]  # fmt: skip
+        if node.dropout:
+            costs.append(
+                OpCost("attention.dropout", "memory", 0, (2 * c + 1) * scores, tp="split",
+                       attn_core=True)
+            )  # fmt: skip
+        costs.append(
+            OpCost("attention.values", "matmul", matmul, c * (qkv_out / 2 + scores),
+                   (q, d, keys), "split", attn_core=True)
+        )  # fmt: skip
+        return costs
+
+
+def ops_rows(lengths: Lengths, value: ops.Value) -> sp.Expr:
+    """Rows of keys and values an attention reads: the cache in a decode step."""
+    if value.rows == "tokens":
+        return B * lengths.keys
+    return lengths.rows(value)
+
+
+def pass_costs(ir: IR, compute_bytes: int, attn: str, run: Pass | None = None) -> PassCosts:
+    """The op costs of one pass (default: a training forward over whole sequences), with the
+    spec's dimensions put in: formulas in B and the lengths only."""
+    model = ir.root
+    run = run or forward_pass(model.layout)
+    conv = get_convention("executed")
+    out = PassCosts()
+    for segment in lower_model(model):
+        lengths = run.lengths(segment.role)
+        if lengths is None:
+            continue
+        counter = CostCounter(conv, lengths, compute_bytes, attn)
+        counter.run(segment.embed)
+        out.before += counter.costs
+        stack_ops, ctx = lower_stack(segment.stack, segment.x, segment.memory)
+        counter.ctx = ctx
+        counter.costs = []
+        counter.run(stack_ops.ops)
+        at = counter.blocks_at if counter.blocks_at is not None else len(counter.costs)
+        out.before += counter.costs[:at]
+        tail = counter.costs[at:]
+        out.layers += counter.runs
+        counter.costs = []
+        counter.run(segment.heads)
+        out.after += tail + counter.costs
+    env = ir.env
+    subs = lambda cost: _subs(cost, env)  # noqa: E731
+    return PassCosts(
+        [subs(c) for c in out.before],
+        [(ir.value(n), [subs(c) for c in costs]) for n, costs in out.layers],
+        [subs(c) for c in out.after],
+    )
+
+
+def decode_costs(ir: IR, compute_bytes: int) -> PassCosts | None:
+    run = decode_pass(ir.root.layout)
+    return None if run is None else pass_costs(ir, compute_bytes, "flash", run)
+
+
+def _subs(cost: OpCost, env) -> OpCost:
+    def put(e):
+        return sp.sympify(e).xreplace(env)
+
+    shape = tuple(put(x) for x in cost.shape) if cost.shape else None
+    return OpCost(cost.label, cost.kind, put(cost.flops), put(cost.bytes), shape, cost.tp,
+                  cost.attn_core, cost.backward)  # fmt: skip

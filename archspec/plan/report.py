@@ -1,0 +1,104 @@
+"""The plan as plain data: what `archspec plan --json` prints and the tables render."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archspec.backends.count.conventions import get_convention
+from archspec.backends.count.flops import flop_figures
+from archspec.backends.count.flops_report import whole
+from archspec.backends.count.passes import KV_LEN, S_DEC, B, S
+from archspec.ir.nodes import IR
+from archspec.plan.hardware import System
+from archspec.plan.search import USABLE_MEMORY, Candidate, SearchResult
+from archspec.plan.serve import ServePrediction
+from archspec.plan.step import Training
+
+
+def step_flops(ir: IR, run: Training, recompute: str) -> tuple[int, int]:
+    """(model FLOPs, hardware FLOPs) of one step over the global batch. Model FLOPs are the
+    forward and backward as executed (every query-key pair, as FlopCounterMode counts them),
+    without recomputation: the MFU of Chowdhery et al. 2022 (Appendix B) and Korthikanti et al.
+    2022. Hardware FLOPs add what recomputation and the attention kernel replay."""
+    values = {**ir.env, B: run.global_batch, S: run.seq, S_DEC: run.seq, KV_LEN: run.seq}
+    conv = get_convention("executed")
+    model = flop_figures(ir, conv, "eager", "none").train_step
+    hardware = flop_figures(ir, conv, run.attn, recompute).train_step
+    return whole(model, values), whole(hardware, values)
+
+
+def candidate_report(ir: IR, system: System, run: Training, c: Candidate) -> dict[str, Any]:
+    t = c.time
+    peak = system.accelerator.peak(run.dtype) * run.gpus
+    model_flops, hardware_flops = step_flops(ir, run, t.layout.recompute)
+    mem = c.memory
+    return {
+        "step_time_s": t.seconds,
+        "tokens_per_s": run.global_batch * run.seq / t.seconds,
+        "mfu": model_flops / t.seconds / peak,
+        "hfu": hardware_flops / t.seconds / peak,
+        "layout": {**t.layout.as_dict(run.gpus), "micro_batches": t.micro_batches},
+        "memory": {
+            "stage": mem.stage,
+            "weights": round(mem.weights),
+            "gradients": round(mem.gradients),
+            "optimizer": round(mem.optimizer),
+            "activations": round(mem.activations),
+            "total": round(mem.total),
+            "capacity": round(system.accelerator.memory_bytes),
+            "usable": round(system.accelerator.memory_bytes * USABLE_MEMORY),
+        },
+        "breakdown": dict(t.breakdown),
+        "flops": {"model": model_flops, "hardware": hardware_flops},
+    }
+
+
+def header(ir: IR, system: System, run: Training) -> dict[str, Any]:
+    return {
+        "model": ir.name,
+        "system": system.key,
+        "accelerator": system.accelerator.name,
+        "gpus": run.gpus,
+        "global_batch": run.global_batch,
+        "seq": run.seq,
+        "dtype": run.dtype,
+        "grad_dtype": run.grad_dtype,
+        "attn": run.attn,
+    }
+
+
+def search_report(
+    ir: IR, system: System, run: Training, result: SearchResult, top: int
+) -> dict[str, Any]:
+    best = candidate_report(ir, system, run, result.ranked[0])
+    ranked = [candidate_report(ir, system, run, c) for c in result.ranked[:top]]
+    return {
+        **header(ir, system, run),
+        **best,
+        "ranked": ranked,
+        "search": {
+            "considered": result.considered,
+            "fit": len(result.ranked),
+            "dropped": dict(result.dropped.most_common()),
+        },
+    }
+
+
+def serve_report(ir: IR, system: System, p: ServePrediction, settings: dict) -> dict[str, Any]:
+    return {
+        "model": ir.name,
+        "system": system.key,
+        "accelerator": system.accelerator.name,
+        **settings,
+        "prefill_s": p.prefill_s,
+        "decode_token_s": p.decode_token_s,
+        "tokens_per_s": p.tokens_per_s,
+        "memory": {
+            "weights": round(p.weights_bytes),
+            "kv_cache": round(p.kv_cache_bytes),
+            "total": round(p.weights_bytes + p.kv_cache_bytes),
+            "capacity": round(system.accelerator.memory_bytes),
+            "usable": round(p.capacity_bytes),
+        },
+        "fits": p.fits,
+    }

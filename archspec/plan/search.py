@@ -1,0 +1,146 @@
+"""Layout search: every valid (tp, pp, interleave, micro-batch, sp, recompute, ZeRO) for a
+model, a cluster and a global batch, timed, with those that do not fit in memory set aside.
+
+The space is Megatron-LM's: tensor parallelism within a node (Narayanan et al. 2021's first
+takeaway: tp up to the GPUs of a node), pipeline stages of whole layers, the interleaved
+schedule only where the micro-batches per step are a multiple of the stages (as Megatron-LM
+requires), ZeRO-2 and -3 only without a pipeline (Megatron-LM's distributed optimizer is ZeRO-1,
+and DeepSpeed's pipeline engine takes ZeRO-1 only; FSDP has no pipeline), and
+micro-batches that are powers of two. Each layout costs a few evaluations of formulas lowered
+once (step.py, fit.py): thousands take seconds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from itertools import product
+
+from archspec.backends.count.conventions import RECOMPUTE
+from archspec.backends.count.layout import check_layout, layer_count
+from archspec.errors import SpecError
+from archspec.ir.nodes import IR
+from archspec.plan.efficiency import CALIBRATED, Efficiency
+from archspec.plan.fit import MemoryModel, StageBytes
+from archspec.plan.hardware import System
+from archspec.plan.step import Layout, StepModel, StepTime, Training
+
+# What a device can give the model: CUDA's context, NCCL's buffers and the caching allocator's
+# fragmentation take the rest (PyTorch commonly leaves 5-10% of a GPU unusable). An assumption.
+USABLE_MEMORY = 0.9
+MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
+MAX_INTERLEAVE = 8
+
+
+@dataclass
+class Candidate:
+    time: StepTime
+    memory: StageBytes  # the most loaded stage
+
+
+@dataclass
+class SearchResult:
+    ranked: list[Candidate] = field(default_factory=list)  # fitting layouts, fastest first
+    dropped: Counter = field(default_factory=Counter)  # reason -> layouts
+    considered: int = 0
+    least_unfit: float | None = None  # bytes per device of the leanest layout that did not fit
+
+
+def layout_space(ir: IR, system: System, run: Training, only: dict | None = None):
+    """Every layout to consider, and the reason each one left out is impossible."""
+    only = only or {}
+    layers = sum(layer_count(s, ir) for s in ir.root.stacks)
+    gpus = run.gpus
+    # With a fused attention kernel selective recomputation has nothing left to replay: it is
+    # no recomputation (count's memory and FLOPs say the same), so the search skips it.
+    skip = run.attn == "flash" and "recompute" not in only
+    recomputes = [r for r in RECOMPUTE if not (r == "selective" and skip)]
+
+    def allowed(name, values):
+        return [v for v in values if name not in only or v in only[name]]
+
+    tps = allowed("tp", [t for t in range(1, system.gpus_per_node + 1)
+                         if gpus % t == 0 and (t & (t - 1)) == 0])  # fmt: skip
+    if "tp" in only:
+        tps = list(only["tp"])
+    pps = allowed("pp", [p for p in range(1, layers + 1) if layers % p == 0])
+    if "pp" in only:
+        pps = list(only["pp"])
+    for tp, pp in product(tps, pps):
+        if gpus % (tp * pp):
+            if "tp" in only and "pp" in only:
+                yield None, f"--gpus {gpus} is not a multiple of tp {tp} × pp {pp}"
+            continue  # not a layout of this many devices
+        dp = gpus // (tp * pp)
+        if pp == 1:
+            interleaves = [1]
+        else:
+            interleaves = [v for v in range(1, MAX_INTERLEAVE + 1) if (layers // pp) % v == 0]
+        for v in allowed("interleave", interleaves):
+            for mb in allowed("micro_batch", list(MICRO_BATCHES)):
+                if run.global_batch % (mb * dp):
+                    yield None, "the global batch is not a whole number of micro-batches"
+                    continue
+                m = run.global_batch // (mb * dp)
+                if v > 1 and m % pp:
+                    yield None, "interleaving needs micro-batches a multiple of the stages"
+                    continue
+                for sp_, rc, zero in product(
+                    allowed("sp", [False, True] if tp > 1 else [False]),
+                    allowed("recompute", recomputes),
+                    allowed("zero", [0, 1, 2, 3] if dp > 1 else [0]),
+                ):
+                    if zero >= 2 and pp > 1:
+                        yield None, "ZeRO-2 and -3 are not combined with pipeline parallelism"
+                        continue
+                    yield Layout(tp, pp, v, mb, sp_, rc, zero), None
+
+
+def search(
+    ir: IR,
+    system: System,
+    run: Training,
+    eff: Efficiency = CALIBRATED,
+    only: dict | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    memory: MemoryModel | None = None,
+) -> SearchResult:
+    """Time every layout that fits, fastest first; count the others by why they were left out."""
+    result = SearchResult()
+    model = StepModel(ir, system, run, eff)
+    memory = memory or MemoryModel(ir, run.seq, run.dtype, run.grad_dtype, run.attn)
+    capacity = system.accelerator.memory_bytes * USABLE_MEMORY
+    space = list(layout_space(ir, system, run, only))
+    checked: dict[tuple[int, int, int], str | None] = {}
+    for i, (layout, reason) in enumerate(space):
+        if progress is not None and i % 64 == 0:
+            progress(i, len(space))
+        result.considered += 1
+        if layout is None:
+            result.dropped[reason] += 1
+            continue
+        dp = run.gpus // (layout.tp * layout.pp)
+        m = run.global_batch // (layout.micro_batch * dp)
+        par = layout.parallelism(run.gpus, m)
+        key = (layout.tp, layout.pp, layout.interleave)
+        if key not in checked:
+            try:
+                check_layout(ir, par)
+                checked[key] = None
+            except SpecError as exc:
+                checked[key] = exc.message
+        if checked[key] is not None:
+            result.dropped[checked[key]] += 1
+            continue
+        busiest = memory.busiest(par, layout.micro_batch, layout.recompute)
+        if busiest.total > capacity:
+            result.dropped["do not fit in memory"] += 1
+            result.least_unfit = min(result.least_unfit or busiest.total, busiest.total)
+            continue
+        result.ranked.append(Candidate(model.step(layout), busiest))
+    if progress is not None:
+        progress(len(space), len(space))
+    # Ties (layouts that differ only where it costs nothing) go to the one holding less.
+    result.ranked.sort(key=lambda c: (c.time.seconds, c.memory.total))
+    return result
