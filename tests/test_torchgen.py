@@ -25,6 +25,7 @@ from archspec import build_ir, load_spec
 from archspec.backends.count.params import parameter_count
 from archspec.backends.torchgen import generate_source, load_generated
 from archspec.cli import app
+from archspec.ir.classes import class_name, class_names
 from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm, Repeat
 from archspec.spec.resolve import builtin_names
 
@@ -113,6 +114,7 @@ def inputs(ir: IR, batch: int = 2, seq: int = 8) -> dict[str, torch.Tensor]:
 def ir_modules(ir: IR) -> list[tuple[str, str, tuple]]:
     """(path, class, sizes) of every module the IR describes, repeats unrolled, in order."""
     out: list[tuple[str, str, tuple]] = []
+    classes = class_names(ir.root)
 
     def go(node: Node, path: str) -> None:
         if isinstance(node, Repeat):
@@ -129,11 +131,10 @@ def ir_modules(ir: IR) -> list[tuple[str, str, tuple]]:
             sizes = (ir.value(node.in_features), ir.value(node.out_features), node.bias)
             out.append((path, "Linear", sizes))
         elif isinstance(node, Norm):
-            cls = "RMSNorm" if node.kind == "rmsnorm" else "LayerNorm"
-            bias = () if node.kind == "rmsnorm" else (node.bias,)
-            out.append((path, cls, (ir.value(node.dim), node.eps, *bias)))
+            bias = (node.bias,) if node.entry.allows_bias else ()
+            out.append((path, node.entry.torch_class, (ir.value(node.dim), node.eps, *bias)))
         else:
-            out.append((path, type(node).__name__, ()))
+            out.append((path, class_name(classes, node), ()))
         for child in node.children:
             go(child, f"{path}.{child.name}" if path else child.name)
 

@@ -30,10 +30,14 @@ class ResidualKind:
         each norm before its sublayer, a post-norm block after it (the data flow's order)."""
         out: list[tuple[str, object]] = []
         for norm, layer in sublayers:
-            out += [("norm", norm), ("layer", layer)] if self.flow == "pre" else [
-                ("layer", layer),
-                ("norm", norm),
-            ]
+            out += (
+                [("norm", norm), ("layer", layer)]
+                if self.flow == "pre"
+                else [
+                    ("layer", layer),
+                    ("norm", norm),
+                ]
+            )
         return out
 
 

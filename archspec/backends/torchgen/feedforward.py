@@ -1,49 +1,41 @@
-"""The generated feed-forward classes: `MLP` and, for mixtures of experts, `MoE`."""
+"""The generated feed-forward classes: an `MLP` per distinct MLP node and, for mixtures of
+experts, an `MoE` class. The MLP's forward is written from its lowering (`lower_mlp`)."""
 
 from __future__ import annotations
 
 from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
+from archspec.backends.torchgen.forward import ForwardWriter
 from archspec.backends.torchgen.leaves import assign, module_list
 from archspec.backends.torchgen.text import class_, method
-from archspec.ir.nodes import Repeat
-
-# activation -> (call on `h`, name for docstrings)
-ACTIVATIONS = {
-    "gelu": ("F.gelu({})", "GELU"),
-    "gelu_tanh": ('F.gelu({}, approximate="tanh")', "GELU (tanh approximation)"),
-    "relu": ("F.relu({})", "ReLU"),
-    "silu": ("F.silu({})", "SiLU"),
-}
+from archspec.ir.lower import lower_mlp
+from archspec.ir.nodes import MLP, MoE, Repeat
+from archspec.ir.ops import Value
 
 
-def _mlp_doc(gated: bool, activation: str) -> str:
-    name = ACTIVATIONS[activation][1]
-    if gated and activation == "silu":
-        return "SwiGLU feed-forward network: down(silu(gate(x)) * up(x))."
-    if gated:
-        return f"Gated feed-forward network with {name}: down(act(gate(x)) * up(x))."
-    return f"Feed-forward network with {name}: down(act(up(x)))."
+def _mlp_doc(node: MLP) -> str:
+    entry = node.entry
+    if node.gated and entry.glu_name:
+        return f"{entry.glu_name} feed-forward network: down({entry.label}(gate(x)) * up(x))."
+    if node.gated:
+        return f"Gated feed-forward network with {entry.label}: down(act(gate(x)) * up(x))."
+    return f"Feed-forward network with {entry.label}: down(act(up(x)))."
 
 
-def mlp_class(f: Features, size: ExprPrinter) -> str:
-    mlp = f.mlp
-    act = ACTIVATIONS[mlp.activation][0]
-    if mlp.gated:
-        result = f"self.down({act.format('self.gate(x)')} * self.up(x))"
-    else:
-        result = f"self.down({act.format('self.up(x)')})"
+def mlp_class(f: Features, node: MLP, size: ExprPrinter) -> str:
+    low = lower_mlp(node, Value("x", "tokens", node.up.in_features))
+    body = ForwardWriter(low, lambda module: []).write()
     return class_(
-        "class MLP(nn.Module):",
-        _mlp_doc(mlp.gated, mlp.activation),
+        f"class {f.cls(node)}(nn.Module):",
+        _mlp_doc(node),
         method(
             "__init__",
             ["config: Config"],
             "None",
             "super().__init__()",
-            [assign(part, size) for part in mlp.parts],
+            [assign(part, size) for part in node.children],
         ),
-        method("forward", ["x: Tensor"], "Tensor", f"return {result}"),
+        method("forward", ["x: Tensor"], "Tensor", body),
     )
 
 
@@ -64,17 +56,15 @@ def forward(self, x: Tensor) -> Tensor:
 """
 
 
-def moe_class(f: Features, size: ExprPrinter) -> str:
-    moe = f.moe
-    assert moe is not None
-    body = ["super().__init__()", f"self.top_k = {size(moe.top_k)}"]
-    for part in moe.parts:
+def moe_class(f: Features, node: MoE, size: ExprPrinter) -> str:
+    body = ["super().__init__()", f"self.top_k = {size(node.top_k)}"]
+    for part in node.children:
         if isinstance(part, Repeat):
-            body.append(f"self.{part.name} = {module_list(part, 'MLP(config)', size)}")
+            body += module_list(part, lambda expert: f"{f.cls(expert)}(config)", size)
         else:
             body.append(assign(part, size))
     return class_(
-        "class MoE(nn.Module):",
+        f"class {f.cls(node)}(nn.Module):",
         "Mixture of experts: a router sends each token to top_k of n_experts MLPs and mixes "
         "their outputs by its renormalised probabilities, as Mixtral does.",
         method("__init__", ["config: Config"], "None", body),
