@@ -26,6 +26,7 @@ import torch
 from archspec.bench import devices, memory, steps
 from archspec.bench.analysis import predict
 from archspec.bench.timing import Times, synchronize, time_step
+from archspec.backends.count.report import has_moe
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 
@@ -86,7 +87,7 @@ def _check(ir: IR, s: Settings, device: torch.device) -> tuple[str, int]:
     ):
         if value < least:
             raise SpecError(f"--{option} must be at least {least} (got {value})")
-    limit = ir.spec.max_seq_len
+    limit = ir.value(ir.root.max_seq_len)
     layout = ir.root.layout
     generate = s.mode == "generate"
     reserve = s.new_tokens if generate and layout == "decoder" else 0
@@ -96,14 +97,14 @@ def _check(ir: IR, s: Settings, device: torch.device) -> tuple[str, int]:
     if seq + reserve > limit:
         what = f"--seq {seq} + --new-tokens {reserve}" if reserve else f"--seq {seq}"
         raise SpecError(
-            f"{what} is longer than the {limit} positions '{ir.spec.name}' is built for",
+            f"{what} is longer than the {limit} positions '{ir.name}' is built for",
             hint="use a shorter --seq, or --set max_seq_len=N",
         )
     if generate and layout == "encoder-decoder" and s.new_tokens + 1 > limit:
         raise SpecError(f"--new-tokens {s.new_tokens} is more than the decoder's {limit} positions")
-    if generate and (layout == "encoder" or not ir.spec.head.lm_head):
+    if generate and (layout == "encoder" or ir.root.lm_head is None):
         raise SpecError(
-            f"--mode generate needs a decoder with a language-model head; '{ir.spec.name}' "
+            f"--mode generate needs a decoder with a language-model head; '{ir.name}' "
             f"is {'an encoder' if layout == 'encoder' else 'a model without an LM head'}",
             hint="use --mode forward or --mode train",
         )
@@ -117,7 +118,7 @@ def _generated_model(ir: IR, device: torch.device, folder: str) -> torch.nn.Modu
     try:
         source = generate_source(ir)
     except UnsupportedIR as exc:
-        raise SpecError(f"cannot generate PyTorch code for '{ir.spec.name}': {exc}") from exc
+        raise SpecError(f"cannot generate PyTorch code for '{ir.name}': {exc}") from exc
     module = load_generated(source, folder)
     with torch.device(device):
         return module.Model(module.Config())
@@ -218,7 +219,7 @@ def _run(ir: IR, s: Settings, progress: Progress | None) -> dict[str, Any]:
         from archspec.bench.hf_config import hf_config_dict
 
         hf_data = hf_config_dict(ir.spec)  # refuse an inexpressible spec before any work
-    vocab = ir.spec.vocab_size
+    vocab = ir.value(ir.root.vocab_size)
     base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
     inputs, targets = steps.make_inputs(ir, s.mode, s.batch, seq, device, s.seed)
     with tempfile.TemporaryDirectory(prefix="archspec-bench-") as folder:
@@ -252,7 +253,7 @@ def _run(ir: IR, s: Settings, progress: Progress | None) -> dict[str, Any]:
 
     peak = _peak(s, device, dtype)
     result: dict[str, Any] = {
-        "name": ir.spec.name,
+        "name": ir.name,
         "mode": s.mode,
         "device": str(device),
         "device_name": _device_name(device),
@@ -321,7 +322,7 @@ def _hf_side(ir, s, device, dtype, ours, inputs, targets, progress):
     diff = _agreement(ours, hf, inputs, device, dtype)
     if s.compile:
         model.compile()
-    step = steps.make_step(hf, s.mode, device, dtype, ir.spec.vocab_size, s.new_tokens)
+    step = steps.make_step(hf, s.mode, device, dtype, ir.value(ir.root.vocab_size), s.new_tokens)
     _warm_up(step, s.warmup, "warm-up transformers", progress)
     peak = _measure_memory(hf, step, device, base)
     info = {
@@ -329,7 +330,7 @@ def _hf_side(ir, s, device, dtype, ours, inputs, targets, progress):
         "hf_attn_implementation": attn,
         # MoE classes: transformers' expert kernel (grouped_mm by default, eager loop else).
         "hf_experts_implementation": (
-            getattr(model.config, "_experts_implementation", None) if ir.spec.moe else None
+            getattr(model.config, "_experts_implementation", None) if has_moe(ir) else None
         ),
         "hf_max_abs_diff": diff,
     }

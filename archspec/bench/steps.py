@@ -43,7 +43,7 @@ def make_inputs(
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     """Random token ids (the same for both sides) and training targets."""
     gen = torch.Generator().manual_seed(seed)
-    vocab = ir.spec.vocab_size
+    vocab = ir.value(ir.root.vocab_size)
     ids = torch.randint(0, vocab, (batch, seq), generator=gen)
     inputs = {"input_ids": ids}
     out_len = seq

@@ -91,7 +91,7 @@ def build(
         try:
             source = generate_source(ir, command=_command(spec, set_, output))
         except UnsupportedIR as exc:
-            raise SpecError(f"cannot generate PyTorch code for '{ir.spec.name}': {exc}") from exc
+            raise SpecError(f"cannot generate PyTorch code for '{ir.name}': {exc}") from exc
         weights = converted = None
         if hf_weights is not None:
             from archspec.hf.weights import convert, read_state_dict, save_state_dict
@@ -104,12 +104,12 @@ def build(
         if output is not None:
             written = write_output(output, source, force, "the generated code")
         if converted is not None:
-            save_state_dict(converted, weights, ir.spec.name)
+            save_state_dict(converted, weights, ir.name)
     total = ir.value(parameter_count(ir.root))
     size = len(source.encode())
     if json_:
         path = str(output) if output is not None else None
-        summary = {"name": ir.spec.name, "path": path, "params": total, "bytes": size}
+        summary = {"name": ir.name, "path": path, "params": total, "bytes": size}
         if weights is not None:
             summary["weights"] = str(weights)
         print_json(summary)
@@ -118,7 +118,7 @@ def build(
     else:
         what = "wrote" if written else "unchanged:"
         stderr().print(
-            f"{what} {output} ({ir.spec.name}, {total:,} parameters ({human(total)}), "
+            f"{what} {output} ({ir.name}, {total:,} parameters ({human(total)}), "
             f"{size:,} bytes)"
         )
         if weights is not None:

@@ -149,10 +149,10 @@ def _plot(irs: list, report: dict[str, Any], path: Path, seq: int | None) -> Non
     from archspec.backends.compare.plot import plot_compare
     from archspec.backends.compare.sweep import curve_lengths, forward_curve
 
-    contexts = [ir.spec.max_seq_len for ir in irs]
+    contexts = [ir.value(ir.root.max_seq_len) for ir in irs]
     longest = max([*contexts, seq or 0])
     curves = {
-        ir.spec.name: forward_curve(ir, curve_lengths(longest, context))
+        ir.name: forward_curve(ir, curve_lengths(longest, context))
         for ir, context in zip(irs, contexts, strict=True)
     }
     plot_compare(report, path, curves, seq)

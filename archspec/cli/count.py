@@ -273,9 +273,9 @@ def list_(json_: JsonOpt = False) -> None:
         entries.append(
             {
                 "name": name,
-                "family": ir.spec.family,
-                "layout": ir.spec.layout,
-                "hf_class": ir.spec.hf_class,
+                "family": ir.identity.family,
+                "layout": ir.root.layout,
+                "hf_class": ir.identity.hf_class,
                 "params": ir.value(parameter_count(ir.root)),
             }
         )
@@ -316,10 +316,10 @@ def validate(
         ir = compile_spec(str(file), set_)
     total = ir.value(parameter_count(ir.root))
     if json_:
-        print_json({"name": ir.spec.name, "valid": True, "params": total})
+        print_json({"name": ir.name, "valid": True, "params": total})
     else:
         stderr().print(
-            f"[green]ok[/green]: {file} is a valid spec ({ir.spec.name}, {total:,} parameters)"
+            f"[green]ok[/green]: {file} is a valid spec ({ir.name}, {total:,} parameters)"
         )
 
 

@@ -81,7 +81,7 @@ def print_tree(
     if json_:
         print_json(
             {
-                "name": ir.spec.name,
+                "name": ir.name,
                 "params": root.total,
                 "repr": render(root, depth),
                 "tree": root.to_dict(depth),

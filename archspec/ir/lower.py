@@ -58,8 +58,7 @@ class Lowered:
 
     def emit(self, op: Op) -> Value:
         self.ops.append(op)
-        assert op.out is not None
-        return op.out
+        return op.out  # type: ignore[return-value]  # None only for Loss, whose result is unused
 
 
 def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
@@ -77,8 +76,9 @@ def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
     v = project("v", node.v, source, kv_width)
     if node.rotary:
         assert ctx.angles is not None
-        q = low.emit(Rope(Value("q", q.rows, q_width), q, ctx.angles, node.n_heads))
-        k = low.emit(Rope(Value("k", k.rows, kv_width), k, ctx.angles, node.n_kv_heads))
+        cost = node.position.entry.flops_per_element
+        q = low.emit(Rope(Value("q", q.rows, q_width), q, ctx.angles, node.n_heads, cost))
+        k = low.emit(Rope(Value("k", k.rows, kv_width), k, ctx.angles, node.n_kv_heads, cost))
     mask = ctx.cross_mask if node.cross else ctx.mask
     y = low.emit(Attend(Value("y", x.rows, q_width), q, k, v, node, mask))
     low.out = project("out", node.o, y, node.o.out_features)

@@ -295,6 +295,11 @@ class Model(Composite):
     def stack(self, role: str) -> Stack | None:
         return next((s for s in self.stacks if s.role == role), None)
 
+    @property
+    def max_seq_len(self) -> sp.Expr:
+        """The longest sequence the model is built for (every stack shares it)."""
+        return self.stacks[0].max_seq_len
+
 
 @dataclass(frozen=True)
 class Identity:

@@ -163,6 +163,7 @@ class Rope(Op):
     x: Value
     angles: Value
     heads: sp.Expr
+    flops_per_element: int  # the position kind's: x·cos + rotate_half(x)·sin
 
     @property
     def inputs(self):

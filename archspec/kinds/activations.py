@@ -9,7 +9,7 @@ from typing import Literal
 @dataclass(frozen=True)
 class ActivationKind:
     name: str  # the spec's word for it
-    label: str  # in docstrings, tables and diagrams
+    label: str  # in tables and diagrams
     call: str  # the generated expression, `{}` standing for the input
     # FLOPs per element. A transcendental (exp, tanh, erf) counts as one: what matters at this
     # scale is that the cost grows with the tensor, not the cycles of each op.
@@ -17,7 +17,13 @@ class ActivationKind:
     # What autograd keeps for the backward: the input (GELU, SiLU, tanh-GELU), the output
     # (ReLU, tanh), or both.
     keeps: Literal["input", "output", "both"]
-    glu_name: str | None = None  # the gated MLP's usual name (SwiGLU)
+    # The gated MLP's usual name (Shazeer, "GLU Variants Improve Transformer", 2020).
+    glu_name: str | None = None
+    description: str = ""  # in generated docstrings; the label when empty
+
+    @property
+    def long_label(self) -> str:
+        return self.description or self.label
 
     def render(self, x: str) -> str:
         return self.call.format(x)
@@ -26,11 +32,17 @@ class ActivationKind:
 ACTIVATIONS: dict[str, ActivationKind] = {
     kind.name: kind
     for kind in (
-        ActivationKind("gelu", "GELU", "F.gelu({})", 5, "input"),
+        ActivationKind("gelu", "GELU", "F.gelu({})", 5, "input", "GeGLU"),
         ActivationKind(
-            "gelu_tanh", "GELU (tanh approximation)", 'F.gelu({}, approximate="tanh")', 8, "input"
+            "gelu_tanh",
+            "GELU (tanh)",
+            'F.gelu({}, approximate="tanh")',
+            8,
+            "input",
+            "GeGLU (tanh)",
+            description="GELU (tanh approximation)",
         ),
-        ActivationKind("relu", "ReLU", "F.relu({})", 1, "output"),
+        ActivationKind("relu", "ReLU", "F.relu({})", 1, "output", "ReGLU"),
         ActivationKind("silu", "SiLU", "F.silu({})", 4, "input", "SwiGLU"),
         # Not a spec choice: BERT's pooler, tanh(dense(first token)).
         ActivationKind("tanh", "tanh", "torch.tanh({})", 1, "output"),

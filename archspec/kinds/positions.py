@@ -15,6 +15,7 @@ from typing import Literal
 @dataclass(frozen=True)
 class PositionKind:
     name: str  # the spec's word for it
+    label: str  # in tables
     description: str  # in the generated Stack's docstring and in diagrams
     # Where positions enter: added to the token embeddings, applied to q and k inside every
     # attention layer, added to every attention score, or nowhere.
@@ -46,6 +47,7 @@ POSITIONS: dict[str, PositionKind] = {
     for kind in (
         PositionKind(
             "learned",
+            "learned",
             "learned position embeddings",
             acts_on="embeddings",
             table="absolute",
@@ -54,12 +56,14 @@ POSITIONS: dict[str, PositionKind] = {
         ),
         PositionKind(
             "sinusoidal",
+            "sinusoidal",
             "sinusoidal position encodings",
             acts_on="embeddings",
             flops_per_element=1,
         ),
         PositionKind(
             "rope",
+            "RoPE",
             "rotary positions (applied in attention)",
             acts_on="queries_keys",
             parameters=(("theta", "rope_theta"),),
@@ -67,6 +71,7 @@ POSITIONS: dict[str, PositionKind] = {
         ),
         PositionKind(
             "alibi",
+            "ALiBi",
             "ALiBi (attention scores penalised linearly with distance)",
             acts_on="scores",
             needs_positions=False,
@@ -74,6 +79,7 @@ POSITIONS: dict[str, PositionKind] = {
         ),
         PositionKind(
             "relative_bias",
+            "relative bias (T5)",
             "T5's bucketed relative position bias",
             acts_on="scores",
             table="relative",
@@ -81,7 +87,9 @@ POSITIONS: dict[str, PositionKind] = {
             parameters=(("num_buckets", "num_buckets"), ("max_distance", "max_distance")),
             flops_per_element=1,
         ),
-        PositionKind("none", "no position information", acts_on="nothing", needs_positions=False),
+        PositionKind(
+            "none", "none", "no position information", acts_on="nothing", needs_positions=False
+        ),
     )
 }
 

@@ -15,6 +15,7 @@ from typing import Literal
 @dataclass(frozen=True)
 class ResidualKind:
     name: str  # the spec's word for it
+    label: str  # in tables
     doc: str  # the generated Block's docstring
     # pre: x + f(norm(x)); post: norm(x + f(x)); parallel: x + Σ f(norm(x)), one shared norm.
     flow: Literal["pre", "post", "parallel"]
@@ -46,17 +47,20 @@ RESIDUALS: dict[str, ResidualKind] = {
     for kind in (
         ResidualKind(
             "pre",
+            "pre-norm",
             "Pre-norm block: each sublayer f adds f(norm(x)) to the residual stream x.",
             flow="pre",
             final_norm_by_default=True,
         ),
         ResidualKind(
             "post",
+            "post-norm",
             "Post-norm block: each sublayer f updates x to norm(x + f(x)).",
             flow="post",
             final_norm_by_default=False,
         ),
         ResidualKind(
+            "parallel",
             "parallel",
             "Parallel block (PaLM): x + attn(norm(x)) + mlp(norm(x)), with one norm shared by "
             "attention and MLP.",

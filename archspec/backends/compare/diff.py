@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from typing import Any
 
 import sympy as sp
@@ -26,16 +27,13 @@ from archspec.ir.visit import walk
 from archspec.spec.schema import Spec
 
 NOT_COMPARED = ("name", "abstract")
-# Node fields that are structure, not settings: children are matched by path instead.
-STRUCTURAL = ("name", "parts", "runs")
+# Node fields that are structure, not settings: children (any field holding nodes) are matched
+# by path instead, and a block's width is its leaves' shapes.
+STRUCTURAL = ("name", "runs", "width")
+CHILD_TYPES = re.compile(r"\b(Embedding|Linear|Norm|Repeat|Attention|MLP|MoE|Sublayer|Block|Stack)\b")
 LEAVES = (Embedding, Linear, Norm)
 # A leaf's sizes, shown together as its shape.
 SHAPE_FIELDS = ("num", "dim", "in_features", "out_features")
-POSITION_SETTINGS = {
-    "learned": ("offset",),
-    "rope": ("theta",),
-    "relative_bias": ("num_buckets", "max_distance"),
-}
 
 
 def diff_report(a: IR, b: IR) -> dict[str, Any]:
@@ -46,8 +44,8 @@ def diff_report(a: IR, b: IR) -> dict[str, Any]:
         g for g in (*groups_a, *groups_b) if not (g in groups_a and g in groups_b)
     ]
     report: dict[str, Any] = {
-        "a": a.spec.name,
-        "b": b.spec.name,
+        "a": a.name,
+        "b": b.name,
         "spec": spec_diff(a.spec, b.spec),
         "modules": module_diff(a, b),
         "groups": [_delta({"group": g}, groups_a.get(g, 0), groups_b.get(g, 0)) for g in names],
@@ -164,11 +162,13 @@ def _settings(ir: IR, module: _Module, shapes: dict[str, str]) -> dict[str, Any]
     def add(prefix: str, obj: Any) -> None:
         for f in dataclasses.fields(obj):
             value = getattr(obj, f.name)
-            if f.name in STRUCTURAL or (isinstance(obj, LEAVES) and f.name in SHAPE_FIELDS):
+            if f.name in STRUCTURAL or CHILD_TYPES.search(str(f.type)):
+                continue
+            if isinstance(obj, LEAVES) and f.name in SHAPE_FIELDS:
                 continue
             if isinstance(value, Position):
                 # Only the settings the position kind uses: a learned table has no theta.
-                used = ("kind", *POSITION_SETTINGS.get(value.kind, ()))
+                used = ("kind", *(field for field, _ in value.entry.parameters))
                 out.update({f"{prefix}{f.name}.{k}": getattr(value, k) for k in used})
             elif dataclasses.is_dataclass(value):
                 add(f"{prefix}{f.name}.", value)

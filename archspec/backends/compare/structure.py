@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from archspec.ir.nodes import IR, MLP, Attention, Block, Linear, MoE, Norm, Stack
+from archspec import kinds
+from archspec.ir.nodes import IR, MLP, Attention, Block, MoE, Norm, Stack
 from archspec.ir.visit import walk
 
 ARCHITECTURE = {
@@ -16,21 +17,6 @@ ARCHITECTURE = {
     "decoder": "decoder-only",
     "encoder-decoder": "encoder-decoder",
 }
-POSITION = {
-    "learned": "learned",
-    "sinusoidal": "sinusoidal",
-    "rope": "RoPE",
-    "alibi": "ALiBi",
-    "relative_bias": "relative bias (T5)",
-    "none": "none",
-}
-NORM = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
-RESIDUAL = {"pre": "pre-norm", "post": "post-norm", "parallel": "parallel"}
-# The usual names of gated MLPs (Shazeer, "GLU Variants Improve Transformer", 2020).
-GLU_NAME = {"silu": "SwiGLU", "gelu": "GeGLU", "gelu_tanh": "GeGLU (tanh)", "relu": "ReGLU"}
-ACTIVATION = {"silu": "SiLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "relu": "ReLU"}
-
-
 def attention_variant(n_heads: int, n_kv_heads: int) -> str:
     """MHA: one key/value head per query head; MQA: one shared; GQA: groups in between."""
     if n_kv_heads == n_heads:
@@ -48,7 +34,7 @@ def structure(ir: IR) -> dict[str, Any]:
     moe = next((n for n in nodes if isinstance(n, MoE)), None)
     block = next(n for n in nodes if isinstance(n, Block))
     norm = next(n for n in nodes if isinstance(n, Norm))
-    head = next((n for n in ir.root.parts if isinstance(n, Linear) and n.name == "lm_head"), None)
+    head = ir.root.lm_head
     n_heads, n_kv_heads = ir.value(attn.n_heads), ir.value(attn.n_kv_heads)
     return {
         "architecture": ARCHITECTURE[ir.root.layout],
@@ -59,7 +45,7 @@ def structure(ir: IR) -> dict[str, Any]:
         "head_dim": ir.value(attn.head_dim),
         "attention": attention_variant(n_heads, n_kv_heads),
         # For a gated MLP, d_ff is the width of one branch (as in the spec language).
-        "d_ff": ir.value(mlp.parts[0].out_features),  # type: ignore[attr-defined]
+        "d_ff": ir.value(mlp.hidden),
         "activation": mlp.activation,
         "gated": mlp.gated,
         "norm": norm.kind,
@@ -76,8 +62,7 @@ def structure(ir: IR) -> dict[str, Any]:
 
 
 def _layers(ir: IR, stack: Stack) -> int:
-    blocks = stack.part("blocks")
-    return sum(ir.value(run.count) for run in blocks.runs)  # type: ignore[union-attr]
+    return sum(ir.value(run.count) for run in stack.blocks.runs)
 
 
 def label(facts: dict[str, Any], key: str) -> str:
@@ -90,16 +75,15 @@ def label(facts: dict[str, Any], key: str) -> str:
     if key == "heads":
         return f"{facts['n_heads']} / {facts['n_kv_heads']}"
     if key == "mlp":
-        activation = ACTIVATION[facts["activation"]]
-        return (
-            f"{GLU_NAME[facts['activation']]} (gated {activation})"
-            if facts["gated"]
-            else activation
-        )
+        activation = kinds.activation(facts["activation"])
+        if not facts["gated"]:
+            return activation.label
+        return f"{activation.glu_name or 'GLU'} (gated {activation.label})"
     if key == "norm":
-        return f"{NORM[facts['norm']]}, {RESIDUAL[facts['residual']]}"
+        norm, residual = kinds.norm(facts["norm"]), kinds.residual(facts["residual"])
+        return f"{norm.label}, {residual.label}"
     if key == "position":
-        return POSITION[facts["position"]]
+        return kinds.position(facts["position"]).label
     if key == "moe":
         moe = facts["moe"]
         return "—" if moe is None else f"{moe['n_experts']} experts, top-{moe['top_k']}"

@@ -1,12 +1,13 @@
 """FLOPs over the IR, as sympy expressions in the batch, the sequence lengths and the dimensions.
 
-A visitor walks the module tree once per pass (a forward over whole sequences, or one decode
-step against a KV cache) and tallies the FLOPs of every operation by component (attention
-projections, QKᵀ, AV, softmax, MLP, ...), by kind (matmul, or everything else) and by place
-(inside the repeated blocks, or outside them: recomputation only replays blocks). A `Repeat`
-multiplies the FLOPs of its module by its count, so the cost of counting does not grow with
-depth, and the result stays a formula: `B·S²·...` until `evaluate` puts numbers in. This is
-tinygrad's symbolic cost model applied one level up, to modules instead of kernels.
+An interpreter runs the ops each module lowers to (`archspec.ir.lower`, the same ops the code
+generator renders) once per pass (a forward over whole sequences, or one decode step against a
+KV cache) and tallies the FLOPs of every op by component (attention projections, QKᵀ, AV,
+softmax, MLP, ...), by kind (matmul, or everything else) and by place (inside the repeated
+blocks, or outside them: recomputation only replays blocks). A run of identical blocks is
+interpreted once and multiplied by its count, so the cost of counting does not grow with depth,
+and the result stays a formula: `B·S²·...` until numbers are put in. This is tinygrad's
+symbolic cost model over the ops it renders, one level up: modules' ops instead of kernels.
 
 The bookkeeping (which attention pairs count, whether a norm counts) is a `Convention`
 (conventions.py). Under `executed`, the default, the matmul FLOPs are exactly what
@@ -24,28 +25,22 @@ import sympy as sp
 
 from archspec.backends.count.conventions import Convention
 from archspec.backends.count.params import parameter_count
-from archspec.ir.nodes import (
-    IR,
-    MLP,
-    Attention,
-    Block,
-    Composite,
-    Embedding,
-    Linear,
-    Model,
-    MoE,
-    Node,
-    Norm,
-    Repeat,
-    Stack,
+from archspec.backends.count.passes import (
+    KV_LEN,
+    S_DEC,
+    B,
+    Lengths,
+    Pass,
+    S,
+    decode_pass,
+    forward_pass,
 )
-from archspec.ir.visit import Visitor
+from archspec.ir import ops
+from archspec.ir.lower import StackValues, lower, lower_block, lower_model, lower_stack
+from archspec.ir.nodes import IR, Block, Model
+from archspec.kinds import ACTIVATIONS, NORMS
 
-# The symbols FLOPs and memory are written in, beside the spec's own dimensions.
-B = sp.Symbol("B", positive=True, integer=True)  # sequences in the batch
-S = sp.Symbol("S", positive=True, integer=True)  # positions per sequence (the encoder's)
-S_DEC = sp.Symbol("S_dec", positive=True, integer=True)  # decoder positions (encoder-decoders)
-KV_LEN = sp.Symbol("kv_len", positive=True, integer=True)  # cached positions in a decode step
+__all__ = ["KV_LEN", "S_DEC", "B", "S", "FlopFigures", "flop_figures", "count_pass"]
 
 MATMUL, OTHER = "matmul", "other"
 
@@ -64,58 +59,10 @@ COMPONENTS = {
     "head": "head",
 }
 
-# FLOPs per element of the non-matmul work. A transcendental (exp, tanh, erf) counts as one:
-# what matters at this scale is that the cost grows with the tensor, not the cycles of each op.
-# Work done once per row (a norm's square root, a softmax's reciprocal) is left out: it is
-# O(B·S) beside the O(B·S·d) around it.
-NORM = {
-    # mean (add), centre (sub), variance (mul, add), normalise (mul), scale (mul) [, shift (add)]
-    "layernorm": 6,
-    # square (mul), mean (add), normalise (mul), scale (mul)
-    "rmsnorm": 4,
-}
-SOFTMAX = 5  # max, subtract, exp, sum, divide
-ACTIVATION = {"relu": 1, "gelu": 5, "gelu_tanh": 8, "silu": 4, "tanh": 1}
-ROPE = 3  # x·cos + rotate_half(x)·sin: two multiplies and an add per channel
-
-
-@dataclass(frozen=True)
-class Lengths:
-    """The positions one stack sees in one pass, per sequence."""
-
-    queries: sp.Expr  # positions run through the stack
-    keys: sp.Expr  # positions a self-attention query attends over (queries are the last ones)
-    memory: sp.Expr = sp.Integer(0)  # encoder positions cross-attention attends over
-    project_memory: bool = True  # False in a decode step: the encoder's K and V are cached
-
-
-@dataclass(frozen=True)
-class Pass:
-    """One run of the model: the lengths of each stack that runs (None: it does not run)."""
-
-    name: str
-    encoder: Lengths | None
-    decoder: Lengths | None
-
-    def lengths(self, role: str) -> Lengths | None:
-        return self.encoder if role == "encoder" else self.decoder
-
-
-def forward_pass(layout: str) -> Pass:
-    """A forward over whole sequences: training, or the prefill of inference."""
-    if layout == "encoder-decoder":
-        return Pass("forward", Lengths(S, S), Lengths(S_DEC, S_DEC, S))
-    return Pass("forward", Lengths(S, S), Lengths(S, S))
-
-
-def decode_pass(layout: str) -> Pass | None:
-    """One generated token per sequence, attending over `kv_len` cached positions (its own
-    included). An encoder-decoder's encoder has run already and its K and V are cached."""
-    if layout == "encoder":
-        return None
-    if layout == "encoder-decoder":
-        return Pass("decode", None, Lengths(sp.Integer(1), KV_LEN, S, project_memory=False))
-    return Pass("decode", None, Lengths(sp.Integer(1), KV_LEN))
+# FLOPs per element of work no kind owns: softmax is max, subtract, exp, sum, divide. Work done
+# once per row (a norm's square root, a softmax's reciprocal) is left out: it is O(B·S) beside
+# the O(B·S·d) around it.
+SOFTMAX = 5
 
 
 Key = tuple[str, str, bool]  # (component, MATMUL | OTHER, inside the repeated blocks)
@@ -153,211 +100,172 @@ class Tally:
         )
 
 
-def attended_pairs(conv: Convention, queries: sp.Expr, keys: sp.Expr, causal: bool) -> sp.Expr:
-    """Query-key pairs per head and sequence whose score the convention counts."""
-    if conv.attention == "half":
-        return queries * keys / 2
-    if conv.attention == "causal" and causal:
-        # The queries are the last `queries` of `keys` positions and query i sees the keys up to
-        # its own: q·k - q(q-1)/2 pairs, S(S+1)/2 when q = k = S, all k when q = 1.
-        return queries * keys - queries * (queries - 1) / 2
-    return queries * keys
+class FlopCounter:
+    """The FLOPs of a stack's ops in one pass: one method per op kind, as torch.fx's
+    Interpreter has one per node. `Call` and `Blocks` interpret the ops of the module they run,
+    a run of identical blocks once, times its count."""
 
-
-class FlopCounter(Visitor[Tally]):
-    """The FLOPs of one pass of a module, with the batch and lengths of the stack it sits in."""
-
-    def __init__(self, conv: Convention, lengths: Lengths) -> None:
+    def __init__(self, conv: Convention, lengths: Lengths, ctx: StackValues | None = None):
         self.conv = conv
         self.lengths = lengths
+        self.ctx = ctx or StackValues()
         self.in_block = False  # inside a Repeat: work that full recomputation replays
+        self.tally = Tally()
 
     @property
     def tokens(self) -> sp.Expr:
         """Positions through this stack, over the whole batch."""
         return B * self.lengths.queries
 
-    def linear(self, t: Tally, node: Linear, tokens: sp.Expr, component: str) -> None:
+    def run(self, op_list: Iterable[ops.Op]) -> None:
+        for op in op_list:
+            getattr(self, f"op_{type(op).__name__.lower()}")(op)
+
+    def add(self, component: str, kind: str, flops: sp.Expr) -> None:
+        self.tally.add(component, kind, flops, self.in_block)
+
+    def elementwise(self, component: str, flops: sp.Expr) -> None:
+        if self.conv.elementwise:
+            self.add(component, OTHER, flops)
+
+    def elements(self, value: ops.Value) -> sp.Expr:
+        return self.lengths.elements(value, computed=True)
+
+    # Leaves.
+
+    def op_lookup(self, op: ops.Lookup) -> None:
+        """A gather (no FLOPs) unless the convention says matmul or counts parameters."""
+        if self.conv.per_parameter:
+            self.add("embeddings", MATMUL, 2 * self.tokens * parameter_count(op.table))
+        elif self.conv.embedding_matmul and op.token_embedding:
+            self.add("embeddings", MATMUL, 2 * self.tokens * op.table.num * op.table.dim)
+
+    def op_linearop(self, op: ops.LinearOp) -> None:
+        rows = self.lengths.rows(op.x, computed=True)
+        module = op.module
         if self.conv.per_parameter:
             # 2 FLOPs per parameter per token: biases included, a tied weight counted where
             # it is looked up (the embedding), not again at the head.
-            t.add(component, MATMUL, 2 * tokens * parameter_count(node), self.in_block)
+            self.add(op.component, MATMUL, 2 * rows * parameter_count(module))
             return
-        t.add(component, MATMUL, 2 * tokens * node.in_features * node.out_features, self.in_block)
-        if node.bias and self.conv.elementwise:
-            t.add(component, OTHER, tokens * node.out_features, self.in_block)
+        self.add(op.component, MATMUL, 2 * rows * module.in_features * module.out_features)
+        if module.bias:
+            self.elementwise(op.component, rows * module.out_features)
 
-    def elementwise(self, t: Tally, component: str, flops: sp.Expr) -> None:
+    def op_normop(self, op: ops.NormOp) -> None:
+        if self.conv.per_parameter:
+            self.add("norms", OTHER, 2 * self.tokens * parameter_count(op.module))
+            return
+        entry = NORMS[op.module.kind]
+        per_element = entry.flops_per_element + (1 if op.module.bias else 0)
+        self.elementwise("norms", per_element * self.elements(op.x))
+
+    def op_activationop(self, op: ops.ActivationOp) -> None:
+        entry = ACTIVATIONS[op.kind]
+        self.elementwise(op.component, entry.flops_per_element * self.elements(op.x))
+
+    def op_mul(self, op: ops.Mul) -> None:
+        self.elementwise(op.component, self.elements(op.out))
+
+    def op_add(self, op: ops.Add) -> None:
+        self.elementwise(op.component, self.elements(op.out))
+
+    def op_scale(self, op: ops.Scale) -> None:
+        self.elementwise(op.component, self.elements(op.out))
+
+    def op_select(self, op: ops.Select) -> None:
+        pass  # a view
+
+    def op_loss(self, op: ops.Loss) -> None:
+        pass  # not part of the model's forward
+
+    # Attention.
+
+    def op_rope(self, op: ops.Rope) -> None:
         if self.conv.elementwise:
-            t.add(component, OTHER, flops, self.in_block)
+            self.add("attn_proj", OTHER, op.flops_per_element * self.elements(op.out))
 
-    def lookup(self, t: Tally, node: Embedding, tokens: sp.Expr, token_embedding: bool) -> None:
-        """An embedding lookup: a gather (no FLOPs) unless the convention says matmul."""
-        if self.conv.per_parameter:
-            t.add("embeddings", MATMUL, 2 * tokens * parameter_count(node), self.in_block)
-        elif self.conv.embedding_matmul and token_embedding:
-            t.add("embeddings", MATMUL, 2 * tokens * node.num * node.dim, self.in_block)
-
-    # Leaves reached through `generic`: norms only; Linear and Embedding are costed by their
-    # parent, which knows how many tokens pass through them.
-
-    def visit_norm(self, node: Norm) -> Tally:
-        t = Tally()
-        if self.conv.per_parameter:
-            t.add("norms", OTHER, 2 * self.tokens * parameter_count(node), self.in_block)
-        else:
-            per_element = NORM[node.kind] + (1 if node.bias else 0)
-            self.elementwise(t, "norms", per_element * self.tokens * node.dim)
-        return t
-
-    def visit_attention(self, node: Attention) -> Tally:
-        t = Tally()
+    def op_attend(self, op: ops.Attend) -> None:
+        node = op.attention
         L = self.lengths
-        if node.cross:
-            keys = L.memory
-            kv_tokens = B * L.memory if L.project_memory else sp.Integer(0)
+        keys = L.memory if node.cross else L.keys
+        if self.conv.attention == "half":
+            pairs = L.queries * keys / 2
+        elif self.conv.attention == "causal":
+            pairs = node.mask.visible_pairs(L.queries, keys)
         else:
-            keys, kv_tokens = L.keys, self.tokens
-        for part in node.parts:
-            if isinstance(part, Linear):
-                tokens = kv_tokens if part.name in ("k", "v") else self.tokens
-                self.linear(t, part, tokens, "attn_proj")
-            elif isinstance(part, Embedding) and self.conv.per_parameter:
-                # T5's relative-position bias table: looked up once per score, but as
-                # parameters it is 2 FLOPs per token like any other.
-                t.add("softmax", OTHER, 2 * self.tokens * parameter_count(part), self.in_block)
-        pairs = B * node.n_heads * attended_pairs(self.conv, L.queries, keys, node.causal)
-        t.add("attn_scores", MATMUL, 2 * pairs * node.head_dim, self.in_block)
-        t.add("attn_values", MATMUL, 2 * pairs * node.head_dim, self.in_block)
+            pairs = L.queries * keys
+        pairs = B * node.n_heads * pairs
+        self.add("attn_scores", MATMUL, 2 * pairs * node.head_dim)
+        self.add("attn_values", MATMUL, 2 * pairs * node.head_dim)
         if self.conv.elementwise:
-            # Per score: the softmax, the 1/sqrt(d) scale, the causal mask and an ALiBi or
-            # relative-position bias are each one elementwise pass over the score matrix.
-            per_score = SOFTMAX + int(node.scale_scores) + int(node.causal)
-            per_score += int(node.position.kind in ("alibi", "relative_bias"))
-            t.add("softmax", OTHER, per_score * pairs, self.in_block)
-            if node.position.kind == "rope":
-                rotated = self.tokens * node.n_heads + kv_tokens * node.n_kv_heads
-                t.add("attn_proj", OTHER, ROPE * rotated * node.head_dim, self.in_block)
+            # Per score: the softmax, the 1/sqrt(d) scale, and each pass of the mask (hiding
+            # later keys, adding a position bias).
+            per_score = SOFTMAX + int(node.scale_scores) + node.mask.score_passes
+            self.add("softmax", OTHER, per_score * pairs)
         elif self.conv.softmax:
-            t.add("softmax", OTHER, self.conv.softmax * pairs, self.in_block)
-        return t
+            self.add("softmax", OTHER, self.conv.softmax * pairs)
 
-    def mlp(self, node: MLP, tokens: sp.Expr) -> Tally:
-        t = Tally()
-        width = sp.Integer(0)
-        for part in node.parts:
-            assert isinstance(part, Linear)
-            self.linear(t, part, tokens, "mlp")
-            if part.name == "up":
-                width = part.out_features
-        per_element = ACTIVATION[node.activation] + (1 if node.gated else 0)  # act(gate) * up
-        self.elementwise(t, "activations", per_element * tokens * width)
-        return t
+    # Mixture of experts.
 
-    def visit_mlp(self, node: MLP) -> Tally:
-        return self.mlp(node, self.tokens)
+    def op_route(self, op: ops.Route) -> None:
+        self.elementwise("router", SOFTMAX * self.tokens * op.n_experts)
 
-    def visit_moe(self, node: MoE) -> Tally:
-        t = Tally()
-        router, experts = node.parts
-        assert isinstance(router, Linear) and isinstance(experts, Repeat)
-        self.linear(t, router, self.tokens, "router")
-        self.elementwise(t, "router", SOFTMAX * self.tokens * node.n_experts)
-        # Each token runs through top_k experts: top_k·tokens rows through one expert's MLP,
-        # however they are spread over the experts.
-        expert = experts.runs[0].node
-        assert isinstance(expert, MLP)
-        t.merge(self.mlp(expert, node.top_k * self.tokens))
+    def op_dispatch(self, op: ops.Dispatch) -> None:
+        pass  # a gather
+
+    def op_combine(self, op: ops.Combine) -> None:
         # The weighted sum of the top_k expert outputs: top_k multiplies, top_k - 1 adds.
-        self.elementwise(t, "mlp", (2 * node.top_k - 1) * self.tokens * router.in_features)
-        return t
+        self.elementwise("mlp", (2 * op.top_k - 1) * self.elements(op.out))
 
-    def visit_block(self, node: Block) -> Tally:
-        t = Tally()
-        sublayers = 0
-        for part in node.parts:
-            t.merge(self.visit(part))
-            sublayers += isinstance(part, (Attention, MLP, MoE))
-        # Pre- and post-norm add each sublayer's output to the stream; parallel adds both
-        # branches in two adds as well.
-        self.elementwise(t, "residuals", sublayers * self.tokens * _d_model(node))
-        return t
+    # Structure.
 
-    def visit_repeat(self, node: Repeat) -> Tally:
-        t = Tally()
+    def op_call(self, op: ops.Call) -> None:
+        self.run(lower(op.module, op.args[0], self.ctx).ops)
+
+    def op_blocks(self, op: ops.Blocks) -> None:
         outer, self.in_block = self.in_block, True
-        for run in node.runs:
-            t.merge(self.visit(run.node), run.count)
+        for run in op.repeat.runs:
+            assert isinstance(run.node, Block)
+            inner = FlopCounter(self.conv, self.lengths, self.ctx)
+            inner.in_block = True
+            inner.run(lower_block(run.node).ops)
+            self.tally.merge(inner.tally, run.count)
         self.in_block = outer
-        return t
 
-    def visit_stack(self, node: Stack) -> Tally:
-        t = Tally()
-        d_model = _stack_width(node)
-        for part in node.parts:
-            if isinstance(part, Embedding):  # learned positions: lookup, then add
-                self.lookup(t, part, self.tokens, token_embedding=False)
-                self.elementwise(t, "embeddings", self.tokens * d_model)
-            else:
-                t.merge(self.visit(part))
-        if node.position.kind == "sinusoidal":
-            self.elementwise(t, "embeddings", self.tokens * d_model)
-        if node.scale_embedding:
-            self.elementwise(t, "embeddings", self.tokens * d_model)
-        return t
+    # What a stack builds once for its blocks: positions, encodings, angles, the mask.
 
-    def generic(self, node: Node) -> Tally:
-        if isinstance(node, Composite):
-            t = Tally()
-            for part in node.parts:
-                t.merge(self.visit(part))
-            return t
-        return super().generic(node)
+    def op_positions(self, op: ops.Positions) -> None:
+        pass
 
+    def op_sinusoids(self, op: ops.Sinusoids) -> None:
+        pass  # a function of the positions alone, computed once per sequence length
 
-def _d_model(block: Block) -> sp.Expr:
-    norm = next(p for p in block.parts if isinstance(p, Norm))
-    return norm.dim
+    def op_ropeangles(self, op: ops.RopeAngles) -> None:
+        pass
 
-
-def _stack_width(stack: Stack) -> sp.Expr:
-    blocks = stack.part("blocks")
-    assert isinstance(blocks, Repeat)
-    block = blocks.runs[0].node
-    assert isinstance(block, Block)
-    return _d_model(block)
+    def op_scorebias(self, op: ops.ScoreBias) -> None:
+        if op.table is not None and self.conv.per_parameter:
+            # T5's relative-position bias table: looked up once per score, but as parameters
+            # it is 2 FLOPs per token like any other.
+            self.add("softmax", OTHER, 2 * self.tokens * parameter_count(op.table))
 
 
 def count_pass(model: Model, conv: Convention, run: Pass) -> Tally:
     """The FLOPs of one pass of the whole model."""
     t = Tally()
-    stacks = [p for p in model.parts if isinstance(p, Stack)]
-    last: FlopCounter | None = None
-    for stack in stacks:
-        lengths = run.lengths(stack.role)
+    for segment in lower_model(model):
+        lengths = run.lengths(segment.role)
         if lengths is None:
             continue
         counter = FlopCounter(conv, lengths)
-        for part in model.parts:  # the shared embeddings each stack looks its tokens up in
-            if isinstance(part, Embedding):
-                counter.lookup(t, part, counter.tokens, token_embedding=part.name == "tok_emb")
-                if part.name != "tok_emb":  # segment embeddings are added to the tokens'
-                    counter.elementwise(t, "embeddings", counter.tokens * model.d_model)
-        t.merge(counter.visit(stack))
-        last = counter
-    assert last is not None
-    if not conv.head:
-        return t
-    for part in model.parts:
-        if isinstance(part, Linear) and part.name == "lm_head":
-            # The generated code projects every position to logits, as transformers does.
-            last.linear(t, part, last.tokens, "head")
-            if model.scale_tied_output:
-                last.elementwise(t, "head", last.tokens * model.d_model)
-        elif isinstance(part, Linear) and part.name == "pooler":
-            # BERT's pooler: tanh(dense(first token)), once per sequence.
-            last.linear(t, part, B, "head")
-            last.elementwise(t, "head", ACTIVATION["tanh"] * B * part.out_features)
+        counter.run(segment.embed)
+        stack_ops, ctx = lower_stack(segment.stack, segment.x, segment.memory)
+        counter.ctx = ctx
+        counter.run(stack_ops.ops)
+        if conv.head:
+            counter.run(segment.heads)
+        t.merge(counter.tally)
     return t
 
 

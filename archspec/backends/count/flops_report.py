@@ -56,10 +56,10 @@ class Workload:
                 raise SpecError(f"--{name.replace('_', '-')} must be at least 1")
         if self.dec_seq is not None and ir.root.layout != "encoder-decoder":
             raise SpecError(
-                f"--dec-seq applies to encoder-decoders; {ir.spec.name} is {ir.root.layout}-only",
+                f"--dec-seq applies to encoder-decoders; {ir.name} is {ir.root.layout}-only",
                 hint="use --seq for the sequence length",
             )
-        seq = self.seq if self.seq is not None else ir.spec.max_seq_len
+        seq = self.seq if self.seq is not None else ir.value(ir.root.max_seq_len)
         dec_seq = self.dec_seq if self.dec_seq is not None else seq
         generated = dec_seq if ir.root.layout == "encoder-decoder" else seq
         kv_len = self.kv_len if self.kv_len is not None else generated

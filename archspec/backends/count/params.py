@@ -19,10 +19,12 @@ from archspec.ir.nodes import (
     Composite,
     Embedding,
     Linear,
+    Model,
     MoE,
     Node,
     Norm,
     Repeat,
+    Stack,
 )
 from archspec.ir.visit import Visitor, walk
 
@@ -55,14 +57,11 @@ class ParameterCounter(Visitor["sp.Expr | int"]):
     def visit_moe(self, node: MoE) -> sp.Expr:
         if not self.active:
             return self.generic(node)
-        router, experts = node.parts
-        assert isinstance(experts, Repeat)
-        one_expert = self.visit(experts.runs[0].node)
-        return self.visit(router) + node.top_k * one_expert
+        return self.visit(node.router) + node.top_k * self.visit(node.expert)
 
     def generic(self, node: Node) -> sp.Expr:
         if isinstance(node, Composite):
-            return sum(self.visit(child) for child in node.parts)
+            return sum(self.visit(child) for child in node.children)
         return super().generic(node)
 
 
@@ -88,16 +87,19 @@ class Row:
         return self.per_copy * self.copies
 
 
-def _group(node: Node, ancestors: tuple[Node, ...], name: str) -> str:
+def _group(node: Node, ancestors: tuple[Node, ...]) -> str:
+    parent = ancestors[-1] if ancestors else None
     if isinstance(node, Norm):
         return "norms"
     if any(isinstance(a, Attention) for a in ancestors):
         return "attention"
+    if isinstance(parent, Stack) and node is parent.rel_bias:
+        return "attention"  # T5's score bias, shared by the stack's attention layers
     if any(isinstance(a, (MLP, MoE)) for a in ancestors):
         return "mlp"
-    if name == "pooler":
+    if isinstance(parent, Model) and node is parent.pooler:
         return "pooler"
-    if name == "lm_head":
+    if isinstance(parent, Model) and node is parent.lm_head:
         return "head"
     return "embeddings"
 
@@ -128,14 +130,14 @@ def parameter_rows(ir: IR) -> list[Row]:
         entry[2].append(placed.concrete_path)
     rows = []
     for (path, per_copy), (placed, copies, concrete_paths) in merged.items():
-        # A module that exists once (T5's relative bias in block 0) keeps its real index.
+        # A module that exists once (a dense first layer, a one-layer stack) keeps its index.
         name = concrete_paths[0] if len(concrete_paths) == 1 and copies == 1 else path
         terms, bias = _shape(placed.node)
         tied_to = getattr(placed.node, "tied_to", None)
         rows.append(
             Row(
                 name=name,
-                group=_group(placed.node, placed.ancestors, path),
+                group=_group(placed.node, placed.ancestors),
                 per_copy=per_copy,
                 copies=copies,
                 shape=None if tied_to else math.prod(terms),

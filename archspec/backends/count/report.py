@@ -36,15 +36,15 @@ def has_moe(ir: IR) -> bool:
 
 def param_report(ir: IR, symbolic: bool = False) -> dict[str, Any]:
     """Everything `archspec count` shows about parameters, as JSON-ready data."""
-    spec = ir.spec
+    who = ir.identity
     rows = parameter_rows(ir)
     total_expr = parameter_count(ir.root)
     report: dict[str, Any] = {
-        "name": spec.name,
-        "family": spec.family,
-        "layout": spec.layout,
-        "hf_class": spec.hf_class,
-        "source": spec.source,
+        "name": who.name,
+        "family": who.family,
+        "layout": ir.root.layout,
+        "hf_class": who.hf_class,
+        "source": who.source,
         "params": {
             "total": ir.value(total_expr),
             "rows": [

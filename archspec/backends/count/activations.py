@@ -1,0 +1,256 @@
+"""Activation memory: the bytes autograd keeps for the backward pass, op by op.
+
+An interpreter runs the same ops as the FLOP counter and the code generator
+(`archspec.ir.lower`) and asks, for each op, which tensors its backward needs, the way PyTorch
+keeps them when it runs the generated code: a Linear keeps its input, a norm its input and per-row
+statistics (RMSNorm also the normalised input), an activation its input or output as its kind
+says, a product both factors, RoPE only its angles. Two ops that keep the same tensor keep one
+storage, so each tensor is counted once (values are compared by identity, views by their base).
+The prediction equals what torch.autograd.graph.saved_tensors_hooks measures
+(tests/test_memory.py). Korthikanti et al. 2022 (Reducing Activation Recomputation in Large
+Transformer Models) count the same way for Megatron's code.
+
+A tensor is counted in the scope that made it: one block's tensors once per block (a run of
+identical blocks is interpreted once and multiplied by its count), what a stack builds for all
+its blocks (RoPE's angles, the mask, the encoder output) once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from archspec.backends.count.passes import B, Lengths, forward_pass
+from archspec.ir import ops
+from archspec.ir.lower import StackValues, lower, lower_block, lower_model, lower_stack
+from archspec.ir.nodes import IR, Block
+from archspec.kinds import ACTIVATIONS, NORMS
+
+STATS = 4  # a norm's per-row mean / 1/rms, attention's log-sum-exp and router weights are fp32
+INDEX = 8  # token ids, positions and expert choices are int64
+BOOL = 1
+
+
+@dataclass
+class Scope:
+    """The tensors kept by the ops of one module instance (a block), or of a whole stack."""
+
+    # Values hash by identity; holding them (not their ids) keeps each one alive, so no later
+    # value can take a dead one's id.
+    kept: dict[ops.Value, sp.Expr] = field(default_factory=dict)  # storage -> bytes
+    made: set[ops.Value] = field(default_factory=set)  # the values made here
+    internal: list[sp.Expr] = field(default_factory=list)  # tensors no other op sees
+
+    def total(self) -> sp.Expr:
+        return sp.Add(*self.kept.values(), *self.internal)
+
+
+class ActivationCounter:
+    """Bytes kept for backward by one training forward of one stack's ops."""
+
+    def __init__(self, lengths: Lengths, compute: int | sp.Expr, attn: str, recompute: str):
+        self.lengths = lengths
+        self.c = compute
+        self.attn = attn
+        self.recompute = recompute
+        self.ctx = StackValues()
+        self.scopes = [Scope()]
+        self.rebuilt: list[sp.Expr] = []  # full recomputation: each kind of block, rebuilt
+
+    @property
+    def tokens(self) -> sp.Expr:
+        return B * self.lengths.queries
+
+    def bytes(self, value: ops.Value) -> sp.Expr:
+        per = {"compute": self.c, "index": INDEX, "stats": STATS, "bool": BOOL}[value.dtype]
+        return self.lengths.elements(value) * per
+
+    # Bookkeeping.
+
+    def made(self, value: ops.Value | None) -> None:
+        if value is not None:
+            self.scopes[-1].made.add(value)
+
+    def keep(self, value: ops.Value) -> None:
+        """`value` is kept: count its storage once, in the scope that made it."""
+        storage = value.storage
+        owner = next((s for s in reversed(self.scopes) if storage in s.made), self.scopes[0])
+        owner.kept.setdefault(storage, self.bytes(storage))
+
+    def keep_new(self, elements: sp.Expr, per_element: int | sp.Expr) -> None:
+        """A tensor made and kept inside one op (an internal copy, statistics)."""
+        self.scopes[-1].internal.append(elements * per_element)
+
+    def run(self, op_list) -> None:
+        for op in op_list:
+            self.made(op.out)
+            if isinstance(op, ops.Route):
+                self.made(op.chosen)
+            getattr(self, f"op_{type(op).__name__.lower()}")(op)
+
+    # Leaves.
+
+    def op_lookup(self, op: ops.Lookup) -> None:
+        if op.index is not None:
+            self.keep(op.index)  # the embedding's backward scatters by index
+
+    def op_linearop(self, op: ops.LinearOp) -> None:
+        self.keep(op.x)
+
+    def op_normop(self, op: ops.NormOp) -> None:
+        """A norm keeps its input and per-row statistics (RMSNorm also the normalised input,
+        for the scale's gradient). Its output is kept by whatever reads it."""
+        entry = NORMS[op.module.kind]
+        self.keep(op.x)
+        rows = self.lengths.rows(op.x)
+        self.keep_new(rows, entry.row_statistics * STATS)
+        if entry.keeps_normalised:
+            self.keep_new(self.lengths.elements(op.x), self.c)
+
+    def op_activationop(self, op: ops.ActivationOp) -> None:
+        keeps = ACTIVATIONS[op.kind].keeps
+        if keeps in ("input", "both"):
+            self.keep(op.x)
+        if keeps in ("output", "both"):
+            self.keep(op.out)
+
+    def op_mul(self, op: ops.Mul) -> None:
+        self.keep(op.a)
+        self.keep(op.b)
+
+    def op_add(self, op: ops.Add) -> None:
+        pass  # the gradient of a sum needs neither operand
+
+    def op_scale(self, op: ops.Scale) -> None:
+        pass  # by a constant
+
+    def op_select(self, op: ops.Select) -> None:
+        pass  # a view
+
+    def op_loss(self, op: ops.Loss) -> None:
+        # Cross-entropy keeps the log-softmax over the logits.
+        self.keep_new(self.lengths.elements(op.logits), self.c)
+
+    # Attention.
+
+    def op_rope(self, op: ops.Rope) -> None:
+        # x·cos + rotate_half(x)·sin: each product keeps the factor that is not x's, the
+        # angles the stack computed once for all blocks.
+        self.keep(op.angles)
+
+    def op_attend(self, op: ops.Attend) -> None:
+        node = op.attention
+        L, c = self.lengths, self.c
+        n, h, hd = self.tokens, node.n_heads, node.head_dim
+        keys = L.memory if node.cross else L.keys
+        kv_tokens = B * keys
+        if self.attn == "flash" or self.recompute == "selective":
+            # A fused kernel keeps q, k and v (the projections, or RoPE's rotated copies) and,
+            # to rebuild the probabilities, its output and one fp32 log-sum-exp per row. The
+            # output is laid out like q, (B, S, h, hd), so merging the heads is a view and the
+            # output projection keeps that same tensor. Selective recomputation keeps what
+            # the attention core starts from, q, k and v, and the merged heads.
+            for value in (op.q, op.k, op.v, op.out):
+                self.keep(value)
+            if self.attn == "flash":
+                self.keep_new(B * h * L.queries, STATS)
+                if op.mask is not None:
+                    self.keep(op.mask)  # the kernel keeps the additive mask
+            return
+        # PyTorch's eager (math) attention keeps scaled copies of q and k, v made contiguous
+        # (k and v repeated per query head under GQA), and the probabilities: B·h·S² values.
+        # Merging the heads copies the output, which the output projection keeps.
+        self.keep_new(n * h * hd + 2 * kv_tokens * h * hd, c)
+        self.keep_new(B * h * L.queries * keys, c)
+
+    # Mixture of experts.
+
+    def op_route(self, op: ops.Route) -> None:
+        # fp32 probabilities over the experts, the top-k indices, the top-k weights and their
+        # sum (for the renormalisation).
+        n, k = self.tokens, op.top_k
+        self.keep_new(n * op.n_experts, STATS)
+        self.keep_new(n * k, INDEX + STATS)
+        self.keep_new(n, STATS)
+
+    def op_dispatch(self, op: ops.Dispatch) -> None:
+        # Per routed copy of a token: its (token, slot) indices.
+        self.keep_new(self.lengths.rows(op.out), 2 * INDEX)
+
+    def op_combine(self, op: ops.Combine) -> None:
+        # The expert output scaled by its fp32 weight keeps both; index_add_ keeps its source.
+        routed = self.lengths.rows(op.expert_out)
+        self.keep(op.expert_out)
+        self.keep_new(routed, STATS)
+        self.keep_new(routed * op.expert_out.width, self.c)
+
+    # Structure.
+
+    def op_call(self, op: ops.Call) -> None:
+        self.run(lower(op.module, op.args[0], self.ctx).ops)
+
+    def op_blocks(self, op: ops.Blocks) -> None:
+        total = sp.Integer(0)
+        for run in op.repeat.runs:
+            assert isinstance(run.node, Block)
+            low = lower_block(run.node)
+            self.scopes.append(Scope())
+            for value in low.inputs:
+                self.made(value)
+            self.run(low.ops)
+            block = self.scopes.pop().total()
+            if self.recompute == "full":
+                # Checkpointing keeps each block's input; backward rebuilds one block at a
+                # time, so the largest block's activations come on top, once for the model.
+                self.rebuilt.append(block)
+                block = self.bytes(low.inputs[0])
+            total += run.count * block
+        self.scopes[-1].internal.append(total)
+
+    # What a stack builds once for its blocks.
+
+    def op_positions(self, op: ops.Positions) -> None:
+        pass
+
+    def op_sinusoids(self, op: ops.Sinusoids) -> None:
+        pass
+
+    def op_ropeangles(self, op: ops.RopeAngles) -> None:
+        pass
+
+    def op_scorebias(self, op: ops.ScoreBias) -> None:
+        if op.table is None:
+            return  # ALiBi's bias is a constant
+        # T5: the bucket of every (query, key) pair, kept by the table lookup, and in a causal
+        # stack the bool mask torch.where selects the learned bias with.
+        pairs = self.lengths.queries * self.lengths.keys
+        self.keep_new(pairs, INDEX)
+        if op.causal:
+            self.keep_new(pairs, BOOL)
+
+
+def activation_bytes(
+    ir: IR, compute: int | sp.Expr = 4, attn: str = "eager", recompute: str = "none"
+) -> sp.Expr:
+    """Bytes kept for backward by one training forward of the batch, and by its loss (the
+    log-softmax over the logits, when there is an LM head)."""
+    run = forward_pass(ir.root.layout)
+    total = sp.Integer(0)
+    rebuilt: list[sp.Expr] = []
+    memory_kept: list[sp.Expr] = []
+    for segment in lower_model(ir.root):
+        lengths = run.lengths(segment.role)
+        assert lengths is not None
+        counter = ActivationCounter(lengths, compute, attn, recompute)
+        counter.run(segment.embed)
+        stack_ops, ctx = lower_stack(segment.stack, segment.x, segment.memory)
+        counter.ctx = ctx
+        counter.run(stack_ops.ops)
+        counter.run(segment.heads)
+        total += counter.scopes[0].total()
+        rebuilt += counter.rebuilt
+        memory_kept.append(counter)
+    if rebuilt:
+        total += sp.Max(*rebuilt)
+    return total
