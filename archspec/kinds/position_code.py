@@ -3,16 +3,19 @@
 A generated stack places the same slots for every kind (after the embeddings are scaled: add
 positions; after the embedding norm: build what attention rotates by; before the mask: the bias
 on the scores) and asks the kind's `PositionCode` what goes in each. The kind also brings the
-module-level helper functions it calls. So a new position kind is an entry in
-`archspec.kinds.positions.POSITIONS` plus one class here; the code generator does not change.
+module-level helper functions it calls. Each entry of `archspec.kinds.positions.POSITIONS`
+holds its code object (`PositionKind.code`), so a new position kind is an entry there plus,
+if it needs code, a class here; the code generator does not change.
 The lines are written already in `ruff format` style for the indentation of a method body.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from archspec.kinds.positions import PositionKind
+if TYPE_CHECKING:
+    from archspec.kinds.positions import PositionKind
 
 
 @dataclass(frozen=True)
@@ -261,21 +264,3 @@ class RelativeBias(PositionCode):
             "# One learned bias per (distance bucket, head), shared by all blocks.",
             f"bias = self.{ctx.table}(buckets).permute(2, 0, 1).unsqueeze(0)",
         ]
-
-
-POSITION_CODE: dict[str, PositionCode] = {
-    "learned": Learned(),
-    "sinusoidal": Sinusoidal(),
-    "rope": Rotary(),
-    "alibi": Alibi(),
-    "relative_bias": RelativeBias(),
-    "none": PositionCode(),
-}
-
-
-def position_code(entry: PositionKind) -> PositionCode:
-    """The PyTorch code of a position kind."""
-    try:
-        return POSITION_CODE[entry.name]
-    except KeyError:
-        raise KeyError(f"position kind '{entry.name}' has no PyTorch code") from None

@@ -18,7 +18,6 @@ from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.leaves import assign
 from archspec.backends.torchgen.text import call, class_, docstring, method
 from archspec.ir.nodes import Attention, Stack
-from archspec.kinds.position_code import position_code
 
 
 def _heads(f: Features, node: Attention) -> str:
@@ -47,7 +46,7 @@ def _params(f: Features, node: Attention, stack: Stack) -> list[str]:
     if node.cross:
         return ["x: Tensor", "encoder_out: Tensor", "mask: Tensor | None"]
     params = ["x: Tensor", "mask: Tensor | None"]
-    angles = position_code(stack.position.entry).angles
+    angles = stack.position.entry.code.angles
     if node.rotary and angles is not None:
         params.append(f"{angles[0]}: {angles[1]}")
     if f.cache:
@@ -110,7 +109,7 @@ def _forward(f: Features, node: Attention, stack: Stack) -> str:
         f"v = self.split_heads(self.v({source}))",
     ]
     if node.rotary:
-        body += position_code(stack.position.entry).rotate()
+        body += stack.position.entry.code.rotate()
     if f.cache and not node.cross:
         body += ["if cache is not None:", "    k, v = cache.update(k, v)"]
     return method(

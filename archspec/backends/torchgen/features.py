@@ -27,7 +27,7 @@ from archspec.ir.nodes import (
     Stack,
 )
 from archspec.ir.visit import walk
-from archspec.kinds.position_code import PositionCode, position_code
+from archspec.kinds.position_code import PositionCode
 
 
 class UnsupportedIR(ValueError):
@@ -107,7 +107,7 @@ class Features:
         return frozenset(s.causal for s in self.stacks)
 
     def position_code(self, stack: Stack) -> PositionCode:
-        return position_code(stack.position.entry)
+        return stack.position.entry.code
 
     def classes(self, kind: type) -> list[tuple[Composite, Stack]]:
         """One node per generated class of `kind`, in order of appearance, with the stack it

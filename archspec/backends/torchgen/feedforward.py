@@ -16,10 +16,10 @@ from archspec.ir.ops import Value
 def _mlp_doc(node: MLP) -> str:
     entry = node.entry
     if node.gated and entry.glu_name:
-        return f"{entry.glu_name} feed-forward network: down({entry.label}(gate(x)) * up(x))."
+        return f"{entry.glu_name} feed-forward network: down({entry.long_label}(gate(x)) * up(x))."
     if node.gated:
-        return f"Gated feed-forward network with {entry.label}: down(act(gate(x)) * up(x))."
-    return f"Feed-forward network with {entry.label}: down(act(up(x)))."
+        return f"Gated feed-forward network with {entry.long_label}: down(act(gate(x)) * up(x))."
+    return f"Feed-forward network with {entry.long_label}: down(act(up(x)))."
 
 
 def mlp_class(f: Features, node: MLP, size: ExprPrinter) -> str:
