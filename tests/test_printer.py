@@ -187,6 +187,7 @@ OVERRIDDEN = [
     ("t5-small", ["n_layers=1"]),
     ("bart-base", ["decoder.n_layers=2", "encoder.n_layers=1"]),
     ("mixtral-8x7b", ["n_layers=2", "moe.n_experts=1", "moe.top_k=1"]),
+    ("mixtral-8x7b", ["n_layers=3", "moe.n_experts=2", "moe.top_k=1", "moe.dense_layers=1"]),
 ]
 
 

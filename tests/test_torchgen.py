@@ -45,6 +45,8 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "encdec-pre-norm-none": ("transformer-base", ["residual=pre", "position.kind=none"]),
     "parallel-moe": ("palm-8b", ["moe.n_experts=4", "moe.top_k=2"]),
     "t5-one-layer": ("t5-small", ["n_layers=1"]),
+    # DeepSeek-style: the first layer keeps a dense MLP (DenseBlock, then MoEBlocks).
+    "moe-dense-first": ("mixtral-8x7b", ["moe.dense_layers=1"]),
 }
 CASES = [(name, []) for name in SPECS] + list(VARIANTS.values())
 CASE_IDS = SPECS + list(VARIANTS)

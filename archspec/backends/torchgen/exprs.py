@@ -69,8 +69,11 @@ class ExprPrinter:
         raise ValueError(f"cannot print the size expression {expr} as Python")
 
     def _sum(self, expr: sp.Add, constants: dict[int, str]) -> str:
-        # Dimensions first, the constant last: `config.n_layers - 1`.
-        terms = sorted(expr.args, key=lambda t: (t.is_Number, str(t)))
+        # Dimensions first, subtracted ones after added ones, the constant last:
+        # `config.n_layers - config.n_dense_layers - 1`.
+        terms = sorted(
+            expr.args, key=lambda t: (t.is_Number, t.could_extract_minus_sign(), str(t))
+        )
         out = ""
         for term in terms:
             negative = term.could_extract_minus_sign()

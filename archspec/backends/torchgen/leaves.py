@@ -49,7 +49,7 @@ def module_list(repeat: Repeat, constructor: Callable[[Node], str], size: ExprPr
             code = call(f"{target} = nn.ModuleList", [f"[{built}]"], 2)
         return [code]
     name = repeat.name
-    out = [f"# Not all alike: {len(repeat.runs)} runs of identical modules, in order."]
+    out = ["# Not all alike: each run of identical modules in turn, in index order."]
     for i, run in enumerate(repeat.runs):
         count, module = size(run.count), constructor(run.node)
         built = f"[{module}]" if count == "1" else f"[{module} for _ in range({count})]"
