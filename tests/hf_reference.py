@@ -206,3 +206,46 @@ def build_meta(name: str):
 
 def reference_count(name: str) -> int:
     return sum(p.numel() for p in build_meta(name).parameters())
+
+
+# One small config.json per Hugging Face family (model_type), in transformers' own field names:
+# what tests/test_hf_families.py imports and exports again. Every family in
+# archspec.hf.families.FAMILIES has one; adding a family adds its line here.
+# fmt: off
+_SMALL = {"vocab_size": 99}
+FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
+    "bert": {"architectures": ["BertModel"], **_SMALL, "hidden_size": 64,
+             "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+             "max_position_embeddings": 32, "type_vocab_size": 2},
+    "roberta": {"architectures": ["RobertaModel"], **_SMALL, "hidden_size": 64,
+                "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+                "max_position_embeddings": 34, "type_vocab_size": 1, "pad_token_id": 1},
+    "gpt2": {"architectures": ["GPT2LMHeadModel"], **_SMALL, "n_embd": 64, "n_layer": 2,
+             "n_head": 4, "n_positions": 32},
+    "openai-gpt": {"architectures": ["OpenAIGPTLMHeadModel"], **_SMALL, "n_embd": 64,
+                   "n_layer": 2, "n_head": 4, "n_positions": 32},
+    "t5": {"architectures": ["T5ForConditionalGeneration"], **_SMALL, "d_model": 64,
+           "d_kv": 16, "d_ff": 128, "num_layers": 2, "num_decoder_layers": 3, "num_heads": 4,
+           "feed_forward_proj": "relu"},
+    "bart": {"architectures": ["BartForConditionalGeneration"], **_SMALL, "d_model": 64,
+             "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4,
+             "decoder_attention_heads": 4, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128,
+             "max_position_embeddings": 32},
+    "llama": {"architectures": ["LlamaForCausalLM"], **_SMALL, "hidden_size": 64,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "intermediate_size": 128, "max_position_embeddings": 32, "rope_theta": 10000.0,
+              "tie_word_embeddings": False},
+    "mistral": {"architectures": ["MistralForCausalLM"], **_SMALL, "hidden_size": 64,
+                "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "intermediate_size": 128, "max_position_embeddings": 32},
+    "mixtral": {"architectures": ["MixtralForCausalLM"], **_SMALL, "hidden_size": 64,
+                "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "intermediate_size": 128, "max_position_embeddings": 32,
+                "num_local_experts": 4, "num_experts_per_tok": 2},
+    "bloom": {"architectures": ["BloomForCausalLM"], **_SMALL, "hidden_size": 64, "n_layer": 2,
+              "n_head": 4},
+    "opt": {"architectures": ["OPTForCausalLM"], **_SMALL, "hidden_size": 64,
+            "word_embed_proj_dim": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "ffn_dim": 128, "max_position_embeddings": 32},
+}
+# fmt: on

@@ -1,7 +1,8 @@
 """The transformers implementation of a spec, with the generated model's weights.
 
-The class is the spec's `hf_class`, its config comes from `hf_config.hf_config_dict` (checked
-to be the same architecture), and attention runs through SDPA as in the generated code. The
+The class is the spec's `hf_class`, its config comes from the family's exporter
+(`archspec.hf.export_config.hf_config_dict`, checked to be the same architecture), and
+attention runs through SDPA as in the generated code. The
 weights are made equal with archspec.hf's `load_weights`, which maps a transformers state dict
 onto the generated model strictly (every tensor used, every parameter filled).
 """
@@ -13,8 +14,8 @@ from typing import Any
 
 import torch
 
-from archspec.bench.hf_config import hf_config_dict
 from archspec.errors import SpecError
+from archspec.hf.export_config import hf_config_dict
 from archspec.ir.nodes import IR
 
 

@@ -23,10 +23,10 @@ from typing import Any
 
 import torch
 
+from archspec.backends.count.report import has_moe
 from archspec.bench import devices, memory, steps
 from archspec.bench.analysis import predict
 from archspec.bench.timing import Times, synchronize, time_step
-from archspec.backends.count.report import has_moe
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 

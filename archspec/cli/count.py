@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.cli.app import app
 from archspec.cli.common import (
     DebugOpt,
@@ -415,7 +416,7 @@ def _render_workload(report: dict[str, Any]) -> None:
     mem.add_column("bytes", justify="right")
     mem.add_column("", justify="right")
     master = " + master" if w["dtype"] != "fp32" else ""
-    recompute = "no recompute" if w["recompute"] == "none" else f"{w['recompute']} recomp."
+    recompute = "no recompute" if w["recompute"] == NO_RECOMPUTE else f"{w['recompute']} recomp."
     rows = [
         (f"weights ({w['dtype']})", memory["weights"]),
         ("gradients", memory["gradients"]),

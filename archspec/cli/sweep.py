@@ -45,7 +45,9 @@ def chart_sweep(report: dict[str, Any], ir, workload, path: Path) -> None:
     from archspec.backends.compare.sweep import chart_lengths, seq_sweep
 
     check_path(path)
-    sweep = report.get("sweep") or seq_sweep(ir, workload, chart_lengths(ir.value(ir.root.max_seq_len)))
+    sweep = report.get("sweep") or seq_sweep(
+        ir, workload, chart_lengths(ir.value(ir.root.max_seq_len))
+    )
     plot_sweep(report["name"], sorted(sweep, key=lambda e: e["workload"]["seq"]), path)
     stderr().print(f"wrote {path}")
 

@@ -1,4 +1,4 @@
-"""Reading a transformers config.json: the file, and its fields one by one.
+"""A transformers config.json's fields, read one by one (import) and written (export).
 
 `Fields` hands each field to the family importer that asks for it (with transformers' default
 when the file leaves it out) and remembers what was read, so that whatever is left over can be
@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from archspec.errors import Location, SpecError
-from archspec.hf.classes import HFClass
+from archspec.hf.family import HFClass
+
+if TYPE_CHECKING:
+    from archspec.spec.schema import Spec
 
 # Fields every config may carry that do not change the function a model computes in eval mode.
 # fmt: off
@@ -47,6 +50,9 @@ ACTIVATIONS = {
     "silu": "silu",
     "swish": "silu",
 }
+
+# The spec's activation names -> transformers' (what the exporters write).
+EXPORT_ACTIVATIONS = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "silu": "silu"}
 
 _MISSING = object()
 
@@ -145,6 +151,11 @@ def read_head(f: Fields, cls: HFClass, tie_default: bool) -> dict[str, Any]:
         }
     f.harmless("tie_word_embeddings")
     return {"lm_head": False, "pooler": cls.head == "pooler"}
+
+
+def head_fields(spec: Spec) -> dict[str, Any]:
+    """The config.json fields of the spec's head, for an exporter (`read_head`'s inverse)."""
+    return {"tie_word_embeddings": spec.head.tied}
 
 
 def read_config(path: str | Path) -> tuple[dict[str, Any], Path]:

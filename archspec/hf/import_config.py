@@ -8,25 +8,21 @@ config is never silently turned into a different model. The spec is then written
 `extends:` on the family base that needs the fewest overrides, and checked: resolving the
 written spec must give back exactly what was read.
 
-The work is split by concern: `config_fields` reads the file and its fields, the importers in
-`import_encoders` and `import_decoders` translate one model_type each, and `minimal_spec`
-writes the result over the base that needs the fewest overrides. This module ties them
-together.
+The work is split by concern: `config_fields` reads the file and its fields, each family's
+record (`archspec.hf.families`) translates its model_type, and `minimal_spec` writes the result
+over the base that needs the fewest overrides. This module ties them together.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from archspec.errors import Location, SpecError, did_you_mean
-from archspec.hf import import_decoders as decoders
-from archspec.hf import import_encoders as encoders
-from archspec.hf.classes import CLASSES, HFClass, hf_class
+from archspec.hf.classes import HFClass, hf_class
 from archspec.hf.config_fields import Fields, read_config
+from archspec.hf.families import FAMILIES
 from archspec.hf.minimal_spec import Imported, fewest_overrides
 
 __all__ = ["FAMILIES", "Imported", "import_config", "read_config"]
@@ -48,28 +44,6 @@ def _generic(f: Fields) -> None:
         )
 
 
-@dataclass(frozen=True)
-class _Family:
-    importer: Callable[[Fields, HFClass], dict[str, Any]]
-    bases: tuple[str, ...]  # candidate built-in bases, best first on a tie
-    family: str | None = None  # a family name to set over the base's
-
-
-FAMILIES: dict[str, _Family] = {
-    "bert": _Family(lambda f, c: encoders.bert_like(f, c, roberta=False), ("_bert",)),
-    "roberta": _Family(lambda f, c: encoders.bert_like(f, c, roberta=True), ("_roberta",)),
-    "gpt2": _Family(decoders.gpt2, ("_gpt2",)),
-    "openai-gpt": _Family(decoders.openai_gpt, ("gpt-1",)),
-    "t5": _Family(encoders.t5, ("_t5", "_flan-t5")),
-    "bart": _Family(encoders.bart, ("_bart",)),
-    "llama": _Family(decoders.llama_like, ("_llama",)),
-    "mistral": _Family(decoders.llama_like, ("_mistral",)),
-    "mixtral": _Family(decoders.llama_like, ("_llama",), family="mixtral"),
-    "bloom": _Family(decoders.bloom, ("_bloom",)),
-    "opt": _Family(decoders.opt, ("_opt",)),
-}
-
-
 def _choose_class(f: Fields, model_type: str, architecture: str | None) -> HFClass:
     archs = f.data.get("architectures") or []
     if architecture is not None:
@@ -79,7 +53,7 @@ def _choose_class(f: Fields, model_type: str, architecture: str | None) -> HFCla
             raise f.error("architectures", "expected a list of class names")
         name = archs[0]
     else:
-        name = next(c.name for c in CLASSES.values() if c.model_type == model_type)
+        name = FAMILIES[model_type].default_class.name
         f.notes.append(f"config.json names no architecture; imported as {name}")
     try:
         cls = hf_class(name)
@@ -133,7 +107,7 @@ def import_config(
     f = Fields(data, where, model_type)
     cls = _choose_class(f, model_type, architecture)
     _generic(f)
-    target = family.importer(f, cls)
+    target = family.import_config(f, cls)
     target["hf_class"] = cls.name
     f.harmless("is_decoder", "is_encoder_decoder", "tie_word_embeddings")
     unknown = f.leftovers()
@@ -146,5 +120,5 @@ def import_config(
             hint="if it does not change the model, delete it from config.json",
         )
     src = source or _source(data, path)
-    base, minimal, spec = fewest_overrides(family.bases, target, family.family, src, where)
+    base, minimal, spec = fewest_overrides(family.bases, target, family.spec_family, src, where)
     return Imported(minimal, base, spec, tuple(f.notes), path, model_type, cls.name)

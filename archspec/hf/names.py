@@ -1,7 +1,8 @@
 """Our module names beside transformers', derived from the IR.
 
-Walking the IR gives every parameter-owning module (`leaves`); a family's vocabulary
-(`family_names.py`) says what transformers calls each, in the spec's class (`Naming`).
+Walking the IR gives every parameter-owning module (`leaves`); a family's name rules
+(`Family.names`, in `archspec.hf.families`) say what transformers calls each, in the spec's
+class (`Naming`).
 `count --names hf` shows the result (`hf_module_names`); `tensor_rules.py` builds the rules
 that `weights.py` converts checkpoints with. This module must not import torch: `count` never
 does.
@@ -15,7 +16,8 @@ from dataclasses import dataclass, replace
 
 from archspec.errors import SpecError
 from archspec.hf.classes import HFClass, hf_class
-from archspec.hf.family_names import FAMILIES, Family, Target, Where, mixtral_module_block
+from archspec.hf.families import family_of
+from archspec.hf.family import Family, Target, Where
 from archspec.ir.nodes import IR, MLP, Block, Embedding, Linear, Node, Norm, Repeat
 from archspec.ir.visit import walk
 
@@ -109,23 +111,20 @@ class Naming:
     def full(self, name: str, outside: bool = False) -> str:
         if name.startswith("@"):  # outside the base model by construction
             return name[1:]
-        return name if (outside or self.base) else self.family.prefix + name
+        return name if (outside or self.base) else self.family.names.prefix + name
 
     def target(self, leaf: Leaf) -> Target:
         w = leaf.where
-        fam = self.family
+        rules = self.family.names
         if w.role is None:
-            found = fam.model(w)
+            found = rules.model(w)
         elif w.index is None:
-            found = fam.stack(w)
+            found = rules.stack(w)
         else:
-            block = fam.block
-            if self.variant == "module" and fam.model_type == "mixtral":
-                block = mixtral_module_block
-            found = block(w)
+            found = rules.block_in(self.variant)(w)
             if found is not None:
                 found = found if isinstance(found, Target) else Target(found)
-                found = replace(found, module=f"{fam.blocks(w.role)}.{w.index}.{found.module}")
+                found = replace(found, module=f"{rules.blocks(w.role)}.{w.index}.{found.module}")
         if found is None:
             raise SpecError(
                 f"'{leaf.symbolic}' has no counterpart in transformers' {self.cls.name}",
@@ -165,8 +164,7 @@ def naming(ir: IR, base: bool | None = None, variant: str = "checkpoint") -> Nam
             hint="transformers names exist for specs with an hf_class; see `archspec list`",
         )
     cls = hf_class(spec.hf_class)
-    family = FAMILIES[cls.model_type]
-    return Naming(cls, family, cls.base if base is None else base, variant)
+    return Naming(cls, family_of(cls), cls.base if base is None else base, variant)
 
 
 def hf_module_names(ir: IR) -> dict[str, str]:

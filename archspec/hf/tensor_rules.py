@@ -15,21 +15,17 @@ from dataclasses import dataclass, field
 
 import torch
 
+from archspec.hf.family import BufferCheck, Shape
 from archspec.hf.names import Naming, leaves
 from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm
 
-Shape = tuple[int, ...]
-
-
 # --- Buffers that some checkpoints store ---------------------------------------------------
 #
-# Per model_type, for one stack role: (name, check, the shape transformers' own state dict
-# gives it, or None when it has none). `{i}` stands for each block's index; a name starting
-# with `@` lies outside the base model and exists only in LM-head classes.
+# Each family lists its buffers (`Family.buffers`) with the name of a check; the checks are
+# here, where torch is. A check says what is wrong with a stored buffer's value, or None when
+# it is right.
 
-# A check says what is wrong with a stored buffer's value, or None when it is right.
 Check = Callable[[torch.Tensor], str | None]
-Buffers = Callable[[IR, str], list[tuple[str, Check, Shape | None]]]
 
 
 def _anything(t: torch.Tensor) -> str | None:
@@ -70,44 +66,13 @@ def _is_inv_freq(ir: IR) -> Check:
     return check
 
 
-def _bert_buffers(ir: IR, role: str) -> list[tuple[str, Check, Shape | None]]:
-    return [
-        ("embeddings.position_ids", _is_arange, None),
-        ("embeddings.token_type_ids", _is_zero, None),
-    ]
-
-
-def _gpt_buffers(ir: IR, role: str) -> list[tuple[str, Check, Shape | None]]:
-    # Older GPT checkpoints store the causal mask of every block.
-    return [
-        ("h.{i}.attn.bias", _is_causal_mask, None),
-        ("h.{i}.attn.masked_bias", _anything, None),
-    ]
-
-
-def _bart_buffers(ir: IR, role: str) -> list[tuple[str, Check, Shape | None]]:
-    # The LM head's bias is a zero buffer (final_logits_bias) outside the base model.
-    return [("@final_logits_bias", _is_zero, (1, ir.spec.vocab_size))]
-
-
-def _rope_buffers(ir: IR, role: str) -> list[tuple[str, Check, Shape | None]]:
-    # Older LLaMA checkpoints store the rotary frequencies of every layer.
-    check = _is_inv_freq(ir)
-    return [
-        ("layers.{i}.self_attn.rotary_emb.inv_freq", check, None),
-        ("rotary_emb.inv_freq", check, None),
-    ]
-
-
-BUFFERS: dict[str, Buffers] = {
-    "bert": _bert_buffers,
-    "roberta": _bert_buffers,
-    "gpt2": _gpt_buffers,
-    "openai-gpt": _gpt_buffers,
-    "bart": _bart_buffers,
-    "llama": _rope_buffers,
-    "mistral": _rope_buffers,
-    "mixtral": _rope_buffers,
+# A family's check names -> the check for one spec (RoPE's frequencies depend on its theta).
+CHECKS: dict[BufferCheck, Callable[[IR], Check]] = {
+    "anything": lambda ir: _anything,
+    "zeros": lambda ir: _is_zero,
+    "arange": lambda ir: _is_arange,
+    "causal_mask": lambda ir: _is_causal_mask,
+    "rope_inv_freq": _is_inv_freq,
 }
 
 
@@ -260,14 +225,13 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
 
 
 def _buffer_rules(n: Naming, ir: IR) -> list[TensorRule]:
-    buffers = BUFFERS.get(n.family.model_type)
-    if buffers is None:
-        return []
+    buffers = n.family.buffers
     rules = []
     roles = [p.name for p in ir.root.parts if p.name in ("encoder", "decoder")]
     for role in roles:
         n_layers = ir.spec.stack_layers(role)
-        for pattern, check, shape in buffers(ir, role):
+        for buffer in buffers:
+            pattern = buffer.name
             if pattern.startswith("@") and n.cls.head != "lm":
                 continue
             names = (
@@ -283,8 +247,8 @@ def _buffer_rules(n: Naming, ir: IR) -> list[TensorRule]:
                         (),
                         "buffer",
                         optional=True,
-                        check=check,
-                        buffer_shape=shape,
+                        check=CHECKS[buffer.check](ir),
+                        buffer_shape=buffer.shape(ir.spec) if buffer.shape else None,
                     )
                 )
     unique = {r.hf: r for r in rules}

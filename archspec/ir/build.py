@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from archspec import kinds
-from archspec.kinds.positions import NO_POSITION
 from archspec.ir.nodes import (
     IR,
     MLP,
@@ -28,6 +27,7 @@ from archspec.ir.nodes import (
     Stack,
     Sublayer,
 )
+from archspec.kinds.positions import NO_POSITION
 from archspec.spec.schema import Spec
 
 if TYPE_CHECKING:

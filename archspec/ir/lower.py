@@ -36,6 +36,7 @@ from archspec.ir.ops import (
     Sinusoids,
     Value,
 )
+from archspec.kinds.activations import POOLER_ACTIVATION
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,13 @@ def lower_moe(node: MoE, x: Value) -> Lowered:
     low.emit(LinearOp(logits, x, node.router, "router"))
     chosen = Value("chosen", x.rows, node.top_k, dtype="index")
     weights = low.emit(
-        Route(Value("weights", x.rows, node.top_k, "stats"), logits, chosen, node.n_experts, node.top_k)
+        Route(
+            Value("weights", x.rows, node.top_k, "stats"),
+            logits,
+            chosen,
+            node.n_experts,
+            node.top_k,
+        )
     )
     routed = low.emit(Dispatch(Value("routed", x.rows, x.width, copies=node.top_k), x, chosen))
     expert = Value("expert_out", x.rows, x.width, copies=node.top_k)
@@ -124,16 +131,16 @@ def lower_block(node: Block) -> Lowered:
     """A block's forward from its residual kind. Its input is a value of its own."""
     x = Value("x", "tokens", node.width)
     low = Lowered(inputs=(x,))
-    flow = node.entry.flow
-    if flow == "parallel":
+    position = node.entry.norm_position
+    if position == "shared":
         assert node.shared_norm is not None
         h = low.emit(NormOp(Value("h", "tokens", node.width), x, node.shared_norm))
         for sub in node.sublayers:
             out = low.emit(Call(Value(sub.layer.name, "tokens", node.width), sub.layer, (h,)))
             x = low.emit(Add(Value("x", "tokens", node.width), x, out, "residuals"))
-    for sub in node.sublayers if flow != "parallel" else ():
+    for sub in node.sublayers if position != "shared" else ():
         assert sub.norm is not None
-        if flow == "pre":
+        if position == "before":
             h = low.emit(NormOp(Value("h", "tokens", node.width), x, sub.norm))
             out = low.emit(Call(Value(sub.layer.name, "tokens", node.width), sub.layer, (h,)))
             x = low.emit(Add(Value("x", "tokens", node.width), x, out, "residuals"))
@@ -170,7 +177,7 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
     attn = block.attn
     if entry.rotary:
         assert positions is not None
-        angles = low.emit(RopeAngles(Value("rope", "positions", 2 * attn.head_dim), positions))
+        angles = low.emit(RopeAngles(Value("angles", "positions", 2 * attn.head_dim), positions))
     if entry.score_bias:
         heads = attn.n_heads
         mask = low.emit(ScoreBias(Value("mask", "pairs", heads), node.rel_bias, heads, node.causal))
@@ -216,7 +223,7 @@ def lower_model(model: Model) -> list[Segment]:
         if last and model.pooler is not None:
             first = heads.emit(Select(Value("first", "batch", d, base=hidden), hidden))
             dense = heads.emit(LinearOp(Value("pooled", "batch", d), first, model.pooler, "head"))
-            heads.emit(ActivationOp(Value("pooled", "batch", d), dense, "tanh", "head"))
+            heads.emit(ActivationOp(Value("pooled", "batch", d), dense, POOLER_ACTIVATION, "head"))
         if last and model.lm_head is not None:
             h = hidden
             if model.scale_tied_output:

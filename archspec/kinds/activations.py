@@ -48,3 +48,6 @@ ACTIVATIONS: dict[str, ActivationKind] = {
         ActivationKind("tanh", "tanh", "torch.tanh({})", 1, "output"),
     )
 }
+
+# BERT's pooler: tanh(dense(first token)).
+POOLER_ACTIVATION = ACTIVATIONS["tanh"].name

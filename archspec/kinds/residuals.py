@@ -3,7 +3,7 @@
 A block has sublayers (self-attention, cross-attention in an encoder-decoder's decoder, the
 feed-forward network), each with a norm, or one norm shared by all (parallel). The kind says in
 which order they are registered (which is also the order `print(model)` shows and the data
-flows) and `archspec.ir.lower` writes the block's forward from `flow`.
+flows) and `archspec.ir.lower` writes the block's forward from `norm_position`.
 """
 
 from __future__ import annotations
@@ -17,14 +17,15 @@ class ResidualKind:
     name: str  # the spec's word for it
     label: str  # in tables
     doc: str  # the generated Block's docstring
-    # pre: x + f(norm(x)); post: norm(x + f(x)); parallel: x + Σ f(norm(x)), one shared norm.
-    flow: Literal["pre", "post", "parallel"]
+    # Where each norm sits: before its sublayer, x + f(norm(x)); after the residual sum,
+    # norm(x + f(x)); or one norm shared by all sublayers, x + Σ f(norm(x)).
+    norm_position: Literal["before", "after", "shared"]
     final_norm_by_default: bool  # a norm after the last block, when the spec leaves it out
     allows_cross_attention: bool = True
 
     @property
     def shared_norm(self) -> bool:
-        return self.flow == "parallel"
+        return self.norm_position == "shared"
 
     def order(self, sublayers: list[tuple[str, object]]) -> list[tuple[str, object]]:
         """Registration order of (norm name, sublayer) pairs: a pre-norm block registers
@@ -33,7 +34,7 @@ class ResidualKind:
         for norm, layer in sublayers:
             out += (
                 [("norm", norm), ("layer", layer)]
-                if self.flow == "pre"
+                if self.norm_position == "before"
                 else [
                     ("layer", layer),
                     ("norm", norm),
@@ -49,14 +50,14 @@ RESIDUALS: dict[str, ResidualKind] = {
             "pre",
             "pre-norm",
             "Pre-norm block: each sublayer f adds f(norm(x)) to the residual stream x.",
-            flow="pre",
+            norm_position="before",
             final_norm_by_default=True,
         ),
         ResidualKind(
             "post",
             "post-norm",
             "Post-norm block: each sublayer f updates x to norm(x + f(x)).",
-            flow="post",
+            norm_position="after",
             final_norm_by_default=False,
         ),
         ResidualKind(
@@ -64,7 +65,7 @@ RESIDUALS: dict[str, ResidualKind] = {
             "parallel",
             "Parallel block (PaLM): x + attn(norm(x)) + mlp(norm(x)), with one norm shared by "
             "attention and MLP.",
-            flow="parallel",
+            norm_position="shared",
             final_norm_by_default=True,
             allows_cross_attention=False,
         ),

@@ -92,7 +92,7 @@ class MoESpec:
     router_bias: bool = field(default=False, metadata=doc("a bias on the router"))
     dense_layers: int = field(
         default=0,
-        metadata=doc("first layers of each stack that keep a dense MLP (DeepSeek, Qwen-MoE)", min=0),
+        metadata=doc("first layers of each stack keeping a dense MLP (DeepSeek, Qwen-MoE)", min=0),
     )
 
 

@@ -30,7 +30,9 @@ NOT_COMPARED = ("name", "abstract")
 # Node fields that are structure, not settings: children (any field holding nodes) are matched
 # by path instead, and a block's width is its leaves' shapes.
 STRUCTURAL = ("name", "runs", "width")
-CHILD_TYPES = re.compile(r"\b(Embedding|Linear|Norm|Repeat|Attention|MLP|MoE|Sublayer|Block|Stack)\b")
+CHILD_TYPES = re.compile(
+    r"\b(Embedding|Linear|Norm|Repeat|Attention|MLP|MoE|Sublayer|Block|Stack)\b"
+)
 LEAVES = (Embedding, Linear, Norm)
 # A leaf's sizes, shown together as its shape.
 SHAPE_FIELDS = ("num", "dim", "in_features", "out_features")

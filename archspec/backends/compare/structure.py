@@ -17,6 +17,8 @@ ARCHITECTURE = {
     "decoder": "decoder-only",
     "encoder-decoder": "encoder-decoder",
 }
+
+
 def attention_variant(n_heads: int, n_kv_heads: int) -> str:
     """MHA: one key/value head per query head; MQA: one shared; GQA: groups in between."""
     if n_kv_heads == n_heads:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.passes import B, Lengths, forward_pass
 from archspec.ir import ops
 from archspec.ir.lower import StackValues, lower, lower_block, lower_model, lower_stack
@@ -231,7 +232,7 @@ class ActivationCounter:
 
 
 def activation_bytes(
-    ir: IR, compute: int | sp.Expr = 4, attn: str = "eager", recompute: str = "none"
+    ir: IR, compute: int | sp.Expr = 4, attn: str = "eager", recompute: str = NO_RECOMPUTE
 ) -> sp.Expr:
     """Bytes kept for backward by one training forward of the batch, and by its loss (the
     log-softmax over the logits, when there is an LM head)."""

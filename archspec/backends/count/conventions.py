@@ -20,6 +20,12 @@ from archspec.errors import SpecError
 Attention = Literal["dense", "causal", "half"]
 
 
+# What a training step recomputes in its backward pass (Korthikanti et al. 2022): nothing, the
+# attention core, or every block's forward.
+NO_RECOMPUTE = "none"
+RECOMPUTE = (NO_RECOMPUTE, "selective", "full")
+
+
 @dataclass(frozen=True)
 class Convention:
     name: str
@@ -71,7 +77,7 @@ CONVENTIONS: dict[str, Convention] = {
             attention="half",
             elementwise=False,
             head=False,
-            recompute="none",
+            recompute=NO_RECOMPUTE,
         ),
         Convention(
             "chinchilla",
@@ -81,7 +87,7 @@ CONVENTIONS: dict[str, Convention] = {
             elementwise=False,
             softmax=3,
             embedding_matmul=True,
-            recompute="none",
+            recompute=NO_RECOMPUTE,
         ),
         Convention(
             "palm",
@@ -89,7 +95,7 @@ CONVENTIONS: dict[str, Convention] = {
             "Chowdhery et al. 2022, PaLM, Appendix B",
             elementwise=False,
             per_parameter=True,
-            recompute="none",
+            recompute=NO_RECOMPUTE,
         ),
         Convention(
             "megatron",

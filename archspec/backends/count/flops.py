@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from archspec.backends.count.conventions import Convention
+from archspec.backends.count.conventions import NO_RECOMPUTE, Convention
 from archspec.backends.count.params import parameter_count
 from archspec.backends.count.passes import (
     KV_LEN,
@@ -304,7 +304,7 @@ ATTN_CORE = ("attn_scores", "attn_values", "softmax")
 
 
 def flop_figures(
-    ir: IR, conv: Convention, attn: str = "eager", recompute: str = "none"
+    ir: IR, conv: Convention, attn: str = "eager", recompute: str = NO_RECOMPUTE
 ) -> FlopFigures:
     """Forward, backward and training-step FLOPs, per component, and one decode step.
 

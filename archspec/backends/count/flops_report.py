@@ -12,7 +12,7 @@ from typing import Any
 
 import sympy as sp
 
-from archspec.backends.count.conventions import Convention, get_convention
+from archspec.backends.count.conventions import NO_RECOMPUTE, Convention, get_convention
 from archspec.backends.count.flops import (
     KV_LEN,
     S_DEC,
@@ -44,7 +44,7 @@ class Workload:
     convention: str = "executed"
     dtype: str = "fp32"
     optimizer: str = "adamw"
-    recompute: str = "none"
+    recompute: str = NO_RECOMPUTE
     attn: str = "eager"
     parallel: Parallelism = field(default_factory=Parallelism)
 

@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import sympy as sp
 
 from archspec.backends.count.activations import activation_bytes
-from archspec.backends.count.passes import KV_LEN, B, S
+from archspec.backends.count.conventions import NO_RECOMPUTE, RECOMPUTE
 from archspec.backends.count.params import parameter_count
+from archspec.backends.count.passes import KV_LEN, B, S
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR, Attention, Stack
 from archspec.ir.visit import walk
@@ -37,7 +38,6 @@ COMPUTE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 2, "int4": 2}
 # SGD with momentum one fp32 buffer.
 OPTIMIZER_BYTES = {"adamw": 8, "adamw8bit": 2, "sgd": 4}
 MASTER_BYTES = 4  # mixed precision keeps an fp32 master copy of the weights beside the states
-RECOMPUTE = ("none", "selective", "full")
 ATTN = ("eager", "flash")
 
 
@@ -99,7 +99,7 @@ def memory_figures(
     ir: IR,
     dtype: str = "fp32",
     optimizer: str = "adamw",
-    recompute: str = "none",
+    recompute: str = NO_RECOMPUTE,
     attn: str = "eager",
     parallel: Parallelism | None = None,
 ) -> MemoryFigures:

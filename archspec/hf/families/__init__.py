@@ -1,0 +1,57 @@
+"""The registry of Hugging Face families: one module per transformers model_type.
+
+Each module holds one `Family` record (`FAMILY`). To add a family, write its module and list
+it below; the order is the order in which `import-hf` names the supported model_types and
+classes.
+"""
+
+from __future__ import annotations
+
+from archspec.errors import SpecError
+from archspec.hf.families import (
+    bart,
+    bert,
+    bloom,
+    gpt2,
+    llama,
+    mistral,
+    mixtral,
+    openai_gpt,
+    opt,
+    roberta,
+    t5,
+)
+from archspec.hf.family import Family, HFClass
+
+_MODULES = (bert, roberta, gpt2, openai_gpt, t5, bart, llama, mistral, mixtral, bloom, opt)
+
+FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
+
+# Every transformers class archspec maps onto, by name, in the registry's order.
+CLASSES: dict[str, HFClass] = {c.name: c for f in FAMILIES.values() for c in f.classes}
+
+
+def family_of(cls: HFClass) -> Family:
+    """The family whose names and config a class uses."""
+    return FAMILIES[cls.model_type]
+
+
+def class_alias(name: str) -> str:
+    """The current name of a transformers class that old config.json files still carry."""
+    for family in FAMILIES.values():
+        if name in family.class_aliases:
+            return family.class_aliases[name]
+    return name
+
+
+def refuse_unsupported_head(name: str) -> None:
+    """A SpecError for a head class that a spec cannot express, saying what to do instead."""
+    for family in FAMILIES.values():
+        heads = family.unsupported_heads
+        if heads is not None and name in heads.classes:
+            raise SpecError(
+                f"the head of {name} ({heads.what}) cannot be expressed in a spec",
+                hint=f"import the encoder alone with `--architecture {heads.instead}` (hidden "
+                f"states and pooled output), and skip the head's weights with `--hf-ignore "
+                f"'{heads.weights}'` (load_weights(..., ignore=['{heads.weights}']))",
+            )

@@ -1,0 +1,113 @@
+"""What BERT and RoBERTa share: RobertaModel is a BertModel with other position numbering.
+
+The two differ in their defaults, their base model's attribute (`bert.` / `roberta.`) and
+RoBERTa's positions, which start after the padding index; the rest is built here once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, read_head
+from archspec.hf.family import Buffer, HFClass, NameRules, UnsupportedHeads
+from archspec.hf.name_rules import table
+from archspec.spec.schema import Spec
+
+
+def import_bert_like(f: Fields, cls: HFClass, roberta: bool) -> dict[str, Any]:
+    f.expect("position_embedding_type", ("absolute",), "absolute", "only absolute positions")
+    f.expect("is_decoder", False, False, "a causal BERT")
+    f.expect("embedding_size", (None, f.get("hidden_size", 768)), None, "factorised embeddings")
+    d = f.int("hidden_size", 768)
+    max_pos = f.int("max_position_embeddings", 512)
+    offset = 0
+    if roberta:
+        # RoBERTa numbers positions after the padding index: position ids start at pad + 1.
+        offset = f.int("pad_token_id", 1) + 1
+        f.notes.append(
+            f"RoBERTa numbers positions from pad_token_id + 1 = {offset}; they equal "
+            "transformers' for right-padded batches"
+        )
+    return {
+        "d_model": d,
+        "n_layers": f.int("num_hidden_layers", 12),
+        "n_heads": f.int("num_attention_heads", 12),
+        "d_ff": f.int("intermediate_size", 3072),
+        "vocab_size": f.int("vocab_size", 50265 if roberta else 30522),
+        "max_seq_len": max_pos - offset,
+        "layout": "encoder",
+        "residual": "post",
+        "norm": {"kind": "layernorm", "bias": True, "eps": f.float("layer_norm_eps", 1e-12)},
+        "position": {"kind": "learned", "offset": offset},
+        "embedding": {"token_types": f.int("type_vocab_size", 2), "norm": True, "scale": False},
+        "attention": {"bias": True, "scale_scores": True},
+        "mlp": {"gated": False, "activation": f.activation("hidden_act", "gelu"), "bias": True},
+        "head": read_head(f, cls, True),
+    }
+
+
+def export_bert_like(spec: Spec) -> dict[str, Any]:
+    offset = spec.position.offset
+    fields = {
+        "hidden_size": spec.d_model,
+        "num_hidden_layers": spec.n_layers,
+        "num_attention_heads": spec.n_heads,
+        "intermediate_size": spec.d_ff,
+        "vocab_size": spec.vocab_size,
+        "max_position_embeddings": spec.max_seq_len + offset,
+        "type_vocab_size": spec.embedding.token_types,
+        "layer_norm_eps": spec.norm.eps,
+        "hidden_act": EXPORT_ACTIVATIONS[spec.mlp.activation],
+        "hidden_dropout_prob": 0.0,
+        "attention_probs_dropout_prob": 0.0,
+    }
+    if spec.family == "roberta" or offset:
+        fields["pad_token_id"] = offset - 1  # RoBERTa numbers positions from pad + 1
+    return fields
+
+
+def bert_like_names(prefix: str) -> NameRules:
+    return NameRules(
+        prefix,
+        model=table(
+            {
+                "tok_emb": "embeddings.word_embeddings",
+                "type_emb": "embeddings.token_type_embeddings",
+                "pooler": "pooler.dense",
+            }
+        ),
+        stack=table(
+            {"pos_emb": "embeddings.position_embeddings", "emb_norm": "embeddings.LayerNorm"}
+        ),
+        blocks=lambda role: "encoder.layer",
+        block=table(
+            {
+                "attn.q": "attention.self.query",
+                "attn.k": "attention.self.key",
+                "attn.v": "attention.self.value",
+                "attn.o": "attention.output.dense",
+                "attn_norm": "attention.output.LayerNorm",
+                "mlp.up": "intermediate.dense",
+                "mlp.down": "output.dense",
+                "mlp_norm": "output.LayerNorm",
+            }
+        ),
+    )
+
+
+# Some checkpoints store the position ids (0, 1, 2, ...) and the all-zero token type ids.
+BERT_LIKE_BUFFERS = (
+    Buffer("embeddings.position_ids", "arange"),
+    Buffer("embeddings.token_type_ids", "zeros"),
+)
+
+
+def bert_like_unsupported_heads(
+    classes: tuple[str, ...], instead: str, weights: str
+) -> UnsupportedHeads:
+    return UnsupportedHeads(
+        classes,
+        what="a dense + LayerNorm transform before the vocabulary projection",
+        instead=instead,
+        weights=weights,
+    )

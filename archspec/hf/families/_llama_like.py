@@ -1,0 +1,154 @@
+"""What LLaMA, Mistral and Mixtral share: pre-norm RMSNorm decoders with RoPE and a gated MLP.
+
+The three model_types differ in their config defaults, in a few fields only one of them reads
+(LLaMA's biases, Mistral's and Mixtral's sliding window, Mixtral's experts) and in Mixtral's
+expert names; a `LlamaVariant` states those differences, the rest is here once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, head_fields, read_head
+from archspec.hf.family import Buffer, HFClass
+from archspec.hf.name_rules import chain, lm_head, table
+from archspec.spec.schema import Spec
+
+
+@dataclass(frozen=True)
+class LlamaVariant:
+    """One model_type's config-class defaults, and the optional parts it reads."""
+
+    d_ff: int
+    kv_heads: int | None
+    max_positions: int
+    rms_eps: float
+    biases: bool = False  # reads attention_bias / mlp_bias (LLaMA); else there are none
+    sliding_window: bool = False  # reads sliding_window, whose default is `window_default`
+    window_default: int | None = None
+    experts: bool = False  # a sparse mixture of experts (Mixtral)
+
+
+def _rope_theta(f: Fields, default: float) -> float:
+    """RoPE's base, from rope_parameters (transformers 5) or rope_theta + rope_scaling."""
+    params = f.get("rope_parameters") or {}
+    scaling = f.get("rope_scaling") or {}
+    kind = params.get("rope_type", params.get("type", "default"))
+    scaling_kind = scaling.get("rope_type", scaling.get("type", "default"))
+    for key, value in (("rope_parameters", kind), ("rope_scaling", scaling_kind)):
+        if value != "default":
+            raise f.error(
+                key,
+                f"RoPE scaling of type {value!r} is not supported (only the default rotary "
+                "embedding)",
+            )
+    extra = set(params) - {"rope_type", "type", "rope_theta"}
+    extra |= set(scaling) - {"rope_type", "type"}
+    if extra:
+        raise f.error("rope_parameters", f"RoPE settings not supported: {', '.join(sorted(extra))}")
+    f.expect("partial_rotary_factor", (None, 1, 1.0), None, "rotary embedding on part of a head")
+    theta = params.get("rope_theta", f.get("rope_theta", default))
+    if f.present("rope_theta") and float(f.get("rope_theta")) != float(theta):
+        raise f.error("rope_theta", "rope_theta and rope_parameters.rope_theta disagree")
+    return float(theta)
+
+
+def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any]:
+    d = f.int("hidden_size", 4096)
+    heads = f.int("num_attention_heads", 32)
+    kv = f.get("num_key_value_heads", v.kv_heads) or heads
+    head_dim = f.get("head_dim") or d // heads
+    max_pos = f.int("max_position_embeddings", v.max_positions)
+    if v.biases:
+        bias = {"attention": f.bool("attention_bias", False), "mlp": f.bool("mlp_bias", False)}
+        f.harmless("pretraining_tp")  # a different order of the same sums
+    else:
+        bias = {"attention": False, "mlp": False}
+    if v.sliding_window:
+        window = f.get("sliding_window", v.window_default)
+        if window is not None and window < max_pos:
+            # Inside a window that covers the whole sequence, sliding-window attention is plain
+            # causal attention; build for sequences that short.
+            f.notes.append(
+                f"sliding_window {window} < max_position_embeddings {max_pos}: built for "
+                f"sequences of up to {window} tokens, where the window masks nothing"
+            )
+            max_pos = window
+    spec: dict[str, Any] = {
+        "d_model": d,
+        "n_layers": f.int("num_hidden_layers", 32),
+        "n_heads": heads,
+        "n_kv_heads": kv if kv != heads else None,
+        "head_dim": head_dim if head_dim * heads != d else None,
+        "d_ff": f.int("intermediate_size", v.d_ff),
+        "vocab_size": f.int("vocab_size", 32000),
+        "max_seq_len": max_pos,
+        "layout": "decoder",
+        "residual": "pre",
+        "final_norm": True,
+        "norm": {"kind": "rmsnorm", "eps": f.float("rms_norm_eps", v.rms_eps)},
+        "position": {"kind": "rope", "theta": _rope_theta(f, 10000.0)},
+        "embedding": {"token_types": 0, "norm": False, "scale": False},
+        "attention": {"bias": bias["attention"], "scale_scores": True},
+        "mlp": {
+            "gated": True,
+            "activation": f.activation("hidden_act", "silu"),
+            "bias": bias["mlp"],
+        },
+        "head": {**read_head(f, cls, False), "bias": False},
+    }
+    if v.experts:
+        f.harmless("output_router_logits", "router_aux_loss_coef", "router_jitter_noise")
+        spec["moe"] = {
+            "n_experts": f.int("num_local_experts", 8, "num_experts"),
+            "top_k": f.int("num_experts_per_tok", 2),
+            "router_bias": False,
+        }
+    return spec
+
+
+def export_llama_like(spec: Spec) -> dict[str, Any]:
+    """The fields all three config classes share; each family adds its own."""
+    return {
+        "hidden_size": spec.d_model,
+        "num_hidden_layers": spec.n_layers,
+        "num_attention_heads": spec.n_heads,
+        "num_key_value_heads": spec.n_kv_heads or spec.n_heads,
+        "head_dim": spec.head_dim or spec.d_model // spec.n_heads,
+        "intermediate_size": spec.d_ff,
+        "vocab_size": spec.vocab_size,
+        "max_position_embeddings": spec.max_seq_len,
+        "rms_norm_eps": spec.norm.eps,
+        # transformers 5 reads rope_parameters, 4.x rope_theta: both, equal.
+        "rope_parameters": {"rope_type": "default", "rope_theta": spec.position.theta},
+        "rope_theta": spec.position.theta,
+        "hidden_act": EXPORT_ACTIVATIONS[spec.mlp.activation],
+        "attention_dropout": 0.0,
+        **head_fields(spec),
+    }
+
+
+MODEL_NAMES = chain(table({"tok_emb": "embed_tokens"}), lm_head)
+STACK_NAMES = table({"final_norm": "norm"})
+
+# A dense LLaMA-style block; Mixtral adds its experts (`families/mixtral.py`).
+DENSE_BLOCK = table(
+    {
+        "attn_norm": "input_layernorm",
+        "attn.q": "self_attn.q_proj",
+        "attn.k": "self_attn.k_proj",
+        "attn.v": "self_attn.v_proj",
+        "attn.o": "self_attn.o_proj",
+        "mlp_norm": "post_attention_layernorm",
+        "mlp.gate": "mlp.gate_proj",
+        "mlp.up": "mlp.up_proj",
+        "mlp.down": "mlp.down_proj",
+    }
+)
+
+# Older checkpoints store the rotary frequencies of every layer.
+ROPE_BUFFERS = (
+    Buffer("layers.{i}.self_attn.rotary_emb.inv_freq", "rope_inv_freq"),
+    Buffer("rotary_emb.inv_freq", "rope_inv_freq"),
+)

@@ -1,0 +1,91 @@
+"""OPT (`model_type: opt`): a fairseq-style decoder, pre- or post-norm, positions offset by 2."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, head_fields, read_head
+from archspec.hf.family import Family, HFClass, NameRules
+from archspec.hf.name_rules import chain, fairseq_block, lm_head, table
+from archspec.spec.schema import Spec
+
+
+def import_opt(f: Fields, cls: HFClass) -> dict[str, Any]:
+    d = f.int("hidden_size", 768)
+    proj = f.get("word_embed_proj_dim") or d
+    if proj != d:
+        raise f.error(
+            "word_embed_proj_dim",
+            f"word_embed_proj_dim ({proj}) differs from hidden_size ({d}): OPT's project_in / "
+            "project_out layers around the decoder cannot be expressed in a spec",
+        )
+    f.expect("layer_norm_elementwise_affine", True, True, "layer norms without a learned scale")
+    pre = f.bool("do_layer_norm_before", True)
+    remove_final = f.bool("_remove_final_layer_norm", False)
+    bias = f.bool("enable_bias", True)
+    return {
+        "d_model": d,
+        "n_layers": f.int("num_hidden_layers", 12),
+        "n_heads": f.int("num_attention_heads", 12),
+        "d_ff": f.int("ffn_dim", 3072),
+        "vocab_size": f.int("vocab_size", 50272),
+        "max_seq_len": f.int("max_position_embeddings", 2048),
+        "layout": "decoder",
+        "residual": "pre" if pre else "post",
+        # transformers builds the final norm only for pre-norm OPT.
+        "final_norm": pre and not remove_final,
+        "norm": {"kind": "layernorm", "bias": True, "eps": 1e-5},
+        "position": {"kind": "learned", "offset": 2},
+        "embedding": {"token_types": 0, "norm": False, "scale": False},
+        "attention": {"bias": bias, "scale_scores": True},
+        "mlp": {
+            "gated": False,
+            "activation": f.activation("activation_function", "relu"),
+            "bias": bias,
+        },
+        "head": {**read_head(f, cls, True), "bias": False},
+    }
+
+
+def export_opt(spec: Spec) -> dict[str, Any]:
+    pre = spec.residual == "pre"
+    return {
+        "hidden_size": spec.d_model,
+        "word_embed_proj_dim": spec.d_model,
+        "num_hidden_layers": spec.n_layers,
+        "num_attention_heads": spec.n_heads,
+        "ffn_dim": spec.d_ff,
+        "vocab_size": spec.vocab_size,
+        "max_position_embeddings": spec.max_seq_len,
+        "do_layer_norm_before": pre,
+        # has_final_norm: a spec that leaves final_norm unset has one when pre-norm.
+        "_remove_final_layer_norm": pre and not spec.has_final_norm,
+        "enable_bias": spec.attention.bias,
+        "activation_function": EXPORT_ACTIVATIONS[spec.mlp.activation],
+        "dropout": 0.0,
+        "attention_dropout": 0.0,
+        "activation_dropout": 0.0,
+        "layerdrop": 0.0,
+        **head_fields(spec),
+    }
+
+
+FAMILY = Family(
+    model_type="opt",
+    classes=(
+        HFClass("OPTForCausalLM", "opt", "lm", base=False),
+        HFClass("OPTModel", "opt", "none", base=True),
+    ),
+    bases=("_opt",),
+    import_config=import_opt,
+    export_config=export_opt,
+    names=NameRules(
+        "model.",
+        model=chain(table({"tok_emb": "decoder.embed_tokens"}), lm_head),
+        stack=table(
+            {"pos_emb": "decoder.embed_positions", "final_norm": "decoder.final_layer_norm"}
+        ),
+        blocks=lambda role: "decoder.layers",
+        block=fairseq_block,
+    ),
+)

@@ -1,0 +1,162 @@
+"""T5 (`model_type: t5`): an encoder-decoder with RMSNorm and relative-position biases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archspec.hf.config_fields import (
+    ACTIVATIONS,
+    EXPORT_ACTIVATIONS,
+    Fields,
+    head_fields,
+    read_head,
+)
+from archspec.hf.family import Family, HFClass, NameRules, Target, Where
+from archspec.hf.name_rules import chain, lm_head, placed, shared_embedding
+from archspec.spec.schema import Spec
+
+
+def import_t5(f: Fields, cls: HFClass) -> dict[str, Any]:
+    f.expect("is_decoder", False, False, "a decoder-only T5")
+    proj = f.get("feed_forward_proj", "relu")
+    act_info = proj.split("-")
+    gated = act_info[0] == "gated" and len(act_info) == 2
+    if len(act_info) > 2 or (len(act_info) == 2 and not gated):
+        raise f.error("feed_forward_proj", f"feed_forward_proj {proj!r} is not valid")
+    act_name = "gelu_new" if proj == "gated-gelu" else act_info[-1]
+    if act_name not in ACTIVATIONS:
+        raise f.error("feed_forward_proj", f"activation {act_info[-1]!r} is not supported")
+    # Fields transformers derives from feed_forward_proj must agree with it.
+    f.expect(
+        "dense_act_fn", (None, act_name), None, f"feed_forward_proj {proj!r} implies {act_name}"
+    )
+    f.expect("is_gated_act", (None, gated), None, f"feed_forward_proj {proj!r} implies {gated}")
+    n_layers = f.int("num_layers", 6, "num_hidden_layers")
+    decoder_layers = f.int("num_decoder_layers", n_layers)
+    d = f.int("d_model", 512, "hidden_size")
+    spec: dict[str, Any] = {
+        "d_model": d,
+        "n_layers": n_layers,
+        "n_heads": f.int("num_heads", 8, "num_attention_heads"),
+        "head_dim": f.int("d_kv", 64, "head_dim"),
+        "d_ff": f.int("d_ff", 2048),
+        "vocab_size": f.int("vocab_size", 32128),
+        "layout": cls.layout or "encoder-decoder",
+        "residual": "pre",
+        "final_norm": True,
+        "norm": {"kind": "rmsnorm", "eps": f.float("layer_norm_epsilon", 1e-6)},
+        "position": {
+            "kind": "relative_bias",
+            "num_buckets": f.int("relative_attention_num_buckets", 32),
+            "max_distance": f.int("relative_attention_max_distance", 128),
+        },
+        "embedding": {"token_types": 0, "norm": False, "scale": False},
+        "attention": {"bias": False, "scale_scores": False},
+        "mlp": {"gated": gated, "activation": ACTIVATIONS[act_name], "bias": False},
+    }
+    if f.present("n_positions"):
+        spec["max_seq_len"] = f.int("n_positions")
+    if cls.layout == "encoder":
+        f.harmless(
+            "num_decoder_layers",
+            "is_encoder_decoder",
+            "tie_word_embeddings",
+            "scale_decoder_outputs",
+        )
+        spec["head"] = {"lm_head": False, "pooler": False}
+        return spec
+    f.expect("is_encoder_decoder", True, True, "T5 is an encoder-decoder")
+    if decoder_layers != n_layers:
+        spec["decoder"] = {"n_layers": decoder_layers}
+    head = read_head(f, cls, True)
+    if cls.head == "lm":
+        # transformers scales the decoder output by d_model**-0.5 before a tied head (T5 v1.0);
+        # 5.x states it as scale_decoder_outputs, defaulting to "the head is tied".
+        scale = f.get("scale_decoder_outputs", head["tied"])
+        if scale and not head["tied"]:
+            raise f.error(
+                "scale_decoder_outputs",
+                "scaling the decoder output before an untied head is not supported",
+            )
+        head["scale_tied_output"] = bool(scale)
+    else:
+        f.harmless("scale_decoder_outputs")
+    spec["head"] = {**head, "bias": False}
+    return spec
+
+
+def export_t5(spec: Spec) -> dict[str, Any]:
+    act = EXPORT_ACTIVATIONS[spec.mlp.activation]
+    if spec.mlp.gated:
+        # transformers reads "gated-gelu" as the tanh approximation (gelu_new).
+        proj = "gated-gelu" if act == "gelu_new" else f"gated-{act}"
+    else:
+        proj = act
+    return {
+        "d_model": spec.d_model,
+        "num_layers": spec.encoder.n_layers or spec.n_layers,
+        "num_decoder_layers": spec.decoder.n_layers or spec.n_layers,
+        "num_heads": spec.n_heads,
+        "d_kv": spec.head_dim,
+        "d_ff": spec.d_ff,
+        "vocab_size": spec.vocab_size,
+        "n_positions": spec.max_seq_len,
+        "feed_forward_proj": proj,
+        "layer_norm_epsilon": spec.norm.eps,
+        "relative_attention_num_buckets": spec.position.num_buckets,
+        "relative_attention_max_distance": spec.position.max_distance,
+        "scale_decoder_outputs": spec.head.scale_tied_output,
+        "dropout_rate": 0.0,
+        "decoder_start_token_id": 0,
+        **head_fields(spec),
+    }
+
+
+# >>> The relative-position bias table: one per stack, which transformers keeps in the first
+# block's self-attention. The IR has it in its first block too (`<stack>.blocks.0.attn.rel_bias`).
+# When the IR moves it onto the stack (`<stack>.rel_bias`), the REL_BIAS line becomes:
+#   REL_BIAS = placed("stack", "rel_bias", "{role}.block.0." + _REL_BIAS_TABLE)
+_REL_BIAS_TABLE = "layer.0.SelfAttention.relative_attention_bias"
+REL_BIAS = placed("block", "attn.rel_bias", _REL_BIAS_TABLE)
+
+
+def _block(w: Where) -> Target | str | None:
+    ff = 2 if w.cross else 1  # layer.0 self-attention, [layer.1 cross-attention], feed-forward
+    names = {
+        "attn_norm": "layer.0.layer_norm",
+        "cross_norm": "layer.1.layer_norm",
+        "mlp_norm": f"layer.{ff}.layer_norm",
+        "mlp.gate": f"layer.{ff}.DenseReluDense.wi_0",
+        "mlp.up": f"layer.{ff}.DenseReluDense.{'wi_1' if w.gated else 'wi'}",
+        "mlp.down": f"layer.{ff}.DenseReluDense.wo",
+    }
+    for p in "qkvo":
+        names[f"attn.{p}"] = f"layer.0.SelfAttention.{p}"
+        names[f"cross_attn.{p}"] = f"layer.1.EncDecAttention.{p}"
+    return names.get(w.local)
+
+
+def _stack(w: Where) -> str | None:
+    return {"final_norm": f"{w.role}.final_layer_norm"}.get(w.local)
+
+
+FAMILY = Family(
+    model_type="t5",
+    classes=(
+        HFClass("T5ForConditionalGeneration", "t5", "lm", base=False),
+        HFClass("T5Model", "t5", "none", base=True),
+        HFClass("T5EncoderModel", "t5", "none", base=True, layout="encoder"),
+    ),
+    bases=("_t5", "_flan-t5"),
+    import_config=import_t5,
+    export_config=export_t5,
+    names=NameRules(
+        "",
+        model=chain(shared_embedding, lm_head),
+        # REL_BIAS is in both: it answers only at the level where the IR puts the table.
+        stack=chain(REL_BIAS, _stack),
+        blocks=lambda role: f"{role}.block",
+        block=chain(REL_BIAS, _block),
+    ),
+    class_aliases={"T5WithLMHeadModel": "T5ForConditionalGeneration"},
+)
