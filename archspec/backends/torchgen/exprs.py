@@ -71,9 +71,7 @@ class ExprPrinter:
     def _sum(self, expr: sp.Add, constants: dict[int, str]) -> str:
         # Dimensions first, subtracted ones after added ones, the constant last:
         # `config.n_layers - config.n_dense_layers - 1`.
-        terms = sorted(
-            expr.args, key=lambda t: (t.is_Number, t.could_extract_minus_sign(), str(t))
-        )
+        terms = sorted(expr.args, key=lambda t: (t.is_Number, t.could_extract_minus_sign(), str(t)))
         out = ""
         for term in terms:
             negative = term.could_extract_minus_sign()

@@ -8,11 +8,13 @@ states otherwise, paired with the pooled first token when there is a pooler.
 
 from __future__ import annotations
 
+from archspec import kinds
 from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.leaves import assign
 from archspec.backends.torchgen.text import call, class_, docstring, lines, method
 from archspec.ir.nodes import Stack
+from archspec.kinds.activations import POOLER_ACTIVATION
 
 
 def _summary(f: Features) -> str:
@@ -126,7 +128,9 @@ def _forward(f: Features) -> str:
         body.append(call("x = self.decoder", args, 2))
     result = "x"
     if f.pooler is not None:
-        body.append("pooled = torch.tanh(self.pooler(x[:, 0]))")
+        pooler = f.pooler.name
+        pooled = kinds.activation(POOLER_ACTIVATION).render(f"self.{pooler}(x[:, 0])")
+        body.append(f"pooled = {pooled}")
     if f.lm_head is not None:
         if f.model.scale_tied_output:
             body.append("x = x * self.output_scale")
