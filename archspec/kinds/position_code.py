@@ -63,9 +63,9 @@ class PositionCode:
         """Lines that build `angles[0]` from `positions`, after the embedding norm."""
         return []
 
-    def rotate(self) -> list[str]:
-        """Lines of an attention layer that apply the angles to `q` and `k`."""
-        return []
+    def rotate(self, x: str) -> str:
+        """The expression rotating `x` (queries or keys, by head) by the angles."""
+        raise NotImplementedError(f"{type(self).__name__} rotates nothing")
 
     def bias(self, ctx: StackContext) -> list[str]:
         """Lines ending in `bias = ...`: the additive bias on every attention score."""
@@ -141,8 +141,8 @@ class Rotary(PositionCode):
     def build_angles(self, ctx):
         return ["rope = rope_angles(positions, self.head_dim, self.rope_theta, x.dtype)"]
 
-    def rotate(self):
-        return ["q, k = apply_rope(q, rope), apply_rope(k, rope)"]
+    def rotate(self, x):
+        return f"apply_rope({x}, rope)"
 
 
 ALIBI_SLOPES = '''

@@ -15,9 +15,12 @@ import sympy as sp
 
 from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
+from archspec.backends.torchgen.forward import ATOM, Expr, ForwardWriter
 from archspec.backends.torchgen.leaves import assign
 from archspec.backends.torchgen.text import call, class_, docstring, method
+from archspec.ir.lower import StackValues, lower_attention
 from archspec.ir.nodes import Attention, Stack
+from archspec.ir.ops import Attend, LinearOp, Op, Rope, Value
 
 
 def _heads(f: Features, node: Attention) -> str:
@@ -67,9 +70,9 @@ def split_heads(self, x: Tensor) -> Tensor:
 '''
 
 
-def _sdpa(f: Features, node: Attention) -> list[str]:
+def _sdpa(f: Features, node: Attention, q: str, k: str, v: str) -> list[str]:
     """The call to scaled_dot_product_attention, after a comment on each unusual argument."""
-    args = ["q", "k", "v", "attn_mask=mask"]
+    args = [q, k, v, "attn_mask=mask"]
     before = []
     if node.causal and not node.mask.bias:
         args.append("is_causal=mask is None")
@@ -90,12 +93,51 @@ def _sdpa(f: Features, node: Attention) -> list[str]:
     code = call("y = F.scaled_dot_product_attention", args, 2)
     if code.count("\n") > 2:
         # Split one argument per line; passing the mask by position may fit on one line.
-        code = call("y = F.scaled_dot_product_attention", ["q", "k", "v", "mask", *args[4:]], 2)
+        code = call("y = F.scaled_dot_product_attention", [q, k, v, "mask", *args[4:]], 2)
     return [*before, code]
 
 
+class _AttentionWriter(ForwardWriter):
+    """Attention's ops, step by step: projections read by head, the position kind's
+    rotation, the KV cache, and SDPA, whose heads merge back as the output projection reads
+    them."""
+
+    def __init__(self, f: Features, node: Attention, stack: Stack) -> None:
+        code = stack.position.entry.code
+        angles = Value(code.angles[0], "positions") if code.angles is not None else None
+        mask = Value("mask", "pairs")
+        memory = Value("encoder_out", "memory", node.k.in_features)
+        values = StackValues(angles=angles, mask=mask, memory=memory, cross_mask=mask)
+        x = Value("x", "tokens", node.q.in_features)
+        bound = {v: v.name for v in (angles, mask, memory) if v is not None}
+        super().__init__(lower_attention(node, x, values), bound=bound, inline=False)
+        self.f, self.node, self.code = f, node, code
+
+    def inlines(self, op: Op) -> bool:
+        return isinstance(op, Attend)  # the merged heads go straight into `o`
+
+    def render_linearop(self, op: LinearOp) -> Expr:
+        projected = super().render_linearop(op)
+        if op.module is self.node.o:
+            return projected
+        return self._call("self.split_heads", [projected])
+
+    def render_rope(self, op: Rope) -> Expr:
+        x = self.arg(op.x)
+        self.arg(op.angles)
+        return Expr(self.code.rotate(x.text), ATOM, x.reads)
+
+    def render_attend(self, op: Attend) -> Expr:
+        q, k, v = (self.arg(value).text for value in (op.q, op.k, op.v))
+        if op.mask is not None:
+            self.arg(op.mask)
+        if self.f.cache and not self.node.cross:
+            self.lines += ["if cache is not None:", f"    {k}, {v} = cache.update({k}, {v})"]
+        self.lines += _sdpa(self.f, self.node, q, k, v)
+        return Expr("y.transpose(1, 2).flatten(2)", ATOM, frozenset())
+
+
 def _forward(f: Features, node: Attention, stack: Stack) -> str:
-    source = "encoder_out" if node.cross else "x"
     if node.cross:
         doc = (
             "x: (B, T, d_model) attends to encoder_out (B, S, d_model); mask: additive, "
@@ -103,24 +145,8 @@ def _forward(f: Features, node: Attention, stack: Stack) -> str:
         )
     else:
         doc = "x: (B, S, d_model); mask: additive, broadcast to (B, heads, S, keys)."
-    body = [
-        "q = self.split_heads(self.q(x))",
-        f"k = self.split_heads(self.k({source}))",
-        f"v = self.split_heads(self.v({source}))",
-    ]
-    if node.rotary:
-        body += stack.position.entry.code.rotate()
-    if f.cache and not node.cross:
-        body += ["if cache is not None:", "    k, v = cache.update(k, v)"]
-    return method(
-        "forward",
-        _params(f, node, stack),
-        "Tensor",
-        docstring(doc, 2),
-        body,
-        _sdpa(f, node),
-        "return self.o(y.transpose(1, 2).flatten(2))",
-    )
+    body = _AttentionWriter(f, node, stack).write()
+    return method("forward", _params(f, node, stack), "Tensor", docstring(doc, 2), body)
 
 
 def attention_class(f: Features, node: Attention, stack: Stack, size: ExprPrinter) -> str:

@@ -24,7 +24,7 @@ def _mlp_doc(node: MLP) -> str:
 
 def mlp_class(f: Features, node: MLP, size: ExprPrinter) -> str:
     low = lower_mlp(node, Value("x", "tokens", node.up.in_features))
-    body = ForwardWriter(low, lambda module: []).write()
+    body = ForwardWriter(low).write()
     return class_(
         f"class {f.cls(node)}(nn.Module):",
         _mlp_doc(node),

@@ -32,17 +32,31 @@ class Expr:
 
 
 class ForwardWriter:
-    """The statements of one forward body. `extra_args(module)` gives the arguments a
-    sublayer's call takes beyond its input (the mask, RoPE's angles, a KV cache)."""
+    """The statements of one forward body.
 
-    def __init__(self, low: Lowered, extra_args: Callable[[Composite], list[str]], level: int = 2):
+    `extra_args(module)` gives the arguments a sublayer's call takes beyond its input (the
+    mask, RoPE's angles, a KV cache); `bound` names the values the body receives besides the
+    lowering's inputs (a stack's shared values: the mask, the encoder output). With
+    `inline=False` every value gets a statement of its own, for bodies that read better
+    step by step (attention).
+    """
+
+    def __init__(
+        self,
+        low: Lowered,
+        extra_args: Callable[[Composite], list[str]] | None = None,
+        level: int = 2,
+        bound: dict[Value, str] | None = None,
+        inline: bool = True,
+    ) -> None:
         self.low = low
-        self.extra_args = extra_args
+        self.extra_args = extra_args or (lambda module: [])
+        self.inline = inline
         self.width = LINE_LENGTH - len(INDENT) * level
         self.uses: Counter[int] = Counter(id(v) for op in low.ops for v in op.inputs)
         self.names: dict[int, str] = {id(v): v.name for v in low.inputs}
+        self.names |= {id(v): name for v, name in (bound or {}).items()}
         self.pending: dict[int, Expr] = {}
-        self.values: dict[int, Value] = {id(v): v for v in low.inputs}
         self.lines: list[str] = []
 
     def write(self) -> list[str]:
@@ -50,16 +64,20 @@ class ForwardWriter:
         for i, op in enumerate(ops):
             out = op.out
             assert out is not None
-            self.values[id(out)] = out
             expr = self.render(op)
             if i == len(ops) - 1:
                 assert out is self.low.out, "the last op computes what forward returns"
                 self.lines.append(self._fit("return ", expr, op))
-            elif self.uses[id(out)] == 1:
+            elif self.inlines(op):
                 self.pending[id(out)] = expr
             else:
                 self._assign(out, expr, op)
         return self.lines
+
+    def inlines(self, op: Op) -> bool:
+        """Whether the op's value is written where it is read rather than named."""
+        assert op.out is not None
+        return self.inline and self.uses[id(op.out)] == 1
 
     # One method per op type.
 
