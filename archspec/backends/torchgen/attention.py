@@ -7,6 +7,10 @@ Positions that act inside attention (RoPE) are applied here, with the code their
 positions that act on the scores (ALiBi, T5) arrive inside the additive `mask`, which the stack
 builds once for all its blocks. A causal layer given no mask lets SDPA apply the causal mask
 (`is_causal`), the fast path.
+
+The forward is written from the layer's lowering (`lower_attention`): which projections read
+the encoder output, whether queries and keys are rotated. What the lowering leaves to the
+generated code is spelled here: splitting into heads, the KV cache and SDPA's arguments.
 """
 
 from __future__ import annotations
