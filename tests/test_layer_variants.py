@@ -23,8 +23,11 @@ from archspec import build_ir, load_spec
 from archspec.backends.count.params import parameter_count
 from archspec.backends.printer import module_repr
 from archspec.backends.torchgen import generate_source, load_generated
+from archspec.backends.torchgen.forward import ForwardWriter
 from archspec.ir.classes import class_name, class_names
+from archspec.ir.lower import lower_mlp
 from archspec.ir.nodes import IR, MLP, Block, Run
+from archspec.ir.ops import Value
 from archspec.kinds import ACTIVATIONS, ActivationKind
 
 TINY = ["d_model=64", "n_heads=4", "d_ff=128", "vocab_size=256", "max_seq_len=32"]
@@ -144,3 +147,22 @@ def test_a_new_activation_kind_needs_no_backend_edit(
     x = torch.randn(2, 3, 64)
     with torch.no_grad():
         torch.testing.assert_close(mlp(x), mlp.down(torch.relu(mlp.up(x)) ** 2))
+
+
+def test_forward_names_values_a_line_cannot_hold() -> None:
+    """Inlining stops where a line would grow too long: the operands get statements."""
+    mlp = tiny_ir("llama-2-7b", ["n_layers=1"]).root.stacks[0].blocks.runs[0].node.ff
+    long = "projection_with_a_name_long_enough_to_overflow"
+    mlp = replace(
+        mlp,
+        gate=replace(mlp.gate, name=f"gate_{long}"),
+        up=replace(mlp.up, name=f"up_{long}"),
+        down=replace(mlp.down, name=f"down_{long}"),
+    )
+    lines = ForwardWriter(lower_mlp(mlp, Value("x", "tokens", 64))).write()
+    assert all(len(line) <= 80 for line in lines), lines
+    assert lines == [
+        f"act = F.silu(self.gate_{long}(x))",
+        f"up = self.up_{long}(x)",
+        f"return self.down_{long}(act * up)",
+    ]

@@ -64,8 +64,9 @@ class ForwardWriter:
         for i, op in enumerate(ops):
             out = op.out
             assert out is not None
-            expr = self.render(op)
-            if i == len(ops) - 1:
+            last = i == len(ops) - 1
+            expr = self._render_fitting(op, "return " if last else f"{out.name} = ")
+            if last:
                 assert out is self.low.out, "the last op computes what forward returns"
                 self.lines.append(self._fit("return ", expr, op))
             elif self.inlines(op):
@@ -73,6 +74,20 @@ class ForwardWriter:
             else:
                 self._assign(out, expr, op)
         return self.lines
+
+    def _render_fitting(self, op: Op, head: str) -> Expr:
+        """The op's expression; if inlining its operands makes the line too long, they get
+        statements of their own first (a reader would name them too)."""
+        state = (dict(self.pending), Counter(self.uses), len(self.lines))
+        expr = self.render(op)
+        inlined = [v for v in op.inputs if id(v) in state[0]]
+        if len(head) + len(expr.text) <= self.width or not inlined:
+            return expr
+        self.pending, self.uses = state[0], state[1]
+        del self.lines[state[2] :]
+        for value in inlined:
+            self._assign(value, self.pending.pop(id(value)), op)
+        return self.render(op)
 
     def inlines(self, op: Op) -> bool:
         """Whether the op's value is written where it is read rather than named."""
@@ -152,7 +167,7 @@ class ForwardWriter:
         return name
 
     def _fit(self, head: str, expr: Expr, op: Op) -> str:
-        """`head + expr`, which must fit on one line (every lowering's does, by a margin)."""
+        """`head + expr`, which must fit on one line."""
         if len(head) + len(expr.text) <= self.width:
             return head + expr.text
         raise ValueError(
