@@ -154,7 +154,7 @@ def test_generate_tokens_equal_transformers() -> None:
         cpu = torch.device("cpu")
         inputs, _ = steps.make_inputs(ir, "generate", 2, 6, cpu, seed=1)
         ours = steps.Side("ours", _generated_model(ir, cpu, None), inputs)
-        model, _ = hf_side.build_hf_model(ir, cpu)
+        model, _ = hf_side.build_hf_model(hf_config_dict(load_spec(name, TINY[name])), cpu)
         hf_side.copy_weights(ours.model, model, ir)
         model.eval()
         ours.model.eval()

@@ -12,12 +12,14 @@ from typer.testing import CliRunner
 from archspec import build_ir, load_spec
 from archspec.backends.compare.diff import diff_report
 from archspec.cli import app
+from archspec.spec.diff import spec_diff
 
 runner = CliRunner()
 
 
 def diff(a: str | Path, b: str | Path) -> dict:
-    return diff_report(build_ir(load_spec(a)), build_ir(load_spec(b)))
+    spec_a, spec_b = load_spec(a), load_spec(b)
+    return diff_report(build_ir(spec_a), build_ir(spec_b), spec_diff(spec_a, spec_b))
 
 
 def fields(report: dict) -> dict[str, tuple]:

@@ -244,8 +244,7 @@ def _kaplan_forward_per_token(d_model, n_layer, d_attn, d_ff, n_ctx) -> int:
 
 @pytest.mark.parametrize("name", ["gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "gpt3-175b"])
 def test_kaplan_reproduces_table_1(name: str) -> None:
-    ir = ir_of(name)
-    spec = ir.spec
+    ir, spec = ir_of(name), load_spec(name)
     n_ctx = spec.max_seq_len
     d_attn = spec.n_heads * (spec.head_dim or spec.d_model // spec.n_heads)
     expected = _kaplan_forward_per_token(spec.d_model, spec.n_layers, d_attn, spec.d_ff, n_ctx)
@@ -296,8 +295,7 @@ def test_chinchilla_reproduces_appendix_f(model: str) -> None:
 )
 def test_palm_reproduces_appendix_b(name: str, published: float) -> None:
     """6N + 12·L·H·Q·T training FLOPs per token, N every parameter (PaLM, Table 1 counts)."""
-    ir = ir_of(name)
-    spec = ir.spec
+    ir, spec = ir_of(name), load_spec(name)
     n = ir.value(parameter_count(ir.root))
     assert abs(n - published) < 0.01e9  # the paper's own N, to the last digit it prints
     t = 2048

@@ -23,7 +23,6 @@ from archspec.hf.export_config import hf_config_dict
 from archspec.hf.families import FAMILIES, t5
 from archspec.hf.family import Family, Where
 from archspec.hf.import_config import import_config
-from archspec.hf.name_rules import placed
 from archspec.hf.names import hf_module_names, naming
 from archspec.hf.tensor_rules import CHECKS
 from archspec.ir.build import build_ir
@@ -107,12 +106,13 @@ def test_export_of_import_round_trips(model_type: str) -> None:
 @pytest.mark.parametrize("model_type", list(FAMILIES))
 def test_reference_config_names_and_counts_like_transformers(model_type: str) -> None:
     config = reference_config(model_type)
-    ir = build_ir(import_config(config).spec)
+    spec = import_config(config).spec
+    ir = build_ir(spec)
     names = hf_module_names(ir)  # a SpecError if any module has no transformers name
     assert names and all(names.values())
     for variant in FAMILIES[model_type].variants:
         naming(ir, variant=variant)
-    exported = hf_config_dict(ir.spec)
+    exported = hf_config_dict(spec)
     fields = {k: v for k, v in exported.items() if k not in ("model_type", "architectures")}
     hf_config = transformers.AutoConfig.for_model(model_type, **fields)
     with torch.device("meta"):
@@ -127,17 +127,13 @@ def _where(role: str | None, index: str | None, local: str) -> Where:
     return Where(role, index, local, (), False, False, ("encoder", "decoder"))
 
 
-def test_t5_rel_bias_is_one_rule_that_can_move_to_the_stack() -> None:
+def test_t5_rel_bias_is_one_rule_on_the_stack() -> None:
     table = "encoder.block.0.layer.0.SelfAttention.relative_attention_bias"
-    # Today: in the first block, named relative to it.
-    assert t5.REL_BIAS(_where("encoder", "0", "attn.rel_bias")) == table.split("block.0.")[1]
-    assert t5.REL_BIAS(_where("encoder", None, "rel_bias")) is None
-    # The replacement the T5 module's comment names answers at stack level instead.
-    moved = placed("stack", "rel_bias", "{role}.block.0." + t5._REL_BIAS_TABLE)
-    assert moved(_where("encoder", None, "rel_bias")) == table
-    assert moved(_where("encoder", "0", "attn.rel_bias")) is None
+    # The IR keeps the table on its stack; transformers in the first block's self-attention.
+    assert t5.REL_BIAS(_where("encoder", None, "rel_bias")) == table
+    assert t5.REL_BIAS(_where("encoder", "0", "attn.rel_bias")) is None
     ir = build_ir(import_config(reference_config("t5")).spec)
-    assert hf_module_names(ir)["encoder.blocks.0.attn.rel_bias"] == table
+    assert hf_module_names(ir)["encoder.rel_bias"] == table
 
 
 def test_family_records_do_not_import_torch() -> None:

@@ -80,7 +80,7 @@ def test_imported_spec_counts_and_maps_like_transformers(name: str, tmp_path: Pa
     # Our tensors, converted to transformers' names, are exactly its state dict (tied copies
     # and buffers included), shape for shape; and back.
     theirs = {k: tuple(v.shape) for k, v in reference.state_dict().items()}
-    variant = "module" if ir.spec.family == "mixtral" else "checkpoint"
+    variant = "module" if ir.identity.family == "mixtral" else "checkpoint"
     ours = {
         k: torch.empty(shape, device="meta")
         for rule in tensor_rules(naming(ir), ir)
@@ -533,7 +533,7 @@ def test_count_names_hf_json_names_every_row(name: str) -> None:
     assert all(row["hf_name"] for row in rows)
     by_name = {row["name"]: row["hf_name"] for row in rows}
     if name == "t5-small":
-        assert by_name["encoder.blocks.0.attn.rel_bias"] == (
+        assert by_name["encoder.rel_bias"] == (
             "encoder.block.0.layer.0.SelfAttention.relative_attention_bias"
         )
         assert by_name["decoder.blocks.i.mlp.up"] == "decoder.block.i.layer.2.DenseReluDense.wi"

@@ -272,16 +272,16 @@ def test_executed_matmul_flops_equal_flop_counter(
     meta device cannot run) and SDPA on its math path, the path FlopCounterMode counts."""
     features(data)
     ir = compile_valid(workdir, data)
-    spec = ir.spec
+    max_seq_len, vocab_size = ir.value(ir.root.max_seq_len), ir.value(ir.root.vocab_size)
     b = sizes.draw(st.integers(1, 2), label="B")
-    s = sizes.draw(st.integers(1, spec.max_seq_len - 1), label="S")  # one more for decoding
-    s_dec = sizes.draw(st.integers(1, spec.max_seq_len), label="S_dec")
+    s = sizes.draw(st.integers(1, max_seq_len - 1), label="S")  # one more for decoding
+    s_dec = sizes.draw(st.integers(1, max_seq_len), label="S_dec")
     module = load(ir, workdir)
     torch.manual_seed(0)
     model = module.Model()
-    args = [torch.randint(spec.vocab_size, (b, s))]
-    if spec.layout == "encoder-decoder":
-        args.append(torch.randint(spec.vocab_size, (b, s_dec)))
+    args = [torch.randint(vocab_size, (b, s))]
+    if ir.root.layout == "encoder-decoder":
+        args.append(torch.randint(vocab_size, (b, s_dec)))
     f = flop_figures(ir, EXECUTED)
     values = {**ir.env, B: b, S: s, S_DEC: s_dec}
     with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
@@ -296,7 +296,7 @@ def test_executed_matmul_flops_equal_flop_counter(
         with torch.no_grad(), sdpa_kernel(SDPBackend.MATH):
             model(args[0], cache=cache)
             with FlopCounterMode(display=False) as counter:
-                model(torch.randint(spec.vocab_size, (b, 1)), cache=cache)
+                model(torch.randint(vocab_size, (b, 1)), cache=cache)
         assert at(f.decode_matmul, {**values, KV_LEN: s + 1}) == counter.get_total_flops()
 
 

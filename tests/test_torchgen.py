@@ -103,9 +103,9 @@ def small_model(
 
 
 def inputs(ir: IR, batch: int = 2, seq: int = 8) -> dict[str, torch.Tensor]:
-    vocab = ir.spec.vocab_size
+    vocab = ir.value(ir.root.vocab_size)
     args = {"input_ids": torch.randint(vocab, (batch, seq))}
-    if ir.spec.layout == "encoder-decoder":
+    if ir.root.layout == "encoder-decoder":
         args["decoder_input_ids"] = torch.randint(vocab, (batch, seq - 2))
     return args
 
@@ -253,10 +253,10 @@ def test_small_model_forward_and_backward(name: str, overrides: list[str], gener
     out = model(**args)
     outputs = out if isinstance(out, tuple) else (out,)
     batch, seq = args.get("decoder_input_ids", args["input_ids"]).shape
-    width = ir.spec.vocab_size if ir.spec.head.lm_head else ir.spec.d_model
+    width = ir.value(ir.root.vocab_size if ir.root.lm_head else ir.root.d_model)
     assert outputs[0].shape == (batch, seq, width)
-    if ir.spec.head.pooler:
-        assert outputs[1].shape == (batch, ir.spec.d_model)
+    if ir.root.pooler is not None:
+        assert outputs[1].shape == (batch, ir.value(ir.root.d_model))
     assert all(torch.isfinite(o).all() for o in outputs)
     sum(o.square().mean() for o in outputs).backward()
     missing = [n for n, p in model.named_parameters() if p.grad is None]

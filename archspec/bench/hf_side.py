@@ -15,7 +15,6 @@ from typing import Any
 import torch
 
 from archspec.errors import SpecError
-from archspec.hf.export_config import hf_config_dict
 from archspec.ir.nodes import IR
 
 
@@ -29,11 +28,11 @@ def _transformers():
     return transformers
 
 
-def build_hf_model(ir: IR, device: torch.device) -> tuple[torch.nn.Module, str]:
-    """The transformers model for the spec on `device` (fp32, randomly initialised), and the
-    attention implementation it got: "sdpa" where the class supports it, else "eager"."""
+def build_hf_model(data: dict, device: torch.device) -> tuple[torch.nn.Module, str]:
+    """The transformers model for an exported config.json `data` (`hf_config_dict(spec)`) on
+    `device` (fp32, randomly initialised), and the attention implementation it got: "sdpa"
+    where the class supports it, else "eager"."""
     transformers = _transformers()
-    data = hf_config_dict(ir.spec)
     fields = {k: v for k, v in data.items() if k not in ("model_type", "architectures")}
     config = transformers.AutoConfig.for_model(data["model_type"], **fields)
     config.architectures = data["architectures"]

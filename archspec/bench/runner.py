@@ -174,7 +174,9 @@ def _peak(s: Settings, device: torch.device, dtype: str) -> float | None:
     return devices.peak_flops(_device_name(device), dtype, tf32=tf32)
 
 
-def run_bench(ir: IR, s: Settings, progress: Progress | None = None) -> dict[str, Any]:
+def run_bench(
+    ir: IR, s: Settings, progress: Progress | None = None, hf_config: dict | None = None
+) -> dict[str, Any]:
     """Benchmark the generated model of `ir`; the result is plain data for `--json`."""
     if s.threads is not None and s.threads < 1:
         raise SpecError(f"--threads must be at least 1 (got {s.threads})")
@@ -193,7 +195,7 @@ def run_bench(ir: IR, s: Settings, progress: Progress | None = None) -> dict[str
         with torch._dynamo.config.patch(
             capture_dynamic_output_shape_ops=True, capture_scalar_outputs=True, recompile_limit=64
         ):
-            return _run(ir, s, progress)
+            return _run(ir, s, progress, hf_config)
     finally:
         torch.set_num_threads(threads)
 
@@ -210,15 +212,13 @@ def _compile(model: torch.nn.Module, mode: str) -> None:
         model.compile()
 
 
-def _run(ir: IR, s: Settings, progress: Progress | None) -> dict[str, Any]:
+def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None) -> dict[str, Any]:
     device = _device(s.device)
     dtype, seq = _check(ir, s, device)
     pred = predict(ir, s.mode, s.batch, seq, dtype, s.new_tokens)
-    hf_data = None
-    if s.vs_hf:
-        from archspec.bench.hf_config import hf_config_dict
-
-        hf_data = hf_config_dict(ir.spec)  # refuse an inexpressible spec before any work
+    hf_data = hf_config
+    if s.vs_hf and hf_data is None:
+        raise SpecError("--vs-hf needs the spec's transformers config (archspec.hf.hf_config_dict)")
     vocab = ir.value(ir.root.vocab_size)
     base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
     inputs, targets = steps.make_inputs(ir, s.mode, s.batch, seq, device, s.seed)
@@ -236,7 +236,7 @@ def _run(ir: IR, s: Settings, progress: Progress | None) -> dict[str, Any]:
         hf_info: dict[str, Any] = {}
         if s.vs_hf:
             hf_step, hf_memory, hf_info = _hf_side(
-                ir, s, device, dtype, ours, inputs, targets, progress
+                ir, hf_data, s, device, dtype, ours, inputs, targets, progress
             )
         ours_times: list[float] = []
         hf_times: list[float] = []
@@ -303,7 +303,7 @@ def _figures(prefix: str, t: Times, tokens: int, flops: int, peak: float | None)
     }
 
 
-def _hf_side(ir, s, device, dtype, ours, inputs, targets, progress):
+def _hf_side(ir, hf_data, s, device, dtype, ours, inputs, targets, progress):
     """Build, check, prepare and warm up the transformers side; measure its memory."""
     import transformers
 
@@ -311,7 +311,7 @@ def _hf_side(ir, s, device, dtype, ours, inputs, targets, progress):
 
     base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
     torch.manual_seed(s.seed)
-    model, attn = hf_side.build_hf_model(ir, device)
+    model, attn = hf_side.build_hf_model(hf_data, device)
     hf = steps.Side("hf", model, inputs, targets)
     if hf_side.takes_use_cache(model):
         hf.no_cache = {"use_cache": False}

@@ -13,9 +13,9 @@ from archspec.cli.common import (
     JsonOpt,
     SetOpt,
     SpecArg,
-    compile_spec,
     human,
     print_json,
+    resolve_spec,
     stderr,
     stdout,
     user_errors,
@@ -134,6 +134,8 @@ def bench(
         archspec bench gpt2 --device cpu --threads 1 --seq 64 --vs-hf
     """
     from archspec.bench.runner import Settings, run_bench
+    from archspec.hf.export_config import hf_config_dict
+    from archspec.ir.build import build_ir
 
     settings = Settings(
         device=device, dtype=dtype, batch=batch, seq=seq, mode=mode, compile=compile_,
@@ -141,9 +143,13 @@ def bench(
         peak_tflops=peak_tflops, threads=threads,
     )  # fmt: skip
     with user_errors(debug):
-        ir = compile_spec(spec, set_)
+        resolved = resolve_spec(spec, set_)
+        ir = build_ir(resolved)
+        # The transformers side is built from the spec's exported config.json, which refuses
+        # an inexpressible spec before any work.
+        hf_config = hf_config_dict(resolved) if vs_hf else None
         with _progress() as progress:
-            result = run_bench(ir, settings, progress)
+            result = run_bench(ir, settings, progress, hf_config)
     if json_:
         print_json(result)
     else:

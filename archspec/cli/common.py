@@ -60,13 +60,19 @@ def user_errors(debug: bool = False) -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
-def compile_spec(spec: str, overrides: list[str] | None, symbolic: bool = True):
-    """Resolve, validate and compile a spec reference to the IR."""
-    from archspec.ir.build import build_ir
+def resolve_spec(spec: str, overrides: list[str] | None):
+    """Resolve and validate a spec reference (a file, or a built-in name) with its overrides."""
     from archspec.spec.resolve import load_spec
 
     path = Path(spec)
-    return build_ir(load_spec(path if path.is_file() else spec, overrides or []), symbolic=symbolic)
+    return load_spec(path if path.is_file() else spec, overrides or [])
+
+
+def compile_spec(spec: str, overrides: list[str] | None, symbolic: bool = True):
+    """Resolve, validate and compile a spec reference to the IR."""
+    from archspec.ir.build import build_ir
+
+    return build_ir(resolve_spec(spec, overrides), symbolic=symbolic)
 
 
 def print_json(data: Any) -> None:

@@ -20,6 +20,7 @@ from archspec.cli.common import (
     compile_spec,
     human,
     print_json,
+    resolve_spec,
     stderr,
     stdout,
     user_errors,
@@ -208,9 +209,12 @@ def diff(
         archspec diff gpt2 ./my-gpt2-variant.yaml --json
     """
     from archspec.backends.compare.diff import diff_report
+    from archspec.ir.build import build_ir
+    from archspec.spec.diff import spec_diff
 
     with user_errors(debug):
-        report = diff_report(compile_spec(a, None), compile_spec(b, None))
+        spec_a, spec_b = resolve_spec(a, None), resolve_spec(b, None)
+        report = diff_report(build_ir(spec_a), build_ir(spec_b), spec_diff(spec_a, spec_b))
     if json_:
         print_json(report)
         return

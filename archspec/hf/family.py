@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from archspec.hf.config_fields import Fields
+    from archspec.ir.nodes import IR
     from archspec.spec.schema import Spec
 
 Head = Literal["lm", "pooler", "none"]
@@ -126,7 +127,7 @@ class Buffer:
     check: BufferCheck
     # The shape transformers' own state dict gives it (it is written as zeros), or None when
     # transformers' state dict has none.
-    shape: Callable[[Spec], Shape] | None = None
+    shape: Callable[[IR], Shape] | None = None
 
 
 # --- The record ------------------------------------------------------------------------------

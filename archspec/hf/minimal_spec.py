@@ -70,7 +70,7 @@ def _effective(spec: Spec, path: tuple[str, ...]) -> Any:
     if path == ("n_kv_heads",):
         return spec.kv_heads
     if path == ("head_dim",):
-        return spec.head_dim or spec.d_model // spec.n_heads
+        return spec.resolved_head_dim
     if path == ("final_norm",):
         return spec.has_final_norm
     if path == ("norm", "bias"):

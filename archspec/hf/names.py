@@ -58,7 +58,7 @@ def _where(
 def leaves(ir: IR, concrete: bool = True, symbolic_names: bool = True) -> Iterator[Leaf]:
     """Every parameter-owning module; with `concrete`, once per copy with real indices, else
     once per row of the count table, named with index letters (`symbolic_names`) or as the
-    table names it (a run of one keeps its index: T5's `blocks.0.attn.rel_bias`)."""
+    table names it (a run of one keeps its index: a lone dense first block, `blocks.0`)."""
     roles = tuple(p.name for p in ir.root.parts if p.name in ("encoder", "decoder"))
     for placed in walk(ir.root):
         node = placed.node
@@ -157,13 +157,13 @@ def _tok_emb_leaf(leaf: Leaf) -> Leaf:
 
 def naming(ir: IR, base: bool | None = None, variant: str = "checkpoint") -> Naming:
     """The naming of `ir`'s spec in its transformers class (`hf_class`)."""
-    spec = ir.spec
-    if not spec.hf_class:
+    who = ir.identity
+    if not who.hf_class:
         raise SpecError(
-            f"'{spec.name}' has no transformers counterpart (hf_class is null)",
+            f"'{who.name}' has no transformers counterpart (hf_class is null)",
             hint="transformers names exist for specs with an hf_class; see `archspec list`",
         )
-    cls = hf_class(spec.hf_class)
+    cls = hf_class(who.hf_class)
     return Naming(cls, family_of(cls), cls.base if base is None else base, variant)
 
 

@@ -52,7 +52,7 @@ def _is_causal_mask(t: torch.Tensor) -> str | None:
 
 
 def _is_inv_freq(ir: IR) -> Check:
-    theta = ir.spec.position.theta
+    theta = ir.root.stacks[0].position.theta
 
     def check(t: torch.Tensor) -> str | None:
         if t.is_meta:
@@ -205,6 +205,8 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
                 )
             )
     rules = []
+    # Fused q/k/v layouts interleave by head: the model's query heads (all stacks share them).
+    n_heads = ir.value(ir.root.stacks[0].block_variants[0].attn.n_heads)
     for hf in order:
         g = groups[hf]
         members = sorted(g.members)
@@ -214,7 +216,7 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
                 tuple(m[1] for m in members),
                 tuple(m[2] for m in members),
                 kind=g.kind,
-                n_heads=ir.spec.n_heads if g.kind == "heads" else 0,
+                n_heads=n_heads if g.kind == "heads" else 0,
                 group=g.parts if g.kind == "experts" else 1,
             )
         )
@@ -227,9 +229,8 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
 def _buffer_rules(n: Naming, ir: IR) -> list[TensorRule]:
     buffers = n.family.buffers
     rules = []
-    roles = [p.name for p in ir.root.parts if p.name in ("encoder", "decoder")]
-    for role in roles:
-        n_layers = ir.spec.stack_layers(role)
+    for stack in ir.root.stacks:
+        n_layers = sum(ir.value(run.count) for run in stack.blocks.runs)
         for buffer in buffers:
             pattern = buffer.name
             if pattern.startswith("@") and n.cls.head != "lm":
@@ -248,7 +249,7 @@ def _buffer_rules(n: Naming, ir: IR) -> list[TensorRule]:
                         "buffer",
                         optional=True,
                         check=CHECKS[buffer.check](ir),
-                        buffer_shape=buffer.shape(ir.spec) if buffer.shape else None,
+                        buffer_shape=buffer.shape(ir) if buffer.shape else None,
                     )
                 )
     unique = {r.hf: r for r in rules}

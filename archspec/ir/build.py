@@ -51,7 +51,7 @@ class _Dims:
             self.n_heads if spec.n_kv_heads is None else self.symbol("n_kv_heads", spec.n_kv_heads)
         )
         self.head_dim = (
-            (self.d_model / self.n_heads if symbolic else spec.d_model // spec.n_heads)
+            (self.d_model / self.n_heads if symbolic else spec.resolved_head_dim)
             if spec.head_dim is None
             else self.symbol("head_dim", spec.head_dim)
         )
@@ -84,7 +84,7 @@ def build_ir(spec: Spec, symbolic: bool = True) -> IR:
     """
     dims = _Dims(spec, symbolic)
     identity = Identity(spec.name, spec.source, spec.family, spec.hf_class)
-    return IR(identity, _model(spec, dims), dims.env, symbolic, spec=spec)
+    return IR(identity, _model(spec, dims), dims.env, symbolic)
 
 
 def _model(spec: Spec, d: _Dims) -> Model:
@@ -156,6 +156,8 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
         rel_bias=rel_bias,
         emb_norm=_norm(spec, d, "emb_norm") if spec.embedding.norm else None,
         final_norm=_norm(spec, d, "final_norm") if spec.has_final_norm else None,
+        emb_dropout=spec.dropout.hidden,
+        out_dropout=spec.dropout.output,
     )
 
 
@@ -172,12 +174,14 @@ def _block(spec: Spec, d: _Dims, causal: bool, cross: bool, moe: bool) -> Block:
             width=d.d_model,
             sublayers=tuple(Sublayer(None, layer) for _, layer in sublayers),
             shared_norm=_norm(spec, d, "norm"),
+            dropout=spec.dropout.hidden,
         )
     return Block(
         name="",
         residual=spec.residual,
         width=d.d_model,
         sublayers=tuple(Sublayer(_norm(spec, d, name), layer) for name, layer in sublayers),
+        dropout=spec.dropout.hidden,
     )
 
 
@@ -198,6 +202,7 @@ def _attention(spec: Spec, d: _Dims, name: str, causal: bool, cross: bool) -> At
         cross=cross,
         scale_scores=spec.attention.scale_scores,
         position=_position(spec) if not cross else Position(NO_POSITION),
+        dropout=spec.dropout.attention,
     )
 
 
@@ -209,6 +214,7 @@ def _mlp(spec: Spec, d: _Dims, name: str) -> MLP:
         up=Linear("up", d.d_model, d.d_ff, bias),
         down=Linear("down", d.d_ff, d.d_model, bias),
         activation=spec.mlp.activation,
+        dropout=spec.dropout.mlp,
     )
 
 

@@ -20,6 +20,7 @@ from archspec.ir.ops import (
     Call,
     Combine,
     Dispatch,
+    Dropout,
     LinearOp,
     Lookup,
     Loss,
@@ -68,21 +69,25 @@ def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
     assert source is not None, "cross-attention needs the encoder output"
     q_width, kv_width = node.n_heads * node.head_dim, node.n_kv_heads * node.head_dim
 
-    def project(name: str, module, inp: Value, width) -> Value:
-        out = Value(name, inp.rows, width)
-        return low.emit(LinearOp(out, inp, module, "attn_proj"))
+    def heads(name: str, rows, width, limit) -> Value:
+        # Column-parallel projections give each tensor-parallel rank its heads.
+        return Value(name, rows, width, split=True, split_limit=limit)
 
-    q = project("q", node.q, x, q_width)
-    k = project("k", node.k, source, kv_width)
-    v = project("v", node.v, source, kv_width)
+    q = low.emit(LinearOp(heads("q", x.rows, q_width, node.n_heads), x, node.q, "attn_proj"))
+    k_out = heads("k", source.rows, kv_width, node.n_kv_heads)
+    k = low.emit(LinearOp(k_out, source, node.k, "attn_proj"))
+    v_out = heads("v", source.rows, kv_width, node.n_kv_heads)
+    v = low.emit(LinearOp(v_out, source, node.v, "attn_proj"))
     if node.rotary:
         assert ctx.angles is not None
         cost = node.position.entry.flops_per_element
-        q = low.emit(Rope(Value("q", q.rows, q_width), q, ctx.angles, node.n_heads, cost))
-        k = low.emit(Rope(Value("k", k.rows, kv_width), k, ctx.angles, node.n_kv_heads, cost))
+        q_rot, k_rot = _like(q, "q"), _like(k, "k")
+        q = low.emit(Rope(q_rot, q, ctx.angles, node.n_heads, cost))
+        k = low.emit(Rope(k_rot, k, ctx.angles, node.n_kv_heads, cost))
     mask = ctx.cross_mask if node.cross else ctx.mask
-    y = low.emit(Attend(Value("y", x.rows, q_width), q, k, v, node, mask))
-    low.out = project("out", node.o, y, node.o.out_features)
+    y = low.emit(Attend(heads("y", x.rows, q_width, node.n_heads), q, k, v, node, mask))
+    out = Value("out", x.rows, node.o.out_features)
+    low.out = low.emit(LinearOp(out, y, node.o, "attn_proj"))
     return low
 
 
@@ -90,19 +95,23 @@ def lower_mlp(node: MLP, x: Value) -> Lowered:
     low = Lowered(inputs=(x,))
     hidden = node.hidden
 
-    def linear(name: str, module, inp: Value, width) -> Value:
-        out = Value(name, inp.rows, width, copies=inp.copies)
+    def linear(name: str, module, inp: Value, width, split: bool) -> Value:
+        out = Value(name, inp.rows, width, copies=inp.copies, split=split)
         return low.emit(LinearOp(out, inp, module, "mlp"))
 
+    # The hidden units are split over tensor-parallel ranks (column-parallel up and gate,
+    # row-parallel down).
     if node.gate is not None:
-        gate = linear("gate", node.gate, x, hidden)
+        gate = linear("gate", node.gate, x, hidden, split=True)
         act = low.emit(ActivationOp(_like(gate, "act"), gate, node.activation))
-        up = linear("up", node.up, x, hidden)
+        up = linear("up", node.up, x, hidden, split=True)
         h = low.emit(Mul(_like(up, "h"), act, up, "activations"))
     else:
-        up = linear("up", node.up, x, hidden)
+        up = linear("up", node.up, x, hidden, split=True)
         h = low.emit(ActivationOp(_like(up, "h"), up, node.activation))
-    low.out = linear("out", node.down, h, node.down.out_features)
+    if node.dropout:
+        h = low.emit(Dropout(_like(h, "h"), h, node.dropout, "activations"))
+    low.out = linear("out", node.down, h, node.down.out_features, split=False)
     return low
 
 
@@ -129,25 +138,31 @@ def lower_moe(node: MoE, x: Value) -> Lowered:
 
 def lower_block(node: Block) -> Lowered:
     """A block's forward from its residual kind. Its input is a value of its own."""
-    x = Value("x", "tokens", node.width)
+    d = node.width
+    x = Value("x", "tokens", d)
     low = Lowered(inputs=(x,))
+
+    def sublayer(layer, inp: Value) -> Value:
+        out = low.emit(Call(Value(layer.name, "tokens", d), layer, (inp,)))
+        if node.dropout:  # on the residual branch, before the add
+            out = low.emit(Dropout(Value(layer.name, "tokens", d), out, node.dropout, "residuals"))
+        return out
+
     position = node.entry.norm_position
     if position == "shared":
         assert node.shared_norm is not None
-        h = low.emit(NormOp(Value("h", "tokens", node.width), x, node.shared_norm))
+        h = low.emit(NormOp(Value("h", "tokens", d), x, node.shared_norm))
         for sub in node.sublayers:
-            out = low.emit(Call(Value(sub.layer.name, "tokens", node.width), sub.layer, (h,)))
-            x = low.emit(Add(Value("x", "tokens", node.width), x, out, "residuals"))
+            x = low.emit(Add(Value("x", "tokens", d), x, sublayer(sub.layer, h), "residuals"))
     for sub in node.sublayers if position != "shared" else ():
         assert sub.norm is not None
         if position == "before":
-            h = low.emit(NormOp(Value("h", "tokens", node.width), x, sub.norm))
-            out = low.emit(Call(Value(sub.layer.name, "tokens", node.width), sub.layer, (h,)))
-            x = low.emit(Add(Value("x", "tokens", node.width), x, out, "residuals"))
+            h = low.emit(NormOp(Value("h", "tokens", d), x, sub.norm))
+            x = low.emit(Add(Value("x", "tokens", d), x, sublayer(sub.layer, h), "residuals"))
         else:
-            out = low.emit(Call(Value(sub.layer.name, "tokens", node.width), sub.layer, (x,)))
-            total = low.emit(Add(Value("x", "tokens", node.width), x, out, "residuals"))
-            x = low.emit(NormOp(Value("x", "tokens", node.width), total, sub.norm))
+            out = sublayer(sub.layer, x)
+            total = low.emit(Add(Value("x", "tokens", d), x, out, "residuals"))
+            x = low.emit(NormOp(Value("x", "tokens", d), total, sub.norm))
     low.out = x
     return low
 
@@ -172,6 +187,8 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
         x = low.emit(Add(Value("x", "tokens", d), x, pos, "embeddings"))
     if node.emb_norm is not None:
         x = low.emit(NormOp(Value("x", "tokens", d), x, node.emb_norm))
+    if node.emb_dropout:
+        x = low.emit(Dropout(Value("x", "tokens", d), x, node.emb_dropout, "embeddings"))
     angles = mask = cross_mask = None
     block = node.block_variants[0]
     attn = block.attn
@@ -180,7 +197,8 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
         angles = low.emit(RopeAngles(Value("angles", "positions", 2 * attn.head_dim), positions))
     if entry.score_bias:
         heads = attn.n_heads
-        mask = low.emit(ScoreBias(Value("mask", "pairs", heads), node.rel_bias, heads, node.causal))
+        bias = Value("mask", "pairs", heads, split=True, split_limit=heads)
+        mask = low.emit(ScoreBias(bias, node.rel_bias, heads, node.causal))
     elif node.causal and block.cross_attn is not None:
         # An encoder-decoder's decoder: its self-attention gets an explicit causal mask.
         mask = Value("mask", "pairs", 1)
@@ -188,6 +206,8 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
     x = low.emit(Blocks(Value("x", "tokens", d), x, node.blocks))
     if node.final_norm is not None:
         x = low.emit(NormOp(Value("x", "tokens", d), x, node.final_norm))
+    if node.out_dropout:
+        x = low.emit(Dropout(Value("x", "tokens", d), x, node.out_dropout, "residuals"))
     low.out = x
     return low, ctx
 
@@ -228,7 +248,8 @@ def lower_model(model: Model) -> list[Segment]:
             h = hidden
             if model.scale_tied_output:
                 h = heads.emit(Scale(Value("hidden", "tokens", d), hidden, "head"))
-            logits = Value("logits", "tokens", model.vocab_size)
+            # Vocabulary-parallel: each tensor-parallel rank holds its share of the logits.
+            logits = Value("logits", "tokens", model.vocab_size, split=True)
             heads.emit(LinearOp(logits, h, model.lm_head, "head"))
             heads.emit(Loss(None, logits))
         segments.append(Segment(stack.role, stack, low.ops, x, heads.ops, memory))
@@ -248,4 +269,7 @@ def lower(node: Composite, x: Value, ctx: StackValues) -> Lowered:
 
 
 def _like(v: Value, name: str) -> Value:
-    return Value(name, v.rows, v.width, v.dtype, copies=v.copies)
+    """A new tensor shaped and split like `v`."""
+    return Value(
+        name, v.rows, v.width, v.dtype, copies=v.copies, split=v.split, split_limit=v.split_limit
+    )

@@ -21,8 +21,8 @@ gives each distinct node its generated class).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from archspec import kinds
 from archspec.kinds import ActivationKind, Mask, NormKind, PositionKind, ResidualKind
@@ -112,6 +112,7 @@ class Attention(Composite):
     cross: bool  # keys and values come from the encoder
     scale_scores: bool
     position: Position  # rope acts on q and k; a score bias arrives with the mask
+    dropout: float = 0.0  # on the attention probabilities, in training
 
     @property
     def children(self) -> tuple[Node, ...]:
@@ -133,6 +134,7 @@ class MLP(Composite):
     down: Linear
     gate: Linear | None  # a gated (GLU) MLP: down(act(gate(x)) * up(x))
     activation: Activation
+    dropout: float = 0.0  # on the hidden units, before `down`, in training
 
     @property
     def children(self) -> tuple[Node, ...]:
@@ -205,6 +207,7 @@ class Block(Composite):
     width: sp.Expr  # the residual stream
     sublayers: tuple[Sublayer, ...]  # in data-flow order: attention, cross-attention, MLP
     shared_norm: Norm | None = None  # parallel blocks: the one norm all sublayers read
+    dropout: float = 0.0  # on each sublayer's output, before the residual add, in training
 
     @property
     def entry(self) -> ResidualKind:
@@ -254,6 +257,8 @@ class Stack(Composite):
     rel_bias: Embedding | None = None  # T5's relative-position bias table (buckets × heads)
     emb_norm: Norm | None = None
     final_norm: Norm | None = None
+    emb_dropout: float = 0.0  # on the embeddings (after their norm), in training
+    out_dropout: float = 0.0  # on the stack's output (after the final norm), in training
 
     @property
     def children(self) -> tuple[Node, ...]:
@@ -319,8 +324,6 @@ class IR:
     root: Model
     env: dict[sp.Symbol, int]
     symbolic: bool = True  # sizes are sympy expressions (else plain integers)
-    # MIGRATION ONLY: the Spec, until archspec/hf reads nodes alone. Nothing new may read it.
-    spec: Any = field(default=None, compare=False, repr=False)
 
     @property
     def name(self) -> str:

@@ -41,6 +41,12 @@ class Value:
     dtype: DType = "compute"
     base: Value | None = None
     copies: sp.Expr | int = 1
+    # Split over tensor-parallel ranks (Megatron-LM): a tensor over attention heads or MLP
+    # hidden units, each rank holding its share. `split_limit`: the parts it can be split into
+    # at most (the kv heads: beyond them ranks hold copies). Tensors of the residual stream
+    # are whole on every rank unless sequence parallelism splits them along the sequence.
+    split: bool = False
+    split_limit: sp.Expr | int | None = None
 
     @property
     def storage(self) -> Value:
@@ -229,6 +235,23 @@ class Combine(Op):
     @property
     def inputs(self):
         return (self.expert_out, self.weights)
+
+
+# Training only.
+
+
+@dataclass(frozen=True, eq=False)
+class Dropout(Op):
+    """out = x with a random fraction p of its elements zeroed and the rest scaled by
+    1 / (1 - p), in training; x itself in evaluation."""
+
+    x: Value
+    p: float
+    component: str
+
+    @property
+    def inputs(self):
+        return (self.x,)
 
 
 # Structure.

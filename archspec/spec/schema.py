@@ -97,6 +97,26 @@ class MoESpec:
 
 
 @dataclass(frozen=True)
+class DropoutSpec:
+    """Dropout probabilities, applied in training only (where GPT-2, BERT, T5 and Megatron-LM
+    place them). 0 (the default) emits no dropout at all."""
+
+    attention: float = field(
+        default=0.0, metadata=doc("on the attention probabilities", min=0.0, below=1.0)
+    )
+    hidden: float = field(
+        default=0.0,
+        metadata=doc("on the embeddings and each sublayer's output", min=0.0, below=1.0),
+    )
+    mlp: float = field(
+        default=0.0, metadata=doc("on the MLP's hidden units (T5, BART)", min=0.0, below=1.0)
+    )
+    output: float = field(
+        default=0.0, metadata=doc("on each stack's output, after its final norm (T5)", min=0.0, below=1.0)
+    )
+
+
+@dataclass(frozen=True)
 class HeadSpec:
     lm_head: bool = field(default=True, metadata=doc("a language-model head over the vocabulary"))
     tied: bool = field(default=True, metadata=doc("the head shares the token embedding matrix"))
@@ -152,8 +172,16 @@ class Spec:
     mlp: MLPSpec = field(default_factory=MLPSpec, metadata=doc("feed-forward network"))
     moe: MoESpec | None = field(default=None, metadata=doc("mixture of experts instead of the MLP"))
     head: HeadSpec = field(default_factory=HeadSpec, metadata=doc("output heads"))
+    dropout: DropoutSpec = field(
+        default_factory=DropoutSpec, metadata=doc("dropout probabilities (training only)")
+    )
     encoder: StackSpec = field(default_factory=StackSpec, metadata=doc("encoder overrides"))
     decoder: StackSpec = field(default_factory=StackSpec, metadata=doc("decoder overrides"))
+
+    @property
+    def resolved_head_dim(self) -> int:
+        """The width of one head: `head_dim`, or d_model / n_heads when it is left out."""
+        return self.head_dim if self.head_dim is not None else self.d_model // self.n_heads
 
     @property
     def kv_heads(self) -> int:

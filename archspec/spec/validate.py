@@ -143,6 +143,8 @@ class _Validator:
             raise self.error(path, f"expected a positive number, got {value}")
         if "min" in f.metadata and value < f.metadata["min"]:
             raise self.error(path, f"expected at least {f.metadata['min']}, got {value}")
+        if "below" in f.metadata and value >= f.metadata["below"]:
+            raise self.error(path, f"expected less than {f.metadata['below']}, got {value}")
 
 
 def validate(data: Any, locations: Locations, fallback: Location) -> Spec:
@@ -166,7 +168,7 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             [("n_kv_heads",), ("n_heads",)],
             f"n_heads ({spec.n_heads}) is not a multiple of n_kv_heads ({spec.kv_heads})",
         )
-    head_dim = spec.head_dim or spec.d_model // spec.n_heads
+    head_dim = spec.resolved_head_dim
     if spec.position.kind == "rope" and head_dim % 2:
         raise v.error(("position", "kind"), f"rope needs an even head_dim, got {head_dim}")
     if spec.position.kind == "relative_bias":

@@ -24,9 +24,7 @@ from archspec.backends.count.params import group_totals, parameter_count, parame
 from archspec.backends.count.report import shape_text
 from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm, Position, Repeat
 from archspec.ir.visit import walk
-from archspec.spec.schema import Spec
 
-NOT_COMPARED = ("name", "abstract")
 # Node fields that are structure, not settings: children (any field holding nodes) are matched
 # by path instead, and a block's width is its leaves' shapes.
 STRUCTURAL = ("name", "runs", "width")
@@ -38,8 +36,9 @@ LEAVES = (Embedding, Linear, Norm)
 SHAPE_FIELDS = ("num", "dim", "in_features", "out_features")
 
 
-def diff_report(a: IR, b: IR) -> dict[str, Any]:
-    """The whole difference between `a` and `b`, as JSON-ready data."""
+def diff_report(a: IR, b: IR, spec_changes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The whole difference between `a` and `b`, as JSON-ready data. `spec_changes`: the
+    fields of their specs that differ (`archspec.spec.diff.spec_diff`)."""
     total_a, total_b = a.value(parameter_count(a.root)), b.value(parameter_count(b.root))
     groups_a, groups_b = _groups(a), _groups(b)
     names = [g for g in groups_b if g in groups_a] + [
@@ -48,7 +47,7 @@ def diff_report(a: IR, b: IR) -> dict[str, Any]:
     report: dict[str, Any] = {
         "a": a.name,
         "b": b.name,
-        "spec": spec_diff(a.spec, b.spec),
+        "spec": spec_changes,
         "modules": module_diff(a, b),
         "groups": [_delta({"group": g}, groups_a.get(g, 0), groups_b.get(g, 0)) for g in names],
         "total": _delta({}, total_a, total_b),
@@ -66,51 +65,6 @@ def _groups(ir: IR) -> dict[str, int]:
 
 def _delta(entry: dict[str, Any], a: int, b: int) -> dict[str, Any]:
     return {**entry, "a": a, "b": b, "delta": b - a}
-
-
-# Spec level ------------------------------------------------------------------------------------
-
-
-def _derived(spec: Spec) -> dict[str, Any]:
-    """The effective values of the fields whose default depends on other fields."""
-    derived = {
-        "n_kv_heads": spec.kv_heads,
-        "head_dim": spec.d_model // spec.n_heads,
-        "norm.bias": spec.norm.has_bias,
-        "final_norm": spec.has_final_norm,
-    }
-    if spec.layout == "encoder-decoder":
-        derived.update({f"{r}.n_layers": spec.stack_layers(r) for r in ("encoder", "decoder")})
-    return derived
-
-
-def spec_diff(a: Spec, b: Spec) -> list[dict[str, Any]]:
-    """The fields whose effective values differ, in the order the schema declares them.
-    Sections present on both sides are compared field by field (`moe.top_k`); a section one
-    side lacks (`moe: null`) is one entry holding the other side's whole section."""
-    derived_a, derived_b = _derived(a), _derived(b)
-    out: list[dict[str, Any]] = []
-
-    def side(value: Any, derived: dict[str, Any], key: str) -> tuple[Any, bool]:
-        if value is None and key in derived:
-            return derived[key], True
-        return (dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value), False
-
-    def compare(prefix: str, obj_a: Any, obj_b: Any) -> None:
-        for f in dataclasses.fields(obj_a):
-            key = f"{prefix}{f.name}"
-            va, vb = getattr(obj_a, f.name), getattr(obj_b, f.name)
-            if key in NOT_COMPARED:
-                continue
-            if dataclasses.is_dataclass(va) and dataclasses.is_dataclass(vb):
-                compare(f"{key}.", va, vb)
-                continue
-            (va, da), (vb, db) = side(va, derived_a, key), side(vb, derived_b, key)
-            if va != vb:
-                out.append({"field": key, "a": va, "b": vb, "a_default": da, "b_default": db})
-
-    compare("", a, b)
-    return out
 
 
 # Module level ----------------------------------------------------------------------------------

@@ -50,22 +50,47 @@ class Scope:
 class ActivationCounter:
     """Bytes kept for backward by one training forward of one stack's ops."""
 
-    def __init__(self, lengths: Lengths, compute: int | sp.Expr, attn: str, recompute: str):
+    def __init__(
+        self,
+        lengths: Lengths,
+        compute: int | sp.Expr,
+        attn: str,
+        recompute: str,
+        tp: int = 1,
+        sp_: bool = False,
+    ):
         self.lengths = lengths
         self.c = compute
         self.attn = attn
         self.recompute = recompute
+        self.tp = tp  # tensor-parallel ranks: each keeps its share of what is split
+        self.sequence_parallel = sp_  # the residual stream's tensors split along the sequence
         self.ctx = StackValues()
         self.scopes = [Scope()]
         self.rebuilt: list[sp.Expr] = []  # full recomputation: each kind of block, rebuilt
+        self.layers: list[tuple[sp.Expr, sp.Expr, sp.Expr]] = []  # (start, count, bytes each)
 
     @property
     def tokens(self) -> sp.Expr:
         return B * self.lengths.queries
 
+    def share(self, split: bool, limit: sp.Expr | int | None = None, rows: str = "tokens"):
+        """The fraction of a tensor one tensor-parallel rank keeps. Heads and hidden units are
+        split (kv heads at most n_kv_heads ways: beyond that ranks hold copies); with sequence
+        parallelism the residual stream's tensors are split along the sequence; everything
+        else (norm inputs, residual dropout masks) is whole on every rank, as in Megatron-LM."""
+        if self.tp == 1:
+            return 1
+        if split:
+            return sp.Integer(1) / (sp.Min(self.tp, limit) if limit is not None else self.tp)
+        if self.sequence_parallel and rows in ("tokens", "memory"):
+            return sp.Integer(1) / self.tp
+        return 1
+
     def bytes(self, value: ops.Value) -> sp.Expr:
         per = {"compute": self.c, "index": INDEX, "stats": STATS, "bool": BOOL}[value.dtype]
-        return self.lengths.elements(value) * per
+        share = self.share(value.split, value.split_limit, value.rows)
+        return self.lengths.elements(value) * per * share
 
     # Bookkeeping.
 
@@ -79,9 +104,13 @@ class ActivationCounter:
         owner = next((s for s in reversed(self.scopes) if storage in s.made), self.scopes[0])
         owner.kept.setdefault(storage, self.bytes(storage))
 
-    def keep_new(self, elements: sp.Expr, per_element: int | sp.Expr) -> None:
-        """A tensor made and kept inside one op (an internal copy, statistics)."""
-        self.scopes[-1].internal.append(elements * per_element)
+    def keep_new(
+        self, elements: sp.Expr, per_element: int | sp.Expr, split: bool = False, rows="tokens"
+    ) -> None:
+        """A tensor made and kept inside one op (an internal copy, statistics); `split` and
+        `rows` say how tensor parallelism divides it, as for a value."""
+        share = self.share(split, rows=rows)
+        self.scopes[-1].internal.append(elements * per_element * share)
 
     def run(self, op_list) -> None:
         for op in op_list:
@@ -105,9 +134,9 @@ class ActivationCounter:
         entry = NORMS[op.module.kind]
         self.keep(op.x)
         rows = self.lengths.rows(op.x)
-        self.keep_new(rows, entry.row_statistics * STATS)
+        self.keep_new(rows, entry.row_statistics * STATS, rows=op.x.rows)
         if entry.keeps_normalised:
-            self.keep_new(self.lengths.elements(op.x), self.c)
+            self.keep_new(self.lengths.elements(op.x), self.c, rows=op.x.rows)
 
     def op_activationop(self, op: ops.ActivationOp) -> None:
         keeps = ACTIVATIONS[op.kind].keeps
@@ -130,8 +159,12 @@ class ActivationCounter:
         pass  # a view
 
     def op_loss(self, op: ops.Loss) -> None:
-        # Cross-entropy keeps the log-softmax over the logits.
-        self.keep_new(self.lengths.elements(op.logits), self.c)
+        # Cross-entropy keeps the log-softmax over the logits (vocabulary-parallel: split).
+        self.keep_new(self.lengths.elements(op.logits), self.c, split=op.logits.split)
+
+    def op_dropout(self, op: ops.Dropout) -> None:
+        # The mask of kept elements (one byte each); the output is kept by whatever reads it.
+        self.keep_new(self.lengths.elements(op.x), BOOL, split=op.x.split, rows=op.x.rows)
 
     # Attention.
 
@@ -155,15 +188,21 @@ class ActivationCounter:
             for value in (op.q, op.k, op.v, op.out):
                 self.keep(value)
             if self.attn == "flash":
-                self.keep_new(B * h * L.queries, STATS)
+                # A fused kernel's dropout keeps only its random seed.
+                self.keep_new(B * h * L.queries, STATS, split=True)
                 if op.mask is not None:
                     self.keep(op.mask)  # the kernel keeps the additive mask
             return
         # PyTorch's eager (math) attention keeps scaled copies of q and k, v made contiguous
-        # (k and v repeated per query head under GQA), and the probabilities: B·h·S² values.
-        # Merging the heads copies the output, which the output projection keeps.
-        self.keep_new(n * h * hd + 2 * kv_tokens * h * hd, c)
-        self.keep_new(B * h * L.queries * keys, c)
+        # (k and v repeated per query head under GQA), and the probabilities: B·h·S² values;
+        # with dropout also its mask and the dropped probabilities AV multiplies (Korthikanti
+        # et al. 2022, Section 4.1: 5·a·s²·b bytes in fp16). Merging the heads copies the
+        # output, which the output projection keeps.
+        self.keep_new(n * h * hd + 2 * kv_tokens * h * hd, c, split=True)
+        scores = B * h * L.queries * keys
+        self.keep_new(scores, c, split=True)
+        if node.dropout:
+            self.keep_new(scores, BOOL + c, split=True)
 
     # Mixture of experts.
 
@@ -192,7 +231,7 @@ class ActivationCounter:
         self.run(lower(op.module, op.args[0], self.ctx).ops)
 
     def op_blocks(self, op: ops.Blocks) -> None:
-        total = sp.Integer(0)
+        """Each run's blocks: recorded per run (a pipeline deals them out over its stages)."""
         for run in op.repeat.runs:
             assert isinstance(run.node, Block)
             low = lower_block(run.node)
@@ -206,8 +245,7 @@ class ActivationCounter:
                 # time, so the largest block's activations come on top, once for the model.
                 self.rebuilt.append(block)
                 block = self.bytes(low.inputs[0])
-            total += run.count * block
-        self.scopes[-1].internal.append(total)
+            self.layers.append((run.start, run.count, block))
 
     # What a stack builds once for its blocks.
 
@@ -232,26 +270,79 @@ class ActivationCounter:
 
 
 def activation_bytes(
-    ir: IR, compute: int | sp.Expr = 4, attn: str = "eager", recompute: str = NO_RECOMPUTE
+    ir: IR,
+    compute: int | sp.Expr = 4,
+    attn: str = "eager",
+    recompute: str = NO_RECOMPUTE,
+    tp: int = 1,
+    sequence_parallel: bool = False,
 ) -> sp.Expr:
     """Bytes kept for backward by one training forward of the batch, and by its loss (the
-    log-softmax over the logits, when there is an LM head)."""
+    log-softmax over the logits, when there is an LM head), on one of `tp` tensor-parallel
+    ranks."""
+    return activation_parts(ir, compute, attn, recompute, tp, sequence_parallel).total
+
+
+@dataclass(frozen=True)
+class ActivationParts:
+    """What one training forward keeps, by where it sits in a pipeline: before the blocks
+    (embeddings, positions, masks), in each block, and after them (final norm, heads, loss)."""
+
+    before: sp.Expr
+    layers: tuple[tuple[sp.Expr, sp.Expr], ...]  # (blocks, bytes of one), in layer order
+    after: sp.Expr
+    rebuilt: sp.Expr  # full recomputation: the largest block, rebuilt in the backward pass
+
+    @property
+    def blocks(self) -> sp.Expr:
+        return sp.Add(*(count * each for count, each in self.layers))
+
+    @property
+    def total(self) -> sp.Expr:
+        return self.before + self.blocks + self.after + self.rebuilt
+
+
+def activation_parts(
+    ir: IR,
+    compute: int | sp.Expr = 4,
+    attn: str = "eager",
+    recompute: str = NO_RECOMPUTE,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+) -> ActivationParts:
     run = forward_pass(ir.root.layout)
-    total = sp.Integer(0)
+    before = after = sp.Integer(0)
+    layers: list[tuple[sp.Expr, sp.Expr]] = []
     rebuilt: list[sp.Expr] = []
-    memory_kept: list[sp.Expr] = []
     for segment in lower_model(ir.root):
         lengths = run.lengths(segment.role)
         assert lengths is not None
-        counter = ActivationCounter(lengths, compute, attn, recompute)
+        counter = ActivationCounter(lengths, compute, attn, recompute, tp, sequence_parallel)
         counter.run(segment.embed)
         stack_ops, ctx = lower_stack(segment.stack, segment.x, segment.memory)
         counter.ctx = ctx
         counter.run(stack_ops.ops)
+        kept = counter.scopes[0].total()
         counter.run(segment.heads)
-        total += counter.scopes[0].total()
+        # The final norm keeps the last block's output: it sits after the blocks, with the
+        # heads. Everything else of the stack's own comes before them.
+        final = segment.stack.final_norm
+        tail = _final_norm_bytes(counter, final) if final is not None else 0
+        before += kept - tail
+        after += counter.scopes[0].total() - kept + tail
+        layers += [(count, each) for _, count, each in counter.layers]
         rebuilt += counter.rebuilt
-        memory_kept.append(counter)
-    if rebuilt:
-        total += sp.Max(*rebuilt)
-    return total
+    return ActivationParts(before, tuple(layers), after, sp.Max(*rebuilt) if rebuilt else 0)
+
+
+def _final_norm_bytes(counter: ActivationCounter, norm) -> sp.Expr:
+    """What a stack's final norm keeps: its input (the last block's output) and statistics."""
+    from archspec.ir.ops import Value
+
+    x = Value("x", "tokens", norm.dim)
+    entry = NORMS[norm.kind]
+    rows = counter.lengths.rows(x)
+    kept = counter.bytes(x) + rows * entry.row_statistics * STATS * counter.share(False)
+    if entry.keeps_normalised:
+        kept += counter.bytes(x)
+    return kept

@@ -56,6 +56,7 @@ COMPONENTS = {
     "activations": "activations",
     "norms": "norms",
     "residuals": "residual adds",
+    "dropout": "dropout (training)",
     "head": "head",
 }
 
@@ -63,6 +64,8 @@ COMPONENTS = {
 # once per row (a norm's square root, a softmax's reciprocal) is left out: it is O(B·S) beside
 # the O(B·S·d) around it.
 SOFTMAX = 5
+# Dropout in training: multiply by the mask and by 1 / (1 - p).
+DROPOUT = 2
 
 
 Key = tuple[str, str, bool]  # (component, MATMUL | OTHER, inside the repeated blocks)
@@ -105,10 +108,17 @@ class FlopCounter:
     Interpreter has one per node. `Call` and `Blocks` interpret the ops of the module they run,
     a run of identical blocks once, times its count."""
 
-    def __init__(self, conv: Convention, lengths: Lengths, ctx: StackValues | None = None):
+    def __init__(
+        self,
+        conv: Convention,
+        lengths: Lengths,
+        ctx: StackValues | None = None,
+        training: bool = False,
+    ):
         self.conv = conv
         self.lengths = lengths
         self.ctx = ctx or StackValues()
+        self.training = training  # dropout runs
         self.in_block = False  # inside a Repeat: work that full recomputation replays
         self.tally = Tally()
 
@@ -205,6 +215,12 @@ class FlopCounter:
             self.add("softmax", OTHER, per_score * pairs)
         elif self.conv.softmax:
             self.add("softmax", OTHER, self.conv.softmax * pairs)
+        if self.training and node.dropout:
+            self.elementwise("dropout", DROPOUT * pairs)
+
+    def op_dropout(self, op: ops.Dropout) -> None:
+        if self.training:
+            self.elementwise("dropout", DROPOUT * self.elements(op.x))
 
     # Mixture of experts.
 
@@ -227,7 +243,7 @@ class FlopCounter:
         outer, self.in_block = self.in_block, True
         for run in op.repeat.runs:
             assert isinstance(run.node, Block)
-            inner = FlopCounter(self.conv, self.lengths, self.ctx)
+            inner = FlopCounter(self.conv, self.lengths, self.ctx, self.training)
             inner.in_block = True
             inner.run(lower_block(run.node).ops)
             self.tally.merge(inner.tally, run.count)
@@ -251,14 +267,14 @@ class FlopCounter:
             self.add("softmax", OTHER, 2 * self.tokens * parameter_count(op.table))
 
 
-def count_pass(model: Model, conv: Convention, run: Pass) -> Tally:
-    """The FLOPs of one pass of the whole model."""
+def count_pass(model: Model, conv: Convention, run: Pass, training: bool = False) -> Tally:
+    """The FLOPs of one pass of the whole model (`training`: with dropout)."""
     t = Tally()
     for segment in lower_model(model):
         lengths = run.lengths(segment.role)
         if lengths is None:
             continue
-        counter = FlopCounter(conv, lengths)
+        counter = FlopCounter(conv, lengths, training=training)
         counter.run(segment.embed)
         stack_ops, ctx = lower_stack(segment.stack, segment.x, segment.memory)
         counter.ctx = ctx
@@ -277,8 +293,9 @@ class FlopFigures:
     attn: str
     recompute: str
     components: dict[str, tuple[sp.Expr, sp.Expr]]  # forward (matmul, other) per component
-    forward: sp.Expr
+    forward: sp.Expr  # inference (= prefill): no dropout
     forward_matmul: sp.Expr
+    dropout: sp.Expr  # what a training forward adds: dropout's masking
     backward: sp.Expr
     backward_matmul: sp.Expr
     recomputed: sp.Expr  # forward work replayed in the backward pass
@@ -289,7 +306,7 @@ class FlopFigures:
 
     @property
     def train_step(self) -> sp.Expr:
-        return self.forward + self.backward + self.recomputed
+        return self.forward + self.dropout + self.backward + self.recomputed
 
     @property
     def train_step_matmul(self) -> sp.Expr:
@@ -317,10 +334,13 @@ def flop_figures(
     the forward of every block. A preset with its own policy (Megatron) ignores both options.
     """
     model = ir.root
-    fwd = count_pass(model, conv, forward_pass(model.layout))
+    inference = count_pass(model, conv, forward_pass(model.layout))
+    # A training forward also drops out: its extra work counts in the step, and the backward
+    # pass (twice the forward) scales its mask too.
+    fwd = count_pass(model, conv, forward_pass(model.layout), training=True)
     components = {
         c: (fwd.total(c, MATMUL), fwd.total(c, OTHER)) for c in COMPONENTS if fwd.total(c) != 0
-    }
+    }  # the training forward's: dropout included
     policy = conv.recompute if conv.recompute is not None else recompute
     flash = attn == "flash" and conv.recompute is None
     extra = Tally()
@@ -344,8 +364,9 @@ def flop_figures(
         attn=attn,
         recompute=policy,
         components=components,
-        forward=fwd.total(),
-        forward_matmul=fwd.total(kind=MATMUL),
+        forward=inference.total(),
+        forward_matmul=inference.total(kind=MATMUL),
+        dropout=fwd.total("dropout"),
         backward=2 * fwd.total(),
         backward_matmul=2 * fwd.total(kind=MATMUL),
         recomputed=extra.total(),

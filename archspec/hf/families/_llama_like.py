@@ -115,7 +115,7 @@ def export_llama_like(spec: Spec) -> dict[str, Any]:
         "num_hidden_layers": spec.n_layers,
         "num_attention_heads": spec.n_heads,
         "num_key_value_heads": spec.n_kv_heads or spec.n_heads,
-        "head_dim": spec.head_dim or spec.d_model // spec.n_heads,
+        "head_dim": spec.resolved_head_dim,
         "intermediate_size": spec.d_ff,
         "vocab_size": spec.vocab_size,
         "max_position_embeddings": spec.max_seq_len,

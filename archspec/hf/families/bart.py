@@ -104,5 +104,5 @@ FAMILY = Family(
         block=fairseq_block,
     ),
     # The LM head's bias is a zero buffer (final_logits_bias) outside the base model.
-    buffers=(Buffer("@final_logits_bias", "zeros", lambda spec: (1, spec.vocab_size)),),
+    buffers=(Buffer("@final_logits_bias", "zeros", lambda ir: (1, ir.value(ir.root.vocab_size))),),
 )

@@ -112,12 +112,10 @@ def export_t5(spec: Spec) -> dict[str, Any]:
     }
 
 
-# >>> The relative-position bias table: one per stack, which transformers keeps in the first
-# block's self-attention. The IR has it in its first block too (`<stack>.blocks.0.attn.rel_bias`).
-# When the IR moves it onto the stack (`<stack>.rel_bias`), the REL_BIAS line becomes:
-#   REL_BIAS = placed("stack", "rel_bias", "{role}.block.0." + _REL_BIAS_TABLE)
+# The relative-position bias table: one per stack (`<stack>.rel_bias` in the IR), which
+# transformers keeps in the first block's self-attention.
 _REL_BIAS_TABLE = "layer.0.SelfAttention.relative_attention_bias"
-REL_BIAS = placed("block", "attn.rel_bias", _REL_BIAS_TABLE)
+REL_BIAS = placed("stack", "rel_bias", "{role}.block.0." + _REL_BIAS_TABLE)
 
 
 def _block(w: Where) -> Target | str | None:

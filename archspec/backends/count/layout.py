@@ -1,0 +1,223 @@
+"""How a training run lays a model out over devices, and what one device holds of it.
+
+The layout follows the engines that train the seed's flagship models (Megatron-LM; PyTorch's
+FSDP2 for ZeRO-3): `tp` tensor-parallel ranks split attention heads, MLP hidden units and the
+vocabulary (Shoeybi et al. 2019); `pp` pipeline stages take consecutive layers, `interleave` of
+them per device with the interleaved schedule (Narayanan et al. 2021); the remaining
+`dp = gpus / (tp·pp)` data-parallel replicas split the batch, whole sequences each, and ZeRO
+stages 1-3 shard optimizer states, gradients and weights over them (Rajbhandari et al. 2020);
+sequence parallelism (`sp`) splits what tensor parallelism leaves whole along the sequence
+(Korthikanti et al. 2022).
+
+A size that cannot be split is an error naming the values, never a fraction.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from archspec.errors import SpecError
+from archspec.ir.nodes import IR, MLP, Attention, Embedding, Linear, Model, MoE, Node, Stack
+from archspec.ir.visit import Placed, walk
+
+# Megatron-LM pads the vocabulary so that each tensor-parallel rank holds a multiple of 128
+# rows (`--make-vocab-size-divisible-by 128`): GPT-2's 50,257 becomes 50,304 at tp = 1.
+VOCAB_MULTIPLE = 128
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    gpus: int = 1
+    tp: int = 1
+    pp: int = 1
+    zero: int = 0
+    sp: bool = False  # sequence parallelism (needs tp > 1 to mean anything)
+    interleave: int = 1  # virtual pipeline stages per device
+    micro_batches: int = 1  # per replica per optimizer step
+
+    def __post_init__(self) -> None:
+        for name in ("gpus", "tp", "pp", "interleave", "micro_batches"):
+            if getattr(self, name) < 1:
+                raise SpecError(f"--{name.replace('_', '-')} must be at least 1")
+        if self.zero not in (0, 1, 2, 3):
+            raise SpecError("--zero takes a ZeRO stage: 0, 1, 2 or 3")
+        if self.gpus % (self.tp * self.pp):
+            raise SpecError(
+                f"--gpus {self.gpus} is not a multiple of --tp {self.tp} × --pp {self.pp}",
+                hint="the data-parallel degree is gpus / (tp·pp), a whole number",
+            )
+        if self.interleave > 1 and self.pp == 1:
+            raise SpecError("--interleave needs pipeline parallelism (--pp 2 or more)")
+
+    @property
+    def dp(self) -> int:
+        return self.gpus // (self.tp * self.pp)
+
+    def in_flight(self, stage: int) -> tuple[int, int]:
+        """(chunks, layers per chunk divisor): the model chunks whose activations stage
+        `stage` holds at its peak. 1F1B: stage s runs p - s forwards before its first
+        backward (Narayanan et al. 2021, Section 2.2). Interleaved: Megatron-LM's schedule warms
+        up with 2·(p - s - 1) + (V - 1)·p chunks, then one more forward before each backward;
+        on the first stage that is L·(1 + (p - 1)/(p·V)) layers' worth (Korthikanti et al.
+        2022, Section 4.2.3). Never more than the micro-batches there are."""
+        p, v, m = self.pp, self.interleave, self.micro_batches
+        if v == 1:
+            return min(p - stage, m), 1
+        return min(2 * (p - stage - 1) + (v - 1) * p + 1, m * v), v
+
+
+def layer_count(stack: Stack, ir: IR) -> int:
+    return sum(ir.value(run.count) for run in stack.blocks.runs)
+
+
+def check_layout(ir: IR, par: Parallelism) -> None:
+    """Refuse a layout the model cannot be split into, naming the values."""
+    model = ir.root
+    attentions = [p.node for p in walk(model) if isinstance(p.node, Attention)]
+    for attn in attentions[:1]:
+        heads, kv = ir.value(attn.n_heads), ir.value(attn.n_kv_heads)
+        if heads % par.tp:
+            raise SpecError(
+                f"--tp {par.tp} does not divide the {heads} attention heads",
+                hint="tensor parallelism gives each rank whole heads",
+            )
+        if kv % par.tp and par.tp % kv:
+            raise SpecError(
+                f"--tp {par.tp} and the {kv} key/value heads do not divide one another",
+                hint="each rank holds whole kv heads, or beyond n_kv_heads ranks share copies",
+            )
+    for placed in walk(model):
+        node = placed.node
+        if isinstance(node, MLP) and ir.value(node.hidden) % par.tp:
+            raise SpecError(
+                f"--tp {par.tp} does not divide the MLP's {ir.value(node.hidden)} hidden units"
+            )
+    layers = sum(layer_count(s, ir) for s in model.stacks)
+    chunks = par.pp * par.interleave
+    if layers % chunks:
+        what = f"--pp {par.pp}" + (
+            f" × --interleave {par.interleave}" if par.interleave > 1 else ""
+        )
+        raise SpecError(
+            f"{what} = {chunks} pipeline chunks do not divide the {layers} layers",
+            hint="each pipeline stage holds the same number of whole layers",
+        )
+
+
+def padded_vocab(vocab: int, tp: int) -> int:
+    """The vocabulary rows Megatron-LM allocates: a multiple of 128 per tensor-parallel rank."""
+    multiple = VOCAB_MULTIPLE * tp
+    return math.ceil(vocab / multiple) * multiple
+
+
+def tp_share(placed: Placed, ir: IR, tp: int) -> tuple[int, int]:
+    """(weight elements, bias elements) of one copy of a leaf that one tensor-parallel rank
+    holds. Column-parallel projections (q, k, v, MLP up and gate) split their weight and bias;
+    row-parallel ones (attention output, MLP down) split the weight and keep the whole bias;
+    k and v split at most n_kv_heads ways (beyond, ranks hold copies); the vocabulary is split
+    (and padded, as Megatron-LM pads it); norms, position tables and the MoE router are whole on
+    every rank."""
+    node = placed.node
+    parent = placed.ancestors[-1] if placed.ancestors else None
+    if isinstance(node, Embedding):
+        if isinstance(parent, Model) and node is parent.tok_emb:
+            return padded_vocab(ir.value(node.num), tp) // tp * ir.value(node.dim), 0
+        if isinstance(parent, Stack) and node is parent.rel_bias:
+            return ir.value(node.num) * ir.value(node.dim) // tp, 0  # a column per head
+        return ir.value(node.num) * ir.value(node.dim), 0
+    if isinstance(node, Linear):
+        weight = 0 if node.tied_to else ir.value(node.in_features) * ir.value(node.out_features)
+        bias = ir.value(node.out_features) if node.bias else 0
+        if isinstance(parent, Model) and node is parent.lm_head:
+            vocab = padded_vocab(ir.value(node.out_features), tp) // tp
+            return (0 if node.tied_to else vocab * ir.value(node.in_features)), (
+                vocab if node.bias else 0
+            )
+        if isinstance(parent, Attention):
+            if node is parent.o:
+                return weight // tp, bias
+            ways = tp if node is parent.q else min(tp, ir.value(parent.n_kv_heads))
+            return weight // ways, bias // ways
+        if isinstance(parent, MLP):
+            if node is parent.down:
+                return weight // tp, bias
+            return weight // tp, bias // tp
+        return weight, bias  # the router, the pooler
+    # Norms: whole on every rank.
+    dim = ir.value(node.dim)  # type: ignore[attr-defined]
+    return dim, dim if node.bias else 0  # type: ignore[attr-defined]
+
+
+def is_leaf(node: Node) -> bool:
+    return isinstance(node, (Embedding, Linear)) or type(node).__name__ == "Norm"
+
+
+@dataclass(frozen=True)
+class StageParams:
+    """Parameters one device holds on one pipeline stage (after tensor parallelism)."""
+
+    stage: int
+    params: int
+    layers: tuple[int, int]  # [first, last) layer index over all stacks
+
+
+def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
+    """Parameters per device on each pipeline stage. Layers (the encoder's, then the
+    decoder's) are dealt out in equal runs; the embeddings sit on the first stage, the final
+    norms, pooler and LM head on the last; a head tied to the embeddings on another stage keeps
+    its own copy there (Megatron-LM synchronises the two copies' gradients)."""
+    model = ir.root
+    total_layers = sum(layer_count(s, ir) for s in model.stacks)
+    per_stage = total_layers // par.pp
+    counts = [0] * par.pp
+    offset = 0  # layers of the stacks before the one being walked
+    for stack in model.stacks:
+        for placed in walk(stack):
+            if not is_leaf(placed.node):
+                continue
+            weight, bias = tp_share(placed, ir, par.tp)
+            copies = ir.value(placed.copies)
+            layer = _layer_index(placed, stack, ir)
+            if layer is None:  # stack-level: position tables on the first, final norms last
+                inside_blocks = placed.node is not stack.final_norm
+                stage = 0 if inside_blocks else par.pp - 1
+                counts[stage] += copies * (weight + bias)
+                continue
+            # One row of the table stands for `copies` blocks (a run): deal them out.
+            first, n = layer
+            for i in range(offset + first, offset + first + n):
+                counts[i // per_stage] += (copies // n) * (weight + bias)
+        offset += layer_count(stack, ir)
+    for placed in walk(model):
+        if placed.ancestors and isinstance(placed.ancestors[-1], Model) and is_leaf(placed.node):
+            weight, bias = tp_share(placed, ir, par.tp)
+            node = placed.node
+            last = node is model.lm_head or node is model.pooler
+            counts[par.pp - 1 if last else 0] += weight + bias
+            if node is model.lm_head and node.tied_to and par.pp > 1:
+                # The last stage keeps its own copy of the tied matrix.
+                counts[par.pp - 1] += (
+                    padded_vocab(ir.value(model.vocab_size), par.tp)
+                    // par.tp
+                    * (ir.value(model.d_model))
+                )
+    return [StageParams(s, counts[s], (s * per_stage, (s + 1) * per_stage)) for s in range(par.pp)]
+
+
+def _layer_index(placed: Placed, stack: Stack, ir: IR) -> tuple[int, int] | None:
+    """(first layer index, number of layers) of the run a leaf of `stack` is in; None outside
+    the blocks."""
+    ancestors = placed.ancestors
+    at = next((i for i, a in enumerate(ancestors) if a is stack.blocks), None)
+    if at is None:
+        return None
+    block = ancestors[at + 1]
+    for run in stack.blocks.runs:
+        if run.node is block:
+            return ir.value(run.start), ir.value(run.count)
+    raise AssertionError("a block outside its runs")
+
+
+def moe_of(ir: IR) -> MoE | None:
+    return next((p.node for p in walk(ir.root) if isinstance(p.node, MoE)), None)
