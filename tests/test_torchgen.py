@@ -282,7 +282,7 @@ DECODERS = [
 def test_generate_with_cache_equals_recomputing(case: str, overrides: list[str], generated) -> None:
     name = VARIANTS[case][0] if case in VARIANTS else case
     ir, module, model = small_model(name, overrides, generated)
-    prompt = torch.randint(ir.spec.vocab_size, (2, 5))
+    prompt = torch.randint(ir.value(ir.root.vocab_size), (2, 5))
     tokens = prompt
     with torch.no_grad():
         for _ in range(6):
@@ -309,7 +309,7 @@ def test_padding_leaves_the_tokens_unchanged(case: str, overrides: list[str], ge
     ir, _, model = small_model(name, overrides, generated)
     args = inputs(ir, batch=2, seq=6)
     ids = args.pop("input_ids")
-    padded = torch.cat([ids, torch.randint(ir.spec.vocab_size, (2, 3))], dim=1)
+    padded = torch.cat([ids, torch.randint(ir.value(ir.root.vocab_size), (2, 3))], dim=1)
     mask = torch.ones_like(padded)
     mask[:, 6:] = 0
     mask[1, 5] = 0  # a second sequence that is one token shorter still sees no padding
@@ -320,13 +320,13 @@ def test_padding_leaves_the_tokens_unchanged(case: str, overrides: list[str], ge
     plain = plain if isinstance(plain, tuple) else (plain,)
     masked = masked if isinstance(masked, tuple) else (masked,)
     shorter = shorter if isinstance(shorter, tuple) else (shorter,)
-    encoder_only = ir.spec.layout == "encoder"
+    encoder_only = ir.root.layout == "encoder"
     first = masked[0][:, :6] if encoder_only else masked[0]
     torch.testing.assert_close(first[0], plain[0][0], atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(
         first[1, :5] if encoder_only else first[1], shorter[0][0], atol=1e-5, rtol=1e-4
     )
-    if ir.spec.head.pooler:
+    if ir.root.pooler is not None:
         torch.testing.assert_close(masked[1][0], plain[1][0], atol=1e-5, rtol=1e-4)
 
 
