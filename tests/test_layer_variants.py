@@ -166,3 +166,19 @@ def test_forward_names_values_a_line_cannot_hold() -> None:
         f"up = self.up_{long}(x)",
         f"return self.down_{long}(act * up)",
     ]
+
+
+def test_dropout_acts_in_training_only(tmp_path: Path) -> None:
+    """The lowering's Dropout ops reach the generated code: with the same weights, a model
+    with dropout equals one without in evaluation, and differs in training."""
+    where = ["attention", "hidden", "mlp", "output"]
+    plain = tiny_ir("t5-small", ["n_layers=2"])
+    dropped = tiny_ir("t5-small", ["n_layers=2", *(f"dropout.{w}=0.2" for w in where)])
+    models = []
+    for ir in (plain, dropped):
+        torch.manual_seed(0)
+        models.append(load_generated(generate_source(ir), tmp_path).Model())
+    ids, dec = torch.randint(256, (2, 6)), torch.randint(256, (2, 4))
+    with torch.no_grad():
+        torch.testing.assert_close(models[0].eval()(ids, dec), models[1].eval()(ids, dec))
+        assert not torch.allclose(models[0].train()(ids, dec), models[1].train()(ids, dec))

@@ -47,6 +47,11 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "t5-one-layer": ("t5-small", ["n_layers=1"]),
     # DeepSeek-style: the first layer keeps a dense MLP (DenseBlock, then MoEBlocks).
     "moe-dense-first": ("mixtral-8x7b", ["moe.dense_layers=1"]),
+    "encdec-dropout": (
+        "t5-small",
+        [f"dropout.{where}=0.1" for where in ("attention", "hidden", "mlp", "output")],
+    ),
+    "decoder-dropout": ("gpt2", ["dropout.hidden=0.1", "dropout.attention=0.1"]),
 }
 CASES = [(name, []) for name in SPECS] + list(VARIANTS.values())
 CASE_IDS = SPECS + list(VARIANTS)

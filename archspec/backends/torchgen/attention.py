@@ -84,6 +84,8 @@ def _sdpa(f: Features, node: Attention, q: str, k: str, v: str) -> list[str]:
             before.append("# Given no mask (no padding, nothing cached), SDPA masks causally.")
         else:
             before.append("# Given no mask (no padding), SDPA applies the causal mask itself.")
+    if node.dropout:
+        args.append(f"dropout_p={node.dropout!r} if self.training else 0.0")
     if not node.scale_scores:
         args.append("scale=1.0")
         before.append("# The scores are not divided by sqrt(head_dim), as in T5.")

@@ -17,7 +17,7 @@ from archspec import kinds
 from archspec.backends.torchgen.text import INDENT, LINE_LENGTH
 from archspec.ir.lower import Lowered
 from archspec.ir.nodes import Composite
-from archspec.ir.ops import ActivationOp, Add, Call, LinearOp, Mul, NormOp, Op, Value
+from archspec.ir.ops import ActivationOp, Add, Call, Dropout, LinearOp, Mul, NormOp, Op, Value
 
 # Operator precedence of a rendered expression: an operand binding more loosely than its
 # operator gets parentheses.
@@ -54,6 +54,10 @@ class ForwardWriter:
         self.inline = inline
         self.width = LINE_LENGTH - len(INDENT) * level
         self.uses: Counter[int] = Counter(id(v) for op in low.ops for v in op.inputs)
+        self.readers: dict[int, list[Op]] = {}
+        for op in low.ops:
+            for value in op.inputs:
+                self.readers.setdefault(id(value), []).append(op)
         self.names: dict[int, str] = {id(v): v.name for v in low.inputs}
         self.names |= {id(v): name for v, name in (bound or {}).items()}
         self.pending: dict[int, Expr] = {}
@@ -92,7 +96,9 @@ class ForwardWriter:
     def inlines(self, op: Op) -> bool:
         """Whether the op's value is written where it is read rather than named."""
         assert op.out is not None
-        return self.inline and self.uses[id(op.out)] == 1
+        # What dropout zeroes reads better named: `h = F.gelu(...)`, then `F.dropout(h, ...)`.
+        read_by_dropout = any(isinstance(r, Dropout) for r in self.readers.get(id(op.out), []))
+        return self.inline and self.uses[id(op.out)] == 1 and not read_by_dropout
 
     # One method per op type.
 
@@ -118,6 +124,9 @@ class ForwardWriter:
     def render_add(self, op: Add) -> Expr:
         return self._binary("+", ADD, self.arg(op.a, ADD), self.arg(op.b, ADD + 1))
 
+    def render_dropout(self, op: Dropout) -> Expr:
+        return self._call("F.dropout", [self.arg(op.x), *self._constants(op.p, "self.training")])
+
     def render_call(self, op: Call) -> Expr:
         args = [self.arg(a) for a in op.args]
         extra = [Expr(text, ATOM, frozenset()) for text in self.extra_args(op.module)]
@@ -136,6 +145,10 @@ class ForwardWriter:
         if expr.precedence < precedence:
             return Expr(f"({expr.text})", ATOM, expr.reads)
         return expr
+
+    @staticmethod
+    def _constants(*values: object) -> list[Expr]:
+        return [Expr(v if isinstance(v, str) else repr(v), ATOM, frozenset()) for v in values]
 
     @staticmethod
     def _call(head: str, args: list[Expr]) -> Expr:

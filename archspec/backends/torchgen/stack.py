@@ -102,6 +102,8 @@ def _embeddings(f: Features, stack: Stack, ctx: StackContext) -> list[str]:
     out += code.embed(ctx)
     if stack.emb_norm is not None:
         out.append(f"x = self.{stack.emb_norm.name}(x)")
+    if stack.emb_dropout:
+        out.append(f"x = F.dropout(x, {stack.emb_dropout!r}, self.training)")
     out += code.build_angles(ctx)
     return out
 
@@ -151,7 +153,10 @@ def _forward(f: Features, stack: Stack, size: ExprPrinter) -> str:
         body.append(f"for block in self.{stack.blocks.name}:")
     body.append(f"    x = block({', '.join(args)})")
     final = stack.final_norm
-    body.append(f"return self.{final.name}(x)" if final is not None else "return x")
+    out = f"self.{final.name}(x)" if final is not None else "x"
+    if stack.out_dropout:
+        out = f"F.dropout({out}, {stack.out_dropout!r}, self.training)"
+    body.append(f"return {out}")
     return method("forward", forward_params(f, stack), "Tensor", body)
 
 
