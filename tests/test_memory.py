@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from typer.testing import CliRunner
 
+from archspec.backends.count.activations import activation_parts
 from archspec.backends.count.flops import KV_LEN, S_DEC, B, S
 from archspec.backends.count.flops_report import (
     Workload,
@@ -167,25 +168,38 @@ def test_bytes_per_parameter(dtype, optimizer, weights, grads, states) -> None:
 
 
 def test_parallelism_and_zero_split_per_device() -> None:
+    """llama-2-70b over 64 GPUs: tp=8 splits heads, hidden units and the vocabulary; pp=2 gives
+    each stage 40 of the 80 layers; 4 data-parallel replicas each run whole sequences, and
+    ZeRO-1 shards the optimizer states over them."""
     ir = build_ir(load_spec("llama-2-70b"))
-    values = {**ir.env, B: 64, S: 4096, KV_LEN: 4096}
-    one = memory_figures(ir, "bf16")
+    values = {**ir.env, B: 16, S: 4096, KV_LEN: 4096}
     at = lambda e: e.xreplace(values)  # noqa: E731
-    par = Parallelism(gpus=64, tp=8, pp=2, zero=1)  # 4 data-parallel replicas
-    split = memory_figures(ir, "bf16", parallel=par)
+    par = Parallelism(gpus=64, tp=8, pp=2, zero=1, micro_batches=4)
+    split = memory_figures(ir, "bf16", attn="flash", parallel=par)
     assert par.dp == 4
-    assert at(split.weights) == at(one.weights) / 16
-    assert at(split.gradients) == at(one.gradients) / 16
-    assert at(split.optimizer_states) == at(one.optimizer_states) / 64
-    # A replica holds 64 / 4 sequences, its activations split 8 ways by sequence parallelism.
-    quarter = lambda e: at(e.xreplace({B: B / 4}))  # noqa: E731
-    assert at(split.activations) == quarter(one.activations) / 8
-    assert at(split.kv_cache) == quarter(one.kv_cache) / 16
+    # Width, MLP hidden units, kv heads × 128, and the vocabulary as Megatron-LM pads it (to a
+    # multiple of 128 rows per tensor-parallel rank: 32,000 -> 32,768).
+    h, f, kv, v = 8192, 28672, 1024, 32768
+    layer = 2 * h + (h * h + 2 * h * kv + h * h) // 8 + 3 * h * f // 8
+    first, last = split.stages
+    assert first.params == 40 * layer + v // 8 * h  # and the embeddings
+    assert last.params == 40 * layer + h + v // 8 * h  # the final norm and the head
+    assert at(first.weights) == 2 * first.params
+    assert at(first.gradients) == 2 * first.params
+    assert at(first.optimizer_states) == 12 * first.params / 4
+    # Under 1F1B the first of 2 stages runs 2 micro-batches (B sequences of S each) through its
+    # 40 layers before its first backward; each layer keeps what one tensor-parallel rank does.
+    one = activation_parts(ir, 2, "flash", "none", tp=8)
+    assert at(first.activations) == at(2 * 40 * one.layers[0][1] + 2 * one.before)
     zero3 = memory_figures(ir, "bf16", parallel=Parallelism(gpus=8, zero=3))
-    assert at(zero3.weights) == at(one.weights) / 8
-    assert at(zero3.gradients) == at(one.gradients) / 8
+    whole = memory_figures(ir, "bf16")
+    assert at(zero3.weights) == at(whole.weights) / 8
+    assert at(zero3.gradients) == at(whole.gradients) / 8
     with pytest.raises(SpecError):
         Parallelism(gpus=6, tp=4)
+    for bad in (Parallelism(gpus=7, tp=7), Parallelism(gpus=64, tp=64), Parallelism(gpus=3, pp=3)):
+        with pytest.raises(SpecError):
+            memory_figures(build_ir(load_spec("llama-2-7b")), "bf16", parallel=bad)
 
 
 def test_count_prints_memory_in_bytes() -> None:

@@ -28,7 +28,36 @@ from archspec.errors import SpecError
 _FLOPS = "FLOPs and memory"
 BatchOpt = Annotated[
     int | None,
-    typer.Option("--batch", "-b", help="Sequences per step (default 1).", rich_help_panel=_FLOPS),
+    typer.Option("--batch", "-b", help="Sequences per optimizer step over all replicas "
+                 "(default 1); with --global-batch, the micro-batch one device runs at a time.",
+                 rich_help_panel=_FLOPS),
+]  # fmt: skip
+GlobalBatchOpt = Annotated[
+    int | None,
+    typer.Option("--global-batch", help="Sequences per optimizer step; the micro-batches per "
+                 "step are G / (batch × data-parallel replicas).", metavar="G",
+                 rich_help_panel=_FLOPS),
+]  # fmt: skip
+SpOpt = Annotated[
+    bool | None,
+    typer.Option("--sp/--no-sp", help="Sequence parallelism: split what tensor parallelism "
+                 "leaves whole along the sequence (off by default, as in Megatron-LM).",
+                 rich_help_panel=_FLOPS, show_default=False),
+]  # fmt: skip
+InterleaveOpt = Annotated[
+    int | None,
+    typer.Option("--interleave", help="Virtual pipeline stages per device (interleaved 1F1B).",
+                 metavar="V", rich_help_panel=_FLOPS),
+]  # fmt: skip
+GradDtypeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--grad-dtype",
+        help="The dtype gradients are kept and reduced in: fp32, "
+        "bf16, fp16 (default: the compute dtype; Megatron-LM keeps fp32).",
+        metavar="DTYPE",
+        rich_help_panel=_FLOPS,
+    ),
 ]
 SeqOpt = Annotated[
     str | None,
@@ -73,8 +102,9 @@ RecomputeOpt = Annotated[
 ]  # fmt: skip
 AttnOpt = Annotated[
     str | None,
-    typer.Option("--attn", help="Attention kernel: eager (default; keeps the B·h·S² "
-                 "probabilities) or flash.", metavar="KERNEL", rich_help_panel=_FLOPS),
+    typer.Option("--attn", help="Attention kernel: flash (default: the fused SDPA kernel the "
+                 "generated code runs; keeps no B·h·S² probabilities) or eager (the math path).",
+                 metavar="KERNEL", rich_help_panel=_FLOPS),
 ]  # fmt: skip
 GpusOpt = Annotated[
     int | None, typer.Option("--gpus", help="Devices (default 1).", rich_help_panel=_FLOPS)
@@ -121,6 +151,10 @@ def count(
     tp: TpOpt = None,
     pp: PpOpt = None,
     zero: ZeroOpt = None,
+    sp_: SpOpt = None,
+    interleave: InterleaveOpt = None,
+    global_batch: GlobalBatchOpt = None,
+    grad_dtype: GradDtypeOpt = None,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -153,7 +187,9 @@ def count(
 
         archspec count llama-2-7b --seq 4096 --dtype bf16
 
-        archspec count llama-2-70b --seq 4096 --convention causal --gpus 64 --tp 8 --zero 1
+        archspec count llama-2-70b --seq 4096 --batch 8 --gpus 64 --tp 8 --zero 1
+
+        archspec count gpt3-175b --seq 2048 --global-batch 64 --gpus 64 --tp 8 --pp 8 --sp
 
         archspec count t5-base --seq 512 --dec-seq 128 --symbolic
 
@@ -169,7 +205,8 @@ def count(
         lengths = sweep.parse_lengths(seq)
         workload = _workload(
             batch, lengths[0] if lengths else None, dec_seq, kv_len, convention, dtype,
-            optimizer, recompute, attn, gpus, tp, pp, zero,
+            optimizer, recompute, attn, gpus, tp, pp, zero, sp_, interleave, global_batch,
+            grad_dtype,
         )  # fmt: skip
         # Plain parameter counts need no formulas: an integer IR spares the sympy import.
         formulas = symbolic or workload is not None or plot is not None or names == "hf"
@@ -328,15 +365,17 @@ def validate(
 
 
 def _workload(
-    batch, seq, dec_seq, kv_len, convention, dtype, optimizer, recompute, attn, gpus, tp, pp, zero
-):
+    batch, seq, dec_seq, kv_len, convention, dtype, optimizer, recompute, attn, gpus, tp, pp,
+    zero, sp, interleave, global_batch, grad_dtype,
+):  # fmt: skip
     """The workload the options describe, or None when none of them was given."""
     given = {
         "batch": batch, "seq": seq, "dec_seq": dec_seq, "kv_len": kv_len,
         "convention": convention, "dtype": dtype, "optimizer": optimizer,
-        "recompute": recompute, "attn": attn,
+        "recompute": recompute, "attn": attn, "global_batch": global_batch,
+        "grad_dtype": grad_dtype,
     }  # fmt: skip
-    parallel = {"gpus": gpus, "tp": tp, "pp": pp, "zero": zero}
+    parallel = {"gpus": gpus, "tp": tp, "pp": pp, "zero": zero, "sp": sp, "interleave": interleave}
     if all(v is None for v in (*given.values(), *parallel.values())):
         return None
     from archspec.backends.count.flops_report import Workload
@@ -397,6 +436,8 @@ def _render_workload(report: dict[str, Any]) -> None:
         table.add_row(label, matmul_text, other, f"[bold]{_flops(total)}[/bold]", conv)
 
     row("forward (= prefill)", flops["forward"], flops["forward_matmul"])
+    if flops["dropout"]:
+        row("dropout (training)", flops["dropout"], 0)
     row("backward", flops["backward"], flops["backward_matmul"])
     if flops["recomputed"]:
         recomputed_matmul = (
@@ -411,6 +452,14 @@ def _render_workload(report: dict[str, Any]) -> None:
     devices = f"{w['gpus']} device" + ("s" if w["gpus"] > 1 else "")
     if w["gpus"] > 1:
         devices += f": tp={w['tp']} pp={w['pp']} dp={w['dp']} ZeRO-{w['zero']}"
+        if w["sp"]:
+            devices += ", SP"
+        if w["interleave"] > 1:
+            devices += f", {w['interleave']} chunks/device"
+        if w["pp"] > 1:
+            devices += f"; stage {memory['stage']} of {w['pp']}, the most loaded"
+    if w["micro_batches"] > 1 or w["gpus"] > 1:
+        devices += f"; micro-batch {w['micro_batch']} × {w['micro_batches']}"
     mem = Table(title=f"memory per device ({devices})", title_justify="left")
     mem.add_column("")
     mem.add_column("bytes", justify="right")
@@ -419,7 +468,7 @@ def _render_workload(report: dict[str, Any]) -> None:
     recompute = "no recompute" if w["recompute"] == NO_RECOMPUTE else f"{w['recompute']} recomp."
     rows = [
         (f"weights ({w['dtype']})", memory["weights"]),
-        ("gradients", memory["gradients"]),
+        (f"gradients ({w['grad_dtype']})", memory["gradients"]),
         (f"optimizer ({w['optimizer']}{master})", memory["optimizer"]),
         (f"activations ({w['attn']}, {recompute})", memory["activations"]),
     ]

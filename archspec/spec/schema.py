@@ -112,7 +112,8 @@ class DropoutSpec:
         default=0.0, metadata=doc("on the MLP's hidden units (T5, BART)", min=0.0, below=1.0)
     )
     output: float = field(
-        default=0.0, metadata=doc("on each stack's output, after its final norm (T5)", min=0.0, below=1.0)
+        default=0.0,
+        metadata=doc("on each stack's output, after its final norm (T5)", min=0.0, below=1.0),
     )
 
 

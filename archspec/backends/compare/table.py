@@ -40,7 +40,7 @@ def compare_entry(ir: IR, workload: Workload | None = None) -> dict[str, Any]:
         **costs,
         "per_token": {
             "forward_flops": costs["flops"]["forward_per_token"],
-            "train_flops": train_flops_per_token(ir, seq, workload.convention),
+            "train_flops": train_flops_per_token(ir, seq, workload.convention, workload.attn),
             # Decoder self-attention keys and values of one position, one sequence.
             "kv_cache_bytes": kv_cache_bytes_per_token(ir, workload.dtype),
         },

@@ -56,7 +56,6 @@ COMPONENTS = {
     "activations": "activations",
     "norms": "norms",
     "residuals": "residual adds",
-    "dropout": "dropout (training)",
     "head": "head",
 }
 
@@ -339,8 +338,10 @@ def flop_figures(
     # pass (twice the forward) scales its mask too.
     fwd = count_pass(model, conv, forward_pass(model.layout), training=True)
     components = {
-        c: (fwd.total(c, MATMUL), fwd.total(c, OTHER)) for c in COMPONENTS if fwd.total(c) != 0
-    }  # the training forward's: dropout included
+        c: (inference.total(c, MATMUL), inference.total(c, OTHER))
+        for c in COMPONENTS
+        if inference.total(c) != 0
+    }
     policy = conv.recompute if conv.recompute is not None else recompute
     flash = attn == "flash" and conv.recompute is None
     extra = Tally()

@@ -7,7 +7,7 @@ public API other tools (a comparison table, say) call for one number each.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import sympy as sp
@@ -37,7 +37,10 @@ from archspec.ir.nodes import IR
 
 @dataclass(frozen=True)
 class Workload:
+    # Sequences per optimizer step over all replicas; with `global_batch`, the micro-batch one
+    # device runs at a time instead.
     batch: int = 1
+    global_batch: int | None = None
     seq: int | None = None  # default: the spec's max_seq_len
     dec_seq: int | None = None  # encoder-decoders; default: seq
     kv_len: int | None = None  # positions in the KV cache in a decode step; default: seq
@@ -45,8 +48,37 @@ class Workload:
     dtype: str = "fp32"
     optimizer: str = "adamw"
     recompute: str = NO_RECOMPUTE
-    attn: str = "eager"
+    # What the generated code runs by default: PyTorch's fused SDPA kernel, which keeps no
+    # B·h·S² probabilities (`eager` is the math path).
+    attn: str = "flash"
     parallel: Parallelism = field(default_factory=Parallelism)
+    grad_dtype: str | None = None  # default: the compute dtype
+
+    def micro_batches(self) -> tuple[int, int]:
+        """(sequences one device runs at a time, micro-batches per optimizer step). A replica
+        never holds a fraction of a sequence."""
+        dp = self.parallel.dp
+        if self.global_batch is None:
+            if self.batch % dp:
+                raise SpecError(
+                    f"--batch {self.batch} does not split into whole sequences over the {dp} "
+                    "data-parallel replicas",
+                    hint="give a multiple of gpus / (tp·pp), or --global-batch with --batch "
+                    "as the micro-batch per device",
+                )
+            return self.batch // dp, 1
+        per_step = self.batch * dp
+        if self.global_batch % per_step:
+            raise SpecError(
+                f"--global-batch {self.global_batch} is not a whole number of micro-batches of "
+                f"--batch {self.batch} × {dp} data-parallel replicas = {per_step} sequences"
+            )
+        return self.batch, self.global_batch // per_step
+
+    def layout(self) -> Parallelism:
+        """The parallel layout with the number of micro-batches filled in."""
+        _, m = self.micro_batches()
+        return replace(self.parallel, micro_batches=m)
 
     def values(self, ir: IR) -> dict[sp.Symbol, int]:
         """Every symbol's value: the spec's dimensions, B, S, S_dec and kv_len."""
@@ -63,7 +95,14 @@ class Workload:
         dec_seq = self.dec_seq if self.dec_seq is not None else seq
         generated = dec_seq if ir.root.layout == "encoder-decoder" else seq
         kv_len = self.kv_len if self.kv_len is not None else generated
-        return {**ir.env, B: self.batch, S: seq, S_DEC: dec_seq, KV_LEN: kv_len}
+        step = self.global_batch if self.global_batch is not None else self.batch
+        return {**ir.env, B: step, S: seq, S_DEC: dec_seq, KV_LEN: kv_len}
+
+    def device_values(self, ir: IR) -> dict[sp.Symbol, int]:
+        """As `values`, with B the micro-batch one device runs at a time (memory is per
+        device)."""
+        micro, _ = self.micro_batches()
+        return {**self.values(ir), B: micro}
 
 
 def evaluate(expr: sp.Expr | int, values: dict[sp.Symbol, int]) -> sp.Rational:
@@ -95,19 +134,21 @@ def formula(expr: sp.Expr) -> str:
 
 def figures(ir: IR, w: Workload) -> tuple[FlopFigures, MemoryFigures]:
     conv: Convention = get_convention(w.convention)
-    memory = memory_figures(ir, w.dtype, w.optimizer, w.recompute, w.attn, w.parallel)
+    memory = memory_figures(ir, w.dtype, w.optimizer, w.recompute, w.attn, w.layout(), w.grad_dtype)
     return flop_figures(ir, conv, w.attn, w.recompute), memory
 
 
 def flops_report(ir: IR, w: Workload, symbolic: bool = False) -> dict[str, Any]:
     """The `flops`, `memory` and `workload` entries of `archspec count --json`."""
     values = w.values(ir)
+    device = w.device_values(ir)
     f, m = figures(ir, w)
     flops: dict[str, Any] = {
         "convention": f.convention.name,
         "forward": whole(f.forward, values),
         "forward_matmul": whole(f.forward_matmul, values),
         "forward_per_token": whole(f.forward_per_token, values),
+        "dropout": whole(f.dropout, values),  # the training forward's, beside `forward`
         "backward": whole(f.backward, values),
         "train_step": whole(f.train_step, values),
         "train_step_matmul": whole(f.train_step_matmul, values),
@@ -126,19 +167,20 @@ def flops_report(ir: IR, w: Workload, symbolic: bool = False) -> dict[str, Any]:
             for name, (matmul, other) in f.components.items()
         },
     }
-    memory = {
-        "weights": whole_bytes(m.weights, values),
-        "gradients": whole_bytes(m.gradients, values),
-        "optimizer": whole_bytes(m.optimizer_states, values),
-        "activations": whole_bytes(m.activations, values),
-        "kv_cache": whole_bytes(m.kv_cache, values),
-        "total": whole_bytes(m.total, values),
-        "inference_total": whole_bytes(m.inference_total, values),
-    }
-    par = w.parallel
+    stages = [_stage_bytes(stage, device) for stage in m.stages]
+    # The headline is the most loaded stage (training total): the first under 1F1B, unless the
+    # head and the loss on the last weigh more.
+    busiest = max(range(len(stages)), key=lambda i: stages[i]["total"])
+    memory = {k: v for k, v in stages[busiest].items() if k not in ("layers",)}
+    if len(stages) > 1:
+        memory["stages"] = stages
+    micro, micro_batches = w.micro_batches()
+    par = m.parallel
     report: dict[str, Any] = {
         "workload": {
             "batch": values[B],
+            "micro_batch": micro,
+            "micro_batches": micro_batches,
             "seq": values[S],
             "dec_seq": values[S_DEC] if ir.root.layout == "encoder-decoder" else None,
             "kv_len": values[KV_LEN] if f.decode is not None else None,
@@ -146,11 +188,14 @@ def flops_report(ir: IR, w: Workload, symbolic: bool = False) -> dict[str, Any]:
             "attn": w.attn,
             "recompute": f.recompute,
             "dtype": w.dtype,
+            "grad_dtype": m.grad_dtype,
             "optimizer": w.optimizer,
             "gpus": par.gpus,
             "tp": par.tp,
             "pp": par.pp,
             "dp": par.dp,
+            "sp": par.sp,
+            "interleave": par.interleave,
             "zero": par.zero,
         },
         "flops": flops,
@@ -183,6 +228,21 @@ def flops_report(ir: IR, w: Workload, symbolic: bool = False) -> dict[str, Any]:
     return report
 
 
+def _stage_bytes(stage, values: dict[sp.Symbol, int]) -> dict[str, Any]:
+    return {
+        "stage": stage.stage,
+        "layers": list(stage.layers),
+        "params": whole(stage.params, values),
+        "weights": whole_bytes(stage.weights, values),
+        "gradients": whole_bytes(stage.gradients, values),
+        "optimizer": whole_bytes(stage.optimizer_states, values),
+        "activations": whole_bytes(stage.activations, values),
+        "kv_cache": whole_bytes(stage.kv_cache, values),
+        "total": whole_bytes(stage.total, values),
+        "inference_total": whole_bytes(stage.inference_total, values),
+    }
+
+
 # The small public API: one number each, for tools that tabulate many models.
 
 
@@ -197,9 +257,12 @@ def forward_flops_per_token(ir: IR, seq: int, convention: str = "executed") -> i
     return whole(f.forward_per_token, _at_seq(ir, seq))
 
 
-def train_flops_per_token(ir: IR, seq: int, convention: str = "executed") -> int:
-    """Training-step FLOPs (forward + backward) per token at sequence length `seq`."""
-    f = flop_figures(ir, get_convention(convention))
+def train_flops_per_token(
+    ir: IR, seq: int, convention: str = "executed", attn: str = "flash"
+) -> int:
+    """Training-step FLOPs (forward, backward and what the kernel recomputes) per token at
+    sequence length `seq`."""
+    f = flop_figures(ir, get_convention(convention), attn)
     return whole(f.train_step / f.tokens, _at_seq(ir, seq))
 
 

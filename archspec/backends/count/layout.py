@@ -17,6 +17,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import sympy as sp
+
+from archspec.backends.count.params import parameter_count
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR, MLP, Attention, Embedding, Linear, Model, MoE, Node, Stack
 from archspec.ir.visit import Placed, walk
@@ -158,7 +161,7 @@ class StageParams:
     """Parameters one device holds on one pipeline stage (after tensor parallelism)."""
 
     stage: int
-    params: int
+    params: sp.Expr  # a formula in the dimensions without model parallelism, else a number
     layers: tuple[int, int]  # [first, last) layer index over all stacks
 
 
@@ -170,6 +173,9 @@ def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
     model = ir.root
     total_layers = sum(layer_count(s, ir) for s in model.stacks)
     per_stage = total_layers // par.pp
+    if par.tp == 1 and par.pp == 1:
+        # One device holds the whole model: keep the count a formula in the dimensions.
+        return [StageParams(0, sp.sympify(parameter_count(model)), (0, total_layers))]
     counts = [0] * par.pp
     offset = 0  # layers of the stacks before the one being walked
     for stack in model.stacks:
@@ -202,7 +208,10 @@ def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
                     // par.tp
                     * (ir.value(model.d_model))
                 )
-    return [StageParams(s, counts[s], (s * per_stage, (s + 1) * per_stage)) for s in range(par.pp)]
+    return [
+        StageParams(s, sp.Integer(counts[s]), (s * per_stage, (s + 1) * per_stage))
+        for s in range(par.pp)
+    ]
 
 
 def _layer_index(placed: Placed, stack: Stack, ir: IR) -> tuple[int, int] | None:

@@ -6,10 +6,11 @@ and `kv_len`, and the spec's dimensions, evaluated at the end.
 Activations are the tensors autograd keeps for the backward pass, counted op by op over the
 lowered forward (activations.py).
 
-Parallelism splits the figures per device: tensor parallelism (`tp`) splits every weight matrix
-and, with sequence parallelism, every activation; pipeline parallelism (`pp`) splits the layers;
-data parallelism (`gpus / (tp·pp)` replicas) splits the batch, and ZeRO stages 1, 2 and 3
-shard optimizer states, then gradients, then weights over the replicas.
+Parallelism splits the figures per device (layout.py): tensor parallelism splits heads, hidden
+units and the vocabulary, and with sequence parallelism what it leaves whole; pipeline stages
+hold consecutive layers and the activations of the micro-batches in flight; data-parallel
+replicas each run whole sequences, and ZeRO stages 1, 2 and 3 shard optimizer states, then
+gradients, then weights over them.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from archspec.backends.count.activations import activation_bytes
+from archspec.backends.count.activations import activation_bytes, activation_parts
 from archspec.backends.count.conventions import NO_RECOMPUTE, RECOMPUTE
-from archspec.backends.count.params import parameter_count
+from archspec.backends.count.layout import Parallelism, check_layout, layer_count, stage_params
 from archspec.backends.count.passes import KV_LEN, B, S
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR, Attention, Stack
@@ -38,43 +39,20 @@ COMPUTE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 2, "int4": 2}
 # SGD with momentum one fp32 buffer.
 OPTIMIZER_BYTES = {"adamw": 8, "adamw8bit": 2, "sgd": 4}
 MASTER_BYTES = 4  # mixed precision keeps an fp32 master copy of the weights beside the states
+# Bytes per gradient: the dtype gradients are kept and reduced in (Megatron-LM accumulates and
+# all-reduces them in fp32: 18 bytes per parameter with Adam and fp16 weights).
+GRAD_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
 ATTN = ("eager", "flash")
 
 
 @dataclass(frozen=True)
-class Parallelism:
-    gpus: int = 1
-    tp: int = 1
-    pp: int = 1
-    zero: int = 0
+class StageMemory:
+    """Bytes one device of one pipeline stage holds, as expressions in the micro-batch `B` (the
+    sequences the device runs at once) and the lengths."""
 
-    def __post_init__(self) -> None:
-        for name in ("gpus", "tp", "pp"):
-            if getattr(self, name) < 1:
-                raise SpecError(f"--{name} must be at least 1")
-        if self.zero not in (0, 1, 2, 3):
-            raise SpecError("--zero takes a ZeRO stage: 0, 1, 2 or 3")
-        if self.gpus % (self.tp * self.pp):
-            raise SpecError(
-                f"--gpus {self.gpus} is not a multiple of --tp {self.tp} × --pp {self.pp}",
-                hint="the data-parallel degree is gpus / (tp·pp), a whole number",
-            )
-
-    @property
-    def dp(self) -> int:
-        return self.gpus // (self.tp * self.pp)
-
-
-@dataclass(frozen=True)
-class MemoryFigures:
-    """Bytes per device, as expressions. `total` is a training step's; `inference_total` the
-    weights and the KV cache."""
-
-    dtype: str
-    optimizer: str
-    recompute: str
-    attn: str
-    parallel: Parallelism
+    stage: int
+    layers: tuple[int, int]  # [first, last) of all layers, the encoder's first
+    params: int  # parameters on the device, after tensor parallelism
     weights: sp.Expr
     gradients: sp.Expr
     optimizer_states: sp.Expr
@@ -90,6 +68,53 @@ class MemoryFigures:
         return self.weights + self.kv_cache
 
 
+@dataclass(frozen=True)
+class MemoryFigures:
+    """Bytes per device for every pipeline stage. The figures on the object itself are the
+    first stage's (with one stage, the only one): under 1F1B it keeps the most micro-batches
+    in flight. `total` is a training step's; `inference_total` the weights and the KV cache."""
+
+    dtype: str
+    optimizer: str
+    recompute: str
+    attn: str
+    parallel: Parallelism
+    grad_dtype: str
+    stages: tuple[StageMemory, ...]
+
+    @property
+    def first(self) -> StageMemory:
+        return self.stages[0]
+
+    @property
+    def weights(self) -> sp.Expr:
+        return self.first.weights
+
+    @property
+    def gradients(self) -> sp.Expr:
+        return self.first.gradients
+
+    @property
+    def optimizer_states(self) -> sp.Expr:
+        return self.first.optimizer_states
+
+    @property
+    def activations(self) -> sp.Expr:
+        return self.first.activations
+
+    @property
+    def kv_cache(self) -> sp.Expr:
+        return self.first.kv_cache
+
+    @property
+    def total(self) -> sp.Expr:
+        return self.first.total
+
+    @property
+    def inference_total(self) -> sp.Expr:
+        return self.first.inference_total
+
+
 def check_choice(value: str, choices, option: str) -> None:
     if value not in choices:
         raise SpecError(f"--{option} takes one of: {', '.join(choices)} (got '{value}')")
@@ -102,44 +127,77 @@ def memory_figures(
     recompute: str = NO_RECOMPUTE,
     attn: str = "eager",
     parallel: Parallelism | None = None,
+    grad_dtype: str | None = None,
 ) -> MemoryFigures:
+    """Bytes per device on every pipeline stage (see `Parallelism` for the layout)."""
     check_choice(dtype, WEIGHT_BYTES, "dtype")
     check_choice(optimizer, OPTIMIZER_BYTES, "optimizer")
     check_choice(recompute, RECOMPUTE, "recompute")
     check_choice(attn, ATTN, "attn")
+    grad_dtype = grad_dtype or ("bf16" if dtype in ("int8", "int4") else dtype)
+    check_choice(grad_dtype, GRAD_BYTES, "grad-dtype")
     par = parallel or Parallelism()
-    params = parameter_count(ir.root)
+    check_layout(ir, par)
     compute = COMPUTE_BYTES[dtype]
     states = OPTIMIZER_BYTES[optimizer] + (MASTER_BYTES if dtype != "fp32" else 0)
-    # Tensor and pipeline parallelism split the model; ZeRO shards over the data replicas.
-    model_shard = par.tp * par.pp
-    weights = WEIGHT_BYTES[dtype] * params / model_shard
-    gradients = compute * params / model_shard
-    optimizer_states = states * params / model_shard
-    if par.zero >= 1:
-        optimizer_states /= par.dp
-    if par.zero >= 2:
-        gradients /= par.dp
-    if par.zero >= 3:
-        weights /= par.dp
-    # Each replica holds B / dp sequences. Sequence parallelism splits every activation over
-    # the tensor-parallel group. Under pipeline parallelism the 1F1B schedule keeps pp
-    # micro-batches of L / pp layers in flight on the first stage: L layers' worth, as without.
-    per_replica = {B: B / par.dp}
-    activations = activation_bytes(ir, compute, attn, recompute).xreplace(per_replica) / par.tp
-    kv = kv_cache_bytes(ir, compute).xreplace(per_replica) / (par.tp * par.pp)
-    return MemoryFigures(
-        dtype=dtype,
-        optimizer=optimizer,
-        recompute=recompute,
-        attn=attn,
-        parallel=par,
-        weights=weights,
-        gradients=gradients,
-        optimizer_states=optimizer_states,
-        activations=activations,
-        kv_cache=kv,
-    )
+    parts = activation_parts(ir, compute, attn, recompute, par.tp, par.sp and par.tp > 1)
+    per_layer = [each for count, each in parts.layers for _ in range(ir.value(count))]
+    kv = kv_cache_bytes(ir, compute) / sp.Min(par.tp, _kv_heads(ir))
+    generating = _generating_layers(ir)
+    stages = []
+    for st in stage_params(ir, par):
+        first, last = st.layers
+        chunks, per_chunk = par.in_flight(st.stage)
+        acts = chunks * sp.Add(*per_layer[first:last]) / per_chunk
+        if st.stage == 0:
+            # The embeddings of every micro-batch the first chunk holds.
+            held = (
+                min(par.pp, par.micro_batches)
+                if par.interleave == 1
+                else min(2 * par.pp - 1, par.micro_batches)
+            )
+            acts += held * parts.before
+        if st.stage == par.pp - 1:
+            acts += parts.after  # the last stage runs each micro-batch's backward at once
+        acts += parts.rebuilt
+        weights = WEIGHT_BYTES[dtype] * st.params
+        gradients = GRAD_BYTES[grad_dtype] * st.params
+        optimizer_states = states * st.params
+        # ZeRO shards over the data-parallel replicas: optimizer states, then gradients, then
+        # weights.
+        if par.zero >= 1:
+            optimizer_states /= par.dp
+        if par.zero >= 2:
+            gradients /= par.dp
+        if par.zero >= 3:
+            weights /= par.dp
+        in_stage = sum(1 for i in generating if first <= i < last)
+        cache = kv * in_stage / len(generating) if generating else sp.Integer(0)
+        stages.append(
+            StageMemory(
+                st.stage, st.layers, st.params, weights, gradients, optimizer_states, acts, cache
+            )
+        )
+    return MemoryFigures(dtype, optimizer, recompute, attn, par, grad_dtype, tuple(stages))
+
+
+def _kv_heads(ir: IR) -> int:
+    attn = next(p.node for p in walk(ir.root) if isinstance(p.node, Attention))
+    return ir.value(attn.n_kv_heads)
+
+
+def _generating_layers(ir: IR) -> list[int]:
+    """Indices (over all layers) of the layers that cache keys and values: the generating
+    stack's (an encoder-only model caches nothing)."""
+    if ir.root.layout == "encoder":
+        return []
+    offset = 0
+    for stack in ir.root.stacks:
+        n = layer_count(stack, ir)
+        if stack.role != "encoder":
+            return list(range(offset, offset + n))
+        offset += n
+    return []
 
 
 def kv_cache_bytes(ir: IR, bytes_per_value: int | sp.Expr = 2) -> sp.Expr:
