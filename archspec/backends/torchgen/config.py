@@ -48,7 +48,8 @@ def config_fields(f: Features) -> list[Field]:
 
     dims = sorted(((s.name, v) for s, v in f.ir.env.items()), key=lambda nv: rank(nv[0]))
     out = [Field(name, "int", value) for name, value in dims]
-    out.append(Field("norm_eps", "float", f.norm_eps))
+    if f.norm_eps is not None:
+        out.append(Field("norm_eps", "float", f.norm_eps))
     out += _position_fields(f)
     if f.model.type_emb is not None:
         out.append(Field("token_types", "int", f.ir.value(f.model.type_emb.num)))

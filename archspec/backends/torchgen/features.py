@@ -53,16 +53,20 @@ class Features:
         return self.model.layout
 
     @property
+    def roles(self) -> list[str]:
+        return [stack.role for stack in self.stacks]
+
+    @property
     def encoder_decoder(self) -> bool:
-        return self.model.stack("encoder") is not None and self.model.stack("decoder") is not None
+        return self.roles == ["encoder", "decoder"]
 
     @property
     def encoder_only(self) -> bool:
-        return self.stacks == (self.model.stack("encoder"),)
+        return self.roles == ["encoder"]
 
     @property
     def decoder_only(self) -> bool:
-        return self.stacks == (self.model.stack("decoder"),)
+        return self.roles == ["decoder"]
 
     @property
     def stacks(self) -> tuple[Stack, ...]:
@@ -99,8 +103,8 @@ class Features:
         return tuple(p.node for p in walk(self.model) if isinstance(p.node, Norm))
 
     @property
-    def norm_eps(self) -> float:
-        return self.norms[0].eps
+    def norm_eps(self) -> float | None:
+        return self.norms[0].eps if self.norms else None
 
     @property
     def causalities(self) -> frozenset[bool]:
@@ -109,10 +113,10 @@ class Features:
     def position_code(self, stack: Stack) -> PositionCode:
         return stack.position.entry.code
 
-    def classes(self, kind: type) -> list[tuple[Composite, Stack]]:
+    def classes(self, kind: type) -> list[tuple[Composite, Stack | None]]:
         """One node per generated class of `kind`, in order of appearance, with the stack it
         sits in (None above the stacks)."""
-        out: dict[str, tuple[Composite, Stack]] = {}
+        out: dict[str, tuple[Composite, Stack | None]] = {}
         for placed in walk(self.model):
             node = placed.node
             if isinstance(node, kind) and isinstance(node, Composite):
