@@ -1,4 +1,5 @@
-"""Constructor calls for the IR's leaves: one PyTorch built-in module each.
+"""Constructor calls for the IR's leaves (one PyTorch built-in module each, a norm's from its
+kind) and the `nn.ModuleList` of a Repeat.
 
 Arguments that equal PyTorch's defaults are left out (`bias=True`), so a line only states what
 is particular to the spec (`bias=False`).
