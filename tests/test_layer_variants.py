@@ -70,8 +70,9 @@ def check(ir: IR, tmp_path: Path) -> torch.nn.Module:
     assert module_repr(ir) == repr(model)
     assert ir.value(parameter_count(ir.root)) == sum(p.numel() for p in model.parameters())
     ids = torch.randint(ir.value(ir.root.vocab_size), (2, 6))
+    args = [ids[:, :4]] if ir.root.layout == "encoder-decoder" else []
     with torch.no_grad():
-        out = model(ids)
+        out = model(ids, *args)
     assert torch.isfinite(out).all()
     if hasattr(model, "generate"):
         assert model.generate(ids[:, :3], 3).shape == (2, 6)
@@ -90,6 +91,14 @@ def test_dense_first_layers(tmp_path: Path) -> None:
     ]
     text = module_repr(ir)
     assert "\n      (0): DenseBlock(\n" in text and "\n      (1-2): 2 x MoEBlock(\n" in text
+
+
+def test_dense_first_layers_in_both_stacks(tmp_path: Path) -> None:
+    ir = tiny_ir("t5-small", ["n_layers=3", "moe.n_experts=4", "moe.top_k=2", "moe.dense_layers=1"])
+    model = check(ir, tmp_path)
+    for stack, role in ((model.encoder, "Encoder"), (model.decoder, "Decoder")):
+        names = [type(b).__name__ for b in stack.blocks]
+        assert names == [f"{role}DenseBlock", f"{role}MoEBlock", f"{role}MoEBlock"]
 
 
 def test_alternating_activations(tmp_path: Path) -> None:
