@@ -1,9 +1,9 @@
 """The PyTorch code each position kind contributes to a generated model.
 
-A generated stack places the same slots for every kind (after the embeddings are scaled: add
-positions; after the embedding norm: build what attention rotates by; before the mask: the bias
-on the scores) and asks the kind's `PositionCode` what goes in each. The kind also brings the
-module-level helper functions it calls. Each entry of `archspec.kinds.positions.POSITIONS`
+A generated stack's forward is written from its lowering (`lower_stack`), whose position ops
+(positions added to the embeddings, the angles attention rotates by, the bias on the scores)
+the kind's `PositionCode` spells. The kind also brings the module-level helper functions it
+calls. Each entry of `archspec.kinds.positions.POSITIONS`
 holds its code object (`PositionKind.code`), so a new position kind is an entry there plus,
 if it needs code, a class here; the code generator does not change.
 The lines are written already in `ruff format` style for the indentation of a method body.
@@ -55,13 +55,13 @@ class PositionCode:
         """Lines of the stack's `__init__` (constants the forward reads)."""
         return []
 
-    def embed(self, ctx: StackContext) -> list[str]:
-        """Lines that add positions to the embeddings `x` (given `positions`)."""
-        return []
+    def added(self, ctx: StackContext, positions: str) -> str:
+        """The expression added to the embeddings `x` for the tensor `positions`."""
+        raise NotImplementedError(f"{type(self).__name__} adds nothing to the embeddings")
 
-    def build_angles(self, ctx: StackContext) -> list[str]:
-        """Lines that build `angles[0]` from `positions`, after the embedding norm."""
-        return []
+    def build_angles(self, ctx: StackContext, positions: str) -> str:
+        """The expression of what attention rotates by (named `angles[0]`)."""
+        raise NotImplementedError(f"{type(self).__name__} rotates nothing")
 
     def rotate(self, x: str) -> str:
         """The expression rotating `x` (queries or keys, by head) by the angles."""
@@ -80,9 +80,9 @@ class Learned(PositionCode):
     def init(self, ctx):
         return ["self.pos_offset = config.pos_offset"] if ctx.offset else []
 
-    def embed(self, ctx):
+    def added(self, ctx, positions):
         offset = " + self.pos_offset" if ctx.offset else ""
-        return [f"x = x + self.{ctx.table}(positions{offset})"]
+        return f"self.{ctx.table}({positions}{offset})"
 
 
 SINUSOIDS = '''
@@ -101,8 +101,8 @@ class Sinusoidal(PositionCode):
     def helpers(self, causalities):
         return [SINUSOIDS]
 
-    def embed(self, ctx):
-        return ["x = x + sinusoids(positions, x.size(-1)).to(x.dtype)"]
+    def added(self, ctx, positions):
+        return f"sinusoids({positions}, x.size(-1)).to(x.dtype)"
 
 
 ROPE = '''
@@ -138,8 +138,8 @@ class Rotary(PositionCode):
     def init(self, ctx):
         return [f"self.head_dim = {ctx.head_dim}", "self.rope_theta = config.rope_theta"]
 
-    def build_angles(self, ctx):
-        return ["rope = rope_angles(positions, self.head_dim, self.rope_theta, x.dtype)"]
+    def build_angles(self, ctx, positions):
+        return f"rope_angles({positions}, self.head_dim, self.rope_theta, x.dtype)"
 
     def rotate(self, x):
         return f"apply_rope({x}, rope)"

@@ -70,7 +70,10 @@ class ForwardWriter:
             assert out is not None
             last = i == len(ops) - 1
             expr = self._render_fitting(op, "return " if last else f"{out.name} = ")
-            if last:
+            if expr is None:  # the op wrote its own statements and named its value
+                if last:
+                    self.lines.append(f"return {self.names[id(out)]}")
+            elif last:
                 assert out is self.low.out, "the last op computes what forward returns"
                 self.lines.append(self._fit("return ", expr, op))
             elif self.inlines(op):
@@ -79,13 +82,13 @@ class ForwardWriter:
                 self._assign(out, expr, op)
         return self.lines
 
-    def _render_fitting(self, op: Op, head: str) -> Expr:
+    def _render_fitting(self, op: Op, head: str) -> Expr | None:
         """The op's expression; if inlining its operands makes the line too long, they get
         statements of their own first (a reader would name them too)."""
         state = (dict(self.pending), Counter(self.uses), len(self.lines))
         expr = self.render(op)
         inlined = [v for v in op.inputs if id(v) in state[0]]
-        if len(head) + len(expr.text) <= self.width or not inlined:
+        if expr is None or len(head) + len(expr.text) <= self.width or not inlined:
             return expr
         self.pending, self.uses = state[0], state[1]
         del self.lines[state[2] :]
@@ -102,7 +105,9 @@ class ForwardWriter:
 
     # One method per op type.
 
-    def render(self, op: Op) -> Expr:
+    def render(self, op: Op) -> Expr | None:
+        """The op's expression; or None from an op that writes statements of its own (a
+        loop, a conditional) and binds its value's name in `self.names`."""
         method = getattr(self, f"render_{type(op).__name__.lower()}", None)
         if method is None:
             raise NotImplementedError(f"no code for the op {type(op).__name__}")

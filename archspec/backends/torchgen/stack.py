@@ -10,9 +10,22 @@ from __future__ import annotations
 
 from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
+from archspec.backends.torchgen.forward import ATOM, MUL, Expr, ForwardWriter
 from archspec.backends.torchgen.leaves import assign, module_list
 from archspec.backends.torchgen.text import class_, method
+from archspec.ir.lower import lower_stack
 from archspec.ir.nodes import Repeat, Stack
+from archspec.ir.ops import (
+    Blocks,
+    Lookup,
+    Op,
+    Positions,
+    RopeAngles,
+    Scale,
+    ScoreBias,
+    Sinusoids,
+    Value,
+)
 from archspec.kinds.position_code import StackContext
 
 
@@ -85,27 +98,81 @@ def forward_params(f: Features, stack: Stack) -> list[str]:
 
 
 SEQ_LEN = "seq_len = x.size(1)"
+NOTHING = frozenset[int]()
 
 
-def _embeddings(f: Features, stack: Stack, ctx: StackContext) -> list[str]:
-    """Scaling, positions and the embedding norm; then what attention rotates by."""
-    code = f.position_code(stack)
-    out = []
-    if f.cache:
-        out.append("start = cache[0].length if cache else 0  # positions already cached")
-    out.append(SEQ_LEN)
-    if stack.scale_embedding:
-        out.append("x = x * self.embed_scale")
-    if stack.position.entry.needs_positions:
-        span = "start, start + seq_len" if f.cache else "seq_len"
-        out.append(f"positions = torch.arange({span}, device=x.device)")
-    out += code.embed(ctx)
-    if stack.emb_norm is not None:
-        out.append(f"x = self.{stack.emb_norm.name}(x)")
-    if stack.emb_dropout:
-        out.append(f"x = F.dropout(x, {stack.emb_dropout!r}, self.training)")
-    out += code.build_angles(ctx)
-    return out
+class _StackWriter(ForwardWriter):
+    """The stack's ops (`lower_stack`), one line each: the embedding steps in the lowering's
+    order, what the position kind computes from the positions, the mask all blocks share,
+    the loop over the blocks, the final norm."""
+
+    def __init__(self, f: Features, stack: Stack, ctx: StackContext) -> None:
+        x = Value("x", "tokens", stack.width)
+        memory = Value("encoder_out", "memory", stack.width) if f.has_memory(stack) else None
+        super().__init__(lower_stack(stack, x, memory)[0], inline=False)
+        self.f, self.stack, self.ctx = f, stack, ctx
+        self.code = stack.position.entry.code
+        self.masked = False  # the shared mask is written (with the score bias) or not yet
+        if f.cache:
+            self.lines.append("start = cache[0].length if cache else 0  # positions already cached")
+        self.lines.append(SEQ_LEN)
+
+    def inlines(self, op: Op) -> bool:
+        # Positions added to the embeddings read as one step: x = x + self.pos_emb(positions).
+        return isinstance(op, (Lookup, Sinusoids))
+
+    def render_positions(self, op: Positions) -> Expr:
+        span = "start, start + seq_len" if self.f.cache else "seq_len"
+        return Expr(f"torch.arange({span}, device=x.device)", ATOM, NOTHING)
+
+    def render_scale(self, op: Scale) -> Expr:
+        scale = Expr("self.embed_scale", ATOM, NOTHING)
+        return self._binary("*", MUL, self.arg(op.x, MUL), scale)
+
+    def render_lookup(self, op: Lookup) -> Expr:
+        positions = self.arg(op.index)
+        return Expr(self.code.added(self.ctx, positions.text), ATOM, positions.reads)
+
+    def render_sinusoids(self, op: Sinusoids) -> Expr:
+        positions = self.arg(op.positions)
+        return Expr(self.code.added(self.ctx, positions.text), ATOM, positions.reads)
+
+    def render_ropeangles(self, op: RopeAngles) -> None:
+        assert self.code.angles is not None and op.out is not None
+        name = self.code.angles[0]
+        angles = self.code.build_angles(self.ctx, self.arg(op.positions).text)
+        self.lines.append(f"{name} = {angles}")
+        self.names[id(op.out)] = name
+
+    def render_scorebias(self, op: ScoreBias) -> None:
+        assert op.out is not None
+        self.lines += self.code.bias(self.ctx)
+        self.lines += _mask(self.f, self.stack, self.ctx)
+        self.names[id(op.out)] = "mask"
+        self.masked = True
+
+    def render_blocks(self, op: Blocks) -> None:
+        assert op.out is not None
+        x = self.arg(op.x).text
+        if not self.masked:
+            self.lines += _mask(self.f, self.stack, self.ctx)
+        if self.f.has_memory(self.stack):
+            self.lines += [
+                "cross_mask = None",
+                "if encoder_attention_mask is not None:",
+                "    keys = padding_keys(encoder_attention_mask)",
+                "    cross_mask = mask_out(keys, x.new_zeros(()))",
+            ]
+        args = self.f.block_args(self.stack)
+        args[0] = x
+        blocks = f"self.{op.repeat.name}"
+        if self.f.cache:
+            args[-1] = "cache[i] if cache else None"
+            self.lines.append(f"for i, block in enumerate({blocks}):")
+        else:
+            self.lines.append(f"for block in {blocks}:")
+        self.lines.append(f"    {x} = block({', '.join(args)})")
+        self.names[id(op.out)] = x
 
 
 def _mask(f: Features, stack: Stack, ctx: StackContext) -> list[str]:
@@ -134,29 +201,9 @@ def _mask(f: Features, stack: Stack, ctx: StackContext) -> list[str]:
 
 
 def _forward(f: Features, stack: Stack, size: ExprPrinter) -> str:
-    ctx = _context(f, stack, size)
-    body = _embeddings(f, stack, ctx) + f.position_code(stack).bias(ctx) + _mask(f, stack, ctx)
-    if not any("seq_len" in line for line in body if not line.startswith("seq_len =")):
+    body = _StackWriter(f, stack, _context(f, stack, size)).write()
+    if not any("seq_len" in line for line in body if line != SEQ_LEN):
         body.remove(SEQ_LEN)  # nothing here depends on the length
-    if f.has_memory(stack):
-        body += [
-            "cross_mask = None",
-            "if encoder_attention_mask is not None:",
-            "    keys = padding_keys(encoder_attention_mask)",
-            "    cross_mask = mask_out(keys, x.new_zeros(()))",
-        ]
-    args = f.block_args(stack)
-    if f.cache:
-        args[-1] = "cache[i] if cache else None"
-        body.append(f"for i, block in enumerate(self.{stack.blocks.name}):")
-    else:
-        body.append(f"for block in self.{stack.blocks.name}:")
-    body.append(f"    x = block({', '.join(args)})")
-    final = stack.final_norm
-    out = f"self.{final.name}(x)" if final is not None else "x"
-    if stack.out_dropout:
-        out = f"F.dropout({out}, {stack.out_dropout!r}, self.training)"
-    body.append(f"return {out}")
     return method("forward", forward_params(f, stack), "Tensor", body)
 
 
