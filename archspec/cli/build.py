@@ -118,8 +118,7 @@ def build(
     else:
         what = "wrote" if written else "unchanged:"
         stderr().print(
-            f"{what} {output} ({ir.name}, {total:,} parameters ({human(total)}), "
-            f"{size:,} bytes)"
+            f"{what} {output} ({ir.name}, {total:,} parameters ({human(total)}), {size:,} bytes)"
         )
         if weights is not None:
             stderr().print(f"wrote {weights} (converted from {hf_weights})")

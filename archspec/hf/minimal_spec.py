@@ -136,6 +136,11 @@ def _minimal_over(
                 minimal[path[0]] = value
             else:
                 minimal.setdefault(path[0], {})[path[1]] = value
+    # The embedding dropout defaults to the hidden one: write it whenever the two differ, since
+    # a hidden dropout written above would otherwise carry the embedding's along.
+    embedding, hidden = wanted.get(("dropout", "embedding")), wanted.get(("dropout", "hidden"))
+    if embedding is not None and embedding != hidden:
+        minimal.setdefault("dropout", {})["embedding"] = embedding
     if "moe" in minimal and probe.moe is None:
         # A new MoE section: the expert counts, and other fields where not the defaults.
         defaults = dataclasses.asdict(MoESpec())

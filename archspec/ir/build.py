@@ -156,7 +156,7 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
         rel_bias=rel_bias,
         emb_norm=_norm(spec, d, "emb_norm") if spec.embedding.norm else None,
         final_norm=_norm(spec, d, "final_norm") if spec.has_final_norm else None,
-        emb_dropout=spec.dropout.hidden,
+        emb_dropout=spec.dropout.embeddings,
         out_dropout=spec.dropout.output,
     )
 

@@ -106,7 +106,11 @@ class DropoutSpec:
     )
     hidden: float = field(
         default=0.0,
-        metadata=doc("on the embeddings and each sublayer's output", min=0.0, below=1.0),
+        metadata=doc("on each sublayer's output, before the residual add", min=0.0, below=1.0),
+    )
+    embedding: float | None = field(
+        default=None,
+        metadata=doc("on the embeddings (after their norm); default: hidden", min=0.0, below=1.0),
     )
     mlp: float = field(
         default=0.0, metadata=doc("on the MLP's hidden units (T5, BART)", min=0.0, below=1.0)
@@ -115,6 +119,11 @@ class DropoutSpec:
         default=0.0,
         metadata=doc("on each stack's output, after its final norm (T5)", min=0.0, below=1.0),
     )
+
+    @property
+    def embeddings(self) -> float:
+        """The embedding dropout: `embedding`, or the hidden dropout when it is left out."""
+        return self.embedding if self.embedding is not None else self.hidden
 
 
 @dataclass(frozen=True)

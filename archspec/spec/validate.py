@@ -152,6 +152,15 @@ def validate(data: Any, locations: Locations, fallback: Location) -> Spec:
     v = _Validator(locations, fallback)
     spec = v.dataclass_(Spec, data, ())
     _check_shapes(spec, v)
+    return _resolve_defaults(spec)
+
+
+def _resolve_defaults(spec: Spec) -> Spec:
+    """Fill in the defaults that follow other fields, once, so that two specs that mean the
+    same compare equal."""
+    if spec.dropout.embedding is None:
+        dropout = dataclasses.replace(spec.dropout, embedding=spec.dropout.hidden)
+        spec = dataclasses.replace(spec, dropout=dropout)
     return spec
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from archspec.hf import dropouts
 from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, read_head
+from archspec.hf.dropouts import read_dropout, write_dropout
 from archspec.hf.family import Buffer, HFClass, NameRules, UnsupportedHeads
 from archspec.hf.name_rules import table
 from archspec.spec.schema import Spec
@@ -43,6 +45,7 @@ def import_bert_like(f: Fields, cls: HFClass, roberta: bool) -> dict[str, Any]:
         "attention": {"bias": True, "scale_scores": True},
         "mlp": {"gated": False, "activation": f.activation("hidden_act", "gelu"), "bias": True},
         "head": read_head(f, cls, True),
+        "dropout": read_dropout(f, dropouts.BERT),
     }
 
 
@@ -58,8 +61,7 @@ def export_bert_like(spec: Spec) -> dict[str, Any]:
         "type_vocab_size": spec.embedding.token_types,
         "layer_norm_eps": spec.norm.eps,
         "hidden_act": EXPORT_ACTIVATIONS[spec.mlp.activation],
-        "hidden_dropout_prob": 0.0,
-        "attention_probs_dropout_prob": 0.0,
+        **write_dropout(spec, dropouts.BERT),
     }
     if spec.family == "roberta" or offset:
         fields["pad_token_id"] = offset - 1  # RoBERTa numbers positions from pad + 1

@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from archspec.hf import dropouts
 from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, head_fields, read_head
+from archspec.hf.dropouts import read_dropout, write_dropout
 from archspec.hf.family import Buffer, HFClass
 from archspec.hf.name_rules import chain, lm_head, table
 from archspec.spec.schema import Spec
@@ -97,6 +99,7 @@ def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any
             "bias": bias["mlp"],
         },
         "head": {**read_head(f, cls, False), "bias": False},
+        "dropout": read_dropout(f, dropouts.LLAMA),
     }
     if v.experts:
         f.harmless("output_router_logits", "router_aux_loss_coef", "router_jitter_noise")
@@ -124,7 +127,7 @@ def export_llama_like(spec: Spec) -> dict[str, Any]:
         "rope_parameters": {"rope_type": "default", "rope_theta": spec.position.theta},
         "rope_theta": spec.position.theta,
         "hidden_act": EXPORT_ACTIVATIONS[spec.mlp.activation],
-        "attention_dropout": 0.0,
+        **write_dropout(spec, dropouts.LLAMA),
         **head_fields(spec),
     }
 

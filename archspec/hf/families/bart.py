@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from archspec.hf import dropouts
 from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, head_fields, read_head
+from archspec.hf.dropouts import read_dropout, write_dropout
 from archspec.hf.family import Buffer, Family, HFClass, NameRules
 from archspec.hf.name_rules import chain, fairseq_block, lm_head, shared_embedding
 from archspec.spec.schema import Spec
@@ -57,6 +59,7 @@ def import_bart(f: Fields, cls: HFClass) -> dict[str, Any]:
             "bias": True,
         },
         "head": {**read_head(f, cls, True), "bias": False},
+        "dropout": read_dropout(f, dropouts.BART),
     }
     if dec_layers != enc_layers:
         spec["decoder"] = {"n_layers": dec_layers}
@@ -76,9 +79,7 @@ def export_bart(spec: Spec) -> dict[str, Any]:
         "max_position_embeddings": spec.max_seq_len,
         "activation_function": EXPORT_ACTIVATIONS[spec.mlp.activation],
         "scale_embedding": spec.embedding.scale,
-        "dropout": 0.0,
-        "attention_dropout": 0.0,
-        "activation_dropout": 0.0,
+        **write_dropout(spec, dropouts.BART),
         "decoder_start_token_id": 2,
         **head_fields(spec),
     }

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from archspec.hf import dropouts
 from archspec.hf.config_fields import Fields, head_fields, read_head
+from archspec.hf.dropouts import read_dropout, write_dropout
 from archspec.hf.family import Family, HFClass, NameRules, Target
 from archspec.hf.name_rules import chain, lm_head, table
 from archspec.spec.schema import Spec
@@ -45,6 +47,7 @@ def import_bloom(f: Fields, cls: HFClass) -> dict[str, Any]:
         "attention": {"bias": True, "scale_scores": True},
         "mlp": {"gated": False, "activation": "gelu_tanh", "bias": True},
         "head": {**read_head(f, cls, True), "bias": False},
+        "dropout": read_dropout(f, dropouts.BLOOM),
     }
     if f.present("seq_length"):
         spec["max_seq_len"] = f.int("seq_length")
@@ -59,8 +62,7 @@ def export_bloom(spec: Spec) -> dict[str, Any]:
         "vocab_size": spec.vocab_size,
         "seq_length": spec.max_seq_len,
         "layer_norm_epsilon": spec.norm.eps,
-        "hidden_dropout": 0.0,
-        "attention_dropout": 0.0,
+        **write_dropout(spec, dropouts.BLOOM),
         **head_fields(spec),
     }
 

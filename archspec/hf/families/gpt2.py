@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from archspec.hf import dropouts
 from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, head_fields, read_head
+from archspec.hf.dropouts import read_dropout, write_dropout
 from archspec.hf.families._gpt_like import GPT_BUFFERS, SUMMARY_FIELDS, conv1d_block
 from archspec.hf.family import Family, HFClass, NameRules
 from archspec.hf.name_rules import chain, lm_head, table
@@ -44,6 +46,7 @@ def import_gpt2(f: Fields, cls: HFClass) -> dict[str, Any]:
             "bias": True,
         },
         "head": {**read_head(f, cls, True), "bias": False},
+        "dropout": read_dropout(f, dropouts.GPT2),
     }
 
 
@@ -58,9 +61,7 @@ def export_gpt2(spec: Spec) -> dict[str, Any]:
         "layer_norm_epsilon": spec.norm.eps,
         "activation_function": EXPORT_ACTIVATIONS[spec.mlp.activation],
         "scale_attn_weights": spec.attention.scale_scores,
-        "resid_pdrop": 0.0,
-        "embd_pdrop": 0.0,
-        "attn_pdrop": 0.0,
+        **write_dropout(spec, dropouts.GPT2),
         **head_fields(spec),
     }
 

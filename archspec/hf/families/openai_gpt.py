@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from archspec.hf import dropouts
 from archspec.hf.config_fields import Fields, head_fields, read_head
+from archspec.hf.dropouts import read_dropout, write_dropout
 from archspec.hf.families._gpt_like import GPT_BUFFERS, SUMMARY_FIELDS, conv1d_block
 from archspec.hf.family import Family, HFClass, NameRules
 from archspec.hf.name_rules import chain, lm_head, table
@@ -39,6 +41,7 @@ def import_openai_gpt(f: Fields, cls: HFClass) -> dict[str, Any]:
             "bias": True,
         },
         "head": {**read_head(f, cls, True), "bias": False},
+        "dropout": read_dropout(f, dropouts.GPT2),
     }
 
 
@@ -51,9 +54,7 @@ def export_openai_gpt(spec: Spec) -> dict[str, Any]:
         "n_positions": spec.max_seq_len,
         "layer_norm_epsilon": spec.norm.eps,
         "afn": _EXPORT_ACTIVATIONS.get(spec.mlp.activation, spec.mlp.activation),
-        "resid_pdrop": 0.0,
-        "embd_pdrop": 0.0,
-        "attn_pdrop": 0.0,
+        **write_dropout(spec, dropouts.GPT2),
         **head_fields(spec),
     }
 

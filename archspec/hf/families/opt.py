@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from archspec.hf import dropouts
 from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, head_fields, read_head
+from archspec.hf.dropouts import read_dropout, write_dropout
 from archspec.hf.family import Family, HFClass, NameRules
 from archspec.hf.name_rules import chain, fairseq_block, lm_head, table
 from archspec.spec.schema import Spec
@@ -44,6 +46,7 @@ def import_opt(f: Fields, cls: HFClass) -> dict[str, Any]:
             "bias": bias,
         },
         "head": {**read_head(f, cls, True), "bias": False},
+        "dropout": read_dropout(f, dropouts.OPT),
     }
 
 
@@ -62,8 +65,8 @@ def export_opt(spec: Spec) -> dict[str, Any]:
         "_remove_final_layer_norm": pre and not spec.has_final_norm,
         "enable_bias": spec.attention.bias,
         "activation_function": EXPORT_ACTIVATIONS[spec.mlp.activation],
-        "dropout": 0.0,
-        "attention_dropout": 0.0,
+        **write_dropout(spec, dropouts.OPT),
+        # transformers' OPT reads activation_dropout but never applies it.
         "activation_dropout": 0.0,
         "layerdrop": 0.0,
         **head_fields(spec),

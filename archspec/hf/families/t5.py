@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from archspec.hf import dropouts
 from archspec.hf.config_fields import (
     ACTIVATIONS,
     EXPORT_ACTIVATIONS,
@@ -11,6 +12,7 @@ from archspec.hf.config_fields import (
     head_fields,
     read_head,
 )
+from archspec.hf.dropouts import read_dropout, write_dropout
 from archspec.hf.family import Family, HFClass, NameRules, Target, Where
 from archspec.hf.name_rules import chain, lm_head, placed, shared_embedding
 from archspec.spec.schema import Spec
@@ -53,6 +55,7 @@ def import_t5(f: Fields, cls: HFClass) -> dict[str, Any]:
         "embedding": {"token_types": 0, "norm": False, "scale": False},
         "attention": {"bias": False, "scale_scores": False},
         "mlp": {"gated": gated, "activation": ACTIVATIONS[act_name], "bias": False},
+        "dropout": read_dropout(f, dropouts.T5),
     }
     if f.present("n_positions"):
         spec["max_seq_len"] = f.int("n_positions")
@@ -106,7 +109,7 @@ def export_t5(spec: Spec) -> dict[str, Any]:
         "relative_attention_num_buckets": spec.position.num_buckets,
         "relative_attention_max_distance": spec.position.max_distance,
         "scale_decoder_outputs": spec.head.scale_tied_output,
-        "dropout_rate": 0.0,
+        **write_dropout(spec, dropouts.T5),
         "decoder_start_token_id": 0,
         **head_fields(spec),
     }
