@@ -4,6 +4,10 @@ A stack turns token embeddings into hidden states. It owns what depends on posit
 position table or encodings, RoPE's angles, ALiBi's or T5's bias: the code each position kind
 brings, `archspec.kinds.position_code`) and builds the one attention mask all its blocks share.
 An encoder-decoder's encoder and decoder are different nodes, hence two classes.
+
+The forward is written from the stack's lowering (`lower_stack`), so the order of its steps
+(scaling, positions, norm, dropout) is stated once; the mask built from `attention_mask` and
+the KV cache's offsets are the generated code's own.
 """
 
 from __future__ import annotations
