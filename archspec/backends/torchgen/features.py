@@ -106,6 +106,14 @@ class Features:
     def norm_eps(self) -> float | None:
         return self.norms[0].eps if self.norms else None
 
+    @cached_property
+    def dropout(self) -> bool:
+        """Some module drops activations outside attention (which SDPA does itself)."""
+        nodes = [p.node for p in walk(self.model)]
+        dropped = [n.dropout for n in nodes if isinstance(n, (MLP, Block))]
+        dropped += [d for s in self.stacks for d in (s.emb_dropout, s.out_dropout)]
+        return any(dropped)
+
     @property
     def causalities(self) -> frozenset[bool]:
         return frozenset(s.causal for s in self.stacks)

@@ -99,7 +99,7 @@ class ForwardWriter:
     def inlines(self, op: Op) -> bool:
         """Whether the op's value is written where it is read rather than named."""
         assert op.out is not None
-        # What dropout zeroes reads better named: `h = F.gelu(...)`, then `F.dropout(h, ...)`.
+        # What dropout zeroes reads better named: `h = F.gelu(...)`, then `dropout(h, ...)`.
         read_by_dropout = any(isinstance(r, Dropout) for r in self.readers.get(id(op.out), []))
         return self.inline and self.uses[id(op.out)] == 1 and not read_by_dropout
 
@@ -130,7 +130,8 @@ class ForwardWriter:
         return self._binary("+", ADD, self.arg(op.a, ADD), self.arg(op.b, ADD + 1))
 
     def render_dropout(self, op: Dropout) -> Expr:
-        return self._call("F.dropout", [self.arg(op.x), *self._constants(op.p, "self.training")])
+        # The file's `dropout` helper: F.dropout with the same one-byte mask on every device.
+        return self._call("dropout", [self.arg(op.x), *self._constants(op.p, "self.training")])
 
     def render_call(self, op: Call) -> Expr:
         args = [self.arg(a) for a in op.args]

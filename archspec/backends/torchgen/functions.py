@@ -45,6 +45,14 @@ def mask_out(hidden: Tensor, bias: Tensor) -> Tensor:
     return torch.where(hidden, torch.finfo(bias.dtype).min, bias)
 '''
 
+DROPOUT = '''
+def dropout(x: Tensor, p: float, training: bool) -> Tensor:
+    """F.dropout, keeping a one-byte mask for the backward on every device (F.dropout
+    on the CPU keeps a float mask), so archspec's activation memory holds anywhere.
+    """
+    return torch.native_dropout(x, p, True)[0] if training else x
+'''
+
 KV_CACHE = '''
 class KVCache:
     """The keys and values one attention layer has computed so far, so that new tokens
@@ -79,7 +87,7 @@ def _hidden_keys(f: Features) -> str:
 
 def helpers(f: Features) -> list[str]:
     """The module-level functions and classes the model's code calls, in reading order:
-    masks, then what each position kind brings, then the KV cache."""
+    masks, then what each position kind brings, dropout, then the KV cache."""
     out = [PADDING_KEYS]
     if True in f.causalities:
         out.append(_hidden_keys(f))
@@ -90,6 +98,8 @@ def helpers(f: Features) -> list[str]:
             if code not in seen:
                 seen.add(code)
                 out.append(code)
+    if f.dropout:
+        out.append(DROPOUT)
     if f.cache:
         out.append(KV_CACHE)
     return [code.strip("\n") for code in out]
