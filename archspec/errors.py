@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from archspec.safety.text import visible
+
 
 @dataclass(frozen=True)
 class Location:
@@ -17,7 +19,7 @@ class Location:
     column: int | None = None
 
     def __str__(self) -> str:
-        file = _display_path(self.file)
+        file = visible(_display_path(self.file))
         if self.line is None:
             return file
         return f"{file}:{self.line}:{self.column}"
@@ -49,11 +51,14 @@ class SpecError(Exception):
         self.hint = hint
 
     def __str__(self) -> str:
+        # Every part may carry the user's text (a key, a value, a file name): each is made
+        # visible on one line, so no control character reaches the terminal and no newline in
+        # a key can forge a line of the message. The hint's line break is archspec's own.
         where = f"{self.location}: " if self.location else ""
-        at = f"at '{self.path}': " if self.path else ""
-        text = f"{where}error: {at}{self.message}"
+        at = f"at '{visible(self.path)}': " if self.path else ""
+        text = f"{where}error: {at}{visible(self.message)}"
         if self.hint:
-            text += f"\n  hint: {self.hint}"
+            text += f"\n  hint: {visible(self.hint)}"
         return text
 
 

@@ -327,6 +327,28 @@ HOSTILE_STRINGS = [
     "a" * 400,
     "../../etc/passwd",
     "__import__('os')",
+    # Issue 19: characters a terminal acts on or that hide text, and rich markup.
+    "\u202egnp.exe",
+    "a\u200bb",
+    "\x9b2J",
+    "\x1b[31mred",
+    "\u2066x\u2069",
+    "[/bold]",
+    "[link=https://evil.example]x[/link]",
+    "x\nattention: {bias: true}",
+]
+# Issue 19: what `extends` may name: files outside the spec's folder, special files, itself.
+HOSTILE_EXTENDS = [
+    "../../../../etc/passwd",
+    "/etc/passwd",
+    "/etc/hostname.yaml",
+    "/proc/self/pagemap",
+    "/dev/zero",
+    "/dev/null.yaml",
+    "./spec.yaml",
+    ".",
+    "..",
+    "gpt2\x00",
 ]
 
 # Plausible values: of the right kind but chosen without regard to the rules between fields.
@@ -340,6 +362,7 @@ plausible = st.one_of(
 # Out-of-range and odd numbers.
 extreme_numbers = st.sampled_from(
     [0, -1, -(10**6), 2**63, 10**40, 0.0, -0.0, 1.5, 1e-320, 1e308, math.inf, -math.inf, math.nan]
+    + [10**9, 10**9 + 1, 3 * 10**9, 10**12, 10**200, 10**2200, -(10**200)]  # issue 19
 )
 junk = st.recursive(
     st.one_of(
@@ -402,6 +425,7 @@ def mutated(draw: st.DrawFn, data: dict[str, Any]) -> dict[str, Any]:
     data = copy(data)
     for _ in range(draw(st.integers(1, 3))):
         ops = ["delete", "replace", "extreme", "insert", "string", "wrap", "graft", "graft"]
+        ops += ["deep", "extends"]  # issue 19
         op = draw(st.sampled_from(ops))
         keyed = paths(data)
         if op == "graft":  # a key and value from another valid spec: right types, odd mixes
@@ -412,6 +436,9 @@ def mutated(draw: st.DrawFn, data: dict[str, Any]) -> dict[str, Any]:
                 where = where.setdefault(key, {}) if isinstance(where, dict) else where
             if isinstance(where, dict):
                 where[path[-1]] = copy(get(other, path))
+            continue
+        if op == "extends":
+            data["extends"] = draw(st.sampled_from(HOSTILE_EXTENDS))
             continue
         if op == "insert" or not keyed:
             where = get(data, draw(st.sampled_from(mappings(data))))
@@ -430,6 +457,11 @@ def mutated(draw: st.DrawFn, data: dict[str, Any]) -> dict[str, Any]:
         elif op == "wrap":  # a scalar where a mapping belongs, or the other way round
             value = parent[key]
             parent[key] = draw(junk) if isinstance(value, dict) else {key: value}
+        elif op == "deep":  # nesting beyond the loader's depth limit (PyYAML's dumper recurses)
+            value = parent[key]
+            for _ in range(draw(st.integers(10, 150))):
+                value = {key: value} if draw(st.booleans()) else [value]
+            parent[key] = value
     return data
 
 
@@ -458,7 +490,8 @@ def invoke_cli(args: list[str]) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code in (0, 2), (args, result.output, result.exception)
     if result.exit_code == 2:
-        assert "Traceback" not in result.stderr and "error" in result.stderr, result.stderr
+        # (click's own usage errors say "Error" in a box)
+        assert "Traceback" not in result.stderr and "error" in result.stderr.lower(), result.stderr
     assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
@@ -472,6 +505,20 @@ def test_mutated_specs_are_valid_or_a_spec_error(data: dict[str, Any], workdir: 
 
 
 YAML_NOISE = list(":{}[]&*!|>-#'\"%@?,\n\t ") + ["!!float ", "!!binary ", "<<: ", "2001-13-45"]
+# Issue 19: deep nesting, self-referencing aliases, YAML 1.1 numbers, merge keys, huge numbers.
+YAML_NOISE += [
+    "[" * 500,
+    "{a: " * 200,
+    "&a [*a]",
+    "&m {x: *m}",
+    " 010",
+    " 1:30",
+    "<<: {n_layers: 2}\n",
+    "<<: [1, 2]\n",
+    " " + "9" * 2500,
+    "\u202e",
+    "\x9b",
+]
 
 
 @st.composite
@@ -540,3 +587,99 @@ def test_random_set_overrides_are_valid_or_a_spec_error(
     note(repr(sets))
     check_every_backend(path, sets, workdir)
     invoke_cli(["count", str(path), *(arg for text in sets for arg in ("--set", text))])
+
+
+# --- issue 19: JSON inputs, output paths and checkpoint dtypes --------------------------------
+
+JSON_NOISE = ["[" * 500, "{" * 200, '"a": 1, "a": 2', "9" * 5000, "\ud800", "\x1b", "NaN", "\ufeff"]
+CONFIG = '{"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_layer": 2}'
+
+
+@st.composite
+def broken_json(draw: st.DrawFn) -> bytes:
+    """A config.json with JSON noise spliced in, in one of the encodings people save it in."""
+    text = CONFIG
+    for _ in range(draw(st.integers(1, 3))):
+        i = draw(st.integers(0, len(text)))
+        noise = draw(st.one_of(st.sampled_from(JSON_NOISE), st.text(max_size=3)))
+        text = text[:i] + noise + text[i + draw(st.integers(0, 3)) :]
+    encoding = draw(st.sampled_from(["utf-8", "utf-8", "utf-16", "latin-1", "utf-8-sig"]))
+    return text.encode(encoding, "surrogatepass" if "utf-8" in encoding else "replace")
+
+
+@given(data=broken_json())
+def test_config_json_is_imported_or_a_spec_error(data: bytes, workdir: Path) -> None:
+    folder = workdir / "config"
+    folder.mkdir(exist_ok=True)
+    (folder / "config.json").write_bytes(data)
+    note(repr(data[:200]))
+    invoke_cli(["import-hf", str(folder)])
+
+
+OUTSIDE = "outside.txt"  # a file the outputs must never reach
+
+
+@given(name=st.sampled_from(["/dev/null", "/dev/zero", "/dev/full", "/dev/stdout", "fifo",
+                             "link", "dir", "dir/", "[/x].py", "ok.py", "a\x1bb.py",
+                             "\u202eyp.py", "spec.yaml", "missing/x.py"]),
+       force=st.booleans())  # fmt: skip
+def test_output_paths_are_written_or_refused(name: str, force: bool, workdir: Path) -> None:
+    import os
+
+    folder = workdir / "outputs"
+    folder.mkdir(exist_ok=True)
+    outside = workdir / OUTSIDE
+    outside.write_text("keep")
+    (folder / "spec.yaml").write_text("extends: gpt2\nn_layers: 1\n")
+    if not (folder / "fifo").exists():
+        os.mkfifo(folder / "fifo")
+        (folder / "link").symlink_to(outside)
+        (folder / "dir").mkdir()
+    path = name if name.startswith("/") else str(folder / name)
+    args = ["build", str(folder / "spec.yaml"), "-o", path, *(["--force"] if force else [])]
+    invoke_cli(args)
+    assert outside.read_text() == "keep"
+    assert (folder / "spec.yaml").read_text() == "extends: gpt2\nn_layers: 1\n"
+    assert (folder / "fifo").is_fifo() and (folder / "link").is_symlink()
+
+
+@given(
+    dtype=st.sampled_from(
+        [
+            torch.int8,
+            torch.int32,
+            torch.int64,
+            torch.uint8,
+            torch.bool,
+            torch.complex64,
+            torch.float16,
+            torch.bfloat16,
+            torch.float64,
+        ]
+    )
+)
+def test_checkpoint_dtypes_load_or_are_refused(dtype: torch.dtype) -> None:
+    from archspec.hf.weights import convert, to_hf
+
+    ir = build_ir(load_spec("gpt2", ["n_layers=1", "d_model=4", "n_heads=1", "d_ff=4",
+                                     "vocab_size=5", "max_seq_len=3"]))  # fmt: skip
+    module_state = {
+        name: torch.ones(tuple(int(d) for d in shape))
+        for name, shape in _parameter_shapes(ir).items()
+    }
+    hf = to_hf(ir, module_state)
+    hf = {k: v.to(dtype) if "wte" in k else v for k, v in hf.items()}
+    try:
+        out = convert(ir, hf)
+    except SpecError as exc:
+        assert not dtype.is_floating_point and "dtype" in str(exc)
+        return
+    assert dtype.is_floating_point and all(t.is_floating_point() for t in out.values())
+
+
+def _parameter_shapes(ir: IR) -> dict[str, tuple[int, ...]]:
+    import tempfile
+
+    module = load(ir, Path(tempfile.gettempdir()))  # leaves no file behind
+    with torch.device("meta"):
+        return {k: tuple(v.shape) for k, v in module.Model().state_dict().items()}

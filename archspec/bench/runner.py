@@ -26,6 +26,7 @@ import torch
 from archspec.backends.count.report import has_moe
 from archspec.bench import devices, memory, steps
 from archspec.bench.analysis import predict
+from archspec.bench.guards import check_fits, check_options, least_bytes
 from archspec.bench.timing import Times, synchronize, time_step
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
@@ -178,8 +179,7 @@ def run_bench(
     ir: IR, s: Settings, progress: Progress | None = None, hf_config: dict | None = None
 ) -> dict[str, Any]:
     """Benchmark the generated model of `ir`; the result is plain data for `--json`."""
-    if s.threads is not None and s.threads < 1:
-        raise SpecError(f"--threads must be at least 1 (got {s.threads})")
+    check_options(s)
     threads = torch.get_num_threads()
     if s.threads is not None:
         # On a machine shared with other work, fewer threads than cores can be much faster:
@@ -219,7 +219,10 @@ def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None)
     hf_data = hf_config
     if s.vs_hf and hf_data is None:
         raise SpecError("--vs-hf needs the spec's transformers config (archspec.hf.hf_config_dict)")
-    vocab = ir.value(ir.root.vocab_size)
+    element = 4 if dtype == "fp32" else 2
+    vocab, width = ir.value(ir.root.vocab_size), ir.value(ir.root.d_model)
+    least = least_bytes(vocab, width, s.batch, seq, element)
+    check_fits(ir.name, pred.memory_bytes + least, device)  # before allocating anything
     base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
     inputs, targets = steps.make_inputs(ir, s.mode, s.batch, seq, device, s.seed)
     with tempfile.TemporaryDirectory(prefix="archspec-bench-") as folder:

@@ -23,7 +23,29 @@ from archspec.cli.app import app
 
 
 def main() -> None:
-    app()
+    """Run the command line. A SpecError that escapes a command (stdout failing while a table
+    is printed, after the command's own error handling) is still one message and exit code 2;
+    stdout is flushed here, so that a failure at exit is reported too."""
+    import sys
+
+    from archspec.cli.streams import say, silence_stdout, stdout_failed
+    from archspec.errors import SpecError
+
+    try:
+        try:
+            app()
+        finally:
+            if sys.stdout is not None:
+                try:
+                    sys.stdout.flush()
+                except (OSError, ValueError) as exc:
+                    raise stdout_failed(exc) from None
+    except SpecError as exc:
+        if "--debug" in sys.argv:
+            raise
+        say(str(exc))
+        silence_stdout()
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from archspec.backends.compare.numbers import three_digits
 from archspec.cli.app import app
 from archspec.cli.common import (
     DebugOpt,
@@ -201,7 +202,7 @@ def _seconds(t: float) -> str:
 def _rate(x: float) -> str:
     for unit, size in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6)):
         if x >= size:
-            return f"{x / size:.3g} {unit}FLOP/s"
+            return f"{three_digits(x, size)} {unit}FLOP/s"
     return f"{x:.3g} FLOP/s"
 
 
@@ -210,7 +211,7 @@ def _bytes(n: int | None) -> str:
         return "-"
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
-            return f"{n / size:.3g} {unit}"
+            return f"{three_digits(n, size)} {unit}"
     return f"{n} B"
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -19,11 +18,13 @@ from archspec.cli.common import (
     compile_spec,
     human,
     print_json,
-    stderr,
+    say,
     user_errors,
-    write_output,
+    write_stdout,
 )
 from archspec.errors import SpecError
+from archspec.safety.text import visible
+from archspec.safety.writing import Output, check_places, write_files
 
 OutputOpt = Annotated[
     Path | None,
@@ -92,19 +93,28 @@ def build(
             source = generate_source(ir, command=_command(spec, set_, output))
         except UnsupportedIR as exc:
             raise SpecError(f"cannot generate PyTorch code for '{ir.name}': {exc}") from exc
-        weights = converted = None
+        outputs, inputs = [], _spec_inputs(spec)
+        weights = None
+        if output is not None:
+            outputs.append(Output(output, source.encode(), "the generated code"))
         if hf_weights is not None:
-            from archspec.hf.weights import convert, read_state_dict, save_state_dict
+            from archspec.hf.weights import (
+                checkpoint_inputs,
+                convert,
+                read_state_dict,
+                state_dict_bytes,
+            )
 
             if output is None:
                 raise SpecError("--hf-weights needs -o FILE: the weights are written next to it")
             weights = output.with_suffix(".safetensors")
+            inputs += checkpoint_inputs(hf_weights)
+            check_places([output, weights], inputs)  # before the slow part: the conversion
             converted = convert(ir, read_state_dict(hf_weights), ignore=hf_ignore or ())
-        written = False
-        if output is not None:
-            written = write_output(output, source, force, "the generated code")
-        if converted is not None:
-            save_state_dict(converted, weights, ir.name)
+            data = state_dict_bytes(converted, ir.name)
+            outputs.append(Output(weights, data, "the converted weights"))
+        # The code and the weights are written together or not at all.
+        written = write_files(outputs, force=force, inputs=inputs)
     total = ir.value(parameter_count(ir.root))
     size = len(source.encode())
     if json_:
@@ -114,14 +124,24 @@ def build(
             summary["weights"] = str(weights)
         print_json(summary)
     elif output is None:
-        sys.stdout.write(source)
+        write_stdout(source)
     else:
-        what = "wrote" if written else "unchanged:"
-        stderr().print(
-            f"{what} {output} ({ir.name}, {total:,} parameters ({human(total)}), {size:,} bytes)"
+        what = "wrote" if written[0] else "unchanged:"
+        say(
+            f"{what} {output} ({ir.name}, {total:,} parameters ({human(total)}), "
+            f"{size:,} bytes)"
         )
         if weights is not None:
-            stderr().print(f"wrote {weights} (converted from {hf_weights})")
+            what = "wrote" if written[1] else "unchanged:"
+            say(f"{what} {weights} (converted from {hf_weights})")
+
+
+def _spec_inputs(spec: str) -> list[Path]:
+    """The spec file a command reads, if it is one: never an output."""
+    from archspec.spec.resolve import is_builtin
+
+    path = Path(spec)
+    return [path] if not is_builtin(spec) and path.exists() else []
 
 
 def _command(spec: str, overrides: list[str] | None, output: Path | None) -> str:
@@ -131,4 +151,6 @@ def _command(spec: str, overrides: list[str] | None, output: Path | None) -> str
         words += ["--set", text]
     if output is not None:
         words += ["-o", str(output)]
-    return shlex.join(words)
+    # Visible characters only: an escape or bidi character in a file name must not reach the
+    # generated file, and a lone surrogate (an undecodable name) could not even be encoded.
+    return visible(shlex.join(words))

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
-import secrets
-import sys
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,7 +11,9 @@ from typing import Annotated, Any
 
 import typer
 
+from archspec.cli.streams import GuardedStdout, say, write_stdout  # noqa: F401 (re-exported)
 from archspec.errors import SpecError
+from archspec.safety.text import visible
 
 SpecArg = Annotated[
     str,
@@ -39,7 +39,7 @@ ForceOpt = Annotated[
 def stdout():
     from rich.console import Console
 
-    return Console(highlight=False)
+    return Console(file=GuardedStdout(), highlight=False)  # type: ignore[arg-type]
 
 
 def stderr():
@@ -56,16 +56,19 @@ def user_errors(debug: bool = False) -> Iterator[None]:
     except SpecError as exc:
         if debug:
             raise
-        print(str(exc), file=sys.stderr)
+        say(str(exc))
         raise typer.Exit(2) from None
 
 
 def resolve_spec(spec: str, overrides: list[str] | None):
-    """Resolve and validate a spec reference (a file, or a built-in name) with its overrides."""
-    from archspec.spec.resolve import load_spec
+    """Resolve and validate a spec reference (a built-in name, else a file) with its
+    overrides."""
+    from archspec.spec.resolve import load_spec, shadowed_file
 
-    path = Path(spec)
-    return load_spec(path if path.is_file() else spec, overrides or [])
+    shadowed = shadowed_file(spec)
+    if shadowed is not None:
+        say(f"note: {spec} is the built-in spec; for the file of that name, write ./{spec}")
+    return load_spec(spec, overrides or [])
 
 
 def compile_spec(spec: str, overrides: list[str] | None, symbolic: bool = True):
@@ -76,51 +79,36 @@ def compile_spec(spec: str, overrides: list[str] | None, symbolic: bool = True):
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    try:
+        # allow_nan=False: a bare NaN or Infinity would make the output invalid JSON.
+        text = json.dumps(data, indent=2, allow_nan=False)
+    except ValueError as exc:
+        raise SpecError(f"the result cannot be written as JSON: {exc}") from None
+    write_stdout(text + "\n")
 
 
 def human(n: float) -> str:
     """1234567 -> 1.23M: for people; JSON always carries exact integers."""
-    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+    from archspec.backends.compare.numbers import three_digits
+
+    if isinstance(n, float) and not math.isfinite(n):
+        return str(n)
+    for unit, size in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):
         if abs(n) >= size:
-            return f"{n / size:.3g}{unit}"
+            return f"{three_digits(n, size)}{unit}"  # no float overflow for huge integers
     return str(int(n))
 
 
-def write_output(path: Path, text: str, force: bool, what: str) -> bool:
-    """Write `text` to `path` (a command's `-o FILE`) unless it already holds exactly that;
-    False when unchanged.
+def write_output(
+    path: Path, text: str, force: bool, what: str, inputs: tuple[Path, ...] = ()
+) -> bool:
+    """Write `text` to `path` (a command's `-o FILE`) through the one writer
+    (archspec/safety/writing.py); False when the file already held exactly that."""
+    from archspec.safety.writing import Output, write_files
 
-    An existing file with other content may hold someone's edits, so it is only replaced with
-    `force`; the refusal says it differs from `what` ("the generated code"). The text goes to a
-    temporary file in the same folder first, then `os.replace` swaps it in, so the file is
-    never seen half-written.
-    """
-    data = text.encode()
-    if path.is_dir():
-        # The -o options refuse a directory already; this guards other callers.
-        raise SpecError(f"{path} is a directory", hint="give a file name inside it")
-    if not path.parent.is_dir():
-        raise SpecError(f"no such directory: {path.parent}")
-    if path.exists():
-        if path.read_bytes() == data:
-            return False
-        if not force:
-            raise SpecError(
-                f"{path} exists and differs from {what}; not overwriting it",
-                hint="pass --force to replace it",
-            )
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        with open(temporary, "xb") as file:  # created with the usual permissions (umask)
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        if path.exists():
-            os.chmod(temporary, path.stat().st_mode & 0o777)  # keep the replaced file's mode
-        os.replace(temporary, path)
-    except OSError as exc:
-        raise SpecError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    finally:
-        temporary.unlink(missing_ok=True)
-    return True
+    return write_files([Output(path, text.encode(), what)], force=force, inputs=inputs)[0]
+
+
+def shown(path: Path | str) -> str:
+    """A path as a message shows it: visible characters only."""
+    return visible(path)

@@ -7,7 +7,6 @@ them), so a column of `compare --json` equals that spec's `count --json`.
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,9 +20,10 @@ from archspec.cli.common import (
     human,
     print_json,
     resolve_spec,
-    stderr,
+    say,
     stdout,
     user_errors,
+    write_stdout,
 )
 
 SpecsArg = Annotated[
@@ -85,6 +85,10 @@ def compare(
         bool, typer.Option("--markdown", help="Print the table as GitHub markdown.")
     ] = False,
     plot: PlotOpt = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace the --plot FILE even if it holds another chart."),
+    ] = False,
     json_: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -135,18 +139,18 @@ def compare(
         irs = [compile_spec(spec, None) for spec in specs]
         report = compare_report(irs, Workload(batch=batch, seq=seq, dtype=dtype))
         if plot is not None:
-            _plot(irs, report, plot, seq)
+            _plot(irs, report, plot, seq, force)
     if json_:
         print_json(report)
     elif markdown:
-        sys.stdout.write(to_markdown(report) + "\n")
+        write_stdout(to_markdown(report) + "\n")
     else:
         _render_compare(report)
     if plot is not None:
-        stderr().print(f"wrote {plot}")
+        say(f"wrote {plot}")
 
 
-def _plot(irs: list, report: dict[str, Any], path: Path, seq: int | None) -> None:
+def _plot(irs: list, report: dict[str, Any], path: Path, seq: int | None, force: bool) -> None:
     from archspec.backends.compare.plot import plot_compare
     from archspec.backends.compare.sweep import curve_lengths, forward_curve
 
@@ -156,7 +160,7 @@ def _plot(irs: list, report: dict[str, Any], path: Path, seq: int | None) -> Non
         ir.name: forward_curve(ir, curve_lengths(longest, context))
         for ir, context in zip(irs, contexts, strict=True)
     }
-    plot_compare(report, path, curves, seq)
+    plot_compare(report, path, curves, seq, force)
 
 
 def _render_compare(report: dict[str, Any]) -> None:

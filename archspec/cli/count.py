@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from archspec.backends.compare.numbers import three_digits
 from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.cli.app import app
 from archspec.cli.common import (
@@ -22,6 +23,8 @@ from archspec.cli.common import (
     user_errors,
 )
 from archspec.errors import SpecError
+from archspec.safety.limits import MAX_SIZE
+from archspec.safety.text import markup_safe
 
 # FLOPs and memory: any of these options adds them to `archspec count`. They default to None
 # so that the command can tell "not given" (parameters only) from a value.
@@ -166,6 +169,10 @@ def count(
             rich_help_panel=_FLOPS,
         ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Replace the --plot FILE even if it holds another chart."),
+    ] = False,
     json_: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -225,7 +232,7 @@ def count(
         if plot is not None:
             from archspec.backends.count.flops_report import Workload
 
-            sweep.chart_sweep(report, ir, workload or Workload(), plot)
+            sweep.chart_sweep(report, ir, workload or Workload(), plot, force)
     if json_:
         print_json(report)
         return
@@ -243,7 +250,7 @@ def _render_params(report: dict[str, Any]) -> None:
     total = params["total"]
     table = Table(
         title=f"{report['name']}: {total:,} parameters ({human(total)})",
-        caption=f"source: {report['source']}",
+        caption=f"source: {markup_safe(report['source'])}",
         title_justify="left",
     )
     table.add_column("module")
@@ -378,6 +385,10 @@ def _workload(
     parallel = {"gpus": gpus, "tp": tp, "pp": pp, "zero": zero, "sp": sp, "interleave": interleave}
     if all(v is None for v in (*given.values(), *parallel.values())):
         return None
+    for option, value in (*given.items(), *parallel.items()):
+        if isinstance(value, int) and abs(value) > MAX_SIZE:
+            name = option.replace("_", "-")
+            raise SpecError(f"--{name} must be at most {MAX_SIZE:,}, got {value:,}")
     from archspec.backends.count.flops_report import Workload
     from archspec.backends.count.memory import Parallelism
 
@@ -398,14 +409,14 @@ def _flops(n: int) -> str:
     """human() with room for training runs: 1.44P rather than 1.44e+03T."""
     for unit, size in (("E", 1e18), ("P", 1e15)):
         if abs(n) >= size:
-            return f"{n / size:.3g}{unit}"
+            return f"{three_digits(n, size)}{unit}"
     return human(n)
 
 
 def _bytes(n: int) -> str:
     for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
-            return f"{n / size:.3g} {unit}"
+            return f"{three_digits(n, size)} {unit}"
     return f"{n} B"
 
 

@@ -8,7 +8,17 @@ from typing import Annotated
 import typer
 
 from archspec.cli.app import app
-from archspec.cli.common import DebugOpt, ForceOpt, print_json, stderr, user_errors, write_output
+from archspec.cli.common import (
+    DebugOpt,
+    ForceOpt,
+    print_json,
+    say,
+    user_errors,
+    write_output,
+    write_stdout,
+)
+from archspec.errors import SpecError
+from archspec.safety.text import has_unsafe
 
 
 @app.command("import-hf")
@@ -60,18 +70,26 @@ def import_hf(
     from archspec.hf.import_config import import_config
 
     with user_errors(debug):
+        if has_unsafe(str(config)):
+            # The path is recorded in the spec (a comment, or `source`): a newline in a folder
+            # name would start a YAML line of its own.
+            raise SpecError(
+                "the config's path holds a control or invisible character; rename the folder",
+                location=None,
+            )
         imported = import_config(config, architecture=architecture)
     if json_:
         print_json({"extends": imported.base, **imported.data})
         return
     text = imported.yaml()
     if output is None:
-        typer.echo(text, nl=False)
+        write_stdout(text)
         return
     with user_errors(debug):
-        written = write_output(output, text, force, "the imported spec")
-    what = "[green]wrote[/green]" if written else "unchanged:"
-    stderr().print(
+        config_file = config / "config.json" if config.is_dir() else config
+        written = write_output(output, text, force, "the imported spec", (config_file,))
+    what = "wrote" if written else "unchanged:"
+    say(
         f"{what} {output} ({imported.hf_class}, extends {imported.base}); "
         f"count it with `archspec count {output}`"
     )

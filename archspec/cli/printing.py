@@ -5,7 +5,6 @@ The module is not named `print.py` so that importing it does not shadow the buil
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -20,6 +19,7 @@ from archspec.cli.common import (
     print_json,
     stdout,
     user_errors,
+    write_stdout,
 )
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ def print_tree(
     else:
         # Plain text, not a rich Console: the output must match print(model) byte for byte,
         # and rich would wrap long lines and read `[...]` as markup.
-        sys.stdout.write(render(root, depth, params) + "\n")
+        write_stdout(render(root, depth, params) + "\n")
 
 
 def _draw_tree(root: Module, depth: int | None, params: bool) -> None:

@@ -11,16 +11,25 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from archspec.cli.common import human, stderr, stdout
+from archspec.cli.common import human, say, stdout
 from archspec.errors import SpecError
+from archspec.safety.limits import MAX_LENGTHS, MAX_SIZE
 
 
 def parse_lengths(text: str | None) -> list[int] | None:
     """`2048` -> [2048]; `512,1024,2048` -> [512, 1024, 2048]; None when not given."""
     if text is None:
         return None
+    parts = text.split(",")
+    if len(parts) > MAX_LENGTHS:
+        raise SpecError(
+            f"--seq takes at most {MAX_LENGTHS} lengths, got {len(parts):,}",
+            hint="a sweep over doublings (--seq 128,256,...) covers any range in a few rows",
+        )
     try:
-        lengths = [int(part) for part in text.split(",")]
+        lengths = [int(part) for part in parts if len(part.strip()) <= 20]
+        if len(lengths) != len(parts):
+            raise ValueError
     except ValueError:
         raise SpecError(
             f"--seq takes a length or a comma-separated list of lengths, not {text!r}",
@@ -28,6 +37,8 @@ def parse_lengths(text: str | None) -> list[int] | None:
         ) from None
     if any(n < 1 for n in lengths):
         raise SpecError("--seq must be at least 1")
+    if any(n > MAX_SIZE for n in lengths):
+        raise SpecError(f"--seq must be at most {MAX_SIZE:,}")
     return lengths
 
 
@@ -38,7 +49,7 @@ def add_sweep(report: dict[str, Any], ir, workload, lengths: list[int]) -> None:
     report["sweep"] = seq_sweep(ir, workload, lengths)
 
 
-def chart_sweep(report: dict[str, Any], ir, workload, path: Path) -> None:
+def chart_sweep(report: dict[str, Any], ir, workload, path: Path, force: bool = False) -> None:
     """Draw the sweep to `path`; without one, sweep the doublings from 128 up to the spec's
     context window first (`count SPEC --plot f.png` alone draws the usual picture)."""
     from archspec.backends.compare.plot import check_path, plot_sweep
@@ -48,8 +59,8 @@ def chart_sweep(report: dict[str, Any], ir, workload, path: Path) -> None:
     sweep = report.get("sweep") or seq_sweep(
         ir, workload, chart_lengths(ir.value(ir.root.max_seq_len))
     )
-    plot_sweep(report["name"], sorted(sweep, key=lambda e: e["workload"]["seq"]), path)
-    stderr().print(f"wrote {path}")
+    plot_sweep(report["name"], sorted(sweep, key=lambda e: e["workload"]["seq"]), path, force)
+    say(f"wrote {path}")
 
 
 def render_sweep(report: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from archspec.errors import Location, SpecError
 from archspec.hf.family import HFClass
+from archspec.safety.json_file import read_json
 
 if TYPE_CHECKING:
     from archspec.spec.schema import Spec
@@ -163,14 +164,9 @@ def read_config(path: str | Path) -> tuple[dict[str, Any], Path]:
     path = Path(path)
     if path.is_dir():
         path = path / "config.json"
-    if not path.is_file():
+    if not path.exists():
         raise SpecError(f"no such file: {path}", hint="pass a transformers config.json")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise SpecError(
-            f"not valid JSON: {exc.msg}", location=Location(str(path), exc.lineno, exc.colno)
-        ) from None
+    data = read_json(path, what="config.json")  # strict: see archspec/safety/json_file.py
     if not isinstance(data, dict):
         raise SpecError("config.json must hold a JSON object", location=Location(str(path)))
     return data, path

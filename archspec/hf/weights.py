@@ -10,8 +10,7 @@ fills a generated model with the result.
 from __future__ import annotations
 
 import fnmatch
-import json
-import os
+import pickle
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,10 @@ from archspec.errors import SpecError
 from archspec.hf.names import Naming, naming
 from archspec.hf.tensor_rules import TensorRule, describe_shape, tensor_rules
 from archspec.ir.nodes import IR
+from archspec.safety.json_file import read_json
+from archspec.safety.limits import MAX_INDEX_BYTES
+from archspec.safety.reading import check_regular
+from archspec.safety.text import visible
 from archspec.spec.schema import Spec
 
 LEGACY_SUFFIXES = (("LayerNorm.gamma", "LayerNorm.weight"), ("LayerNorm.beta", "LayerNorm.bias"))
@@ -47,35 +50,86 @@ def _safetensors():
 
 
 def _load_file(path: Path) -> dict[str, torch.Tensor]:
+    # A directory, a FIFO (opening it would wait forever) or an unreadable file: one message.
+    check_regular(path, "checkpoint file")
     if path.suffix == ".safetensors":
         try:
             return _safetensors().load_file(str(path))
         except Exception as exc:  # truncated, or not a safetensors file
-            raise SpecError(f"cannot read {path}: {exc}") from None
+            raise SpecError(f"cannot read {path}: {_first_line(exc)}") from None
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        # torch's message suggests weights_only=False, which runs the pickle's code: no.
+        raise SpecError(
+            f"cannot read {path}: it holds Python objects beyond tensors, and loading them "
+            "could run arbitrary code; archspec does not",
+            hint="convert the checkpoint to safetensors with a tool you trust",
+        ) from None
     except Exception as exc:  # a corrupt or foreign file
-        raise SpecError(f"cannot read {path}: {exc}") from None
+        raise SpecError(f"cannot read {path}: {_first_line(exc)}") from None
     if not isinstance(state, Mapping):
         raise SpecError(f"{path} does not hold a state dict")
     return dict(state)
 
 
+def _first_line(exc: BaseException) -> str:
+    """A library's error, short: its first line, visible characters only."""
+    lines = str(exc).strip().splitlines()
+    return visible(lines[0][:200]) if lines else type(exc).__name__
+
+
+def _shard_path(index: Path, shard: object) -> Path:
+    """A shard named in an index, which must lie inside the index's folder."""
+    folder = index.parent.resolve()
+    if not isinstance(shard, str) or not shard:
+        raise SpecError(f"{index.name}: weight_map values must be shard file names")
+    path = (folder / shard).resolve()
+    if Path(shard).is_absolute() or folder not in path.parents:
+        raise SpecError(
+            f"{index.name} lists the shard {visible(shard)!r}, outside the checkpoint folder "
+            f"{folder}; refusing to read it",
+        )
+    return path
+
+
 def _load_index(path: Path) -> dict[str, torch.Tensor]:
-    try:
-        weight_map = json.loads(path.read_text())["weight_map"]
-    except (json.JSONDecodeError, KeyError, TypeError):
-        raise SpecError(f"{path} is not a checkpoint index (no weight_map)") from None
+    data = read_json(path, MAX_INDEX_BYTES, "checkpoint index")
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict):
+        raise SpecError(f"{path} is not a checkpoint index (no weight_map mapping)")
+    shards = {_shard_path(path, shard) for shard in weight_map.values()}  # all checked first
     state: dict[str, torch.Tensor] = {}
-    for shard in sorted(set(weight_map.values())):
-        shard_path = path.parent / shard
-        if not shard_path.is_file():
-            raise SpecError(f"shard {shard} listed in {path.name} is missing from {path.parent}")
+    for shard_path in sorted(shards):
+        if not shard_path.exists():
+            raise SpecError(
+                f"shard {shard_path.name} listed in {path.name} is missing from {path.parent}"
+            )
         state.update(_load_file(shard_path))
     missing = set(weight_map) - set(state)
     if missing:
         raise SpecError(f"{path.name} lists '{sorted(missing)[0]}', which no shard holds")
     return state
+
+
+def checkpoint_inputs(source: str | Path) -> list[Path]:
+    """What reading `source` reads, for the writer never to write onto: a checkpoint folder,
+    or one file (with its folder when it is an index, whose shards lie beside it)."""
+    path = Path(source)
+    if path.name.endswith(".index.json"):
+        return [path.parent]
+    return [path]
+
+
+def _floating(key: str, tensor: torch.Tensor) -> None:
+    """Weights are floating point; an int64, bool or complex tensor would be cast silently."""
+    if not tensor.is_floating_point():
+        dtype = str(tensor.dtype).removeprefix("torch.")
+        raise SpecError(
+            f"checkpoint tensor '{visible(key)}' has dtype {dtype}; a parameter needs "
+            "floating-point weights",
+            hint="the file is not a checkpoint of this model's weights",
+        )
 
 
 def read_state_dict(source: str | Path | Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -85,14 +139,14 @@ def read_state_dict(source: str | Path | Mapping[str, torch.Tensor]) -> dict[str
         return dict(source)
     path = Path(source)
     if path.is_dir():
-        found = next((path / n for n in CHECKPOINT_FILES if (path / n).is_file()), None)
+        found = next((path / n for n in CHECKPOINT_FILES if (path / n).exists()), None)
         if found is None:
             raise SpecError(
                 f"no checkpoint in {path}",
                 hint=f"expected one of: {', '.join(CHECKPOINT_FILES)}",
             )
         path = found
-    if not path.is_file():
+    if not path.exists():
         raise SpecError(f"no such checkpoint: {path}")
     return _load_index(path) if path.name.endswith(".index.json") else _load_file(path)
 
@@ -154,6 +208,8 @@ def convert(
         if tensor is None:
             continue
         used.add(rule.hf)
+        if rule.ours:
+            _floating(rule.hf, tensor)
         if not rule.ours:  # a buffer some checkpoints carry: check it, keep nothing
             problem = rule.check(tensor) if rule.check else None
             if problem:
@@ -232,8 +288,7 @@ def _as_ir(spec: Spec | IR | str | Path) -> IR:
         return spec
     if isinstance(spec, Spec):
         return build_ir(spec)
-    path = Path(spec)
-    return build_ir(load_spec(path if path.is_file() else str(spec)))
+    return build_ir(load_spec(spec if isinstance(spec, Path) else str(spec)))
 
 
 def _spec_for(source: Any) -> IR:
@@ -294,6 +349,7 @@ def load_weights(
                 raise SpecError(f"no tensor for the model's parameter '{names[0]}'")
             for name in given:
                 tensor = state[name]
+                _floating(name, tensor)
                 if tuple(tensor.shape) != tuple(param.shape):
                     raise SpecError(
                         f"'{name}': the model has shape {describe_shape(tuple(param.shape))}, "
@@ -306,15 +362,18 @@ def load_weights(
     return model
 
 
-def save_state_dict(state: Mapping[str, torch.Tensor], path: str | Path, name: str) -> None:
-    """Write converted weights as one safetensors file (tied tensors once)."""
-    save_file = _safetensors().save_file
+def state_dict_bytes(state: Mapping[str, torch.Tensor], name: str) -> bytes:
+    """Converted weights as the bytes of one safetensors file (tied tensors once)."""
     # One storage per tensor: safetensors refuses views of a shared (fused) tensor.
     tensors = {k: v.contiguous().clone() for k, v in state.items()}
-    try:
-        save_file(tensors, str(path), metadata={"format": "pt", "spec": name})
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(path, 0o666 & ~umask)  # safetensors writes 0600; give it the usual mode
-    except OSError as exc:
-        raise SpecError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    return _safetensors().save(tensors, metadata={"format": "pt", "spec": name})
+
+
+def save_state_dict(
+    state: Mapping[str, torch.Tensor], path: str | Path, name: str, *, force: bool = False
+) -> None:
+    """Write converted weights as one safetensors file, through archspec's one writer
+    (atomic; an existing different file is replaced only with `force`)."""
+    from archspec.safety.writing import Output, write_files
+
+    write_files([Output(Path(path), state_dict_bytes(state, name), "the weights")], force=force)

@@ -3,20 +3,27 @@
 Merging rule: mappings deep-merge (the child's keys win), scalars and lists replace. A family
 base marked `abstract: true` can be extended but not used directly; `name` and `abstract` are
 never inherited.
+
+A reference is a path when it looks like one (it ends in .yaml or .yml, or holds a slash);
+otherwise it names a built-in spec, and a file of that name in the working directory is used
+only when no built-in has the name (`./gpt2` means the file). `extends:` follows a path
+anywhere on the machine, as the user's own files may be anywhere, but only to a .yaml or .yml
+file, and at most MAX_EXTENDS files deep.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from archspec.errors import Location, SpecError, did_you_mean
+from archspec.safety.limits import MAX_EXTENDS
 from archspec.spec.schema import Spec
 from archspec.spec.validate import Locations, validate
-from archspec.spec.yaml_loader import load_yaml_file
+from archspec.spec.yaml_loader import NotYaml, load_yaml_file, load_yaml_text
 
 NOT_INHERITED = ("name", "abstract")
 
@@ -35,13 +42,32 @@ def _looks_like_path(ref: str) -> bool:
     return ref.endswith((".yaml", ".yml")) or "/" in ref or "\\" in ref
 
 
+def is_builtin(ref: str) -> bool:
+    return not _looks_like_path(ref) and (builtin_dir() / f"{ref}.yaml").is_file()
+
+
+def shadowed_file(ref: str) -> Path | None:
+    """A file in the working directory that has a built-in's name (and is not used)."""
+    return Path(ref) if is_builtin(ref) and Path(ref).exists() else None
+
+
 def _find(ref: str, relative_to: Path | None, location: Location | None) -> Path:
     """A spec reference is a built-in name or a path (relative to the referring file)."""
+    if relative_to is None and not _looks_like_path(ref) and not is_builtin(ref):
+        if Path(ref).exists():  # a file without .yaml, named on the command line
+            return Path(ref).resolve()
     if _looks_like_path(ref):
         path = Path(ref).expanduser()
         if relative_to is not None and not path.is_absolute():
             path = relative_to.parent / path
-        if not path.is_file():
+        if relative_to is not None and path.suffix not in (".yaml", ".yml"):
+            # Not a spec: do not read it (its content could come back in an error).
+            raise SpecError(
+                f"`extends` names {ref!r}, which is not a .yaml or .yml file",
+                location=location,
+                path="extends",
+            )
+        if not path.exists():  # a special file is refused when it is read
             raise SpecError(f"spec file not found: {path}", location=location)
         return path.resolve()
     path = builtin_dir() / f"{ref}.yaml"
@@ -67,6 +93,11 @@ def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]
 
 def _load_chain(path: Path, chain: tuple[Path, ...]) -> tuple[dict[str, Any], Locations]:
     """Load `path` and everything it extends, merged; `chain` detects cycles."""
+    if len(chain) >= MAX_EXTENDS:
+        raise SpecError(
+            f"the `extends` chain is more than {MAX_EXTENDS} files long",
+            location=Location(str(path)),
+        )
     if path in chain:
         cycle = " -> ".join(p.name for p in (*chain[chain.index(path) :], path))
         raise SpecError(f"`extends` forms a cycle: {cycle}", location=Location(str(path)))
@@ -92,6 +123,11 @@ def _load_chain(path: Path, chain: tuple[Path, ...]) -> tuple[dict[str, Any], Lo
     return deep_merge(parent, data), {**parent_locations, **locations}
 
 
+def _option_location(text: str) -> Location:
+    """Where a --set error is: the option, cut short (its value may be 10^5 characters)."""
+    return Location(f"--set {text if len(text) <= 80 else text[:77] + '...'}")
+
+
 def parse_override(text: str) -> tuple[list[str], Any]:
     """`--set attention.bias=true` -> (['attention', 'bias'], True); values are YAML scalars."""
     key, sep, raw = text.partition("=")
@@ -101,11 +137,17 @@ def parse_override(text: str) -> tuple[list[str], Any]:
             location=Location("--set"),
             hint="for example --set n_layers=48 or --set norm.kind=rmsnorm",
         )
+    keys = key.strip().split(".")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except Exception:  # not YAML (`a: b: c`), or a tag refusing its text (`2001-13-45`)
+        # The spec loader's rules hold here too: `010` is refused, nesting is bounded.
+        value = load_yaml_text(raw, "--set", tuple(keys))[0] if raw.strip() else None
+    except NotYaml:  # not YAML (`a: b: c`), or a tag refusing its text (`2001-13-45`)
         value = raw
-    return key.strip().split("."), value
+    except SpecError as exc:  # pointed at the option, not at a line of it
+        raise SpecError(
+            exc.message, location=_option_location(text), path=exc.path, hint=exc.hint
+        ) from None
+    return keys, value
 
 
 def apply_overrides(
@@ -118,15 +160,23 @@ def apply_overrides(
         for key in reversed(keys):
             patch = {key: patch}
         data = deep_merge(data, patch)
-        locations[tuple(keys)] = Location(f"--set {text}")
+        locations[tuple(keys)] = _option_location(text)
     return data, locations
+
+
+def name_from_file(path: Path) -> str:
+    """A spec's default name, from its file name: `my model (v2)é.yaml` -> `my-model-v2e`;
+    allowed by NAME_PATTERN whatever the file is called."""
+    ascii_stem = unicodedata.normalize("NFKD", path.stem).encode("ascii", "ignore").decode()
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", ascii_stem).strip("-.")
+    return name[:64].rstrip("-.") or "spec"
 
 
 def load_spec(ref: str | Path, overrides: list[str] | None = None) -> Spec:
     """Resolve a built-in name or a path to a validated Spec, with `--set` overrides applied."""
     path = _find(str(ref), None, None) if not isinstance(ref, Path) else ref.resolve()
     data, locations = _load_chain(path, ())
-    data.setdefault("name", path.stem)
+    data.setdefault("name", name_from_file(path))
     data, locations = apply_overrides(data, locations, overrides or [])
     if data.get("abstract") is True:
         raise SpecError(

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from archspec import kinds
+from archspec.safety.text import UNSAFE_CLASS
 
 Layout = Literal["encoder", "decoder", "encoder-decoder"]
 Residual = Literal["pre", "post", "parallel"]
@@ -22,7 +23,10 @@ Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
 # Allow-lists for the strings a spec may carry (they reach generated code and file names).
 NAME_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}"  # llama-2-7b, flan-t5-small, _llama
 IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,99}"  # a Python class name
-TEXT_PATTERN = r"[^\x00-\x1f\x7f\\\"`]{0,300}"  # one line, no quotes, backslashes or backticks
+# One line of visible text: no control, bidi or invisible character (archspec/safety/text.py),
+# no quotes, backslashes or backticks (it is written into a docstring of the generated code).
+TEXT_WORDS = "one line of visible text without quotes, backslashes or backticks"
+TEXT_PATTERN = f'[^{UNSAFE_CLASS}\\\\"`]{{0,300}}'
 
 
 def doc(text: str, **meta: object) -> dict[str, object]:
@@ -151,7 +155,11 @@ class Spec:
     # Strings end up in generated code and file names, so each one has an allow-list pattern.
     name: str = field(metadata=doc("the spec's name", pattern=NAME_PATTERN))
     source: str = field(
-        metadata=doc("where the numbers come from (a URL or paper)", pattern=TEXT_PATTERN)
+        metadata=doc(
+            "where the numbers come from (a URL or paper)",
+            pattern=TEXT_PATTERN,
+            expects=TEXT_WORDS,
+        )
     )
     layout: Layout = field(metadata=doc("encoder, decoder or encoder-decoder"))
     d_model: int = field(metadata=doc("width of the residual stream", positive=True))

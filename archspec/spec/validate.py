@@ -14,6 +14,7 @@ import typing
 from typing import Any, Literal, Union
 
 from archspec.errors import Location, SpecError, did_you_mean
+from archspec.safety.limits import MAX_SIZE
 from archspec.spec.schema import Spec
 from archspec.spec.yaml_loader import KEY, YamlPath, format_path
 
@@ -23,6 +24,12 @@ _TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str:
 
 
 def _describe(value: Any) -> str:
+    """The value, briefly: a long one (a 10**5-character string) is cut."""
+    text = _describe_in_full(value)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
+def _describe_in_full(value: Any) -> str:
     if value is None:
         return "nothing (null)"
     if isinstance(value, bool):
@@ -31,6 +38,8 @@ def _describe(value: Any) -> str:
         return "a mapping"
     if isinstance(value, list):
         return "a list"
+    if isinstance(value, int) and abs(value) >= 10**100:
+        return f"an integer of {len(str(abs(value)))} digits"
     return f"{type(value).__name__} {value!r}"
 
 
@@ -128,6 +137,11 @@ class _Validator:
         if hint is float and not math.isfinite(data):
             # `.nan`, `.inf` or 1e400 would reach the generated code as a bare `nan` or `inf`.
             raise self.error(path, f"expected a finite number, got {data}")
+        if hint is int and abs(data) > MAX_SIZE:
+            # Far beyond any model; products of such sizes overflow the float arithmetic of
+            # the analyses and tables (and a 10**200 does not fit any tensor).
+            shown = f"{data:,}" if abs(data) < 10**30 else f"an integer of {len(str(data))} digits"
+            raise self.error(path, f"expected at most {MAX_SIZE:,}, got {shown}")
         return data
 
     def constraints(self, f: dataclasses.Field, value: Any, path: YamlPath) -> None:
@@ -135,7 +149,8 @@ class _Validator:
         if isinstance(value, str) and pattern and not re.fullmatch(pattern, value):
             raise self.error(
                 path,
-                f"{_describe(value)[:80]} is not allowed here: expected text matching {pattern}",
+                f"{_describe(value)[:80]} is not allowed here: expected "
+                f"{f.metadata.get('expects') or f'text matching {pattern}'}",
             )
         if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
             return

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from archspec.backends.compare.numbers import three_digits
 from archspec.errors import SpecError
 
 FORMATS = (".png", ".svg")
@@ -38,24 +39,24 @@ def human(n: float) -> str:
     """Axis and label numbers for people: 1.2B, 350M, 64K, 0."""
     for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if abs(n) >= size:
-            return f"{n / size:.3g}{unit}"
-    return f"{n:.3g}"
+            return f"{three_digits(n, size)}{unit}"
+    return f"{three_digits(n)}"
 
 
 def si(n: float) -> str:
     """FLOP axis numbers: decimal prefixes, 143G, 1.5T."""
     for unit, size in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(n) >= size:
-            return f"{n / size:.3g}{unit}"
-    return f"{n:.3g}"
+            return f"{three_digits(n, size)}{unit}"
+    return f"{three_digits(n)}"
 
 
 def binary(n: float) -> str:
     """Byte axis numbers: binary prefixes, 12.8 GiB."""
     for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if abs(n) >= size:
-            return f"{n / size:.3g} {unit}"
-    return f"{n:.3g} B"
+            return f"{three_digits(n, size)} {unit}"
+    return f"{three_digits(n)} B"
 
 
 def seq_label(n: int) -> str:
@@ -198,6 +199,7 @@ def plot_compare(
     path: Path,
     flops: dict[str, list[tuple[int, int]]] | None = None,
     seq: int | None = None,
+    force: bool = False,
 ) -> None:
     """The comparison chart: parameters by component (absolute and share) and, given
     `flops` ({spec: [(S, forward FLOPs per token)]}), FLOPs per token against S."""
@@ -217,11 +219,28 @@ def plot_compare(
     if flops:
         context = {e["name"]: e["structure"]["max_seq_len"] for e in specs}
         _flops_lines(fig.add_subplot(grid[1, :]), flops, context, seq)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path, force)
 
 
-def plot_sweep(name: str, sweep: list[dict[str, Any]], path: Path) -> None:
+def _save(fig: Any, path: Path, force: bool) -> None:
+    """Render the chart in memory, then write it through archspec's one writer (atomic, no
+    symbolic links or devices, an existing different file kept unless `force`)."""
+    import io
+
+    from archspec.safety.writing import Output, write_files
+
+    buffer = io.BytesIO()
+    try:
+        kind = path.suffix.lower().lstrip(".")
+        # No date in an SVG: the same chart gives the same bytes, and a rerun is "unchanged".
+        metadata = {"Date": None} if kind == "svg" else None
+        fig.savefig(buffer, format=kind, dpi=120, metadata=metadata)
+    finally:
+        _pyplot().close(fig)
+    write_files([Output(path, buffer.getvalue(), "the chart")], force=force)
+
+
+def plot_sweep(name: str, sweep: list[dict[str, Any]], path: Path, force: bool = False) -> None:
     """`count --seq a,b,c --plot`: FLOPs per token and memory against S, from the FLOP and
     memory reports at each length (`count --json`'s `workload`, `flops`, `memory`)."""
     check_path(path)
@@ -261,8 +280,7 @@ def plot_sweep(name: str, sweep: list[dict[str, Any]], path: Path) -> None:
         _seq_axis(ax, seqs)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=9)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(fig, path, force)
 
 
 def _seq_axis(axes: Any, seqs: Sequence[int]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from archspec.backends.compare.numbers import three_digits
 from archspec.backends.compare.structure import label, structure
 from archspec.backends.compare.summary import param_summary
 from archspec.backends.count.flops_report import (
@@ -84,16 +85,16 @@ def si(n: float, unit: str) -> str:
     """143 GFLOP: decimal prefixes, three significant digits."""
     for prefix, size in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(n) >= size:
-            return f"{n / size:.3g} {prefix}{unit}"
-    return f"{n:.3g} {unit}"
+            return f"{three_digits(n, size)} {prefix}{unit}"
+    return f"{three_digits(n)} {unit}"
 
 
 def binary_bytes(n: float) -> str:
     """12.8 GiB: memory in binary units, as devices report it."""
     for prefix, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
         if abs(n) >= size:
-            return f"{n / size:.3g} {prefix}B"
-    return f"{n:.3g} B"
+            return f"{three_digits(n, size)} {prefix}B"
+    return f"{three_digits(n)} B"
 
 
 PARAM_ROWS: list[tuple[str, Cell]] = [

@@ -1,0 +1,17 @@
+"""The bounds that hostile or careless input is held to, in one place.
+
+Each is far above anything real (a spec is a few hundred bytes, nested three levels; the
+largest published model has under 10^13 parameters) and far below what exhausts memory, time
+or Python's recursion, so a value beyond one is refused with a message naming the limit.
+"""
+
+from __future__ import annotations
+
+MAX_FILE_BYTES = 1_000_000  # a spec or config.json; a checkpoint index is larger
+MAX_INDEX_BYTES = 50_000_000  # model.safetensors.index.json: one line per tensor
+MAX_DEPTH = 64  # nesting of mappings and lists; a spec uses 3, a config.json about 5
+MAX_NODES = 100_000  # YAML nodes after alias expansion ("billion laughs")
+MAX_INT_DIGITS = 30  # an integer in config.json; int64 has 19 digits
+MAX_EXTENDS = 32  # files in one `extends:` chain; the built-in specs use 2
+MAX_SIZE = 10**9  # any integer size in a spec or a workload option (vocab, width, batch, ...)
+MAX_LENGTHS = 64  # sequence lengths in one `--seq` sweep

@@ -1,0 +1,65 @@
+"""Helpers for the hardening tests: running the CLI and checking its one-message contract."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from archspec.cli import app
+
+TINY = [
+    "--set", "n_layers=1", "--set", "d_model=8", "--set", "n_heads=2", "--set", "d_ff=16",
+    "--set", "vocab_size=16", "--set", "max_seq_len=8",
+]  # fmt: skip
+
+
+def cli(*args: str):
+    """Run a command in process; stderr apart."""
+    return CliRunner().invoke(app, list(args))
+
+
+def refused(result, *words: str) -> str:
+    """The command ended with exit code 2 and one clear message holding `words`."""
+    err = result.stderr
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert "Traceback" not in err and "error:" in err, err
+    for word in words:
+        assert word in err, err
+    return err
+
+
+def run_main(args: list[str], cwd: Path | None = None, timeout: float = 60, **kw):
+    """Run `python -m archspec` (main(), with its stdout handling) in a subprocess."""
+    # The child imports this checkout's archspec, whatever is installed.
+    root = str(Path(__file__).resolve().parents[1])
+    path = os.environ.get("PYTHONPATH")
+    kw.setdefault("env", {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")})
+    kw.setdefault("stdout", subprocess.PIPE)
+    kw.setdefault("stderr", subprocess.PIPE)
+    return subprocess.run([sys.executable, "-m", "archspec", *args], cwd=cwd, timeout=timeout, **kw)
+
+
+def tiny_checkpoint(folder: Path) -> dict:
+    """A transformers-named GPT-2 checkpoint of the TINY sizes, as model.safetensors."""
+    import torch
+    from safetensors.torch import save_file
+
+    from archspec import build_ir, load_spec
+    from archspec.backends.torchgen import generate_source, load_generated
+    from archspec.hf.weights import to_hf
+
+    sizes = [s for s in TINY if s != "--set"]
+    ir = build_ir(load_spec("gpt2", sizes))
+    with tempfile.TemporaryDirectory() as scratch:  # the generated module's file
+        module = load_generated(generate_source(ir), Path(scratch))
+        torch.manual_seed(0)
+        state = module.Model().state_dict()
+    hf = {k: v.clone().contiguous() for k, v in to_hf(ir, state).items()}
+    folder.mkdir(exist_ok=True)
+    save_file(hf, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    return hf
