@@ -1,8 +1,9 @@
 """The module-tree printer against torch's own `print(model)`.
 
-Three references: golden structure (T5's first block owns the relative bias, runs fold), a
-model built here with torch from the IR by the code generator's contract (classes named by IR
-kind, Repeat -> ModuleList, IR names and order), and the generated model itself.
+Three references: golden structure (T5's stacks own the relative bias, runs fold), a model
+built here with torch from the IR by the code generator's contract (one class per distinct
+node, named by archspec.ir.classes, Repeat -> ModuleList, IR names and order), and the
+generated model itself.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from archspec.backends.count.params import parameter_count
 from archspec.backends.printer import module_repr, module_tree
 from archspec.backends.printer.leaves import layernorm_prints_bias, layernorm_source_prints_bias
 from archspec.cli import app
-from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm, Repeat, Run
+from archspec.ir.classes import class_name, class_names
+from archspec.ir.nodes import IR, Block, Embedding, Linear, Node, Norm, Repeat, Run
 from archspec.spec.resolve import builtin_names
 
 runner = CliRunner()
@@ -41,15 +43,15 @@ def ir_of(name: str, overrides: list[str] | None = None) -> IR:
 # --- golden structure ------------------------------------------------------------------------
 
 
-def test_t5_first_block_owns_the_relative_bias_and_the_rest_fold() -> None:
+def test_t5_stacks_own_the_relative_bias_and_the_blocks_fold() -> None:
     text = module_repr(ir_of("t5-small"))
-    encoder = text.split("(decoder): Stack(")[0]
-    first_block = encoder.split("(0): Block(")[1].split("(1-5): 5 x Block(")[0]
-    assert "          (rel_bias): Embedding(32, 8)\n" in first_block
-    rest = encoder.split("(1-5): 5 x Block(")[1]
-    assert "rel_bias" not in rest
-    assert "\n      (1-5): 5 x Block(\n" in text
-    assert text.count("(rel_bias): Embedding(32, 8)") == 2  # encoder and decoder block 0
+    encoder = text.split("(decoder): DecoderStack(")[0]
+    assert "\n  (encoder): EncoderStack(\n    (rel_bias): Embedding(32, 8)\n" in encoder
+    assert "\n      (0-5): 6 x EncoderBlock(\n" in encoder
+    assert "\n      (0-5): 6 x DecoderBlock(\n" in text
+    assert text.count("(rel_bias): Embedding(32, 8)") == 2  # the encoder's and the decoder's
+    assert "(attn): BidirectionalAttention(" in encoder and "(attn): CausalAttention(" in text
+    assert "(cross_attn): CrossAttention(" in text
 
 
 def test_bert_blocks_and_mixtral_experts_fold() -> None:
@@ -72,9 +74,11 @@ def test_single_layer_prints_index_not_range() -> None:
 
 def contract_model(ir: IR) -> nn.Module:
     """The model the code generator is specified to emit, built directly from the IR: one
-    class per IR kind with no extra_repr, a Repeat as a ModuleList of fresh copies, leaves as
-    torch built-ins, children registered under IR names in IR order."""
+    class per distinct composite node (named by archspec.ir.classes) with no extra_repr, a
+    Repeat as a ModuleList of fresh copies, leaves as torch built-ins, children registered
+    under IR names in IR order."""
     v = ir.value
+    names = class_names(ir.root)
     classes: dict[str, type] = {}
 
     def build(node: Node) -> nn.Module:
@@ -83,12 +87,11 @@ def contract_model(ir: IR) -> nn.Module:
         if isinstance(node, Linear):
             return nn.Linear(v(node.in_features), v(node.out_features), bias=node.bias)
         if isinstance(node, Norm):
-            if node.kind == "rmsnorm":
-                return nn.RMSNorm(v(node.dim), eps=node.eps)
-            return nn.LayerNorm(v(node.dim), eps=node.eps, bias=node.bias)
+            bias = {"bias": node.bias} if node.entry.allows_bias else {}
+            return getattr(nn, node.entry.torch_class)(v(node.dim), eps=node.eps, **bias)
         if isinstance(node, Repeat):
             return nn.ModuleList(build(run.node) for run in node.runs for _ in range(v(run.count)))
-        kind = type(node).__name__
+        kind = class_name(names, node)
         module = classes.setdefault(kind, type(kind, (nn.Module,), {}))()
         for part in node.children:
             module.add_module(part.name, build(part))
@@ -105,34 +108,39 @@ def test_matches_torch_repr_of_the_contract_model(name: str) -> None:
 
 
 def with_runs(ir: IR, runs: list[tuple[int, Node]]) -> IR:
-    """`ir` with the first stack's blocks replaced by the given (count, block) runs."""
-    stack = ir.root.parts[-2] if ir.root.part("lm_head") else ir.root.parts[-1]
-    blocks = stack.part("blocks")
+    """`ir` with the last stack's blocks replaced by the given (count, block) runs."""
+    stack = ir.root.stacks[-1]
     start, new_runs = 0, []
     for count, node in runs:
         new_runs.append(Run(sp.Integer(start), sp.Integer(count), node))
         start += count
-    new_blocks = replace(blocks, runs=tuple(new_runs))
-    new_stack = replace(stack, parts=tuple(new_blocks if p is blocks else p for p in stack.parts))
-    root = replace(ir.root, parts=tuple(new_stack if p is stack else p for p in ir.root.parts))
+    new_stack = replace(stack, blocks=replace(stack.blocks, runs=tuple(new_runs)))
+    root = replace(ir.root, stacks=(*ir.root.stacks[:-1], new_stack))
     return replace(ir, root=root)
 
 
-def test_adjacent_runs_with_equal_reprs_merge_as_torch_merges_them() -> None:
+def wider_mlp(block: Block) -> Block:
+    """`block` with an MLP twice as wide: a different node, hence a different class."""
+    mlp = block.ff
+    up = replace(mlp.up, out_features=2 * mlp.up.out_features)
+    down = replace(mlp.down, in_features=2 * mlp.down.in_features)
+    last = replace(block.sublayers[-1], layer=replace(mlp, up=up, down=down))
+    return replace(block, sublayers=(*block.sublayers[:-1], last))
+
+
+def test_adjacent_runs_of_one_block_merge_as_torch_merges_them() -> None:
     ir = ir_of("gpt2", ["n_layers=2"])
-    block = ir.root.part("decoder").part("blocks").runs[0].node
-    # A block that differs only in attributes torch does not print (here: causal).
-    twin = replace(
-        block, parts=tuple(replace(p, causal=False) if p.name == "attn" else p for p in block.parts)
-    )
-    assert twin != block
-    other = replace(block, parts=block.parts[:-1])  # drops the MLP: a different repr
-    merged = with_runs(ir, [(1, block), (3, twin), (2, other), (1, block)])
+    block = ir.root.stacks[0].blocks.runs[0].node
+    other = wider_mlp(block)
+    merged = with_runs(ir, [(1, block), (3, block), (2, other), (1, block)])
     text = module_repr(merged)
     assert repr(contract_model(merged)) == text
-    assert "(0-3): 4 x Block(" in text
-    assert "(4-5): 2 x Block(" in text
-    assert "\n      (6): Block(\n" in text
+    names = class_names(merged.root)
+    first, second = class_name(names, block), class_name(names, other)
+    assert first != second
+    assert f"(0-3): 4 x {first}(" in text
+    assert f"(4-5): 2 x {second}(" in text
+    assert f"\n      (6): {first}(\n" in text
     empty = with_runs(ir, [])
     assert "(blocks): ModuleList()" in module_repr(empty) == repr(contract_model(empty))
 
@@ -179,6 +187,7 @@ OVERRIDDEN = [
     ("t5-small", ["n_layers=1"]),
     ("bart-base", ["decoder.n_layers=2", "encoder.n_layers=1"]),
     ("mixtral-8x7b", ["n_layers=2", "moe.n_experts=1", "moe.top_k=1"]),
+    ("mixtral-8x7b", ["n_layers=3", "moe.n_experts=2", "moe.top_k=1", "moe.dense_layers=1"]),
 ]
 
 

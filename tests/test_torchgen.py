@@ -25,6 +25,7 @@ from archspec import build_ir, load_spec
 from archspec.backends.count.params import parameter_count
 from archspec.backends.torchgen import generate_source, load_generated
 from archspec.cli import app
+from archspec.ir.classes import class_name, class_names
 from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm, Repeat
 from archspec.spec.resolve import builtin_names
 
@@ -44,6 +45,13 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
     "encdec-pre-norm-none": ("transformer-base", ["residual=pre", "position.kind=none"]),
     "parallel-moe": ("palm-8b", ["moe.n_experts=4", "moe.top_k=2"]),
     "t5-one-layer": ("t5-small", ["n_layers=1"]),
+    # DeepSeek-style: the first layer keeps a dense MLP (DenseBlock, then MoEBlocks).
+    "moe-dense-first": ("mixtral-8x7b", ["moe.dense_layers=1"]),
+    "encdec-dropout": (
+        "t5-small",
+        [f"dropout.{where}=0.1" for where in ("attention", "hidden", "mlp", "output")],
+    ),
+    "decoder-dropout": ("gpt2", ["dropout.hidden=0.1", "dropout.attention=0.1"]),
 }
 CASES = [(name, []) for name in SPECS] + list(VARIANTS.values())
 CASE_IDS = SPECS + list(VARIANTS)
@@ -113,6 +121,7 @@ def inputs(ir: IR, batch: int = 2, seq: int = 8) -> dict[str, torch.Tensor]:
 def ir_modules(ir: IR) -> list[tuple[str, str, tuple]]:
     """(path, class, sizes) of every module the IR describes, repeats unrolled, in order."""
     out: list[tuple[str, str, tuple]] = []
+    classes = class_names(ir.root)
 
     def go(node: Node, path: str) -> None:
         if isinstance(node, Repeat):
@@ -129,11 +138,10 @@ def ir_modules(ir: IR) -> list[tuple[str, str, tuple]]:
             sizes = (ir.value(node.in_features), ir.value(node.out_features), node.bias)
             out.append((path, "Linear", sizes))
         elif isinstance(node, Norm):
-            cls = "RMSNorm" if node.kind == "rmsnorm" else "LayerNorm"
-            bias = () if node.kind == "rmsnorm" else (node.bias,)
-            out.append((path, cls, (ir.value(node.dim), node.eps, *bias)))
+            bias = (node.bias,) if node.entry.allows_bias else ()
+            out.append((path, node.entry.torch_class, (ir.value(node.dim), node.eps, *bias)))
         else:
-            out.append((path, type(node).__name__, ()))
+            out.append((path, class_name(classes, node), ()))
         for child in node.children:
             go(child, f"{path}.{child.name}" if path else child.name)
 
@@ -279,7 +287,7 @@ DECODERS = [
 def test_generate_with_cache_equals_recomputing(case: str, overrides: list[str], generated) -> None:
     name = VARIANTS[case][0] if case in VARIANTS else case
     ir, module, model = small_model(name, overrides, generated)
-    prompt = torch.randint(ir.spec.vocab_size, (2, 5))
+    prompt = torch.randint(ir.value(ir.root.vocab_size), (2, 5))
     tokens = prompt
     with torch.no_grad():
         for _ in range(6):
@@ -306,7 +314,7 @@ def test_padding_leaves_the_tokens_unchanged(case: str, overrides: list[str], ge
     ir, _, model = small_model(name, overrides, generated)
     args = inputs(ir, batch=2, seq=6)
     ids = args.pop("input_ids")
-    padded = torch.cat([ids, torch.randint(ir.spec.vocab_size, (2, 3))], dim=1)
+    padded = torch.cat([ids, torch.randint(ir.value(ir.root.vocab_size), (2, 3))], dim=1)
     mask = torch.ones_like(padded)
     mask[:, 6:] = 0
     mask[1, 5] = 0  # a second sequence that is one token shorter still sees no padding
@@ -317,13 +325,13 @@ def test_padding_leaves_the_tokens_unchanged(case: str, overrides: list[str], ge
     plain = plain if isinstance(plain, tuple) else (plain,)
     masked = masked if isinstance(masked, tuple) else (masked,)
     shorter = shorter if isinstance(shorter, tuple) else (shorter,)
-    encoder_only = ir.spec.layout == "encoder"
+    encoder_only = ir.root.layout == "encoder"
     first = masked[0][:, :6] if encoder_only else masked[0]
     torch.testing.assert_close(first[0], plain[0][0], atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(
         first[1, :5] if encoder_only else first[1], shorter[0][0], atol=1e-5, rtol=1e-4
     )
-    if ir.spec.head.pooler:
+    if ir.root.pooler is not None:
         torch.testing.assert_close(masked[1][0], plain[1][0], atol=1e-5, rtol=1e-4)
 
 

@@ -8,8 +8,17 @@ generator read these fields; none of them compares a position's name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
+
+from archspec.kinds.position_code import (
+    Alibi,
+    Learned,
+    PositionCode,
+    RelativeBias,
+    Rotary,
+    Sinusoidal,
+)
 
 
 @dataclass(frozen=True)
@@ -28,6 +37,8 @@ class PositionKind:
     # The spec's `position.*` fields this kind reads, as (spec field, generated Config field).
     parameters: tuple[tuple[str, str], ...] = ()
     flops_per_element: int = 0  # per element it acts on (an add, or RoPE's two muls and add)
+    # The PyTorch code the kind contributes to a generated stack and its attention layers.
+    code: PositionCode = field(default=PositionCode(), compare=False, repr=False)
 
     @property
     def score_bias(self) -> bool:
@@ -53,6 +64,7 @@ POSITIONS: dict[str, PositionKind] = {
             table="absolute",
             parameters=(("offset", "pos_offset"),),
             flops_per_element=1,
+            code=Learned(),
         ),
         PositionKind(
             "sinusoidal",
@@ -60,6 +72,7 @@ POSITIONS: dict[str, PositionKind] = {
             "sinusoidal position encodings",
             acts_on="embeddings",
             flops_per_element=1,
+            code=Sinusoidal(),
         ),
         PositionKind(
             "rope",
@@ -68,6 +81,7 @@ POSITIONS: dict[str, PositionKind] = {
             acts_on="queries_keys",
             parameters=(("theta", "rope_theta"),),
             flops_per_element=3,  # x·cos + rotate_half(x)·sin
+            code=Rotary(),
         ),
         PositionKind(
             "alibi",
@@ -76,6 +90,7 @@ POSITIONS: dict[str, PositionKind] = {
             acts_on="scores",
             needs_positions=False,
             flops_per_element=1,
+            code=Alibi(),
         ),
         PositionKind(
             "relative_bias",
@@ -86,6 +101,7 @@ POSITIONS: dict[str, PositionKind] = {
             learned_bias=True,
             parameters=(("num_buckets", "num_buckets"), ("max_distance", "max_distance")),
             flops_per_element=1,
+            code=RelativeBias(),
         ),
         PositionKind(
             "none", "none", "no position information", acts_on="nothing", needs_positions=False

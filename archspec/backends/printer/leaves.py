@@ -1,9 +1,10 @@
 """The one-line reprs of the torch built-in modules the generated model uses as leaves.
 
 Each function returns `(class name, extra_repr)`, copied from the installed torch's
-`extra_repr` methods (torch/nn/modules/sparse.py, linear.py, normalization.py) for the
-arguments the generator passes; everything the generator leaves at its default (padding_idx,
-max_norm, elementwise_affine, ...) prints the default.
+`extra_repr` methods (torch/nn/modules/sparse.py, linear.py) for the arguments the generator
+passes; everything the generator leaves at its default (padding_idx, max_norm, ...) prints the
+default. A norm's repr is its kind's (`NormKind.extra_repr`), given whether the installed
+torch's LayerNorm prints `bias=`.
 """
 
 from __future__ import annotations
@@ -20,20 +21,6 @@ def embedding(num: int, dim: int) -> tuple[str, str]:
 
 def linear(in_features: int, out_features: int, bias: bool) -> tuple[str, str]:
     return "Linear", f"in_features={in_features}, out_features={out_features}, bias={bias}"
-
-
-def norm(kind: str, dim: int, eps: float, bias: bool) -> tuple[str, str]:
-    # torch stores normalized_shape as a tuple, hence `(768,)`; eps goes through str.format,
-    # which writes a float as repr does: 1e-12, 1e-05, 1e-06.
-    shape = f"({dim},)"
-    if kind == "rmsnorm":
-        return "RMSNorm", f"{shape}, eps={eps}, elementwise_affine=True"
-    if kind == "layernorm":
-        args = f"{shape}, eps={eps}, elementwise_affine=True"
-        if layernorm_prints_bias():
-            args += f", bias={bias}"
-        return "LayerNorm", args
-    raise ValueError(f"unknown norm kind: {kind}")
 
 
 @functools.cache

@@ -1,8 +1,9 @@
 """The IR as the module tree torch prints: one `Module` per line that opens a module.
 
 The generated model registers, in IR order and under IR names, one module per IR node: a
-composite becomes a class named by its IR kind (`Model`, `Stack`, `Block`, `Attention`, `MLP`,
-`MoE`), a `Repeat` an `nn.ModuleList`, a leaf a torch built-in. So the tree torch walks in
+composite becomes its generated class (named by `archspec.ir.classes`: `Block`, or
+`EncoderBlock` and `DecoderBlock` where they differ), a `Repeat` an `nn.ModuleList`, a leaf a
+torch built-in. So the tree torch walks in
 `repr(model)` is the IR tree, except for one thing torch adds: `ModuleList.__repr__` folds
 consecutive children whose reprs are equal into one `(1-5): 5 x Block(` entry. Here a run of
 `count` identical modules is one folded entry, and adjacent runs merge when their reprs are
@@ -17,6 +18,7 @@ from typing import Any
 from archspec.backends.count.params import parameter_count
 from archspec.backends.printer import leaves
 from archspec.backends.printer.text import render
+from archspec.ir.classes import class_name, class_names
 from archspec.ir.nodes import IR, Composite, Embedding, Linear, Node, Norm, Repeat
 from archspec.ir.visit import Visitor
 
@@ -64,6 +66,8 @@ def module_tree(ir: IR) -> Module:
 class _TreeBuilder(Visitor[Module]):
     def __init__(self, ir: IR) -> None:
         self.ir = ir
+        # The generated classes, named as the code generator names them.
+        self.classes = class_names(ir.root)
 
     def _leaf(self, node: Node, cls_args: tuple[str, str], **extra: Any) -> Module:
         cls, args = cls_args
@@ -86,8 +90,11 @@ class _TreeBuilder(Visitor[Module]):
         return self._leaf(node, cls_args, tied_to=node.tied_to)
 
     def visit_norm(self, node: Norm) -> Module:
-        cls_args = leaves.norm(node.kind, self.ir.value(node.dim), node.eps, node.bias)
-        return self._leaf(node, cls_args)
+        entry = node.entry
+        args = entry.extra_repr(
+            self.ir.value(node.dim), node.eps, node.bias, leaves.layernorm_prints_bias()
+        )
+        return self._leaf(node, (entry.torch_class, args))
 
     def visit_repeat(self, node: Repeat) -> Module:
         # [module, its repr, first index, how many]; a run whose repr equals the previous
@@ -113,7 +120,7 @@ class _TreeBuilder(Visitor[Module]):
 
     def generic(self, node: Node) -> Module:
         if isinstance(node, Composite):
-            # The generated classes are named after the IR kinds and have no extra_repr.
-            children = tuple(self.visit(part) for part in node.parts)
-            return self._container(node.name, type(node).__name__, children)
+            # A generated class has no extra_repr: its line is its name.
+            children = tuple(self.visit(part) for part in node.children)
+            return self._container(node.name, class_name(self.classes, node), children)
         return super().generic(node)

@@ -1,73 +1,70 @@
-"""The generated `Attention` class.
+"""The generated attention classes: one per distinct attention layer of the model.
 
-One class serves every attention layer of a model: self-attention, and in encoder-decoders
-cross-attention (keys and values from `encoder_out`). Its constructor takes a flag only where
-a model's layers differ: `causal` for an encoder-decoder's decoder, `relative_bias` where
-block 0 holds T5's bias table. Attention runs through `F.scaled_dot_product_attention`.
-Positions that act inside attention (RoPE) are applied here; positions that act on the scores
-(ALiBi, T5) arrive inside the additive `mask`, which the stack builds once for all its blocks.
-A causal layer given no mask lets SDPA apply the causal mask (`is_causal`), the fast path.
+A causal self-attention, a bidirectional one and an encoder-decoder's cross-attention are
+different nodes, hence different classes (`CausalAttention`, `CrossAttention`, ...), each
+with only the code it runs: no flags. Attention runs through `F.scaled_dot_product_attention`.
+Positions that act inside attention (RoPE) are applied here, with the code their kind brings;
+positions that act on the scores (ALiBi, T5) arrive inside the additive `mask`, which the stack
+builds once for all its blocks. A causal layer given no mask lets SDPA apply the causal mask
+(`is_causal`), the fast path.
+
+The forward is written from the layer's lowering (`lower_attention`): which projections read
+the encoder output, whether queries and keys are rotated. What the lowering leaves to the
+generated code is spelled here: splitting into heads, the KV cache and SDPA's arguments.
 """
 
 from __future__ import annotations
 
+import sympy as sp
+
 from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
+from archspec.backends.torchgen.forward import ATOM, Expr, ForwardWriter
 from archspec.backends.torchgen.leaves import assign
-from archspec.backends.torchgen.text import call, class_, docstring, indent, method
+from archspec.backends.torchgen.text import call, class_, docstring, method
+from archspec.ir.lower import StackValues, lower_attention
+from archspec.ir.nodes import Attention, Stack
+from archspec.ir.ops import Attend, LinearOp, Op, Rope, Value
 
 
-def _summary(f: Features) -> str:
-    kind = "Multi-query" if f.mqa else "Grouped-query" if f.gqa else "Multi-head"
-    if f.encoder_decoder:
-        text = f"{kind} self-attention, or cross-attention to the encoder output"
-    elif f.decoder_only:
-        text = f"Causal {kind.lower()} self-attention"
-    else:
-        text = f"{kind} self-attention"
-    if f.rope:
+def _heads(f: Features, node: Attention) -> str:
+    """Multi-head, grouped-query (fewer key/value heads) or multi-query (one)."""
+    if sp.simplify(node.n_kv_heads - node.n_heads) == 0:
+        return "multi-head"
+    return "multi-query" if f.ir.value(node.n_kv_heads) == 1 else "grouped-query"
+
+
+def _summary(f: Features, node: Attention) -> str:
+    heads = _heads(f, node)
+    if node.cross:
+        return (
+            f"{heads.capitalize()} cross-attention: queries from the decoder, keys and values "
+            "from the encoder output."
+        )
+    text = f"{'Causal' if node.causal else 'Bidirectional'} {heads} self-attention"
+    if node.rotary:
         text += " with rotary positions"
-    text += "."
-    if f.relative_bias:
-        text += " In block 0 it also holds T5's table of relative position biases."
-    return text
+    if node.mask.bias:
+        text += "; the stack's mask carries the bias on the scores"
+    return text + "."
 
 
-def forward_params(f: Features) -> list[str]:
+def _params(f: Features, node: Attention, stack: Stack) -> list[str]:
+    if node.cross:
+        return ["x: Tensor", "encoder_out: Tensor", "mask: Tensor | None"]
     params = ["x: Tensor", "mask: Tensor | None"]
-    if f.encoder_decoder:
-        params.append("encoder_out: Tensor | None = None")
-        if f.rope:
-            params.append("rope: tuple[Tensor, Tensor] | None = None")
-    elif f.rope:
-        params.append("rope: tuple[Tensor, Tensor]")
+    angles = stack.position.entry.code.angles
+    if node.rotary and angles is not None:
+        params.append(f"{angles[0]}: {angles[1]}")
     if f.cache:
         params.append("cache: KVCache | None = None")
     return params
 
 
-def _init(f: Features, size: ExprPrinter) -> str:
-    params = ["config: Config"]
-    if f.causal_flag:
-        params.append("causal: bool = False")
-    if f.relative_bias:
-        params.append("relative_bias: bool = False")
-    body: list[str | None] = [
-        "super().__init__()",
-        "self.causal = causal" if f.causal_flag else None,
-        f"self.head_dim = {size(f.attention.head_dim)}",
-    ]
-    for part in f.attention.parts:
-        if part.name == "rel_bias":
-            constants = {f.position.num_buckets: "config.num_buckets"}
-            body += [
-                "if relative_bias:",
-                "    # One learned bias per (distance bucket, head), shared by all blocks.",
-                indent(assign(part, size, 3, constants), 1),
-            ]
-        else:
-            body.append(assign(part, size))
-    return method("__init__", params, "None", body)
+def _init(node: Attention, size: ExprPrinter) -> str:
+    body = ["super().__init__()", f"self.head_dim = {size(node.head_dim)}"]
+    body += [assign(part, size) for part in node.children]
+    return method("__init__", ["config: Config"], "None", body)
 
 
 SPLIT_HEADS = '''
@@ -77,80 +74,92 @@ def split_heads(self, x: Tensor) -> Tensor:
 '''
 
 
-def _sdpa(f: Features) -> list[str]:
+def _sdpa(f: Features, node: Attention, q: str, k: str, v: str) -> list[str]:
     """The call to scaled_dot_product_attention, after a comment on each unusual argument."""
-    args = ["q", "k", "v", "attn_mask=mask"]
+    args = [q, k, v, "attn_mask=mask"]
     before = []
-    if f.decoder_only and not f.attention_bias:
+    if node.causal and not node.mask.bias:
         args.append("is_causal=mask is None")
         if f.cache:
             before.append("# Given no mask (no padding, nothing cached), SDPA masks causally.")
         else:
             before.append("# Given no mask (no padding), SDPA applies the causal mask itself.")
-    if f.causal_flag:
-        before += [
-            "# A causal layer given no mask (no padding) lets SDPA mask causally.",
-            "causal = self.causal and mask is None",
-        ]
-        args.append("is_causal=causal")
-    if not f.attention.scale_scores:
+    if node.dropout:
+        args.append(f"dropout_p={node.dropout!r} if self.training else 0.0")
+    if not node.scale_scores:
         args.append("scale=1.0")
         before.append("# The scores are not divided by sqrt(head_dim), as in T5.")
-    if f.gqa:
+    heads = _heads(f, node)
+    if heads != "multi-head":
         args.append("enable_gqa=True")
-        if f.mqa:
+        if heads == "multi-query":
             before.append("# All query heads share one key/value head (multi-query).")
         else:
             before.append("# Each key/value head serves n_heads // n_kv_heads query heads.")
     code = call("y = F.scaled_dot_product_attention", args, 2)
     if code.count("\n") > 2:
         # Split one argument per line; passing the mask by position may fit on one line.
-        code = call("y = F.scaled_dot_product_attention", ["q", "k", "v", "mask", *args[4:]], 2)
+        code = call("y = F.scaled_dot_product_attention", [q, k, v, "mask", *args[4:]], 2)
     return [*before, code]
 
 
-def _forward(f: Features) -> str:
-    source = "x"
-    body: list[str] = []
-    if f.encoder_decoder:
+class _AttentionWriter(ForwardWriter):
+    """Attention's ops, step by step: projections read by head, the position kind's
+    rotation, the KV cache, and SDPA, whose heads merge back as the output projection reads
+    them."""
+
+    def __init__(self, f: Features, node: Attention, stack: Stack) -> None:
+        code = stack.position.entry.code
+        angles = Value(code.angles[0], "positions") if code.angles is not None else None
+        mask = Value("mask", "pairs")
+        memory = Value("encoder_out", "memory", node.k.in_features)
+        values = StackValues(angles=angles, mask=mask, memory=memory, cross_mask=mask)
+        x = Value("x", "tokens", node.q.in_features)
+        bound = {v: v.name for v in (angles, mask, memory) if v is not None}
+        super().__init__(lower_attention(node, x, values), bound=bound, inline=False)
+        self.f, self.node, self.code = f, node, code
+
+    def inlines(self, op: Op) -> bool:
+        return isinstance(op, Attend)  # the merged heads go straight into `o`
+
+    def render_linearop(self, op: LinearOp) -> Expr:
+        projected = super().render_linearop(op)
+        if op.module is self.node.o:
+            return projected
+        return self._call("self.split_heads", [projected])
+
+    def render_rope(self, op: Rope) -> Expr:
+        x = self.arg(op.x)
+        self.arg(op.angles)
+        return Expr(self.code.rotate(x.text), ATOM, x.reads)
+
+    def render_attend(self, op: Attend) -> Expr:
+        q, k, v = (self.arg(value).text for value in (op.q, op.k, op.v))
+        if op.mask is not None:
+            self.arg(op.mask)
+        if self.f.cache and not self.node.cross:
+            self.lines += ["if cache is not None:", f"    {k}, {v} = cache.update({k}, {v})"]
+        self.lines += _sdpa(self.f, self.node, q, k, v)
+        return Expr("y.transpose(1, 2).flatten(2)", ATOM, frozenset())
+
+
+def _forward(f: Features, node: Attention, stack: Stack) -> str:
+    if node.cross:
         doc = (
-            "Self-attention over x, or cross-attention from x to encoder_out; mask is "
-            "additive, broadcast to (B, heads, S, keys)."
+            "x: (B, T, d_model) attends to encoder_out (B, S, d_model); mask: additive, "
+            "broadcast to (B, heads, T, S)."
         )
-        body.append("source = x if encoder_out is None else encoder_out")
-        source = "source"
     else:
         doc = "x: (B, S, d_model); mask: additive, broadcast to (B, heads, S, keys)."
-    body += [
-        "q = self.split_heads(self.q(x))",
-        f"k = self.split_heads(self.k({source}))",
-        f"v = self.split_heads(self.v({source}))",
-    ]
-    if f.rope and f.encoder_decoder:
-        body += [
-            "if rope is not None:  # self-attention only",
-            "    q, k = apply_rope(q, rope), apply_rope(k, rope)",
-        ]
-    elif f.rope:
-        body.append("q, k = apply_rope(q, rope), apply_rope(k, rope)")
-    if f.cache:
-        body += ["if cache is not None:", "    k, v = cache.update(k, v)"]
-    return method(
-        "forward",
-        forward_params(f),
-        "Tensor",
-        docstring(doc, 2),
-        body,
-        _sdpa(f),
-        "return self.o(y.transpose(1, 2).flatten(2))",
-    )
+    body = _AttentionWriter(f, node, stack).write()
+    return method("forward", _params(f, node, stack), "Tensor", docstring(doc, 2), body)
 
 
-def attention_class(f: Features, size: ExprPrinter) -> str:
+def attention_class(f: Features, node: Attention, stack: Stack, size: ExprPrinter) -> str:
     return class_(
-        "class Attention(nn.Module):",
-        _summary(f),
-        _init(f, size),
+        f"class {f.cls(node)}(nn.Module):",
+        _summary(f, node),
+        _init(node, size),
         SPLIT_HEADS.strip("\n"),
-        _forward(f),
+        _forward(f, node, stack),
     )

@@ -8,11 +8,13 @@ sizes are written in) followed by the constants the forward pass reads (`norm_ep
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
-from archspec.backends.torchgen.exprs import DIM_ORDER
-from archspec.backends.torchgen.features import Features
+from archspec.backends.torchgen.exprs import DIM_ORDER, ExprPrinter
+from archspec.backends.torchgen.features import Features, UnsupportedIR
 from archspec.backends.torchgen.text import class_, lines
+from archspec.ir.nodes import Attention
+from archspec.ir.visit import walk
 
 COMMENTS = {
     "n_kv_heads": "key/value heads, each shared by a group of query heads",
@@ -45,29 +47,39 @@ def config_fields(f: Features) -> list[Field]:
         return (DIM_ORDER.index(name) if name in DIM_ORDER else len(DIM_ORDER), name)
 
     dims = sorted(((s.name, v) for s, v in f.ir.env.items()), key=lambda nv: rank(nv[0]))
-    fields = [Field(name, "int", value) for name, value in dims]
-    fields.append(Field("norm_eps", "float", f.norm_eps))
-    position = f.position
-    if f.rope:
-        fields.append(Field("rope_theta", "float", position.theta))
-    if f.relative_bias:
-        fields.append(Field("num_buckets", "int", position.num_buckets))
-        fields.append(Field("max_distance", "int", position.max_distance))
-    if f.type_emb is not None:
-        fields.append(Field("token_types", "int", f.ir.value(f.type_emb.num)))
-    if position.kind == "learned" and position.offset:
-        fields.append(Field("pos_offset", "int", position.offset))
-    return fields
+    out = [Field(name, "int", value) for name, value in dims]
+    if f.norm_eps is not None:
+        out.append(Field("norm_eps", "float", f.norm_eps))
+    out += _position_fields(f)
+    if f.model.type_emb is not None:
+        out.append(Field("token_types", "int", f.ir.value(f.model.type_emb.num)))
+    return out
+
+
+def _position_fields(f: Features) -> list[Field]:
+    """The parameters of the stacks' position kinds their code reads (`rope_theta`, ...)."""
+    found: dict[str, Field] = {}
+    for stack in f.stacks:
+        position = stack.position
+        entry = position.entry
+        values = {spec: getattr(position, spec) for spec, _ in entry.parameters}
+        spec_field = {c: s for s, c in entry.parameters}
+        types = {field.name: str(field.type) for field in fields(position)}  # "int", "float"
+        for name in f.position_code(stack).config_fields(entry, values):
+            spec = spec_field[name]
+            field = Field(name, types[spec], values[spec])
+            if found.setdefault(name, field) != field:
+                raise UnsupportedIR(f"stacks with different values of {name}")
+    return list(found.values())
 
 
 def config_class(f: Features, derived_head_dim: bool) -> str:
     head_dim = None
     if derived_head_dim:
-        head_dim = lines(
-            "@property",
-            "def head_dim(self) -> int:",
-            "    return self.d_model // self.n_heads",
-        )
+        # The IR's own formula for the width of a head, over this Config's fields.
+        attention = next(p.node for p in walk(f.model) if isinstance(p.node, Attention))
+        formula = ExprPrinter(f.ir, owner="self", derive_head_dim=False)(attention.head_dim)
+        head_dim = lines("@property", "def head_dim(self) -> int:", f"    return {formula}")
     return class_(
         "@dataclass(frozen=True)\nclass Config:",
         "Hyperparameters; the defaults are the spec's values.",

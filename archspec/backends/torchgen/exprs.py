@@ -42,16 +42,17 @@ def dim_symbol(name: str) -> sp.Symbol:
 class ExprPrinter:
     """Prints size expressions of one IR as Python code reading attributes of `owner`."""
 
-    def __init__(self, ir: IR, owner: str = "config") -> None:
+    def __init__(self, ir: IR, owner: str = "config", derive_head_dim: bool = True) -> None:
         self.owner = owner
         names = {symbol.name for symbol in ir.env}
         # The spec gave no head_dim: the generated Config derives it from d_model and n_heads.
         self.derived_head_dim = "head_dim" not in names
+        self.substitute = derive_head_dim and self.derived_head_dim
 
     def __call__(self, expr: sp.Expr | int, constants: dict[int, str] | None = None) -> str:
         """Python for `expr`; `constants` names integer terms (`{2: "config.pos_offset"}`)."""
         expr = sp.sympify(expr)
-        if self.derived_head_dim and sp.fraction(sp.together(expr))[1] != 1:
+        if self.substitute and sp.fraction(sp.together(expr))[1] != 1:
             d_model, n_heads = dim_symbol("d_model"), dim_symbol("n_heads")
             expr = sp.expand(expr.subs(d_model, n_heads * dim_symbol("head_dim")))
         return self._print(expr, constants or {})
@@ -68,8 +69,9 @@ class ExprPrinter:
         raise ValueError(f"cannot print the size expression {expr} as Python")
 
     def _sum(self, expr: sp.Add, constants: dict[int, str]) -> str:
-        # Dimensions first, the constant last: `config.n_layers - 1`.
-        terms = sorted(expr.args, key=lambda t: (t.is_Number, str(t)))
+        # Dimensions first, subtracted ones after added ones, the constant last:
+        # `config.n_layers - config.n_dense_layers - 1`.
+        terms = sorted(expr.args, key=lambda t: (t.is_Number, t.could_extract_minus_sign(), str(t)))
         out = ""
         for term in terms:
             negative = term.could_extract_minus_sign()

@@ -1,9 +1,9 @@
-"""What a model uses, read off its IR: the choices every part of the generator branches on.
+"""What a model uses, read off its IR: the questions every emitter asks, answered once.
 
-The generator emits code only for the features a spec uses, so each emitter asks questions
-such as "is there a KV cache?" or "do attention layers need a `causal` flag?". The answers are
-derived here, once, from the IR nodes (never from the spec), together with the representative
-nodes each class is written from.
+The generator writes one class per distinct composite node (`archspec.ir.classes`), so most
+questions are about one node and its typed fields. What is left here is model-wide: the layout
+and its forward contract, whether decoding keeps a KV cache, the generated class of each node
+and the arguments a stack hands each of its blocks.
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-import sympy as sp
-
+from archspec.ir.classes import class_name, class_names
 from archspec.ir.nodes import (
     IR,
     MLP,
@@ -25,27 +24,14 @@ from archspec.ir.nodes import (
     MoE,
     Node,
     Norm,
-    Position,
-    Repeat,
     Stack,
 )
 from archspec.ir.visit import walk
+from archspec.kinds.position_code import PositionCode
 
 
 class UnsupportedIR(ValueError):
     """The IR has a shape the code generator cannot express."""
-
-
-def blocks_of(stack: Stack) -> Repeat:
-    blocks = stack.part("blocks")
-    assert isinstance(blocks, Repeat)
-    return blocks
-
-
-def _first_block(stack: Stack) -> Block:
-    block = blocks_of(stack).runs[0].node
-    assert isinstance(block, Block)
-    return block
 
 
 @dataclass(frozen=True)
@@ -60,176 +46,135 @@ class Features:
 
     @property
     def name(self) -> str:
-        return self.ir.spec.name
+        return self.ir.identity.name
 
     @property
     def layout(self) -> str:
         return self.model.layout
 
     @property
-    def encoder_decoder(self) -> bool:
-        return self.layout == "encoder-decoder"
+    def roles(self) -> list[str]:
+        return [stack.role for stack in self.stacks]
 
     @property
-    def decoder_only(self) -> bool:
-        return self.layout == "decoder"
+    def encoder_decoder(self) -> bool:
+        return self.roles == ["encoder", "decoder"]
 
     @property
     def encoder_only(self) -> bool:
-        return self.layout == "encoder"
+        return self.roles == ["encoder"]
 
-    def part(self, name: str) -> Node | None:
-        return self.model.part(name)
+    @property
+    def decoder_only(self) -> bool:
+        return self.roles == ["decoder"]
+
+    @property
+    def stacks(self) -> tuple[Stack, ...]:
+        return self.model.stacks
+
+    @property
+    def type_emb(self) -> Embedding | None:
+        return self.model.type_emb
+
+    @property
+    def pooler(self) -> Linear | None:
+        return self.model.pooler
+
+    @property
+    def lm_head(self) -> Linear | None:
+        return self.model.lm_head
 
     @cached_property
-    def stacks(self) -> tuple[Stack, ...]:
-        return tuple(p for p in self.model.parts if isinstance(p, Stack))
+    def names(self) -> dict[Node, str]:
+        return class_names(self.model)
+
+    def cls(self, node: Node) -> str:
+        """The generated class of a composite node."""
+        return class_name(self.names, node)
 
     @property
-    def stack(self) -> Stack:
-        """The stack the shared classes are written from: the decoder's when there is one,
-        since its blocks have every part (cross-attention) an encoder's have and more."""
-        return self.stacks[-1]
-
-    @property
-    def block(self) -> Block:
-        """Block 0 of `stack`: with T5's relative bias it owns the bias table."""
-        return _first_block(self.stack)
-
-    @property
-    def attention(self) -> Attention:
-        attn = self.block.part("attn")
-        assert isinstance(attn, Attention)
-        return attn
-
-    @property
-    def cross_attention(self) -> Attention | None:
-        attn = self.block.part("cross_attn")
-        return attn if isinstance(attn, Attention) else None
-
-    @property
-    def ff(self) -> MLP | MoE:
-        ff = next(p for p in self.block.parts if isinstance(p, (MLP, MoE)))
-        return ff
-
-    @property
-    def mlp(self) -> MLP:
-        """The MLP: the block's own, or one expert of its mixture."""
-        ff = self.ff
-        if isinstance(ff, MoE):
-            experts = ff.part("experts")
-            assert isinstance(experts, Repeat)
-            ff = experts.runs[0].node
-        assert isinstance(ff, MLP)
-        return ff
-
-    @property
-    def moe(self) -> MoE | None:
-        return self.ff if isinstance(self.ff, MoE) else None
+    def cache(self) -> bool:
+        """A lone causal stack under an LM head generates text, with a KV cache."""
+        lone = len(self.stacks) == 1 and self.stacks[0].causal
+        return lone and self.model.lm_head is not None
 
     @cached_property
     def norms(self) -> tuple[Norm, ...]:
         return tuple(p.node for p in walk(self.model) if isinstance(p.node, Norm))
 
     @property
-    def position(self) -> Position:
-        return self.stack.position
+    def norm_eps(self) -> float | None:
+        return self.norms[0].eps if self.norms else None
+
+    @cached_property
+    def dropout(self) -> bool:
+        """Some module drops activations outside attention (which SDPA does itself)."""
+        nodes = [p.node for p in walk(self.model)]
+        dropped = [n.dropout for n in nodes if isinstance(n, (MLP, Block))]
+        dropped += [d for s in self.stacks for d in (s.emb_dropout, s.out_dropout)]
+        return any(dropped)
 
     @property
-    def residual(self) -> str:
-        return self.block.residual
+    def causalities(self) -> frozenset[bool]:
+        return frozenset(s.causal for s in self.stacks)
 
-    # Embeddings and heads.
+    def position_code(self, stack: Stack) -> PositionCode:
+        return stack.position.entry.code
 
-    @property
-    def type_emb(self) -> Embedding | None:
-        node = self.part("type_emb")
-        return node if isinstance(node, Embedding) else None
+    def classes(self, kind: type) -> list[tuple[Composite, Stack | None]]:
+        """One node per generated class of `kind`, in order of appearance, with the stack it
+        sits in (None above the stacks)."""
+        out: dict[str, tuple[Composite, Stack | None]] = {}
+        for placed in walk(self.model):
+            node = placed.node
+            if isinstance(node, kind) and isinstance(node, Composite):
+                stack = next((a for a in placed.ancestors if isinstance(a, Stack)), None)
+                out.setdefault(self.cls(node), (node, stack))
+        return list(out.values())
 
-    @property
-    def pooler(self) -> Linear | None:
-        node = self.part("pooler")
-        return node if isinstance(node, Linear) else None
+    # The arguments a stack hands its blocks, and a block its sublayers.
 
-    @property
-    def lm_head(self) -> Linear | None:
-        node = self.part("lm_head")
-        return node if isinstance(node, Linear) else None
+    def block_params(self, stack: Stack) -> list[str]:
+        params = ["x: Tensor", "mask: Tensor | None"]
+        angles = self.position_code(stack).angles
+        if angles is not None:
+            params.append(f"{angles[0]}: {angles[1]}")
+        if self.has_memory(stack):
+            params += ["encoder_out: Tensor", "cross_mask: Tensor | None"]
+        if self.cache:
+            params.append("cache: KVCache | None = None")
+        return params
 
-    # Questions the emitters ask.
+    def block_args(self, stack: Stack) -> list[str]:
+        return [param.split(":")[0] for param in self.block_params(stack)]
 
-    @property
-    def rope(self) -> bool:
-        return self.position.kind == "rope"
+    def sublayer_args(self, stack: Stack, layer: Composite) -> list[str]:
+        """What a block passes a sublayer besides its input."""
+        if isinstance(layer, Attention) and layer.cross:
+            return ["encoder_out", "cross_mask"]
+        if isinstance(layer, Attention):
+            args = ["mask"]
+            angles = self.position_code(stack).angles
+            if layer.rotary and angles is not None:
+                args.append(angles[0])
+            if self.cache:
+                args.append("cache")
+            return args
+        return []
 
-    @property
-    def alibi(self) -> bool:
-        return self.position.kind == "alibi"
-
-    @property
-    def relative_bias(self) -> bool:
-        return self.position.kind == "relative_bias"
-
-    @property
-    def attention_bias(self) -> bool:
-        """Positions enter as a bias on the scores, so every self-attention gets a mask."""
-        return self.alibi or self.relative_bias
-
-    @property
-    def needs_positions(self) -> bool:
-        """Stacks build a tensor of token positions (for a table, sinusoids, RoPE or T5)."""
-        return self.position.kind in ("learned", "sinusoidal", "rope", "relative_bias")
-
-    @property
-    def cache(self) -> bool:
-        """Decoder-only models with a head generate text, with a KV cache."""
-        return self.decoder_only and self.lm_head is not None
-
-    @property
-    def causal_flag(self) -> bool:
-        """Attention takes `causal`: in encoder-decoders without a score bias, the decoder's
-        self-attention given no mask (no padding) lets SDPA apply the causal mask, while the
-        encoder's and cross-attention must not."""
-        return self.encoder_decoder and not self.attention_bias
-
-    @property
-    def any_causal(self) -> bool:
-        return any(s.causal for s in self.stacks)
-
-    @property
-    def any_bidirectional(self) -> bool:
-        return any(not s.causal for s in self.stacks)
-
-    @property
-    def gqa(self) -> bool:
-        """Fewer key/value heads than query heads (grouped- or multi-query attention)."""
-        return sp.simplify(self.attention.n_kv_heads - self.attention.n_heads) != 0
-
-    @property
-    def mqa(self) -> bool:
-        return self.gqa and self.ir.value(self.attention.n_kv_heads) == 1
-
-    @property
-    def norm_eps(self) -> float:
-        return self.norms[0].eps
+    @staticmethod
+    def has_memory(stack: Stack) -> bool:
+        """The stack's blocks attend to an encoder output."""
+        return any(block.cross_attn is not None for block in stack.block_variants)
 
     def check(self) -> None:
         """Refuse IR shapes the emitters do not handle, rather than emit wrong code."""
-        positions = {s.position for s in self.stacks}
-        if len(positions) != 1:
-            raise UnsupportedIR("stacks with different position schemes")
-        if len({tuple(p.name for p in s.parts) for s in self.stacks}) != 1:
-            raise UnsupportedIR("an encoder and a decoder with different parts")
         if len({n.eps for n in self.norms}) > 1:
-            raise UnsupportedIR("norms with different epsilons")
-        attentions = [p.node for p in walk(self.model) if isinstance(p.node, Attention)]
-        if len({(a.scale_scores, a.n_heads, a.n_kv_heads, a.head_dim) for a in attentions}) > 1:
-            raise UnsupportedIR("attention layers with different shapes or score scaling")
+            raise UnsupportedIR("norms with different epsilons (Config has one norm_eps)")
         for stack in self.stacks:
-            for run in blocks_of(stack).runs:
-                if not isinstance(run.node, Block) or run.node.residual != self.residual:
-                    raise UnsupportedIR("blocks with different residual layouts")
-        for node in (self.model, *self.stacks):
-            for part in node.parts:
-                if isinstance(part, Composite) and part.name == "":
-                    raise UnsupportedIR(f"an unnamed part of {type(node).__name__}")
+            for block in stack.block_variants:
+                for sub in block.sublayers:
+                    if not isinstance(sub.layer, (Attention, MLP, MoE)):
+                        raise UnsupportedIR(f"a block sublayer {type(sub.layer).__name__}")
+            if not stack.block_variants or not isinstance(stack.block_variants[0], Block):
+                raise UnsupportedIR(f"{stack.role}: a stack without blocks")

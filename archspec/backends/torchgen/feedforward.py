@@ -1,82 +1,103 @@
-"""The generated feed-forward classes: `MLP` and, for mixtures of experts, `MoE`."""
+"""The generated feed-forward classes: an `MLP` per distinct MLP node and, for mixtures of
+experts, an `MoE` class, their forwards written from their lowerings (`lower_mlp`,
+`lower_moe`)."""
 
 from __future__ import annotations
 
 from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
+from archspec.backends.torchgen.forward import ADD, ATOM, Expr, ForwardWriter
 from archspec.backends.torchgen.leaves import assign, module_list
 from archspec.backends.torchgen.text import class_, method
-from archspec.ir.nodes import Repeat
-
-# activation -> (call on `h`, name for docstrings)
-ACTIVATIONS = {
-    "gelu": ("F.gelu({})", "GELU"),
-    "gelu_tanh": ('F.gelu({}, approximate="tanh")', "GELU (tanh approximation)"),
-    "relu": ("F.relu({})", "ReLU"),
-    "silu": ("F.silu({})", "SiLU"),
-}
+from archspec.ir.lower import lower_mlp, lower_moe
+from archspec.ir.nodes import MLP, MoE, Repeat
+from archspec.ir.ops import Call, Combine, Dispatch, Op, Route, Value
 
 
-def _mlp_doc(gated: bool, activation: str) -> str:
-    name = ACTIVATIONS[activation][1]
-    if gated and activation == "silu":
-        return "SwiGLU feed-forward network: down(silu(gate(x)) * up(x))."
-    if gated:
-        return f"Gated feed-forward network with {name}: down(act(gate(x)) * up(x))."
-    return f"Feed-forward network with {name}: down(act(up(x)))."
+def _mlp_doc(node: MLP) -> str:
+    entry = node.entry
+    if node.gated and entry.glu_name:
+        return f"{entry.glu_name} feed-forward network: down({entry.long_label}(gate(x)) * up(x))."
+    if node.gated:
+        return f"Gated feed-forward network with {entry.long_label}: down(act(gate(x)) * up(x))."
+    return f"Feed-forward network with {entry.long_label}: down(act(up(x)))."
 
 
-def mlp_class(f: Features, size: ExprPrinter) -> str:
-    mlp = f.mlp
-    act = ACTIVATIONS[mlp.activation][0]
-    if mlp.gated:
-        result = f"self.down({act.format('self.gate(x)')} * self.up(x))"
-    else:
-        result = f"self.down({act.format('self.up(x)')})"
+def mlp_class(f: Features, node: MLP, size: ExprPrinter) -> str:
+    low = lower_mlp(node, Value("x", "tokens", node.up.in_features))
+    body = ForwardWriter(low).write()
     return class_(
-        "class MLP(nn.Module):",
-        _mlp_doc(mlp.gated, mlp.activation),
+        f"class {f.cls(node)}(nn.Module):",
+        _mlp_doc(node),
         method(
             "__init__",
             ["config: Config"],
             "None",
             "super().__init__()",
-            [assign(part, size) for part in mlp.parts],
+            [assign(part, size) for part in node.children],
         ),
-        method("forward", ["x: Tensor"], "Tensor", f"return {result}"),
+        method("forward", ["x: Tensor"], "Tensor", body),
     )
 
 
-MOE_FORWARD = """
-def forward(self, x: Tensor) -> Tensor:
-    tokens = x.flatten(0, -2)  # (B * S, d_model)
-    # Softmax over all experts in float32, keep the top_k and renormalise them.
-    probs = F.softmax(self.router(tokens), dim=-1, dtype=torch.float32)
-    weights, chosen = probs.topk(self.top_k, dim=-1)
-    weights = weights / weights.sum(dim=-1, keepdim=True)
-    out = torch.zeros_like(tokens)
-    for i, expert in enumerate(self.experts):
-        # The tokens routed to expert i, and which of their top_k slots chose it.
-        token, slot = torch.where(chosen == i)
-        y = expert(tokens[token]) * weights[token, slot, None]
-        out.index_add_(0, token, y.to(out.dtype))
-    return out.view_as(x)
-"""
+class _MoEWriter(ForwardWriter):
+    """The mixture's ops (`lower_moe`) as Mixtral's loop over experts: the router's logits
+    become top_k renormalised weights (Route); Dispatch opens the loop, gathering each
+    expert's tokens; the expert's call (Call) runs on them; Combine adds its weighted output
+    back and closes the loop."""
+
+    def __init__(self, node: MoE) -> None:
+        x = Value("x", "tokens", node.router.in_features)
+        super().__init__(lower_moe(node, x))
+        self.names[id(x)] = "tokens"
+        self.lines.append("tokens = x.flatten(0, -2)  # (B * S, d_model)")
+
+    def inlines(self, op: Op) -> bool:
+        return not isinstance(op, Route) and super().inlines(op)
+
+    def render_route(self, op: Route) -> Expr:
+        logits = self.arg(op.logits).text
+        self.lines += [
+            "# Softmax over all experts in float32, keep the top_k and renormalise them.",
+            f"probs = F.softmax({logits}, dim=-1, dtype=torch.float32)",
+            "weights, chosen = probs.topk(self.top_k, dim=-1)",
+        ]
+        self.names[id(op.chosen)] = "chosen"
+        return Expr("weights / weights.sum(dim=-1, keepdim=True)", ADD, frozenset())
+
+    def render_dispatch(self, op: Dispatch) -> Expr:
+        tokens, chosen = self.arg(op.x).text, self.arg(op.chosen).text
+        self.lines += [
+            f"out = torch.zeros_like({tokens})",
+            "for i, expert in enumerate(self.experts):",
+            "    # The tokens routed to expert i, and which of their top_k slots chose it.",
+            f"    token, slot = torch.where({chosen} == i)",
+        ]
+        return Expr(f"{tokens}[token]", ATOM, frozenset())
+
+    def render_call(self, op: Call) -> Expr:
+        return self._call("expert", [self.arg(a) for a in op.args])
+
+    def render_combine(self, op: Combine) -> Expr:
+        expert_out, weights = self.arg(op.expert_out).text, self.arg(op.weights).text
+        self.lines += [
+            f"    y = {expert_out} * {weights}[token, slot, None]",
+            "    out.index_add_(0, token, y.to(out.dtype))",
+        ]
+        return Expr("out.view_as(x)", ATOM, frozenset())
 
 
-def moe_class(f: Features, size: ExprPrinter) -> str:
-    moe = f.moe
-    assert moe is not None
-    body = ["super().__init__()", f"self.top_k = {size(moe.top_k)}"]
-    for part in moe.parts:
+def moe_class(f: Features, node: MoE, size: ExprPrinter) -> str:
+    body = ["super().__init__()", f"self.top_k = {size(node.top_k)}"]
+    for part in node.children:
         if isinstance(part, Repeat):
-            body.append(f"self.{part.name} = {module_list(part, 'MLP(config)', size)}")
+            body += module_list(part, lambda expert: f"{f.cls(expert)}(config)", size)
         else:
             body.append(assign(part, size))
     return class_(
-        "class MoE(nn.Module):",
+        f"class {f.cls(node)}(nn.Module):",
         "Mixture of experts: a router sends each token to top_k of n_experts MLPs and mixes "
         "their outputs by its renormalised probabilities, as Mixtral does.",
         method("__init__", ["config: Config"], "None", body),
-        MOE_FORWARD.strip("\n"),
+        method("forward", ["x: Tensor"], "Tensor", _MoEWriter(node).write()),
     )

@@ -8,11 +8,13 @@ states otherwise, paired with the pooled first token when there is a pooler.
 
 from __future__ import annotations
 
+from archspec import kinds
 from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.leaves import assign
 from archspec.backends.torchgen.text import call, class_, docstring, lines, method
 from archspec.ir.nodes import Stack
+from archspec.kinds.activations import POOLER_ACTIVATION
 
 
 def _summary(f: Features) -> str:
@@ -32,18 +34,18 @@ def _summary(f: Features) -> str:
 
 def _init(f: Features, size: ExprPrinter) -> str:
     body = ["super().__init__()", "self.config = config"]
-    for part in f.model.parts:
+    model = f.model
+    for part in model.children:
         if isinstance(part, Stack):
-            decoder = ", decoder=True" if f.encoder_decoder and part.role == "decoder" else ""
-            body.append(f"self.{part.name} = Stack(config{decoder})")
-        elif part.name == "type_emb":
+            body.append(f"self.{part.name} = {f.cls(part)}(config)")
+        elif part is model.type_emb:
             body.append(assign(part, size, constants={f.ir.value(part.num): "config.token_types"}))
         else:
             body.append(assign(part, size))
-        if part.name == "lm_head" and getattr(part, "tied_to", None):
+        if part is model.lm_head and model.lm_head.tied_to:
             body += [
                 "# The head shares the token embedding matrix: one parameter, used twice.",
-                f"self.lm_head.weight = self.{part.tied_to}",
+                f"self.{part.name}.weight = self.{model.lm_head.tied_to}",
             ]
     if f.model.scale_tied_output:
         body += [
@@ -103,7 +105,7 @@ def _forward(f: Features) -> str:
                 "x = self.decoder",
                 [
                     "self.tok_emb(decoder_input_ids)",
-                    "encoder_out=encoder_out",
+                    "encoder_out",
                     "encoder_attention_mask=attention_mask",
                 ],
                 2,
@@ -126,7 +128,9 @@ def _forward(f: Features) -> str:
         body.append(call("x = self.decoder", args, 2))
     result = "x"
     if f.pooler is not None:
-        body.append("pooled = torch.tanh(self.pooler(x[:, 0]))")
+        pooler = f.pooler.name
+        pooled = kinds.activation(POOLER_ACTIVATION).render(f"self.{pooler}(x[:, 0])")
+        body.append(f"pooled = {pooled}")
     if f.lm_head is not None:
         if f.model.scale_tied_output:
             body.append("x = x * self.output_scale")

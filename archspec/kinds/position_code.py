@@ -1,0 +1,266 @@
+"""The PyTorch code each position kind contributes to a generated model.
+
+A generated stack's forward is written from its lowering (`lower_stack`), whose position ops
+(positions added to the embeddings, the angles attention rotates by, the bias on the scores)
+the kind's `PositionCode` spells. The kind also brings the module-level helper functions it
+calls. Each entry of `archspec.kinds.positions.POSITIONS`
+holds its code object (`PositionKind.code`), so a new position kind is an entry there plus,
+if it needs code, a class here; the code generator does not change.
+The lines are written already in `ruff format` style for the indentation of a method body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from archspec.kinds.positions import PositionKind
+
+
+@dataclass(frozen=True)
+class StackContext:
+    """What a kind's code may depend on in one generated stack."""
+
+    causal: bool  # the stack's self-attention hides later keys
+    cache: bool  # the stack takes a KV cache: queries start at `start`, keys at 0
+    heads: str  # Python for the number of attention heads (`config.n_heads`)
+    head_dim: str  # Python for the width of one head
+    offset: int  # rows of a position table before position 0
+    table: str | None  # attribute name of the stack's position table (`pos_emb`, `rel_bias`)
+    bidirectional: bool  # relative positions look both ways (an encoder)
+    causalities: frozenset[bool]  # of all the model's stacks: one helper may serve both
+
+    @property
+    def keys(self) -> str:
+        """Python for the number of keys: the cached positions and the new ones."""
+        return "start + seq_len" if self.cache else "seq_len"
+
+
+class PositionCode:
+    """The code of a kind that needs none: every slot is empty."""
+
+    # The value a stack hands every attention layer (RoPE's cos and sin), its name and type.
+    angles: tuple[str, str] | None = None
+
+    def helpers(self, causalities: frozenset[bool]) -> list[str]:
+        """Module-level functions, given which causalities the model's stacks have."""
+        return []
+
+    def config_fields(self, entry: PositionKind, values: dict[str, object]) -> list[str]:
+        """The Config fields among the kind's parameters (all of them, by default)."""
+        return [field for _, field in entry.parameters]
+
+    def init(self, ctx: StackContext) -> list[str]:
+        """Lines of the stack's `__init__` (constants the forward reads)."""
+        return []
+
+    def added(self, ctx: StackContext, positions: str) -> str:
+        """The expression added to the embeddings `x` for the tensor `positions`."""
+        raise NotImplementedError(f"{type(self).__name__} adds nothing to the embeddings")
+
+    def build_angles(self, ctx: StackContext, positions: str) -> str:
+        """The expression of what attention rotates by (named `angles[0]`)."""
+        raise NotImplementedError(f"{type(self).__name__} rotates nothing")
+
+    def rotate(self, x: str) -> str:
+        """The expression rotating `x` (queries or keys, by head) by the angles."""
+        raise NotImplementedError(f"{type(self).__name__} rotates nothing")
+
+    def bias(self, ctx: StackContext) -> list[str]:
+        """Lines ending in `bias = ...`: the additive bias on every attention score."""
+        return []
+
+
+class Learned(PositionCode):
+    def config_fields(self, entry, values):
+        # An offset of zero changes nothing: leave it out of Config.
+        return [field for spec, field in entry.parameters if values.get(spec)]
+
+    def init(self, ctx):
+        return ["self.pos_offset = config.pos_offset"] if ctx.offset else []
+
+    def added(self, ctx, positions):
+        offset = " + self.pos_offset" if ctx.offset else ""
+        return f"self.{ctx.table}({positions}{offset})"
+
+
+SINUSOIDS = '''
+def sinusoids(positions: Tensor, dim: int) -> Tensor:
+    """The fixed position encodings of Vaswani et al., (S, dim): channel 2i holds
+    sin(p / 10000 ** (2i / dim)) at position p, channel 2i + 1 the cosine (an odd dim
+    ends with a sine).
+    """
+    channels = torch.arange(0, dim, 2, device=positions.device).float()
+    angles = torch.outer(positions.float(), 1.0 / 10000 ** (channels / dim))
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1)[:, :dim]
+'''
+
+
+class Sinusoidal(PositionCode):
+    def helpers(self, causalities):
+        return [SINUSOIDS]
+
+    def added(self, ctx, positions):
+        return f"sinusoids({positions}, x.size(-1)).to(x.dtype)"
+
+
+ROPE = '''
+def rope_angles(
+    positions: Tensor, head_dim: int, theta: float, dtype: torch.dtype
+) -> tuple[Tensor, Tensor]:
+    """cos and sin of the rotary angles, (S, head_dim), as in transformers' Llama.
+
+    Channels i and i + head_dim / 2 of a head turn together, at position p by the angle
+    p / theta ** (2i / head_dim).
+    """
+    channels = torch.arange(0, head_dim, 2, device=positions.device).float()
+    inv_freq = 1.0 / theta ** (channels / head_dim)
+    angles = torch.outer(positions.float(), inv_freq)
+    angles = torch.cat([angles, angles], dim=-1)
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def apply_rope(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
+    """Rotate the channel pairs (i, i + head_dim / 2) of x (B, heads, S, head_dim)."""
+    cos, sin = rope
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
+'''
+
+
+class Rotary(PositionCode):
+    angles = ("rope", "tuple[Tensor, Tensor]")
+
+    def helpers(self, causalities):
+        return [ROPE]
+
+    def init(self, ctx):
+        return [f"self.head_dim = {ctx.head_dim}", "self.rope_theta = config.rope_theta"]
+
+    def build_angles(self, ctx, positions):
+        return f"rope_angles({positions}, self.head_dim, self.rope_theta, x.dtype)"
+
+    def rotate(self, x):
+        return f"apply_rope({x}, rope)"
+
+
+ALIBI_SLOPES = '''
+def alibi_slopes(n_heads: int, device: torch.device) -> Tensor:
+    """ALiBi's slope for each head, as BLOOM computes them.
+
+    For n, the largest power of two up to n_heads, the slopes are 2 ** (-8 k / n) for
+    k = 1 .. n; any further heads take every other slope of the sequence for 2n heads.
+    """
+    n = 2 ** math.floor(math.log2(n_heads))
+    base = torch.tensor(2 ** (-8 / n), device=device)
+    slopes = base ** torch.arange(1, n + 1, device=device)
+    if n < n_heads:
+        base = torch.tensor(2 ** (-4 / n), device=device)
+        odd = torch.arange(1, 2 * (n_heads - n), 2, device=device)
+        slopes = torch.cat([slopes, base**odd])
+    return slopes
+'''
+
+ALIBI_CAUSAL = '''
+def alibi_bias(n_heads: int, k_len: int, device: torch.device) -> Tensor:
+    """(n_heads, 1, k_len): slope * key position. Under softmax this equals
+    slope * (key - query), ALiBi's linear penalty on distance (BLOOM's formulation).
+    """
+    keys = torch.arange(k_len, device=device)
+    return alibi_slopes(n_heads, device)[:, None, None] * keys
+'''
+
+ALIBI_BIDIRECTIONAL = '''
+def alibi_bias(n_heads: int, seq_len: int, device: torch.device) -> Tensor:
+    """(n_heads, S, S): ALiBi's linear penalty, -slope * |key - query|."""
+    positions = torch.arange(seq_len, device=device)
+    distance = (positions[None, :] - positions[:, None]).abs()
+    return -alibi_slopes(n_heads, device)[:, None, None] * distance
+'''
+
+ALIBI_BOTH = '''
+def alibi_bias(n_heads: int, length: int, device: torch.device, causal: bool) -> Tensor:
+    """ALiBi's linear penalty on distance, -slope * |key - query|, (n_heads, S, S).
+
+    Causal attention only sees earlier keys, so slope * key position does the same under
+    softmax (BLOOM's formulation), as (n_heads, 1, S).
+    """
+    slopes = alibi_slopes(n_heads, device)[:, None, None]
+    positions = torch.arange(length, device=device)
+    if causal:
+        return slopes * positions
+    return -slopes * (positions[None, :] - positions[:, None]).abs()
+'''
+
+
+class Alibi(PositionCode):
+    def helpers(self, causalities):
+        if len(causalities) > 1:
+            bias = ALIBI_BOTH
+        elif True in causalities:
+            bias = ALIBI_CAUSAL
+        else:
+            bias = ALIBI_BIDIRECTIONAL
+        return [ALIBI_SLOPES, bias]
+
+    def init(self, ctx):
+        return [f"self.n_heads = {ctx.heads}"]
+
+    def bias(self, ctx):
+        # The helper takes `causal` only when the model has stacks of both kinds; the
+        # stack's own direction is then a constant of its class.
+        args = ["self.n_heads", ctx.keys, "x.device"]
+        if len(ctx.causalities) > 1:
+            args.append(f"causal={ctx.causal}")
+        return [f"bias = alibi_bias({', '.join(args)}).to(x.dtype)"]
+
+
+RELATIVE_BUCKETS = '''
+def relative_position_bucket(
+    offset: Tensor, num_buckets: int, max_distance: int, bidirectional: bool
+) -> Tensor:
+    """T5's bucket for each key-minus-query offset.
+
+    Half the buckets hold one distance each, the other half cover distances up to
+    max_distance on a log scale (and everything beyond). Bidirectional buckets (encoder)
+    are split between keys before and after the query; causal ones only look back.
+    """
+    bucket = torch.zeros_like(offset)
+    if bidirectional:
+        num_buckets //= 2
+        bucket += (offset > 0).long() * num_buckets
+        distance = offset.abs()
+    else:
+        distance = -offset.clamp(max=0)
+    exact = num_buckets // 2
+    log_ratio = torch.log(distance.float() / exact) / math.log(max_distance / exact)
+    far = exact + (log_ratio * (num_buckets - exact)).long()
+    far = far.clamp(max=num_buckets - 1)
+    return bucket + torch.where(distance < exact, distance, far)
+'''
+
+
+class RelativeBias(PositionCode):
+    def helpers(self, causalities):
+        return [RELATIVE_BUCKETS]
+
+    def init(self, ctx):
+        return ["self.num_buckets = config.num_buckets", "self.max_distance = config.max_distance"]
+
+    def bias(self, ctx):
+        if ctx.cache:
+            offsets = [
+                "keys = torch.arange(start + seq_len, device=x.device)",
+                "offsets = keys[None, :] - positions[:, None]  # key - query",
+            ]
+        else:
+            offsets = ["offsets = positions[None, :] - positions[:, None]  # key - query"]
+        return [
+            *offsets,
+            "buckets = relative_position_bucket(",
+            f"    offsets, self.num_buckets, self.max_distance, bidirectional={ctx.bidirectional}",
+            ")",
+            "# One learned bias per (distance bucket, head), shared by all blocks.",
+            f"bias = self.{ctx.table}(buckets).permute(2, 0, 1).unsqueeze(0)",
+        ]
