@@ -18,8 +18,14 @@ from pathlib import Path
 import pytest
 import sympy as sp
 import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils.flop_counter import FlopCounterMode
 
 from archspec import build_ir, load_spec
+from archspec.backends.count.activations import activation_bytes
+from archspec.backends.count.conventions import CONVENTIONS
+from archspec.backends.count.flops import B, S, flop_figures
 from archspec.backends.count.params import parameter_count
 from archspec.backends.printer import module_repr
 from archspec.backends.torchgen import generate_source, load_generated
@@ -29,6 +35,7 @@ from archspec.ir.lower import lower_mlp
 from archspec.ir.nodes import IR, MLP, Block, Run
 from archspec.ir.ops import Value
 from archspec.kinds import ACTIVATIONS, ActivationKind
+from tests.test_memory import saved_bytes
 
 TINY = ["d_model=64", "n_heads=4", "d_ff=128", "vocab_size=256", "max_seq_len=32"]
 
@@ -141,7 +148,7 @@ SQUARED_RELU = ActivationKind(
 )
 
 
-def test_a_new_activation_kind_needs_no_backend_edit(
+def test_a_new_activation_kind_flows_through_every_backend_without_an_edit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(ACTIVATIONS, SQUARED_RELU.name, SQUARED_RELU)
@@ -156,6 +163,26 @@ def test_a_new_activation_kind_needs_no_backend_edit(
     x = torch.randn(2, 3, 64)
     with torch.no_grad():
         torch.testing.assert_close(mlp(x), mlp.down(torch.relu(mlp.up(x)) ** 2))
+    # FLOPs and memory need no edit either: the executed convention's matmul FLOPs equal
+    # FlopCounterMode's, and the predicted activations the tensors autograd keeps (training
+    # mode, GPT-2's dropout on, the math attention kernel).
+    b, seq = 2, 16
+    ids = torch.randint(0, 256, (b, seq))
+    values = {**ir.env, B: b, S: seq}
+    f = flop_figures(ir, CONVENTIONS["executed"], attn="eager")
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+        model.eval()(ids)
+    assert counter.get_total_flops() == f.forward_matmul.xreplace(values)
+    layers, hidden = 2, 128  # the kind's 2 FLOPs per hidden unit, in every layer
+    assert f.components["activations"][1].xreplace(values) == layers * 2 * b * seq * hidden
+
+    def loss(logits):
+        return F.cross_entropy(logits.flatten(0, 1), ids.flatten())
+
+    with sdpa_kernel(SDPBackend.MATH):
+        measured = saved_bytes(model.train(), (ids,), loss)
+    predicted = activation_bytes(ir, 4, "eager", device="cpu").xreplace(values)
+    assert int(predicted) == pytest.approx(measured, rel=0.05)
 
 
 def test_forward_names_values_a_line_cannot_hold() -> None:
