@@ -62,7 +62,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
         intermediate_size=128, max_position_embeddings=32)),
     "mistral": ("MistralForCausalLM", "MistralConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-        intermediate_size=128, max_position_embeddings=64, sliding_window=24)),
+        intermediate_size=128, max_position_embeddings=64, sliding_window=64)),
     "mixtral": ("MixtralForCausalLM", "MixtralConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=128, max_position_embeddings=32, num_local_experts=4)),

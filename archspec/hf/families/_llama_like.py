@@ -56,6 +56,23 @@ def _rope_theta(f: Fields, default: float) -> float:
     return float(theta)
 
 
+def _refuse_window(f: Fields, v: LlamaVariant, max_pos: int) -> None:
+    """Refuse a sliding window shorter than the longest sequence: archspec has no windowed mask,
+    and a model built without one differs from transformers past the window, silently."""
+    # `"sliding_window": null` (Mistral v0.2 on) means no window; only an absent field takes the
+    # config class's default (4096 for Mistral).
+    window = f.get("sliding_window") if "sliding_window" in f.data else v.window_default
+    if window is not None and window < max_pos:
+        raise f.error(
+            "sliding_window",
+            f"sliding_window = {window} < max_position_embeddings = {max_pos}: sliding-window "
+            "attention is not supported (past the window, its tokens attend to fewer keys than "
+            "causal attention)",
+            hint=f"for sequences of at most {window} tokens, where the window masks nothing, "
+            f"set max_position_embeddings to {window} in config.json",
+        )
+
+
 def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any]:
     d = f.int("hidden_size", 4096)
     heads = f.int("num_attention_heads", 32)
@@ -68,15 +85,7 @@ def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any
     else:
         bias = {"attention": False, "mlp": False}
     if v.sliding_window:
-        window = f.get("sliding_window", v.window_default)
-        if window is not None and window < max_pos:
-            # Inside a window that covers the whole sequence, sliding-window attention is plain
-            # causal attention; build for sequences that short.
-            f.notes.append(
-                f"sliding_window {window} < max_position_embeddings {max_pos}: built for "
-                f"sequences of up to {window} tokens, where the window masks nothing"
-            )
-            max_pos = window
+        _refuse_window(f, v, max_pos)
     spec: dict[str, Any] = {
         "d_model": d,
         "n_layers": f.int("num_hidden_layers", 32),
