@@ -247,5 +247,9 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
     "opt": {"architectures": ["OPTForCausalLM"], **_SMALL, "hidden_size": 64,
             "word_embed_proj_dim": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
             "ffn_dim": 128, "max_position_embeddings": 32},
+    "qwen2": {"architectures": ["Qwen2ForCausalLM"], **_SMALL, "hidden_size": 64,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "intermediate_size": 128, "max_position_embeddings": 32,
+              "tie_word_embeddings": True},
 }
 # fmt: on

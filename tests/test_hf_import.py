@@ -583,3 +583,18 @@ def test_sliding_window_that_masks_nothing_is_exact() -> None:
     assert short.spec.max_seq_len == 4096
     covering = import_config({**MISTRAL_V01, "sliding_window": 32768})
     assert covering.spec.max_seq_len == 32768
+
+
+def test_qwen2_window_is_refused_only_where_it_masks() -> None:
+    qwen2 = {
+        "model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "vocab_size": 99,
+        "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+        "intermediate_size": 128, "max_position_embeddings": 64, "sliding_window": 16,
+        "max_window_layers": 2,
+    }  # fmt: skip
+    # Qwen2's configs carry a window but switch it off: plain causal attention, exact.
+    assert import_config(qwen2).spec.attention.qkv_bias is True
+    with pytest.raises(SpecError, match=r"window 16\) on layers \[2, 3\]"):
+        import_config({**qwen2, "use_sliding_window": True})
+    covering = {**qwen2, "use_sliding_window": True, "sliding_window": 64}
+    assert import_config(covering).spec.max_seq_len == 64

@@ -70,10 +70,17 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "opt": ("OPTForCausalLM", "OPTConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, ffn_dim=128,
         max_position_embeddings=32, word_embed_proj_dim=64)),
+    "qwen2": ("Qwen2ForCausalLM", "Qwen2Config", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32)),
 }
 # fmt: on
 
 ATOL = 1e-5  # and torch.allclose's default rtol (1e-5)
+
+# Families whose biases transformers initialises to zero, where a bias loaded into the wrong
+# tensor (or not at all) would go unseen: their biases are drawn at random.
+RANDOM_BIASES = {"qwen2"}
 
 
 def hf_model(family: str, seed: int = 0):
@@ -82,6 +89,11 @@ def hf_model(family: str, seed: int = 0):
     config.architectures = [cls]
     torch.manual_seed(seed)
     model = getattr(transformers, cls)(config).eval()
+    if family in RANDOM_BIASES:
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                if name.endswith(".bias"):
+                    param.normal_(0.0, 0.5)
     if family == "t5-v1.1":
         # transformers 5 always ties T5's head; a T5 v1.1 / FLAN-T5 checkpoint keeps its own
         # lm_head.weight and says tie_word_embeddings: false. Build one like that.

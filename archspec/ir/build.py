@@ -187,13 +187,14 @@ def _block(spec: Spec, d: _Dims, causal: bool, cross: bool, moe: bool) -> Block:
 
 def _attention(spec: Spec, d: _Dims, name: str, causal: bool, cross: bool) -> Attention:
     bias = spec.attention.bias
+    qkv_bias = bias if spec.attention.qkv_bias is None else spec.attention.qkv_bias
     q_width = d.n_heads * d.head_dim
     kv_width = d.n_kv_heads * d.head_dim
     return Attention(
         name=name,
-        q=Linear("q", d.d_model, q_width, bias),
-        k=Linear("k", d.d_model, kv_width, bias),
-        v=Linear("v", d.d_model, kv_width, bias),
+        q=Linear("q", d.d_model, q_width, qkv_bias),
+        k=Linear("k", d.d_model, kv_width, qkv_bias),
+        v=Linear("v", d.d_model, kv_width, qkv_bias),
         o=Linear("o", q_width, d.d_model, bias),
         n_heads=d.n_heads,
         n_kv_heads=d.n_kv_heads,

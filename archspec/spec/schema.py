@@ -75,6 +75,10 @@ class EmbeddingSpec:
 @dataclass(frozen=True)
 class AttentionSpec:
     bias: bool = field(default=False, metadata=doc("biases on the q, k, v and output projections"))
+    qkv_bias: bool | None = field(
+        default=None,
+        metadata=doc("biases on q, k and v alone, overriding `bias` there (Qwen2: true, o none)"),
+    )
     scale_scores: bool = field(
         default=True, metadata=doc("divide scores by sqrt(head_dim); T5 does not")
     )

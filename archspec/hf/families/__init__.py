@@ -18,12 +18,13 @@ from archspec.hf.families import (
     mixtral,
     openai_gpt,
     opt,
+    qwen2,
     roberta,
     t5,
 )
 from archspec.hf.family import Family, HFClass
 
-_MODULES = (bert, roberta, gpt2, openai_gpt, t5, bart, llama, mistral, mixtral, bloom, opt)
+_MODULES = (bert, roberta, gpt2, openai_gpt, t5, bart, llama, mistral, mixtral, bloom, opt, qwen2)
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
 

@@ -30,6 +30,7 @@ class LlamaVariant:
     sliding_window: bool = False  # reads sliding_window, whose default is `window_default`
     window_default: int | None = None
     experts: bool = False  # a sparse mixture of experts (Mixtral)
+    vocab_size: int = 32000
 
 
 def _rope_theta(f: Fields, default: float) -> float:
@@ -93,7 +94,7 @@ def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any
         "n_kv_heads": kv if kv != heads else None,
         "head_dim": head_dim if head_dim * heads != d else None,
         "d_ff": f.int("intermediate_size", v.d_ff),
-        "vocab_size": f.int("vocab_size", 32000),
+        "vocab_size": f.int("vocab_size", v.vocab_size),
         "max_seq_len": max_pos,
         "layout": "decoder",
         "residual": "pre",
