@@ -251,5 +251,9 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
               "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
               "intermediate_size": 128, "max_position_embeddings": 32,
               "tie_word_embeddings": True},
+    "xlm-roberta": {"architectures": ["XLMRobertaModel"], **_SMALL, "hidden_size": 64,
+                    "num_hidden_layers": 2, "num_attention_heads": 4,
+                    "intermediate_size": 128, "max_position_embeddings": 34,
+                    "type_vocab_size": 1, "pad_token_id": 1},
 }
 # fmt: on

@@ -73,6 +73,9 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "qwen2": ("Qwen2ForCausalLM", "Qwen2Config", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=128, max_position_embeddings=32)),
+    "xlm-roberta": ("XLMRobertaModel", "XLMRobertaConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=34, type_vocab_size=1, pad_token_id=1, layer_norm_eps=1e-5)),
 }
 # fmt: on
 
@@ -80,7 +83,7 @@ ATOL = 1e-5  # and torch.allclose's default rtol (1e-5)
 
 # Families whose biases transformers initialises to zero, where a bias loaded into the wrong
 # tensor (or not at all) would go unseen: their biases are drawn at random.
-RANDOM_BIASES = {"qwen2"}
+RANDOM_BIASES = {"qwen2", "xlm-roberta"}
 
 
 def hf_model(family: str, seed: int = 0):

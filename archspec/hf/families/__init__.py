@@ -21,10 +21,25 @@ from archspec.hf.families import (
     qwen2,
     roberta,
     t5,
+    xlm_roberta,
 )
 from archspec.hf.family import Family, HFClass
 
-_MODULES = (bert, roberta, gpt2, openai_gpt, t5, bart, llama, mistral, mixtral, bloom, opt, qwen2)
+_MODULES = (
+    bert,
+    roberta,
+    gpt2,
+    openai_gpt,
+    t5,
+    bart,
+    llama,
+    mistral,
+    mixtral,
+    bloom,
+    opt,
+    qwen2,
+    xlm_roberta,
+)
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
 
