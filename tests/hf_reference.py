@@ -255,5 +255,8 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                     "num_hidden_layers": 2, "num_attention_heads": 4,
                     "intermediate_size": 128, "max_position_embeddings": 34,
                     "type_vocab_size": 1, "pad_token_id": 1},
+    "mt5": {"architectures": ["MT5ForConditionalGeneration"], **_SMALL, "d_model": 64,
+            "d_kv": 16, "d_ff": 128, "num_layers": 2, "num_decoder_layers": 3, "num_heads": 4,
+            "feed_forward_proj": "gated-gelu"},
 }
 # fmt: on

@@ -76,6 +76,9 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "xlm-roberta": ("XLMRobertaModel", "XLMRobertaConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
         max_position_embeddings=34, type_vocab_size=1, pad_token_id=1, layer_norm_eps=1e-5)),
+    # tied, as transformers 5 builds it: unscaled, where T5's tied head is scaled
+    "mt5": ("MT5ForConditionalGeneration", "MT5Config", dict(
+        d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4)),
 }
 # fmt: on
 

@@ -16,6 +16,7 @@ from archspec.hf.families import (
     llama,
     mistral,
     mixtral,
+    mt5,
     openai_gpt,
     opt,
     qwen2,
@@ -39,6 +40,7 @@ _MODULES = (
     opt,
     qwen2,
     xlm_roberta,
+    mt5,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
