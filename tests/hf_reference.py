@@ -258,5 +258,7 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
     "mt5": {"architectures": ["MT5ForConditionalGeneration"], **_SMALL, "d_model": 64,
             "d_kv": 16, "d_ff": 128, "num_layers": 2, "num_decoder_layers": 3, "num_heads": 4,
             "feed_forward_proj": "gated-gelu"},
+    "gpt_bigcode": {"architectures": ["GPTBigCodeForCausalLM"], **_SMALL, "n_embd": 64,
+                    "n_layer": 2, "n_head": 4, "n_positions": 32, "multi_query": True},
 }
 # fmt: on

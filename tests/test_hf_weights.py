@@ -79,6 +79,8 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     # tied, as transformers 5 builds it: unscaled, where T5's tied head is scaled
     "mt5": ("MT5ForConditionalGeneration", "MT5Config", dict(
         d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4)),
+    "gpt_bigcode": ("GPTBigCodeForCausalLM", "GPTBigCodeConfig", dict(
+        n_embd=64, n_layer=2, n_head=4, n_positions=32, bos_token_id=0, eos_token_id=0)),
 }
 # fmt: on
 
@@ -86,7 +88,7 @@ ATOL = 1e-5  # and torch.allclose's default rtol (1e-5)
 
 # Families whose biases transformers initialises to zero, where a bias loaded into the wrong
 # tensor (or not at all) would go unseen: their biases are drawn at random.
-RANDOM_BIASES = {"qwen2", "xlm-roberta"}
+RANDOM_BIASES = {"qwen2", "xlm-roberta", "gpt_bigcode"}
 
 
 def hf_model(family: str, seed: int = 0):

@@ -13,6 +13,7 @@ from archspec.hf.families import (
     bert,
     bloom,
     gpt2,
+    gpt_bigcode,
     llama,
     mistral,
     mixtral,
@@ -41,6 +42,7 @@ _MODULES = (
     qwen2,
     xlm_roberta,
     mt5,
+    gpt_bigcode,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
