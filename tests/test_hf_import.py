@@ -444,17 +444,18 @@ SMALL_GPT2 = {
             "layer_norm_elementwise_affine",
         ),
         (
-            {**PUBLISHED["llama-2-7b"][0], "rope_scaling": {"type": "linear", "factor": 2.0}},
+            {**PUBLISHED["llama-2-7b"][0], "rope_scaling": {"type": "yarn", "factor": 2.0}},
             [],
-            "'linear'",
+            "'yarn'",
         ),
         (
             {
                 **PUBLISHED["llama-2-7b"][0],
+                # llama3 scaling without its settings
                 "rope_parameters": {"rope_type": "llama3", "rope_theta": 5e5},
             },
             [],
-            "'llama3'",
+            "'llama3' needs factor",
         ),
         (
             {**PUBLISHED["bart-base"][0], "decoder_attention_heads": 16},

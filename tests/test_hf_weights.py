@@ -79,6 +79,18 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     # tied, as transformers 5 builds it: unscaled, where T5's tied head is scaled
     "mt5": ("MT5ForConditionalGeneration", "MT5Config", dict(
         d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4)),
+    # RoPE scaling: sequences (10, and 13 generating) past llama3's original length (8); theta
+    # 100 puts the 8 wavelengths (6.3 to 353) in all three llama3 bands (< 8, 8 to 64, > 64).
+    "llama-rope-linear": ("LlamaForCausalLM", "LlamaConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32,
+        rope_parameters={"rope_type": "linear", "factor": 4.0, "rope_theta": 100.0})),
+    "llama-rope-llama3": ("LlamaForCausalLM", "LlamaConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32,
+        rope_parameters={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 0.125,
+                         "high_freq_factor": 1.0, "original_max_position_embeddings": 8,
+                         "rope_theta": 100.0})),
     "gpt_bigcode": ("GPTBigCodeForCausalLM", "GPTBigCodeConfig", dict(
         n_embd=64, n_layer=2, n_head=4, n_positions=32, bos_token_id=0, eos_token_id=0)),
 }

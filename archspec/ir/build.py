@@ -27,7 +27,7 @@ from archspec.ir.nodes import (
     Stack,
     Sublayer,
 )
-from archspec.kinds.positions import NO_POSITION
+from archspec.kinds.positions import NO_POSITION, scaled_kind
 from archspec.spec.schema import Spec
 
 if TYPE_CHECKING:
@@ -116,7 +116,17 @@ def _norm(spec: Spec, d: _Dims, name: str) -> Norm:
 
 def _position(spec: Spec) -> Position:
     p = spec.position
-    return Position(p.kind, p.offset, p.theta, p.num_buckets, p.max_distance)
+    return Position(
+        scaled_kind(p.kind, p.scaling),
+        p.offset,
+        p.theta,
+        p.factor,
+        p.low_freq_factor,
+        p.high_freq_factor,
+        p.original_max_seq_len,
+        num_buckets=p.num_buckets,
+        max_distance=p.max_distance,
+    )
 
 
 def _stack(spec: Spec, d: _Dims, role: str) -> Stack:

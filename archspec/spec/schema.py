@@ -17,6 +17,7 @@ Layout = Literal["encoder", "decoder", "encoder-decoder"]
 Residual = Literal["pre", "post", "parallel"]
 NormKind = Literal["layernorm", "rmsnorm"]
 PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
+RopeScaling = Literal["none", "linear", "llama3"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
 
 
@@ -56,6 +57,18 @@ class PositionSpec:
     )
     theta: float = field(
         default=10000.0, metadata=doc("rope: base of the frequencies", positive=True)
+    )
+    scaling: RopeScaling = field(
+        default="none",
+        metadata=doc("rope: frequency scaling, as transformers' rope_type (linear, llama3)"),
+    )
+    factor: float = field(
+        default=1.0, metadata=doc("rope scaling: positions (linear) or long wavelengths divided by")
+    )
+    low_freq_factor: float = field(default=1.0, metadata=doc("llama3 scaling", positive=True))
+    high_freq_factor: float = field(default=4.0, metadata=doc("llama3 scaling", positive=True))
+    original_max_seq_len: int = field(
+        default=8192, metadata=doc("llama3 scaling: the context trained on", positive=True)
     )
     num_buckets: int = field(default=32, metadata=doc("relative_bias: buckets", positive=True))
     max_distance: int = field(
