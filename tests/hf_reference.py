@@ -247,5 +247,18 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
     "opt": {"architectures": ["OPTForCausalLM"], **_SMALL, "hidden_size": 64,
             "word_embed_proj_dim": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
             "ffn_dim": 128, "max_position_embeddings": 32},
+    "qwen2": {"architectures": ["Qwen2ForCausalLM"], **_SMALL, "hidden_size": 64,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "intermediate_size": 128, "max_position_embeddings": 32,
+              "tie_word_embeddings": True},
+    "xlm-roberta": {"architectures": ["XLMRobertaModel"], **_SMALL, "hidden_size": 64,
+                    "num_hidden_layers": 2, "num_attention_heads": 4,
+                    "intermediate_size": 128, "max_position_embeddings": 34,
+                    "type_vocab_size": 1, "pad_token_id": 1},
+    "mt5": {"architectures": ["MT5ForConditionalGeneration"], **_SMALL, "d_model": 64,
+            "d_kv": 16, "d_ff": 128, "num_layers": 2, "num_decoder_layers": 3, "num_heads": 4,
+            "feed_forward_proj": "gated-gelu"},
+    "gpt_bigcode": {"architectures": ["GPTBigCodeForCausalLM"], **_SMALL, "n_embd": 64,
+                    "n_layer": 2, "n_head": 4, "n_positions": 32, "multi_query": True},
 }
 # fmt: on

@@ -224,19 +224,6 @@ PUBLISHED: dict[str, tuple[dict[str, Any], str | None, str | None]] = {
         None,
         "llama-2-7b",
     ),
-    "mistral-7b-v0.1": (
-        {
-            "architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2,
-            "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
-            "intermediate_size": 14336, "max_position_embeddings": 32768,
-            "model_type": "mistral", "num_attention_heads": 32, "num_hidden_layers": 32,
-            "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
-            "sliding_window": 4096, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
-            "transformers_version": "4.34.0.dev0", "use_cache": True, "vocab_size": 32000,
-        },
-        None,
-        None,
-    ),
     "mixtral-8x7b": (
         {
             "architectures": ["MixtralForCausalLM"], "attention_dropout": 0.0,
@@ -286,6 +273,19 @@ PUBLISHED: dict[str, tuple[dict[str, Any], str | None, str | None]] = {
 # fmt: on
 
 
+# fmt: off
+MISTRAL_V01: dict[str, Any] = {
+    "architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2,
+    "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+    "intermediate_size": 14336, "max_position_embeddings": 32768,
+    "model_type": "mistral", "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+    "sliding_window": 4096, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "transformers_version": "4.34.0.dev0", "use_cache": True, "vocab_size": 32000,
+}
+# fmt: on
+
+
 def meta_reference(data: dict[str, Any], cls_name: str):
     config = transformers.AutoConfig.for_model(**data)
     with torch.device("meta"):
@@ -328,11 +328,6 @@ def test_imported_spec_is_minimal(tmp_path: Path) -> None:
         "max_seq_len",
     ]
     assert "extends: _bert" in text
-    mistral = import_config(PUBLISHED["mistral-7b-v0.1"][0])
-    assert mistral.base == "_mistral"
-    assert mistral.spec.max_seq_len == 4096  # the sliding window: exact up to 4096 tokens
-    assert any("sliding_window" in note for note in mistral.notes)
-    assert "sliding_window 4096" in mistral.yaml()
 
 
 def test_import_prints_yaml_or_json(tmp_path: Path) -> None:
@@ -449,17 +444,18 @@ SMALL_GPT2 = {
             "layer_norm_elementwise_affine",
         ),
         (
-            {**PUBLISHED["llama-2-7b"][0], "rope_scaling": {"type": "linear", "factor": 2.0}},
+            {**PUBLISHED["llama-2-7b"][0], "rope_scaling": {"type": "yarn", "factor": 2.0}},
             [],
-            "'linear'",
+            "'yarn'",
         ),
         (
             {
                 **PUBLISHED["llama-2-7b"][0],
+                # llama3 scaling without its settings
                 "rope_parameters": {"rope_type": "llama3", "rope_theta": 5e5},
             },
             [],
-            "'llama3'",
+            "'llama3' needs factor",
         ),
         (
             {**PUBLISHED["bart-base"][0], "decoder_attention_heads": 16},
@@ -566,3 +562,40 @@ def test_count_names_hf_does_not_import_torch() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert '"hf_name"' in result.stdout
+
+
+def test_sliding_window_shorter_than_the_sequence_is_refused() -> None:
+    # Mistral 7B v0.1: a 4096 window over 32768 positions. Imported as plain causal attention,
+    # its logits would differ from transformers' past 4096 tokens, silently.
+    with pytest.raises(SpecError, match="sliding_window = 4096 < max_position_embeddings"):
+        import_config(MISTRAL_V01)
+    # No field: MistralConfig's default window, 4096, is as short.
+    absent = {k: v for k, v in MISTRAL_V01.items() if k != "sliding_window"}
+    with pytest.raises(SpecError, match="sliding_window"):
+        import_config(absent)
+
+
+def test_sliding_window_that_masks_nothing_is_exact() -> None:
+    # `null` (Mistral v0.2, v0.3, Nemo) is no window: all 32768 positions, not 4096.
+    v02 = import_config({**MISTRAL_V01, "sliding_window": None})
+    assert v02.base == "_mistral" and v02.spec.max_seq_len == 32768
+    # A window covering every position masks nothing.
+    short = import_config({**MISTRAL_V01, "max_position_embeddings": 4096})
+    assert short.spec.max_seq_len == 4096
+    covering = import_config({**MISTRAL_V01, "sliding_window": 32768})
+    assert covering.spec.max_seq_len == 32768
+
+
+def test_qwen2_window_is_refused_only_where_it_masks() -> None:
+    qwen2 = {
+        "model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "vocab_size": 99,
+        "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
+        "intermediate_size": 128, "max_position_embeddings": 64, "sliding_window": 16,
+        "max_window_layers": 2,
+    }  # fmt: skip
+    # Qwen2's configs carry a window but switch it off: plain causal attention, exact.
+    assert import_config(qwen2).spec.attention.qkv_bias is True
+    with pytest.raises(SpecError, match=r"window 16\) on layers \[2, 3\]"):
+        import_config({**qwen2, "use_sliding_window": True})
+    covering = {**qwen2, "use_sliding_window": True, "sliding_window": 64}
+    assert import_config(covering).spec.max_seq_len == 64

@@ -62,7 +62,7 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
         intermediate_size=128, max_position_embeddings=32)),
     "mistral": ("MistralForCausalLM", "MistralConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-        intermediate_size=128, max_position_embeddings=64, sliding_window=24)),
+        intermediate_size=128, max_position_embeddings=64, sliding_window=64)),
     "mixtral": ("MixtralForCausalLM", "MixtralConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=128, max_position_embeddings=32, num_local_experts=4)),
@@ -70,10 +70,37 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "opt": ("OPTForCausalLM", "OPTConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, ffn_dim=128,
         max_position_embeddings=32, word_embed_proj_dim=64)),
+    "qwen2": ("Qwen2ForCausalLM", "Qwen2Config", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32)),
+    "xlm-roberta": ("XLMRobertaModel", "XLMRobertaConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=34, type_vocab_size=1, pad_token_id=1, layer_norm_eps=1e-5)),
+    # tied, as transformers 5 builds it: unscaled, where T5's tied head is scaled
+    "mt5": ("MT5ForConditionalGeneration", "MT5Config", dict(
+        d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4)),
+    # RoPE scaling: sequences (10, and 13 generating) past llama3's original length (8); theta
+    # 100 puts the 8 wavelengths (6.3 to 353) in all three llama3 bands (< 8, 8 to 64, > 64).
+    "llama-rope-linear": ("LlamaForCausalLM", "LlamaConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32,
+        rope_parameters={"rope_type": "linear", "factor": 4.0, "rope_theta": 100.0})),
+    "llama-rope-llama3": ("LlamaForCausalLM", "LlamaConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32,
+        rope_parameters={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 0.125,
+                         "high_freq_factor": 1.0, "original_max_position_embeddings": 8,
+                         "rope_theta": 100.0})),
+    "gpt_bigcode": ("GPTBigCodeForCausalLM", "GPTBigCodeConfig", dict(
+        n_embd=64, n_layer=2, n_head=4, n_positions=32, bos_token_id=0, eos_token_id=0)),
 }
 # fmt: on
 
 ATOL = 1e-5  # and torch.allclose's default rtol (1e-5)
+
+# Families whose biases transformers initialises to zero, where a bias loaded into the wrong
+# tensor (or not at all) would go unseen: their biases are drawn at random.
+RANDOM_BIASES = {"qwen2", "xlm-roberta", "gpt_bigcode"}
 
 
 def hf_model(family: str, seed: int = 0):
@@ -82,6 +109,11 @@ def hf_model(family: str, seed: int = 0):
     config.architectures = [cls]
     torch.manual_seed(seed)
     model = getattr(transformers, cls)(config).eval()
+    if family in RANDOM_BIASES:
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                if name.endswith(".bias"):
+                    param.normal_(0.0, 0.5)
     if family == "t5-v1.1":
         # transformers 5 always ties T5's head; a T5 v1.1 / FLAN-T5 checkpoint keeps its own
         # lm_head.weight and says tie_word_embeddings: false. Build one like that.

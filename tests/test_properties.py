@@ -173,6 +173,7 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
         attention=mapping(
             bias=draw(optional(st.booleans())),
             scale_scores=draw(optional(st.booleans())),
+            qkv_bias=draw(optional(st.booleans())),
         ),
         mlp=mapping(
             gated=draw(optional(st.booleans())),
@@ -308,7 +309,7 @@ SCHEMA_KEYS = [
     "max_seq_len", "n_kv_heads", "head_dim", "family", "hf_class", "abstract", "extends",
     "residual", "final_norm", "norm", "position", "embedding", "attention", "mlp", "moe",
     "head", "encoder", "decoder", "kind", "bias", "eps", "offset", "theta", "num_buckets",
-    "max_distance", "token_types", "scale", "scale_scores", "gated", "activation",
+    "max_distance", "token_types", "scale", "scale_scores", "qkv_bias", "gated", "activation",
     "n_experts", "top_k", "router_bias", "lm_head", "tied", "scale_tied_output", "pooler",
 ]  # fmt: skip
 ENUM_WORDS = [*LAYOUTS, *POSITIONS, *ACTIVATIONS, "pre", "post", "parallel", "layernorm"]

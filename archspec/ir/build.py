@@ -27,7 +27,7 @@ from archspec.ir.nodes import (
     Stack,
     Sublayer,
 )
-from archspec.kinds.positions import NO_POSITION
+from archspec.kinds.positions import NO_POSITION, scaled_kind
 from archspec.spec.schema import Spec
 
 if TYPE_CHECKING:
@@ -116,7 +116,17 @@ def _norm(spec: Spec, d: _Dims, name: str) -> Norm:
 
 def _position(spec: Spec) -> Position:
     p = spec.position
-    return Position(p.kind, p.offset, p.theta, p.num_buckets, p.max_distance)
+    return Position(
+        scaled_kind(p.kind, p.scaling),
+        p.offset,
+        p.theta,
+        p.factor,
+        p.low_freq_factor,
+        p.high_freq_factor,
+        p.original_max_seq_len,
+        num_buckets=p.num_buckets,
+        max_distance=p.max_distance,
+    )
 
 
 def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
@@ -187,13 +197,14 @@ def _block(spec: Spec, d: _Dims, causal: bool, cross: bool, moe: bool) -> Block:
 
 def _attention(spec: Spec, d: _Dims, name: str, causal: bool, cross: bool) -> Attention:
     bias = spec.attention.bias
+    qkv_bias = bias if spec.attention.qkv_bias is None else spec.attention.qkv_bias
     q_width = d.n_heads * d.head_dim
     kv_width = d.n_kv_heads * d.head_dim
     return Attention(
         name=name,
-        q=Linear("q", d.d_model, q_width, bias),
-        k=Linear("k", d.d_model, kv_width, bias),
-        v=Linear("v", d.d_model, kv_width, bias),
+        q=Linear("q", d.d_model, q_width, qkv_bias),
+        k=Linear("k", d.d_model, kv_width, qkv_bias),
+        v=Linear("v", d.d_model, kv_width, qkv_bias),
         o=Linear("o", q_width, d.d_model, bias),
         n_heads=d.n_heads,
         n_kv_heads=d.n_kv_heads,

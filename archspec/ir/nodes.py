@@ -88,9 +88,13 @@ class Composite(Node):
 class Position:
     """How positions enter a stack; shared by the stack and its attention layers."""
 
-    kind: PositionName
+    kind: PositionName  # a spec kind, or a scaled rope's kind (`rope_linear`, `rope_llama3`)
     offset: int = 0
     theta: float = 10000.0
+    factor: float = 1.0
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    original_max_seq_len: int = 8192
     num_buckets: int = 32
     max_distance: int = 128
 

@@ -145,6 +145,67 @@ class Rotary(PositionCode):
         return f"apply_rope({x}, rope)"
 
 
+class LinearRotary(Rotary):
+    """transformers' linear scaling: the frequencies divided by `factor`, i.e. the positions."""
+
+    def init(self, ctx):
+        return [*super().init(ctx), "self.rope_factor = config.rope_factor"]
+
+    def build_angles(self, ctx, positions):
+        return (
+            f"rope_angles({positions} / self.rope_factor, self.head_dim, self.rope_theta, x.dtype)"
+        )
+
+
+ROPE_LLAMA3 = '''
+def llama3_rope(
+    positions: Tensor,
+    head_dim: int,
+    theta: float,
+    scaling: tuple[float, float, float, int],
+    dtype: torch.dtype,
+) -> tuple[Tensor, Tensor]:
+    """RoPE's cos and sin with Llama 3.1's frequency scaling, as transformers computes it.
+
+    Wavelengths shorter than original / high_freq_factor keep their frequency, those longer
+    than original / low_freq_factor are divided by `factor`, and those between blend the two.
+    """
+    factor, low, high, original = scaling
+    channels = torch.arange(0, head_dim, 2, device=positions.device).float()
+    inv_freq = 1.0 / theta ** (channels / head_dim)
+    wavelen = 2 * math.pi / inv_freq
+    scaled = torch.where(wavelen > original / low, inv_freq / factor, inv_freq)
+    smooth = (original / wavelen - low) / (high - low)
+    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+    medium = (wavelen >= original / high) & (wavelen <= original / low)
+    inv_freq = torch.where(medium, smoothed, scaled)
+    angles = torch.outer(positions.float(), inv_freq)
+    angles = torch.cat([angles, angles], dim=-1)
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+'''
+
+
+class Llama3Rotary(Rotary):
+    def helpers(self, causalities):
+        return [ROPE, ROPE_LLAMA3]
+
+    def init(self, ctx):
+        return [
+            *super().init(ctx),
+            "self.rope_scaling = (",
+            "    config.rope_factor,",
+            "    config.rope_low_freq_factor,",
+            "    config.rope_high_freq_factor,",
+            "    config.rope_original_max_seq_len,",
+            ")",
+        ]
+
+    def build_angles(self, ctx, positions):
+        return (
+            f"llama3_rope({positions}, self.head_dim, self.rope_theta, self.rope_scaling, x.dtype)"
+        )
+
+
 ALIBI_SLOPES = '''
 def alibi_slopes(n_heads: int, device: torch.device) -> Tensor:
     """ALiBi's slope for each head, as BLOOM computes them.

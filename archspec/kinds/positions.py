@@ -14,6 +14,8 @@ from typing import Literal
 from archspec.kinds.position_code import (
     Alibi,
     Learned,
+    LinearRotary,
+    Llama3Rotary,
     PositionCode,
     RelativeBias,
     Rotary,
@@ -83,6 +85,31 @@ POSITIONS: dict[str, PositionKind] = {
             flops_per_element=3,  # x·cos + rotate_half(x)·sin
             code=Rotary(),
         ),
+        # Scaled RoPE (spec: `kind: rope` with `scaling:`), as transformers' rope_type.
+        PositionKind(
+            "rope_linear",
+            "RoPE (linear scaling)",
+            "rotary positions, divided by a factor (applied in attention)",
+            acts_on="queries_keys",
+            parameters=(("theta", "rope_theta"), ("factor", "rope_factor")),
+            flops_per_element=3,
+            code=LinearRotary(),
+        ),
+        PositionKind(
+            "rope_llama3",
+            "RoPE (llama3 scaling)",
+            "rotary positions, long wavelengths scaled as Llama 3.1 (applied in attention)",
+            acts_on="queries_keys",
+            parameters=(
+                ("theta", "rope_theta"),
+                ("factor", "rope_factor"),
+                ("low_freq_factor", "rope_low_freq_factor"),
+                ("high_freq_factor", "rope_high_freq_factor"),
+                ("original_max_seq_len", "rope_original_max_seq_len"),
+            ),
+            flops_per_element=3,
+            code=Llama3Rotary(),
+        ),
         PositionKind(
             "alibi",
             "ALiBi",
@@ -112,3 +139,10 @@ POSITIONS: dict[str, PositionKind] = {
 
 # The scheme of a layer positions do not reach (cross-attention).
 NO_POSITION = POSITIONS["none"].name
+
+
+def scaled_kind(kind: str, scaling: str) -> str:
+    """The IR's kind for a spec's `position.kind` and `scaling`: a scaled RoPE is a kind of its
+    own (`rope_llama3`), with its parameters and angle code; other kinds ignore `scaling`."""
+    scaled = f"{kind}_{scaling}"
+    return scaled if scaling != "none" and scaled in POSITIONS else kind

@@ -17,6 +17,7 @@ Layout = Literal["encoder", "decoder", "encoder-decoder"]
 Residual = Literal["pre", "post", "parallel"]
 NormKind = Literal["layernorm", "rmsnorm"]
 PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
+RopeScaling = Literal["none", "linear", "llama3"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
 
 
@@ -57,6 +58,18 @@ class PositionSpec:
     theta: float = field(
         default=10000.0, metadata=doc("rope: base of the frequencies", positive=True)
     )
+    scaling: RopeScaling = field(
+        default="none",
+        metadata=doc("rope: frequency scaling, as transformers' rope_type (linear, llama3)"),
+    )
+    factor: float = field(
+        default=1.0, metadata=doc("rope scaling: positions (linear) or long wavelengths divided by")
+    )
+    low_freq_factor: float = field(default=1.0, metadata=doc("llama3 scaling", positive=True))
+    high_freq_factor: float = field(default=4.0, metadata=doc("llama3 scaling", positive=True))
+    original_max_seq_len: int = field(
+        default=8192, metadata=doc("llama3 scaling: the context trained on", positive=True)
+    )
     num_buckets: int = field(default=32, metadata=doc("relative_bias: buckets", positive=True))
     max_distance: int = field(
         default=128, metadata=doc("relative_bias: distance of the last bucket", positive=True)
@@ -75,6 +88,10 @@ class EmbeddingSpec:
 @dataclass(frozen=True)
 class AttentionSpec:
     bias: bool = field(default=False, metadata=doc("biases on the q, k, v and output projections"))
+    qkv_bias: bool | None = field(
+        default=None,
+        metadata=doc("biases on q, k and v alone, overriding `bias` there (Qwen2: true, o none)"),
+    )
     scale_scores: bool = field(
         default=True, metadata=doc("divide scores by sqrt(head_dim); T5 does not")
     )

@@ -13,17 +13,37 @@ from archspec.hf.families import (
     bert,
     bloom,
     gpt2,
+    gpt_bigcode,
     llama,
     mistral,
     mixtral,
+    mt5,
     openai_gpt,
     opt,
+    qwen2,
     roberta,
     t5,
+    xlm_roberta,
 )
 from archspec.hf.family import Family, HFClass
 
-_MODULES = (bert, roberta, gpt2, openai_gpt, t5, bart, llama, mistral, mixtral, bloom, opt)
+_MODULES = (
+    bert,
+    roberta,
+    gpt2,
+    openai_gpt,
+    t5,
+    bart,
+    llama,
+    mistral,
+    mixtral,
+    bloom,
+    opt,
+    qwen2,
+    xlm_roberta,
+    mt5,
+    gpt_bigcode,
+)
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
 

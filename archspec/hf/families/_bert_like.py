@@ -16,7 +16,9 @@ from archspec.hf.name_rules import table
 from archspec.spec.schema import Spec
 
 
-def import_bert_like(f: Fields, cls: HFClass, roberta: bool) -> dict[str, Any]:
+def import_bert_like(
+    f: Fields, cls: HFClass, roberta: bool, vocab_default: int | None = None
+) -> dict[str, Any]:
     f.expect("position_embedding_type", ("absolute",), "absolute", "only absolute positions")
     f.expect("is_decoder", False, False, "a causal BERT")
     f.expect("embedding_size", (None, f.get("hidden_size", 768)), None, "factorised embeddings")
@@ -35,7 +37,7 @@ def import_bert_like(f: Fields, cls: HFClass, roberta: bool) -> dict[str, Any]:
         "n_layers": f.int("num_hidden_layers", 12),
         "n_heads": f.int("num_attention_heads", 12),
         "d_ff": f.int("intermediate_size", 3072),
-        "vocab_size": f.int("vocab_size", 50265 if roberta else 30522),
+        "vocab_size": f.int("vocab_size", vocab_default or (50265 if roberta else 30522)),
         "max_seq_len": max_pos - offset,
         "layout": "encoder",
         "residual": "post",

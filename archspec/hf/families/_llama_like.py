@@ -30,30 +30,79 @@ class LlamaVariant:
     sliding_window: bool = False  # reads sliding_window, whose default is `window_default`
     window_default: int | None = None
     experts: bool = False  # a sparse mixture of experts (Mixtral)
+    vocab_size: int = 32000
 
 
-def _rope_theta(f: Fields, default: float) -> float:
-    """RoPE's base, from rope_parameters (transformers 5) or rope_theta + rope_scaling."""
+# transformers' rope_type -> the scaling's fields: (config key, spec key) beyond rope_theta.
+_SCALINGS: dict[str, tuple[tuple[str, str], ...]] = {
+    "default": (),
+    "linear": (("factor", "factor"),),
+    "llama3": (
+        ("factor", "factor"),
+        ("low_freq_factor", "low_freq_factor"),
+        ("high_freq_factor", "high_freq_factor"),
+        ("original_max_position_embeddings", "original_max_seq_len"),
+    ),
+}
+
+
+def _rope(f: Fields, default: float) -> dict[str, Any]:
+    """The spec's `position`: RoPE's base and scaling, from rope_parameters (transformers 5) or
+    rope_theta + rope_scaling (4.x). A rope_type or setting not listed in _SCALINGS is refused."""
+    key = "rope_parameters" if f.present("rope_parameters") else "rope_scaling"
     params = f.get("rope_parameters") or {}
     scaling = f.get("rope_scaling") or {}
-    kind = params.get("rope_type", params.get("type", "default"))
-    scaling_kind = scaling.get("rope_type", scaling.get("type", "default"))
-    for key, value in (("rope_parameters", kind), ("rope_scaling", scaling_kind)):
-        if value != "default":
-            raise f.error(
-                key,
-                f"RoPE scaling of type {value!r} is not supported (only the default rotary "
-                "embedding)",
-            )
-    extra = set(params) - {"rope_type", "type", "rope_theta"}
-    extra |= set(scaling) - {"rope_type", "type"}
+    if params and scaling and {**scaling, **params} != params:
+        raise f.error("rope_scaling", "rope_scaling and rope_parameters disagree")
+    found = {**scaling, **params}
+    kind = found.get("rope_type", found.get("type", "default"))
+    if kind not in _SCALINGS:
+        raise f.error(
+            key,
+            f"RoPE scaling of type {kind!r} is not supported (default, "
+            f"{', '.join(k for k in _SCALINGS if k != 'default')})",
+        )
+    fields = dict(_SCALINGS[kind])
+    extra = set(found) - {"rope_type", "type", "rope_theta", *fields}
     if extra:
-        raise f.error("rope_parameters", f"RoPE settings not supported: {', '.join(sorted(extra))}")
+        raise f.error(key, f"RoPE settings not supported: {', '.join(sorted(extra))}")
+    missing = set(fields) - set(found)
+    if missing:
+        raise f.error(key, f"rope_type {kind!r} needs {', '.join(sorted(missing))}")
     f.expect("partial_rotary_factor", (None, 1, 1.0), None, "rotary embedding on part of a head")
-    theta = params.get("rope_theta", f.get("rope_theta", default))
+    theta = found.get("rope_theta", f.get("rope_theta", default))
     if f.present("rope_theta") and float(f.get("rope_theta")) != float(theta):
         raise f.error("rope_theta", "rope_theta and rope_parameters.rope_theta disagree")
-    return float(theta)
+    position: dict[str, Any] = {"kind": "rope", "theta": float(theta)}
+    if kind != "default":
+        position["scaling"] = kind
+        position |= {spec: found[hf] for hf, spec in fields.items()}
+    return position
+
+
+def rope_parameters(spec: Spec) -> dict[str, Any]:
+    """`_rope`'s inverse, in transformers 5's rope_parameters."""
+    p = spec.position
+    kind = "default" if p.scaling == "none" else p.scaling
+    out: dict[str, Any] = {"rope_type": kind, "rope_theta": p.theta}
+    return out | {hf: getattr(p, key) for hf, key in _SCALINGS[kind]}
+
+
+def _refuse_window(f: Fields, v: LlamaVariant, max_pos: int) -> None:
+    """Refuse a sliding window shorter than the longest sequence: archspec has no windowed mask,
+    and a model built without one differs from transformers past the window, silently."""
+    # `"sliding_window": null` (Mistral v0.2 on) means no window; only an absent field takes the
+    # config class's default (4096 for Mistral).
+    window = f.get("sliding_window") if "sliding_window" in f.data else v.window_default
+    if window is not None and window < max_pos:
+        raise f.error(
+            "sliding_window",
+            f"sliding_window = {window} < max_position_embeddings = {max_pos}: sliding-window "
+            "attention is not supported (past the window, its tokens attend to fewer keys than "
+            "causal attention)",
+            hint=f"for sequences of at most {window} tokens, where the window masks nothing, "
+            f"set max_position_embeddings to {window} in config.json",
+        )
 
 
 def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any]:
@@ -68,15 +117,7 @@ def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any
     else:
         bias = {"attention": False, "mlp": False}
     if v.sliding_window:
-        window = f.get("sliding_window", v.window_default)
-        if window is not None and window < max_pos:
-            # Inside a window that covers the whole sequence, sliding-window attention is plain
-            # causal attention; build for sequences that short.
-            f.notes.append(
-                f"sliding_window {window} < max_position_embeddings {max_pos}: built for "
-                f"sequences of up to {window} tokens, where the window masks nothing"
-            )
-            max_pos = window
+        _refuse_window(f, v, max_pos)
     spec: dict[str, Any] = {
         "d_model": d,
         "n_layers": f.int("num_hidden_layers", 32),
@@ -84,13 +125,13 @@ def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any
         "n_kv_heads": kv if kv != heads else None,
         "head_dim": head_dim if head_dim * heads != d else None,
         "d_ff": f.int("intermediate_size", v.d_ff),
-        "vocab_size": f.int("vocab_size", 32000),
+        "vocab_size": f.int("vocab_size", v.vocab_size),
         "max_seq_len": max_pos,
         "layout": "decoder",
         "residual": "pre",
         "final_norm": True,
         "norm": {"kind": "rmsnorm", "eps": f.float("rms_norm_eps", v.rms_eps)},
-        "position": {"kind": "rope", "theta": _rope_theta(f, 10000.0)},
+        "position": _rope(f, 10000.0),
         "embedding": {"token_types": 0, "norm": False, "scale": False},
         "attention": {"bias": bias["attention"], "scale_scores": True},
         "mlp": {
@@ -124,7 +165,7 @@ def export_llama_like(spec: Spec) -> dict[str, Any]:
         "max_position_embeddings": spec.max_seq_len,
         "rms_norm_eps": spec.norm.eps,
         # transformers 5 reads rope_parameters, 4.x rope_theta: both, equal.
-        "rope_parameters": {"rope_type": "default", "rope_theta": spec.position.theta},
+        "rope_parameters": rope_parameters(spec),
         "rope_theta": spec.position.theta,
         "hidden_act": EXPORT_ACTIVATIONS[spec.mlp.activation],
         **write_dropout(spec, dropouts.LLAMA),

@@ -1,5 +1,6 @@
 """Mistral (`model_type: mistral`): LLaMA's architecture with grouped KV heads and a sliding
-window (imported only up to the window's length, where it masks nothing)."""
+window (imported only when it covers max_position_embeddings, where it masks nothing; a shorter
+window is refused, as archspec has no windowed mask)."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from archspec.hf import dropouts
@@ -18,9 +19,26 @@ from archspec.hf.name_rules import chain, lm_head, placed, shared_embedding
 from archspec.spec.schema import Spec
 
 
-def import_t5(f: Fields, cls: HFClass) -> dict[str, Any]:
+@dataclass(frozen=True)
+class T5Variant:
+    """A config class's defaults (T5Config's, MT5Config's), and whether it may scale the decoder
+    output before a tied head (T5 v1.0 does; MT5 never does)."""
+
+    n_layers: int = 6
+    n_heads: int = 8
+    d_ff: int = 2048
+    vocab_size: int = 32128
+    feed_forward_proj: str = "relu"
+    tie: bool = True
+    scales_output: bool = True
+
+
+T5 = T5Variant()
+
+
+def import_t5(f: Fields, cls: HFClass, v: T5Variant = T5) -> dict[str, Any]:
     f.expect("is_decoder", False, False, "a decoder-only T5")
-    proj = f.get("feed_forward_proj", "relu")
+    proj = f.get("feed_forward_proj", v.feed_forward_proj)
     act_info = proj.split("-")
     gated = act_info[0] == "gated" and len(act_info) == 2
     if len(act_info) > 2 or (len(act_info) == 2 and not gated):
@@ -33,16 +51,16 @@ def import_t5(f: Fields, cls: HFClass) -> dict[str, Any]:
         "dense_act_fn", (None, act_name), None, f"feed_forward_proj {proj!r} implies {act_name}"
     )
     f.expect("is_gated_act", (None, gated), None, f"feed_forward_proj {proj!r} implies {gated}")
-    n_layers = f.int("num_layers", 6, "num_hidden_layers")
+    n_layers = f.int("num_layers", v.n_layers, "num_hidden_layers")
     decoder_layers = f.int("num_decoder_layers", n_layers)
     d = f.int("d_model", 512, "hidden_size")
     spec: dict[str, Any] = {
         "d_model": d,
         "n_layers": n_layers,
-        "n_heads": f.int("num_heads", 8, "num_attention_heads"),
+        "n_heads": f.int("num_heads", v.n_heads, "num_attention_heads"),
         "head_dim": f.int("d_kv", 64, "head_dim"),
-        "d_ff": f.int("d_ff", 2048),
-        "vocab_size": f.int("vocab_size", 32128),
+        "d_ff": f.int("d_ff", v.d_ff),
+        "vocab_size": f.int("vocab_size", v.vocab_size),
         "layout": cls.layout or "encoder-decoder",
         "residual": "pre",
         "final_norm": True,
@@ -71,8 +89,10 @@ def import_t5(f: Fields, cls: HFClass) -> dict[str, Any]:
     f.expect("is_encoder_decoder", True, True, "T5 is an encoder-decoder")
     if decoder_layers != n_layers:
         spec["decoder"] = {"n_layers": decoder_layers}
-    head = read_head(f, cls, True)
-    if cls.head == "lm":
+    head = read_head(f, cls, v.tie)
+    if cls.head == "lm" and not v.scales_output:
+        head["scale_tied_output"] = False
+    elif cls.head == "lm":
         # transformers scales the decoder output by d_model**-0.5 before a tied head (T5 v1.0);
         # 5.x states it as scale_decoder_outputs, defaulting to "the head is tied".
         scale = f.get("scale_decoder_outputs", head["tied"])
@@ -88,7 +108,7 @@ def import_t5(f: Fields, cls: HFClass) -> dict[str, Any]:
     return spec
 
 
-def export_t5(spec: Spec) -> dict[str, Any]:
+def export_t5(spec: Spec, v: T5Variant = T5) -> dict[str, Any]:
     act = EXPORT_ACTIVATIONS[spec.mlp.activation]
     if spec.mlp.gated:
         # transformers reads "gated-gelu" as the tanh approximation (gelu_new).
@@ -108,7 +128,7 @@ def export_t5(spec: Spec) -> dict[str, Any]:
         "layer_norm_epsilon": spec.norm.eps,
         "relative_attention_num_buckets": spec.position.num_buckets,
         "relative_attention_max_distance": spec.position.max_distance,
-        "scale_decoder_outputs": spec.head.scale_tied_output,
+        **({"scale_decoder_outputs": spec.head.scale_tied_output} if v.scales_output else {}),
         **write_dropout(spec, dropouts.T5),
         "decoder_start_token_id": 0,
         **head_fields(spec),
@@ -141,6 +161,15 @@ def _stack(w: Where) -> str | None:
     return {"final_norm": f"{w.role}.final_layer_norm"}.get(w.local)
 
 
+NAMES = NameRules(
+    "",
+    model=chain(shared_embedding, lm_head),
+    # REL_BIAS is in both: it answers only at the level where the IR puts the table.
+    stack=chain(REL_BIAS, _stack),
+    blocks=lambda role: f"{role}.block",
+    block=chain(REL_BIAS, _block),
+)
+
 FAMILY = Family(
     model_type="t5",
     classes=(
@@ -151,13 +180,6 @@ FAMILY = Family(
     bases=("_t5", "_flan-t5"),
     import_config=import_t5,
     export_config=export_t5,
-    names=NameRules(
-        "",
-        model=chain(shared_embedding, lm_head),
-        # REL_BIAS is in both: it answers only at the level where the IR puts the table.
-        stack=chain(REL_BIAS, _stack),
-        blocks=lambda role: f"{role}.block",
-        block=chain(REL_BIAS, _block),
-    ),
+    names=NAMES,
     class_aliases={"T5WithLMHeadModel": "T5ForConditionalGeneration"},
 )

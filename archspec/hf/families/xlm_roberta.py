@@ -1,0 +1,26 @@
+"""XLM-RoBERTa (`model_type: xlm-roberta`): RoBERTa's architecture and names under its own
+classes, with a multilingual vocabulary (XLMRobertaConfig's default vocab_size is BERT's)."""
+
+from __future__ import annotations
+
+from archspec.hf.families._bert_like import (
+    BERT_LIKE_BUFFERS,
+    bert_like_names,
+    bert_like_unsupported_heads,
+    export_bert_like,
+    import_bert_like,
+)
+from archspec.hf.family import Family, HFClass
+
+FAMILY = Family(
+    model_type="xlm-roberta",
+    classes=(HFClass("XLMRobertaModel", "xlm-roberta", "pooler", base=True),),
+    bases=("_xlm-roberta",),
+    import_config=lambda f, cls: import_bert_like(f, cls, roberta=True, vocab_default=30522),
+    export_config=export_bert_like,
+    names=bert_like_names("roberta."),
+    buffers=BERT_LIKE_BUFFERS,
+    unsupported_heads=bert_like_unsupported_heads(
+        ("XLMRobertaForMaskedLM", "XLMRobertaForCausalLM"), "XLMRobertaModel", "lm_head.*"
+    ),
+)
