@@ -70,8 +70,8 @@ def _head_checks(f: Features, size: ExprPrinter) -> list[str]:
     counts: dict[str, str] = {}
     for node, _ in f.classes(Attention):
         assert isinstance(node, Attention)
-        counts.setdefault(size(node.n_heads), "attention heads")
-        counts.setdefault(size(node.n_kv_heads), "key/value heads")
+        counts.setdefault(size(node.n_heads), "heads")
+        counts.setdefault(size(node.n_kv_heads), "kv heads")
     out = []
     for expr, what in counts.items():
         message = f'f"tp={{tp.size()}} does not divide the {{{expr}}} {what}"'
@@ -121,20 +121,26 @@ Returns the model; build it under the same seed on every rank (or load weights a
 
 def parallelize_function(f: Features, size: ExprPrinter) -> str:
     stacks = ", ".join(f"*model.{stack.name}.blocks" for stack in f.stacks)
+    tensor_parallel = _tensor_parallel(f, size)
+    # Imported here, not at the top: a single-device user never loads torch.distributed.
+    imports = ["from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard"]
+    if any("parallelize_module" in line for line in tensor_parallel):
+        imports += [
+            "from torch.distributed.tensor import Replicate",
+            "from torch.distributed.tensor.parallel import (",
+            "    ColwiseParallel,",
+            "    RowwiseParallel,",
+            "    parallelize_module,",
+            ")",
+        ]
     body = [
-        docstring(DOC, 0),
-        "from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard",
-        "from torch.distributed.tensor import Replicate",
-        "from torch.distributed.tensor.parallel import (",
-        "    ColwiseParallel,",
-        "    RowwiseParallel,",
-        "    parallelize_module,",
-        ")",
+        docstring(DOC, 1),
+        *imports,
         "",
         'tp, dp = mesh["tp"], mesh["dp"]',
         f"blocks = [{stacks}]",
         "if tp.size() > 1:",
-        indent(lines(*_tensor_parallel(f, size)), 1),
+        indent(lines(*tensor_parallel), 1),
         "if dp.size() > 1:",
         "    mp_policy = mp_policy or MixedPrecisionPolicy()  # default: no casts",
         "    for block in blocks:",
