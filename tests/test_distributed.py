@@ -26,8 +26,11 @@ MODELS = {
     "gpt2": ("gpt2", TINY),
     "llama-gqa": ("llama-2-7b", [*TINY, "n_kv_heads=2"]),
     "t5": ("t5-small", [*TINY, "head_dim=8"]),
+    "bert": ("bert-base", TINY),
+    "moe": ("mixtral-8x7b", [*TINY, "n_kv_heads=2", "moe.n_experts=4", "moe.top_k=2"]),
 }
 CASES = [("gpt2", 1, 2), ("gpt2", 2, 1), ("llama-gqa", 1, 2), ("llama-gqa", 2, 1), ("t5", 1, 2)]
+CASES += [("bert", 1, 2), ("bert", 2, 1), ("moe", 1, 2), ("moe", 2, 1)]
 
 
 def _port() -> int:
