@@ -57,6 +57,7 @@ def run_case(path: str, dp: int, tp: int) -> dict:
     ref_loss, ref_logits = _loss(ref, data)
     ref_loss.backward()
     ref_grads = {n: p.grad for n, p in ref.named_parameters()}
+    torch.optim.SGD(ref.parameters(), lr=0.1).step()
 
     torch.manual_seed(0)
     model = module.Model().eval()
@@ -84,7 +85,16 @@ def run_case(path: str, dp: int, tp: int) -> dict:
         got = _full(p.grad)
         want = torch.zeros_like(got) if want is None else want
         grad_diff = max(grad_diff, (got - want).abs().max().item())
+    # One optimizer step on the shards gives the single-process parameters. foreach=False:
+    # a DTensor parameter and a replicated plain one cannot share one foreach kernel.
+    torch.optim.SGD(model.parameters(), lr=0.1, foreach=False).step()
+    reference = dict(ref.named_parameters())
+    step_diff = max(
+        (_full(p.detach()) - reference[name].detach()).abs().max().item()
+        for name, p in model.named_parameters()
+    )
     out = {
+        "step_diff": step_diff,
         "loss": measured.item(),
         "ref_loss": ref_loss.item(),
         "grad_diff": grad_diff,

@@ -1,5 +1,6 @@
 """The generated `parallelize(model, mesh)` on 2 gloo processes on the CPU: tensor parallelism
-(tp=2) and FSDP2 (dp=2) give the single-process loss and gradients, and each rank holds the
+(tp=2) and FSDP2 (dp=2) give the single-process loss, gradients and parameters after one
+optimizer step (gpt2, a GQA llama, bert, a small MoE; t5 with tp=2), and each rank holds the
 parameter bytes archspec predicts for PyTorch's layout (`torch_local_params`).
 
 All cases run in one spawn of two processes: starting torch is most of the cost."""
@@ -15,7 +16,7 @@ import pytest
 import torch.multiprocessing as mp
 
 from archspec import build_ir, load_spec
-from archspec.backends.count.layout import Parallelism
+from archspec.backends.count.layout import Parallelism, padded_vocab
 from archspec.backends.count.memory import memory_figures
 from archspec.backends.count.torch_layout import torch_local_params
 from archspec.backends.torchgen import generate_source
@@ -65,6 +66,7 @@ def test_same_loss_and_gradients(runs, key, dp, tp):
         assert got["loss"] == pytest.approx(got["ref_loss"], abs=1e-5)
         assert got["missing_grads"] == []
         assert got["grad_diff"] < 1e-5
+        assert got["step_diff"] < 1e-5
         if "logits_diff" in got:
             assert got["logits_diff"] < 1e-5
 
@@ -87,5 +89,5 @@ def test_local_bytes_equal_prediction(runs, key, dp, tp):
         # Megatron-LM pads the vocabulary to a multiple of 128·tp; DTensor does not.
         vocab, d = ir.value(ir.root.vocab_size), ir.value(ir.root.d_model)
         tables = 1 if ir.root.lm_head is None or ir.root.lm_head.tied_to else 2
-        padding = tables * (256 - vocab) // tp * d
+        padding = tables * (padded_vocab(vocab, tp) - vocab) // tp * d
         assert measured == 4 * (figures.stages[0].params - padding)
