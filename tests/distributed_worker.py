@@ -85,9 +85,8 @@ def run_case(path: str, dp: int, tp: int) -> dict:
         got = _full(p.grad)
         want = torch.zeros_like(got) if want is None else want
         grad_diff = max(grad_diff, (got - want).abs().max().item())
-    # One optimizer step on the shards gives the single-process parameters. foreach=False:
-    # a DTensor parameter and a replicated plain one cannot share one foreach kernel.
-    torch.optim.SGD(model.parameters(), lr=0.1, foreach=False).step()
+    # One optimizer step on the shards gives the single-process parameters.
+    torch.optim.SGD(model.parameters(), lr=0.1).step()
     reference = dict(ref.named_parameters())
     step_diff = max(
         (_full(p.detach()) - reference[name].detach()).abs().max().item()
