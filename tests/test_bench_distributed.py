@@ -37,9 +37,11 @@ def test_nproc_2_tp_2_reports_every_rank():
         (["--nproc", "2", "--tp", "3"], "--tp 3 does not divide --nproc 2"),
         (["--nproc", "2"], "add --zero 3"),
         (["--nproc", "1"], "--nproc takes 2 or more"),
+        (["--nproc", "4", "--tp", "4", "--set", "n_kv_heads=2"], "does not divide the 2 kv heads"),
     ],
 )
 def test_refusals(options, message):
-    result = CliRunner().invoke(app, ["bench", "gpt2", *SETS, *options])
+    """Refused before torchrun starts: exit 2 and one message."""
+    result = CliRunner().invoke(app, ["bench", "llama-2-7b", *SETS, *options])
     assert result.exit_code == 2
     assert message in result.output

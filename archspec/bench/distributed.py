@@ -37,6 +37,30 @@ def check_layout(nproc: int, tp: int, zero: int, device: str, gpus: int) -> None
         raise SpecError(f"--nproc {nproc} exceeds the {gpus} GPUs of this machine")
 
 
+def check_heads(ir: IR, tp: int) -> None:
+    """The generated parallelize gives each rank whole heads and whole key/value heads
+    (Megatron-LM would also copy kv heads beyond n_kv_heads ranks; DTensor's plan does not)."""
+    from archspec.ir.nodes import Attention
+    from archspec.ir.visit import walk
+
+    for placed in walk(ir.root):
+        if isinstance(placed.node, Attention):
+            for count, what in (
+                (placed.node.n_heads, "heads"),
+                (placed.node.n_kv_heads, "kv heads"),
+            ):
+                if ir.value(count) % tp:
+                    raise SpecError(f"--tp {tp} does not divide the {ir.value(count)} {what}")
+    if (
+        any(
+            isinstance(p.node, Attention) and p.node.mask.bias and not p.node.mask.learned_bias
+            for p in walk(ir.root)
+        )
+        and tp > 1
+    ):
+        raise SpecError("tensor parallelism does not split ALiBi's per-head slopes: use --tp 1")
+
+
 def predicted(ir: IR, nproc: int, tp: int, zero: int, batch: int, seq: int) -> dict[str, int]:
     """archspec's per-device figures for the layout, in bytes (fp32 training with AdamW)."""
     from archspec.backends.count.flops import KV_LEN, S_DEC, B, S
@@ -63,6 +87,8 @@ def run_distributed(
 
     gpus = torch.cuda.device_count()
     check_layout(nproc, tp, zero, device, gpus)
+    check_heads(ir, tp)
+    prediction = predicted(ir, nproc, tp, zero, batch, seq)  # refuses what cannot be split
     settings = {
         "device": device, "tp": tp, "batch": batch, "seq": seq, "steps": steps,
         "warmup": warmup, "seed": seed, "vocab": ir.value(ir.root.vocab_size),
@@ -92,5 +118,5 @@ def run_distributed(
     return {
         "name": ir.name, "nproc": nproc, "tp": tp, "dp": nproc // tp, "zero": zero,
         "device": "cuda" if device == "cuda" else "cpu", "batch": batch, "seq": seq,
-        "predicted_bytes": predicted(ir, nproc, tp, zero, batch, seq), "ranks": ranks,
+        "predicted_bytes": prediction, "ranks": ranks,
     }  # fmt: skip
