@@ -113,6 +113,26 @@ def bench(
             rich_help_panel=_MEASURE,
         ),
     ] = None,  # fmt: skip
+    nproc: Annotated[
+        int | None,
+        typer.Option(
+            "--nproc",
+            help="Train across N processes on this machine with torchrun (gloo on CPU, NCCL "
+            "on GPUs), the model laid out by its generated parallelize().",
+            rich_help_panel=_RUN,
+        ),
+    ] = None,  # fmt: skip
+    tp: Annotated[
+        int,
+        typer.Option("--tp", help="Tensor-parallel ranks (with --nproc).", rich_help_panel=_RUN),
+    ] = 1,
+    zero: Annotated[
+        int,
+        typer.Option(
+            "--zero", help="3: FSDP2 over the data-parallel ranks (with --nproc).",
+            rich_help_panel=_RUN,
+        ),
+    ] = 0,  # fmt: skip
     set_: SetOpt = None,
     json_: JsonOpt = False,
     debug: DebugOpt = False,
@@ -138,6 +158,10 @@ def bench(
     from archspec.hf.export_config import hf_config_dict
     from archspec.ir.build import build_ir
 
+    if nproc is not None:
+        _bench_distributed(spec, set_, nproc, tp, zero, device, batch, seq, steps, warmup, seed,
+                           json_, debug)  # fmt: skip
+        return
     settings = Settings(
         device=device, dtype=dtype, batch=batch, seq=seq, mode=mode, compile=compile_,
         steps=steps, warmup=warmup, new_tokens=new_tokens, vs_hf=vs_hf, seed=seed,
@@ -276,3 +300,38 @@ def _render(r: dict[str, Any]) -> None:
         )
     for note in notes:
         stderr().print(f"[dim]{note}[/dim]")
+
+
+def _bench_distributed(spec, set_, nproc, tp, zero, device, batch, seq, steps, warmup, seed,
+                       json_, debug) -> None:  # fmt: skip
+    """`--nproc`: torchrun on this machine; a row per rank beside the per-device prediction."""
+    from rich.table import Table
+
+    from archspec.bench.distributed import run_distributed
+    from archspec.ir.build import build_ir
+
+    with user_errors(debug):
+        ir = build_ir(resolve_spec(spec, set_))
+        seq = seq or min(512, ir.value(ir.root.max_seq_len))
+        r = run_distributed(
+            ir, nproc, tp, zero, device or "cpu", batch, seq, steps, warmup, seed
+        )
+    if json_:
+        print_json(r)
+        return
+    pred = r["predicted_bytes"]
+    table = Table(
+        title=f"{r['name']}: train on {r['nproc']} {r['device']} processes, tp={r['tp']}, "
+        f"dp={r['dp']}, zero={r['zero']}, B={r['batch']} per replica, S={r['seq']}, fp32",
+        title_justify="left",
+    )
+    for column in ("rank", "step time", "tokens/s", "parameter bytes", "predicted weights",
+                   "peak memory", "predicted memory"):  # fmt: skip
+        table.add_column(column, justify="right")
+    for rank in r["ranks"]:
+        table.add_row(
+            str(rank["rank"]), _seconds(rank["step_time_s"]), f"{rank['tokens_per_s']:,.0f}",
+            _bytes(rank["param_bytes"]), _bytes(pred["weights"]),
+            _bytes(rank["peak_memory_bytes"]), _bytes(pred["total"]),
+        )  # fmt: skip
+    stdout().print(table)

@@ -15,6 +15,7 @@ from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.feedforward import mlp_class, moe_class
 from archspec.backends.torchgen.functions import helpers
 from archspec.backends.torchgen.model import model_class
+from archspec.backends.torchgen.parallel import parallelize_function
 from archspec.backends.torchgen.stack import stack_class
 from archspec.backends.torchgen.text import INDENT, LINE_LENGTH, docstring
 from archspec.ir.nodes import IR, MLP, Attention, Block, MoE, Stack
@@ -105,6 +106,7 @@ def generate_source(ir: IR, command: str | None = None) -> str:
         *(block_class(f, node, stack, size) for node, stack in f.classes(Block)),
         *(stack_class(f, node, size) for node, _ in f.classes(Stack)),
         model_class(f, size),
+        parallelize_function(f, size),
     ]
     body = "\n\n\n".join(c for c in classes if c is not None)
     total = ir.value(parameter_count(ir.root))

@@ -1,0 +1,122 @@
+"""`archspec bench --nproc N`: the generated model trained across N processes on this machine.
+
+The launcher is the installed torch's torchrun (`python -m torch.distributed.run --standalone`):
+gloo on CPU processes, NCCL on GPUs. Each rank (`distributed_rank.py`) runs the model under its
+own `parallelize` (tensor parallelism over `tp` ranks, FSDP2 over the rest when `zero` is 3)
+and reports its step times, peak memory and parameter bytes; they are shown beside archspec's
+per-device prediction for the same layout."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from archspec.errors import SpecError
+from archspec.ir.nodes import IR
+
+
+def check_layout(nproc: int, tp: int, zero: int, device: str, gpus: int) -> None:
+    """One clear message per impossible request."""
+    if nproc < 2:
+        raise SpecError("--nproc takes 2 or more processes")
+    if tp < 1 or nproc % tp:
+        raise SpecError(f"--tp {tp} does not divide --nproc {nproc}")
+    if zero not in (0, 3):
+        raise SpecError("--zero with --nproc takes 0 (replicated) or 3 (FSDP2)")
+    if nproc // tp > 1 and zero != 3:
+        raise SpecError(
+            f"--nproc {nproc} with --tp {tp} leaves {nproc // tp} data-parallel replicas",
+            hint="the generated parallelize shards them with FSDP2: add --zero 3",
+        )
+    if device == "cuda" and nproc > gpus:
+        raise SpecError(f"--nproc {nproc} exceeds the {gpus} GPUs of this machine")
+
+
+def check_heads(ir: IR, tp: int) -> None:
+    """The generated parallelize gives each rank whole heads and whole key/value heads
+    (Megatron-LM would also copy kv heads beyond n_kv_heads ranks; DTensor's plan does not)."""
+    from archspec.ir.nodes import Attention
+    from archspec.ir.visit import walk
+
+    for placed in walk(ir.root):
+        if isinstance(placed.node, Attention):
+            for count, what in (
+                (placed.node.n_heads, "heads"),
+                (placed.node.n_kv_heads, "kv heads"),
+            ):
+                if ir.value(count) % tp:
+                    raise SpecError(f"--tp {tp} does not divide the {ir.value(count)} {what}")
+    if (
+        any(
+            isinstance(p.node, Attention) and p.node.mask.bias and not p.node.mask.learned_bias
+            for p in walk(ir.root)
+        )
+        and tp > 1
+    ):
+        raise SpecError("tensor parallelism does not split ALiBi's per-head slopes: use --tp 1")
+
+
+def predicted(ir: IR, nproc: int, tp: int, zero: int, batch: int, seq: int) -> dict[str, int]:
+    """archspec's per-device figures for the layout, in bytes (fp32 training with AdamW)."""
+    from archspec.backends.count.flops import KV_LEN, S_DEC, B, S
+    from archspec.backends.count.flops_report import whole_bytes
+    from archspec.backends.count.memory import Parallelism, memory_figures
+
+    m = memory_figures(ir, attn="flash", parallel=Parallelism(gpus=nproc, tp=tp, zero=zero)).stages[
+        0
+    ]
+    env = {**ir.env, B: batch, S: seq, S_DEC: seq, KV_LEN: seq}
+    return {
+        "weights": whole_bytes(m.weights, env),
+        "total": whole_bytes(m.total, env),
+    }
+
+
+def run_distributed(
+    ir: IR, nproc: int, tp: int, zero: int, device: str, batch: int, seq: int, steps: int,
+    warmup: int, seed: int,
+) -> dict[str, Any]:  # fmt: skip
+    import torch
+
+    from archspec.backends.torchgen import generate_source
+
+    gpus = torch.cuda.device_count()
+    check_layout(nproc, tp, zero, device, gpus)
+    check_heads(ir, tp)
+    prediction = predicted(ir, nproc, tp, zero, batch, seq)  # refuses what cannot be split
+    settings = {
+        "device": device, "tp": tp, "batch": batch, "seq": seq, "steps": steps,
+        "warmup": warmup, "seed": seed, "vocab": ir.value(ir.root.vocab_size),
+        "encoder_decoder": ir.root.layout == "encoder-decoder",
+    }  # fmt: skip
+    with tempfile.TemporaryDirectory() as folder:
+        source = Path(folder, "model.py")
+        source.write_text(generate_source(ir))
+        settings_path = Path(folder, "settings.json")
+        settings_path.write_text(json.dumps(settings))
+        command = [
+            sys.executable, "-m", "torch.distributed.run", "--standalone",
+            f"--nproc-per-node={nproc}", "-m", "archspec.bench.distributed_rank",
+            str(source), str(settings_path),
+        ]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            errors = [line for line in done.stderr.splitlines() if "Error" in line]
+            raise SpecError(
+                f"torchrun failed (exit {done.returncode}): "
+                + (errors[-1] if errors else done.stderr.strip()[-500:])
+            )
+        ranks = [json.loads(Path(folder, f"rank{r}.json").read_text()) for r in range(nproc)]
+    for r in ranks:
+        r["step_time_s"] = statistics.median(r["step_times_s"])
+        r["tokens_per_s"] = batch * seq / r["step_time_s"]
+    return {
+        "name": ir.name, "nproc": nproc, "tp": tp, "dp": nproc // tp, "zero": zero,
+        "device": "cuda" if device == "cuda" else "cpu", "batch": batch, "seq": seq,
+        "predicted_bytes": prediction, "ranks": ranks,
+    }  # fmt: skip

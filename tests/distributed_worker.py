@@ -1,0 +1,116 @@
+"""One rank of tests/test_distributed.py: every generated model under `parallelize`, against
+the same model on this process alone, on each mesh. Writes what it measured as JSON; the test
+compares."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import DTensor
+
+
+def _load(path: str):
+    spec = importlib.util.spec_from_file_location(Path(path).stem, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _data(encdec: bool) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(1)
+    data = {"input_ids": torch.randint(0, 64, (4, 8), generator=gen)}
+    if encdec:
+        data["decoder_input_ids"] = torch.randint(0, 64, (4, 8), generator=gen)
+    data["targets"] = torch.randint(0, 64, (4, 8), generator=gen)
+    return data
+
+
+def _loss(model, data: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    inputs = {k: v for k, v in data.items() if k != "targets"}
+    out = model(**inputs)
+    out = out[0] if isinstance(out, tuple) else out  # (hidden states, pooled): an encoder
+    if out.size(-1) != 64:  # no LM head: any scalar of the hidden states will do
+        return out.square().mean(), out
+    return F.cross_entropy(out.flatten(0, 1), data["targets"].flatten()), out
+
+
+def _full(t: torch.Tensor) -> torch.Tensor:
+    return t.full_tensor() if isinstance(t, DTensor) else t
+
+
+def run_case(path: str, dp: int, tp: int) -> dict:
+    rank = dist.get_rank()
+    module = _load(path)
+    encdec = "decoder_input_ids" in module.Model.forward.__code__.co_varnames
+    data = _data(encdec)
+    torch.manual_seed(0)
+    ref = module.Model().eval()  # eval: no dropout, so both sides compute the same thing
+    ref_loss, ref_logits = _loss(ref, data)
+    ref_loss.backward()
+    ref_grads = {n: p.grad for n, p in ref.named_parameters()}
+    torch.optim.SGD(ref.parameters(), lr=0.1).step()
+
+    torch.manual_seed(0)
+    model = module.Model().eval()
+    mesh = init_device_mesh("cpu", (dp, tp), mesh_dim_names=("dp", "tp"))
+    module.parallelize(model, mesh)
+    if dp > 1:  # each replica takes its share of the batch
+        share = data["input_ids"].size(0) // dp
+        data = {k: v[rank * share : (rank + 1) * share] for k, v in data.items()}
+    loss, logits = _loss(model, data)
+    loss.backward()
+    measured = loss.detach().clone()
+    if dp > 1:
+        dist.all_reduce(measured, op=dist.ReduceOp.AVG)
+    local_bytes = 0
+    grad_diff, missing = 0.0, []
+    for name, p in model.named_parameters():
+        local = p.to_local() if isinstance(p, DTensor) else p
+        local_bytes += local.numel() * local.element_size()
+        want = ref_grads[name]
+        if p.grad is None:
+            # Only a parameter unused on one device too (an expert no token chose).
+            if want is not None:
+                missing.append(name)
+            continue
+        got = _full(p.grad)
+        want = torch.zeros_like(got) if want is None else want
+        grad_diff = max(grad_diff, (got - want).abs().max().item())
+    # One optimizer step on the shards gives the single-process parameters.
+    torch.optim.SGD(model.parameters(), lr=0.1).step()
+    reference = dict(ref.named_parameters())
+    step_diff = max(
+        (_full(p.detach()) - reference[name].detach()).abs().max().item()
+        for name, p in model.named_parameters()
+    )
+    out = {
+        "step_diff": step_diff,
+        "loss": measured.item(),
+        "ref_loss": ref_loss.item(),
+        "grad_diff": grad_diff,
+        "missing_grads": missing,
+        "local_bytes": local_bytes,
+    }
+    if dp == 1:
+        out["logits_diff"] = (_full(logits) - ref_logits).abs().max().item()
+    return out
+
+
+def worker(rank: int, world: int, port: int, cases: list[tuple[str, str, int, int]], out: str):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        results = {key: run_case(path, dp, tp) for key, path, dp, tp in cases}
+    finally:
+        dist.destroy_process_group()
+    Path(out, f"rank{rank}.json").write_text(json.dumps(results))

@@ -1,0 +1,47 @@
+"""`archspec bench --nproc`: torchrun on 2 CPU processes with gloo, and its refusals."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from archspec import build_ir, load_spec
+from archspec.backends.count.layout import Parallelism
+from archspec.backends.count.torch_layout import torch_local_params
+from archspec.cli import app
+
+TINY = ["n_layers=2", "d_model=32", "n_heads=4", "d_ff=64", "vocab_size=64", "max_seq_len=16"]
+SETS = [word for item in TINY for word in ("--set", item)]
+
+
+@pytest.mark.slow
+def test_nproc_2_tp_2_reports_every_rank():
+    args = ["bench", "gpt2", *SETS, "--nproc", "2", "--tp", "2", "--steps", "2", "--warmup", "1"]
+    result = CliRunner().invoke(app, [*args, "--batch", "2", "--json"])
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)
+    ir = build_ir(load_spec("gpt2", TINY))
+    assert [rank["rank"] for rank in r["ranks"]] == [0, 1]
+    for rank in r["ranks"]:
+        assert rank["step_time_s"] > 0 and rank["peak_memory_bytes"] > 0
+        expected = 4 * torch_local_params(ir, Parallelism(gpus=2, tp=2), rank["rank"])
+        assert rank["param_bytes"] == expected
+    assert r["predicted_bytes"]["weights"] > 0
+
+
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        (["--nproc", "2", "--tp", "3"], "--tp 3 does not divide --nproc 2"),
+        (["--nproc", "2"], "add --zero 3"),
+        (["--nproc", "1"], "--nproc takes 2 or more"),
+        (["--nproc", "4", "--tp", "4", "--set", "n_kv_heads=2"], "does not divide the 2 kv heads"),
+    ],
+)
+def test_refusals(options, message):
+    """Refused before torchrun starts: exit 2 and one message."""
+    result = CliRunner().invoke(app, ["bench", "llama-2-7b", *SETS, *options])
+    assert result.exit_code == 2
+    assert message in result.output
