@@ -36,6 +36,9 @@ class PositionKind:
     table: Literal["absolute", "relative", None] = None
     learned_bias: bool = False  # the score bias has parameters (gradients flow into it)
     needs_positions: bool = True  # the stack builds a tensor of token positions
+    # Its table or encodings are sized (or its angles were trained) for max_seq_len positions:
+    # the generated model refuses longer inputs rather than index past a table.
+    length_limited: bool = False
     # The spec's `position.*` fields this kind reads, as (spec field, generated Config field).
     parameters: tuple[tuple[str, str], ...] = ()
     flops_per_element: int = 0  # per element it acts on (an add, or RoPE's two muls and add)
@@ -67,6 +70,7 @@ POSITIONS: dict[str, PositionKind] = {
             parameters=(("offset", "pos_offset"),),
             flops_per_element=1,
             code=Learned(),
+            length_limited=True,
         ),
         PositionKind(
             "sinusoidal",
@@ -75,6 +79,7 @@ POSITIONS: dict[str, PositionKind] = {
             acts_on="embeddings",
             flops_per_element=1,
             code=Sinusoidal(),
+            length_limited=True,
         ),
         PositionKind(
             "rope",
@@ -84,6 +89,7 @@ POSITIONS: dict[str, PositionKind] = {
             parameters=(("theta", "rope_theta"),),
             flops_per_element=3,  # x·cos + rotate_half(x)·sin
             code=Rotary(),
+            length_limited=True,
         ),
         # Scaled RoPE (spec: `kind: rope` with `scaling:`), as transformers' rope_type.
         PositionKind(
@@ -94,6 +100,7 @@ POSITIONS: dict[str, PositionKind] = {
             parameters=(("theta", "rope_theta"), ("factor", "rope_factor")),
             flops_per_element=3,
             code=LinearRotary(),
+            length_limited=True,
         ),
         PositionKind(
             "rope_llama3",
@@ -109,6 +116,7 @@ POSITIONS: dict[str, PositionKind] = {
             ),
             flops_per_element=3,
             code=Llama3Rotary(),
+            length_limited=True,
         ),
         PositionKind(
             "alibi",

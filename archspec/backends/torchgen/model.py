@@ -185,12 +185,9 @@ def generate(
     return tokens
 '''
 
-# Position kinds whose table or encodings were sized (or trained) for max_seq_len positions.
-LIMITED = frozenset({"learned", "sinusoidal", "rope"})
-
-
 def limited(stack: Stack) -> bool:
-    return stack.position.kind in LIMITED
+    """Its position kind's table or encodings were sized (or trained) for max_seq_len."""
+    return stack.position.entry.length_limited
 
 
 def _length_checks(f: Features) -> list[str]:
