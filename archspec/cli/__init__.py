@@ -20,6 +20,7 @@ from archspec.cli import (
     hf,  # noqa: F401  (registers import-hf)
     plan,  # noqa: F401  (registers plan)
     printing,  # noqa: F401  (registers print)
+    report,  # noqa: F401  (registers report)
 )
 from archspec.cli.app import app
 

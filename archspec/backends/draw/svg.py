@@ -23,7 +23,7 @@ def _text(t: Text) -> str:
     )
 
 
-def _shape(shape) -> str:
+def _shape(shape, prefix: str) -> str:
     if isinstance(shape, Rect):
         return (
             f'<rect x="{_num(shape.x)}" y="{_num(shape.y)}" width="{_num(shape.w)}" '
@@ -47,7 +47,7 @@ def _shape(shape) -> str:
         return out
     if isinstance(shape, Line):
         points = " ".join(f"{_num(x)},{_num(y)}" for x, y in shape.points)
-        marker = f' marker-end="url(#{_marker_id(shape.color)})"' if shape.arrow else ""
+        marker = f' marker-end="url(#{prefix}{_marker_id(shape.color)})"' if shape.arrow else ""
         dash = ' stroke-dasharray="4 3"' if shape.dashed else ""
         return (
             f'<polyline points="{points}" fill="none" stroke="{shape.color}" '
@@ -60,18 +60,19 @@ def _marker_id(color: str) -> str:
     return "arrow-" + color.lstrip("#")
 
 
-def render(canvas: Canvas, standalone: bool = True) -> str:
-    """The SVG text; `standalone=False` leaves out the XML declaration (for inlining)."""
+def render(canvas: Canvas, standalone: bool = True, prefix: str = "") -> str:
+    """The SVG text; `standalone=False` leaves out the XML declaration, and `prefix` keeps the
+    arrowheads' ids apart when several diagrams are inlined in one page."""
     colors = sorted({s.color for s in canvas.shapes if isinstance(s, Line) and s.arrow})
     markers = "".join(
-        f'<marker id="{_marker_id(c)}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
-        f'markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="{c}"/>'
+        f'<marker id="{prefix}{_marker_id(c)}" viewBox="0 0 10 10" refX="9" refY="5" '
+        f'markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="{c}"/>'
         "</marker>"
         for c in colors
     )
     width, height = _num(canvas.width), _num(canvas.height)
     head = '<?xml version="1.0" encoding="UTF-8"?>\n' if standalone else ""
-    body = "\n".join(_shape(s) for s in canvas.shapes)
+    body = "\n".join(_shape(s, prefix) for s in canvas.shapes)
     return (
         f'{head}<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family={quoteattr(FONT)} role="img">\n'
