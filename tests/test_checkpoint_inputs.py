@@ -164,17 +164,15 @@ LLAMA = {
 }  # fmt: skip
 
 
-@pytest.mark.xfail(reason="fixed with the hf family records", strict=False)
 def test_zero_kv_heads_is_refused(tmp_path: Path) -> None:
-    # Imported today as multi-head attention, as if the field were absent.
+    # Once imported as multi-head attention, as if the field were absent.
     config = LLAMA
     (tmp_path / "config.json").write_text(json.dumps({**config, "num_key_value_heads": 0}))
     refused(cli("import-hf", str(tmp_path)), "num_key_value_heads")
 
 
-@pytest.mark.xfail(reason="fixed with the hf family records", strict=False)
 def test_zero_head_dim_is_refused(tmp_path: Path) -> None:
-    # Dropped today without a word.
+    # Once dropped without a word.
     config = LLAMA
     (tmp_path / "config.json").write_text(json.dumps({**config, "head_dim": 0}))
     refused(cli("import-hf", str(tmp_path)), "head_dim")

@@ -18,8 +18,14 @@ from pathlib import Path
 import pytest
 import sympy as sp
 import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.utils.flop_counter import FlopCounterMode
 
 from archspec import build_ir, load_spec
+from archspec.backends.count.activations import activation_bytes
+from archspec.backends.count.conventions import CONVENTIONS
+from archspec.backends.count.flops import S_DEC, B, S, flop_figures
 from archspec.backends.count.params import parameter_count
 from archspec.backends.printer import module_repr
 from archspec.backends.torchgen import generate_source, load_generated
@@ -29,6 +35,7 @@ from archspec.ir.lower import lower_mlp
 from archspec.ir.nodes import IR, MLP, Block, Run
 from archspec.ir.ops import Value
 from archspec.kinds import ACTIVATIONS, ActivationKind
+from tests.test_memory import saved_bytes
 
 TINY = ["d_model=64", "n_heads=4", "d_ff=128", "vocab_size=256", "max_seq_len=32"]
 
@@ -79,6 +86,29 @@ def check(ir: IR, tmp_path: Path) -> torch.nn.Module:
     return model
 
 
+def check_costs(ir: IR, model: torch.nn.Module, b: int = 2, seq: int = 16) -> None:
+    """FLOPs and memory of a model whose layers differ, against torch: the executed
+    convention's matmul FLOPs equal FlopCounterMode's (a forward in evaluation mode), and the
+    predicted activations the tensors autograd keeps (training mode, the spec's dropout on),
+    both on the math attention kernel."""
+    vocab = ir.value(ir.root.vocab_size)
+    ids = torch.randint(0, vocab, (b, seq))
+    args = (ids, ids[:, : seq // 2]) if ir.root.layout == "encoder-decoder" else (ids,)
+    values = {**ir.env, B: b, S: seq, S_DEC: seq // 2}
+    f = flop_figures(ir, CONVENTIONS["executed"], attn="eager")
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+        model.eval()(*args)
+    assert counter.get_total_flops() == f.forward_matmul.xreplace(values)
+
+    def loss(logits):
+        return F.cross_entropy(logits.flatten(0, 1), args[-1].flatten())
+
+    with sdpa_kernel(SDPBackend.MATH):
+        measured = saved_bytes(model.train(), args, loss)
+    predicted = activation_bytes(ir, 4, "eager", device="cpu").xreplace(values)
+    assert int(predicted) == pytest.approx(measured, rel=0.05)
+
+
 def test_dense_first_layers(tmp_path: Path) -> None:
     ir = tiny_ir(
         "mixtral-8x7b", ["n_layers=3", "n_kv_heads=2", "moe.n_experts=4", "moe.dense_layers=1"]
@@ -91,6 +121,7 @@ def test_dense_first_layers(tmp_path: Path) -> None:
     ]
     text = module_repr(ir)
     assert "\n      (0): DenseBlock(\n" in text and "\n      (1-2): 2 x MoEBlock(\n" in text
+    check_costs(ir, model)
 
 
 def test_dense_first_layers_in_both_stacks(tmp_path: Path) -> None:
@@ -99,6 +130,7 @@ def test_dense_first_layers_in_both_stacks(tmp_path: Path) -> None:
     for stack, role in ((model.encoder, "Encoder"), (model.decoder, "Decoder")):
         names = [type(b).__name__ for b in stack.blocks]
         assert names == [f"{role}DenseBlock", f"{role}MoEBlock", f"{role}MoEBlock"]
+    check_costs(ir, model)
 
 
 def test_alternating_activations(tmp_path: Path) -> None:
@@ -113,6 +145,7 @@ def test_alternating_activations(tmp_path: Path) -> None:
     assert len({type(b.mlp).__name__ for b in model.decoder.blocks}) == 2
     # torch folds nothing: no two neighbours print alike.
     assert " x " not in module_repr(ir).split("(blocks)")[1].split("(final_norm)")[0]
+    check_costs(ir, model)
 
 
 def test_alternating_widths(tmp_path: Path) -> None:
@@ -134,6 +167,7 @@ def test_alternating_widths(tmp_path: Path) -> None:
         model.decoder.blocks[1].mlp.up.out_features
         == 2 * model.decoder.blocks[0].mlp.up.out_features
     )
+    check_costs(ir, model)
 
 
 SQUARED_RELU = ActivationKind(
@@ -141,7 +175,7 @@ SQUARED_RELU = ActivationKind(
 )
 
 
-def test_a_new_activation_kind_needs_no_backend_edit(
+def test_a_new_activation_kind_flows_through_every_backend_without_an_edit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(ACTIVATIONS, SQUARED_RELU.name, SQUARED_RELU)
@@ -156,6 +190,12 @@ def test_a_new_activation_kind_needs_no_backend_edit(
     x = torch.randn(2, 3, 64)
     with torch.no_grad():
         torch.testing.assert_close(mlp(x), mlp.down(torch.relu(mlp.up(x)) ** 2))
+    # FLOPs and memory need no edit either.
+    check_costs(ir, model)
+    values = {**ir.env, B: 2, S: 16}
+    f = flop_figures(ir, CONVENTIONS["executed"])
+    layers, hidden = 2, 128  # the kind's 2 FLOPs per hidden unit, in every layer
+    assert f.components["activations"][1].xreplace(values) == layers * 2 * 2 * 16 * hidden
 
 
 def test_forward_names_values_a_line_cannot_hold() -> None:

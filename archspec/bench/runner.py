@@ -349,7 +349,16 @@ def _agreement(ours, hf, inputs, device, dtype) -> float:
     # is torch 2.6 and later; before it, the check compiles once more).
     set_stance = getattr(torch.compiler, "set_stance", None)
     stance = set_stance("force_eager") if set_stance else contextlib.nullcontext()
-    with torch.inference_mode(), autocast, stance:
-        a = steps.output_of(ours)(piece).float()
-        b = steps.output_of(hf)(piece).float()
+    # In evaluation mode: dropout (which both sides run in training, each with its own random
+    # draws) would make the same function look different.
+    modes = [(m, m.training) for m in (ours.model, hf.model)]
+    for model, _ in modes:
+        model.eval()
+    try:
+        with torch.inference_mode(), autocast, stance:
+            a = steps.output_of(ours)(piece).float()
+            b = steps.output_of(hf)(piece).float()
+    finally:
+        for model, training in modes:
+            model.train(training)
     return (a - b).abs().max().item()

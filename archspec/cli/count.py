@@ -18,6 +18,7 @@ from archspec.cli.common import (
     compile_spec,
     human,
     print_json,
+    say,
     stderr,
     stdout,
     user_errors,
@@ -485,7 +486,8 @@ def _render_workload(report: dict[str, Any]) -> None:
     ]
     for label, n in rows:
         mem.add_row(label, f"{n:,}", _bytes(n))
-    mem.add_row("[bold]training total[/bold]", f"{memory['total']:,}", _bytes(memory["total"]))
+    trained = "training total" + (" (see note)" if "training_assumes" in memory else "")
+    mem.add_row(f"[bold]{trained}[/bold]", f"{memory['total']:,}", _bytes(memory["total"]))
     mem.add_section()
     if w["kv_len"] is not None:
         cache = f"KV cache ({w['kv_len']} pos.)"
@@ -495,6 +497,8 @@ def _render_workload(report: dict[str, Any]) -> None:
 
     out = stdout()
     out.print(Columns([table, mem]))
+    if "training_assumes" in memory:
+        say(f"note: the {w['dtype']} training total assumes {memory['training_assumes']}")
     if "flops" in report.get("symbolic", {}):
         formulas = Table(
             title=f"formulas (B, S, S_dec, kv_len; convention {conv})",

@@ -94,6 +94,16 @@ class Fields:
             raise self.error(key, f"expected an integer, got {value!r}")
         return value
 
+    def size(self, key: str, default: int | None) -> int | None:
+        """An optional size: absent or null gives `default`; anything else must be a
+        positive integer (0 is no way of saying "absent")."""
+        value = self.get(key, None)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise self.error(key, f"expected a positive integer, got {value!r}")
+        return value
+
     def float(self, key: str, default: Any, *aliases: str) -> float:
         value = self.get(key, default, *aliases)
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -58,8 +58,12 @@ class ActivationCounter:
         recompute: str,
         tp: int = 1,
         sp_: bool = False,
+        device: str = "cuda",
     ):
         self.lengths = lengths
+        # PyTorch's math attention drops out with a one-byte mask on a GPU (native_dropout) but
+        # multiplies by a mask in the compute dtype on the CPU.
+        self.sdpa_mask_bytes = BOOL if device != "cpu" else compute
         self.c = compute
         self.attn = attn
         self.recompute = recompute
@@ -202,7 +206,7 @@ class ActivationCounter:
         scores = B * h * L.queries * keys
         self.keep_new(scores, c, split=True)
         if node.dropout:
-            self.keep_new(scores, BOOL + c, split=True)
+            self.keep_new(scores, self.sdpa_mask_bytes + c, split=True)
 
     # Mixture of experts.
 
@@ -276,11 +280,13 @@ def activation_bytes(
     recompute: str = NO_RECOMPUTE,
     tp: int = 1,
     sequence_parallel: bool = False,
+    device: str = "cuda",
 ) -> sp.Expr:
     """Bytes kept for backward by one training forward of the batch, and by its loss (the
     log-softmax over the logits, when there is an LM head), on one of `tp` tensor-parallel
-    ranks."""
-    return activation_parts(ir, compute, attn, recompute, tp, sequence_parallel).total
+    ranks. `device`: "cuda" (the default: what training runs on) or "cpu", where PyTorch's math
+    attention keeps its dropout mask in the compute dtype."""
+    return activation_parts(ir, compute, attn, recompute, tp, sequence_parallel, device).total
 
 
 @dataclass(frozen=True)
@@ -309,6 +315,7 @@ def activation_parts(
     recompute: str = NO_RECOMPUTE,
     tp: int = 1,
     sequence_parallel: bool = False,
+    device: str = "cuda",
 ) -> ActivationParts:
     run = forward_pass(ir.root.layout)
     before = after = sp.Integer(0)
@@ -317,7 +324,9 @@ def activation_parts(
     for segment in lower_model(ir.root):
         lengths = run.lengths(segment.role)
         assert lengths is not None
-        counter = ActivationCounter(lengths, compute, attn, recompute, tp, sequence_parallel)
+        counter = ActivationCounter(
+            lengths, compute, attn, recompute, tp, sequence_parallel, device
+        )
         counter.run(segment.embed)
         stack_ops, ctx = lower_stack(segment.stack, segment.x, segment.memory)
         counter.ctx = ctx

@@ -34,6 +34,15 @@ from archspec.backends.count.report import simplify
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 
+# Weight-only quantisation is an inference format; a training figure for it has to say how the
+# step would run.
+QUANTISED = ("int8", "int4")
+QUANTISED_TRAINING = (
+    "the quantised weights, bf16 gradients and activations, and an fp32 master copy with the "
+    "optimizer states for every parameter (full training of a quantised model; adapters such "
+    "as LoRA are not modelled)"
+)
+
 
 @dataclass(frozen=True)
 class Workload:
@@ -172,6 +181,8 @@ def flops_report(ir: IR, w: Workload, symbolic: bool = False) -> dict[str, Any]:
     # head and the loss on the last weigh more.
     busiest = max(range(len(stages)), key=lambda i: stages[i]["total"])
     memory = {k: v for k, v in stages[busiest].items() if k not in ("layers",)}
+    if w.dtype in QUANTISED:
+        memory["training_assumes"] = QUANTISED_TRAINING
     if len(stages) > 1:
         memory["stages"] = stages
     micro, micro_batches = w.micro_batches()

@@ -59,8 +59,8 @@ def _rope_theta(f: Fields, default: float) -> float:
 def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any]:
     d = f.int("hidden_size", 4096)
     heads = f.int("num_attention_heads", 32)
-    kv = f.get("num_key_value_heads", v.kv_heads) or heads
-    head_dim = f.get("head_dim") or d // heads
+    kv = f.size("num_key_value_heads", v.kv_heads) or heads
+    head_dim = f.size("head_dim", None) or d // heads
     max_pos = f.int("max_position_embeddings", v.max_positions)
     if v.biases:
         bias = {"attention": f.bool("attention_bias", False), "mlp": f.bool("mlp_bias", False)}
