@@ -66,7 +66,8 @@ def render(canvas: Canvas, standalone: bool = True, prefix: str = "") -> str:
     colors = sorted({s.color for s in canvas.shapes if isinstance(s, Line) and s.arrow})
     markers = "".join(
         f'<marker id="{prefix}{_marker_id(c)}" viewBox="0 0 10 10" refX="9" refY="5" '
-        f'markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0L10,5L0,10z" fill="{c}"/>'
+        f'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+        f'<path d="M0,0L10,5L0,10z" fill="{c}"/>'
         "</marker>"
         for c in colors
     )
