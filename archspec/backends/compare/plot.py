@@ -104,6 +104,16 @@ def _parameter_bars(axes: Any, specs: Sequence[dict[str, Any]], share: bool) -> 
     groups = [g for g in GROUP_LABELS if any(e["params"]["groups"].get(g) for e in specs)]
     left = [0.0] * len(specs)
     handles = []
+    totals = [e["params"]["total"] for e in specs]
+    # gpt2 beside Mixtral on a linear axis is a bar too short to see: past a factor of 20,
+    # totals go on a log axis (stacked segments would mislead there; the share panel shows
+    # the composition).
+    log = not share and min(totals) > 0 and max(totals) / min(totals) > 20
+    if log:
+        groups = []
+        axes.barh(y, totals, color="#9aa5b1", height=0.6)
+        axes.set_xscale("log")
+        axes.set_xlim(min(totals) / 3, max(totals) * 8)
     for group in groups:
         values = [e["params"]["groups"].get(group, 0) for e in specs]
         if share:
@@ -122,8 +132,8 @@ def _parameter_bars(axes: Any, specs: Sequence[dict[str, Any]], share: bool) -> 
         axes.set_title("Where the parameters are (share)")
     else:
         axes.xaxis.set_major_formatter(_formatter())
-        axes.set_xlabel("parameters")
-        axes.set_title("Parameters by component")
+        axes.set_xlabel("parameters (log scale)" if log else "parameters")
+        axes.set_title("Parameters (total, log scale)" if log else "Parameters by component")
         # The total at the end of each bar; the axis leaves room for the label.
         for yi, e in zip(y, specs, strict=True):
             total = e["params"]["total"]
@@ -211,9 +221,11 @@ def plot_compare(
     fig = plt.figure(figsize=(14, bar_height + (5.5 if flops else 0)), layout="constrained")
     grid = fig.add_gridspec(rows, 2, height_ratios=[bar_height, 5.5] if flops else [1])
     absolute = fig.add_subplot(grid[0, 0])
-    handles = _parameter_bars(absolute, specs, share=False)
+    marks = _parameter_bars(absolute, specs, share=False)
     share = fig.add_subplot(grid[0, 1], sharey=absolute)
-    _parameter_bars(share, specs, share=True)
+    # The groups' colours from the share panel (the absolute one may be totals on a log axis).
+    handles = _parameter_bars(share, specs, share=True)
+    handles += [h for h in marks if not hasattr(h, "patches")]
     share.tick_params(labelleft=False)
     fig.legend(handles=handles, loc="outside upper center", ncols=len(handles), frameon=False)
     if flops:
