@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from archspec.backends.report.chart import linear_ticks, log_ticks
+from archspec.backends.compare.ticks import linear_ticks, log_ticks
 from archspec.cli import app
 
 runner = CliRunner()

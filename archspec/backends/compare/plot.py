@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from archspec.backends.compare.numbers import three_digits
+from archspec.backends.compare.ticks import binary_ticks, decimal_ticks
 from archspec.errors import SpecError
 
 FORMATS = (".png", ".svg")
@@ -272,27 +273,41 @@ def plot_sweep(name: str, sweep: list[dict[str, Any]], path: Path, force: bool =
     flops.set_yscale("log")
     # Over a narrow range a log axis labels its minor ticks too: both in the same style.
     flops.yaxis.set_major_formatter(_formatter(si))
-    flops.yaxis.set_minor_formatter(_formatter(si))
+    _cover(flops, [*forward, *train], decimal_ticks)
     series = {
         "weights": "weights",
         "activations": "activations (training)",
         "kv_cache": "KV cache (inference)",
         "total": "training total",
     }
+    drawn: list[int] = []
     for key, label in series.items():
         values = [e["memory"][key] for e in sweep]
         if any(values):
             memory.plot(seqs, values, marker="o", label=label)
+            drawn += [v for v in values if v > 0]
     memory.set_ylabel("bytes (log scale)")
     memory.set_title(f"Memory at batch {w['batch']}")
     # Doublings of bytes land on round binary sizes: 8 GiB, 16 GiB, ...
     memory.set_yscale("log", base=2)
     memory.yaxis.set_major_formatter(_formatter(binary))
+    _cover(memory, drawn, binary_ticks)
     for ax in (flops, memory):
         _seq_axis(ax, seqs)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=9)
     _save(fig, path, force)
+
+
+def _cover(axes: Any, values: Sequence[float], ticks_for) -> None:
+    """Ticks from at or below the lowest value to at or above the highest, and the axis
+    limits at the outer ticks: every point lies between two labels."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    ticks = ticks_for(min(values), max(values))
+    axes.yaxis.set_major_locator(FixedLocator(ticks))
+    axes.yaxis.set_minor_locator(NullLocator())
+    axes.set_ylim(ticks[0], ticks[-1])
 
 
 def _seq_axis(axes: Any, seqs: Sequence[int]) -> None:

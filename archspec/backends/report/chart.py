@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from html import escape
 
 from archspec.backends.compare.plot import seq_label
+from archspec.backends.compare.ticks import linear_ticks, log_ticks
 from archspec.safety.text import visible
 
 WIDTH, HEIGHT = 520.0, 280.0
@@ -20,30 +21,6 @@ LEFT, RIGHT, TOP, BOTTOM = 72.0, 16.0, 34.0, 44.0
 COLORS = ("#3f7fbf", "#d9782d", "#4f9a4f", "#8e5fa8", "#c2557a", "#b8952a", "#52606d")
 
 Series = tuple[str, Sequence[tuple[int, float]], bool]  # label, points, dashed
-
-
-def linear_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """Ticks at a 1-2-5 step from at or below `lo` to at or above `hi`."""
-    if hi <= lo:
-        hi = lo + (abs(lo) or 1.0)
-    raw = (hi - lo) / count
-    power = 10 ** math.floor(math.log10(raw))
-    step = next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
-    first = math.floor(lo / step) * step
-    ticks = [first]
-    while ticks[-1] < hi - 1e-9 * step:
-        ticks.append(ticks[-1] + step)
-    return ticks
-
-
-def log_ticks(lo: float, hi: float) -> list[float]:
-    """Decades (with 2 and 5 between when few) from at or below `lo` to at or above `hi`."""
-    start, end = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-    marks = (1,) if end - start > 3 else (1, 2, 5)
-    ticks = [m * 10.0**e for e in range(start, end + 1) for m in marks]
-    below = [t for t in ticks if t <= lo][-1]
-    above = next(t for t in ticks if t >= hi)
-    return [t for t in ticks if below <= t <= above]
 
 
 def line_chart(
