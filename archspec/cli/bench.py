@@ -113,6 +113,15 @@ def bench(
             rich_help_panel=_MEASURE,
         ),
     ] = None,  # fmt: skip
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Run even when the predicted memory exceeds what the device has (it may "
+            "swap or be killed).",
+            rich_help_panel=_RUN,
+        ),
+    ] = False,
     set_: SetOpt = None,
     json_: JsonOpt = False,
     debug: DebugOpt = False,
@@ -141,9 +150,9 @@ def bench(
     settings = Settings(
         device=device, dtype=dtype, batch=batch, seq=seq, mode=mode, compile=compile_,
         steps=steps, warmup=warmup, new_tokens=new_tokens, vs_hf=vs_hf, seed=seed,
-        peak_tflops=peak_tflops, threads=threads,
+        peak_tflops=peak_tflops, threads=threads, force=force,
     )  # fmt: skip
-    with user_errors(debug):
+    with user_errors(debug, json_):
         resolved = resolve_spec(spec, set_)
         ir = build_ir(resolved)
         # The transformers side is built from the spec's exported config.json, which refuses

@@ -87,7 +87,7 @@ def build(
     from archspec.backends.torchgen import generate_source
     from archspec.backends.torchgen.features import UnsupportedIR
 
-    with user_errors(debug):
+    with user_errors(debug, json_):
         ir = compile_spec(spec, set_)
         try:
             source = generate_source(ir, command=_command(spec, set_, output))

@@ -131,7 +131,7 @@ def compare(
     from archspec.backends.compare.table import markdown as to_markdown
     from archspec.backends.count.flops_report import Workload
 
-    with user_errors(debug):
+    with user_errors(debug, json_):
         if plot is not None:
             from archspec.backends.compare.plot import check_path
 
@@ -220,7 +220,7 @@ def diff(
     from archspec.ir.build import build_ir
     from archspec.spec.diff import spec_diff
 
-    with user_errors(debug):
+    with user_errors(debug, json_):
         spec_a, spec_b = resolve_spec(a, None), resolve_spec(b, None)
         report = diff_report(build_ir(spec_a), build_ir(spec_b), spec_diff(spec_a, spec_b))
     if json_:

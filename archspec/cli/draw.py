@@ -113,7 +113,7 @@ def draw(
     """
     from archspec.backends.draw.build import build_diagram
 
-    with user_errors(debug):
+    with user_errors(debug, json_):
         chosen = output_format(output, fmt)
         if chosen == "png":
             from archspec.backends.compare.plot import _pyplot
@@ -125,6 +125,9 @@ def draw(
             check_places([output])
         ir = compile_spec(spec, set_, symbolic=False)
         diagram = build_diagram(ir, params=params)
+        if set_:
+            # A diagram with overrides must not pass for the published model.
+            diagram.subtitle += " · " + " ".join(f"--set {o}" for o in set_)
         data = render(diagram, chosen) if output is not None or not json_ else b""
         if output is not None:
             from archspec.safety.writing import Output, write_files

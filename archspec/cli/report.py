@@ -63,7 +63,7 @@ def report(
     """
     from archspec.backends.report import build_report
 
-    with user_errors(debug):
+    with user_errors(debug, json_):
         if len(specs) > MAX_SPECS:
             raise SpecError(f"a report takes at most {MAX_SPECS} specs, got {len(specs)}")
         if output is not None:
