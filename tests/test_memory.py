@@ -214,3 +214,14 @@ def test_count_prints_memory_in_bytes() -> None:
     parts = ("weights", "gradients", "optimizer", "activations")
     assert memory["total"] == sum(memory[k] for k in parts)
     assert memory["inference_total"] == memory["weights"] + memory["kv_cache"]
+
+
+def test_pipeline_layout_costs_nothing_in_depth() -> None:
+    """Stages are worked out from index ranges, never one entry per layer: a billion layers
+    over 8 stages costs what twelve do."""
+    ir = build_ir(load_spec("gpt2", ["n_layers=1000000000"]), symbolic=True)
+    par = Parallelism(gpus=16, tp=2, pp=8, micro_batches=8)
+    m = memory_figures(ir, "bf16", parallel=par)
+    layers = 1_000_000_000 // 8
+    assert [s.layers for s in m.stages][:2] == [(0, layers), (layers, 2 * layers)]
+    assert m.stages[3].params == m.stages[4].params  # middle stages: blocks only

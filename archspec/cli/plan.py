@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.cli.app import app
 from archspec.cli.common import (
     DebugOpt,
@@ -188,7 +189,7 @@ def _train(ir, system, gpus, global_batch, seq, given, dtype, grad_dtype, attn, 
         only = None
     else:
         defaults = {"tp": 1, "pp": 1, "interleave": 1, "sp": False, "micro_batch": 1,
-                    "recompute": "none", "zero": 0}  # fmt: skip
+                    "recompute": NO_RECOMPUTE, "zero": 0}  # fmt: skip
         only = {k: [v if v is not None else defaults[k]] for k, v in given.items()}
         _check_given(ir, system, run, only)
     result = _run_search(ir, system, run, only, quiet)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from archspec.backends.count.conventions import get_convention
+from archspec.backends.count.conventions import NO_RECOMPUTE, get_convention
 from archspec.backends.count.flops import flop_figures
 from archspec.backends.count.flops_report import whole
 from archspec.backends.count.passes import KV_LEN, S_DEC, B, S
@@ -22,7 +22,7 @@ def step_flops(ir: IR, run: Training, recompute: str) -> tuple[int, int]:
     2022. Hardware FLOPs add what recomputation and the attention kernel replay."""
     values = {**ir.env, B: run.global_batch, S: run.seq, S_DEC: run.seq, KV_LEN: run.seq}
     conv = get_convention("executed")
-    model = flop_figures(ir, conv, "eager", "none").train_step
+    model = flop_figures(ir, conv, "eager", NO_RECOMPUTE).train_step
     hardware = flop_figures(ir, conv, run.attn, recompute).train_step
     return whole(model, values), whole(hardware, values)
 

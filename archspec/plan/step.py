@@ -20,6 +20,7 @@ from typing import Any
 
 import sympy as sp
 
+from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.layout import Parallelism
 from archspec.backends.count.memory import COMPUTE_BYTES, GRAD_BYTES
 from archspec.backends.count.passes import B, S
@@ -44,7 +45,7 @@ class Layout:
     interleave: int = 1
     micro_batch: int = 1
     sp: bool = False
-    recompute: str = "none"
+    recompute: str = NO_RECOMPUTE
     zero: int = 0
 
     def parallelism(self, gpus: int, micro_batches: int) -> Parallelism:

@@ -178,6 +178,10 @@ def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
         return [StageParams(0, sp.sympify(parameter_count(model)), (0, total_layers))]
     counts = [0] * par.pp
     offset = 0  # layers of the stacks before the one being walked
+
+    def stage_range(stage: int) -> tuple[int, int]:
+        return stage * per_stage, (stage + 1) * per_stage
+
     for stack in model.stacks:
         for placed in walk(stack):
             if not is_leaf(placed.node):
@@ -192,8 +196,9 @@ def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
                 continue
             # One row of the table stands for `copies` blocks (a run): deal them out.
             first, n = layer
-            for i in range(offset + first, offset + first + n):
-                counts[i // per_stage] += (copies // n) * (weight + bias)
+            for stage in range(par.pp):
+                held = overlap((offset + first, offset + first + n), stage_range(stage))
+                counts[stage] += held * (copies // n) * (weight + bias)
         offset += layer_count(stack, ir)
     for placed in walk(model):
         if placed.ancestors and isinstance(placed.ancestors[-1], Model) and is_leaf(placed.node):
@@ -212,6 +217,12 @@ def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
         StageParams(s, sp.Integer(counts[s]), (s * per_stage, (s + 1) * per_stage))
         for s in range(par.pp)
     ]
+
+
+def overlap(a: tuple[int, int], b: tuple[int, int]) -> int:
+    """How many indices the half-open ranges a and b share (layers, without listing them: a
+    model of 10⁹ layers costs what one of 12 does)."""
+    return max(0, min(a[1], b[1]) - max(a[0], b[0]))
 
 
 def _layer_index(placed: Placed, stack: Stack, ir: IR) -> tuple[int, int] | None:

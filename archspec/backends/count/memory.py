@@ -21,7 +21,13 @@ import sympy as sp
 
 from archspec.backends.count.activations import activation_bytes, activation_parts
 from archspec.backends.count.conventions import NO_RECOMPUTE, RECOMPUTE
-from archspec.backends.count.layout import Parallelism, check_layout, layer_count, stage_params
+from archspec.backends.count.layout import (
+    Parallelism,
+    check_layout,
+    layer_count,
+    overlap,
+    stage_params,
+)
 from archspec.backends.count.passes import KV_LEN, B, S
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR, Attention, Stack
@@ -141,14 +147,20 @@ def memory_figures(
     compute = COMPUTE_BYTES[dtype]
     states = OPTIMIZER_BYTES[optimizer] + (MASTER_BYTES if dtype != "fp32" else 0)
     parts = activation_parts(ir, compute, attn, recompute, par.tp, par.sp and par.tp > 1)
-    per_layer = [each for count, each in parts.layers for _ in range(ir.value(count))]
+    # The runs of blocks in layer order, as index ranges (never one entry per layer).
+    runs, start = [], 0
+    for count, each in parts.layers:
+        n = ir.value(count)
+        runs.append(((start, start + n), each))
+        start += n
     kv = kv_cache_bytes(ir, compute) / sp.Min(par.tp, _kv_heads(ir))
     generating = _generating_layers(ir)
     stages = []
     for st in stage_params(ir, par):
         first, last = st.layers
         chunks, per_chunk = par.in_flight(st.stage)
-        acts = chunks * sp.Add(*per_layer[first:last]) / per_chunk
+        layers = sp.Add(*(overlap(r, (first, last)) * each for r, each in runs))
+        acts = chunks * layers / per_chunk
         if st.stage == 0:
             # The embeddings of every micro-batch the first chunk holds.
             held = (
@@ -171,8 +183,9 @@ def memory_figures(
             gradients /= par.dp
         if par.zero >= 3:
             weights /= par.dp
-        in_stage = sum(1 for i in generating if first <= i < last)
-        cache = kv * in_stage / len(generating) if generating else sp.Integer(0)
+        in_stage = overlap(generating, (first, last))
+        total = generating[1] - generating[0]
+        cache = kv * in_stage / total if total else sp.Integer(0)
         stages.append(
             StageMemory(
                 st.stage, st.layers, st.params, weights, gradients, optimizer_states, acts, cache
@@ -186,18 +199,18 @@ def _kv_heads(ir: IR) -> int:
     return ir.value(attn.n_kv_heads)
 
 
-def _generating_layers(ir: IR) -> list[int]:
-    """Indices (over all layers) of the layers that cache keys and values: the generating
-    stack's (an encoder-only model caches nothing)."""
+def _generating_layers(ir: IR) -> tuple[int, int]:
+    """The range of layer indices (over all layers) that cache keys and values: the generating
+    stack's; empty for an encoder-only model, which caches nothing."""
     if ir.root.layout == "encoder":
-        return []
+        return (0, 0)
     offset = 0
     for stack in ir.root.stacks:
         n = layer_count(stack, ir)
         if stack.role != "encoder":
-            return list(range(offset, offset + n))
+            return (offset, offset + n)
         offset += n
-    return []
+    return (0, 0)
 
 
 def kv_cache_bytes(ir: IR, bytes_per_value: int | sp.Expr = 2) -> sp.Expr:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from archspec import kinds
 from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
+from archspec.backends.torchgen.init import init_weights_method
 from archspec.backends.torchgen.leaves import assign
 from archspec.backends.torchgen.text import call, class_, docstring, lines, method
 from archspec.ir.nodes import Stack
@@ -52,6 +53,7 @@ def _init(f: Features, size: ExprPrinter) -> str:
             "# T5 rescales the decoder output before the head it shares with the embeddings.",
             f"self.output_scale = {size(f.model.d_model)}**-0.5",
         ]
+    body.append("self.init_weights()")
     return method("__init__", ["config: Config = Config()"], "None", body)
 
 
@@ -97,7 +99,7 @@ def _doc(f: Features) -> str:
 
 
 def _forward(f: Features) -> str:
-    body: list[str] = []
+    body: list[str] = _length_checks(f)
     if f.encoder_decoder:
         body += [
             "encoder_out = self.encoder(self.tok_emb(input_ids), attention_mask)",
@@ -144,21 +146,69 @@ def _forward(f: Features) -> str:
 
 GENERATE = '''
 @torch.no_grad()
-def generate(self, input_ids: Tensor, max_new_tokens: int) -> Tensor:
-    """Greedy decoding: append the most likely next token, max_new_tokens times.
+def generate(
+    self,
+    input_ids: Tensor,
+    max_new_tokens: int,
+    *,
+    do_sample: bool = False,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    eos_token_id: int | None = None,
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    """Append up to max_new_tokens tokens to input_ids (B, S): the most likely
+    one, or with do_sample one drawn from the distribution `sampling_probs` shapes
+    (temperature, top_k, top_p, as transformers' logits processors). A sequence that
+    emits eos_token_id is done: its later tokens are eos_token_id, and decoding
+    stops when all are done.
 
-    The prompt goes through the model once, filling a KV cache; each later step
-    feeds only the newest token. Only the last position's logits pick the next
-    token, so the head runs on that position alone.
+    The prompt goes through the model once, filling KV caches preallocated to the
+    final length; each later step feeds only the newest token. Only the last
+    position's logits pick the next token, so the head runs on that position alone.
     """
-    cache = [KVCache() for _ in self.decoder.blocks]
+    total = input_ids.size(1) + max_new_tokens{check}
+    cache = [KVCache(total) for _ in self.decoder.blocks]
     tokens = step = input_ids
+    done = torch.zeros_like(input_ids[:, :1], dtype=torch.bool)
     for _ in range(max_new_tokens):
-        x = self.decoder(self.tok_emb(step), cache=cache)[:, -1:]{scale}
-        step = self.lm_head(x).argmax(dim=-1)
+        x = self.decoder(self.tok_emb(step), cache=cache)[:, -1]{scale}
+        logits = self.lm_head(x)
+        step = next_token(logits, do_sample, temperature, top_k, top_p, generator)
+        if eos_token_id is not None:
+            step = step.masked_fill(done, eos_token_id)
+            done = done | (step == eos_token_id)
         tokens = torch.cat([tokens, step], dim=1)
+        if eos_token_id is not None and bool(done.all()):
+            break
     return tokens
 '''
+
+# Position kinds whose table or encodings were sized (or trained) for max_seq_len positions.
+LIMITED = frozenset({"learned", "sinusoidal", "rope"})
+
+
+def limited(stack: Stack) -> bool:
+    return stack.position.kind in LIMITED
+
+
+def _length_checks(f: Features) -> list[str]:
+    """Lines refusing inputs longer than max_seq_len, before any work (an IndexError deep
+    in an embedding, or silently untrained RoPE angles, otherwise)."""
+    out = []
+    for stack in f.stacks:
+        if not limited(stack):
+            continue
+        if f.encoder_decoder and stack.role == "decoder":
+            length = "decoder_input_ids.size(1)"
+        elif f.cache:
+            out.append("cached = cache[0].length if cache else 0")
+            length = "cached + input_ids.size(1)"
+        else:
+            length = "input_ids.size(1)"
+        out.append(f"check_length({length}, self.config.max_seq_len)")
+    return out
 
 
 def _generate(f: Features) -> str:
@@ -166,7 +216,9 @@ def _generate(f: Features) -> str:
     # applied to the last position only: over a prompt of S tokens the full head costs
     # 2·S·d_model·vocab FLOPs, a large share of generation for small models.
     scale = "\n        x = x * self.output_scale" if f.model.scale_tied_output else ""
-    return GENERATE.strip("\n").replace("{scale}", scale)
+    check = "\n    check_length(total, self.config.max_seq_len)" if limited(f.stacks[0]) else ""
+    code = GENERATE.strip("\n").replace("{scale}", scale).replace("{check}", check)
+    return code
 
 
 def model_class(f: Features, size: ExprPrinter) -> str:
@@ -174,6 +226,7 @@ def model_class(f: Features, size: ExprPrinter) -> str:
         "class Model(nn.Module):",
         _summary(f),
         _init(f, size),
+        init_weights_method(f, size),
         _forward(f),
         lines(_generate(f)) if f.cache else None,
     )

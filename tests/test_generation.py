@@ -1,0 +1,115 @@
+"""Generation in generated decoder models: the length limit, sampling as transformers'
+logits processors shape it, the eos stop, and a decode step that compiles without graph
+breaks."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from archspec.backends.torchgen import generate_source, load_generated
+from archspec.ir.build import build_ir
+from archspec.spec.resolve import load_spec
+
+VOCAB = 100
+
+
+def tiny(name: str, tmp_path, max_seq_len: int = 32):
+    spec = load_spec(name, [])
+    overrides = ["n_layers=2", "d_model=32", "n_heads=4", "d_ff=64", f"vocab_size={VOCAB}"]
+    overrides.append(f"max_seq_len={max_seq_len}")
+    if spec.n_kv_heads is not None:
+        overrides.append("n_kv_heads=2")
+    module = load_generated(generate_source(build_ir(load_spec(name, overrides))), tmp_path)
+    torch.manual_seed(0)
+    return module, module.Model().eval()
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama-2-7b"])
+def test_past_max_seq_len_is_a_value_error(name: str, tmp_path) -> None:
+    _, model = tiny(name, tmp_path, max_seq_len=16)
+    prompt = torch.randint(VOCAB, (1, 10))
+    with pytest.raises(ValueError, match=r"30 positions exceed max_seq_len = 16"):
+        model.generate(prompt, 20)
+    with pytest.raises(ValueError, match=r"17 positions exceed max_seq_len = 16"):
+        model(torch.randint(VOCAB, (1, 17)))
+    assert model.generate(prompt, 6).shape == (1, 16)
+
+
+def test_top_k_1_sampling_equals_greedy(tmp_path) -> None:
+    _, model = tiny("gpt2", tmp_path)
+    prompt = torch.randint(VOCAB, (2, 5))
+    sampled = model.generate(prompt, 8, do_sample=True, top_k=1, temperature=0.7)
+    assert torch.equal(sampled, model.generate(prompt, 8))
+
+
+def test_sampling_is_reproducible_with_a_seeded_generator(tmp_path) -> None:
+    _, model = tiny("gpt2", tmp_path)
+    prompt = torch.randint(VOCAB, (2, 5))
+
+    def draw(seed: int) -> torch.Tensor:
+        generator = torch.Generator().manual_seed(seed)
+        return model.generate(prompt, 8, do_sample=True, top_p=0.9, generator=generator)
+
+    assert torch.equal(draw(1), draw(1))
+    assert not torch.equal(draw(1), draw(2))
+
+
+@pytest.mark.parametrize(
+    "temperature, top_k, top_p",
+    [(0.7, None, None), (1.0, 5, None), (1.3, None, 0.8), (0.9, 7, 0.6)],
+)
+def test_sampling_probs_equal_transformers_processors(
+    temperature: float, top_k: int | None, top_p: float | None, tmp_path
+) -> None:
+    generation = pytest.importorskip("transformers.generation.logits_process")
+    module, _ = tiny("gpt2", tmp_path)
+    logits = torch.randn(3, VOCAB) * 3
+    processors = [generation.TemperatureLogitsWarper(temperature)]
+    if top_k is not None:
+        processors.append(generation.TopKLogitsWarper(top_k))
+    if top_p is not None:
+        processors.append(generation.TopPLogitsWarper(top_p))
+    scores = logits.clone()
+    for processor in processors:
+        scores = processor(None, scores)
+    expected = scores.softmax(dim=-1)
+    ours = module.sampling_probs(logits, temperature, top_k, top_p)
+    torch.testing.assert_close(ours, expected)
+
+
+def test_eos_stops_and_pads(tmp_path) -> None:
+    _, model = tiny("gpt2", tmp_path)
+    prompt = torch.randint(VOCAB, (2, 5))
+    greedy = model.generate(prompt, 10)
+    eos = int(greedy[0, 7])  # the third generated token of the first sequence
+    stopped = model.generate(prompt, 10, eos_token_id=eos)
+    first = stopped[0, 5:]
+    assert (first[first.tolist().index(eos) :] == eos).all()
+    if not (stopped[1, 5:] == eos).any():
+        assert stopped.size(1) == 15  # the other sequence never stopped
+
+
+def test_preallocated_cache_equals_growing_cache(tmp_path) -> None:
+    module, model = tiny("llama-2-7b", tmp_path)
+    tokens = torch.randint(VOCAB, (2, 12))
+    with torch.no_grad():
+        logits = {}
+        for max_len in (None, 16):
+            cache = [module.KVCache(max_len) for _ in model.decoder.blocks]
+            model(tokens[:, :7], cache=cache)
+            steps = [model(tokens[:, i : i + 1], cache=cache) for i in range(7, 12)]
+            logits[max_len] = torch.cat(steps, dim=1)
+    torch.testing.assert_close(logits[None], logits[16])
+    torch.testing.assert_close(logits[16], model(tokens)[:, 7:], atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama-2-7b"])
+def test_decode_step_has_no_graph_breaks(name: str, tmp_path) -> None:
+    module, model = tiny(name, tmp_path)
+    cache = [module.KVCache(16) for _ in model.decoder.blocks]
+    with torch.no_grad():
+        model(torch.randint(VOCAB, (1, 4)), cache=cache)
+        explained = torch._dynamo.explain(model)(torch.randint(VOCAB, (1, 1)), cache=cache)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    torch._dynamo.reset()
