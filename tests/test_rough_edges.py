@@ -149,3 +149,20 @@ def test_list_sorts_by_family_and_size() -> None:
     assert gpt2 == ["gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"]
     llama2 = [n for n in names if n.startswith("llama-2")]
     assert llama2 == ["llama-2-7b", "llama-2-13b", "llama-2-70b"]
+
+
+@pytest.mark.parametrize("spec", ["llama-2-7b", "t5-small", "mixtral-8x7b", "bert-base"])
+def test_flops_by_module_add_up_to_the_forward(spec: str) -> None:
+    """Per-module FLOPs, as profilers list them, are the same count split by place."""
+    result = runner.invoke(app, ["count", spec, "--seq", "128", "--by", "module", "--json"])
+    report = json.loads(result.stdout)
+    rows = report["flops_by_module"]
+    assert sum(r["flops"] for r in rows) == report["flops"]["forward"]
+    by_path = {r["module"]: r for r in rows}
+    if spec == "llama-2-7b":
+        q = by_path["decoder.blocks.0-31.attn.q"]
+        assert (q["copies"], q["shape"]) == (32, "4,096 → 4,096")
+        assert q["flops"] == 32 * 2 * 128 * 4096 * 4096  # B=1, S=128
+        assert "decoder.blocks.0-31.attn" in by_path  # the attention core (QKᵀ, softmax, AV)
+    text = runner.invoke(app, ["count", spec, "--seq", "128", "--by", "module"]).stdout
+    assert "forward FLOPs by module" in text and "forward total" in text

@@ -160,6 +160,16 @@ def count(
     interleave: InterleaveOpt = None,
     global_batch: GlobalBatchOpt = None,
     grad_dtype: GradDtypeOpt = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            help="`module`: also the forward FLOPs of each module (the matmuls of each Linear, "
+            "the attention core in its attention module), as profilers list them.",
+            metavar="module",
+            rich_help_panel=_FLOPS,
+        ),
+    ] = None,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -209,6 +219,8 @@ def count(
     with user_errors(debug, json_):
         if names not in ("ours", "hf"):
             raise SpecError(f"--names takes ours or hf, not {names!r}")
+        if by not in (None, "module", "component"):
+            raise SpecError(f"--by takes module (or component, the default), not {by!r}")
         from archspec.cli import sweep
 
         lengths = sweep.parse_lengths(seq)
@@ -217,6 +229,10 @@ def count(
             optimizer, recompute, attn, gpus, tp, pp, zero, sp_, interleave, global_batch,
             grad_dtype,
         )  # fmt: skip
+        if by == "module" and workload is None:
+            from archspec.backends.count.flops_report import Workload
+
+            workload = Workload()  # at the spec's max_seq_len, as --seq would default
         # Plain parameter counts need no formulas: an integer IR spares the sympy import.
         formulas = symbolic or workload is not None or plot is not None or names == "hf"
         ir = compile_spec(spec, set_, symbolic=formulas)
@@ -233,6 +249,12 @@ def count(
             sweep.add_sweep(report, ir, workload, lengths)
         elif workload is not None:
             _add_workload(report, ir, workload, symbolic)
+        if by == "module":
+            from archspec.backends.count.by_module import module_flops
+            from archspec.backends.count.conventions import get_convention
+
+            conv = get_convention(workload.convention)
+            report["flops_by_module"] = module_flops(ir, conv, workload.values(ir))
         if plot is not None:
             from archspec.backends.count.flops_report import Workload
 
@@ -245,6 +267,29 @@ def count(
         sweep.render_sweep(report)
     elif workload is not None:
         _render_workload(report)
+    if "flops_by_module" in report:
+        _render_by_module(report)
+
+
+def _render_by_module(report: dict[str, Any]) -> None:
+    from archspec.cli.tables import Column, print_table
+
+    w = report["workload"]
+    rows = [
+        [r["module"], r["shape"], str(r["copies"]) if r["copies"] != 1 else "",
+         f"{r['flops']:,}", _flops(r["flops"]), f"{r['share']:.1%}"]
+        for r in report["flops_by_module"]
+    ]  # fmt: skip
+    total = sum(r["flops"] for r in report["flops_by_module"])
+    rows.append(["[bold]forward total[/bold]", "", "", f"{total:,}", _flops(total), "100.0%"])
+    print_table(
+        f"forward FLOPs by module at B={w['batch']}, S={w['seq']} ({w['convention']}; a "
+        "repeated module's row counts all its copies)",
+        [Column("module", "left", label=True), Column("shape", "left"), Column("×"),
+         Column("FLOPs"), Column(""), Column("share")],
+        rows,
+        sections=[len(rows) - 1],
+    )  # fmt: skip
 
 
 def _beyond_context(ir, lengths: list[int] | None) -> None:
