@@ -166,3 +166,26 @@ def test_flops_by_module_add_up_to_the_forward(spec: str) -> None:
         assert "decoder.blocks.0-31.attn" in by_path  # the attention core (QKᵀ, softmax, AV)
     text = runner.invoke(app, ["count", spec, "--seq", "128", "--by", "module"]).stdout
     assert "forward FLOPs by module" in text and "forward total" in text
+
+
+def test_bench_says_when_a_speedup_is_within_the_noise() -> None:
+    pytest.importorskip("torch")
+    from archspec.bench.runner import speedup_spread
+
+    # archspec's steps 10-13 ms, transformers' 12-18 ms: one of theirs beat one of ours.
+    noisy = speedup_spread([0.010, 0.011, 0.013], [0.012, 0.015, 0.018])
+    assert noisy["speedup_within_noise"] is True
+    low, high = noisy["speedup_range"]
+    assert low == pytest.approx(0.012 / 0.013) and high == pytest.approx(0.018 / 0.010)
+    clear = speedup_spread([0.010, 0.011], [0.020, 0.022])
+    assert clear["speedup_within_noise"] is False and clear["speedup_range"][0] > 1
+
+
+def test_bench_is_not_silent_in_a_log() -> None:
+    """Without a terminal (no progress bar) each phase still says it has started."""
+    pytest.importorskip("torch")
+    args = ["bench", "gpt2", "--set", "n_layers=1", "--device", "cpu", "--mode", "forward",
+            "--seq", "8", "--steps", "2", "--warmup", "1"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "warm-up: 1 step" in result.stderr and "2 steps" in result.stderr

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import platform
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -291,8 +291,18 @@ def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None)
             "hf_peak_memory_bytes": hf_memory,
             # > 1: the generated model is faster.
             "speedup": result["tokens_per_s"] / hf_figures["hf_tokens_per_s"],
+            **speedup_spread(ours_times, hf_times),
         }
     return result
+
+
+def speedup_spread(ours: Sequence[float], hf: Sequence[float]) -> dict[str, Any]:
+    """The speedup's range over the steps (slowest against fastest, both ways) and whether
+    the difference is within the noise: it is when the two sides' step times overlap (one
+    of transformers' steps as fast as one of ours, one of ours as slow as one of theirs)."""
+    low, high = min(hf) / max(ours), max(hf) / min(ours)
+    overlap = min(ours) <= max(hf) and min(hf) <= max(ours)
+    return {"speedup_range": [low, high], "speedup_within_noise": overlap}
 
 
 def _figures(prefix: str, t: Times, tokens: int, flops: int, peak: float | None) -> dict:
