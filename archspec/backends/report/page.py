@@ -174,10 +174,11 @@ def _comparison(specs: list[dict[str, Any]], diagrams: list[str]) -> str:
         f'<figure class="diagram small"><figcaption>{e(s["name"])}</figcaption>{d}</figure>'
         for s, d in zip(specs, diagrams, strict=True)
     )
+    named = f" ({seq_label(seq)})" if seq_label(seq) != f"{seq:,}" else ""
     return (
         '<section class="compare" id="compare"><h2>Side by side</h2>'
-        f"<table><caption>every spec at one S = {seq:,} ({seq_label(seq)}, the shortest "
-        "context window among them), batch 1, fp32, AdamW</caption>"
+        f"<table><caption>every spec at one S = {seq:,}{named}, the shortest context window "
+        "among them; batch 1, fp32, AdamW</caption>"
         f"<thead><tr><th></th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
         f'<div class="side">{figures}</div></section>'
     )
