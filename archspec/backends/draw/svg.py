@@ -50,7 +50,7 @@ def _shape(shape, prefix: str) -> str:
         marker = f' marker-end="url(#{prefix}{_marker_id(shape.color)})"' if shape.arrow else ""
         dash = ' stroke-dasharray="4 3"' if shape.dashed else ""
         return (
-            f'<polyline points="{points}" fill="none" stroke="{shape.color}" '
+            f'<polyline points="{points}" style="fill:none" stroke="{shape.color}" '
             f'stroke-width="{_num(shape.width)}" stroke-linejoin="round"{dash}{marker}/>'
         )
     raise TypeError(f"no SVG for {type(shape).__name__}")

@@ -71,7 +71,7 @@ def line_chart(
         path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in points)
         dash = ' stroke-dasharray="5 4"' if dashed else ""
         out.append(
-            f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"{dash}/>'
+            f'<polyline points="{path}" style="fill:none" stroke="{color}" stroke-width="2"{dash}/>'
         )
         out += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.6" fill="{color}"/>'
                 for x, y in points]  # fmt: skip
