@@ -93,6 +93,8 @@ def test_vs_hf_on_cpu(name: str, mode: str) -> None:
     assert r["hf_max_abs_diff"] < 1e-4  # the same weights compute the same logits
     assert r["speedup"] == pytest.approx(r["tokens_per_s"] / r["hf_tokens_per_s"])
     assert r["hf_peak_memory_bytes"] > 0
+    low, high = r["speedup_range"]
+    assert low <= r["speedup"] <= high and isinstance(r["speedup_within_noise"], bool)
 
 
 def test_vs_hf_bf16_on_cpu() -> None:

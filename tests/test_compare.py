@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -47,7 +48,7 @@ COST_SPECS = ["bert-base", "gpt2", "t5-small", "llama-2-70b", "mixtral-8x7b", "p
 @pytest.mark.parametrize(
     "options",
     [
-        [],  # the defaults of both commands: each spec's max_seq_len, batch 1, fp32
+        [],  # compare's default: one S for all, the shortest max_seq_len; batch 1, fp32
         ["--seq", "2048", "--batch", "4", "--dtype", "bf16"],
         ["--seq", "300", "--dtype", "int4"],
     ],
@@ -55,8 +56,9 @@ COST_SPECS = ["bert-base", "gpt2", "t5-small", "llama-2-70b", "mixtral-8x7b", "p
 def test_flops_and_memory_equal_count_json(options: list[str]) -> None:
     compared = cli_json("compare", *COST_SPECS, *options)["specs"]
     for entry in compared:
-        # `count` adds FLOPs and memory only when asked; `--batch 1` asks at the defaults.
-        counted = cli_json("count", entry["name"], *(options or ["--batch", "1"]))
+        # `count` adds FLOPs and memory only when asked; `--seq S` asks at compare's S.
+        common = ["--seq", str(entry["workload"]["seq"])]
+        counted = cli_json("count", entry["name"], *(options or common))
         for key in ("workload", "flops", "memory"):
             assert entry[key] == counted[key], (entry["name"], key)
         assert entry["params"]["total"] == counted["params"]["total"]
@@ -78,8 +80,41 @@ def test_flops_and_memory_equal_count_json(options: list[str]) -> None:
 def test_one_sequence_length_for_all_columns() -> None:
     specs = cli_json("compare", "bert-base", "llama-2-7b", "--seq", "1024")["specs"]
     assert [e["workload"]["seq"] for e in specs] == [1024, 1024]
+    # Unless asked, one common S too: the shortest context (rows of FLOPs per token at
+    # 512 and 4,096 would compare unlike things), and the command says which.
     default = cli_json("compare", "bert-base", "llama-2-7b")["specs"]
-    assert [e["workload"]["seq"] for e in default] == [512, 4096]  # each its own context
+    assert [e["workload"]["seq"] for e in default] == [512, 512]
+    result = runner.invoke(app, ["compare", "gpt2", "mixtral-8x7b"])
+    assert result.exit_code == 0
+    assert "S = 1,024 for every spec" in result.stderr
+
+
+def test_parameters_chart_on_a_log_axis_past_a_factor_of_20(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "c.svg"
+    result = runner.invoke(app, ["compare", "gpt2", "mixtral-8x7b", "--plot", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "Parameters (total, log scale)" in path.read_text()
+    near = tmp_path / "near.svg"
+    runner.invoke(app, ["compare", "llama-2-7b", "llama-2-13b", "--plot", str(near)])
+    assert "Parameters by component" in near.read_text()  # comparable sizes: stacked, linear
+
+
+@pytest.mark.parametrize("width", [80, 100, 140])
+def test_tables_never_lose_data(width: int) -> None:
+    """At 80, 100 and 140 columns no figure is cut ("6.…") or split across lines."""
+    env = {"COLUMNS": str(width)}
+    result = runner.invoke(app, ["compare", "gpt2", "mixtral-8x7b", "llama-2-70b"], env=env)
+    assert result.exit_code == 0
+    assert "…" not in result.stdout
+    assert all(len(line) <= width for line in result.stdout.splitlines())
+    for number in ("124,439,808", "46,702,792,704", "68,976,648,192", "mixtral-8x7b"):
+        assert number in result.stdout
+    result = runner.invoke(app, ["count", "llama-2-7b", "--seq", "512,1024,2048"], env=env)
+    assert result.exit_code == 0 and "…" not in result.stdout
+    assert all(len(line) <= width for line in result.stdout.splitlines())
+    for text in ("512", "1,024", "2,048", "6.91T", "14.1T", "29.3T", "106 GiB", "27.1 GiB"):
+        assert text in result.stdout
 
 
 def test_weights_in_the_chosen_dtype() -> None:

@@ -106,3 +106,23 @@ def test_without_matplotlib_says_how_to_get_it(tmp_path: Path) -> None:
     assert "needs matplotlib" in result.stderr
     assert "pip install 'archspec[plot]'" in result.stderr
     assert not (tmp_path / "c.png").exists()
+
+
+def test_sweep_chart_axes_cover_the_data(tmp_path: Path) -> None:
+    """Every point lies between two labelled ticks: the forward line (13.5-15.4G) above the
+    lowest FLOPs label, the training total (104-154 GiB) below the top memory label."""
+    from archspec.backends.compare.ticks import binary_ticks, decimal_ticks
+
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "sweep.svg"
+    args = ["count", "llama-2-7b", "--seq", "512,1024,2048,4096", "--plot", str(path)]
+    assert runner.invoke(app, args).exit_code == 0
+    text = path.read_text()
+    assert "10G" in text and "50G" in text  # 13.5G-46G between them
+    assert "256 GiB" in text  # the training total reaches 144 GiB at 4K
+    for lo, hi in ((13.5e9, 15.4e9), (2.5e8, 4.3e10), (1e3, 1.1e3)):
+        ticks = decimal_ticks(lo, hi)
+        assert ticks[0] <= lo and ticks[-1] >= hi
+    for lo, hi in ((104 * 2**30, 154 * 2**30), (2**29, 2**37), (3e5, 7e11)):
+        ticks = binary_ticks(lo, hi)
+        assert ticks[0] <= lo and ticks[-1] >= hi and len(ticks) <= 10

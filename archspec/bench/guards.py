@@ -59,5 +59,6 @@ def check_fits(name: str, predicted_bytes: int, device: torch.device) -> None:
         raise SpecError(
             f"'{name}' needs about {predicted_bytes / 2**30:,.1f} GiB for this run, more than "
             f"the {available / 2**30:,.1f} GiB available on {device.type}",
-            hint="use --set n_layers=N (or smaller sizes), a smaller --batch or --seq",
+            hint="use --set n_layers=N (or smaller sizes), a smaller --batch or --seq; "
+            "--force runs it anyway",
         )

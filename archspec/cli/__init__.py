@@ -16,9 +16,11 @@ from archspec.cli import (
     build,  # noqa: F401  (registers build)
     compare,  # noqa: F401  (registers compare, diff)
     count,  # noqa: F401  (registers count, list, validate)
+    draw,  # noqa: F401  (registers draw)
     hf,  # noqa: F401  (registers import-hf)
     plan,  # noqa: F401  (registers plan)
     printing,  # noqa: F401  (registers print)
+    report,  # noqa: F401  (registers report)
 )
 from archspec.cli.app import app
 

@@ -17,6 +17,7 @@ from archspec.cli.common import (
     human,
     print_json,
     resolve_spec,
+    say,
     stderr,
     stdout,
     user_errors,
@@ -133,6 +134,15 @@ def bench(
             rich_help_panel=_RUN,
         ),
     ] = 0,  # fmt: skip
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Run even when the predicted memory exceeds what the device has (it may "
+            "swap or be killed).",
+            rich_help_panel=_RUN,
+        ),
+    ] = False,
     set_: SetOpt = None,
     json_: JsonOpt = False,
     debug: DebugOpt = False,
@@ -165,9 +175,9 @@ def bench(
     settings = Settings(
         device=device, dtype=dtype, batch=batch, seq=seq, mode=mode, compile=compile_,
         steps=steps, warmup=warmup, new_tokens=new_tokens, vs_hf=vs_hf, seed=seed,
-        peak_tflops=peak_tflops, threads=threads,
+        peak_tflops=peak_tflops, threads=threads, force=force,
     )  # fmt: skip
-    with user_errors(debug):
+    with user_errors(debug, json_):
         resolved = resolve_spec(spec, set_)
         ir = build_ir(resolved)
         # The transformers side is built from the spec's exported config.json, which refuses
@@ -205,6 +215,10 @@ class _progress:
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         if self._bar is None:
+            # No bar in a log: one line as each phase starts, so a long run is not silent.
+            if phase not in self._tasks:
+                self._tasks[phase] = None
+                say(f"{phase}: {total} step" + ("s" if total != 1 else "") + "…")
             return
         if phase not in self._tasks:
             self._tasks[phase] = self._bar.add_task(phase, total=total)
@@ -282,7 +296,9 @@ def _render(r: dict[str, Any]) -> None:
     table.add_row("predicted memory (analysis)", *cells)
     if hf:
         table.add_section()
+        low, high = r["speedup_range"]
         table.add_row("[bold]speedup[/bold]", f"[bold]{r['speedup']:.2f}×[/bold]", "1.00×")
+        table.add_row("speedup, slowest to fastest step", f"{low:.2f}× – {high:.2f}×", "")
     stdout().print(table)
     notes = [
         f"FLOPs per step {human(r['flops_per_step'])} (analysis, convention executed); "
@@ -297,6 +313,11 @@ def _render(r: dict[str, Any]) -> None:
         notes.append(
             f"transformers attention: {r['hf_attn_implementation']}; largest logit difference "
             f"with the same weights: {r['hf_max_abs_diff']:.2g}"
+        )
+    if hf and r["speedup_within_noise"]:
+        notes.append(
+            f"the {r['speedup']:.2f}× speedup is within the noise: the two sides' step times "
+            f"overlap over {r['steps']} steps; more --steps (or --threads 1) may tell them apart"
         )
     for note in notes:
         stderr().print(f"[dim]{note}[/dim]")

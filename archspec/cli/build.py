@@ -87,7 +87,7 @@ def build(
     from archspec.backends.torchgen import generate_source
     from archspec.backends.torchgen.features import UnsupportedIR
 
-    with user_errors(debug):
+    with user_errors(debug, json_):
         ir = compile_spec(spec, set_)
         try:
             source = generate_source(ir, command=_command(spec, set_, output))
@@ -127,10 +127,7 @@ def build(
         write_stdout(source)
     else:
         what = "wrote" if written[0] else "unchanged:"
-        say(
-            f"{what} {output} ({ir.name}, {total:,} parameters ({human(total)}), "
-            f"{size:,} bytes)"
-        )
+        say(f"{what} {output} ({ir.name}, {total:,} parameters ({human(total)}), {size:,} bytes)")
         if weights is not None:
             what = "wrote" if written[1] else "unchanged:"
             say(f"{what} {weights} (converted from {hf_weights})")

@@ -48,15 +48,36 @@ def stderr():
     return Console(stderr=True, highlight=False)
 
 
+def json_error(exc: SpecError) -> None:
+    """With `--json`, a mistake is also a JSON object on stdout, so that a program reading
+    the output always gets JSON: {"error": {"message", "hint", "file", "line", "key"}}."""
+    loc = exc.location
+    error = {
+        "message": visible(exc.message),
+        "hint": visible(exc.hint) if exc.hint else None,
+        "file": visible(loc.file) if loc is not None else None,
+        "line": getattr(loc, "line", None) if loc is not None else None,
+        "key": visible(exc.path) if exc.path else None,
+        "exit_code": 2,
+    }
+    try:
+        write_stdout(json.dumps({"error": error}, indent=2) + "\n")
+    except SpecError:
+        pass  # stdout itself failed: the message on stderr is all there is
+
+
 @contextmanager
-def user_errors(debug: bool = False) -> Iterator[None]:
-    """Turn a SpecError into one clear message on stderr and exit code 2."""
+def user_errors(debug: bool = False, json_: bool = False) -> Iterator[None]:
+    """Turn a SpecError into one clear message on stderr and exit code 2 (and, with --json,
+    a JSON error object on stdout)."""
     try:
         yield
     except SpecError as exc:
         if debug:
             raise
         say(str(exc))
+        if json_:
+            json_error(exc)
         raise typer.Exit(2) from None
 
 
@@ -68,7 +89,26 @@ def resolve_spec(spec: str, overrides: list[str] | None):
     shadowed = shadowed_file(spec)
     if shadowed is not None:
         say(f"note: {spec} is the built-in spec; for the file of that name, write ./{spec}")
+    if spec.endswith(".json") or Path(spec, "config.json").is_file():
+        return _imported(spec, overrides)
     return load_spec(spec, overrides or [])
+
+
+def _imported(config: str, overrides: list[str] | None):
+    """A transformers config.json (or its folder) wherever a spec is accepted: imported on the
+    fly, exactly as `archspec import-hf` would write it."""
+    from archspec.hf.import_config import import_config
+    from archspec.spec.resolve import load_mapping
+
+    imported = import_config(config)
+    say(
+        f"note: {shown(config)} imported as a spec ({imported.hf_class}, extends "
+        f"{imported.base}); `archspec import-hf {shown(config)} -o FILE.yaml` saves it"
+    )
+    if not overrides:
+        return imported.spec
+    data = {"name": imported.spec.name, **imported.data}
+    return load_mapping(imported.base, data, imported.config_path, overrides)
 
 
 def compile_spec(spec: str, overrides: list[str] | None, symbolic: bool = True):

@@ -56,8 +56,8 @@ def compare(
         typer.Option(
             "--seq",
             "-s",
-            help="Sequence length S for the FLOPs (default: each spec's own max_seq_len, as "
-            "`archspec count`); one S for all makes the columns comparable.",
+            help="Sequence length S for the FLOPs, the same for every spec (default: the "
+            "shortest max_seq_len among them, so that each model is defined there).",
             rich_help_panel=_COSTS,
         ),
     ] = None,
@@ -131,12 +131,19 @@ def compare(
     from archspec.backends.compare.table import markdown as to_markdown
     from archspec.backends.count.flops_report import Workload
 
-    with user_errors(debug):
+    with user_errors(debug, json_):
         if plot is not None:
             from archspec.backends.compare.plot import check_path
 
             check_path(plot)
         irs = [compile_spec(spec, None) for spec in specs]
+        if seq is None:
+            # One S for every column: per-token FLOPs at 1,024 beside ones at 32,768 compare
+            # unlike things.
+            seq = min(ir.value(ir.root.max_seq_len) for ir in irs)
+            if len(irs) > 1:
+                say(f"note: FLOPs and memory at S = {seq:,} for every spec (the shortest "
+                    "context among them); --seq S to choose another")  # fmt: skip
         report = compare_report(irs, Workload(batch=batch, seq=seq, dtype=dtype))
         if plot is not None:
             _plot(irs, report, plot, seq, force)
@@ -164,21 +171,18 @@ def _plot(irs: list, report: dict[str, Any], path: Path, seq: int | None, force:
 
 
 def _render_compare(report: dict[str, Any]) -> None:
-    from rich.table import Table
-
     from archspec.backends.compare.table import sections
+    from archspec.cli.tables import Column, print_table
 
-    table = Table(title="comparison", title_justify="left")
-    table.add_column("", overflow="fold")
-    for entry in report["specs"]:
-        table.add_column(entry["name"], justify="right", overflow="fold")
-    for i, (title, rows) in enumerate(sections(report)):
-        if i:
-            table.add_section()
-        table.add_row(f"[bold]{title}[/bold]", *[""] * len(report["specs"]))
-        for name, cells in rows:
-            table.add_row(name, *cells)
-    print_wide(table)
+    names = [entry["name"] for entry in report["specs"]]
+    columns = [Column("", "left", label=True), *(Column(name) for name in names)]
+    rows: list[list[str]] = []
+    starts = []
+    for title, section in sections(report):
+        starts.append(len(rows))
+        rows.append([f"[bold]{title}[/bold]", *[""] * len(names)])
+        rows += [[name, *cells] for name, cells in section]
+    print_table("comparison", columns, rows, sections=starts[1:])
 
 
 @app.command()
@@ -216,7 +220,7 @@ def diff(
     from archspec.ir.build import build_ir
     from archspec.spec.diff import spec_diff
 
-    with user_errors(debug):
+    with user_errors(debug, json_):
         spec_a, spec_b = resolve_spec(a, None), resolve_spec(b, None)
         report = diff_report(build_ir(spec_a), build_ir(spec_b), spec_diff(spec_a, spec_b))
     if json_:

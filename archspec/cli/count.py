@@ -22,6 +22,7 @@ from archspec.cli.common import (
     stderr,
     stdout,
     user_errors,
+    write_stdout,
 )
 from archspec.errors import SpecError
 from archspec.safety.limits import MAX_SIZE
@@ -159,6 +160,16 @@ def count(
     interleave: InterleaveOpt = None,
     global_batch: GlobalBatchOpt = None,
     grad_dtype: GradDtypeOpt = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            help="`module`: also the forward FLOPs of each module (the matmuls of each Linear, "
+            "the attention core in its attention module), as profilers list them.",
+            metavar="module",
+            rich_help_panel=_FLOPS,
+        ),
+    ] = None,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -205,9 +216,11 @@ def count(
     """
     from archspec.backends.count.report import param_report
 
-    with user_errors(debug):
+    with user_errors(debug, json_):
         if names not in ("ours", "hf"):
             raise SpecError(f"--names takes ours or hf, not {names!r}")
+        if by not in (None, "module", "component"):
+            raise SpecError(f"--by takes module (or component, the default), not {by!r}")
         from archspec.cli import sweep
 
         lengths = sweep.parse_lengths(seq)
@@ -216,20 +229,32 @@ def count(
             optimizer, recompute, attn, gpus, tp, pp, zero, sp_, interleave, global_batch,
             grad_dtype,
         )  # fmt: skip
+        if by == "module" and workload is None:
+            from archspec.backends.count.flops_report import Workload
+
+            workload = Workload()  # at the spec's max_seq_len, as --seq would default
         # Plain parameter counts need no formulas: an integer IR spares the sympy import.
         formulas = symbolic or workload is not None or plot is not None or names == "hf"
         ir = compile_spec(spec, set_, symbolic=formulas)
         report = param_report(ir, symbolic=symbolic)
+        report["overrides"] = list(set_ or [])  # what was asked, beside what it resolved to
         if names == "hf":
             from archspec.hf.names import hf_module_names
 
             hf_names = hf_module_names(ir)
             for row in report["params"]["rows"]:
                 row["hf_name"] = hf_names[row["name"]]
+        _beyond_context(ir, lengths)
         if lengths is not None and len(lengths) > 1:
             sweep.add_sweep(report, ir, workload, lengths)
         elif workload is not None:
             _add_workload(report, ir, workload, symbolic)
+        if by == "module":
+            from archspec.backends.count.by_module import module_flops
+            from archspec.backends.count.conventions import get_convention
+
+            conv = get_convention(workload.convention)
+            report["flops_by_module"] = module_flops(ir, conv, workload.values(ir))
         if plot is not None:
             from archspec.backends.count.flops_report import Workload
 
@@ -242,6 +267,42 @@ def count(
         sweep.render_sweep(report)
     elif workload is not None:
         _render_workload(report)
+    if "flops_by_module" in report:
+        _render_by_module(report)
+
+
+def _render_by_module(report: dict[str, Any]) -> None:
+    from archspec.cli.tables import Column, print_table
+
+    w = report["workload"]
+    rows = [
+        [r["module"], r["shape"], str(r["copies"]) if r["copies"] != 1 else "",
+         f"{r['flops']:,}", _flops(r["flops"]), f"{r['share']:.1%}"]
+        for r in report["flops_by_module"]
+    ]  # fmt: skip
+    total = sum(r["flops"] for r in report["flops_by_module"])
+    rows.append(["[bold]forward total[/bold]", "", "", f"{total:,}", _flops(total), "100.0%"])
+    print_table(
+        f"forward FLOPs by module at B={w['batch']}, S={w['seq']} ({w['convention']}; a "
+        "repeated module's row counts all its copies)",
+        [Column("module", "left", label=True), Column("shape", "left"), Column("×"),
+         Column("FLOPs"), Column(""), Column("share")],
+        rows,
+        sections=[len(rows) - 1],
+    )  # fmt: skip
+
+
+def _beyond_context(ir, lengths: list[int] | None) -> None:
+    """Say when S exceeds a learned position table: the formulas still give figures, but the
+    model (and `archspec bench`) cannot run that length."""
+    longest = ir.value(ir.root.max_seq_len)
+    tables = [s for s in ir.root.stacks if s.position.entry.table == "absolute"]
+    beyond = [n for n in lengths or () if n > longest]
+    if tables and beyond:
+        say(
+            f"note: S = {max(beyond):,} is beyond {ir.name}'s {longest:,} learned positions: "
+            "the figures are what the formulas give, but the model cannot run that length"
+        )
 
 
 def _render_params(report: dict[str, Any]) -> None:
@@ -325,47 +386,79 @@ def list_(json_: JsonOpt = False) -> None:
                 "params": ir.value(parameter_count(ir.root)),
             }
         )
+    # By family, then size: gpt2, gpt2-medium, gpt2-large, gpt2-xl (not alphabetically).
+    entries.sort(key=lambda e: (e["family"], e["params"], e["name"]))
     if json_:
         print_json(entries)
         return
-    from rich.table import Table
+    from archspec.cli.tables import Column, print_table
 
-    table = Table(title="built-in specs", title_justify="left")
-    for column in ("name", "family", "layout", "transformers class"):
-        table.add_column(column)
-    table.add_column("parameters", justify="right")
-    for e in entries:
-        table.add_row(e["name"], e["family"], e["layout"], e["hf_class"] or "-", f"{e['params']:,}")
-    stdout().print(table)
+    columns = [Column("name", "left", label=True), Column("family", "left", label=True),
+               Column("layout", "left", label=True),
+               Column("transformers class", "left", label=True), Column("parameters")]  # fmt: skip
+    rows = [
+        [e["name"], e["family"], e["layout"], e["hf_class"] or "-", f"{e['params']:,}"]
+        for e in entries
+    ]
+    print_table("built-in specs", columns, rows, keys=1)
 
 
 @app.command()
 def validate(
-    file: Annotated[Path, typer.Argument(help="A spec file to check.")],
+    spec: SpecArg,
     set_: SetOpt = None,
+    resolved: Annotated[
+        bool,
+        typer.Option(
+            "--resolved",
+            help="Print the spec fully resolved, every default filled in, as YAML (as JSON "
+            "with --json).",
+        ),
+    ] = False,
     json_: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Check a spec file: YAML, `extends`, keys, types and shapes. Exit code 2 on a mistake.
+    """Check a spec (a file, a built-in name or a config.json): YAML, `extends`, keys, types
+    and shapes. Exit code 2 on a mistake. `--resolved` prints what the spec means, with every
+    default the spec leaves out (attention bias, MLP bias, tied head, ...).
 
     Examples:
 
         archspec validate my-model.yaml
 
+        archspec validate gpt2 --resolved
+
         archspec validate my-model.yaml --set n_heads=16 --json
     """
     from archspec.backends.count.params import parameter_count
+    from archspec.cli.common import resolve_spec
+    from archspec.ir.build import build_ir
 
-    with user_errors(debug):
-        if not file.is_file():
-            raise SpecError(f"no such file: {file}")
-        ir = compile_spec(str(file), set_)
+    with user_errors(debug, json_):
+        parsed = resolve_spec(spec, set_)
+        ir = build_ir(parsed, symbolic=False)
     total = ir.value(parameter_count(ir.root))
+    if resolved:
+        from dataclasses import asdict
+
+        data = asdict(parsed)
+        # The derived defaults too: what a left-out field means for this spec.
+        data |= {"n_kv_heads": parsed.kv_heads, "head_dim": parsed.resolved_head_dim,
+                 "final_norm": parsed.has_final_norm}  # fmt: skip
+        data["norm"]["bias"] = parsed.norm.has_bias
+        if json_:
+            print_json(data)
+        else:
+            import yaml
+
+            write_stdout(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+        return
     if json_:
         print_json({"name": ir.name, "valid": True, "params": total})
     else:
         stderr().print(
-            f"[green]ok[/green]: {file} is a valid spec ({ir.name}, {total:,} parameters)"
+            f"[green]ok[/green]: {markup_safe(spec)} is a valid spec ({markup_safe(ir.name)}, "
+            f"{total:,} parameters)"
         )
 
 

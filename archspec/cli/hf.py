@@ -69,7 +69,7 @@ def import_hf(
     """
     from archspec.hf.import_config import import_config
 
-    with user_errors(debug):
+    with user_errors(debug, json_):
         if has_unsafe(str(config)):
             # The path is recorded in the spec (a comment, or `source`): a newline in a folder
             # name would start a YAML line of its own.
@@ -85,7 +85,7 @@ def import_hf(
     if output is None:
         write_stdout(text)
         return
-    with user_errors(debug):
+    with user_errors(debug, json_):
         config_file = config / "config.json" if config.is_dir() else config
         written = write_output(output, text, force, "the imported spec", (config_file,))
     what = "wrote" if written else "unchanged:"

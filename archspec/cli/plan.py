@@ -132,7 +132,7 @@ def plan(
 
         archspec plan llama-2-70b --mode serve --gpu h100-sxm --gpus 8 --tp 8 --batch 16 --prompt 2048 --new-tokens 256
     """  # noqa: E501
-    with user_errors(debug):
+    with user_errors(debug, json_):
         from archspec.plan.hardware import get_system, load_catalogue
 
         if list_systems:

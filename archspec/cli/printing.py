@@ -75,7 +75,7 @@ def print_tree(
     """
     from archspec.backends.printer import module_tree, render
 
-    with user_errors(debug):
+    with user_errors(debug, json_):
         ir = compile_spec(spec, set_, symbolic=False)  # the tree needs numbers, not formulas
         root = module_tree(ir)
     if json_:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from archspec.cli.common import human, say, stdout
+from archspec.cli.common import human, say
 from archspec.errors import SpecError
 from archspec.safety.limits import MAX_LENGTHS, MAX_SIZE
 
@@ -64,36 +64,21 @@ def chart_sweep(report: dict[str, Any], ir, workload, path: Path, force: bool = 
 
 
 def render_sweep(report: dict[str, Any]) -> None:
-    from rich.table import Table
-
     from archspec.backends.compare.table import binary_bytes
-    from archspec.cli.compare import print_wide
+    from archspec.cli.tables import Column, print_table
 
     sweep = report["sweep"]
     w = sweep[0]["workload"]
-    table = Table(
-        title=f"{report['name']} across sequence lengths: batch {w['batch']}, {w['dtype']}, "
-        f"{w['convention']} FLOPs",
-        title_justify="left",
-    )
-    columns = [
-        "S",
-        "forward",
-        "forward / token",
-        "train step",
-        "train / token",
-        "decode step",
-        "KV cache",
-        "activations",
-        "training memory",
-        "inference memory",
-    ]
-    for column in columns:
-        table.add_column(column, justify="right", no_wrap=True)
+    # Two-line headers: the table's width is then set by its figures, not its words.
+    headers = [
+        "S", "forward", "forward\n/ token", "train\nstep", "train\n/ token", "decode\nstep",
+        "KV\ncache", "activ-\nations", "training\nmemory", "inference\nmemory",
+    ]  # fmt: skip
+    rows = []
     for e in sweep:
         flops, memory = e["flops"], e["memory"]
         decode = human(flops["decode"]) if flops["decode"] is not None else "—"
-        table.add_row(
+        rows.append([
             f"{e['workload']['seq']:,}",
             human(flops["forward"]),
             human(flops["forward_per_token"]),
@@ -104,8 +89,11 @@ def render_sweep(report: dict[str, Any]) -> None:
             binary_bytes(memory["activations"]),
             binary_bytes(memory["total"]),
             binary_bytes(memory["inference_total"]),
-        )
-    print_wide(table)
-    stdout().print(
-        "[dim]FLOPs: K 10³, M 10⁶, B 10⁹, T 10¹²; memory per device; exact: --json[/dim]"
+        ])  # fmt: skip
+    print_table(
+        f"{report['name']} across sequence lengths: batch {w['batch']}, {w['dtype']}, "
+        f"{w['convention']} FLOPs",
+        [Column(h) for h in headers],
+        rows,
+        caption="[dim]FLOPs: K 10³, M 10⁶, B 10⁹, T 10¹²; memory per device; exact: --json[/dim]",
     )

@@ -72,7 +72,15 @@ def _find(ref: str, relative_to: Path | None, location: Location | None) -> Path
         return path.resolve()
     path = builtin_dir() / f"{ref}.yaml"
     if not path.is_file():
-        hint = did_you_mean(ref, builtin_names(include_abstract=True))
+        # On the command line, suggest only specs it accepts: an abstract family base
+        # (`_mistral` for `mixtral`) would be refused next. `extends` may name bases.
+        choices = builtin_names(include_abstract=relative_to is not None)
+        starting = [n for n in choices if n.startswith(ref.lower()) and ref]
+        hint = (
+            f"did you mean {' or '.join(repr(n) for n in starting[:3])}?"
+            if starting
+            else did_you_mean(ref, choices)
+        )
         raise SpecError(
             f"unknown spec '{ref}'",
             location=location,
@@ -170,6 +178,16 @@ def name_from_file(path: Path) -> str:
     ascii_stem = unicodedata.normalize("NFKD", path.stem).encode("ascii", "ignore").decode()
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", ascii_stem).strip("-.")
     return name[:64].rstrip("-.") or "spec"
+
+
+def load_mapping(base: str, data: dict[str, Any], where: str, overrides: list[str]) -> Spec:
+    """A spec given as a mapping over the built-in `base` (an imported config.json), with
+    `--set` overrides applied, validated like a file."""
+    merged, locations = _load_chain(builtin_dir() / f"{base}.yaml", ())
+    merged = deep_merge(merged, data)
+    merged.pop("abstract", None)
+    merged, locations = apply_overrides(merged, locations, overrides)
+    return validate(merged, locations, Location(where))
 
 
 def load_spec(ref: str | Path, overrides: list[str] | None = None) -> Spec:

@@ -17,4 +17,9 @@ def three_digits(n: float, size: float = 1) -> str:
         return str(n)
     if isinstance(n, int) and abs(n) >= 10**300:
         return f"{Decimal(n) / Decimal(size):.3g}"
-    return f"{n / size:.3g}"
+    text = f"{n / size:.3g}"
+    # 999.5 to 1023.x of a unit (bytes come in 1024s) would print as 1e+03 or 1.02e+03:
+    # write the whole number instead (1000, 1020).
+    if "e" in text and abs(n / size) < 10**6:
+        return f"{round(n / size)}"
+    return text

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from archspec.backends.compare.numbers import three_digits
+from archspec.backends.compare.ticks import binary_ticks, decimal_ticks
 from archspec.errors import SpecError
 
 FORMATS = (".png", ".svg")
@@ -104,6 +105,16 @@ def _parameter_bars(axes: Any, specs: Sequence[dict[str, Any]], share: bool) -> 
     groups = [g for g in GROUP_LABELS if any(e["params"]["groups"].get(g) for e in specs)]
     left = [0.0] * len(specs)
     handles = []
+    totals = [e["params"]["total"] for e in specs]
+    # gpt2 beside Mixtral on a linear axis is a bar too short to see: past a factor of 20,
+    # totals go on a log axis (stacked segments would mislead there; the share panel shows
+    # the composition).
+    log = not share and min(totals) > 0 and max(totals) / min(totals) > 20
+    if log:
+        groups = []
+        axes.barh(y, totals, color="#9aa5b1", height=0.6)
+        axes.set_xscale("log")
+        axes.set_xlim(min(totals) / 3, max(totals) * 8)
     for group in groups:
         values = [e["params"]["groups"].get(group, 0) for e in specs]
         if share:
@@ -122,8 +133,8 @@ def _parameter_bars(axes: Any, specs: Sequence[dict[str, Any]], share: bool) -> 
         axes.set_title("Where the parameters are (share)")
     else:
         axes.xaxis.set_major_formatter(_formatter())
-        axes.set_xlabel("parameters")
-        axes.set_title("Parameters by component")
+        axes.set_xlabel("parameters (log scale)" if log else "parameters")
+        axes.set_title("Parameters (total, log scale)" if log else "Parameters by component")
         # The total at the end of each bar; the axis leaves room for the label.
         for yi, e in zip(y, specs, strict=True):
             total = e["params"]["total"]
@@ -211,9 +222,11 @@ def plot_compare(
     fig = plt.figure(figsize=(14, bar_height + (5.5 if flops else 0)), layout="constrained")
     grid = fig.add_gridspec(rows, 2, height_ratios=[bar_height, 5.5] if flops else [1])
     absolute = fig.add_subplot(grid[0, 0])
-    handles = _parameter_bars(absolute, specs, share=False)
+    marks = _parameter_bars(absolute, specs, share=False)
     share = fig.add_subplot(grid[0, 1], sharey=absolute)
-    _parameter_bars(share, specs, share=True)
+    # The groups' colours from the share panel (the absolute one may be totals on a log axis).
+    handles = _parameter_bars(share, specs, share=True)
+    handles += [h for h in marks if not hasattr(h, "patches")]
     share.tick_params(labelleft=False)
     fig.legend(handles=handles, loc="outside upper center", ncols=len(handles), frameon=False)
     if flops:
@@ -260,27 +273,41 @@ def plot_sweep(name: str, sweep: list[dict[str, Any]], path: Path, force: bool =
     flops.set_yscale("log")
     # Over a narrow range a log axis labels its minor ticks too: both in the same style.
     flops.yaxis.set_major_formatter(_formatter(si))
-    flops.yaxis.set_minor_formatter(_formatter(si))
+    _cover(flops, [*forward, *train], decimal_ticks)
     series = {
         "weights": "weights",
         "activations": "activations (training)",
         "kv_cache": "KV cache (inference)",
         "total": "training total",
     }
+    drawn: list[int] = []
     for key, label in series.items():
         values = [e["memory"][key] for e in sweep]
         if any(values):
             memory.plot(seqs, values, marker="o", label=label)
+            drawn += [v for v in values if v > 0]
     memory.set_ylabel("bytes (log scale)")
     memory.set_title(f"Memory at batch {w['batch']}")
     # Doublings of bytes land on round binary sizes: 8 GiB, 16 GiB, ...
     memory.set_yscale("log", base=2)
     memory.yaxis.set_major_formatter(_formatter(binary))
+    _cover(memory, drawn, binary_ticks)
     for ax in (flops, memory):
         _seq_axis(ax, seqs)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=9)
     _save(fig, path, force)
+
+
+def _cover(axes: Any, values: Sequence[float], ticks_for) -> None:
+    """Ticks from at or below the lowest value to at or above the highest, and the axis
+    limits at the outer ticks: every point lies between two labels."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+
+    ticks = ticks_for(min(values), max(values))
+    axes.yaxis.set_major_locator(FixedLocator(ticks))
+    axes.yaxis.set_minor_locator(NullLocator())
+    axes.set_ylim(ticks[0], ticks[-1])
 
 
 def _seq_axis(axes: Any, seqs: Sequence[int]) -> None:

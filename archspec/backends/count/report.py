@@ -34,6 +34,28 @@ def has_moe(ir: IR) -> bool:
     return any(isinstance(p.node, MoE) for p in walk(ir.root))
 
 
+def dimensions(ir: IR) -> dict[str, Any]:
+    """The model's resolved sizes, read from the tree (an integer IR has no symbol table)."""
+    model = ir.root
+    block = model.stacks[0].block_variants[-1]
+    attn, ff = block.attn, block.ff
+    dims: dict[str, Any] = {
+        "d_model": ir.value(model.d_model),
+        "vocab_size": ir.value(model.vocab_size),
+        "max_seq_len": ir.value(model.max_seq_len),
+        "n_layers": {s.role: sum(ir.value(r.count) for r in s.blocks.runs) for s in model.stacks},
+        "n_heads": ir.value(attn.n_heads),
+        "n_kv_heads": ir.value(attn.n_kv_heads),
+        "head_dim": ir.value(attn.head_dim),
+    }
+    if isinstance(ff, MoE):
+        dims |= {"d_ff": ir.value(ff.expert.hidden), "n_experts": ir.value(ff.n_experts),
+                 "top_k": ir.value(ff.top_k)}  # fmt: skip
+    else:
+        dims["d_ff"] = ir.value(ff.hidden)
+    return dims
+
+
 def param_report(ir: IR, symbolic: bool = False) -> dict[str, Any]:
     """Everything `archspec count` shows about parameters, as JSON-ready data."""
     who = ir.identity
@@ -45,6 +67,8 @@ def param_report(ir: IR, symbolic: bool = False) -> dict[str, Any]:
         "layout": ir.root.layout,
         "hf_class": who.hf_class,
         "source": who.source,
+        # The resolved dimensions: what the figures describe, whatever --set changed.
+        "dims": dimensions(ir),
         "params": {
             "total": ir.value(total_expr),
             "rows": [
@@ -55,6 +79,10 @@ def param_report(ir: IR, symbolic: bool = False) -> dict[str, Any]:
                     "per_copy": ir.value(row.per_copy),
                     "copies": ir.value(row.copies),
                     "shape": shape_text(ir, row),
+                    # The same shape for programs: the weight's dimensions as PyTorch stores
+                    # them (null when tied) and the bias's (null when none).
+                    "weight_shape": None if row.tied_to else [ir.value(t) for t in row.shape_terms],
+                    "bias_shape": [ir.value(row.bias)] if row.bias is not None else None,
                     "tied_to": row.tied_to,
                     # The shape in the spec's dimension names, when the IR carries them.
                     **({"formula": shape_text(ir, row, symbolic=True)} if ir.symbolic else {}),
