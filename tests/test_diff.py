@@ -107,9 +107,7 @@ def test_t5_to_flan_t5_gates_the_mlp_and_unties_the_head() -> None:
     assert m["encoder.blocks.i.mlp.gate"]["change"] == "added"
     assert m["lm_head"]["settings"]["tied_to"] == ["tok_emb.weight", None]
     # T5's relative bias table belongs to each stack, shared by its blocks.
-    assert "encoder.rel_bias" in {
-        m["module"] for m in diff("t5-small", "bart-base")["modules"]
-    }
+    assert "encoder.rel_bias" in {m["module"] for m in diff("t5-small", "bart-base")["modules"]}
 
 
 @pytest.mark.parametrize(

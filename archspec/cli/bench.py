@@ -130,7 +130,8 @@ def bench(
     zero: Annotated[
         int,
         typer.Option(
-            "--zero", help="3: FSDP2 over the data-parallel ranks (with --nproc).",
+            "--zero",
+            help="3: FSDP2 over the data-parallel ranks (with --nproc).",
             rich_help_panel=_RUN,
         ),
     ] = 0,  # fmt: skip
@@ -334,9 +335,7 @@ def _bench_distributed(spec, set_, nproc, tp, zero, device, batch, seq, steps, w
     with user_errors(debug):
         ir = build_ir(resolve_spec(spec, set_))
         seq = seq or min(512, ir.value(ir.root.max_seq_len))
-        r = run_distributed(
-            ir, nproc, tp, zero, device or "cpu", batch, seq, steps, warmup, seed
-        )
+        r = run_distributed(ir, nproc, tp, zero, device or "cpu", batch, seq, steps, warmup, seed)
     if json_:
         print_json(r)
         return

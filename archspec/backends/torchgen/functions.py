@@ -54,7 +54,7 @@ def dropout(x: Tensor, p: float, training: bool) -> Tensor:
     return torch.native_dropout(x, p, True)[0] if training else x
 '''
 
-KV_CACHE = '''
+KV_CACHE = """
 class KVCache:
     \"\"\"The keys and values one attention layer has computed so far, so that new tokens
     attend to earlier ones without recomputing them. Generation keeps one per block.
@@ -88,16 +88,16 @@ class KVCache:
         self.k[:, :, start:end] = k
         self.v[:, :, start:end] = v
         return self.k[:, :, :end], self.v[:, :, :end]
-'''
+"""
 
-CHECK_LENGTH = '''
+CHECK_LENGTH = """
 def check_length(length: int, max_seq_len: int) -> None:
     \"\"\"Refuse more positions than the model has (position table, trained angles).\"\"\"
     if length > max_seq_len:
         raise ValueError(f"{length} positions exceed max_seq_len = {max_seq_len}")
-'''
+"""
 
-SAMPLING = '''
+SAMPLING = """
 def sampling_probs(
     logits: Tensor,
     temperature: float = 1.0,
@@ -134,7 +134,7 @@ def next_token(
         return logits.argmax(dim=-1, keepdim=True)
     probs = sampling_probs(logits, temperature, top_k, top_p)
     return torch.multinomial(probs, 1, generator=generator)
-'''
+"""
 
 
 def _hidden_keys(f: Features) -> str:

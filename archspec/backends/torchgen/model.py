@@ -185,6 +185,7 @@ def generate(
     return tokens
 '''
 
+
 def limited(stack: Stack) -> bool:
     """Its position kind's table or encodings were sized (or trained) for max_seq_len."""
     return stack.position.entry.length_limited
