@@ -11,6 +11,7 @@ Run: python benchmarks/count_speed.py [--runs 5]
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -30,9 +31,21 @@ print(sum(p.numel() for p in model.parameters()))
 ARCHSPEC = [sys.executable, "-m", "archspec", "count"]
 
 
+# Time processes as an installed archspec runs: with bytecode caches. PYTHONDONTWRITEBYTECODE (set
+# in some containers) would make every process compile every module again, timing the compiler.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+# What every `archspec count` must import before it does any work: the interpreter, then the
+# libraries it is built on (the command line, the tables, the YAML reader).
+FLOOR = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    "import typer, rich.table, yaml": [sys.executable, "-c", "import typer, rich.table, yaml"],
+}
+
+
 def timed(cmd: list[str]) -> tuple[float, str]:
     start = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=ENV).stdout
     return time.perf_counter() - start, out
 
 
@@ -64,6 +77,11 @@ def main() -> None:
     print(f"  12 layers:     {shallow:7.3f} s")
     print(f"  10000 layers:  {deep:7.3f} s")
     print(f"  ratio deep/12: {deep / shallow:7.2f}")
+
+    print("start-up floor: what any command built on these libraries pays")
+    for label, cmd in FLOOR.items():
+        floor, _ = median_time(cmd, args.runs)
+        print(f"  {label:31s} {floor:7.3f} s")
 
 
 if __name__ == "__main__":

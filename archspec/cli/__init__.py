@@ -5,35 +5,75 @@ result as a rich table for people or JSON (`--json`) for machines. Data goes to 
 messages to stderr. Every user mistake is a `SpecError`: one message, exit code 2, and no
 traceback unless `--debug`.
 
-Each command lives in its own module in this package and registers itself on `app` (app.py);
-import the module below to add a command.
+Each command lives in its own module in this package and registers itself on the Typer
+application (`application.py`). A run imports only the module of the command it runs:
+`bench` and `build` pull in torch, `plan` the cluster model, `count` only the spec, the IR and
+rich, and importing every module on every start would make `archspec count` several times
+slower to start. To add a command, write its module and name it in `COMMAND_MODULES`.
 """
 
 from __future__ import annotations
 
-from archspec.cli import (
-    bench,  # noqa: F401  (registers bench)
-    build,  # noqa: F401  (registers build)
-    compare,  # noqa: F401  (registers compare, diff)
-    count,  # noqa: F401  (registers count, list, validate)
-    draw,  # noqa: F401  (registers draw)
-    hf,  # noqa: F401  (registers import-hf)
-    plan,  # noqa: F401  (registers plan)
-    printing,  # noqa: F401  (registers print)
-    report,  # noqa: F401  (registers report)
-)
-from archspec.cli.app import app
+import importlib
+import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import typer
+
+# Command name -> the module of this package that registers it, in the order `--help` lists them.
+COMMAND_MODULES = {
+    "bench": "bench",
+    "build": "build",
+    "compare": "compare",
+    "diff": "compare",
+    "count": "count",
+    "list": "count",
+    "validate": "count",
+    "draw": "draw",
+    "import-hf": "hf",
+    "plan": "plan",
+    "print": "printing",
+    "report": "report",
+}
+
+
+def register_commands(command: str | None = None) -> None:
+    """Register `command` on the application, or every command when it is None or not one of
+    ours (`--help`, `--version`, a misspelt name: Typer then lists them all or suggests one)."""
+    if command in COMMAND_MODULES:
+        modules = [COMMAND_MODULES[command]]
+    else:
+        modules = list(dict.fromkeys(COMMAND_MODULES.values()))
+    for module in modules:
+        importlib.import_module(f"archspec.cli.{module}")
+
+
+def command_in(argv: list[str]) -> str | None:
+    """The command an argument list runs: its first word that is not an option (the
+    application's own options, `--version` and `--help`, take no value)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def __getattr__(name: str) -> typer.Typer:
+    # `from archspec.cli import app` (tests, embedding) gets the application with every command.
+    if name == "app":
+        register_commands()
+        from archspec.cli.application import app
+
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
     """Run the command line. A SpecError that escapes a command (stdout failing while a table
     is printed, after the command's own error handling) is still one message and exit code 2;
     stdout is flushed here, so that a failure at exit is reported too."""
-    import sys
-
+    from archspec.cli.application import app
     from archspec.cli.streams import say, silence_stdout, stdout_failed
     from archspec.errors import SpecError
 
+    register_commands(command_in(sys.argv[1:]))
     try:
         try:
             app()

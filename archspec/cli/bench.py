@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from archspec.backends.compare.numbers import three_digits
-from archspec.cli.app import app
+from archspec.cli.application import app
 from archspec.cli.common import (
     DebugOpt,
     JsonOpt,

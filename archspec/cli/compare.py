@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from archspec.cli.app import app
+from archspec.cli.application import app
 from archspec.cli.common import (
     DebugOpt,
     JsonOpt,

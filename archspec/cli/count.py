@@ -9,7 +9,7 @@ import typer
 
 from archspec.backends.compare.numbers import three_digits
 from archspec.backends.count.conventions import NO_RECOMPUTE
-from archspec.cli.app import app
+from archspec.cli.application import app
 from archspec.cli.common import (
     DebugOpt,
     JsonOpt,

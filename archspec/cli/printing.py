@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from archspec.cli.app import app
+from archspec.cli.application import app
 from archspec.cli.common import (
     DebugOpt,
     JsonOpt,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from archspec.cli.app import app
+from archspec.cli.application import app
 from archspec.cli.common import (
     DebugOpt,
     ForceOpt,
