@@ -187,6 +187,66 @@ for _name, _d, _l, _h in (("bloom-560m", 1024, 24, 16), ("bloom-176b", 14336, 70
     )
 
 
+# Built-ins of the families added after the seed list (public config.json values).
+_llama(
+    "llama-3.1-8b",
+    4096,
+    32,
+    32,
+    8,
+    14336,
+    vocab_size=128256,
+    max_position_embeddings=131072,
+    rope_theta=500000.0,
+    rope_scaling={
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    },
+)
+_add(
+    "starcoder",
+    "GPTBigCodeForCausalLM",
+    "GPTBigCodeConfig",
+    vocab_size=49152,
+    n_positions=8192,
+    n_embd=6144,
+    n_inner=24576,
+    n_layer=40,
+    n_head=48,
+    multi_query=True,
+)
+_bert(
+    "xlm-roberta-base",
+    768,
+    12,
+    12,
+    cls="XLMRobertaModel",
+    conf="XLMRobertaConfig",
+    vocab_size=250002,
+    max_position_embeddings=514,
+    type_vocab_size=1,
+    pad_token_id=1,
+    layer_norm_eps=1e-5,
+)
+_add(
+    "mt5-small",
+    "MT5ForConditionalGeneration",
+    "MT5Config",
+    vocab_size=250112,
+    d_model=512,
+    d_kv=64,
+    d_ff=1024,
+    num_layers=8,
+    num_decoder_layers=8,
+    num_heads=6,
+    feed_forward_proj="gated-gelu",
+    tie_word_embeddings=False,
+)
+
+
 def build_meta(name: str):
     """The transformers model for spec `name`, on the meta device (no memory)."""
     import torch
@@ -196,9 +256,9 @@ def build_meta(name: str):
     config = getattr(transformers, config_cls)(**fields)
     with torch.device("meta"):
         model = getattr(transformers, model_cls)(config)
-    if fields.get("tie_word_embeddings") is False and model_cls.startswith("T5"):
+    if fields.get("tie_word_embeddings") is False and model_cls.startswith(("T5", "MT5")):
         # transformers 5.x always ties T5's head when building from a config, but the real
-        # T5 v1.1 / FLAN-T5 checkpoints store a separate lm_head.weight (see
+        # T5 v1.1 / FLAN-T5 / mT5 checkpoints store a separate lm_head.weight (see
         # test_flan_t5_checkpoint_keeps_separate_head), so the reference unties it.
         model.lm_head.weight = torch.nn.Parameter(torch.empty_like(model.lm_head.weight))
     return model
