@@ -47,7 +47,7 @@ def _full(t: torch.Tensor) -> torch.Tensor:
     return t.full_tensor() if isinstance(t, DTensor) else t
 
 
-def run_case(path: str, dp: int, tp: int) -> dict:
+def run_case(path: str, dp: int, tp: int, sequence_parallel: bool = False) -> dict:
     rank = dist.get_rank()
     module = _load(path)
     encdec = "decoder_input_ids" in module.Model.forward.__code__.co_varnames
@@ -62,7 +62,7 @@ def run_case(path: str, dp: int, tp: int) -> dict:
     torch.manual_seed(0)
     model = module.Model().eval()
     mesh = init_device_mesh("cpu", (dp, tp), mesh_dim_names=("dp", "tp"))
-    module.parallelize(model, mesh)
+    module.parallelize(model, mesh, sequence_parallel=sequence_parallel)
     if dp > 1:  # each replica takes its share of the batch
         share = data["input_ids"].size(0) // dp
         data = {k: v[rank * share : (rank + 1) * share] for k, v in data.items()}
@@ -105,12 +105,14 @@ def run_case(path: str, dp: int, tp: int) -> dict:
     return out
 
 
-def worker(rank: int, world: int, port: int, cases: list[tuple[str, str, int, int]], out: str):
+def worker(
+    rank: int, world: int, port: int, cases: list[tuple[str, str, int, int, bool]], out: str
+):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        results = {key: run_case(path, dp, tp) for key, path, dp, tp in cases}
+        results = {key: run_case(path, dp, tp, sp_) for key, path, dp, tp, sp_ in cases}
     finally:
         dist.destroy_process_group()
     Path(out, f"rank{rank}.json").write_text(json.dumps(results))

@@ -1,7 +1,8 @@
 """The generated `parallelize(model, mesh)` on 2 gloo processes on the CPU: tensor parallelism
-(tp=2) and FSDP2 (dp=2) give the single-process loss, gradients and parameters after one
-optimizer step (gpt2, a GQA llama, bert, a small MoE; t5 with tp=2), and each rank holds the
-parameter bytes archspec predicts for PyTorch's layout (`torch_local_params`).
+(tp=2, with and without sequence parallelism) and FSDP2 (dp=2) give the single-process loss,
+gradients and parameters after one optimizer step (gpt2, a GQA llama, bert, a small MoE; t5 with
+tp=2), and each rank holds the parameter bytes archspec predicts for PyTorch's layout
+(`torch_local_params`).
 
 All cases run in one spawn of two processes: starting torch is most of the cost."""
 
@@ -30,8 +31,16 @@ MODELS = {
     "bert": ("bert-base", TINY),
     "moe": ("mixtral-8x7b", [*TINY, "n_kv_heads=2", "moe.n_experts=4", "moe.top_k=2"]),
 }
-CASES = [("gpt2", 1, 2), ("gpt2", 2, 1), ("llama-gqa", 1, 2), ("llama-gqa", 2, 1), ("t5", 1, 2)]
-CASES += [("bert", 1, 2), ("bert", 2, 1), ("moe", 1, 2), ("moe", 2, 1)]
+# (model, dp, tp, sequence parallelism)
+CASES = [(key, 1, 2, False) for key in MODELS] + [(key, 1, 2, True) for key in MODELS]
+CASES += [(key, 2, 1, False) for key in MODELS if key != "t5"]
+
+
+def _name(key: str, dp: int, tp: int, sp_: bool) -> str:
+    return f"{key} dp={dp} tp={tp}" + (" sp" if sp_ else "")
+
+
+IDS = [_name(*case).replace(" ", "-") for case in CASES]
 
 
 def _port() -> int:
@@ -49,20 +58,19 @@ def runs(tmp_path_factory):
         path = folder / f"dist_{key.replace('-', '_')}.py"
         path.write_text(generate_source(irs[key]))
         subprocess.run([sys.executable, "-m", "ruff", "check", "-q", str(path)], check=True)
-    for key, dp, tp in CASES:
-        cases.append(
-            (f"{key} dp={dp} tp={tp}", str(folder / f"dist_{key.replace('-', '_')}.py"), dp, tp)
-        )
+    for key, dp, tp, sp_ in CASES:
+        path = str(folder / f"dist_{key.replace('-', '_')}.py")
+        cases.append((_name(key, dp, tp, sp_), path, dp, tp, sp_))
     mp.spawn(worker, args=(2, _port(), cases, str(folder)), nprocs=2, join=True)
     ranks = [json.loads((folder / f"rank{r}.json").read_text()) for r in range(2)]
     return irs, ranks
 
 
-@pytest.mark.parametrize("key,dp,tp", CASES, ids=[f"{k}-dp{d}-tp{t}" for k, d, t in CASES])
-def test_same_loss_and_gradients(runs, key, dp, tp):
+@pytest.mark.parametrize("key,dp,tp,sp_", CASES, ids=IDS)
+def test_same_loss_and_gradients(runs, key, dp, tp, sp_):
     _, ranks = runs
     for r in ranks:
-        got = r[f"{key} dp={dp} tp={tp}"]
+        got = r[_name(key, dp, tp, sp_)]
         assert got["loss"] == pytest.approx(got["ref_loss"], abs=1e-5)
         assert got["missing_grads"] == []
         assert got["grad_diff"] < 1e-5
@@ -71,18 +79,18 @@ def test_same_loss_and_gradients(runs, key, dp, tp):
             assert got["logits_diff"] < 1e-5
 
 
-@pytest.mark.parametrize("key,dp,tp", CASES, ids=[f"{k}-dp{d}-tp{t}" for k, d, t in CASES])
-def test_local_bytes_equal_prediction(runs, key, dp, tp):
+@pytest.mark.parametrize("key,dp,tp,sp_", CASES, ids=IDS)
+def test_local_bytes_equal_prediction(runs, key, dp, tp, sp_):
     irs, ranks = runs
     ir = irs[key]
     par = Parallelism(gpus=2, tp=tp, zero=3 if dp > 1 else 0)
     for rank, r in enumerate(ranks):
-        measured = r[f"{key} dp={dp} tp={tp}"]["local_bytes"]
+        measured = r[_name(key, dp, tp, sp_)]["local_bytes"]
         assert measured == 4 * torch_local_params(ir, par, rank)
     figures = memory_figures(ir, parallel=par)
     if dp > 1:
         # ZeRO-3 divides the fp32 weights by dp: FSDP2 agrees when dp divides every dim 0.
-        assert ranks[0][f"{key} dp={dp} tp={tp}"]["local_bytes"] == ir.value(
+        assert ranks[0][_name(key, dp, tp, sp_)]["local_bytes"] == ir.value(
             figures.stages[0].weights
         )
     else:
