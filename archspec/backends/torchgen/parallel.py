@@ -146,6 +146,17 @@ def _head_checks(f: Features, size: ExprPrinter) -> list[str]:
     out = []
     for expr, what in counts.items():
         message = f'f"tp={{tp.size()}} does not divide the {{{expr}}} {what}"'
+        if what == "kv heads":
+            # Megatron-LM copies a kv head onto the ranks beyond n_kv_heads, and sums the
+            # copies' gradients; DTensor's column split cannot, so it is refused, not faked.
+            out += [
+                f"if {expr} % tp.size():",
+                "    raise ValueError(",
+                f"        {message}",
+                '        "; each rank holds whole key/value heads, never copies"',
+                "    )",
+            ]
+            continue
         out += [f"if {expr} % tp.size():", indent(call("raise ValueError", [message], 3), 1)]
     return out
 
