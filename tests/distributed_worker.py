@@ -13,8 +13,10 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from torch.distributed._functional_collectives import AsyncCollectiveTensor
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
 def _load(path: str):
@@ -43,6 +45,43 @@ def _loss(model, data: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Ten
     return F.cross_entropy(out.flatten(0, 1), data["targets"].flatten()), out
 
 
+def saved_bytes(model, data: dict[str, torch.Tensor]) -> int:
+    """Bytes of the distinct storages autograd keeps for backward on this rank, in training
+    mode (with each spec's dropout) and PyTorch's math attention, as tests/test_memory.py
+    measures one device. Weights are left out: the rank's shards, and the whole parameters
+    FSDP2 gathers for the forward (leaves that need a gradient, and their views). A DTensor
+    counts its local tensor."""
+    weights = {_local(t).untyped_storage().data_ptr() for t in model.parameters()}
+    kept: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        base = t if t._base is None else t._base  # FSDP2 saves views of its whole weights
+        if base.is_leaf and base.requires_grad:
+            return t
+        storage = _local(t).untyped_storage()
+        if storage.data_ptr() not in weights:
+            kept[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    model.train()
+    with sdpa_kernel(SDPBackend.MATH), torch.autograd.graph.saved_tensors_hooks(pack, _same):
+        loss, _ = _loss(model, data)
+    loss.backward()
+    model.eval()
+    model.zero_grad(set_to_none=True)
+    return sum(kept.values())
+
+
+def _same(t: torch.Tensor) -> torch.Tensor:
+    return t
+
+
+def _local(t: torch.Tensor) -> torch.Tensor:
+    """The tensor holding the storage: a DTensor's local shard, a collective's result."""
+    t = t._local_tensor if isinstance(t, DTensor) else t
+    return t.elem if isinstance(t, AsyncCollectiveTensor) else t
+
+
 def _full(t: torch.Tensor) -> torch.Tensor:
     return t.full_tensor() if isinstance(t, DTensor) else t
 
@@ -65,7 +104,8 @@ def run_case(path: str, dp: int, tp: int, sequence_parallel: bool = False) -> di
     module.parallelize(model, mesh, sequence_parallel=sequence_parallel)
     if dp > 1:  # each replica takes its share of the batch
         share = data["input_ids"].size(0) // dp
-        data = {k: v[rank * share : (rank + 1) * share] for k, v in data.items()}
+        # A copy, not a view: the embedding keeps the ids, and a view would keep all of them.
+        data = {k: v[rank * share : (rank + 1) * share].clone() for k, v in data.items()}
     loss, logits = _loss(model, data)
     loss.backward()
     measured = loss.detach().clone()
@@ -93,6 +133,7 @@ def run_case(path: str, dp: int, tp: int, sequence_parallel: bool = False) -> di
         for name, p in model.named_parameters()
     )
     out = {
+        "saved_bytes": saved_bytes(model, data),
         "step_diff": step_diff,
         "loss": measured.item(),
         "ref_loss": ref_loss.item(),

@@ -1,8 +1,9 @@
 """The generated `parallelize(model, mesh)` on 2 gloo processes on the CPU: tensor parallelism
 (tp=2, with and without sequence parallelism) and FSDP2 (dp=2) give the single-process loss,
 gradients and parameters after one optimizer step (gpt2, a GQA llama, bert, a small MoE; t5 with
-tp=2), and each rank holds the parameter bytes archspec predicts for PyTorch's layout
-(`torch_local_params`).
+tp=2), each rank holds the parameter bytes archspec predicts for PyTorch's layout
+(`torch_local_params`), and each rank's saved-tensor bytes (saved_tensors_hooks, training mode,
+math attention) equal archspec's per-device activations for the generated code (`engine="torch"`).
 
 All cases run in one spawn of two processes: starting torch is most of the cost."""
 
@@ -17,6 +18,8 @@ import pytest
 import torch.multiprocessing as mp
 
 from archspec import build_ir, load_spec
+from archspec.backends.count.activations import activation_bytes
+from archspec.backends.count.flops import S_DEC, B, S
 from archspec.backends.count.layout import Parallelism, padded_vocab
 from archspec.backends.count.memory import memory_figures
 from archspec.backends.count.torch_layout import torch_local_params
@@ -99,3 +102,20 @@ def test_local_bytes_equal_prediction(runs, key, dp, tp, sp_):
         tables = 1 if ir.root.lm_head is None or ir.root.lm_head.tied_to else 2
         padding = tables * (padded_vocab(vocab, tp) - vocab) // tp * d
         assert measured == 4 * (figures.stages[0].params - padding)
+
+
+@pytest.mark.parametrize("key,dp,tp,sp_", CASES, ids=IDS)
+def test_saved_bytes_equal_prediction(runs, key, dp, tp, sp_):
+    """Exact, byte for byte. The figure is PyTorch's: with sequence parallelism each attention,
+    MLP and MoE keeps the whole sequence it gathered (Megatron-LM keeps the rank's share and
+    gathers again in backward), and without loss_parallel each rank keeps whole log-probabilities
+    (Megatron-LM's loss is vocabulary-parallel): `engine="megatron"`, count's default, says less.
+    The batch of 4 sequences of 8 tokens is split over dp."""
+    irs, ranks = runs
+    ir = irs[key]
+    values = {**ir.env, B: 4 // dp, S: 8, S_DEC: 8}
+    kept = activation_bytes(
+        ir, 4, "eager", tp=tp, sequence_parallel=sp_, device="cpu", engine="torch"
+    )
+    for r in ranks:
+        assert r[_name(key, dp, tp, sp_)]["saved_bytes"] == int(kept.xreplace(values))
