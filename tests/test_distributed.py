@@ -16,6 +16,7 @@ import sys
 
 import pytest
 import torch.multiprocessing as mp
+from typer.testing import CliRunner
 
 from archspec import build_ir, load_spec
 from archspec.backends.count.activations import activation_bytes
@@ -24,6 +25,7 @@ from archspec.backends.count.layout import Parallelism, padded_vocab
 from archspec.backends.count.memory import memory_figures
 from archspec.backends.count.torch_layout import torch_local_params
 from archspec.backends.torchgen import generate_source
+from archspec.cli import app
 from tests.distributed_worker import worker
 
 TINY = ["n_layers=2", "d_model=32", "n_heads=4", "d_ff=64", "vocab_size=64", "max_seq_len=16"]
@@ -84,24 +86,34 @@ def test_same_loss_and_gradients(runs, key, dp, tp, sp_):
 
 @pytest.mark.parametrize("key,dp,tp,sp_", CASES, ids=IDS)
 def test_local_bytes_equal_prediction(runs, key, dp, tp, sp_):
+    """Each rank's parameter bytes are `count --gpus 2 --tp 2 --engine torch` (resp. `--zero 3`)
+    weights per device, and rank by rank `torch_local_params`. Megatron-LM's figure (count's
+    default engine) is larger by exactly its vocabulary padding, to 128·tp rows per table."""
     irs, ranks = runs
     ir = irs[key]
-    par = Parallelism(gpus=2, tp=tp, zero=3 if dp > 1 else 0)
+    zero = 3 if dp > 1 else 0
+    torch_layout = Parallelism(gpus=2, tp=tp, zero=zero, engine="torch")
     for rank, r in enumerate(ranks):
         measured = r[_name(key, dp, tp, sp_)]["local_bytes"]
-        assert measured == 4 * torch_local_params(ir, par, rank)
-    figures = memory_figures(ir, parallel=par)
-    if dp > 1:
-        # ZeRO-3 divides the fp32 weights by dp: FSDP2 agrees when dp divides every dim 0.
-        assert ranks[0][_name(key, dp, tp, sp_)]["local_bytes"] == ir.value(
-            figures.stages[0].weights
-        )
-    else:
-        # Megatron-LM pads the vocabulary to a multiple of 128·tp; DTensor does not.
-        vocab, d = ir.value(ir.root.vocab_size), ir.value(ir.root.d_model)
-        tables = 1 if ir.root.lm_head is None or ir.root.lm_head.tied_to else 2
-        padding = tables * (padded_vocab(vocab, tp) - vocab) // tp * d
-        assert measured == 4 * (figures.stages[0].params - padding)
+        assert measured == 4 * torch_local_params(ir, torch_layout, rank)
+    # FSDP2 agrees with ZeRO-3's total / dp when dp divides every first dimension, as here.
+    (stage,) = memory_figures(ir, parallel=torch_layout).stages
+    assert ranks[0][_name(key, dp, tp, sp_)]["local_bytes"] == ir.value(stage.weights)
+    result = CliRunner().invoke(app, count_command(key, tp, zero))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["memory"]["weights"] == ir.value(stage.weights)
+    (megatron,) = memory_figures(ir, parallel=Parallelism(gpus=2, tp=tp, zero=zero)).stages
+    vocab, d = ir.value(ir.root.vocab_size), ir.value(ir.root.d_model)
+    tables = 1 if ir.root.lm_head is None or ir.root.lm_head.tied_to else 2
+    padding = tables * (padded_vocab(vocab, tp) - vocab) // tp * d if tp > 1 else 0
+    assert ir.value(megatron.params) - ir.value(stage.params) == padding
+
+
+def count_command(key: str, tp: int, zero: int) -> list[str]:
+    spec, overrides = MODELS[key]
+    sets = [arg for o in overrides for arg in ("--set", o)]
+    layout = ["--gpus", "2", "--tp", str(tp), "--zero", str(zero), "--engine", "torch"]
+    return ["count", spec, *sets, *layout, "--batch", "4", "--seq", "8", "--json"]
 
 
 @pytest.mark.parametrize("key,dp,tp,sp_", CASES, ids=IDS)
