@@ -89,7 +89,7 @@ def main(source: str, settings_path: str) -> None:
         inputs["decoder_input_ids"] = ids
     targets = torch.randint(0, s["vocab"], (s["batch"], s["seq"]), generator=gen).to(device)
 
-    def step(saved: SavedTensors | None = None) -> None:
+    def step(saved: SavedTensors | None = None, mark=lambda phase: None) -> None:
         with saved.hooks if saved is not None else contextlib.nullcontext():
             out = model(**inputs)
             out = out[0] if isinstance(out, tuple) else out
@@ -97,8 +97,11 @@ def main(source: str, settings_path: str) -> None:
                 loss = F.cross_entropy(out.flatten(0, 1).float(), targets.flatten())
             else:
                 loss = out.float().square().mean()
+        mark("forward")
         loss.backward()
+        mark("backward")
         optimizer.step()
+        mark("optimizer")
         optimizer.zero_grad(set_to_none=False)
 
     for _ in range(s["warmup"]):
@@ -114,9 +117,16 @@ def main(source: str, settings_path: str) -> None:
         states = [_local(t) for st in optimizer.state.values() for t in st.values()]
         params = [_local(p) for p in model.parameters()]
         grads = [_local(p.grad) for p in model.parameters() if p.grad is not None]
+        phases: dict[str, int] = {}
+
+        def mark(phase: str) -> None:
+            """The phase's own high-water mark above the resident tensors, then a new one."""
+            phases[phase] = tracker.peak - tracker.baseline
+            tracker.peak = tracker.live
+
         with LocalLiveTensors([*params, *grads, *states, ids, targets]) as tracker:
-            step(saved)
-        peak = tracker.peak
+            step(saved, mark)
+        peak = max(phases.values()) + tracker.baseline
     times = []
     for _ in range(s["steps"]):
         if cuda:
@@ -134,6 +144,9 @@ def main(source: str, settings_path: str) -> None:
         "param_bytes": local,
         "saved_tensor_bytes": saved.bytes,
     }
+    if not cuda:  # where the peak is: each phase's high-water mark above the resident tensors
+        result["resident_bytes"] = tracker.baseline
+        result["phase_peak_bytes"] = phases
     Path(settings_path).with_name(f"rank{rank}.json").write_text(json.dumps(result))
     dist.destroy_process_group()
 
