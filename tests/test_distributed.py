@@ -36,13 +36,15 @@ MODELS = {
     "bert": ("bert-base", TINY),
     "moe": ("mixtral-8x7b", [*TINY, "n_kv_heads=2", "moe.n_experts=4", "moe.top_k=2"]),
 }
-# (model, dp, tp, sequence parallelism)
-CASES = [(key, 1, 2, False) for key in MODELS] + [(key, 1, 2, True) for key in MODELS]
-CASES += [(key, 2, 1, False) for key in MODELS if key != "t5"]
+# (model, dp, tp, sequence parallelism, loss_parallel)
+CASES = [(key, 1, 2, False, False) for key in MODELS]
+CASES += [(key, 1, 2, True, False) for key in MODELS]
+CASES += [(key, 2, 1, False, False) for key in MODELS if key != "t5"]
+CASES += [("gpt2", 1, 2, True, True), ("t5", 1, 2, False, True)]
 
 
-def _name(key: str, dp: int, tp: int, sp_: bool) -> str:
-    return f"{key} dp={dp} tp={tp}" + (" sp" if sp_ else "")
+def _name(key: str, dp: int, tp: int, sp_: bool, lp: bool = False) -> str:
+    return f"{key} dp={dp} tp={tp}" + (" sp" if sp_ else "") + (" loss_parallel" if lp else "")
 
 
 IDS = [_name(*case).replace(" ", "-") for case in CASES]
@@ -63,19 +65,19 @@ def runs(tmp_path_factory):
         path = folder / f"dist_{key.replace('-', '_')}.py"
         path.write_text(generate_source(irs[key]))
         subprocess.run([sys.executable, "-m", "ruff", "check", "-q", str(path)], check=True)
-    for key, dp, tp, sp_ in CASES:
+    for key, dp, tp, sp_, lp in CASES:
         path = str(folder / f"dist_{key.replace('-', '_')}.py")
-        cases.append((_name(key, dp, tp, sp_), path, dp, tp, sp_))
+        cases.append((_name(key, dp, tp, sp_, lp), path, dp, tp, sp_, lp))
     mp.spawn(worker, args=(2, _port(), cases, str(folder)), nprocs=2, join=True)
     ranks = [json.loads((folder / f"rank{r}.json").read_text()) for r in range(2)]
     return irs, ranks
 
 
-@pytest.mark.parametrize("key,dp,tp,sp_", CASES, ids=IDS)
-def test_same_loss_and_gradients(runs, key, dp, tp, sp_):
+@pytest.mark.parametrize("key,dp,tp,sp_,lp", CASES, ids=IDS)
+def test_same_loss_and_gradients(runs, key, dp, tp, sp_, lp):
     _, ranks = runs
     for r in ranks:
-        got = r[_name(key, dp, tp, sp_)]
+        got = r[_name(key, dp, tp, sp_, lp)]
         assert got["loss"] == pytest.approx(got["ref_loss"], abs=1e-5)
         assert got["missing_grads"] == []
         assert got["grad_diff"] < 1e-5
@@ -84,8 +86,8 @@ def test_same_loss_and_gradients(runs, key, dp, tp, sp_):
             assert got["logits_diff"] < 1e-5
 
 
-@pytest.mark.parametrize("key,dp,tp,sp_", CASES, ids=IDS)
-def test_local_bytes_equal_prediction(runs, key, dp, tp, sp_):
+@pytest.mark.parametrize("key,dp,tp,sp_,lp", CASES, ids=IDS)
+def test_local_bytes_equal_prediction(runs, key, dp, tp, sp_, lp):
     """Each rank's parameter bytes are `count --gpus 2 --tp 2 --engine torch` (resp. `--zero 3`)
     weights per device, and rank by rank `torch_local_params`. Megatron-LM's figure (count's
     default engine) is larger by exactly its vocabulary padding, to 128·tp rows per table."""
@@ -94,11 +96,11 @@ def test_local_bytes_equal_prediction(runs, key, dp, tp, sp_):
     zero = 3 if dp > 1 else 0
     torch_layout = Parallelism(gpus=2, tp=tp, zero=zero, engine="torch")
     for rank, r in enumerate(ranks):
-        measured = r[_name(key, dp, tp, sp_)]["local_bytes"]
+        measured = r[_name(key, dp, tp, sp_, lp)]["local_bytes"]
         assert measured == 4 * torch_local_params(ir, torch_layout, rank)
     # FSDP2 agrees with ZeRO-3's total / dp when dp divides every first dimension, as here.
     (stage,) = memory_figures(ir, parallel=torch_layout).stages
-    assert ranks[0][_name(key, dp, tp, sp_)]["local_bytes"] == ir.value(stage.weights)
+    assert ranks[0][_name(key, dp, tp, sp_, lp)]["local_bytes"] == ir.value(stage.weights)
     result = CliRunner().invoke(app, count_command(key, tp, zero))
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["memory"]["weights"] == ir.value(stage.weights)
@@ -116,18 +118,19 @@ def count_command(key: str, tp: int, zero: int) -> list[str]:
     return ["count", spec, *sets, *layout, "--batch", "4", "--seq", "8", "--json"]
 
 
-@pytest.mark.parametrize("key,dp,tp,sp_", CASES, ids=IDS)
-def test_saved_bytes_equal_prediction(runs, key, dp, tp, sp_):
+@pytest.mark.parametrize("key,dp,tp,sp_,lp", CASES, ids=IDS)
+def test_saved_bytes_equal_prediction(runs, key, dp, tp, sp_, lp):
     """Exact, byte for byte. The figure is PyTorch's: with sequence parallelism each attention,
     MLP and MoE keeps the whole sequence it gathered (Megatron-LM keeps the rank's share and
     gathers again in backward), and without loss_parallel each rank keeps whole log-probabilities
-    (Megatron-LM's loss is vocabulary-parallel): `engine="megatron"`, count's default, says less.
+    (Megatron-LM's loss is vocabulary-parallel; with loss_parallel the rank's share):
+    `engine="megatron"`, count's default, says less.
     The batch of 4 sequences of 8 tokens is split over dp."""
     irs, ranks = runs
     ir = irs[key]
     values = {**ir.env, B: 4 // dp, S: 8, S_DEC: 8}
     kept = activation_bytes(
-        ir, 4, "eager", tp=tp, sequence_parallel=sp_, device="cpu", engine="torch"
+        ir, 4, "eager", tp=tp, sequence_parallel=sp_, device="cpu", engine="torch", loss_parallel=lp
     )
     for r in ranks:
-        assert r[_name(key, dp, tp, sp_)]["saved_bytes"] == int(kept.xreplace(values))
+        assert r[_name(key, dp, tp, sp_, lp)]["saved_bytes"] == int(kept.xreplace(values))

@@ -7,7 +7,8 @@ units; row-parallel o and down sum the partial outputs. Experts are split the sa
 expert's hidden units over the tp ranks, no expert parallelism); the router, norms, position
 tables and the pooler are replicated. The token embedding is vocabulary-parallel (rows split,
 outputs summed) and the LM head column-parallel over the vocabulary with its logits gathered,
-so the loss is computed outside as on one device; a tied head is tied again to the sharded
+so the loss is computed outside as on one device (with `loss_parallel` they stay split, for
+torch's loss_parallel(), torchtitan's choice); a tied head is tied again to the sharded
 embedding (both shard the same matrix by rows). T5's relative bias table is split by heads, so
 the mask the stack builds carries only the rank's heads. FSDP2 then shards every block, then
 the root, over "dp".
@@ -128,7 +129,7 @@ def model_plan(f: Features) -> dict[str, str]:
         if stack.rel_bias is not None:
             plan[f"{stack.name}.{stack.rel_bias.name}"] = COLWISE  # a column per head
     if f.lm_head is not None:
-        plan[f.lm_head.name] = "ColwiseParallel(output_layouts=Replicate())"
+        plan[f.lm_head.name] = "head"
     return plan
 
 
@@ -219,6 +220,13 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
             'raise ValueError("tensor parallelism does not split ALiBi\'s per-head slopes")',
         ]
     body = ["config = model.config", *_head_checks(f, size)]
+    if f.lm_head is not None:
+        body += [
+            "if loss_parallel:  # the logits a DTensor split over the vocabulary",
+            "    head = ColwiseParallel(output_layouts=Shard(-1), use_local_output=False)",
+            "else:  # gathered: the loss is computed as on one device",
+            "    head = ColwiseParallel(output_layouts=Replicate())",
+        ]
     body += _dict("root_plan", model_plan(f))
     body.append("parallelize_module(model, tp, root_plan)")
     head = f.lm_head
@@ -260,6 +268,10 @@ each rank's share of the sequence (norms, residual stream, residual dropout); at
 and the MLP gather the whole sequence and reduce-scatter their output back. The sequence
 length must be a multiple of tp.
 
+loss_parallel (with tp > 1 and an LM head): the logits stay split over the vocabulary, a
+DTensor; compute the cross-entropy and its backward under
+torch.distributed.tensor.parallel.loss_parallel(), so no rank holds all the logits.
+
 Returns the model; build it under the same seed on every rank (or load weights after)."""
 
 
@@ -299,6 +311,7 @@ def parallelize_function(f: Features, size: ExprPrinter) -> str:
         'mesh: "torch.distributed.DeviceMesh"',
         "mp_policy=None",
         "sequence_parallel: bool = False",
+        "loss_parallel: bool = False",
     ]
     head = call("def parallelize", params, 0, " -> Model:")
     return lines(head, indent(lines(*body), 1))
