@@ -4,6 +4,7 @@ compares."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -13,8 +14,11 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from torch.distributed._functional_collectives import AsyncCollectiveTensor
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor
+from torch.distributed.tensor.parallel import loss_parallel
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
 def _load(path: str):
@@ -43,11 +47,55 @@ def _loss(model, data: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Ten
     return F.cross_entropy(out.flatten(0, 1), data["targets"].flatten()), out
 
 
+def saved_bytes(model, data: dict[str, torch.Tensor], vocab_split: bool = False) -> int:
+    """Bytes of the distinct storages autograd keeps for backward on this rank, in training
+    mode (with each spec's dropout) and PyTorch's math attention, as tests/test_memory.py
+    measures one device. Weights are left out: the rank's shards, and the whole parameters
+    FSDP2 gathers for the forward (leaves that need a gradient, and their views). A DTensor
+    counts its local tensor."""
+    weights = {_local(t).untyped_storage().data_ptr() for t in model.parameters()}
+    kept: dict[int, int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        base = t if t._base is None else t._base  # FSDP2 saves views of its whole weights
+        if base.is_leaf and base.requires_grad:
+            return t
+        storage = _local(t).untyped_storage()
+        if storage.data_ptr() not in weights:
+            kept[storage.data_ptr()] = storage.nbytes()
+        return t
+
+    model.train()
+    with sdpa_kernel(SDPBackend.MATH), torch.autograd.graph.saved_tensors_hooks(pack, _same):
+        with _loss_context(vocab_split):
+            loss, _ = _loss(model, data)
+    with _loss_context(vocab_split):
+        loss.backward()
+    model.eval()
+    model.zero_grad(set_to_none=True)
+    return sum(kept.values())
+
+
+def _same(t: torch.Tensor) -> torch.Tensor:
+    return t
+
+
+def _local(t: torch.Tensor) -> torch.Tensor:
+    """The tensor holding the storage: a DTensor's local shard, a collective's result."""
+    t = t._local_tensor if isinstance(t, DTensor) else t
+    return t.elem if isinstance(t, AsyncCollectiveTensor) else t
+
+
 def _full(t: torch.Tensor) -> torch.Tensor:
     return t.full_tensor() if isinstance(t, DTensor) else t
 
 
-def run_case(path: str, dp: int, tp: int) -> dict:
+def _loss_context(vocab_split: bool):
+    """loss_parallel() for logits split over the vocabulary, else nothing."""
+    return loss_parallel() if vocab_split else contextlib.nullcontext()
+
+
+def run_case(path: str, dp: int, tp: int, sequence_parallel: bool, vocab_split: bool) -> dict:
     rank = dist.get_rank()
     module = _load(path)
     encdec = "decoder_input_ids" in module.Model.forward.__code__.co_varnames
@@ -62,13 +110,15 @@ def run_case(path: str, dp: int, tp: int) -> dict:
     torch.manual_seed(0)
     model = module.Model().eval()
     mesh = init_device_mesh("cpu", (dp, tp), mesh_dim_names=("dp", "tp"))
-    module.parallelize(model, mesh)
+    module.parallelize(model, mesh, sequence_parallel=sequence_parallel, loss_parallel=vocab_split)
     if dp > 1:  # each replica takes its share of the batch
         share = data["input_ids"].size(0) // dp
-        data = {k: v[rank * share : (rank + 1) * share] for k, v in data.items()}
-    loss, logits = _loss(model, data)
-    loss.backward()
-    measured = loss.detach().clone()
+        # A copy, not a view: the embedding keeps the ids, and a view would keep all of them.
+        data = {k: v[rank * share : (rank + 1) * share].clone() for k, v in data.items()}
+    with _loss_context(vocab_split):
+        loss, logits = _loss(model, data)
+        loss.backward()
+    measured = _full(loss.detach()).clone()
     if dp > 1:
         dist.all_reduce(measured, op=dist.ReduceOp.AVG)
     local_bytes = 0
@@ -93,6 +143,7 @@ def run_case(path: str, dp: int, tp: int) -> dict:
         for name, p in model.named_parameters()
     )
     out = {
+        "saved_bytes": saved_bytes(model, data, vocab_split),
         "step_diff": step_diff,
         "loss": measured.item(),
         "ref_loss": ref_loss.item(),
@@ -105,12 +156,14 @@ def run_case(path: str, dp: int, tp: int) -> dict:
     return out
 
 
-def worker(rank: int, world: int, port: int, cases: list[tuple[str, str, int, int]], out: str):
+def worker(
+    rank: int, world: int, port: int, cases: list[tuple[str, str, int, int, bool, bool]], out: str
+):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        results = {key: run_case(path, dp, tp) for key, path, dp, tp in cases}
+        results = {key: run_case(path, *layout) for key, path, *layout in cases}
     finally:
         dist.destroy_process_group()
     Path(out, f"rank{rank}.json").write_text(json.dumps(results))

@@ -1,7 +1,9 @@
 """The generated `parallelize(model, mesh)` on 2 gloo processes on the CPU: tensor parallelism
-(tp=2) and FSDP2 (dp=2) give the single-process loss, gradients and parameters after one
-optimizer step (gpt2, a GQA llama, bert, a small MoE; t5 with tp=2), and each rank holds the
-parameter bytes archspec predicts for PyTorch's layout (`torch_local_params`).
+(tp=2, with and without sequence parallelism) and FSDP2 (dp=2) give the single-process loss,
+gradients and parameters after one optimizer step (gpt2, a GQA llama, bert, a small MoE; t5 with
+tp=2), each rank holds the parameter bytes archspec predicts for PyTorch's layout
+(`torch_local_params`), and each rank's saved-tensor bytes (saved_tensors_hooks, training mode,
+math attention) equal archspec's per-device activations for the generated code (`engine="torch"`).
 
 All cases run in one spawn of two processes: starting torch is most of the cost."""
 
@@ -14,12 +16,16 @@ import sys
 
 import pytest
 import torch.multiprocessing as mp
+from typer.testing import CliRunner
 
 from archspec import build_ir, load_spec
+from archspec.backends.count.activations import activation_bytes
+from archspec.backends.count.flops import S_DEC, B, S
 from archspec.backends.count.layout import Parallelism, padded_vocab
 from archspec.backends.count.memory import memory_figures
 from archspec.backends.count.torch_layout import torch_local_params
 from archspec.backends.torchgen import generate_source
+from archspec.cli import app
 from tests.distributed_worker import worker
 
 TINY = ["n_layers=2", "d_model=32", "n_heads=4", "d_ff=64", "vocab_size=64", "max_seq_len=16"]
@@ -30,8 +36,18 @@ MODELS = {
     "bert": ("bert-base", TINY),
     "moe": ("mixtral-8x7b", [*TINY, "n_kv_heads=2", "moe.n_experts=4", "moe.top_k=2"]),
 }
-CASES = [("gpt2", 1, 2), ("gpt2", 2, 1), ("llama-gqa", 1, 2), ("llama-gqa", 2, 1), ("t5", 1, 2)]
-CASES += [("bert", 1, 2), ("bert", 2, 1), ("moe", 1, 2), ("moe", 2, 1)]
+# (model, dp, tp, sequence parallelism, loss_parallel)
+CASES = [(key, 1, 2, False, False) for key in MODELS]
+CASES += [(key, 1, 2, True, False) for key in MODELS]
+CASES += [(key, 2, 1, False, False) for key in MODELS if key != "t5"]
+CASES += [("gpt2", 1, 2, True, True), ("t5", 1, 2, False, True)]
+
+
+def _name(key: str, dp: int, tp: int, sp_: bool, lp: bool = False) -> str:
+    return f"{key} dp={dp} tp={tp}" + (" sp" if sp_ else "") + (" loss_parallel" if lp else "")
+
+
+IDS = [_name(*case).replace(" ", "-") for case in CASES]
 
 
 def _port() -> int:
@@ -49,20 +65,19 @@ def runs(tmp_path_factory):
         path = folder / f"dist_{key.replace('-', '_')}.py"
         path.write_text(generate_source(irs[key]))
         subprocess.run([sys.executable, "-m", "ruff", "check", "-q", str(path)], check=True)
-    for key, dp, tp in CASES:
-        cases.append(
-            (f"{key} dp={dp} tp={tp}", str(folder / f"dist_{key.replace('-', '_')}.py"), dp, tp)
-        )
+    for key, dp, tp, sp_, lp in CASES:
+        path = str(folder / f"dist_{key.replace('-', '_')}.py")
+        cases.append((_name(key, dp, tp, sp_, lp), path, dp, tp, sp_, lp))
     mp.spawn(worker, args=(2, _port(), cases, str(folder)), nprocs=2, join=True)
     ranks = [json.loads((folder / f"rank{r}.json").read_text()) for r in range(2)]
     return irs, ranks
 
 
-@pytest.mark.parametrize("key,dp,tp", CASES, ids=[f"{k}-dp{d}-tp{t}" for k, d, t in CASES])
-def test_same_loss_and_gradients(runs, key, dp, tp):
+@pytest.mark.parametrize("key,dp,tp,sp_,lp", CASES, ids=IDS)
+def test_same_loss_and_gradients(runs, key, dp, tp, sp_, lp):
     _, ranks = runs
     for r in ranks:
-        got = r[f"{key} dp={dp} tp={tp}"]
+        got = r[_name(key, dp, tp, sp_, lp)]
         assert got["loss"] == pytest.approx(got["ref_loss"], abs=1e-5)
         assert got["missing_grads"] == []
         assert got["grad_diff"] < 1e-5
@@ -71,23 +86,51 @@ def test_same_loss_and_gradients(runs, key, dp, tp):
             assert got["logits_diff"] < 1e-5
 
 
-@pytest.mark.parametrize("key,dp,tp", CASES, ids=[f"{k}-dp{d}-tp{t}" for k, d, t in CASES])
-def test_local_bytes_equal_prediction(runs, key, dp, tp):
+@pytest.mark.parametrize("key,dp,tp,sp_,lp", CASES, ids=IDS)
+def test_local_bytes_equal_prediction(runs, key, dp, tp, sp_, lp):
+    """Each rank's parameter bytes are `count --gpus 2 --tp 2 --engine torch` (resp. `--zero 3`)
+    weights per device, and rank by rank `torch_local_params`. Megatron-LM's figure (count's
+    default engine) is larger by exactly its vocabulary padding, to 128·tp rows per table."""
     irs, ranks = runs
     ir = irs[key]
-    par = Parallelism(gpus=2, tp=tp, zero=3 if dp > 1 else 0)
+    zero = 3 if dp > 1 else 0
+    torch_layout = Parallelism(gpus=2, tp=tp, zero=zero, engine="torch")
     for rank, r in enumerate(ranks):
-        measured = r[f"{key} dp={dp} tp={tp}"]["local_bytes"]
-        assert measured == 4 * torch_local_params(ir, par, rank)
-    figures = memory_figures(ir, parallel=par)
-    if dp > 1:
-        # ZeRO-3 divides the fp32 weights by dp: FSDP2 agrees when dp divides every dim 0.
-        assert ranks[0][f"{key} dp={dp} tp={tp}"]["local_bytes"] == ir.value(
-            figures.stages[0].weights
-        )
-    else:
-        # Megatron-LM pads the vocabulary to a multiple of 128·tp; DTensor does not.
-        vocab, d = ir.value(ir.root.vocab_size), ir.value(ir.root.d_model)
-        tables = 1 if ir.root.lm_head is None or ir.root.lm_head.tied_to else 2
-        padding = tables * (padded_vocab(vocab, tp) - vocab) // tp * d
-        assert measured == 4 * (figures.stages[0].params - padding)
+        measured = r[_name(key, dp, tp, sp_, lp)]["local_bytes"]
+        assert measured == 4 * torch_local_params(ir, torch_layout, rank)
+    # FSDP2 agrees with ZeRO-3's total / dp when dp divides every first dimension, as here.
+    (stage,) = memory_figures(ir, parallel=torch_layout).stages
+    assert ranks[0][_name(key, dp, tp, sp_, lp)]["local_bytes"] == ir.value(stage.weights)
+    result = CliRunner().invoke(app, count_command(key, tp, zero))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["memory"]["weights"] == ir.value(stage.weights)
+    (megatron,) = memory_figures(ir, parallel=Parallelism(gpus=2, tp=tp, zero=zero)).stages
+    vocab, d = ir.value(ir.root.vocab_size), ir.value(ir.root.d_model)
+    tables = 1 if ir.root.lm_head is None or ir.root.lm_head.tied_to else 2
+    padding = tables * (padded_vocab(vocab, tp) - vocab) // tp * d if tp > 1 else 0
+    assert ir.value(megatron.params) - ir.value(stage.params) == padding
+
+
+def count_command(key: str, tp: int, zero: int) -> list[str]:
+    spec, overrides = MODELS[key]
+    sets = [arg for o in overrides for arg in ("--set", o)]
+    layout = ["--gpus", "2", "--tp", str(tp), "--zero", str(zero), "--engine", "torch"]
+    return ["count", spec, *sets, *layout, "--batch", "4", "--seq", "8", "--json"]
+
+
+@pytest.mark.parametrize("key,dp,tp,sp_,lp", CASES, ids=IDS)
+def test_saved_bytes_equal_prediction(runs, key, dp, tp, sp_, lp):
+    """Exact, byte for byte. The figure is PyTorch's: with sequence parallelism each attention,
+    MLP and MoE keeps the whole sequence it gathered (Megatron-LM keeps the rank's share and
+    gathers again in backward), and without loss_parallel each rank keeps whole log-probabilities
+    (Megatron-LM's loss is vocabulary-parallel; with loss_parallel the rank's share):
+    `engine="megatron"`, count's default, says less.
+    The batch of 4 sequences of 8 tokens is split over dp."""
+    irs, ranks = runs
+    ir = irs[key]
+    values = {**ir.env, B: 4 // dp, S: 8, S_DEC: 8}
+    kept = activation_bytes(
+        ir, 4, "eager", tp=tp, sequence_parallel=sp_, device="cpu", engine="torch", loss_parallel=lp
+    )
+    for r in ranks:
+        assert r[_name(key, dp, tp, sp_, lp)]["saved_bytes"] == int(kept.xreplace(values))

@@ -61,20 +61,46 @@ def check_heads(ir: IR, tp: int) -> None:
         raise SpecError("tensor parallelism does not split ALiBi's per-head slopes: use --tp 1")
 
 
-def predicted(ir: IR, nproc: int, tp: int, zero: int, batch: int, seq: int) -> dict[str, int]:
-    """archspec's per-device figures for the layout, in bytes (fp32 training with AdamW)."""
+def attention_that_runs(ir: IR, device: str) -> str:
+    """What SDPA runs in training: a fused kernel on a GPU; on the CPU the math path when
+    attention drops out or its additive mask needs a gradient (T5) or is shared across the
+    batch (ALiBi), which the CPU's fused kernel refuses, else the fused kernel."""
+    from archspec.ir.nodes import Attention
+    from archspec.ir.visit import walk
+
+    if device == "cuda":
+        return "flash"
+    for placed in walk(ir.root):
+        node = placed.node
+        if isinstance(node, Attention) and (node.dropout or node.mask.bias):
+            return "eager"
+    return "flash"
+
+
+def predicted(
+    ir: IR, nproc: int, tp: int, zero: int, batch: int, seq: int, device: str = "cpu"
+) -> dict[str, int]:
+    """archspec's per-device figures for the generated `parallelize`'s layout (count's torch
+    engine), in bytes: fp32 training with AdamW, the attention SDPA runs on `device`."""
+    from archspec.backends.count.activations import activation_bytes
     from archspec.backends.count.flops import KV_LEN, S_DEC, B, S
     from archspec.backends.count.flops_report import whole_bytes
     from archspec.backends.count.memory import Parallelism, memory_figures
 
-    m = memory_figures(ir, attn="flash", parallel=Parallelism(gpus=nproc, tp=tp, zero=zero)).stages[
-        0
-    ]
+    attn = attention_that_runs(ir, device)
+    par = Parallelism(gpus=nproc, tp=tp, zero=zero, engine="torch")
+    m = memory_figures(ir, attn=attn, parallel=par).stages[0]
     env = {**ir.env, B: batch, S: seq, S_DEC: seq, KV_LEN: seq}
-    return {
+    # The activations on this device: PyTorch's math attention keeps its dropout mask in fp32
+    # on the CPU (one byte on a GPU), which count's figures, made for GPUs, do not say.
+    kept = activation_bytes(ir, 4, attn, tp=tp, device=device, engine="torch")
+    figures = {
         "weights": whole_bytes(m.weights, env),
-        "total": whole_bytes(m.total, env),
+        "gradients": whole_bytes(m.gradients, env),
+        "optimizer": whole_bytes(m.optimizer_states, env),
+        "activations": whole_bytes(kept, env),
     }
+    return {**figures, "total": sum(figures.values()), "attn": attn}  # type: ignore[dict-item]
 
 
 def run_distributed(
@@ -88,7 +114,8 @@ def run_distributed(
     gpus = torch.cuda.device_count()
     check_layout(nproc, tp, zero, device, gpus)
     check_heads(ir, tp)
-    prediction = predicted(ir, nproc, tp, zero, batch, seq)  # refuses what cannot be split
+    # Refuses what cannot be split.
+    prediction = predicted(ir, nproc, tp, zero, batch, seq, "cuda" if device == "cuda" else "cpu")
     settings = {
         "device": device, "tp": tp, "batch": batch, "seq": seq, "steps": steps,
         "warmup": warmup, "seed": seed, "vocab": ir.value(ir.root.vocab_size),

@@ -345,13 +345,22 @@ def _bench_distributed(spec, set_, nproc, tp, zero, device, batch, seq, steps, w
         f"dp={r['dp']}, zero={r['zero']}, B={r['batch']} per replica, S={r['seq']}, fp32",
         title_justify="left",
     )
-    for column in ("rank", "step time", "tokens/s", "parameter bytes", "predicted weights",
-                   "peak memory", "predicted memory"):  # fmt: skip
+    # Measured beside predicted: parameters, activations (saved tensors), the peak.
+    for column in ("rank", "step time", "tokens/s", "params", "predicted", "saved tensors",
+                   "predicted", "peak memory", "predicted"):  # fmt: skip
         table.add_column(column, justify="right")
     for rank in r["ranks"]:
         table.add_row(
             str(rank["rank"]), _seconds(rank["step_time_s"]), f"{rank['tokens_per_s']:,.0f}",
             _bytes(rank["param_bytes"]), _bytes(pred["weights"]),
+            _bytes(rank["saved_tensor_bytes"]), _bytes(pred["activations"]),
             _bytes(rank["peak_memory_bytes"]), _bytes(pred["total"]),
         )  # fmt: skip
     stdout().print(table)
+    stdout().print(
+        f"predicted: count --engine torch, {pred['attn']} attention. Predicted memory is "
+        "weights, gradients, AdamW moments and the activations autograd keeps (saved "
+        "tensors, measured with saved_tensors_hooks); the peak also holds what a step has "
+        "alive only for a while: the logits the loss reads, the gradients flowing back and "
+        "the collectives' buffers."
+    )

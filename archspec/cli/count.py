@@ -49,6 +49,13 @@ SpOpt = Annotated[
                  "leaves whole along the sequence (off by default, as in Megatron-LM).",
                  rich_help_panel=_FLOPS, show_default=False),
 ]  # fmt: skip
+EngineOpt = Annotated[
+    str | None,
+    typer.Option("--engine", help="Whose layout: megatron (the default: Megatron-LM, the "
+                 "vocabulary padded to 128·tp) or torch (the generated parallelize on DTensor "
+                 "and FSDP2: no padding, no kv-head copies, SP only inside the blocks).",
+                 metavar="megatron|torch", rich_help_panel=_FLOPS),
+]  # fmt: skip
 InterleaveOpt = Annotated[
     int | None,
     typer.Option("--interleave", help="Virtual pipeline stages per device (interleaved 1F1B).",
@@ -157,6 +164,7 @@ def count(
     pp: PpOpt = None,
     zero: ZeroOpt = None,
     sp_: SpOpt = None,
+    engine: EngineOpt = None,
     interleave: InterleaveOpt = None,
     global_batch: GlobalBatchOpt = None,
     grad_dtype: GradDtypeOpt = None,
@@ -227,7 +235,7 @@ def count(
         workload = _workload(
             batch, lengths[0] if lengths else None, dec_seq, kv_len, convention, dtype,
             optimizer, recompute, attn, gpus, tp, pp, zero, sp_, interleave, global_batch,
-            grad_dtype,
+            grad_dtype, engine,
         )  # fmt: skip
         if by == "module" and workload is None:
             from archspec.backends.count.flops_report import Workload
@@ -467,7 +475,7 @@ def validate(
 
 def _workload(
     batch, seq, dec_seq, kv_len, convention, dtype, optimizer, recompute, attn, gpus, tp, pp,
-    zero, sp, interleave, global_batch, grad_dtype,
+    zero, sp, interleave, global_batch, grad_dtype, engine=None,
 ):  # fmt: skip
     """The workload the options describe, or None when none of them was given."""
     given = {
@@ -476,7 +484,10 @@ def _workload(
         "recompute": recompute, "attn": attn, "global_batch": global_batch,
         "grad_dtype": grad_dtype,
     }  # fmt: skip
-    parallel = {"gpus": gpus, "tp": tp, "pp": pp, "zero": zero, "sp": sp, "interleave": interleave}
+    parallel = {
+        "gpus": gpus, "tp": tp, "pp": pp, "zero": zero, "sp": sp, "interleave": interleave,
+        "engine": engine,
+    }  # fmt: skip
     if all(v is None for v in (*given.values(), *parallel.values())):
         return None
     for option, value in (*given.items(), *parallel.items()):
@@ -559,6 +570,8 @@ def _render_workload(report: dict[str, Any]) -> None:
         devices += f": tp={w['tp']} pp={w['pp']} dp={w['dp']} ZeRO-{w['zero']}"
         if w["sp"]:
             devices += ", SP"
+        if w.get("engine") == "torch":
+            devices += ", PyTorch's layout"
         if w["interleave"] > 1:
             devices += f", {w['interleave']} chunks/device"
         if w["pp"] > 1:

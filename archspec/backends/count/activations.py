@@ -13,6 +13,17 @@ Transformer Models) count the same way for Megatron's code.
 A tensor is counted in the scope that made it: one block's tensors once per block (a run of
 identical blocks is interpreted once and multiplied by its count), what a stack builds for all
 its blocks (RoPE's angles, the mask, the encoder output) once.
+
+Tensor and sequence parallelism are counted for one of two engines. "megatron" (the default):
+sequence parallelism splits every tensor of the residual stream, inside the blocks and out (the
+embeddings' dropout, the final norm), a column-parallel linear keeps only its rank's share of the
+sequence and gathers it again for backward, and the loss is vocabulary-parallel (Korthikanti et
+al. 2022, Section 4.2.2). "torch": the generated `parallelize` on PyTorch's DTensor. Sequence
+parallelism splits only what sits between the sublayers of the blocks (norms, residual stream,
+residual dropout); attention, the MLP and an MoE run on the gathered sequence, and the gathered
+input their linears read is kept whole (autograd saves it); outside the blocks everything is
+whole; the logits are gathered, so the loss keeps whole log-probabilities unless
+`loss_parallel` (torch.distributed.tensor.parallel.loss_parallel) leaves them split.
 """
 
 from __future__ import annotations
@@ -47,6 +58,14 @@ class Scope:
         return sp.Add(*self.kept.values(), *self.internal)
 
 
+@dataclass(frozen=True)
+class Gathered:
+    """The whole-sequence copy of a value that a sublayer gathered (torch engine): a storage
+    of its own beside the rank's share."""
+
+    value: ops.Value
+
+
 class ActivationCounter:
     """Bytes kept for backward by one training forward of one stack's ops."""
 
@@ -59,6 +78,8 @@ class ActivationCounter:
         tp: int = 1,
         sp_: bool = False,
         device: str = "cuda",
+        engine: str = "megatron",
+        loss_parallel: bool = False,
     ):
         self.lengths = lengths
         # PyTorch's math attention drops out with a one-byte mask on a GPU (native_dropout) but
@@ -69,6 +90,11 @@ class ActivationCounter:
         self.recompute = recompute
         self.tp = tp  # tensor-parallel ranks: each keeps its share of what is split
         self.sequence_parallel = sp_  # the residual stream's tensors split along the sequence
+        if engine not in ("megatron", "torch"):
+            raise ValueError(f"engine is 'megatron' or 'torch', not {engine!r}")
+        self.engine = engine
+        self.loss_parallel = engine == "megatron" or loss_parallel
+        self.sublayers = 0  # the depth of sublayer calls being interpreted (torch: whole)
         self.ctx = StackValues()
         self.scopes = [Scope()]
         self.rebuilt: list[sp.Expr] = []  # full recomputation: each kind of block, rebuilt
@@ -87,9 +113,16 @@ class ActivationCounter:
             return 1
         if split:
             return sp.Integer(1) / (sp.Min(self.tp, limit) if limit is not None else self.tp)
-        if self.sequence_parallel and rows in ("tokens", "memory"):
+        if self.sequence_parallel and rows in ("tokens", "memory") and self.sequence_split():
             return sp.Integer(1) / self.tp
         return 1
+
+    def sequence_split(self) -> bool:
+        """Whether sequence parallelism splits what is made here: everywhere under Megatron-LM;
+        under the generated torch code only between the sublayers of a block."""
+        if self.engine == "megatron":
+            return True
+        return len(self.scopes) > 1 and self.sublayers == 0
 
     def bytes(self, value: ops.Value) -> sp.Expr:
         per = {"compute": self.c, "index": INDEX, "stats": STATS, "bool": BOOL}[value.dtype]
@@ -103,9 +136,13 @@ class ActivationCounter:
             self.scopes[-1].made.add(value)
 
     def keep(self, value: ops.Value) -> None:
-        """`value` is kept: count its storage once, in the scope that made it."""
+        """`value` is kept: count its storage once, in the scope that made it. Inside a
+        sublayer, the torch engine keeps the sequence it gathered: a whole copy of its own."""
         storage = value.storage
         owner = next((s for s in reversed(self.scopes) if storage in s.made), self.scopes[0])
+        if self.engine == "torch" and self.sublayers and self.sequence_parallel:
+            owner.kept.setdefault(Gathered(storage), self.bytes(storage))  # type: ignore[index]
+            return
         owner.kept.setdefault(storage, self.bytes(storage))
 
     def keep_new(
@@ -164,7 +201,12 @@ class ActivationCounter:
 
     def op_loss(self, op: ops.Loss) -> None:
         # Cross-entropy keeps the log-softmax over the logits (vocabulary-parallel: split).
-        self.keep_new(self.lengths.elements(op.logits), self.c, split=op.logits.split)
+        split = op.logits.split and self.loss_parallel
+        self.keep_new(self.lengths.elements(op.logits), self.c, split=split)
+        # The negative log-likelihood keeps the targets (int64, one per token, whole on every
+        # rank) and the sum of their weights (one scalar).
+        self.keep_new(self.lengths.rows(op.logits), INDEX, rows="targets")
+        self.keep_new(sp.Integer(1), self.c, rows="targets")
 
     def op_dropout(self, op: ops.Dropout) -> None:
         # The mask of kept elements (one byte each); the output is kept by whatever reads it.
@@ -232,7 +274,9 @@ class ActivationCounter:
     # Structure.
 
     def op_call(self, op: ops.Call) -> None:
+        self.sublayers += 1
         self.run(lower(op.module, op.args[0], self.ctx).ops)
+        self.sublayers -= 1
 
     def op_blocks(self, op: ops.Blocks) -> None:
         """Each run's blocks: recorded per run (a pipeline deals them out over its stages)."""
@@ -281,12 +325,17 @@ def activation_bytes(
     tp: int = 1,
     sequence_parallel: bool = False,
     device: str = "cuda",
+    engine: str = "megatron",
+    loss_parallel: bool = False,
 ) -> sp.Expr:
     """Bytes kept for backward by one training forward of the batch, and by its loss (the
     log-softmax over the logits, when there is an LM head), on one of `tp` tensor-parallel
     ranks. `device`: "cuda" (the default: what training runs on) or "cpu", where PyTorch's math
-    attention keeps its dropout mask in the compute dtype."""
-    return activation_parts(ir, compute, attn, recompute, tp, sequence_parallel, device).total
+    attention keeps its dropout mask in the compute dtype. `engine`, `loss_parallel`: whose
+    tensor and sequence parallelism (the module docstring)."""
+    return activation_parts(
+        ir, compute, attn, recompute, tp, sequence_parallel, device, engine, loss_parallel
+    ).total
 
 
 @dataclass(frozen=True)
@@ -316,6 +365,8 @@ def activation_parts(
     tp: int = 1,
     sequence_parallel: bool = False,
     device: str = "cuda",
+    engine: str = "megatron",
+    loss_parallel: bool = False,
 ) -> ActivationParts:
     run = forward_pass(ir.root.layout)
     before = after = sp.Integer(0)
@@ -325,7 +376,7 @@ def activation_parts(
         lengths = run.lengths(segment.role)
         assert lengths is not None
         counter = ActivationCounter(
-            lengths, compute, attn, recompute, tp, sequence_parallel, device
+            lengths, compute, attn, recompute, tp, sequence_parallel, device, engine, loss_parallel
         )
         counter.run(segment.embed)
         stack_ops, ctx = lower_stack(segment.stack, segment.x, segment.memory)

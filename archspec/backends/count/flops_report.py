@@ -208,6 +208,7 @@ def flops_report(ir: IR, w: Workload, symbolic: bool = False) -> dict[str, Any]:
             "sp": par.sp,
             "interleave": par.interleave,
             "zero": par.zero,
+            "engine": par.engine,
         },
         "flops": flops,
         "memory": memory,

@@ -9,6 +9,12 @@ stages 1-3 shard optimizer states, gradients and weights over them (Rajbhandari 
 sequence parallelism (`sp`) splits what tensor parallelism leaves whole along the sequence
 (Korthikanti et al. 2022).
 
+`engine="torch"` counts the generated `parallelize` on PyTorch's DTensor and FSDP2 instead: the
+vocabulary is not padded (the embedding rows and the LM head's columns split as `torch.chunk`
+does: the first ranks hold ceil(V / tp), and the device counted is the one that holds most),
+kv heads are never copied, there is no pipeline and a data-parallel layout is FSDP2 (ZeRO-3);
+its activations are `activations`' torch engine.
+
 A size that cannot be split is an error naming the values, never a fraction.
 """
 
@@ -38,6 +44,7 @@ class Parallelism:
     sp: bool = False  # sequence parallelism (needs tp > 1 to mean anything)
     interleave: int = 1  # virtual pipeline stages per device
     micro_batches: int = 1  # per replica per optimizer step
+    engine: str = "megatron"  # or "torch": the generated parallelize (DTensor, FSDP2)
 
     def __post_init__(self) -> None:
         for name in ("gpus", "tp", "pp", "interleave", "micro_batches"):
@@ -52,6 +59,14 @@ class Parallelism:
             )
         if self.interleave > 1 and self.pp == 1:
             raise SpecError("--interleave needs pipeline parallelism (--pp 2 or more)")
+        if self.engine not in ("megatron", "torch"):
+            raise SpecError(f"--engine takes megatron or torch, not {self.engine!r}")
+        if self.engine == "torch" and self.pp > 1:
+            raise SpecError("--engine torch has no pipeline parallelism: use --pp 1")
+        if self.engine == "torch" and self.dp > 1 and self.zero != 3:
+            raise SpecError(
+                f"--engine torch shards the {self.dp} data-parallel replicas with FSDP2: --zero 3"
+            )
 
     @property
     def dp(self) -> int:
@@ -85,6 +100,11 @@ def check_layout(ir: IR, par: Parallelism) -> None:
                 f"--tp {par.tp} does not divide the {heads} attention heads",
                 hint="tensor parallelism gives each rank whole heads",
             )
+        if kv % par.tp and par.engine == "torch":
+            raise SpecError(
+                f"--tp {par.tp} does not divide the {kv} key/value heads",
+                hint="the generated parallelize gives each rank whole kv heads, never copies",
+            )
         if kv % par.tp and par.tp % kv:
             raise SpecError(
                 f"--tp {par.tp} and the {kv} key/value heads do not divide one another",
@@ -114,7 +134,15 @@ def padded_vocab(vocab: int, tp: int) -> int:
     return math.ceil(vocab / multiple) * multiple
 
 
-def tp_share(placed: Placed, ir: IR, tp: int) -> tuple[int, int]:
+def vocab_rows(vocab: int, tp: int, engine: str = "megatron") -> int:
+    """Vocabulary rows one tensor-parallel rank holds (the most any rank holds): Megatron-LM's
+    padded share, or DTensor's `torch.chunk` piece, ceil(V / tp)."""
+    if engine == "torch":
+        return -(-vocab // tp)
+    return padded_vocab(vocab, tp) // tp
+
+
+def tp_share(placed: Placed, ir: IR, tp: int, engine: str = "megatron") -> tuple[int, int]:
     """(weight elements, bias elements) of one copy of a leaf that one tensor-parallel rank
     holds. Column-parallel projections (q, k, v, MLP up and gate) split their weight and bias;
     row-parallel ones (attention output, MLP down) split the weight and keep the whole bias;
@@ -125,7 +153,7 @@ def tp_share(placed: Placed, ir: IR, tp: int) -> tuple[int, int]:
     parent = placed.ancestors[-1] if placed.ancestors else None
     if isinstance(node, Embedding):
         if isinstance(parent, Model) and node is parent.tok_emb:
-            return padded_vocab(ir.value(node.num), tp) // tp * ir.value(node.dim), 0
+            return vocab_rows(ir.value(node.num), tp, engine) * ir.value(node.dim), 0
         if isinstance(parent, Stack) and node is parent.rel_bias:
             return ir.value(node.num) * ir.value(node.dim) // tp, 0  # a column per head
         return ir.value(node.num) * ir.value(node.dim), 0
@@ -133,7 +161,7 @@ def tp_share(placed: Placed, ir: IR, tp: int) -> tuple[int, int]:
         weight = 0 if node.tied_to else ir.value(node.in_features) * ir.value(node.out_features)
         bias = ir.value(node.out_features) if node.bias else 0
         if isinstance(parent, Model) and node is parent.lm_head:
-            vocab = padded_vocab(ir.value(node.out_features), tp) // tp
+            vocab = vocab_rows(ir.value(node.out_features), tp, engine)
             return (0 if node.tied_to else vocab * ir.value(node.in_features)), (
                 vocab if node.bias else 0
             )
@@ -186,7 +214,7 @@ def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
         for placed in walk(stack):
             if not is_leaf(placed.node):
                 continue
-            weight, bias = tp_share(placed, ir, par.tp)
+            weight, bias = tp_share(placed, ir, par.tp, par.engine)
             copies = ir.value(placed.copies)
             layer = _layer_index(placed, stack, ir)
             if layer is None:  # stack-level: position tables on the first, final norms last
@@ -202,7 +230,7 @@ def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
         offset += layer_count(stack, ir)
     for placed in walk(model):
         if placed.ancestors and isinstance(placed.ancestors[-1], Model) and is_leaf(placed.node):
-            weight, bias = tp_share(placed, ir, par.tp)
+            weight, bias = tp_share(placed, ir, par.tp, par.engine)
             node = placed.node
             last = node is model.lm_head or node is model.pooler
             counts[par.pp - 1 if last else 0] += weight + bias

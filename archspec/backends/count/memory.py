@@ -146,7 +146,9 @@ def memory_figures(
     check_layout(ir, par)
     compute = COMPUTE_BYTES[dtype]
     states = OPTIMIZER_BYTES[optimizer] + (MASTER_BYTES if dtype != "fp32" else 0)
-    parts = activation_parts(ir, compute, attn, recompute, par.tp, par.sp and par.tp > 1)
+    parts = activation_parts(
+        ir, compute, attn, recompute, par.tp, par.sp and par.tp > 1, engine=par.engine
+    )
     # The runs of blocks in layer order, as index ranges (never one entry per layer).
     runs, start = [], 0
     for count, each in parts.layers:

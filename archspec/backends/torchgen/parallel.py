@@ -7,26 +7,71 @@ units; row-parallel o and down sum the partial outputs. Experts are split the sa
 expert's hidden units over the tp ranks, no expert parallelism); the router, norms, position
 tables and the pooler are replicated. The token embedding is vocabulary-parallel (rows split,
 outputs summed) and the LM head column-parallel over the vocabulary with its logits gathered,
-so the loss is computed outside as on one device; a tied head is tied again to the sharded
+so the loss is computed outside as on one device (with `loss_parallel` they stay split, for
+torch's loss_parallel(), torchtitan's choice); a tied head is tied again to the sharded
 embedding (both shard the same matrix by rows). T5's relative bias table is split by heads, so
 the mask the stack builds carries only the rank's heads. FSDP2 then shards every block, then
 the root, over "dp".
 
+Sequence parallelism (Korthikanti et al. 2022), an option, is torchtitan's: between the
+sublayers of the blocks each rank keeps its share of the sequence (the residual stream, the norms
+with SequenceParallel, the residual dropout); each attention / MLP / MoE gathers the whole
+sequence on entry (PrepareModuleInput, Shard(1) -> Replicate) and the row-parallel o and down
+reduce-scatter their sums back to the rank's share (output Shard(1)). It covers the blocks only:
+the first block splits its input and the last one gathers its output, so what a stack computes
+around its blocks (positions from the input's length, masks, the final norm, the encoder output
+a decoder attends to, the pooler) sees the whole sequence as without it.
+
 Everything torch.distributed is imported inside the function: a single-device user never
-imports it. Sequence parallelism is not offered: the stacks derive positions from the length
-of their input, which sequence parallelism would shard.
+imports it.
 """
 
 from __future__ import annotations
 
+import re
+
 from archspec.backends.torchgen.exprs import ExprPrinter
-from archspec.backends.torchgen.features import Features
+from archspec.backends.torchgen.features import Features, UnsupportedIR
 from archspec.backends.torchgen.text import INDENT, call, docstring, indent, lines
-from archspec.ir.nodes import MLP, Attention, Block, Linear, Repeat
+from archspec.ir.nodes import MLP, Attention, Block, Linear, MoE, Norm, Repeat, Stack
 from archspec.ir.visit import walk
 
 COLWISE = "ColwiseParallel()"
 ROWWISE = "RowwiseParallel()"
+# Sequence parallelism: the sum of a row-parallel projection is reduce-scattered over the
+# sequence instead of all-reduced.
+ROWWISE_SUMMED = "RowwiseParallel(output_layouts=summed)"
+SEQUENCE_NORM = "SequenceParallel(use_local_output=True)"
+STYLES = (  # torch.distributed.tensor.parallel's names, imported as the plan uses them
+    "ColwiseParallel",
+    "ParallelStyle",
+    "PrepareModuleInput",
+    "PrepareModuleInputOutput",
+    "PrepareModuleOutput",
+    "RowwiseParallel",
+    "SequenceParallel",
+    "parallelize_module",
+)
+
+
+GATHER = """def gather(n: int, split: Placement, whole: Placement) -> ParallelStyle:
+    # A module's first input from `split` to `whole`; its n - 1 others
+    # (masks, angles) pass as they are.
+    rest = (None,) * (n - 1)
+    return PrepareModuleInput(
+        input_layouts=(split, *rest),
+        desired_input_layouts=(whole, *rest),
+        use_local_output=True,
+    )"""
+# An MoE routes every token of the sequence and hands back the rank's share of it.
+WHOLE_MOE = """def whole_moe() -> ParallelStyle:
+    return PrepareModuleInputOutput(
+        input_layouts=Shard(1),
+        desired_input_layouts=Replicate(),
+        use_local_input=True,
+        output_layouts=Replicate(),
+        desired_output_layouts=Shard(1),
+    )"""
 
 
 def block_plan(block: Block) -> dict[str, str]:
@@ -42,11 +87,38 @@ def block_plan(block: Block) -> dict[str, str]:
             "*" if isinstance(up, Repeat) else part.name
             for up, part in zip(placed.ancestors, chain, strict=True)
         )
+        # The sum of the block's own o and down is `summed`: all-reduced (Replicate), or
+        # reduce-scattered over the sequence (Shard(1)) under sequence parallelism. An expert's
+        # is all-reduced: the MoE combines whole outputs.
+        direct = len(placed.ancestors) == 2
         if isinstance(parent, Attention):
-            plan[path] = ROWWISE if node is parent.o else COLWISE
+            rowwise = ROWWISE_SUMMED if direct else ROWWISE
+            plan[path] = rowwise if node is parent.o else COLWISE
         elif isinstance(parent, MLP):
-            plan[path] = ROWWISE if node is parent.down else COLWISE
+            rowwise = ROWWISE_SUMMED if direct else ROWWISE
+            plan[path] = rowwise if node is parent.down else COLWISE
         # Anything else (the MoE router) stays whole on every rank.
+    return plan
+
+
+def sequence_plan(f: Features, block: Block, stack: Stack) -> dict[str, str]:
+    """The block's entries under sequence parallelism: its norms sequence-parallel, each
+    sublayer gathering the sequence on entry (o and down reduce-scatter on exit: `block_plan`);
+    an MoE's experts all-reduce as without it and the MoE hands back the rank's share."""
+    plan: dict[str, str] = {}
+    for placed in walk(block):
+        node = placed.node
+        parent = placed.ancestors[-1] if placed.ancestors else None
+        if parent is block and isinstance(node, Norm):
+            plan[node.name] = SEQUENCE_NORM
+        elif parent is block and isinstance(node, (Attention, MLP)):
+            arity = 1 + len(f.sublayer_args(stack, node))
+            plan[node.name] = f"gather({arity}, Shard(1), Replicate())"
+        elif parent is block and isinstance(node, MoE):
+            plan[node.name] = "whole_moe()"
+        elif parent is block:
+            # A parameter of the block itself would see only the rank's tokens.
+            raise UnsupportedIR(f"sequence parallelism with a block's own {node.name}")
     return plan
 
 
@@ -57,7 +129,7 @@ def model_plan(f: Features) -> dict[str, str]:
         if stack.rel_bias is not None:
             plan[f"{stack.name}.{stack.rel_bias.name}"] = COLWISE  # a column per head
     if f.lm_head is not None:
-        plan[f.lm_head.name] = "ColwiseParallel(output_layouts=Replicate())"
+        plan[f.lm_head.name] = "head"
     return plan
 
 
@@ -75,7 +147,69 @@ def _head_checks(f: Features, size: ExprPrinter) -> list[str]:
     out = []
     for expr, what in counts.items():
         message = f'f"tp={{tp.size()}} does not divide the {{{expr}}} {what}"'
+        if what == "kv heads":
+            # Megatron-LM copies a kv head onto the ranks beyond n_kv_heads, and sums the
+            # copies' gradients; DTensor's column split cannot, so it is refused, not faked.
+            out += [
+                f"if {expr} % tp.size():",
+                "    raise ValueError(",
+                f"        {message}",
+                '        "; each rank holds whole key/value heads, never copies"',
+                "    )",
+            ]
+            continue
         out += [f"if {expr} % tp.size():", indent(call("raise ValueError", [message], 3), 1)]
+    return out
+
+
+def _block_plans(f: Features, name: str, plan_of) -> list[str]:
+    """`name = {BlockClass: {path: style}}` for each block class."""
+    out = [f"{name} = {{"]
+    for node, stack in f.classes(Block):
+        assert isinstance(node, Block) and stack is not None
+        plan = plan_of(node, stack)
+        out += [
+            f"{INDENT}{f.cls(node)}: {{",
+            *(f'{INDENT * 2}"{k}": {v},' for k, v in plan.items()),
+        ]
+        out.append(f"{INDENT}}},")
+    return [*out, "}"]
+
+
+def walk_all(f: Features):
+    return (placed.node for placed in walk(f.model))
+
+
+def _sequence_parallel(f: Features) -> list[str]:
+    """The lines that lay the blocks out sequence-parallel, or a refusal naming what stops it."""
+    try:
+        plans = _block_plans(f, "sequence_plans", lambda node, stack: sequence_plan(f, node, stack))
+    except UnsupportedIR as error:
+        return [f'raise ValueError("{error}")']
+    helpers = [GATHER, ""]
+    if any(isinstance(node, MoE) for node in walk_all(f)):
+        helpers += [WHOLE_MOE, ""]
+    out = [
+        *helpers,
+        *plans,
+        "for block in blocks:",
+        "    parallelize_module(block, tp, sequence_plans[type(block)])",
+        "# The first block splits its input along the sequence, the last gathers",
+        "# its output: the stacks see whole sequences.",
+        "last = PrepareModuleOutput(",
+        "    output_layouts=Shard(1),",
+        "    desired_output_layouts=Replicate(),",
+        ")",
+    ]
+    for stack in f.stacks:
+        arity = len(f.block_params(stack))
+        blocks = f"model.{stack.name}.blocks"
+        out += [
+            f"first = {blocks}[0]",
+            f"parallelize_module(first, tp, gather({arity}, Replicate(), Shard(1)))",
+            "first.register_forward_pre_hook(check_divisible)",
+            f"parallelize_module({blocks}[-1], tp, last)",
+        ]
     return out
 
 
@@ -86,6 +220,13 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
             'raise ValueError("tensor parallelism does not split ALiBi\'s per-head slopes")',
         ]
     body = ["config = model.config", *_head_checks(f, size)]
+    if f.lm_head is not None:
+        body += [
+            "if loss_parallel:  # the logits a DTensor split over the vocabulary",
+            "    head = ColwiseParallel(output_layouts=Shard(-1), use_local_output=False)",
+            "else:  # gathered: the loss is computed as on one device",
+            "    head = ColwiseParallel(output_layouts=Replicate())",
+        ]
     body += _dict("root_plan", model_plan(f))
     body.append("parallelize_module(model, tp, root_plan)")
     head = f.lm_head
@@ -95,15 +236,20 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
             f"model.{head.name}.weight = model.{head.tied_to}",
         ]
     body.append("# Inside each block: the attribute paths of its class.")
-    plans = {f.cls(node): block_plan(node) for node, _ in f.classes(Block)}
-    body.append("block_plans = {")
-    for cls, plan in plans.items():
-        body += [f"{INDENT}{cls}: {{", *(f'{INDENT * 2}"{k}": {v},' for k, v in plan.items())]
-        body.append(f"{INDENT}}},")
+    body.append("summed = Shard(1) if sequence_parallel else Replicate()")
+    body += _block_plans(f, "block_plans", lambda node, stack: block_plan(node))
     body += [
-        "}",
         "for block in blocks:",
         "    parallelize_module(block, tp, block_plans[type(block)])",
+        "if sequence_parallel:",
+        "",
+        "    def check_divisible(block, args):",
+        "        length = args[0].size(1)",
+        "        if length % tp.size():",
+        '            message = f"tp={tp.size()} does not divide the {length} positions"',
+        '            raise ValueError(f"sequence parallelism: {message}")',
+        "",
+        indent(lines(*_sequence_parallel(f)), 1),
     ]
     return body
 
@@ -116,6 +262,16 @@ down row-parallel; every expert likewise), and of the vocabulary (embedding rows
 columns, logits gathered). Norms, position tables, the router and the pooler are
 replicated. Then FSDP2 over "dp": each block is sharded, then the root; `mp_policy` is an
 optional torch.distributed.fsdp.MixedPrecisionPolicy. Either dimension may have size 1.
+
+sequence_parallel (with tp > 1, for training): between their sublayers the blocks keep
+each rank's share of the sequence (norms, residual stream, residual dropout); attention
+and the MLP gather the whole sequence and reduce-scatter their output back. The sequence
+length must be a multiple of tp.
+
+loss_parallel (with tp > 1 and an LM head): the logits stay split over the vocabulary, a
+DTensor; compute the cross-entropy and its backward under
+torch.distributed.tensor.parallel.loss_parallel(), so no rank holds all the logits.
+
 Returns the model; build it under the same seed on every rank (or load weights after)."""
 
 
@@ -124,13 +280,15 @@ def parallelize_function(f: Features, size: ExprPrinter) -> str:
     tensor_parallel = _tensor_parallel(f, size)
     # Imported here, not at the top: a single-device user never loads torch.distributed.
     imports = ["from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard"]
-    if any("parallelize_module" in line for line in tensor_parallel):
+    text = "\n".join(tensor_parallel)
+    placements = [n for n in ("Placement", "Replicate", "Shard") if re.search(rf"\b{n}\b", text)]
+    if placements:
+        imports.append(f"from torch.distributed.tensor import {', '.join(placements)}")
+    styles = [name for name in STYLES if re.search(rf"\b{name}\b", text)]
+    if styles:
         imports += [
-            "from torch.distributed.tensor import Replicate",
             "from torch.distributed.tensor.parallel import (",
-            "    ColwiseParallel,",
-            "    RowwiseParallel,",
-            "    parallelize_module,",
+            *(f"    {name}," for name in styles),
             ")",
         ]
     body = [
@@ -148,6 +306,12 @@ def parallelize_function(f: Features, size: ExprPrinter) -> str:
         "    fully_shard(model, mesh=dp, mp_policy=mp_policy)",
         "return model",
     ]
-    params = ["model: Model", 'mesh: "torch.distributed.DeviceMesh"', "mp_policy=None"]
+    params = [
+        "model: Model",
+        'mesh: "torch.distributed.DeviceMesh"',
+        "mp_policy=None",
+        "sequence_parallel: bool = False",
+        "loss_parallel: bool = False",
+    ]
     head = call("def parallelize", params, 0, " -> Model:")
     return lines(head, indent(lines(*body), 1))
