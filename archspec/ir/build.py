@@ -126,6 +126,7 @@ def _position(spec: Spec) -> Position:
         p.original_max_seq_len,
         num_buckets=p.num_buckets,
         max_distance=p.max_distance,
+        from_mask=p.from_mask,
     )
 
 

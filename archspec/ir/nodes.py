@@ -97,6 +97,7 @@ class Position:
     original_max_seq_len: int = 8192
     num_buckets: int = 32
     max_distance: int = 128
+    from_mask: bool = False  # learned: positions count the real tokens of attention_mask
 
     @property
     def entry(self) -> PositionKind:

@@ -55,6 +55,13 @@ class PositionSpec:
         default=0,
         metadata=doc("learned: extra table rows before position 0 (BART, RoBERTa: 2)", min=0),
     )
+    from_mask: bool = field(
+        default=False,
+        metadata=doc(
+            "learned: positions count the tokens attention_mask keeps (OPT), so left padding "
+            "does not shift them"
+        ),
+    )
     theta: float = field(
         default=10000.0, metadata=doc("rope: base of the frequencies", positive=True)
     )

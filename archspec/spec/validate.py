@@ -195,6 +195,12 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
     head_dim = spec.resolved_head_dim
     if spec.position.kind == "rope" and head_dim % 2:
         raise v.error(("position", "kind"), f"rope needs an even head_dim, got {head_dim}")
+    if spec.position.from_mask and spec.position.kind != "learned":
+        raise v.error(
+            ("position", "from_mask"),
+            f"from_mask numbers the rows of a learned table; position.kind is "
+            f"{spec.position.kind!r}",
+        )
     if spec.position.kind == "relative_bias":
         # T5's buckets: an encoder splits them between keys before and after the query; in
         # each direction half hold one distance each, the rest reach max_distance on a log

@@ -125,9 +125,25 @@ class _StackWriter(ForwardWriter):
         # Positions added to the embeddings read as one step: x = x + self.pos_emb(positions).
         return isinstance(op, (Lookup, Sinusoids))
 
-    def render_positions(self, op: Positions) -> Expr:
+    def render_positions(self, op: Positions) -> Expr | None:
         span = "start, start + seq_len" if self.f.cache else "seq_len"
-        return Expr(f"torch.arange({span}, device=x.device)", ATOM, NOTHING)
+        arange = f"torch.arange({span}, device=x.device)"
+        if not self.stack.position.from_mask:
+            return Expr(arange, ATOM, NOTHING)
+        # OPT (transformers' OPTLearnedPositionalEmbedding): each row counts its kept tokens,
+        # so a left-padded sequence starts at 0 like an unpadded one; padding gets -1 (a row
+        # of the table's offset; clamped to 0 where there is none). The mask covers any
+        # cached tokens too: the new ones are its last seq_len columns.
+        low = "" if self.ctx.offset else ".clamp(min=0)"
+        counted = f"(attention_mask.long().cumsum(-1) * attention_mask.long() - 1){low}"
+        self.lines += [
+            f"positions = {arange}",
+            "if attention_mask is not None:  # count the tokens the mask keeps",
+            f"    positions = {counted}[:, -seq_len:]",
+        ]
+        assert op.out is not None
+        self.names[id(op.out)] = "positions"
+        return None
 
     def render_scale(self, op: Scale) -> Expr:
         scale = Expr("self.embed_scale", ATOM, NOTHING)

@@ -37,7 +37,7 @@ def import_opt(f: Fields, cls: HFClass) -> dict[str, Any]:
         # transformers builds the final norm only for pre-norm OPT.
         "final_norm": pre and not remove_final,
         "norm": {"kind": "layernorm", "bias": True, "eps": 1e-5},
-        "position": {"kind": "learned", "offset": 2},
+        "position": {"kind": "learned", "offset": 2, "from_mask": True},
         "embedding": {"token_types": 0, "norm": False, "scale": False},
         "attention": {"bias": bias, "scale_scores": True},
         "mlp": {

@@ -1,0 +1,107 @@
+"""Issue 18, encoders, heads and MoE: import fixes, DistilBERT, ALBERT, ELECTRA, masked-LM heads
+and Qwen2-MoE against transformers' own classes (meta device for full sizes, tiny random models
+for numerics, fp32)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from archspec.errors import SpecError
+from archspec.hf.import_config import import_config
+from archspec.hf.weights import load_weights
+from tests.test_hf_weights import assert_close, generated
+
+transformers = pytest.importorskip("transformers")
+
+SMALL_OPT = dict(
+    vocab_size=99, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, ffn_dim=128,
+    max_position_embeddings=32, word_embed_proj_dim=64,
+)  # fmt: skip
+
+
+def tiny(cls: str, config_cls: str, seed: int = 0, **fields):
+    config = getattr(transformers, config_cls)(**fields)
+    config.architectures = [cls]
+    torch.manual_seed(seed)
+    return getattr(transformers, cls)(config).eval()
+
+
+def checkpoint_and_model(hf, tmp_path: Path):
+    hf.save_pretrained(tmp_path / "checkpoint")
+    module, spec = generated(tmp_path / "checkpoint", tmp_path)
+    return load_weights(module.Model().eval(), tmp_path / "checkpoint"), spec
+
+
+# --- import-hf: hints, legacy fields ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model_type", "offered"),
+    [("megatron-bert", None), ("gpt_neo", None), ("codegen", None),
+     ("camembert", "'roberta'"), ("xlm_roberta", "'xlm-roberta'"), ("GPT2", "'gpt2'")],
+)  # fmt: skip
+def test_a_hint_offers_only_the_same_architecture(model_type: str, offered: str | None) -> None:
+    with pytest.raises(SpecError) as caught:
+        import_config({"model_type": model_type, "hidden_size": 64})
+    hint = caught.value.hint or ""
+    if offered is None:
+        assert "did you mean" not in hint and "architecture of" not in hint
+        assert hint.startswith("supported:")
+    else:
+        assert offered in hint
+
+
+def test_legacy_fields_transformers_ignores_are_accepted() -> None:
+    # distilgpt2's config.json (transformers 2.x): _num_labels and GPT-2's summary fields.
+    distilgpt2 = {
+        "_num_labels": 1, "activation_function": "gelu_new", "architectures": ["GPT2LMHeadModel"],
+        "id2label": {"0": "LABEL_0"}, "label2id": {"LABEL_0": 0}, "layer_norm_epsilon": 1e-05,
+        "model_type": "gpt2", "n_ctx": 1024, "n_embd": 768, "n_head": 12, "n_layer": 6,
+        "n_positions": 1024, "summary_activation": None, "summary_first_dropout": 0.1,
+        "summary_proj_to_labels": True, "summary_type": "cls_index", "summary_use_proj": True,
+        "vocab_size": 50257,
+    }  # fmt: skip
+    assert import_config(distilgpt2).spec.n_layers == 6
+    # distilbart-cnn-12-6: _num_labels, old fairseq fields at BART's values, the distillation
+    # script's settings.
+    distilbart = {
+        "_num_labels": 3, "add_bias_logits": False, "add_final_layer_norm": False,
+        "architectures": ["BartForConditionalGeneration"], "d_model": 1024,
+        "decoder_attention_heads": 16, "decoder_ffn_dim": 4096, "decoder_layers": 6,
+        "encoder_attention_heads": 16, "encoder_ffn_dim": 4096, "encoder_layers": 12,
+        "extra_pos_embeddings": 2, "force_bos_token_to_be_generated": True,
+        "max_position_embeddings": 1024, "model_type": "bart", "normalize_before": False,
+        "normalize_embedding": True, "num_hidden_layers": 12, "replacing_rate": 0,
+        "static_position_embeddings": False, "student_decoder_layers": None,
+        "student_encoder_layers": None, "vocab_size": 50264,
+    }  # fmt: skip
+    spec = import_config(distilbart).spec
+    assert (spec.n_layers, spec.decoder.n_layers) == (12, 6)
+    # A legacy field at a value transformers' class no longer computes is still refused.
+    with pytest.raises(SpecError, match="normalize_before"):
+        import_config({**distilbart, "normalize_before": True})
+
+
+# --- OPT --------------------------------------------------------------------------------------
+
+
+def test_opt_left_padded_batch_equals_transformers(tmp_path: Path) -> None:
+    """transformers numbers OPT's positions from the attention mask: a left-padded row starts
+    at position 0 at its first real token."""
+    hf = tiny("OPTForCausalLM", "OPTConfig", **SMALL_OPT)
+    model, _ = checkpoint_and_model(hf, tmp_path)
+    torch.manual_seed(1)
+    ids = torch.randint(3, 99, (2, 10))
+    mask = torch.ones(2, 10, dtype=torch.long)
+    mask[1, :4] = 0
+    ids[1, :4] = hf.config.pad_token_id
+    real = mask.bool()
+    with torch.no_grad():
+        ref = hf(input_ids=ids, attention_mask=mask).logits
+        got = model(ids, mask)
+        assert_close(got[real], ref[real])
+        # without a mask, positions are 0..S-1 as before
+        assert_close(model(ids[:1]), hf(input_ids=ids[:1]).logits)
