@@ -186,6 +186,19 @@ for _name, _d, _l, _h in (("bloom-560m", 1024, 24, 16), ("bloom-176b", 14336, 70
         n_head=_h,
     )
 
+# Encoders (issue 18): DistilBERT.
+_add(
+    "distilbert-base",
+    "DistilBertModel",
+    "DistilBertConfig",
+    vocab_size=30522,
+    max_position_embeddings=512,
+    dim=768,
+    n_layers=6,
+    n_heads=12,
+    hidden_dim=3072,
+)
+
 
 def build_meta(name: str):
     """The transformers model for spec `name`, on the meta device (no memory)."""
@@ -260,5 +273,7 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
             "feed_forward_proj": "gated-gelu"},
     "gpt_bigcode": {"architectures": ["GPTBigCodeForCausalLM"], **_SMALL, "n_embd": 64,
                     "n_layer": 2, "n_head": 4, "n_positions": 32, "multi_query": True},
+    "distilbert": {"architectures": ["DistilBertModel"], **_SMALL, "dim": 64, "n_layers": 2,
+                   "n_heads": 4, "hidden_dim": 128, "max_position_embeddings": 32},
 }
 # fmt: on

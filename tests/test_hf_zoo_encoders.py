@@ -105,3 +105,46 @@ def test_opt_left_padded_batch_equals_transformers(tmp_path: Path) -> None:
         assert_close(got[real], ref[real])
         # without a mask, positions are 0..S-1 as before
         assert_close(model(ids[:1]), hf(input_ids=ids[:1]).logits)
+
+
+# --- Encoders -------------------------------------------------------------------------------
+
+
+def right_padded(pad: int, length: int = 10):
+    torch.manual_seed(1)
+    ids = torch.randint(3, 99, (2, length))
+    mask = torch.ones(2, length, dtype=torch.long)
+    mask[1, length - 3 :] = 0
+    ids[1, length - 3 :] = pad
+    return ids, mask
+
+
+def assert_encoder_equal(hf, model) -> None:
+    ids, mask = right_padded(hf.config.pad_token_id or 0)
+    real = mask.bool()
+    with torch.no_grad():
+        ref = hf(input_ids=ids, attention_mask=mask).last_hidden_state
+        got = model(ids, mask)
+    got = got[0] if isinstance(got, tuple) else got
+    assert_close(got[real], ref[real])
+
+
+SMALL_DISTILBERT = dict(
+    vocab_size=99, dim=64, n_layers=2, n_heads=4, hidden_dim=128, max_position_embeddings=32
+)
+
+
+def test_distilbert_equals_transformers(tmp_path: Path) -> None:
+    hf = tiny("DistilBertModel", "DistilBertConfig", **SMALL_DISTILBERT)
+    with torch.no_grad():  # biases and norms away from their init, so a misplaced one shows
+        for name, param in hf.named_parameters():
+            if name.endswith("bias") or "layer_norm" in name or "LayerNorm" in name:
+                param.normal_(0.0, 0.5)
+    model, _ = checkpoint_and_model(hf, tmp_path)
+    assert_encoder_equal(hf, model)
+
+
+def test_distilbert_refuses_what_it_cannot_express() -> None:
+    base = {"model_type": "distilbert", **SMALL_DISTILBERT}
+    with pytest.raises(SpecError, match="sinusoidal_pos_embds"):
+        import_config({**base, "sinusoidal_pos_embds": True})

@@ -12,6 +12,7 @@ from archspec.hf.families import (
     bart,
     bert,
     bloom,
+    distilbert,
     gpt2,
     gpt_bigcode,
     llama,
@@ -43,6 +44,7 @@ _MODULES = (
     xlm_roberta,
     mt5,
     gpt_bigcode,
+    distilbert,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
