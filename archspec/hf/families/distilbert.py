@@ -8,8 +8,8 @@ from typing import Any
 from archspec.hf import dropouts
 from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, read_head
 from archspec.hf.dropouts import read_dropout, write_dropout
-from archspec.hf.family import Buffer, Family, HFClass, NameRules
 from archspec.hf.families._bert_like import bert_like_unsupported_heads
+from archspec.hf.family import Buffer, Family, HFClass, NameRules
 from archspec.hf.name_rules import table
 from archspec.spec.schema import Spec
 
