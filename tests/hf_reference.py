@@ -198,6 +198,15 @@ _add(
     n_heads=12,
     hidden_dim=3072,
 )
+_bert(
+    "albert-base-v2", 768, 12, 12, cls="AlbertModel", conf="AlbertConfig", vocab_size=30000,
+    max_position_embeddings=512, embedding_size=128, num_hidden_groups=1,
+    hidden_act="gelu_new",
+)  # fmt: skip
+_bert(
+    "electra-base", 768, 12, 12, cls="ElectraModel", conf="ElectraConfig", vocab_size=30522,
+    max_position_embeddings=512, embedding_size=768,
+)  # fmt: skip
 
 
 def build_meta(name: str):
@@ -275,5 +284,12 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                     "n_layer": 2, "n_head": 4, "n_positions": 32, "multi_query": True},
     "distilbert": {"architectures": ["DistilBertModel"], **_SMALL, "dim": 64, "n_layers": 2,
                    "n_heads": 4, "hidden_dim": 128, "max_position_embeddings": 32},
+    "albert": {"architectures": ["AlbertModel"], **_SMALL, "hidden_size": 64,
+               "num_hidden_layers": 4, "num_hidden_groups": 2, "num_attention_heads": 4,
+               "intermediate_size": 128, "max_position_embeddings": 32, "embedding_size": 16,
+               "type_vocab_size": 2},
+    "electra": {"architectures": ["ElectraModel"], **_SMALL, "hidden_size": 64,
+                "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+                "max_position_embeddings": 32, "embedding_size": 16, "type_vocab_size": 2},
 }
 # fmt: on

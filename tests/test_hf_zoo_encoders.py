@@ -148,3 +148,69 @@ def test_distilbert_refuses_what_it_cannot_express() -> None:
     base = {"model_type": "distilbert", **SMALL_DISTILBERT}
     with pytest.raises(SpecError, match="sinusoidal_pos_embds"):
         import_config({**base, "sinusoidal_pos_embds": True})
+
+
+# --- Factorised embeddings and layers sharing weights ----------------------------------------
+
+SMALL_ALBERT = dict(
+    vocab_size=99, hidden_size=64, num_hidden_layers=4, num_hidden_groups=2,
+    num_attention_heads=4, intermediate_size=128, max_position_embeddings=32, embedding_size=16,
+)  # fmt: skip
+SMALL_ELECTRA = dict(
+    vocab_size=99, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+    intermediate_size=128, max_position_embeddings=32, embedding_size=16,
+)  # fmt: skip
+
+
+def randomise_biases_and_norms(hf) -> None:
+    """Biases and norms away from their init, so that a misplaced one shows."""
+    with torch.no_grad():
+        for name, param in hf.named_parameters():
+            if name.endswith("bias") or "LayerNorm" in name or "layer_norm" in name:
+                param.normal_(0.0, 0.5)
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_albert_equals_transformers(groups: int, tmp_path: Path) -> None:
+    hf = tiny("AlbertModel", "AlbertConfig", **{**SMALL_ALBERT, "num_hidden_groups": groups})
+    randomise_biases_and_norms(hf)
+    model, _ = checkpoint_and_model(hf, tmp_path)
+    # Parameters counted once per group, not per layer.
+    assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in hf.parameters())
+    assert len(model.encoder.blocks) == groups
+    assert_encoder_equal(hf, model)
+    ids, mask = right_padded(0)
+    with torch.no_grad():
+        assert_close(model(ids, mask)[1], hf(input_ids=ids, attention_mask=mask).pooler_output)
+
+
+def test_electra_equals_transformers(tmp_path: Path) -> None:
+    hf = tiny("ElectraModel", "ElectraConfig", **SMALL_ELECTRA)
+    randomise_biases_and_norms(hf)
+    model, _ = checkpoint_and_model(hf, tmp_path)
+    assert_encoder_equal(hf, model)
+
+
+def test_shared_layers_flops_equal_flop_counter(tmp_path: Path) -> None:
+    """Executed forward FLOPs of a tiny ALBERT (4 layers from 2 groups, embeddings projected)
+    equal FlopCounterMode on transformers' AlbertModel: sharing multiplies the work, not the
+    parameters."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from archspec.backends.count.flops import flop_figures
+    from archspec.ir.build import build_ir
+    from archspec.spec.resolve import load_spec
+    from tests.test_flops import EXECUTED, at, values
+
+    hf = tiny("AlbertModel", "AlbertConfig", **SMALL_ALBERT)
+    hf.save_pretrained(tmp_path / "checkpoint")
+    _, spec = generated(tmp_path / "checkpoint", tmp_path)
+    ir = build_ir(load_spec(spec))
+    ids = torch.randint(0, 99, (2, 12))
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+        with torch.no_grad():  # the math kernel is the one FlopCounterMode sees on CPU
+            hf(input_ids=ids)
+    assert at(flop_figures(ir, EXECUTED).forward_matmul, values(ir, 2, 12)) == (
+        counter.get_total_flops()
+    )

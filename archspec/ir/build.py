@@ -45,6 +45,12 @@ class _Dims:
         self.d_ff = self.symbol("d_ff", spec.d_ff)
         self.vocab_size = self.symbol("vocab_size", spec.vocab_size)
         self.max_seq_len = self.symbol("max_seq_len", spec.max_seq_len)
+        # The embeddings' width: d_model, or a symbol of its own when factorised (ALBERT).
+        self.d_emb = (
+            self.d_model
+            if spec.embedding.dim is None
+            else self.symbol("d_embedding", spec.embedding.dim)
+        )
         # Derived defaults stay formulas, so a symbolic total reads naturally:
         # with head_dim = d_model / n_heads, n_heads * head_dim simplifies to d_model.
         self.n_kv_heads = (
@@ -91,7 +97,7 @@ def _model(spec: Spec, d: _Dims) -> Model:
     roles = ["encoder", "decoder"] if spec.layout == "encoder-decoder" else [spec.layout]
     type_emb = None
     if spec.embedding.token_types:
-        type_emb = Embedding("type_emb", spec.embedding.token_types, d.d_model)
+        type_emb = Embedding("type_emb", spec.embedding.token_types, d.d_emb)
     lm_head = None
     if spec.head.lm_head:
         tied_to = "tok_emb.weight" if spec.head.tied else None
@@ -99,7 +105,7 @@ def _model(spec: Spec, d: _Dims) -> Model:
     return Model(
         name="",
         layout=spec.layout,
-        tok_emb=Embedding("tok_emb", d.vocab_size, d.d_model),
+        tok_emb=Embedding("tok_emb", d.vocab_size, d.d_emb),
         type_emb=type_emb,
         stacks=tuple(_stack(spec, d, role) for role in roles),
         pooler=Linear("pooler", d.d_model, d.d_model, bias=True) if spec.head.pooler else None,
@@ -110,8 +116,9 @@ def _model(spec: Spec, d: _Dims) -> Model:
     )
 
 
-def _norm(spec: Spec, d: _Dims, name: str) -> Norm:
-    return Norm(name, spec.norm.kind, d.d_model, spec.norm.has_bias, spec.norm.eps)
+def _norm(spec: Spec, d: _Dims, name: str, width: sp.Expr | None = None) -> Norm:
+    dim = d.d_model if width is None else width
+    return Norm(name, spec.norm.kind, dim, spec.norm.has_bias, spec.norm.eps)
 
 
 def _position(spec: Spec) -> Position:
@@ -139,13 +146,27 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
     table = position.entry.table
     pos_emb = rel_bias = None
     if table == "absolute":
-        pos_emb = Embedding("pos_emb", d.max_seq_len + position.offset, d.d_model)
+        pos_emb = Embedding("pos_emb", d.max_seq_len + position.offset, d.d_emb)
     elif table == "relative":
         # T5: one table of biases per (distance bucket, head), shared by all blocks.
         rel_bias = Embedding("rel_bias", position.num_buckets, d.n_heads)
     n_layers = d.layers(spec, role)
     block = _block(spec, d, causal, cross, moe=spec.moe is not None)
     runs = [Run(0, n_layers, block)]
+    if spec.shares_layers:
+        # ALBERT: layer_groups distinct blocks, each run n_layers / layer_groups times in a row.
+        assert spec.layer_groups is not None
+        # One group (every real ALBERT) is the literal 1, so that the block's path reads
+        # `blocks.0` however the IR is built.
+        groups = 1 if spec.layer_groups == 1 else d.symbol("n_layer_groups", spec.layer_groups)
+        runs = [
+            Run(
+                0,
+                groups,
+                block,
+                applied=n_layers / groups if d.symbolic else spec.n_layers // spec.layer_groups,
+            )
+        ]
     dense = spec.moe.dense_layers if spec.moe is not None else 0
     if dense:
         # DeepSeek, Qwen-MoE: the first layers keep a dense MLP, the rest route to experts.
@@ -165,7 +186,8 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
         blocks=Repeat("blocks", tuple(runs)),
         pos_emb=pos_emb,
         rel_bias=rel_bias,
-        emb_norm=_norm(spec, d, "emb_norm") if spec.embedding.norm else None,
+        emb_norm=_norm(spec, d, "emb_norm", d.d_emb) if spec.embedding.norm else None,
+        emb_proj=Linear("emb_proj", d.d_emb, d.d_model, True) if spec.embedding.dim else None,
         final_norm=_norm(spec, d, "final_norm") if spec.has_final_norm else None,
         emb_dropout=spec.dropout.embeddings,
         out_dropout=spec.dropout.output,

@@ -171,7 +171,7 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
     """The stack's forward over embedded tokens `x`, and the values its blocks share."""
     low = Lowered(inputs=(x,))
     entry = node.position.entry
-    d = node.width
+    d = node.emb_width  # the embeddings' width, until a factorised embedding's projection
     positions = None
     if entry.needs_positions:
         positions = low.emit(Positions(Value("positions", "positions", 1, "index")))
@@ -189,6 +189,9 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
         x = low.emit(NormOp(Value("x", "tokens", d), x, node.emb_norm))
     if node.emb_dropout:
         x = low.emit(Dropout(Value("x", "tokens", d), x, node.emb_dropout, "embeddings"))
+    d = node.width
+    if node.emb_proj is not None:
+        x = low.emit(LinearOp(Value("x", "tokens", d), x, node.emb_proj, "embeddings"))
     angles = mask = cross_mask = None
     block = node.block_variants[0]
     attn = block.attn
@@ -232,11 +235,12 @@ def lower_model(model: Model) -> list[Segment]:
     for i, stack in enumerate(model.stacks):
         low = Lowered()
         ids = Value("input_ids", "tokens", 1, "index")
-        x = low.emit(Lookup(Value("x", "tokens", d), model.tok_emb, ids, token_embedding=True))
+        e = model.tok_emb.dim  # below d_model when the embeddings are factorised
+        x = low.emit(Lookup(Value("x", "tokens", e), model.tok_emb, ids, token_embedding=True))
         if model.type_emb is not None:
             # Without token_type_ids every token is in segment 0: one row, broadcast.
             seg = low.emit(Lookup(Value("segment", "batch", 0), model.type_emb, None))
-            x = low.emit(Add(Value("x", "tokens", d), x, seg, "embeddings"))
+            x = low.emit(Add(Value("x", "tokens", e), x, seg, "embeddings"))
         heads = Lowered()
         last = i == len(model.stacks) - 1
         hidden = Value("hidden", "tokens", d)

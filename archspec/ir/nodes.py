@@ -160,11 +160,19 @@ class MLP(Composite):
 
 @dataclass(frozen=True)
 class Run:
-    """`count` consecutive identical children starting at index `start`."""
+    """`count` consecutive identical children starting at index `start`. Each runs `applied`
+    times in a row (ALBERT's layers sharing weights): parameters count `count` modules, the
+    forward pass `count * applied` calls."""
 
     start: sp.Expr
     count: sp.Expr
     node: Node
+    applied: sp.Expr | int = 1
+
+    @property
+    def calls(self) -> sp.Expr:
+        """How many times the forward pass runs a module of the run."""
+        return self.count * self.applied
 
 
 @dataclass(frozen=True)
@@ -264,11 +272,26 @@ class Stack(Composite):
     final_norm: Norm | None = None
     emb_dropout: float = 0.0  # on the embeddings (after their norm), in training
     out_dropout: float = 0.0  # on the stack's output (after the final norm), in training
+    # Factorised embeddings (ALBERT, ELECTRA): narrower than the stack, projected up after
+    # their norm and dropout.
+    emb_proj: Linear | None = None
 
     @property
     def children(self) -> tuple[Node, ...]:
-        parts = (self.pos_emb, self.rel_bias, self.emb_norm, self.blocks, self.final_norm)
+        parts = (
+            self.pos_emb,
+            self.rel_bias,
+            self.emb_norm,
+            self.emb_proj,
+            self.blocks,
+            self.final_norm,
+        )
         return tuple(p for p in parts if p is not None)
+
+    @property
+    def emb_width(self) -> sp.Expr:
+        """The width of the embeddings the stack receives (below `width` when factorised)."""
+        return self.emb_proj.in_features if self.emb_proj is not None else self.width
 
     @property
     def block_variants(self) -> tuple[Block, ...]:

@@ -90,6 +90,14 @@ class EmbeddingSpec:
     )
     norm: bool = field(default=False, metadata=doc("a norm right after the embeddings"))
     scale: bool = field(default=False, metadata=doc("multiply token embeddings by sqrt(d_model)"))
+    dim: int | None = field(
+        default=None,
+        metadata=doc(
+            "width of the token, position and segment embeddings when it differs from d_model "
+            "(ALBERT, ELECTRA): they are normed at this width, then projected to d_model",
+            positive=True,
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -198,6 +206,14 @@ class Spec:
     head_dim: int | None = field(
         default=None, metadata=doc("width of one head; default d_model / n_heads", positive=True)
     )
+    layer_groups: int | None = field(
+        default=None,
+        metadata=doc(
+            "distinct blocks per stack when layers share weights (ALBERT's num_hidden_groups): "
+            "each runs n_layers / layer_groups times in a row; default n_layers, no sharing",
+            positive=True,
+        ),
+    )
     family: str = field(default="", metadata=doc("model family, e.g. llama", pattern=NAME_PATTERN))
     hf_class: str | None = field(
         default=None, metadata=doc("the transformers class, if any", pattern=IDENTIFIER_PATTERN)
@@ -224,6 +240,15 @@ class Spec:
     def resolved_head_dim(self) -> int:
         """The width of one head: `head_dim`, or d_model / n_heads when it is left out."""
         return self.head_dim if self.head_dim is not None else self.d_model // self.n_heads
+
+    @property
+    def embedding_dim(self) -> int:
+        """The width of the embeddings: `embedding.dim`, or d_model when it is left out."""
+        return self.embedding.dim if self.embedding.dim is not None else self.d_model
+
+    @property
+    def shares_layers(self) -> bool:
+        return self.layer_groups is not None and self.layer_groups != self.n_layers
 
     @property
     def kv_heads(self) -> int:

@@ -176,6 +176,10 @@ def _resolve_defaults(spec: Spec) -> Spec:
     if spec.dropout.embedding is None:
         dropout = dataclasses.replace(spec.dropout, embedding=spec.dropout.hidden)
         spec = dataclasses.replace(spec, dropout=dropout)
+    if spec.embedding.dim == spec.d_model:  # no projection: the same model as leaving it out
+        spec = dataclasses.replace(spec, embedding=dataclasses.replace(spec.embedding, dim=None))
+    if spec.layer_groups == spec.n_layers:  # a block per layer: no sharing
+        spec = dataclasses.replace(spec, layer_groups=None)
     return spec
 
 
@@ -195,6 +199,7 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
     head_dim = spec.resolved_head_dim
     if spec.position.kind == "rope" and head_dim % 2:
         raise v.error(("position", "kind"), f"rope needs an even head_dim, got {head_dim}")
+    _check_sharing(spec, v)
     if spec.position.from_mask and spec.position.kind != "learned":
         raise v.error(
             ("position", "from_mask"),
@@ -255,3 +260,43 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
                     (role, "n_layers"),
                     f"per-stack overrides need layout: encoder-decoder, not {spec.layout}",
                 )
+
+
+def _check_sharing(spec: Spec, v: _Validator) -> None:
+    """Factorised embeddings and layers sharing weights: where archspec builds them (ALBERT's
+    and ELECTRA's encoders)."""
+    if spec.embedding.dim is not None and spec.embedding.dim != spec.d_model:
+        where = ("embedding", "dim")
+        if spec.layout != "encoder":
+            raise v.error(where, f"a factorised embedding needs layout encoder, not {spec.layout}")
+        if spec.embedding.scale:
+            raise v.error_between(
+                [where, ("embedding", "scale")],
+                "embedding.scale multiplies by sqrt(d_model); with embedding.dim the "
+                "embeddings are narrower than d_model",
+            )
+        if spec.head.lm_head:
+            raise v.error_between(
+                [where, ("head", "lm_head")],
+                f"an LM head over d_model ({spec.d_model}) cannot be tied to embeddings of "
+                f"width {spec.embedding.dim}",
+            )
+    groups = spec.layer_groups
+    if groups is None or groups == spec.n_layers:
+        return
+    if spec.n_layers % groups:
+        raise v.error_between(
+            [("layer_groups",), ("n_layers",)],
+            f"layer_groups ({groups}) does not divide n_layers ({spec.n_layers})",
+        )
+    if spec.layout != "encoder":
+        raise v.error(
+            ("layer_groups",),
+            f"layers sharing weights need layout encoder, not {spec.layout} (a KV cache "
+            "and cross-attention keep one module per layer)",
+        )
+    if spec.moe is not None and spec.moe.dense_layers:
+        raise v.error_between(
+            [("layer_groups",), ("moe", "dense_layers")],
+            "dense first layers and shared layers cannot be combined",
+        )

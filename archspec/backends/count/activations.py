@@ -249,7 +249,7 @@ class ActivationCounter:
                 # time, so the largest block's activations come on top, once for the model.
                 self.rebuilt.append(block)
                 block = self.bytes(low.inputs[0])
-            self.layers.append((run.start, run.count, block))
+            self.layers.append((run.start, run.calls, block))
 
     # What a stack builds once for its blocks.
 

@@ -71,7 +71,8 @@ class Parallelism:
 
 
 def layer_count(stack: Stack, ir: IR) -> int:
-    return sum(ir.value(run.count) for run in stack.blocks.runs)
+    """Layers the forward pass runs (a block sharing its weights counts once per call)."""
+    return sum(ir.value(run.calls) for run in stack.blocks.runs)
 
 
 def check_layout(ir: IR, par: Parallelism) -> None:
@@ -96,6 +97,13 @@ def check_layout(ir: IR, par: Parallelism) -> None:
             raise SpecError(
                 f"--tp {par.tp} does not divide the MLP's {ir.value(node.hidden)} hidden units"
             )
+    shared = any(ir.value(r.applied) != 1 for s in model.stacks for r in s.blocks.runs)
+    if shared and par.pp > 1:
+        raise SpecError(
+            f"--pp {par.pp}: this model's layers share weights (layer_groups), which pipeline "
+            "stages cannot split",
+            hint="use tensor or data parallelism",
+        )
     layers = sum(layer_count(s, ir) for s in model.stacks)
     chunks = par.pp * par.interleave
     if layers % chunks:

@@ -82,6 +82,15 @@ def _init(f: Features, stack: Stack, size: ExprPrinter) -> str:
     for part in stack.children:
         if isinstance(part, Repeat):
             body += module_list(part, lambda block: f"{f.cls(block)}(config)", size)
+            if _shared(stack):
+                run = stack.blocks.runs[0]
+                per_block = size(run.calls)
+                if run.count != 1:
+                    per_block += f" // {size(run.count)}"
+                body += [
+                    "# ALBERT: each block's weights serve several layers in a row.",
+                    f"self.calls_per_block = {per_block}",
+                ]
         elif part is stack.pos_emb or part is stack.rel_bias:
             body.append(assign(part, size, constants=constants))
         else:
@@ -111,7 +120,7 @@ class _StackWriter(ForwardWriter):
     the loop over the blocks, the final norm."""
 
     def __init__(self, f: Features, stack: Stack, ctx: StackContext) -> None:
-        x = Value("x", "tokens", stack.width)
+        x = Value("x", "tokens", stack.emb_width)
         memory = Value("encoder_out", "memory", stack.width) if f.has_memory(stack) else None
         super().__init__(lower_stack(stack, x, memory)[0], inline=False)
         self.f, self.stack, self.ctx = f, stack, ctx
@@ -191,8 +200,21 @@ class _StackWriter(ForwardWriter):
             self.lines.append(f"for i, block in enumerate({blocks}):")
         else:
             self.lines.append(f"for block in {blocks}:")
-        self.lines.append(f"    {x} = block({', '.join(args)})")
+        if _shared(self.stack):
+            self.lines += [
+                "    for _ in range(self.calls_per_block):",
+                f"        {x} = block({', '.join(args)})",
+            ]
+        else:
+            self.lines.append(f"    {x} = block({', '.join(args)})")
         self.names[id(op.out)] = x
+
+
+def _shared(stack: Stack) -> bool:
+    """Its blocks share weights across layers: one run, each module called several times
+    (validation allows it in encoders only, so no KV cache is indexed per layer)."""
+    runs = stack.blocks.runs
+    return len(runs) == 1 and runs[0].applied != 1
 
 
 def _mask(f: Features, stack: Stack, ctx: StackContext) -> list[str]:

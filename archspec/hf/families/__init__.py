@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from archspec.errors import SpecError
 from archspec.hf.families import (
+    albert,
     bart,
     bert,
     bloom,
     distilbert,
+    electra,
     gpt2,
     gpt_bigcode,
     llama,
@@ -45,6 +47,8 @@ _MODULES = (
     mt5,
     gpt_bigcode,
     distilbert,
+    albert,
+    electra,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
