@@ -422,7 +422,11 @@ SMALL_GPT2 = {
         ({**SMALL_GPT2, "architectures": ["GPT2DoubleHeadsModel"]}, [], "GPT2DoubleHeadsModel"),
         ({**SMALL_GPT2, "architectures": ["LlamaForCausalLM"]}, [], "is a llama class"),
         (SMALL_GPT2, ["--architecture", "Nope"], "'Nope'"),
-        ({**PUBLISHED["bert-base-uncased"][0]}, [], "BertForMaskedLM"),
+        (
+            {**PUBLISHED["bert-base-uncased"][0], "architectures": ["BertForPreTraining"]},
+            [],
+            "BertForPreTraining",
+        ),
         (
             {**PUBLISHED["bert-base-uncased"][0], "position_embedding_type": "relative_key"},
             ["--architecture", "BertModel"],

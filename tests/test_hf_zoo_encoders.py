@@ -191,10 +191,11 @@ def test_electra_equals_transformers(tmp_path: Path) -> None:
     assert_encoder_equal(hf, model)
 
 
-def test_shared_layers_flops_equal_flop_counter(tmp_path: Path) -> None:
-    """Executed forward FLOPs of a tiny ALBERT (4 layers from 2 groups, embeddings projected)
-    equal FlopCounterMode on transformers' AlbertModel: sharing multiplies the work, not the
-    parameters."""
+@pytest.mark.parametrize("cls", ["AlbertModel", "AlbertForMaskedLM"])
+def test_shared_layers_flops_equal_flop_counter(cls: str, tmp_path: Path) -> None:
+    """Executed forward FLOPs of a tiny ALBERT (4 layers from 2 groups, embeddings projected;
+    with the masked-LM head: its transform and projection) equal FlopCounterMode on
+    transformers' class: sharing multiplies the work, not the parameters."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -203,7 +204,7 @@ def test_shared_layers_flops_equal_flop_counter(tmp_path: Path) -> None:
     from archspec.spec.resolve import load_spec
     from tests.test_flops import EXECUTED, at, values
 
-    hf = tiny("AlbertModel", "AlbertConfig", **SMALL_ALBERT)
+    hf = tiny(cls, "AlbertConfig", **SMALL_ALBERT)
     hf.save_pretrained(tmp_path / "checkpoint")
     _, spec = generated(tmp_path / "checkpoint", tmp_path)
     ir = build_ir(load_spec(spec))
@@ -214,3 +215,59 @@ def test_shared_layers_flops_equal_flop_counter(tmp_path: Path) -> None:
     assert at(flop_figures(ir, EXECUTED).forward_matmul, values(ir, 2, 12)) == (
         counter.get_total_flops()
     )
+
+
+# --- Masked-LM heads -------------------------------------------------------------------------
+
+SMALL_BERT = dict(
+    vocab_size=99, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+    intermediate_size=128, max_position_embeddings=34,
+)  # fmt: skip
+MLM_CASES = {
+    "bert": ("BertForMaskedLM", "BertConfig", SMALL_BERT),
+    "roberta": ("RobertaForMaskedLM", "RobertaConfig",
+                {**SMALL_BERT, "type_vocab_size": 1, "pad_token_id": 1, "layer_norm_eps": 1e-5}),
+    "roberta-relu": ("RobertaForMaskedLM", "RobertaConfig",
+                     {**SMALL_BERT, "type_vocab_size": 1, "pad_token_id": 1, "hidden_act": "relu"}),
+    "xlm-roberta": ("XLMRobertaForMaskedLM", "XLMRobertaConfig",
+                    {**SMALL_BERT, "type_vocab_size": 1, "pad_token_id": 1}),
+    "distilbert": ("DistilBertForMaskedLM", "DistilBertConfig", SMALL_DISTILBERT),
+    "albert": ("AlbertForMaskedLM", "AlbertConfig", SMALL_ALBERT),
+    "electra-generator": ("ElectraForMaskedLM", "ElectraConfig",
+                          {**SMALL_ELECTRA, "hidden_act": "relu"}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(MLM_CASES))
+def test_masked_lm_head_equals_transformers(case: str, tmp_path: Path) -> None:
+    """Logits of the masked-LM classes after load_weights: the transform, the tied decoder and
+    the output bias (`cls.predictions.bias` / `lm_head.bias`), at random values."""
+    cls, config_cls, fields = MLM_CASES[case]
+    hf = tiny(cls, config_cls, **fields)
+    randomise_biases_and_norms(hf)
+    with torch.no_grad():  # the output bias, wherever the class keeps it
+        for name, param in hf.named_parameters():
+            if name.endswith("bias") and param.numel() == 99:
+                param.normal_(0.0, 0.5)
+    model, _ = checkpoint_and_model(hf, tmp_path)
+    ids, mask = right_padded(hf.config.pad_token_id or 0)
+    real = mask.bool()
+    with torch.no_grad():
+        ref = hf(input_ids=ids, attention_mask=mask).logits
+        assert_close(model(ids, mask)[real], ref[real])
+
+
+@pytest.mark.parametrize("name", ["bert-base-uncased", "roberta-base"])
+def test_published_masked_lm_configs_count_like_transformers(name: str) -> None:
+    """The hub's own bert-base-uncased and roberta-base files name their masked-LM class; they
+    import as it, and count like it on the meta device."""
+    from archspec.backends.count.params import parameter_count
+    from archspec.ir.build import build_ir
+    from tests.test_hf_import import PUBLISHED, meta_reference
+
+    data = PUBLISHED[name][0]
+    imported = import_config(data)
+    assert imported.hf_class == data["architectures"][0]
+    ir = build_ir(imported.spec)
+    reference = meta_reference(data, data["architectures"][0])
+    assert ir.value(parameter_count(ir.root)) == sum(p.numel() for p in reference.parameters())

@@ -98,10 +98,18 @@ def _model(spec: Spec, d: _Dims) -> Model:
     type_emb = None
     if spec.embedding.token_types:
         type_emb = Embedding("type_emb", spec.embedding.token_types, d.d_emb)
-    lm_head = None
+    lm_head = lm_transform = lm_norm = lm_activation = None
     if spec.head.lm_head:
         tied_to = "tok_emb.weight" if spec.head.tied else None
-        lm_head = Linear("lm_head", d.d_model, d.vocab_size, spec.head.bias, tied_to)
+        width = d.d_model
+        if spec.head.transform:
+            # Masked-LM heads: dense (to the embeddings' width), activation, norm, then the
+            # projection, which a tied head shares with the (possibly narrower) embeddings.
+            width = d.d_emb
+            lm_transform = Linear("lm_transform", d.d_model, width, True)
+            lm_norm = _norm(spec, d, "lm_norm", width)
+            lm_activation = spec.head.transform_activation or spec.mlp.activation
+        lm_head = Linear("lm_head", width, d.vocab_size, spec.head.bias, tied_to)
     return Model(
         name="",
         layout=spec.layout,
@@ -110,6 +118,9 @@ def _model(spec: Spec, d: _Dims) -> Model:
         stacks=tuple(_stack(spec, d, role) for role in roles),
         pooler=Linear("pooler", d.d_model, d.d_model, bias=True) if spec.head.pooler else None,
         lm_head=lm_head,
+        lm_transform=lm_transform,
+        lm_norm=lm_norm,
+        lm_activation=lm_activation,
         scale_tied_output=spec.head.scale_tied_output,
         d_model=d.d_model,
         vocab_size=d.vocab_size,

@@ -252,6 +252,13 @@ def lower_model(model: Model) -> list[Segment]:
             h = hidden
             if model.scale_tied_output:
                 h = heads.emit(Scale(Value("hidden", "tokens", d), hidden, "head"))
+            if model.lm_transform is not None:
+                assert model.lm_norm is not None and model.lm_activation is not None
+                e = model.lm_transform.out_features
+                act = model.lm_activation
+                h = heads.emit(LinearOp(Value("h", "tokens", e), h, model.lm_transform, "head"))
+                h = heads.emit(ActivationOp(Value("h", "tokens", e), h, act, "head"))
+                h = heads.emit(NormOp(Value("h", "tokens", e), h, model.lm_norm))
             # Vocabulary-parallel: each tensor-parallel rank holds its share of the logits.
             logits = Value("logits", "tokens", model.vocab_size, split=True)
             heads.emit(LinearOp(logits, h, model.lm_head, "head"))

@@ -319,10 +319,22 @@ class Model(Composite):
     type_emb: Embedding | None = None
     pooler: Linear | None = None
     lm_head: Linear | None = None
+    # A masked-LM head's transform before lm_head: norm(activation(lm_transform(x))).
+    lm_transform: Linear | None = None
+    lm_norm: Norm | None = None
+    lm_activation: Activation | None = None
 
     @property
     def children(self) -> tuple[Node, ...]:
-        parts = (self.tok_emb, self.type_emb, *self.stacks, self.pooler, self.lm_head)
+        parts = (
+            self.tok_emb,
+            self.type_emb,
+            *self.stacks,
+            self.pooler,
+            self.lm_transform,
+            self.lm_norm,
+            self.lm_head,
+        )
         return tuple(p for p in parts if p is not None)
 
     def stack(self, role: str) -> Stack | None:

@@ -171,6 +171,17 @@ class HeadSpec:
         default=False, metadata=doc("T5: scale hidden states by d_model**-0.5 before a tied head")
     )
     pooler: bool = field(default=False, metadata=doc("BERT's pooler: tanh(dense(first token))"))
+    transform: bool = field(
+        default=False,
+        metadata=doc(
+            "masked-LM heads (BERT, RoBERTa, ALBERT): dense to the embeddings' width, "
+            "activation and norm before the vocabulary projection"
+        ),
+    )
+    transform_activation: Activation | None = field(
+        default=None,
+        metadata=doc("the transform's activation; default mlp.activation (RoBERTa: gelu)"),
+    )
 
 
 @dataclass(frozen=True)

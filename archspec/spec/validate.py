@@ -275,12 +275,18 @@ def _check_sharing(spec: Spec, v: _Validator) -> None:
                 "embedding.scale multiplies by sqrt(d_model); with embedding.dim the "
                 "embeddings are narrower than d_model",
             )
-        if spec.head.lm_head:
+        if spec.head.lm_head and not spec.head.transform:
             raise v.error_between(
                 [where, ("head", "lm_head")],
                 f"an LM head over d_model ({spec.d_model}) cannot be tied to embeddings of "
                 f"width {spec.embedding.dim}",
             )
+    if spec.head.transform and (not spec.head.lm_head or spec.layout != "encoder"):
+        raise v.error(
+            ("head", "transform"),
+            "a masked-LM transform sits before an LM head of an encoder (lm_head: true, "
+            "layout: encoder)",
+        )
     groups = spec.layer_groups
     if groups is None or groups == spec.n_layers:
         return

@@ -99,7 +99,7 @@ def _group(node: Node, ancestors: tuple[Node, ...]) -> str:
         return "mlp"
     if isinstance(parent, Model) and node is parent.pooler:
         return "pooler"
-    if isinstance(parent, Model) and node is parent.lm_head:
+    if isinstance(parent, Model) and node in (parent.lm_head, parent.lm_transform):
         return "head"
     return "embeddings"
 

@@ -11,7 +11,7 @@ from typing import Any
 from archspec.hf import dropouts
 from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, read_head
 from archspec.hf.dropouts import read_dropout, write_dropout
-from archspec.hf.family import Buffer, HFClass, NameRules, UnsupportedHeads
+from archspec.hf.family import Buffer, HFClass, NameRules, Target, UnsupportedHeads
 from archspec.hf.name_rules import table
 from archspec.spec.schema import Spec
 
@@ -53,7 +53,7 @@ def import_bert_like(
             f"RoBERTa numbers positions from pad_token_id + 1 = {offset}; they equal "
             "transformers' for right-padded batches"
         )
-    return {
+    spec: dict[str, Any] = {
         "d_model": d,
         "n_layers": f.int("num_hidden_layers", defaults["num_hidden_layers"]),
         "n_heads": f.int("num_attention_heads", defaults["num_attention_heads"]),
@@ -79,6 +79,11 @@ def import_bert_like(
         "head": read_head(f, cls, True),
         "dropout": read_dropout(f, places),
     }
+    if cls.head == "lm":  # the masked-LM classes: transform, then a projection with a bias
+        spec["head"] |= {"transform": True, "bias": True, "pooler": False}
+        if roberta and spec["mlp"]["activation"] != "gelu":
+            spec["head"]["transform_activation"] = "gelu"  # RobertaLMHead calls gelu itself
+    return spec
 
 
 def export_bert_like(spec: Spec, places: dropouts.Places = dropouts.BERT) -> dict[str, Any]:
@@ -97,10 +102,41 @@ def export_bert_like(spec: Spec, places: dropouts.Places = dropouts.BERT) -> dic
     }
     if spec.family == "roberta" or offset:
         fields["pad_token_id"] = offset - 1  # RoBERTa numbers positions from pad + 1
+    if spec.head.lm_head:
+        fields["tie_word_embeddings"] = spec.head.tied
     return fields
 
 
-def bert_like_names(prefix: str) -> NameRules:
+def mlm_head(transform: str, norm: str, head: str, bias: str | None) -> dict[str, Target]:
+    """A masked-LM head's names (outside the base model): the transform's dense and norm, and
+    the projection; with `bias`, the projection's bias is a parameter of `bias`'s module
+    (BERT's `cls.predictions.bias`), which transformers also registers as `decoder.bias`."""
+    if bias is None:
+        projection = Target(head, outside=True)
+    else:
+        projection = Target(
+            bias,
+            outside=True,
+            params={"weight": head.removeprefix(bias + ".") + ".weight"},
+            aliases=(head,),
+        )
+    return {
+        "lm_transform": Target(transform, outside=True),
+        "lm_norm": Target(norm, outside=True),
+        "lm_head": projection,
+    }
+
+
+BERT_MLM = mlm_head(
+    "cls.predictions.transform.dense",
+    "cls.predictions.transform.LayerNorm",
+    "cls.predictions.decoder",
+    "cls.predictions",
+)
+ROBERTA_MLM = mlm_head("lm_head.dense", "lm_head.layer_norm", "lm_head.decoder", "lm_head")
+
+
+def bert_like_names(prefix: str, mlm: dict[str, Target] | None = None) -> NameRules:
     return NameRules(
         prefix,
         model=table(
@@ -108,6 +144,7 @@ def bert_like_names(prefix: str) -> NameRules:
                 "tok_emb": "embeddings.word_embeddings",
                 "type_emb": "embeddings.token_type_embeddings",
                 "pooler": "pooler.dense",
+                **(mlm or {}),
             }
         ),
         stack=table(

@@ -13,6 +13,7 @@ from archspec.hf.families._bert_like import (
     bert_like_unsupported_heads,
     export_bert_like,
     import_bert_like,
+    mlm_head,
 )
 from archspec.hf.family import Family, HFClass, NameRules
 from archspec.hf.name_rules import table
@@ -73,7 +74,10 @@ LAYER = "albert_layers.0."
 
 FAMILY = Family(
     model_type="albert",
-    classes=(HFClass("AlbertModel", "albert", "pooler", base=True),),
+    classes=(
+        HFClass("AlbertModel", "albert", "pooler", base=True),
+        HFClass("AlbertForMaskedLM", "albert", "lm", base=False),
+    ),
     bases=("_albert",),
     import_config=import_albert,
     export_config=export_albert,
@@ -84,6 +88,12 @@ FAMILY = Family(
                 "tok_emb": "embeddings.word_embeddings",
                 "type_emb": "embeddings.token_type_embeddings",
                 "pooler": "pooler",
+                **mlm_head(
+                    "predictions.dense",
+                    "predictions.LayerNorm",
+                    "predictions.decoder",
+                    "predictions",
+                ),  # fmt: skip
             }
         ),
         stack=table(
@@ -109,6 +119,6 @@ FAMILY = Family(
     ),
     buffers=BERT_LIKE_BUFFERS,
     unsupported_heads=bert_like_unsupported_heads(
-        ("AlbertForMaskedLM", "AlbertForPreTraining"), "AlbertModel", "predictions.*"
+        ("AlbertForPreTraining",), "AlbertModel", "predictions.*"
     ),
 )

@@ -8,7 +8,7 @@ from typing import Any
 from archspec.hf import dropouts
 from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, read_head
 from archspec.hf.dropouts import read_dropout, write_dropout
-from archspec.hf.families._bert_like import bert_like_unsupported_heads
+from archspec.hf.families._bert_like import mlm_head
 from archspec.hf.family import Buffer, Family, HFClass, NameRules
 from archspec.hf.name_rules import table
 from archspec.spec.schema import Spec
@@ -30,7 +30,7 @@ def import_distilbert(f: Fields, cls: HFClass) -> dict[str, Any]:
         False,
         "a position table initialised to fixed sinusoids; archspec initialises it at random",
     )
-    return {
+    spec: dict[str, Any] = {
         "d_model": f.int("dim", 768, "hidden_size"),
         "n_layers": f.int("n_layers", 6, "num_hidden_layers"),
         "n_heads": f.int("n_heads", 12, "num_attention_heads"),
@@ -48,6 +48,9 @@ def import_distilbert(f: Fields, cls: HFClass) -> dict[str, Any]:
         "head": read_head(f, cls, True),
         "dropout": read_dropout(f, DROPOUTS),
     }
+    if cls.head == "lm":  # DistilBertForMaskedLM: vocab_transform, activation, vocab_layer_norm
+        spec["head"] |= {"transform": True, "bias": True}
+    return spec
 
 
 def export_distilbert(spec: Spec) -> dict[str, Any]:
@@ -61,12 +64,18 @@ def export_distilbert(spec: Spec) -> dict[str, Any]:
         "sinusoidal_pos_embds": False,
         "activation": EXPORT_ACTIVATIONS[spec.mlp.activation],
         **write_dropout(spec, DROPOUTS),
+        **({"tie_word_embeddings": spec.head.tied} if spec.head.lm_head else {}),
     }
 
 
 NAMES = NameRules(
     "distilbert.",
-    model=table({"tok_emb": "embeddings.word_embeddings"}),
+    model=table(
+        {
+            "tok_emb": "embeddings.word_embeddings",
+            **mlm_head("vocab_transform", "vocab_layer_norm", "vocab_projector", None),
+        }
+    ),
     stack=table({"pos_emb": "embeddings.position_embeddings", "emb_norm": "embeddings.LayerNorm"}),
     blocks=lambda role: "transformer.layer",
     block=table(
@@ -85,13 +94,13 @@ NAMES = NameRules(
 
 FAMILY = Family(
     model_type="distilbert",
-    classes=(HFClass("DistilBertModel", "distilbert", "none", base=True),),
+    classes=(
+        HFClass("DistilBertModel", "distilbert", "none", base=True),
+        HFClass("DistilBertForMaskedLM", "distilbert", "lm", base=False),
+    ),
     bases=("_distilbert",),
     import_config=import_distilbert,
     export_config=export_distilbert,
     names=NAMES,
     buffers=(Buffer("embeddings.position_ids", "arange"),),
-    unsupported_heads=bert_like_unsupported_heads(
-        ("DistilBertForMaskedLM",), "DistilBertModel", "vocab_*"
-    ),
 )

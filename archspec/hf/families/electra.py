@@ -13,6 +13,7 @@ from archspec.hf.families._bert_like import (
     bert_like_unsupported_heads,
     export_bert_like,
     import_bert_like,
+    mlm_head,
 )
 from archspec.hf.family import Family, HFClass, NameRules
 from archspec.spec.schema import Spec
@@ -29,7 +30,10 @@ DEFAULTS = {
 def import_electra(f: Fields, cls: HFClass) -> dict[str, Any]:
     # The sequence summary of ElectraForMultipleChoice: no part of the classes mapped here.
     f.harmless("summary_type", "summary_use_proj", "summary_activation")
-    return import_bert_like(f, cls, roberta=False, defaults=DEFAULTS, factorised=True)
+    spec = import_bert_like(f, cls, roberta=False, defaults=DEFAULTS, factorised=True)
+    if cls.head == "lm" and spec["mlp"]["activation"] != "gelu":
+        spec["head"]["transform_activation"] = "gelu"  # ElectraGeneratorPredictions
+    return spec
 
 
 def export_electra(spec: Spec) -> dict[str, Any]:
@@ -37,22 +41,32 @@ def export_electra(spec: Spec) -> dict[str, Any]:
 
 
 _BERT = bert_like_names("electra.")
+# ElectraForMaskedLM (the generator): its transform calls gelu whatever hidden_act says.
+_GENERATOR = mlm_head(
+    "generator_predictions.dense",
+    "generator_predictions.LayerNorm",
+    "generator_lm_head",
+    None,
+)
 FAMILY = Family(
     model_type="electra",
-    classes=(HFClass("ElectraModel", "electra", "none", base=True),),
+    classes=(
+        HFClass("ElectraModel", "electra", "none", base=True),
+        HFClass("ElectraForMaskedLM", "electra", "lm", base=False),
+    ),
     bases=("_electra",),
     import_config=import_electra,
     export_config=export_electra,
     names=NameRules(
         "electra.",
-        model=_BERT.model,
+        model=lambda w: _GENERATOR.get(w.local) or _BERT.model(w),
         stack=lambda w: "embeddings_project" if w.local == "emb_proj" else _BERT.stack(w),
         blocks=_BERT.blocks,
         block=_BERT.block,
     ),
     buffers=BERT_LIKE_BUFFERS,
     unsupported_heads=bert_like_unsupported_heads(
-        ("ElectraForPreTraining", "ElectraForMaskedLM"),
+        ("ElectraForPreTraining",),
         "ElectraModel",
         "discriminator_predictions.*",
     ),
