@@ -208,6 +208,13 @@ _bert(
     max_position_embeddings=512, embedding_size=768,
 )  # fmt: skip
 
+_llama(
+    "qwen1.5-moe-a2.7b", 2048, 24, 16, 16, 5632, cls="Qwen2MoeForCausalLM",
+    conf="Qwen2MoeConfig", vocab_size=151936, max_position_embeddings=8192,
+    rope_theta=1000000.0, num_experts=60, num_experts_per_tok=4, moe_intermediate_size=1408,
+    shared_expert_intermediate_size=5632, norm_topk_prob=False, decoder_sparse_step=1,
+)  # fmt: skip
+
 
 def build_meta(name: str):
     """The transformers model for spec `name`, on the meta device (no memory)."""
@@ -291,5 +298,11 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
     "electra": {"architectures": ["ElectraModel"], **_SMALL, "hidden_size": 64,
                 "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
                 "max_position_embeddings": 32, "embedding_size": 16, "type_vocab_size": 2},
+    "qwen2_moe": {"architectures": ["Qwen2MoeForCausalLM"], **_SMALL, "hidden_size": 64,
+                  "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+                  "intermediate_size": 128, "max_position_embeddings": 32, "num_experts": 6,
+                  "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                  "shared_expert_intermediate_size": 80, "mlp_only_layers": [0],
+                  "tie_word_embeddings": False},
 }
 # fmt: on

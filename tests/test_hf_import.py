@@ -80,7 +80,7 @@ def test_imported_spec_counts_and_maps_like_transformers(name: str, tmp_path: Pa
     # Our tensors, converted to transformers' names, are exactly its state dict (tied copies
     # and buffers included), shape for shape; and back.
     theirs = {k: tuple(v.shape) for k, v in reference.state_dict().items()}
-    variant = "module" if ir.identity.family == "mixtral" else "checkpoint"
+    variant = "module" if ir.identity.family in ("mixtral", "qwen2_moe") else "checkpoint"
     ours = {
         k: torch.empty(shape, device="meta")
         for rule in tensor_rules(naming(ir), ir)

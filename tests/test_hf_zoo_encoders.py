@@ -271,3 +271,80 @@ def test_published_masked_lm_configs_count_like_transformers(name: str) -> None:
     ir = build_ir(imported.spec)
     reference = meta_reference(data, data["architectures"][0])
     assert ir.value(parameter_count(ir.root)) == sum(p.numel() for p in reference.parameters())
+
+
+# --- Qwen2-MoE: shared expert, sigmoid gate, top-k without renormalisation --------------------
+
+SMALL_QWEN_MOE = dict(
+    vocab_size=99, hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+    num_key_value_heads=2, intermediate_size=128, max_position_embeddings=32, num_experts=6,
+    num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=80,
+    mlp_only_layers=[0], tie_word_embeddings=False,
+)  # fmt: skip
+
+
+def qwen_moe(seed: int = 0, **fields):
+    hf = tiny("Qwen2MoeForCausalLM", "Qwen2MoeConfig", seed, **{**SMALL_QWEN_MOE, **fields})
+    with torch.no_grad():  # routers, gates and biases away from their init
+        for name, param in hf.named_parameters():
+            if name.endswith(("gate.weight", "shared_expert_gate.weight", "bias")):
+                param.normal_(0.0, 0.5)
+    return hf
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_qwen2_moe_equals_transformers(normalize: bool, tmp_path: Path) -> None:
+    hf = qwen_moe(norm_topk_prob=normalize)
+    model, spec = checkpoint_and_model(hf, tmp_path)
+    from archspec.spec.resolve import load_spec
+
+    loaded = load_spec(spec)
+    assert loaded.moe is not None and loaded.moe.normalize is normalize
+    assert loaded.moe.dense_layers == 1
+    torch.manual_seed(1)
+    ids = torch.randint(3, 99, (2, 10))
+    mask = torch.ones(2, 10, dtype=torch.long)
+    mask[1, 7:] = 0
+    real = mask.bool()
+    with torch.no_grad():
+        ref = hf(input_ids=ids, attention_mask=mask).logits
+        assert_close(model(ids, mask)[real], ref[real])
+        prompt = torch.randint(3, 99, (2, 5))
+        expected = hf.generate(
+            prompt, max_new_tokens=6, min_new_tokens=6, do_sample=False, pad_token_id=0,
+            eos_token_id=None,
+        )  # fmt: skip
+        assert torch.equal(model.generate(prompt, 6), expected)
+
+
+def test_qwen2_moe_flops_equal_flop_counter(tmp_path: Path) -> None:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from archspec.backends.count.flops import flop_figures
+    from archspec.ir.build import build_ir
+    from archspec.spec.resolve import load_spec
+    from tests.test_flops import EXECUTED, at, values
+
+    hf = qwen_moe()
+    hf.set_experts_implementation("eager")  # the loop over experts FlopCounterMode counts
+    hf.save_pretrained(tmp_path / "checkpoint")
+    _, spec = generated(tmp_path / "checkpoint", tmp_path)
+    ir = build_ir(load_spec(spec))
+    ids = torch.randint(0, 99, (2, 12))
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+        with torch.no_grad():
+            hf(input_ids=ids)
+    assert at(flop_figures(ir, EXECUTED).forward_matmul, values(ir, 2, 12)) == (
+        counter.get_total_flops()
+    )
+
+
+def test_qwen2_moe_refuses_sparse_steps() -> None:
+    base = {"model_type": "qwen2_moe", **SMALL_QWEN_MOE, "mlp_only_layers": []}
+    with pytest.raises(SpecError, match="decoder_sparse_step"):
+        import_config({**base, "decoder_sparse_step": 2})
+    with pytest.raises(SpecError, match="mlp_only_layers"):
+        import_config({**base, "mlp_only_layers": [1]})
+    with pytest.raises(SpecError, match="use_sliding_window"):
+        import_config({**base, "use_sliding_window": True})

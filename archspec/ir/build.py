@@ -64,6 +64,10 @@ class _Dims:
         if spec.moe is not None:
             self.n_experts = self.symbol("n_experts", spec.moe.n_experts)
             self.top_k = self.symbol("top_k", spec.moe.top_k)
+            moe_ff = spec.moe.d_ff
+            self.d_ff_expert = self.d_ff if moe_ff is None else self.symbol("d_ff_expert", moe_ff)
+            if spec.moe.shared_d_ff:
+                self.d_ff_shared = self.symbol("d_ff_shared", spec.moe.shared_d_ff)
 
     def symbol(self, name: str, value: int) -> sp.Symbol | int:
         if not self.symbolic:
@@ -251,24 +255,30 @@ def _attention(spec: Spec, d: _Dims, name: str, causal: bool, cross: bool) -> At
     )
 
 
-def _mlp(spec: Spec, d: _Dims, name: str) -> MLP:
+def _mlp(spec: Spec, d: _Dims, name: str, width: sp.Expr | None = None) -> MLP:
     bias = spec.mlp.bias
+    hidden = d.d_ff if width is None else width
     return MLP(
         name=name,
-        gate=Linear("gate", d.d_model, d.d_ff, bias) if spec.mlp.gated else None,
-        up=Linear("up", d.d_model, d.d_ff, bias),
-        down=Linear("down", d.d_ff, d.d_model, bias),
+        gate=Linear("gate", d.d_model, hidden, bias) if spec.mlp.gated else None,
+        up=Linear("up", d.d_model, hidden, bias),
+        down=Linear("down", hidden, d.d_model, bias),
         activation=spec.mlp.activation,
         dropout=spec.dropout.mlp,
     )
 
 
 def _moe(spec: Spec, d: _Dims) -> MoE:
-    assert spec.moe is not None
+    moe = spec.moe
+    assert moe is not None
+    shared = _mlp(spec, d, "shared", d.d_ff_shared) if moe.shared_d_ff else None
     return MoE(
         name="moe",
-        router=Linear("router", d.d_model, d.n_experts, spec.moe.router_bias),
-        experts=Repeat("experts", (Run(0, d.n_experts, _mlp(spec, d, "")),)),
+        router=Linear("router", d.d_model, d.n_experts, moe.router_bias),
+        experts=Repeat("experts", (Run(0, d.n_experts, _mlp(spec, d, "", d.d_ff_expert)),)),
         n_experts=d.n_experts,
         top_k=d.top_k,
+        normalize=moe.normalize,
+        shared=shared,
+        shared_gate=Linear("shared_gate", d.d_model, 1, False) if moe.shared_gate else None,
     )

@@ -127,12 +127,22 @@ def lower_moe(node: MoE, x: Value) -> Lowered:
             chosen,
             node.n_experts,
             node.top_k,
+            node.normalize,
         )
     )
     routed = low.emit(Dispatch(Value("routed", x.rows, x.width, copies=node.top_k), x, chosen))
     expert = Value("expert_out", x.rows, x.width, copies=node.top_k)
     low.emit(Call(expert, node.expert, (routed,)))
-    low.out = low.emit(Combine(Value("out", x.rows, x.width), expert, weights, node.top_k))
+    out = low.emit(Combine(Value("out", x.rows, x.width), expert, weights, node.top_k))
+    if node.shared is not None:
+        # Qwen2-MoE: every token also goes through the shared expert, scaled by a sigmoid gate.
+        shared = low.emit(Call(Value("shared", x.rows, x.width), node.shared, (x,)))
+        if node.shared_gate is not None:
+            gate = low.emit(LinearOp(Value("gate", x.rows, 1), x, node.shared_gate, "router"))
+            gate = low.emit(ActivationOp(_like(gate, "gate"), gate, "sigmoid", "mlp"))
+            shared = low.emit(Mul(Value("shared", x.rows, x.width), gate, shared, "mlp"))
+        out = low.emit(Add(Value("out", x.rows, x.width), out, shared, "mlp"))
+    low.out = out
     return low
 
 

@@ -194,10 +194,15 @@ class MoE(Composite):
     experts: Repeat
     n_experts: sp.Expr
     top_k: sp.Expr
+    normalize: bool = True  # the top_k weights renormalised to sum to 1
+    # Qwen2-MoE: an MLP every token goes through, scaled by sigmoid(shared_gate(x)).
+    shared: MLP | None = None
+    shared_gate: Linear | None = None
 
     @property
     def children(self) -> tuple[Node, ...]:
-        return (self.router, self.experts)
+        parts = (self.router, self.experts, self.shared, self.shared_gate)
+        return tuple(p for p in parts if p is not None)
 
     @property
     def expert(self) -> MLP:

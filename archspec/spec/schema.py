@@ -130,6 +130,22 @@ class MoESpec:
         default=0,
         metadata=doc("first layers of each stack keeping a dense MLP (DeepSeek, Qwen-MoE)", min=0),
     )
+    d_ff: int | None = field(
+        default=None,
+        metadata=doc("hidden width of each expert; default d_ff (Qwen-MoE: 1408)", positive=True),
+    )
+    normalize: bool = field(
+        default=True,
+        metadata=doc("renormalise the top_k probabilities to sum to 1 (Mixtral; not Qwen1.5-MoE)"),
+    )
+    shared_d_ff: int = field(
+        default=0,
+        metadata=doc("width of a shared expert every token also goes through; 0: none", min=0),
+    )
+    shared_gate: bool = field(
+        default=False,
+        metadata=doc("scale the shared expert by sigmoid(linear(x)) (Qwen2-MoE)"),
+    )
 
 
 @dataclass(frozen=True)

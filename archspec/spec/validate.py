@@ -200,6 +200,11 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
     if spec.position.kind == "rope" and head_dim % 2:
         raise v.error(("position", "kind"), f"rope needs an even head_dim, got {head_dim}")
     _check_sharing(spec, v)
+    if spec.moe is not None and spec.moe.shared_gate and not spec.moe.shared_d_ff:
+        raise v.error_between(
+            [("moe", "shared_gate"), ("moe", "shared_d_ff")],
+            "moe.shared_gate gates a shared expert; set moe.shared_d_ff",
+        )
     if spec.position.from_mask and spec.position.kind != "learned":
         raise v.error(
             ("position", "from_mask"),

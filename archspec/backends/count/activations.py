@@ -216,7 +216,8 @@ class ActivationCounter:
         n, k = self.tokens, op.top_k
         self.keep_new(n * op.n_experts, STATS)
         self.keep_new(n * k, INDEX + STATS)
-        self.keep_new(n, STATS)
+        if op.normalize:
+            self.keep_new(n, STATS)
 
     def op_dispatch(self, op: ops.Dispatch) -> None:
         # Per routed copy of a token: its (token, slot) indices.

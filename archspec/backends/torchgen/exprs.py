@@ -26,6 +26,8 @@ DIM_ORDER = (
     "n_kv_heads",
     "head_dim",
     "d_ff",
+    "d_ff_expert",
+    "d_ff_shared",
     "n_experts",
     "top_k",
 )

@@ -24,6 +24,7 @@ from archspec.hf.families import (
     openai_gpt,
     opt,
     qwen2,
+    qwen2_moe,
     roberta,
     t5,
     xlm_roberta,
@@ -49,6 +50,7 @@ _MODULES = (
     distilbert,
     albert,
     electra,
+    qwen2_moe,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
