@@ -63,7 +63,16 @@ def test_llama_to_mixtral_swaps_the_mlp_for_experts() -> None:
     changed = fields(report)
     assert changed["moe"] == (
         None,
-        {"n_experts": 8, "top_k": 2, "router_bias": False, "dense_layers": 0},
+        {
+            "n_experts": 8,
+            "top_k": 2,
+            "router_bias": False,
+            "dense_layers": 0,
+            "d_ff": None,
+            "normalize": True,
+            "shared_d_ff": 0,
+            "shared_gate": False,
+        },
     )
     assert changed["n_kv_heads"] == (32, 8)
     assert changed["position.theta"] == (10000.0, 1000000.0)

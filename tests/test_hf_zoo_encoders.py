@@ -257,6 +257,24 @@ def test_masked_lm_head_equals_transformers(case: str, tmp_path: Path) -> None:
         assert_close(model(ids, mask)[real], ref[real])
 
 
+@pytest.mark.parametrize("width", [16, 64])
+def test_electra_discriminator_equals_transformers(width: int, tmp_path: Path) -> None:
+    """ElectraForPreTraining: one score per token from discriminator_predictions.*, with and
+    without a factorised embedding."""
+    hf = tiny(
+        "ElectraForPreTraining", "ElectraConfig", **{**SMALL_ELECTRA, "embedding_size": width}
+    )
+    randomise_biases_and_norms(hf)
+    model, _ = checkpoint_and_model(hf, tmp_path)
+    ids, mask = right_padded(0)
+    real = mask.bool()
+    with torch.no_grad():
+        ref = hf(input_ids=ids, attention_mask=mask).logits
+        got = model(ids, mask)
+    assert got.shape == ref.shape == (2, 10)
+    assert_close(got[real], ref[real])
+
+
 @pytest.mark.parametrize("name", ["bert-base-uncased", "roberta-base"])
 def test_published_masked_lm_configs_count_like_transformers(name: str) -> None:
     """The hub's own bert-base-uncased and roberta-base files name their masked-LM class; they
@@ -348,3 +366,19 @@ def test_qwen2_moe_refuses_sparse_steps() -> None:
         import_config({**base, "mlp_only_layers": [1]})
     with pytest.raises(SpecError, match="use_sliding_window"):
         import_config({**base, "use_sliding_window": True})
+
+
+def test_qwen_moe_active_parameters() -> None:
+    """A token touches the router, 4 of 60 experts, the shared expert and its gate (and all
+    the rest): the total less 56 experts per MoE layer, measured on transformers' modules."""
+    from archspec.backends.count.params import parameter_count
+    from archspec.ir.build import build_ir
+    from archspec.spec.resolve import load_spec
+    from tests.hf_reference import build_meta
+
+    hf = build_meta("qwen1.5-moe-a2.7b")
+    experts = hf.model.layers[0].mlp.experts
+    per_expert = sum(p.numel() for p in experts.parameters()) // 60
+    expected = sum(p.numel() for p in hf.parameters()) - 24 * 56 * per_expert
+    ir = build_ir(load_spec("qwen1.5-moe-a2.7b"))
+    assert ir.value(parameter_count(ir.root, active=True)) == expected

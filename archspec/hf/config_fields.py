@@ -171,6 +171,8 @@ def read_head(f: Fields, cls: HFClass, tie_default: bool) -> dict[str, Any]:
             "tied": f.bool("tie_word_embeddings", tie_default),
         }
     f.harmless("tie_word_embeddings")
+    if cls.head == "score":
+        return {"lm_head": False, "pooler": False, "token_score": True}
     return {"lm_head": False, "pooler": cls.head == "pooler"}
 
 

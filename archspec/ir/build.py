@@ -103,6 +103,7 @@ def _model(spec: Spec, d: _Dims) -> Model:
     if spec.embedding.token_types:
         type_emb = Embedding("type_emb", spec.embedding.token_types, d.d_emb)
     lm_head = lm_transform = lm_norm = lm_activation = None
+    score = spec.head.token_score
     if spec.head.lm_head:
         tied_to = "tok_emb.weight" if spec.head.tied else None
         width = d.d_model
@@ -125,6 +126,9 @@ def _model(spec: Spec, d: _Dims) -> Model:
         lm_transform=lm_transform,
         lm_norm=lm_norm,
         lm_activation=lm_activation,
+        score_dense=Linear("score_dense", d.d_model, d.d_model, True) if score else None,
+        score=Linear("score", d.d_model, 1, True) if score else None,
+        score_activation=spec.mlp.activation if score else None,
         scale_tied_output=spec.head.scale_tied_output,
         d_model=d.d_model,
         vocab_size=d.vocab_size,

@@ -273,6 +273,12 @@ def lower_model(model: Model) -> list[Segment]:
             logits = Value("logits", "tokens", model.vocab_size, split=True)
             heads.emit(LinearOp(logits, h, model.lm_head, "head"))
             heads.emit(Loss(None, logits))
+        if last and model.score is not None:
+            assert model.score_dense is not None and model.score_activation is not None
+            act = model.score_activation
+            h = heads.emit(LinearOp(Value("h", "tokens", d), hidden, model.score_dense, "head"))
+            h = heads.emit(ActivationOp(Value("h", "tokens", d), h, act, "head"))
+            heads.emit(LinearOp(Value("scores", "tokens", 1), h, model.score, "head"))
         segments.append(Segment(stack.role, stack, low.ops, x, heads.ops, memory))
         memory = Value("encoder_out", "memory", d)
     return segments

@@ -328,6 +328,10 @@ class Model(Composite):
     lm_transform: Linear | None = None
     lm_norm: Norm | None = None
     lm_activation: Activation | None = None
+    # ELECTRA's discriminator: score(activation(score_dense(x))), one value per token.
+    score_dense: Linear | None = None
+    score: Linear | None = None
+    score_activation: Activation | None = None
 
     @property
     def children(self) -> tuple[Node, ...]:
@@ -339,6 +343,8 @@ class Model(Composite):
             self.lm_transform,
             self.lm_norm,
             self.lm_head,
+            self.score_dense,
+            self.score,
         )
         return tuple(p for p in parts if p is not None)
 

@@ -198,6 +198,13 @@ class HeadSpec:
         default=None,
         metadata=doc("the transform's activation; default mlp.activation (RoBERTa: gelu)"),
     )
+    token_score: bool = field(
+        default=False,
+        metadata=doc(
+            "ELECTRA's discriminator: dense, activation and one score per token (replaced or "
+            "not) instead of hidden states"
+        ),
+    )
 
 
 @dataclass(frozen=True)

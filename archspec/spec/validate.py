@@ -292,6 +292,11 @@ def _check_sharing(spec: Spec, v: _Validator) -> None:
             "a masked-LM transform sits before an LM head of an encoder (lm_head: true, "
             "layout: encoder)",
         )
+    if spec.head.token_score and (spec.head.lm_head or spec.head.pooler):
+        raise v.error(
+            ("head", "token_score"),
+            "a token-score head is the model's only output: set lm_head and pooler to false",
+        )
     groups = spec.layer_groups
     if groups is None or groups == spec.n_layers:
         return

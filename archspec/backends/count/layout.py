@@ -212,7 +212,8 @@ def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
         if placed.ancestors and isinstance(placed.ancestors[-1], Model) and is_leaf(placed.node):
             weight, bias = tp_share(placed, ir, par.tp)
             node = placed.node
-            last = node in (model.lm_head, model.pooler, model.lm_transform, model.lm_norm)
+            heads = (model.lm_head, model.pooler, model.lm_transform, model.lm_norm, model.score)
+            last = node in (*heads, model.score_dense)
             counts[par.pp - 1 if last else 0] += weight + bias
             if node is model.lm_head and node.tied_to and par.pp > 1:
                 # The last stage keeps its own copy of the tied matrix.

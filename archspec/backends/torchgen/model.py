@@ -76,6 +76,8 @@ def _doc(f: Features) -> str:
     out = (
         "logits (B, {S}, vocab_size)"
         if f.lm_head is not None
+        else "scores (B, {S}): is each token replaced (ELECTRA)"
+        if f.model.score is not None
         else "hidden states (B, {S}, d_model)"
     )
     if f.pooler is not None:
@@ -138,6 +140,10 @@ def _forward(f: Features) -> str:
             body.append("x = x * self.output_scale")
         body += _lm_transform(f)
         result = "self.lm_head(x)"
+    if f.model.score is not None:
+        assert f.model.score_dense is not None and f.model.score_activation is not None
+        dense = kinds.activation(f.model.score_activation).render("self.score_dense(x)")
+        result = f"self.score({dense}).squeeze(-1)"
     if f.pooler is not None:
         result += ", pooled"
     body.append(f"return {result}")

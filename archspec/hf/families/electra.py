@@ -10,12 +10,11 @@ from archspec.hf.config_fields import Fields
 from archspec.hf.families._bert_like import (
     BERT_LIKE_BUFFERS,
     bert_like_names,
-    bert_like_unsupported_heads,
     export_bert_like,
     import_bert_like,
     mlm_head,
 )
-from archspec.hf.family import Family, HFClass, NameRules
+from archspec.hf.family import Family, HFClass, NameRules, Target
 from archspec.spec.schema import Spec
 
 DEFAULTS = {
@@ -47,12 +46,16 @@ _GENERATOR = mlm_head(
     "generator_predictions.LayerNorm",
     "generator_lm_head",
     None,
-)
+) | {  # ElectraForPreTraining, the discriminator
+    "score_dense": Target("discriminator_predictions.dense", outside=True),
+    "score": Target("discriminator_predictions.dense_prediction", outside=True),
+}
 FAMILY = Family(
     model_type="electra",
     classes=(
         HFClass("ElectraModel", "electra", "none", base=True),
         HFClass("ElectraForMaskedLM", "electra", "lm", base=False),
+        HFClass("ElectraForPreTraining", "electra", "score", base=False),
     ),
     bases=("_electra",),
     import_config=import_electra,
@@ -65,9 +68,4 @@ FAMILY = Family(
         block=_BERT.block,
     ),
     buffers=BERT_LIKE_BUFFERS,
-    unsupported_heads=bert_like_unsupported_heads(
-        ("ElectraForPreTraining",),
-        "ElectraModel",
-        "discriminator_predictions.*",
-    ),
 )
