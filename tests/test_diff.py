@@ -79,7 +79,11 @@ def test_llama_to_mixtral_swaps_the_mlp_for_experts() -> None:
     m = modules(report)
     assert m["decoder.blocks.i.mlp"]["change"] == "removed"
     assert m["decoder.blocks.i.moe"]["change"] == "added"
-    assert m["decoder.blocks.i.moe"]["settings"] == {"n_experts": [None, 8], "top_k": [None, 2]}
+    assert m["decoder.blocks.i.moe"]["settings"] == {
+        "n_experts": [None, 8],
+        "top_k": [None, 2],
+        "normalize": [None, True],
+    }
     # Reported once, at the top of the new subtree: not its router and experts one by one.
     assert not any(k.startswith("decoder.blocks.i.moe.") for k in m)
     assert m["decoder.blocks.i.moe"]["b"] == 32 * (8 * 3 * 14336 * 4096 + 8 * 4096)

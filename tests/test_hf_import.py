@@ -438,11 +438,6 @@ SMALL_GPT2 = {
             "is_decoder",
         ),
         (
-            {**PUBLISHED["opt-125m"][0], "hidden_size": 1024, "word_embed_proj_dim": 512},
-            [],
-            "word_embed_proj_dim",
-        ),
-        (
             {**PUBLISHED["opt-125m"][0], "layer_norm_elementwise_affine": False},
             [],
             "layer_norm_elementwise_affine",

@@ -107,6 +107,55 @@ def test_opt_left_padded_batch_equals_transformers(tmp_path: Path) -> None:
         assert_close(model(ids[:1]), hf(input_ids=ids[:1]).logits)
 
 
+OPT_350M = {
+    "model_type": "opt", "architectures": ["OPTForCausalLM"], "hidden_size": 1024,
+    "word_embed_proj_dim": 512, "ffn_dim": 4096, "num_hidden_layers": 24,
+    "num_attention_heads": 16, "do_layer_norm_before": False, "vocab_size": 50272,
+    "max_position_embeddings": 2048, "activation_function": "relu", "dropout": 0.1,
+    "attention_dropout": 0.0, "enable_bias": True, "layer_norm_elementwise_affine": True,
+    "_remove_final_layer_norm": False, "pad_token_id": 1, "bos_token_id": 2, "eos_token_id": 2,
+    "init_std": 0.02, "layerdrop": 0.0,
+}  # fmt: skip
+
+
+def test_opt_350m_counts_like_transformers() -> None:
+    """OPT-350m's project_in / project_out (word_embed_proj_dim 512 < hidden_size 1024):
+    imported, not refused, and counted like OPTForCausalLM on the meta device."""
+    from archspec.backends.count.params import parameter_count
+    from archspec.ir.build import build_ir
+    from tests.test_hf_import import meta_reference
+
+    spec = import_config(OPT_350M).spec
+    assert (spec.embedding.dim, spec.embedding.projection) == (512, "around_stack")
+    ir = build_ir(spec)
+    reference = meta_reference(OPT_350M, "OPTForCausalLM")
+    assert ir.value(parameter_count(ir.root)) == sum(p.numel() for p in reference.parameters())
+
+
+@pytest.mark.parametrize("pre", [False, True])
+def test_opt_projected_embeddings_equal_transformers(pre: bool, tmp_path: Path) -> None:
+    """A tiny OPT-350m (post-norm, embeddings 16 wide around a 64-wide decoder), and its
+    pre-norm variant (project_out after the final norm): logits on a left-padded batch and
+    greedy tokens equal transformers'."""
+    fields = {**SMALL_OPT, "word_embed_proj_dim": 16, "do_layer_norm_before": pre}
+    hf = tiny("OPTForCausalLM", "OPTConfig", **fields)
+    model, _ = checkpoint_and_model(hf, tmp_path)
+    torch.manual_seed(1)
+    ids = torch.randint(3, 99, (2, 10))
+    mask = torch.ones(2, 10, dtype=torch.long)
+    mask[1, :4] = 0
+    real = mask.bool()
+    with torch.no_grad():
+        ref = hf(input_ids=ids, attention_mask=mask).logits
+        assert_close(model(ids, mask)[real], ref[real])
+        prompt = torch.randint(3, 99, (2, 5))
+        expected = hf.generate(
+            prompt, max_new_tokens=6, min_new_tokens=6, do_sample=False, pad_token_id=0,
+            eos_token_id=None,
+        )  # fmt: skip
+        assert torch.equal(model.generate(prompt, 6), expected)
+
+
 # --- Encoders -------------------------------------------------------------------------------
 
 
@@ -191,11 +240,14 @@ def test_electra_equals_transformers(tmp_path: Path) -> None:
     assert_encoder_equal(hf, model)
 
 
-@pytest.mark.parametrize("cls", ["AlbertModel", "AlbertForMaskedLM"])
+@pytest.mark.parametrize(
+    "cls", ["AlbertModel", "AlbertForMaskedLM", "ElectraForPreTraining", "OPTForCausalLM"]
+)
 def test_shared_layers_flops_equal_flop_counter(cls: str, tmp_path: Path) -> None:
     """Executed forward FLOPs of a tiny ALBERT (4 layers from 2 groups, embeddings projected;
     with the masked-LM head: its transform and projection) equal FlopCounterMode on
-    transformers' class: sharing multiplies the work, not the parameters."""
+    transformers' class: sharing multiplies the work, not the parameters. Likewise ELECTRA's
+    discriminator (projected embeddings, the score head) and OPT-350m's project_in/out."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -204,7 +256,11 @@ def test_shared_layers_flops_equal_flop_counter(cls: str, tmp_path: Path) -> Non
     from archspec.spec.resolve import load_spec
     from tests.test_flops import EXECUTED, at, values
 
-    hf = tiny(cls, "AlbertConfig", **SMALL_ALBERT)
+    config_cls, fields = {
+        "ElectraForPreTraining": ("ElectraConfig", SMALL_ELECTRA),
+        "OPTForCausalLM": ("OPTConfig", {**SMALL_OPT, "word_embed_proj_dim": 16}),
+    }.get(cls, ("AlbertConfig", SMALL_ALBERT))
+    hf = tiny(cls, config_cls, **fields)
     hf.save_pretrained(tmp_path / "checkpoint")
     _, spec = generated(tmp_path / "checkpoint", tmp_path)
     ir = build_ir(load_spec(spec))

@@ -106,7 +106,8 @@ def _model(spec: Spec, d: _Dims) -> Model:
     score = spec.head.token_score
     if spec.head.lm_head:
         tied_to = "tok_emb.weight" if spec.head.tied else None
-        width = d.d_model
+        around = spec.embedding.dim is not None and spec.embedding.projection == "around_stack"
+        width = d.d_emb if around else d.d_model  # OPT-350m's stack returns d_emb wide
         if spec.head.transform:
             # Masked-LM heads: dense (to the embeddings' width), activation, norm, then the
             # projection, which a tied head shares with the (possibly narrower) embeddings.
@@ -163,9 +164,11 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
     cross = role == "decoder" and spec.layout == "encoder-decoder"
     position = _position(spec)
     table = position.entry.table
+    around = spec.embedding.dim is not None and spec.embedding.projection == "around_stack"
     pos_emb = rel_bias = None
     if table == "absolute":
-        pos_emb = Embedding("pos_emb", d.max_seq_len + position.offset, d.d_emb)
+        pos_width = d.d_model if around else d.d_emb  # OPT adds positions after project_in
+        pos_emb = Embedding("pos_emb", d.max_seq_len + position.offset, pos_width)
     elif table == "relative":
         # T5: one table of biases per (distance bucket, head), shared by all blocks.
         rel_bias = Embedding("rel_bias", position.num_buckets, d.n_heads)
@@ -206,7 +209,9 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
         pos_emb=pos_emb,
         rel_bias=rel_bias,
         emb_norm=_norm(spec, d, "emb_norm", d.d_emb) if spec.embedding.norm else None,
-        emb_proj=Linear("emb_proj", d.d_emb, d.d_model, True) if spec.embedding.dim else None,
+        emb_proj=Linear("emb_proj", d.d_emb, d.d_model, not around) if spec.embedding.dim else None,
+        proj_first=around,
+        out_proj=Linear("out_proj", d.d_model, d.d_emb, False) if around else None,
         final_norm=_norm(spec, d, "final_norm") if spec.has_final_norm else None,
         emb_dropout=spec.dropout.embeddings,
         out_dropout=spec.dropout.output,

@@ -182,6 +182,10 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
     low = Lowered(inputs=(x,))
     entry = node.position.entry
     d = node.emb_width  # the embeddings' width, until a factorised embedding's projection
+    if node.proj_first:
+        assert node.emb_proj is not None
+        d = node.width
+        x = low.emit(LinearOp(Value("x", "tokens", d), x, node.emb_proj, "embeddings"))
     positions = None
     if entry.needs_positions:
         positions = low.emit(Positions(Value("positions", "positions", 1, "index")))
@@ -200,7 +204,7 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
     if node.emb_dropout:
         x = low.emit(Dropout(Value("x", "tokens", d), x, node.emb_dropout, "embeddings"))
     d = node.width
-    if node.emb_proj is not None:
+    if node.emb_proj is not None and not node.proj_first:
         x = low.emit(LinearOp(Value("x", "tokens", d), x, node.emb_proj, "embeddings"))
     angles = mask = cross_mask = None
     block = node.block_variants[0]
@@ -221,6 +225,8 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
         x = low.emit(NormOp(Value("x", "tokens", d), x, node.final_norm))
     if node.out_dropout:
         x = low.emit(Dropout(Value("x", "tokens", d), x, node.out_dropout, "residuals"))
+    if node.out_proj is not None:
+        x = low.emit(LinearOp(Value("x", "tokens", node.out_width), x, node.out_proj, "head"))
     low.out = x
     return low, ctx
 
@@ -253,7 +259,7 @@ def lower_model(model: Model) -> list[Segment]:
             x = low.emit(Add(Value("x", "tokens", e), x, seg, "embeddings"))
         heads = Lowered()
         last = i == len(model.stacks) - 1
-        hidden = Value("hidden", "tokens", d)
+        hidden = Value("hidden", "tokens", stack.out_width)
         if last and model.pooler is not None:
             first = heads.emit(Select(Value("first", "batch", d, base=hidden), hidden))
             dense = heads.emit(LinearOp(Value("pooled", "batch", d), first, model.pooler, "head"))

@@ -280,6 +280,10 @@ class Stack(Composite):
     # Factorised embeddings (ALBERT, ELECTRA): narrower than the stack, projected up after
     # their norm and dropout.
     emb_proj: Linear | None = None
+    # OPT-350m: emb_proj comes first (positions are added at the stack's width), and out_proj
+    # takes the output back to the embeddings' width.
+    proj_first: bool = False
+    out_proj: Linear | None = None
 
     @property
     def children(self) -> tuple[Node, ...]:
@@ -290,8 +294,14 @@ class Stack(Composite):
             self.emb_proj,
             self.blocks,
             self.final_norm,
+            self.out_proj,
         )
         return tuple(p for p in parts if p is not None)
+
+    @property
+    def out_width(self) -> sp.Expr:
+        """The width of what the stack returns (the embeddings' when projected back)."""
+        return self.out_proj.out_features if self.out_proj is not None else self.width
 
     @property
     def emb_width(self) -> sp.Expr:

@@ -19,6 +19,7 @@ NormKind = Literal["layernorm", "rmsnorm"]
 PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
 RopeScaling = Literal["none", "linear", "llama3"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
+EmbeddingProjection = Literal["after_norm", "around_stack"]
 
 
 # Allow-lists for the strings a spec may carry (they reach generated code and file names).
@@ -96,6 +97,14 @@ class EmbeddingSpec:
             "width of the token, position and segment embeddings when it differs from d_model "
             "(ALBERT, ELECTRA): they are normed at this width, then projected to d_model",
             positive=True,
+        ),
+    )
+    projection: EmbeddingProjection = field(
+        default="after_norm",
+        metadata=doc(
+            "with dim: after_norm (ALBERT, ELECTRA: a projection with a bias after the "
+            "embedding norm) or around_stack (OPT-350m: project_in before the positions, "
+            "project_out after the stack, both without bias)"
         ),
     )
 

@@ -272,7 +272,10 @@ def _check_sharing(spec: Spec, v: _Validator) -> None:
     and ELECTRA's encoders)."""
     if spec.embedding.dim is not None and spec.embedding.dim != spec.d_model:
         where = ("embedding", "dim")
-        if spec.layout != "encoder":
+        around = spec.embedding.projection == "around_stack"
+        if around and spec.layout == "encoder-decoder":
+            raise v.error(where, "projections around the stack need a single stack")
+        if not around and spec.layout != "encoder":
             raise v.error(where, f"a factorised embedding needs layout encoder, not {spec.layout}")
         if spec.embedding.scale:
             raise v.error_between(
@@ -280,7 +283,7 @@ def _check_sharing(spec: Spec, v: _Validator) -> None:
                 "embedding.scale multiplies by sqrt(d_model); with embedding.dim the "
                 "embeddings are narrower than d_model",
             )
-        if spec.head.lm_head and not spec.head.transform:
+        if spec.head.lm_head and not spec.head.transform and not around:
             raise v.error_between(
                 [where, ("head", "lm_head")],
                 f"an LM head over d_model ({spec.d_model}) cannot be tied to embeddings of "
