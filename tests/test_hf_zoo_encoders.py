@@ -383,6 +383,8 @@ def test_qwen2_moe_equals_transformers(normalize: bool, tmp_path: Path) -> None:
     with torch.no_grad():
         ref = hf(input_ids=ids, attention_mask=mask).logits
         assert_close(model(ids, mask)[real], ref[real])
+        if normalize:
+            return  # greedy decoding once is enough: it is slow in transformers' MoE
         prompt = torch.randint(3, 99, (2, 5))
         expected = hf.generate(
             prompt, max_new_tokens=6, min_new_tokens=6, do_sample=False, pad_token_id=0,
