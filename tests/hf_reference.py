@@ -186,6 +186,35 @@ for _name, _d, _l, _h in (("bloom-560m", 1024, 24, 16), ("bloom-176b", 14336, 70
         n_head=_h,
     )
 
+# Encoders (issue 18): DistilBERT.
+_add(
+    "distilbert-base",
+    "DistilBertModel",
+    "DistilBertConfig",
+    vocab_size=30522,
+    max_position_embeddings=512,
+    dim=768,
+    n_layers=6,
+    n_heads=12,
+    hidden_dim=3072,
+)
+_bert(
+    "albert-base-v2", 768, 12, 12, cls="AlbertModel", conf="AlbertConfig", vocab_size=30000,
+    max_position_embeddings=512, embedding_size=128, num_hidden_groups=1,
+    hidden_act="gelu_new",
+)  # fmt: skip
+_bert(
+    "electra-base", 768, 12, 12, cls="ElectraModel", conf="ElectraConfig", vocab_size=30522,
+    max_position_embeddings=512, embedding_size=768,
+)  # fmt: skip
+
+_llama(
+    "qwen1.5-moe-a2.7b", 2048, 24, 16, 16, 5632, cls="Qwen2MoeForCausalLM",
+    conf="Qwen2MoeConfig", vocab_size=151936, max_position_embeddings=8192,
+    rope_theta=1000000.0, num_experts=60, num_experts_per_tok=4, moe_intermediate_size=1408,
+    shared_expert_intermediate_size=5632, norm_topk_prob=False, decoder_sparse_step=1,
+)  # fmt: skip
+
 
 # Built-ins of the families added after the seed list (public config.json values).
 _llama(
@@ -320,5 +349,20 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
             "feed_forward_proj": "gated-gelu"},
     "gpt_bigcode": {"architectures": ["GPTBigCodeForCausalLM"], **_SMALL, "n_embd": 64,
                     "n_layer": 2, "n_head": 4, "n_positions": 32, "multi_query": True},
+    "distilbert": {"architectures": ["DistilBertModel"], **_SMALL, "dim": 64, "n_layers": 2,
+                   "n_heads": 4, "hidden_dim": 128, "max_position_embeddings": 32},
+    "albert": {"architectures": ["AlbertModel"], **_SMALL, "hidden_size": 64,
+               "num_hidden_layers": 4, "num_hidden_groups": 2, "num_attention_heads": 4,
+               "intermediate_size": 128, "max_position_embeddings": 32, "embedding_size": 16,
+               "type_vocab_size": 2},
+    "electra": {"architectures": ["ElectraModel"], **_SMALL, "hidden_size": 64,
+                "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+                "max_position_embeddings": 32, "embedding_size": 16, "type_vocab_size": 2},
+    "qwen2_moe": {"architectures": ["Qwen2MoeForCausalLM"], **_SMALL, "hidden_size": 64,
+                  "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+                  "intermediate_size": 128, "max_position_embeddings": 32, "num_experts": 6,
+                  "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                  "shared_expert_intermediate_size": 80, "mlp_only_layers": [0],
+                  "tie_word_embeddings": False},
 }
 # fmt: on

@@ -63,14 +63,27 @@ def test_llama_to_mixtral_swaps_the_mlp_for_experts() -> None:
     changed = fields(report)
     assert changed["moe"] == (
         None,
-        {"n_experts": 8, "top_k": 2, "router_bias": False, "dense_layers": 0},
+        {
+            "n_experts": 8,
+            "top_k": 2,
+            "router_bias": False,
+            "dense_layers": 0,
+            "d_ff": None,
+            "normalize": True,
+            "shared_d_ff": 0,
+            "shared_gate": False,
+        },
     )
     assert changed["n_kv_heads"] == (32, 8)
     assert changed["position.theta"] == (10000.0, 1000000.0)
     m = modules(report)
     assert m["decoder.blocks.i.mlp"]["change"] == "removed"
     assert m["decoder.blocks.i.moe"]["change"] == "added"
-    assert m["decoder.blocks.i.moe"]["settings"] == {"n_experts": [None, 8], "top_k": [None, 2]}
+    assert m["decoder.blocks.i.moe"]["settings"] == {
+        "n_experts": [None, 8],
+        "top_k": [None, 2],
+        "normalize": [None, True],
+    }
     # Reported once, at the top of the new subtree: not its router and experts one by one.
     assert not any(k.startswith("decoder.blocks.i.moe.") for k in m)
     assert m["decoder.blocks.i.moe"]["b"] == 32 * (8 * 3 * 14336 * 4096 + 8 * 4096)

@@ -39,7 +39,7 @@ from archspec.spec.resolve import builtin_names, load_spec
 from tests.hf_reference import HF_CONFIGS, build_meta
 
 EXECUTED = CONVENTIONS["executed"]
-MOE = {"mixtral-8x7b"}
+MOE = {"mixtral-8x7b", "qwen1.5-moe-a2.7b"}  # routing needs real values: small-size tests
 POINTS = [(1, 128, 64), (3, 77, 20), (2, 200, 33)]  # (B, S, S_dec)
 
 

@@ -56,7 +56,7 @@ def test_family_record_is_complete(model_type: str) -> None:
     assert family.classes
     for cls in family.classes:
         assert cls.model_type == model_type
-        assert cls.head in ("lm", "pooler", "none")
+        assert cls.head in ("lm", "pooler", "none", "score")
         assert hf_class(cls.name) is CLASSES[cls.name] == cls
     for old, new in family.class_aliases.items():
         assert hf_class(old).name == new

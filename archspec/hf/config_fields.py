@@ -35,6 +35,16 @@ GENERIC_HARMLESS = {
     "exponential_decay_length_penalty", "suppress_tokens", "begin_suppress_tokens",
     "forced_decoder_ids", "_attn_implementation", "attn_implementation", "_commit_hash",
     "keys_to_ignore_at_inference", "xla_device", "_attn_implementation_autoset",
+    # transformers 2.x saved num_labels under this name (distilgpt2, distilbart).
+    "_num_labels",
+    # The rest of GenerationConfig._get_default_generation_params(): decoding settings,
+    # popped by PreTrainedConfig before the model ever sees them.
+    "assistant_confidence_threshold", "assistant_lookbehind", "encoder_repetition_penalty",
+    "epsilon_cutoff", "eta_cutoff", "num_assistant_tokens", "num_assistant_tokens_schedule",
+    "target_lookbehind",
+    # Implementation choices PreTrainedConfig pops or skips: the same function either way.
+    "experts_implementation", "_experts_implementation", "_attn_implementation_internal",
+    "_experts_implementation_internal", "name_or_path",
 }
 HARMLESS_SUFFIXES = ("_token_id", "_token_ids")
 HARMLESS_PARTS = ("dropout", "pdrop", "layerdrop", "initializer_range", "initializer_factor",
@@ -161,6 +171,8 @@ def read_head(f: Fields, cls: HFClass, tie_default: bool) -> dict[str, Any]:
             "tied": f.bool("tie_word_embeddings", tie_default),
         }
     f.harmless("tie_word_embeddings")
+    if cls.head == "score":
+        return {"lm_head": False, "pooler": False, "token_score": True}
     return {"lm_head": False, "pooler": cls.head == "pooler"}
 
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from archspec.ir.nodes import IR
     from archspec.spec.schema import Spec
 
-Head = Literal["lm", "pooler", "none"]
+Head = Literal["lm", "pooler", "none", "score"]
 Shape = tuple[int, ...]
 
 
@@ -38,7 +38,9 @@ class HFClass:
 
     name: str
     model_type: str  # the config.json `model_type` whose names it uses
-    head: Head  # lm: a language-model head; pooler: BERT's pooler; none: hidden states only
+    # lm: a language-model head; pooler: BERT's pooler; none: hidden states only; score:
+    # ELECTRA's discriminator, one score per token
+    head: Head
     base: bool  # a base model: state-dict keys without the base-model prefix
     layout: str | None = None  # forced layout (T5EncoderModel), else the family's
 

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from archspec.errors import Location, SpecError, did_you_mean
+from archspec.errors import Location, SpecError
 from archspec.hf.classes import HFClass, hf_class
 from archspec.hf.config_fields import Fields, read_config
 from archspec.hf.families import FAMILIES
@@ -68,6 +68,28 @@ def _choose_class(f: Fields, model_type: str, architecture: str | None) -> HFCla
     return cls
 
 
+# model_types transformers implements with another family's architecture, module for module
+# and under the same checkpoint names (CamembertModel is RobertaModel with prefix "roberta").
+SAME_ARCHITECTURE = {"camembert": "roberta"}
+
+
+def _same_architecture(model_type: object) -> str | None:
+    """A family to suggest for an unsupported model_type: only one that computes the same
+    function. A close name is no reason (gptj is not gpt2, albert is not bert), but the same
+    name spelt with other case or separators is (xlm_roberta is xlm-roberta)."""
+    if not isinstance(model_type, str):
+        return None
+    same = SAME_ARCHITECTURE.get(model_type)
+    if same is not None:
+        return f"{model_type} has the architecture of {same!r}: set model_type to {same!r}"
+
+    def key(name: str) -> str:
+        return name.lower().replace("-", "").replace("_", "")
+
+    spelt = [name for name in FAMILIES if key(name) == key(model_type)]
+    return f"did you mean {spelt[0]!r}?" if spelt else None
+
+
 def _source(data: dict[str, Any], path: str) -> str:
     hub_id = data.get("_name_or_path")
     if (
@@ -96,7 +118,7 @@ def import_config(
     where = Location(path)
     model_type = data.get("model_type")
     if not isinstance(model_type, str) or model_type not in FAMILIES:
-        hint = did_you_mean(str(model_type), FAMILIES) or f"supported: {', '.join(FAMILIES)}"
+        hint = _same_architecture(model_type) or f"supported: {', '.join(FAMILIES)}"
         message = (
             f"model_type {model_type!r} is not supported by import-hf"
             if model_type

@@ -191,14 +191,17 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
             groups[hf].members.append((part, ours, shape))
             for alias in t.aliases:
                 aliases.append(
-                    TensorRule(n.full(f"{alias}.{name}"), (ours,), (shape,), optional=True)
+                    TensorRule(
+                        n.full(f"{alias}.{name}", t.outside), (ours,), (shape,), optional=True
+                    )
                 )
         if isinstance(leaf.node, Linear) and leaf.node.tied_to:
             # A tied head: transformers keeps its own name for the shared matrix.
             shape = (ir.value(leaf.node.out_features), ir.value(leaf.node.in_features))
+            weight = (t.params or {}).get("weight", "weight")
             aliases.append(
                 TensorRule(
-                    n.full(f"{t.module}.weight", t.outside),
+                    n.full(f"{t.module}.{weight}", t.outside),
                     (leaf.node.tied_to,),
                     (shape,),
                     optional=True,

@@ -45,6 +45,12 @@ class _Dims:
         self.d_ff = self.symbol("d_ff", spec.d_ff)
         self.vocab_size = self.symbol("vocab_size", spec.vocab_size)
         self.max_seq_len = self.symbol("max_seq_len", spec.max_seq_len)
+        # The embeddings' width: d_model, or a symbol of its own when factorised (ALBERT).
+        self.d_emb = (
+            self.d_model
+            if spec.embedding.dim is None
+            else self.symbol("d_embedding", spec.embedding.dim)
+        )
         # Derived defaults stay formulas, so a symbolic total reads naturally:
         # with head_dim = d_model / n_heads, n_heads * head_dim simplifies to d_model.
         self.n_kv_heads = (
@@ -58,6 +64,10 @@ class _Dims:
         if spec.moe is not None:
             self.n_experts = self.symbol("n_experts", spec.moe.n_experts)
             self.top_k = self.symbol("top_k", spec.moe.top_k)
+            moe_ff = spec.moe.d_ff
+            self.d_ff_expert = self.d_ff if moe_ff is None else self.symbol("d_ff_expert", moe_ff)
+            if spec.moe.shared_d_ff:
+                self.d_ff_shared = self.symbol("d_ff_shared", spec.moe.shared_d_ff)
 
     def symbol(self, name: str, value: int) -> sp.Symbol | int:
         if not self.symbolic:
@@ -91,27 +101,44 @@ def _model(spec: Spec, d: _Dims) -> Model:
     roles = ["encoder", "decoder"] if spec.layout == "encoder-decoder" else [spec.layout]
     type_emb = None
     if spec.embedding.token_types:
-        type_emb = Embedding("type_emb", spec.embedding.token_types, d.d_model)
-    lm_head = None
+        type_emb = Embedding("type_emb", spec.embedding.token_types, d.d_emb)
+    lm_head = lm_transform = lm_norm = lm_activation = None
+    score = spec.head.token_score
     if spec.head.lm_head:
         tied_to = "tok_emb.weight" if spec.head.tied else None
-        lm_head = Linear("lm_head", d.d_model, d.vocab_size, spec.head.bias, tied_to)
+        around = spec.embedding.dim is not None and spec.embedding.projection == "around_stack"
+        width = d.d_emb if around else d.d_model  # OPT-350m's stack returns d_emb wide
+        if spec.head.transform:
+            # Masked-LM heads: dense (to the embeddings' width), activation, norm, then the
+            # projection, which a tied head shares with the (possibly narrower) embeddings.
+            width = d.d_emb
+            lm_transform = Linear("lm_transform", d.d_model, width, True)
+            lm_norm = _norm(spec, d, "lm_norm", width)
+            lm_activation = spec.head.transform_activation or spec.mlp.activation
+        lm_head = Linear("lm_head", width, d.vocab_size, spec.head.bias, tied_to)
     return Model(
         name="",
         layout=spec.layout,
-        tok_emb=Embedding("tok_emb", d.vocab_size, d.d_model),
+        tok_emb=Embedding("tok_emb", d.vocab_size, d.d_emb),
         type_emb=type_emb,
         stacks=tuple(_stack(spec, d, role) for role in roles),
         pooler=Linear("pooler", d.d_model, d.d_model, bias=True) if spec.head.pooler else None,
         lm_head=lm_head,
+        lm_transform=lm_transform,
+        lm_norm=lm_norm,
+        lm_activation=lm_activation,
+        score_dense=Linear("score_dense", d.d_model, d.d_model, True) if score else None,
+        score=Linear("score", d.d_model, 1, True) if score else None,
+        score_activation=spec.mlp.activation if score else None,
         scale_tied_output=spec.head.scale_tied_output,
         d_model=d.d_model,
         vocab_size=d.vocab_size,
     )
 
 
-def _norm(spec: Spec, d: _Dims, name: str) -> Norm:
-    return Norm(name, spec.norm.kind, d.d_model, spec.norm.has_bias, spec.norm.eps)
+def _norm(spec: Spec, d: _Dims, name: str, width: sp.Expr | None = None) -> Norm:
+    dim = d.d_model if width is None else width
+    return Norm(name, spec.norm.kind, dim, spec.norm.has_bias, spec.norm.eps)
 
 
 def _position(spec: Spec) -> Position:
@@ -126,6 +153,7 @@ def _position(spec: Spec) -> Position:
         p.original_max_seq_len,
         num_buckets=p.num_buckets,
         max_distance=p.max_distance,
+        from_mask=p.from_mask,
     )
 
 
@@ -136,15 +164,31 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
     cross = role == "decoder" and spec.layout == "encoder-decoder"
     position = _position(spec)
     table = position.entry.table
+    around = spec.embedding.dim is not None and spec.embedding.projection == "around_stack"
     pos_emb = rel_bias = None
     if table == "absolute":
-        pos_emb = Embedding("pos_emb", d.max_seq_len + position.offset, d.d_model)
+        pos_width = d.d_model if around else d.d_emb  # OPT adds positions after project_in
+        pos_emb = Embedding("pos_emb", d.max_seq_len + position.offset, pos_width)
     elif table == "relative":
         # T5: one table of biases per (distance bucket, head), shared by all blocks.
         rel_bias = Embedding("rel_bias", position.num_buckets, d.n_heads)
     n_layers = d.layers(spec, role)
     block = _block(spec, d, causal, cross, moe=spec.moe is not None)
     runs = [Run(0, n_layers, block)]
+    if spec.shares_layers:
+        # ALBERT: layer_groups distinct blocks, each run n_layers / layer_groups times in a row.
+        assert spec.layer_groups is not None
+        # One group (every real ALBERT) is the literal 1, so that the block's path reads
+        # `blocks.0` however the IR is built.
+        groups = 1 if spec.layer_groups == 1 else d.symbol("n_layer_groups", spec.layer_groups)
+        runs = [
+            Run(
+                0,
+                groups,
+                block,
+                applied=n_layers / groups if d.symbolic else spec.n_layers // spec.layer_groups,
+            )
+        ]
     dense = spec.moe.dense_layers if spec.moe is not None else 0
     if dense:
         # DeepSeek, Qwen-MoE: the first layers keep a dense MLP, the rest route to experts.
@@ -164,7 +208,10 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
         blocks=Repeat("blocks", tuple(runs)),
         pos_emb=pos_emb,
         rel_bias=rel_bias,
-        emb_norm=_norm(spec, d, "emb_norm") if spec.embedding.norm else None,
+        emb_norm=_norm(spec, d, "emb_norm", d.d_emb) if spec.embedding.norm else None,
+        emb_proj=Linear("emb_proj", d.d_emb, d.d_model, not around) if spec.embedding.dim else None,
+        proj_first=around,
+        out_proj=Linear("out_proj", d.d_model, d.d_emb, False) if around else None,
         final_norm=_norm(spec, d, "final_norm") if spec.has_final_norm else None,
         emb_dropout=spec.dropout.embeddings,
         out_dropout=spec.dropout.output,
@@ -217,24 +264,30 @@ def _attention(spec: Spec, d: _Dims, name: str, causal: bool, cross: bool) -> At
     )
 
 
-def _mlp(spec: Spec, d: _Dims, name: str) -> MLP:
+def _mlp(spec: Spec, d: _Dims, name: str, width: sp.Expr | None = None) -> MLP:
     bias = spec.mlp.bias
+    hidden = d.d_ff if width is None else width
     return MLP(
         name=name,
-        gate=Linear("gate", d.d_model, d.d_ff, bias) if spec.mlp.gated else None,
-        up=Linear("up", d.d_model, d.d_ff, bias),
-        down=Linear("down", d.d_ff, d.d_model, bias),
+        gate=Linear("gate", d.d_model, hidden, bias) if spec.mlp.gated else None,
+        up=Linear("up", d.d_model, hidden, bias),
+        down=Linear("down", hidden, d.d_model, bias),
         activation=spec.mlp.activation,
         dropout=spec.dropout.mlp,
     )
 
 
 def _moe(spec: Spec, d: _Dims) -> MoE:
-    assert spec.moe is not None
+    moe = spec.moe
+    assert moe is not None
+    shared = _mlp(spec, d, "shared", d.d_ff_shared) if moe.shared_d_ff else None
     return MoE(
         name="moe",
-        router=Linear("router", d.d_model, d.n_experts, spec.moe.router_bias),
-        experts=Repeat("experts", (Run(0, d.n_experts, _mlp(spec, d, "")),)),
+        router=Linear("router", d.d_model, d.n_experts, moe.router_bias),
+        experts=Repeat("experts", (Run(0, d.n_experts, _mlp(spec, d, "", d.d_ff_expert)),)),
         n_experts=d.n_experts,
         top_k=d.top_k,
+        normalize=moe.normalize,
+        shared=shared,
+        shared_gate=Linear("shared_gate", d.d_model, 1, False) if moe.shared_gate else None,
     )

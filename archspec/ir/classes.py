@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from archspec.ir.nodes import MLP, Attention, Block, Composite, Model, MoE, Node, Stack
+from archspec.ir.nodes import MLP, Attention, Block, Composite, Model, MoE, Node, Repeat, Stack
 from archspec.ir.visit import walk
 
 BASE_NAMES = {
@@ -30,9 +30,12 @@ def anonymous(node: Node) -> Node:
     return replace(node, name="")
 
 
-def _traits(node: Node, stack: Stack | None) -> tuple[str, ...]:
+def _traits(node: Node, stack: Stack | None, parent: Node | None = None) -> tuple[str, ...]:
     """What may tell variants of one kind of module apart, as class-name prefixes."""
     role = stack.role.capitalize() if stack is not None else ""
+    if isinstance(node, MLP):  # a routed expert, Qwen2-MoE's shared expert or a dense MLP
+        kind = "Expert" if isinstance(parent, Repeat) else "Shared" if node.name == "shared" else ""
+        return (role, kind or "Dense")
     if isinstance(node, Attention):
         return ("Cross" if node.cross else "Causal" if node.causal else "Bidirectional",)
     if isinstance(node, Block):
@@ -68,7 +71,8 @@ def class_names(model: Model) -> dict[Node, str]:
         key = anonymous(node)
         seen = variants.setdefault(type(node), [])
         if all(key != k for k, _ in seen):
-            seen.append((key, _traits(node, stack)))
+            parent = placed.ancestors[-1] if placed.ancestors else None
+            seen.append((key, _traits(node, stack, parent)))
     names: dict[Node, str] = {}
     for cls, found in variants.items():
         for (key, _), name in zip(found, _names(BASE_NAMES[cls], found), strict=True):

@@ -127,12 +127,22 @@ def lower_moe(node: MoE, x: Value) -> Lowered:
             chosen,
             node.n_experts,
             node.top_k,
+            node.normalize,
         )
     )
     routed = low.emit(Dispatch(Value("routed", x.rows, x.width, copies=node.top_k), x, chosen))
     expert = Value("expert_out", x.rows, x.width, copies=node.top_k)
     low.emit(Call(expert, node.expert, (routed,)))
-    low.out = low.emit(Combine(Value("out", x.rows, x.width), expert, weights, node.top_k))
+    out = low.emit(Combine(Value("out", x.rows, x.width), expert, weights, node.top_k))
+    if node.shared is not None:
+        # Qwen2-MoE: every token also goes through the shared expert, scaled by a sigmoid gate.
+        shared = low.emit(Call(Value("shared", x.rows, x.width), node.shared, (x,)))
+        if node.shared_gate is not None:
+            gate = low.emit(LinearOp(Value("gate", x.rows, 1), x, node.shared_gate, "router"))
+            gate = low.emit(ActivationOp(_like(gate, "gate"), gate, "sigmoid", "mlp"))
+            shared = low.emit(Mul(Value("shared", x.rows, x.width), gate, shared, "mlp"))
+        out = low.emit(Add(Value("out", x.rows, x.width), out, shared, "mlp"))
+    low.out = out
     return low
 
 
@@ -171,7 +181,11 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
     """The stack's forward over embedded tokens `x`, and the values its blocks share."""
     low = Lowered(inputs=(x,))
     entry = node.position.entry
-    d = node.width
+    d = node.emb_width  # the embeddings' width, until a factorised embedding's projection
+    if node.proj_first:
+        assert node.emb_proj is not None
+        d = node.width
+        x = low.emit(LinearOp(Value("x", "tokens", d), x, node.emb_proj, "embeddings"))
     positions = None
     if entry.needs_positions:
         positions = low.emit(Positions(Value("positions", "positions", 1, "index")))
@@ -189,6 +203,9 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
         x = low.emit(NormOp(Value("x", "tokens", d), x, node.emb_norm))
     if node.emb_dropout:
         x = low.emit(Dropout(Value("x", "tokens", d), x, node.emb_dropout, "embeddings"))
+    d = node.width
+    if node.emb_proj is not None and not node.proj_first:
+        x = low.emit(LinearOp(Value("x", "tokens", d), x, node.emb_proj, "embeddings"))
     angles = mask = cross_mask = None
     block = node.block_variants[0]
     attn = block.attn
@@ -208,6 +225,8 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
         x = low.emit(NormOp(Value("x", "tokens", d), x, node.final_norm))
     if node.out_dropout:
         x = low.emit(Dropout(Value("x", "tokens", d), x, node.out_dropout, "residuals"))
+    if node.out_proj is not None:
+        x = low.emit(LinearOp(Value("x", "tokens", node.out_width), x, node.out_proj, "head"))
     low.out = x
     return low, ctx
 
@@ -232,14 +251,15 @@ def lower_model(model: Model) -> list[Segment]:
     for i, stack in enumerate(model.stacks):
         low = Lowered()
         ids = Value("input_ids", "tokens", 1, "index")
-        x = low.emit(Lookup(Value("x", "tokens", d), model.tok_emb, ids, token_embedding=True))
+        e = model.tok_emb.dim  # below d_model when the embeddings are factorised
+        x = low.emit(Lookup(Value("x", "tokens", e), model.tok_emb, ids, token_embedding=True))
         if model.type_emb is not None:
             # Without token_type_ids every token is in segment 0: one row, broadcast.
             seg = low.emit(Lookup(Value("segment", "batch", 0), model.type_emb, None))
-            x = low.emit(Add(Value("x", "tokens", d), x, seg, "embeddings"))
+            x = low.emit(Add(Value("x", "tokens", e), x, seg, "embeddings"))
         heads = Lowered()
         last = i == len(model.stacks) - 1
-        hidden = Value("hidden", "tokens", d)
+        hidden = Value("hidden", "tokens", stack.out_width)
         if last and model.pooler is not None:
             first = heads.emit(Select(Value("first", "batch", d, base=hidden), hidden))
             dense = heads.emit(LinearOp(Value("pooled", "batch", d), first, model.pooler, "head"))
@@ -248,10 +268,23 @@ def lower_model(model: Model) -> list[Segment]:
             h = hidden
             if model.scale_tied_output:
                 h = heads.emit(Scale(Value("hidden", "tokens", d), hidden, "head"))
+            if model.lm_transform is not None:
+                assert model.lm_norm is not None and model.lm_activation is not None
+                e = model.lm_transform.out_features
+                act = model.lm_activation
+                h = heads.emit(LinearOp(Value("h", "tokens", e), h, model.lm_transform, "head"))
+                h = heads.emit(ActivationOp(Value("h", "tokens", e), h, act, "head"))
+                h = heads.emit(NormOp(Value("h", "tokens", e), h, model.lm_norm))
             # Vocabulary-parallel: each tensor-parallel rank holds its share of the logits.
             logits = Value("logits", "tokens", model.vocab_size, split=True)
             heads.emit(LinearOp(logits, h, model.lm_head, "head"))
             heads.emit(Loss(None, logits))
+        if last and model.score is not None:
+            assert model.score_dense is not None and model.score_activation is not None
+            act = model.score_activation
+            h = heads.emit(LinearOp(Value("h", "tokens", d), hidden, model.score_dense, "head"))
+            h = heads.emit(ActivationOp(Value("h", "tokens", d), h, act, "head"))
+            heads.emit(LinearOp(Value("scores", "tokens", 1), h, model.score, "head"))
         segments.append(Segment(stack.role, stack, low.ops, x, heads.ops, memory))
         memory = Value("encoder_out", "memory", d)
     return segments

@@ -97,6 +97,7 @@ class Position:
     original_max_seq_len: int = 8192
     num_buckets: int = 32
     max_distance: int = 128
+    from_mask: bool = False  # learned: positions count the real tokens of attention_mask
 
     @property
     def entry(self) -> PositionKind:
@@ -159,11 +160,19 @@ class MLP(Composite):
 
 @dataclass(frozen=True)
 class Run:
-    """`count` consecutive identical children starting at index `start`."""
+    """`count` consecutive identical children starting at index `start`. Each runs `applied`
+    times in a row (ALBERT's layers sharing weights): parameters count `count` modules, the
+    forward pass `count * applied` calls."""
 
     start: sp.Expr
     count: sp.Expr
     node: Node
+    applied: sp.Expr | int = 1
+
+    @property
+    def calls(self) -> sp.Expr:
+        """How many times the forward pass runs a module of the run."""
+        return self.count * self.applied
 
 
 @dataclass(frozen=True)
@@ -185,10 +194,15 @@ class MoE(Composite):
     experts: Repeat
     n_experts: sp.Expr
     top_k: sp.Expr
+    normalize: bool = True  # the top_k weights renormalised to sum to 1
+    # Qwen2-MoE: an MLP every token goes through, scaled by sigmoid(shared_gate(x)).
+    shared: MLP | None = None
+    shared_gate: Linear | None = None
 
     @property
     def children(self) -> tuple[Node, ...]:
-        return (self.router, self.experts)
+        parts = (self.router, self.experts, self.shared, self.shared_gate)
+        return tuple(p for p in parts if p is not None)
 
     @property
     def expert(self) -> MLP:
@@ -263,11 +277,36 @@ class Stack(Composite):
     final_norm: Norm | None = None
     emb_dropout: float = 0.0  # on the embeddings (after their norm), in training
     out_dropout: float = 0.0  # on the stack's output (after the final norm), in training
+    # Factorised embeddings (ALBERT, ELECTRA): narrower than the stack, projected up after
+    # their norm and dropout.
+    emb_proj: Linear | None = None
+    # OPT-350m: emb_proj comes first (positions are added at the stack's width), and out_proj
+    # takes the output back to the embeddings' width.
+    proj_first: bool = False
+    out_proj: Linear | None = None
 
     @property
     def children(self) -> tuple[Node, ...]:
-        parts = (self.pos_emb, self.rel_bias, self.emb_norm, self.blocks, self.final_norm)
+        parts = (
+            self.pos_emb,
+            self.rel_bias,
+            self.emb_norm,
+            self.emb_proj,
+            self.blocks,
+            self.final_norm,
+            self.out_proj,
+        )
         return tuple(p for p in parts if p is not None)
+
+    @property
+    def out_width(self) -> sp.Expr:
+        """The width of what the stack returns (the embeddings' when projected back)."""
+        return self.out_proj.out_features if self.out_proj is not None else self.width
+
+    @property
+    def emb_width(self) -> sp.Expr:
+        """The width of the embeddings the stack receives (below `width` when factorised)."""
+        return self.emb_proj.in_features if self.emb_proj is not None else self.width
 
     @property
     def block_variants(self) -> tuple[Block, ...]:
@@ -295,10 +334,28 @@ class Model(Composite):
     type_emb: Embedding | None = None
     pooler: Linear | None = None
     lm_head: Linear | None = None
+    # A masked-LM head's transform before lm_head: norm(activation(lm_transform(x))).
+    lm_transform: Linear | None = None
+    lm_norm: Norm | None = None
+    lm_activation: Activation | None = None
+    # ELECTRA's discriminator: score(activation(score_dense(x))), one value per token.
+    score_dense: Linear | None = None
+    score: Linear | None = None
+    score_activation: Activation | None = None
 
     @property
     def children(self) -> tuple[Node, ...]:
-        parts = (self.tok_emb, self.type_emb, *self.stacks, self.pooler, self.lm_head)
+        parts = (
+            self.tok_emb,
+            self.type_emb,
+            *self.stacks,
+            self.pooler,
+            self.lm_transform,
+            self.lm_norm,
+            self.lm_head,
+            self.score_dense,
+            self.score,
+        )
         return tuple(p for p in parts if p is not None)
 
     def stack(self, role: str) -> Stack | None:

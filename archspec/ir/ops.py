@@ -206,6 +206,7 @@ class Route(Op):
     chosen: Value
     n_experts: sp.Expr
     top_k: sp.Expr
+    normalize: bool = True  # divide the top_k weights by their sum
 
     @property
     def inputs(self):

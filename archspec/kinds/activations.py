@@ -46,6 +46,8 @@ ACTIVATIONS: dict[str, ActivationKind] = {
         ActivationKind("silu", "SiLU", "F.silu({})", 4, "input", "SwiGLU"),
         # Not a spec choice: BERT's pooler, tanh(dense(first token)).
         ActivationKind("tanh", "tanh", "torch.tanh({})", 1, "output"),
+        # Not a spec choice either: Qwen2-MoE's gate on its shared expert.
+        ActivationKind("sigmoid", "sigmoid", "torch.sigmoid({})", 1, "output"),
     )
 }
 

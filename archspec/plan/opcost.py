@@ -90,7 +90,7 @@ class CostCounter(FlopCounter):
             inner = CostCounter(self.conv, self.lengths, self.compute_bytes, self.attn, self.ctx)
             inner.in_block = True
             inner.run(lower_block(run.node).ops)
-            self.runs.append((run.count, inner.costs))
+            self.runs.append((run.calls, inner.costs))
 
     # Bytes and shapes.
 

@@ -19,6 +19,7 @@ NormKind = Literal["layernorm", "rmsnorm"]
 PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
 RopeScaling = Literal["none", "linear", "llama3"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
+EmbeddingProjection = Literal["after_norm", "around_stack"]
 
 
 # Allow-lists for the strings a spec may carry (they reach generated code and file names).
@@ -55,6 +56,13 @@ class PositionSpec:
         default=0,
         metadata=doc("learned: extra table rows before position 0 (BART, RoBERTa: 2)", min=0),
     )
+    from_mask: bool = field(
+        default=False,
+        metadata=doc(
+            "learned: positions count the tokens attention_mask keeps (OPT), so left padding "
+            "does not shift them"
+        ),
+    )
     theta: float = field(
         default=10000.0, metadata=doc("rope: base of the frequencies", positive=True)
     )
@@ -83,6 +91,22 @@ class EmbeddingSpec:
     )
     norm: bool = field(default=False, metadata=doc("a norm right after the embeddings"))
     scale: bool = field(default=False, metadata=doc("multiply token embeddings by sqrt(d_model)"))
+    dim: int | None = field(
+        default=None,
+        metadata=doc(
+            "width of the token, position and segment embeddings when it differs from d_model "
+            "(ALBERT, ELECTRA): they are normed at this width, then projected to d_model",
+            positive=True,
+        ),
+    )
+    projection: EmbeddingProjection = field(
+        default="after_norm",
+        metadata=doc(
+            "with dim: after_norm (ALBERT, ELECTRA: a projection with a bias after the "
+            "embedding norm) or around_stack (OPT-350m: project_in before the positions, "
+            "project_out after the stack, both without bias)"
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -114,6 +138,22 @@ class MoESpec:
     dense_layers: int = field(
         default=0,
         metadata=doc("first layers of each stack keeping a dense MLP (DeepSeek, Qwen-MoE)", min=0),
+    )
+    d_ff: int | None = field(
+        default=None,
+        metadata=doc("hidden width of each expert; default d_ff (Qwen-MoE: 1408)", positive=True),
+    )
+    normalize: bool = field(
+        default=True,
+        metadata=doc("renormalise the top_k probabilities to sum to 1 (Mixtral; not Qwen1.5-MoE)"),
+    )
+    shared_d_ff: int = field(
+        default=0,
+        metadata=doc("width of a shared expert every token also goes through; 0: none", min=0),
+    )
+    shared_gate: bool = field(
+        default=False,
+        metadata=doc("scale the shared expert by sigmoid(linear(x)) (Qwen2-MoE)"),
     )
 
 
@@ -156,6 +196,24 @@ class HeadSpec:
         default=False, metadata=doc("T5: scale hidden states by d_model**-0.5 before a tied head")
     )
     pooler: bool = field(default=False, metadata=doc("BERT's pooler: tanh(dense(first token))"))
+    transform: bool = field(
+        default=False,
+        metadata=doc(
+            "masked-LM heads (BERT, RoBERTa, ALBERT): dense to the embeddings' width, "
+            "activation and norm before the vocabulary projection"
+        ),
+    )
+    transform_activation: Activation | None = field(
+        default=None,
+        metadata=doc("the transform's activation; default mlp.activation (RoBERTa: gelu)"),
+    )
+    token_score: bool = field(
+        default=False,
+        metadata=doc(
+            "ELECTRA's discriminator: dense, activation and one score per token (replaced or "
+            "not) instead of hidden states"
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -191,6 +249,14 @@ class Spec:
     head_dim: int | None = field(
         default=None, metadata=doc("width of one head; default d_model / n_heads", positive=True)
     )
+    layer_groups: int | None = field(
+        default=None,
+        metadata=doc(
+            "distinct blocks per stack when layers share weights (ALBERT's num_hidden_groups): "
+            "each runs n_layers / layer_groups times in a row; default n_layers, no sharing",
+            positive=True,
+        ),
+    )
     family: str = field(default="", metadata=doc("model family, e.g. llama", pattern=NAME_PATTERN))
     hf_class: str | None = field(
         default=None, metadata=doc("the transformers class, if any", pattern=IDENTIFIER_PATTERN)
@@ -217,6 +283,15 @@ class Spec:
     def resolved_head_dim(self) -> int:
         """The width of one head: `head_dim`, or d_model / n_heads when it is left out."""
         return self.head_dim if self.head_dim is not None else self.d_model // self.n_heads
+
+    @property
+    def embedding_dim(self) -> int:
+        """The width of the embeddings: `embedding.dim`, or d_model when it is left out."""
+        return self.embedding.dim if self.embedding.dim is not None else self.d_model
+
+    @property
+    def shares_layers(self) -> bool:
+        return self.layer_groups is not None and self.layer_groups != self.n_layers
 
     @property
     def kv_heads(self) -> int:

@@ -176,6 +176,10 @@ def _resolve_defaults(spec: Spec) -> Spec:
     if spec.dropout.embedding is None:
         dropout = dataclasses.replace(spec.dropout, embedding=spec.dropout.hidden)
         spec = dataclasses.replace(spec, dropout=dropout)
+    if spec.embedding.dim == spec.d_model:  # no projection: the same model as leaving it out
+        spec = dataclasses.replace(spec, embedding=dataclasses.replace(spec.embedding, dim=None))
+    if spec.layer_groups == spec.n_layers:  # a block per layer: no sharing
+        spec = dataclasses.replace(spec, layer_groups=None)
     return spec
 
 
@@ -195,6 +199,18 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
     head_dim = spec.resolved_head_dim
     if spec.position.kind == "rope" and head_dim % 2:
         raise v.error(("position", "kind"), f"rope needs an even head_dim, got {head_dim}")
+    _check_sharing(spec, v)
+    if spec.moe is not None and spec.moe.shared_gate and not spec.moe.shared_d_ff:
+        raise v.error_between(
+            [("moe", "shared_gate"), ("moe", "shared_d_ff")],
+            "moe.shared_gate gates a shared expert; set moe.shared_d_ff",
+        )
+    if spec.position.from_mask and spec.position.kind != "learned":
+        raise v.error(
+            ("position", "from_mask"),
+            f"from_mask numbers the rows of a learned table; position.kind is "
+            f"{spec.position.kind!r}",
+        )
     if spec.position.kind == "relative_bias":
         # T5's buckets: an encoder splits them between keys before and after the query; in
         # each direction half hold one distance each, the rest reach max_distance on a log
@@ -249,3 +265,57 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
                     (role, "n_layers"),
                     f"per-stack overrides need layout: encoder-decoder, not {spec.layout}",
                 )
+
+
+def _check_sharing(spec: Spec, v: _Validator) -> None:
+    """Factorised embeddings and layers sharing weights: where archspec builds them (ALBERT's
+    and ELECTRA's encoders)."""
+    if spec.embedding.dim is not None and spec.embedding.dim != spec.d_model:
+        where = ("embedding", "dim")
+        around = spec.embedding.projection == "around_stack"
+        if around and spec.layout == "encoder-decoder":
+            raise v.error(where, "projections around the stack need a single stack")
+        if not around and spec.layout != "encoder":
+            raise v.error(where, f"a factorised embedding needs layout encoder, not {spec.layout}")
+        if spec.embedding.scale:
+            raise v.error_between(
+                [where, ("embedding", "scale")],
+                "embedding.scale multiplies by sqrt(d_model); with embedding.dim the "
+                "embeddings are narrower than d_model",
+            )
+        if spec.head.lm_head and not spec.head.transform and not around:
+            raise v.error_between(
+                [where, ("head", "lm_head")],
+                f"an LM head over d_model ({spec.d_model}) cannot be tied to embeddings of "
+                f"width {spec.embedding.dim}",
+            )
+    if spec.head.transform and (not spec.head.lm_head or spec.layout != "encoder"):
+        raise v.error(
+            ("head", "transform"),
+            "a masked-LM transform sits before an LM head of an encoder (lm_head: true, "
+            "layout: encoder)",
+        )
+    if spec.head.token_score and (spec.head.lm_head or spec.head.pooler):
+        raise v.error(
+            ("head", "token_score"),
+            "a token-score head is the model's only output: set lm_head and pooler to false",
+        )
+    groups = spec.layer_groups
+    if groups is None or groups == spec.n_layers:
+        return
+    if spec.n_layers % groups:
+        raise v.error_between(
+            [("layer_groups",), ("n_layers",)],
+            f"layer_groups ({groups}) does not divide n_layers ({spec.n_layers})",
+        )
+    if spec.layout != "encoder":
+        raise v.error(
+            ("layer_groups",),
+            f"layers sharing weights need layout encoder, not {spec.layout} (a KV cache "
+            "and cross-attention keep one module per layer)",
+        )
+    if spec.moe is not None and spec.moe.dense_layers:
+        raise v.error_between(
+            [("layer_groups",), ("moe", "dense_layers")],
+            "dense first layers and shared layers cannot be combined",
+        )

@@ -258,7 +258,8 @@ class ActivationCounter:
         n, k = self.tokens, op.top_k
         self.keep_new(n * op.n_experts, STATS)
         self.keep_new(n * k, INDEX + STATS)
-        self.keep_new(n, STATS)
+        if op.normalize:
+            self.keep_new(n, STATS)
 
     def op_dispatch(self, op: ops.Dispatch) -> None:
         # Per routed copy of a token: its (token, slot) indices.
@@ -293,7 +294,7 @@ class ActivationCounter:
                 # time, so the largest block's activations come on top, once for the model.
                 self.rebuilt.append(block)
                 block = self.bytes(low.inputs[0])
-            self.layers.append((run.start, run.count, block))
+            self.layers.append((run.start, run.calls, block))
 
     # What a stack builds once for its blocks.
 

@@ -70,8 +70,9 @@ class ModuleCounter(FlopCounter):
         self.in_block = True
         for run in op.repeat.runs:
             assert isinstance(run.node, Block)
-            start, count = self.ir.value(run.start), self.ir.value(run.count)
-            index = f"{start}" if count == 1 else f"{start}-{start + count - 1}"
+            start, modules = self.ir.value(run.start), self.ir.value(run.count)
+            index = f"{start}" if modules == 1 else f"{start}-{start + modules - 1}"
+            count = self.ir.value(run.calls)  # a module sharing its weights runs several times
             inner = ModuleCounter(self.ir, self.conv, self.lengths, self.ctx, self.training,
                                   path=join(self.path, f"{op.repeat.name}.{index}"))  # fmt: skip
             inner.in_block = True

@@ -245,7 +245,7 @@ class FlopCounter:
             inner = FlopCounter(self.conv, self.lengths, self.ctx, self.training)
             inner.in_block = True
             inner.run(lower_block(run.node).ops)
-            self.tally.merge(inner.tally, run.count)
+            self.tally.merge(inner.tally, run.calls)
         self.in_block = outer
 
     # What a stack builds once for its blocks: positions, encodings, angles, the mask.

@@ -86,7 +86,8 @@ class Parallelism:
 
 
 def layer_count(stack: Stack, ir: IR) -> int:
-    return sum(ir.value(run.count) for run in stack.blocks.runs)
+    """Layers the forward pass runs (a block sharing its weights counts once per call)."""
+    return sum(ir.value(run.calls) for run in stack.blocks.runs)
 
 
 def check_layout(ir: IR, par: Parallelism) -> None:
@@ -116,6 +117,13 @@ def check_layout(ir: IR, par: Parallelism) -> None:
             raise SpecError(
                 f"--tp {par.tp} does not divide the MLP's {ir.value(node.hidden)} hidden units"
             )
+    shared = any(ir.value(r.applied) != 1 for s in model.stacks for r in s.blocks.runs)
+    if shared and par.pp > 1:
+        raise SpecError(
+            f"--pp {par.pp}: this model's layers share weights (layer_groups), which pipeline "
+            "stages cannot split",
+            hint="use tensor or data parallelism",
+        )
     layers = sum(layer_count(s, ir) for s in model.stacks)
     chunks = par.pp * par.interleave
     if layers % chunks:
@@ -232,7 +240,8 @@ def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
         if placed.ancestors and isinstance(placed.ancestors[-1], Model) and is_leaf(placed.node):
             weight, bias = tp_share(placed, ir, par.tp, par.engine)
             node = placed.node
-            last = node is model.lm_head or node is model.pooler
+            heads = (model.lm_head, model.pooler, model.lm_transform, model.lm_norm, model.score)
+            last = node in (*heads, model.score_dense)
             counts[par.pp - 1 if last else 0] += weight + bias
             if node is model.lm_head and node.tied_to and par.pp > 1:
                 # The last stage keeps its own copy of the tied matrix.

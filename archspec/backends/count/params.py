@@ -57,7 +57,9 @@ class ParameterCounter(Visitor["sp.Expr | int"]):
     def visit_moe(self, node: MoE) -> sp.Expr:
         if not self.active:
             return self.generic(node)
-        return self.visit(node.router) + node.top_k * self.visit(node.expert)
+        # Qwen2-MoE's shared expert and its gate serve every token.
+        shared = sum(self.visit(p) for p in (node.shared, node.shared_gate) if p is not None)
+        return self.visit(node.router) + node.top_k * self.visit(node.expert) + shared
 
     def generic(self, node: Node) -> sp.Expr:
         if isinstance(node, Composite):
@@ -99,7 +101,12 @@ def _group(node: Node, ancestors: tuple[Node, ...]) -> str:
         return "mlp"
     if isinstance(parent, Model) and node is parent.pooler:
         return "pooler"
-    if isinstance(parent, Model) and node is parent.lm_head:
+    if isinstance(parent, Model) and node in (
+        parent.lm_head,
+        parent.lm_transform,
+        parent.score_dense,
+        parent.score,
+    ):
         return "head"
     return "embeddings"
 

@@ -132,8 +132,8 @@ class _Builder:
                 )
             )
         for variant in stack.block_variants:
-            runs = [
-                (ir.value(run.start), ir.value(run.count))
+            runs = [  # layers a block serves: ALBERT's shared block serves them all
+                (ir.value(run.start), ir.value(run.calls))
                 for run in stack.blocks.runs
                 if run.node == variant
             ]

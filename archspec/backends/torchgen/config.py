@@ -25,6 +25,10 @@ COMMENTS = {
     "max_distance": "distance at which the last bucket starts",
     "token_types": "segment (token type) embeddings",
     "pos_offset": "rows of the position table before position 0",
+    "d_embedding": "width of the embeddings, projected to d_model",
+    "d_ff_expert": "hidden width of each routed expert",
+    "d_ff_shared": "hidden width of the shared expert",
+    "n_layer_groups": "distinct blocks; each serves n_layers / n_layer_groups layers",
 }
 
 

@@ -49,20 +49,33 @@ class _MoEWriter(ForwardWriter):
     def __init__(self, node: MoE) -> None:
         x = Value("x", "tokens", node.router.in_features)
         super().__init__(lower_moe(node, x))
+        self.node = node
         self.names[id(x)] = "tokens"
         self.lines.append("tokens = x.flatten(0, -2)  # (B * S, d_model)")
+
+    def write(self) -> list[str]:
+        lines = super().write()
+        # The ops work on the flattened tokens: the result takes x's shape back.
+        result = lines[-1].removeprefix("return ")
+        lines[-1] = f"return {result if result.isidentifier() else f'({result})'}.view_as(x)"
+        return lines
 
     def inlines(self, op: Op) -> bool:
         return not isinstance(op, Route) and super().inlines(op)
 
-    def render_route(self, op: Route) -> Expr:
+    def render_route(self, op: Route) -> Expr | None:
         logits = self.arg(op.logits).text
+        renormalise = " and renormalise them" if op.normalize else " (not renormalised)"
         self.lines += [
-            "# Softmax over all experts in float32, keep the top_k and renormalise them.",
+            f"# Softmax over all experts in float32, keep the top_k{renormalise}.",
             f"probs = F.softmax({logits}, dim=-1, dtype=torch.float32)",
             "weights, chosen = probs.topk(self.top_k, dim=-1)",
         ]
         self.names[id(op.chosen)] = "chosen"
+        if not op.normalize:
+            assert op.out is not None
+            self.names[id(op.out)] = "weights"
+            return None
         return Expr("weights / weights.sum(dim=-1, keepdim=True)", ADD, frozenset())
 
     def render_dispatch(self, op: Dispatch) -> Expr:
@@ -76,7 +89,9 @@ class _MoEWriter(ForwardWriter):
         return Expr(f"{tokens}[token]", ATOM, frozenset())
 
     def render_call(self, op: Call) -> Expr:
-        return self._call("expert", [self.arg(a) for a in op.args])
+        if op.module is self.node.expert:
+            return self._call("expert", [self.arg(a) for a in op.args])
+        return super().render_call(op)  # the shared expert: self.shared(tokens)
 
     def render_combine(self, op: Combine) -> Expr:
         expert_out, weights = self.arg(op.expert_out).text, self.arg(op.weights).text
@@ -84,7 +99,19 @@ class _MoEWriter(ForwardWriter):
             f"    y = {expert_out} * {weights}[token, slot, None]",
             "    out.index_add_(0, token, y.to(out.dtype))",
         ]
-        return Expr("out.view_as(x)", ATOM, frozenset())
+        return Expr("out", ATOM, frozenset())
+
+
+def _moe_doc(node: MoE) -> str:
+    probs = "renormalised probabilities" if node.normalize else "probabilities"
+    text = (
+        f"Mixture of experts: a router sends each token to top_k of n_experts MLPs and mixes "
+        f"their outputs by its {probs}, as Mixtral does."
+    )
+    if node.shared is not None:
+        gate = " scaled by sigmoid(shared_gate(x))" if node.shared_gate is not None else ""
+        text += f" Every token also goes through a shared expert{gate} (Qwen2-MoE)."
+    return text
 
 
 def moe_class(f: Features, node: MoE, size: ExprPrinter) -> str:
@@ -92,12 +119,13 @@ def moe_class(f: Features, node: MoE, size: ExprPrinter) -> str:
     for part in node.children:
         if isinstance(part, Repeat):
             body += module_list(part, lambda expert: f"{f.cls(expert)}(config)", size)
+        elif isinstance(part, MLP):  # the shared expert
+            body.append(f"self.{part.name} = {f.cls(part)}(config)")
         else:
             body.append(assign(part, size))
     return class_(
         f"class {f.cls(node)}(nn.Module):",
-        "Mixture of experts: a router sends each token to top_k of n_experts MLPs and mixes "
-        "their outputs by its renormalised probabilities, as Mixtral does.",
+        _moe_doc(node),
         method("__init__", ["config: Config"], "None", body),
         method("forward", ["x: Tensor"], "Tensor", _MoEWriter(node).write()),
     )

@@ -76,6 +76,8 @@ def _doc(f: Features) -> str:
     out = (
         "logits (B, {S}, vocab_size)"
         if f.lm_head is not None
+        else "scores (B, {S}): is each token replaced (ELECTRA)"
+        if f.model.score is not None
         else "hidden states (B, {S}, d_model)"
     )
     if f.pooler is not None:
@@ -136,12 +138,31 @@ def _forward(f: Features) -> str:
     if f.lm_head is not None:
         if f.model.scale_tied_output:
             body.append("x = x * self.output_scale")
+        body += _lm_transform(f)
         result = "self.lm_head(x)"
+    if f.model.score is not None:
+        assert f.model.score_dense is not None and f.model.score_activation is not None
+        dense = kinds.activation(f.model.score_activation).render("self.score_dense(x)")
+        result = f"self.score({dense}).squeeze(-1)"
     if f.pooler is not None:
         result += ", pooled"
     body.append(f"return {result}")
     returns = "tuple[Tensor, Tensor]" if f.pooler is not None else "Tensor"
     return method("forward", _params(f), returns, docstring(_doc(f), 2), body)
+
+
+def _lm_transform(f: Features) -> list[str]:
+    """A masked-LM head's transform: norm(activation(dense(x))), before the projection."""
+    model = f.model
+    if model.lm_transform is None:
+        return []
+    assert model.lm_norm is not None and model.lm_activation is not None
+    dense = f"self.{model.lm_transform.name}(x)"
+    act = kinds.activation(model.lm_activation).render(dense)
+    return [
+        "# The masked-LM head's transform before the vocabulary projection.",
+        f"x = self.{model.lm_norm.name}({act})",
+    ]
 
 
 GENERATE = '''

@@ -82,6 +82,15 @@ def _init(f: Features, stack: Stack, size: ExprPrinter) -> str:
     for part in stack.children:
         if isinstance(part, Repeat):
             body += module_list(part, lambda block: f"{f.cls(block)}(config)", size)
+            if _shared(stack):
+                run = stack.blocks.runs[0]
+                per_block = size(run.calls)
+                if run.count != 1:
+                    per_block += f" // {size(run.count)}"
+                body += [
+                    "# ALBERT: each block's weights serve several layers in a row.",
+                    f"self.calls_per_block = {per_block}",
+                ]
         elif part is stack.pos_emb or part is stack.rel_bias:
             body.append(assign(part, size, constants=constants))
         else:
@@ -111,7 +120,7 @@ class _StackWriter(ForwardWriter):
     the loop over the blocks, the final norm."""
 
     def __init__(self, f: Features, stack: Stack, ctx: StackContext) -> None:
-        x = Value("x", "tokens", stack.width)
+        x = Value("x", "tokens", stack.emb_width)
         memory = Value("encoder_out", "memory", stack.width) if f.has_memory(stack) else None
         super().__init__(lower_stack(stack, x, memory)[0], inline=False)
         self.f, self.stack, self.ctx = f, stack, ctx
@@ -125,9 +134,25 @@ class _StackWriter(ForwardWriter):
         # Positions added to the embeddings read as one step: x = x + self.pos_emb(positions).
         return isinstance(op, (Lookup, Sinusoids))
 
-    def render_positions(self, op: Positions) -> Expr:
+    def render_positions(self, op: Positions) -> Expr | None:
         span = "start, start + seq_len" if self.f.cache else "seq_len"
-        return Expr(f"torch.arange({span}, device=x.device)", ATOM, NOTHING)
+        arange = f"torch.arange({span}, device=x.device)"
+        if not self.stack.position.from_mask:
+            return Expr(arange, ATOM, NOTHING)
+        # OPT (transformers' OPTLearnedPositionalEmbedding): each row counts its kept tokens,
+        # so a left-padded sequence starts at 0 like an unpadded one; padding gets -1 (a row
+        # of the table's offset; clamped to 0 where there is none). The mask covers any
+        # cached tokens too: the new ones are its last seq_len columns.
+        low = "" if self.ctx.offset else ".clamp(min=0)"
+        counted = f"(attention_mask.long().cumsum(-1) * attention_mask.long() - 1){low}"
+        self.lines += [
+            f"positions = {arange}",
+            "if attention_mask is not None:  # count the tokens the mask keeps",
+            f"    positions = {counted}[:, -seq_len:]",
+        ]
+        assert op.out is not None
+        self.names[id(op.out)] = "positions"
+        return None
 
     def render_scale(self, op: Scale) -> Expr:
         scale = Expr("self.embed_scale", ATOM, NOTHING)
@@ -175,8 +200,21 @@ class _StackWriter(ForwardWriter):
             self.lines.append(f"for i, block in enumerate({blocks}):")
         else:
             self.lines.append(f"for block in {blocks}:")
-        self.lines.append(f"    {x} = block({', '.join(args)})")
+        if _shared(self.stack):
+            self.lines += [
+                "    for _ in range(self.calls_per_block):",
+                f"        {x} = block({', '.join(args)})",
+            ]
+        else:
+            self.lines.append(f"    {x} = block({', '.join(args)})")
         self.names[id(op.out)] = x
+
+
+def _shared(stack: Stack) -> bool:
+    """Its blocks share weights across layers: one run, each module called several times
+    (validation allows it in encoders only, so no KV cache is indexed per layer)."""
+    runs = stack.blocks.runs
+    return len(runs) == 1 and runs[0].applied != 1
 
 
 def _mask(f: Features, stack: Stack, ctx: StackContext) -> list[str]:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from archspec.errors import SpecError
 from archspec.hf.families import (
+    albert,
     bart,
     bert,
     bloom,
+    distilbert,
+    electra,
     gpt2,
     gpt_bigcode,
     llama,
@@ -21,6 +24,7 @@ from archspec.hf.families import (
     openai_gpt,
     opt,
     qwen2,
+    qwen2_moe,
     roberta,
     t5,
     xlm_roberta,
@@ -43,6 +47,10 @@ _MODULES = (
     xlm_roberta,
     mt5,
     gpt_bigcode,
+    distilbert,
+    albert,
+    electra,
+    qwen2_moe,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

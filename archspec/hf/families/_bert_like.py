@@ -11,18 +11,39 @@ from typing import Any
 from archspec.hf import dropouts
 from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, read_head
 from archspec.hf.dropouts import read_dropout, write_dropout
-from archspec.hf.family import Buffer, HFClass, NameRules, UnsupportedHeads
+from archspec.hf.family import Buffer, HFClass, NameRules, Target, UnsupportedHeads
 from archspec.hf.name_rules import table
 from archspec.spec.schema import Spec
 
+# BertConfig's defaults; ALBERT and ELECTRA have other ones for the same fields.
+BERT_DEFAULTS = {
+    "hidden_size": 768,
+    "num_hidden_layers": 12,
+    "num_attention_heads": 12,
+    "intermediate_size": 3072,
+    "hidden_act": "gelu",
+}
+
 
 def import_bert_like(
-    f: Fields, cls: HFClass, roberta: bool, vocab_default: int | None = None
+    f: Fields,
+    cls: HFClass,
+    roberta: bool,
+    vocab_default: int | None = None,
+    defaults: dict[str, Any] = BERT_DEFAULTS,
+    places: dropouts.Places = dropouts.BERT,
+    factorised: bool = False,
 ) -> dict[str, Any]:
+    """The spec of a BERT-like encoder; with `factorised`, `embedding_size` (default 128, as
+    ALBERT and ELECTRA have it) is the embeddings' width."""
     f.expect("position_embedding_type", ("absolute",), "absolute", "only absolute positions")
     f.expect("is_decoder", False, False, "a causal BERT")
-    f.expect("embedding_size", (None, f.get("hidden_size", 768)), None, "factorised embeddings")
-    d = f.int("hidden_size", 768)
+    d = f.int("hidden_size", defaults["hidden_size"])
+    if factorised:
+        width = f.int("embedding_size", 128)
+    else:
+        f.expect("embedding_size", (None, d), None, "factorised embeddings")
+        width = d
     max_pos = f.int("max_position_embeddings", 512)
     offset = 0
     if roberta:
@@ -32,26 +53,40 @@ def import_bert_like(
             f"RoBERTa numbers positions from pad_token_id + 1 = {offset}; they equal "
             "transformers' for right-padded batches"
         )
-    return {
+    spec: dict[str, Any] = {
         "d_model": d,
-        "n_layers": f.int("num_hidden_layers", 12),
-        "n_heads": f.int("num_attention_heads", 12),
-        "d_ff": f.int("intermediate_size", 3072),
+        "n_layers": f.int("num_hidden_layers", defaults["num_hidden_layers"]),
+        "n_heads": f.int("num_attention_heads", defaults["num_attention_heads"]),
+        "d_ff": f.int("intermediate_size", defaults["intermediate_size"]),
         "vocab_size": f.int("vocab_size", vocab_default or (50265 if roberta else 30522)),
         "max_seq_len": max_pos - offset,
         "layout": "encoder",
         "residual": "post",
         "norm": {"kind": "layernorm", "bias": True, "eps": f.float("layer_norm_eps", 1e-12)},
         "position": {"kind": "learned", "offset": offset},
-        "embedding": {"token_types": f.int("type_vocab_size", 2), "norm": True, "scale": False},
+        "embedding": {
+            "token_types": f.int("type_vocab_size", 2),
+            "norm": True,
+            "scale": False,
+            "dim": None if width == d else width,
+        },
         "attention": {"bias": True, "scale_scores": True},
-        "mlp": {"gated": False, "activation": f.activation("hidden_act", "gelu"), "bias": True},
+        "mlp": {
+            "gated": False,
+            "activation": f.activation("hidden_act", defaults["hidden_act"]),
+            "bias": True,
+        },
         "head": read_head(f, cls, True),
-        "dropout": read_dropout(f, dropouts.BERT),
+        "dropout": read_dropout(f, places),
     }
+    if cls.head == "lm":  # the masked-LM classes: transform, then a projection with a bias
+        spec["head"] |= {"transform": True, "bias": True, "pooler": False}
+        if roberta and spec["mlp"]["activation"] != "gelu":
+            spec["head"]["transform_activation"] = "gelu"  # RobertaLMHead calls gelu itself
+    return spec
 
 
-def export_bert_like(spec: Spec) -> dict[str, Any]:
+def export_bert_like(spec: Spec, places: dropouts.Places = dropouts.BERT) -> dict[str, Any]:
     offset = spec.position.offset
     fields = {
         "hidden_size": spec.d_model,
@@ -63,14 +98,45 @@ def export_bert_like(spec: Spec) -> dict[str, Any]:
         "type_vocab_size": spec.embedding.token_types,
         "layer_norm_eps": spec.norm.eps,
         "hidden_act": EXPORT_ACTIVATIONS[spec.mlp.activation],
-        **write_dropout(spec, dropouts.BERT),
+        **write_dropout(spec, places),
     }
     if spec.family == "roberta" or offset:
         fields["pad_token_id"] = offset - 1  # RoBERTa numbers positions from pad + 1
+    if spec.head.lm_head:
+        fields["tie_word_embeddings"] = spec.head.tied
     return fields
 
 
-def bert_like_names(prefix: str) -> NameRules:
+def mlm_head(transform: str, norm: str, head: str, bias: str | None) -> dict[str, Target]:
+    """A masked-LM head's names (outside the base model): the transform's dense and norm, and
+    the projection; with `bias`, the projection's bias is a parameter of `bias`'s module
+    (BERT's `cls.predictions.bias`), which transformers also registers as `decoder.bias`."""
+    if bias is None:
+        projection = Target(head, outside=True)
+    else:
+        projection = Target(
+            bias,
+            outside=True,
+            params={"weight": head.removeprefix(bias + ".") + ".weight"},
+            aliases=(head,),
+        )
+    return {
+        "lm_transform": Target(transform, outside=True),
+        "lm_norm": Target(norm, outside=True),
+        "lm_head": projection,
+    }
+
+
+BERT_MLM = mlm_head(
+    "cls.predictions.transform.dense",
+    "cls.predictions.transform.LayerNorm",
+    "cls.predictions.decoder",
+    "cls.predictions",
+)
+ROBERTA_MLM = mlm_head("lm_head.dense", "lm_head.layer_norm", "lm_head.decoder", "lm_head")
+
+
+def bert_like_names(prefix: str, mlm: dict[str, Target] | None = None) -> NameRules:
     return NameRules(
         prefix,
         model=table(
@@ -78,6 +144,7 @@ def bert_like_names(prefix: str) -> NameRules:
                 "tok_emb": "embeddings.word_embeddings",
                 "type_emb": "embeddings.token_type_embeddings",
                 "pooler": "pooler.dense",
+                **(mlm or {}),
             }
         ),
         stack=table(

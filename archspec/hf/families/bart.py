@@ -23,6 +23,9 @@ def import_bart(f: Fields, cls: HFClass) -> dict[str, Any]:
     f.expect("static_position_embeddings", False, False, "sinusoidal positions")
     f.expect("extra_pos_embeddings", 2, 2, "BART's position offset is 2")
     f.harmless("force_bos_token_to_be_generated")
+    # Settings of the distillation script that made distilbart (layer replacement during
+    # training, the student's layer counts, already written as encoder_/decoder_layers).
+    f.harmless("replacing_rate", "student_encoder_layers", "student_decoder_layers")
     enc_layers = f.int("encoder_layers", 12, "num_hidden_layers")
     dec_layers = f.int("decoder_layers", 12)
     heads = f.int("encoder_attention_heads", 16, "num_attention_heads")

@@ -14,13 +14,9 @@ from archspec.spec.schema import Spec
 
 def import_opt(f: Fields, cls: HFClass) -> dict[str, Any]:
     d = f.int("hidden_size", 768)
-    proj = f.get("word_embed_proj_dim") or d
-    if proj != d:
-        raise f.error(
-            "word_embed_proj_dim",
-            f"word_embed_proj_dim ({proj}) differs from hidden_size ({d}): OPT's project_in / "
-            "project_out layers around the decoder cannot be expressed in a spec",
-        )
+    # OPT-350m: embeddings word_embed_proj_dim wide, project_in to hidden_size before the
+    # positions, project_out back after the decoder, the tied head at the embeddings' width.
+    proj = f.size("word_embed_proj_dim", d)
     f.expect("layer_norm_elementwise_affine", True, True, "layer norms without a learned scale")
     pre = f.bool("do_layer_norm_before", True)
     remove_final = f.bool("_remove_final_layer_norm", False)
@@ -37,8 +33,14 @@ def import_opt(f: Fields, cls: HFClass) -> dict[str, Any]:
         # transformers builds the final norm only for pre-norm OPT.
         "final_norm": pre and not remove_final,
         "norm": {"kind": "layernorm", "bias": True, "eps": 1e-5},
-        "position": {"kind": "learned", "offset": 2},
-        "embedding": {"token_types": 0, "norm": False, "scale": False},
+        "position": {"kind": "learned", "offset": 2, "from_mask": True},
+        "embedding": {
+            "token_types": 0,
+            "norm": False,
+            "scale": False,
+            "dim": None if proj == d else proj,
+            "projection": "after_norm" if proj == d else "around_stack",
+        },
         "attention": {"bias": bias, "scale_scores": True},
         "mlp": {
             "gated": False,
@@ -54,7 +56,7 @@ def export_opt(spec: Spec) -> dict[str, Any]:
     pre = spec.residual == "pre"
     return {
         "hidden_size": spec.d_model,
-        "word_embed_proj_dim": spec.d_model,
+        "word_embed_proj_dim": spec.embedding_dim,
         "num_hidden_layers": spec.n_layers,
         "num_attention_heads": spec.n_heads,
         "ffn_dim": spec.d_ff,
@@ -86,7 +88,12 @@ FAMILY = Family(
         "model.",
         model=chain(table({"tok_emb": "decoder.embed_tokens"}), lm_head),
         stack=table(
-            {"pos_emb": "decoder.embed_positions", "final_norm": "decoder.final_layer_norm"}
+            {
+                "pos_emb": "decoder.embed_positions",
+                "final_norm": "decoder.final_layer_norm",
+                "emb_proj": "decoder.project_in",
+                "out_proj": "decoder.project_out",
+            }
         ),
         blocks=lambda role: "decoder.layers",
         block=fairseq_block,

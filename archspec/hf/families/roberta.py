@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from archspec.hf.families._bert_like import (
     BERT_LIKE_BUFFERS,
+    ROBERTA_MLM,
     bert_like_names,
     bert_like_unsupported_heads,
     export_bert_like,
@@ -13,13 +14,16 @@ from archspec.hf.family import Family, HFClass
 
 FAMILY = Family(
     model_type="roberta",
-    classes=(HFClass("RobertaModel", "roberta", "pooler", base=True),),
+    classes=(
+        HFClass("RobertaModel", "roberta", "pooler", base=True),
+        HFClass("RobertaForMaskedLM", "roberta", "lm", base=False),
+    ),
     bases=("_roberta",),
     import_config=lambda f, cls: import_bert_like(f, cls, roberta=True),
     export_config=export_bert_like,
-    names=bert_like_names("roberta."),
+    names=bert_like_names("roberta.", ROBERTA_MLM),
     buffers=BERT_LIKE_BUFFERS,
     unsupported_heads=bert_like_unsupported_heads(
-        ("RobertaForMaskedLM", "RobertaForCausalLM"), "RobertaModel", "lm_head.*"
+        ("RobertaForCausalLM",), "RobertaModel", "lm_head.*"
     ),
 )

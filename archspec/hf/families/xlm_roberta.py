@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from archspec.hf.families._bert_like import (
     BERT_LIKE_BUFFERS,
+    ROBERTA_MLM,
     bert_like_names,
     bert_like_unsupported_heads,
     export_bert_like,
@@ -14,13 +15,16 @@ from archspec.hf.family import Family, HFClass
 
 FAMILY = Family(
     model_type="xlm-roberta",
-    classes=(HFClass("XLMRobertaModel", "xlm-roberta", "pooler", base=True),),
+    classes=(
+        HFClass("XLMRobertaModel", "xlm-roberta", "pooler", base=True),
+        HFClass("XLMRobertaForMaskedLM", "xlm-roberta", "lm", base=False),
+    ),
     bases=("_xlm-roberta",),
     import_config=lambda f, cls: import_bert_like(f, cls, roberta=True, vocab_default=30522),
     export_config=export_bert_like,
-    names=bert_like_names("roberta."),
+    names=bert_like_names("roberta.", ROBERTA_MLM),
     buffers=BERT_LIKE_BUFFERS,
     unsupported_heads=bert_like_unsupported_heads(
-        ("XLMRobertaForMaskedLM", "XLMRobertaForCausalLM"), "XLMRobertaModel", "lm_head.*"
+        ("XLMRobertaForCausalLM",), "XLMRobertaModel", "lm_head.*"
     ),
 )
