@@ -186,6 +186,21 @@ for _name, _d, _l, _h in (("bloom-560m", 1024, 24, 16), ("bloom-176b", 14336, 70
         n_head=_h,
     )
 
+_add(
+    "pythia-1.4b",
+    "GPTNeoXForCausalLM",
+    "GPTNeoXConfig",
+    vocab_size=50304,
+    hidden_size=2048,
+    num_hidden_layers=24,
+    num_attention_heads=16,
+    intermediate_size=8192,
+    max_position_embeddings=2048,
+    rotary_pct=0.25,
+    rotary_emb_base=10000,
+    use_parallel_residual=True,
+)
+
 
 def build_meta(name: str):
     """The transformers model for spec `name`, on the meta device (no memory)."""
@@ -260,5 +275,9 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
             "feed_forward_proj": "gated-gelu"},
     "gpt_bigcode": {"architectures": ["GPTBigCodeForCausalLM"], **_SMALL, "n_embd": 64,
                     "n_layer": 2, "n_head": 4, "n_positions": 32, "multi_query": True},
+    "gpt_neox": {"architectures": ["GPTNeoXForCausalLM"], **_SMALL, "hidden_size": 64,
+                 "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+                 "max_position_embeddings": 32, "rotary_pct": 0.25,
+                 "use_parallel_residual": True},
 }
 # fmt: on

@@ -93,6 +93,13 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
                          "rope_theta": 100.0})),
     "gpt_bigcode": ("GPTBigCodeForCausalLM", "GPTBigCodeConfig", dict(
         n_embd=64, n_layer=2, n_head=4, n_positions=32, bos_token_id=0, eos_token_id=0)),
+    # Partial rotary (a quarter of head_dim 16), attention and MLP from two norms in parallel.
+    "gpt_neox": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=32, rotary_pct=0.25)),
+    "gpt_neox-sequential": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=32, rotary_pct=0.5, use_parallel_residual=False)),
 }
 # fmt: on
 
@@ -100,7 +107,7 @@ ATOL = 1e-5  # and torch.allclose's default rtol (1e-5)
 
 # Families whose biases transformers initialises to zero, where a bias loaded into the wrong
 # tensor (or not at all) would go unseen: their biases are drawn at random.
-RANDOM_BIASES = {"qwen2", "xlm-roberta", "gpt_bigcode"}
+RANDOM_BIASES = {"qwen2", "xlm-roberta", "gpt_bigcode", "gpt_neox", "gpt_neox-sequential"}
 
 
 def hf_model(family: str, seed: int = 0):

@@ -69,6 +69,8 @@ def small(name: str, overrides: list[str]) -> list[str]:
         shrink.append(f"n_kv_heads={min(spec.n_kv_heads, 2)}")
     if spec.moe is not None:
         shrink += ["moe.n_experts=4", "moe.top_k=2"]
+    if spec.position.rotary_dim is not None:
+        shrink.append("position.rotary_dim=8")  # a partial rotation of the 16-wide heads
     given = {text.partition("=")[0] for text in overrides}
     return [*overrides, *(text for text in shrink if text.partition("=")[0] not in given)]
 

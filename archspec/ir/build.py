@@ -117,8 +117,9 @@ def _norm(spec: Spec, d: _Dims, name: str) -> Norm:
 def _position(spec: Spec) -> Position:
     p = spec.position
     return Position(
-        scaled_kind(p.kind, p.scaling),
+        scaled_kind(p.kind, p.scaling, p.interleaved),
         p.offset,
+        p.rotary_dim if p.rotary_dim != spec.resolved_head_dim else None,
         p.theta,
         p.factor,
         p.low_freq_factor,

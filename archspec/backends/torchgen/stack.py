@@ -115,7 +115,7 @@ class _StackWriter(ForwardWriter):
         memory = Value("encoder_out", "memory", stack.width) if f.has_memory(stack) else None
         super().__init__(lower_stack(stack, x, memory)[0], inline=False)
         self.f, self.stack, self.ctx = f, stack, ctx
-        self.code = stack.position.entry.code
+        self.code = stack.position.code
         self.masked = False  # the shared mask is written (with the score bias) or not yet
         if f.cache:
             self.lines.append("start = cache[0].length if cache else 0  # positions already cached")

@@ -14,6 +14,7 @@ from archspec.hf.families import (
     bloom,
     gpt2,
     gpt_bigcode,
+    gpt_neox,
     llama,
     mistral,
     mixtral,
@@ -43,6 +44,7 @@ _MODULES = (
     xlm_roberta,
     mt5,
     gpt_bigcode,
+    gpt_neox,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
