@@ -201,6 +201,19 @@ _add(
     use_parallel_residual=True,
 )
 
+_add(
+    "gpt-j-6b",
+    "GPTJForCausalLM",
+    "GPTJConfig",
+    vocab_size=50400,
+    n_embd=4096,
+    n_layer=28,
+    n_head=16,
+    n_positions=2048,
+    rotary_dim=64,
+    tie_word_embeddings=False,
+)
+
 
 def build_meta(name: str):
     """The transformers model for spec `name`, on the meta device (no memory)."""
@@ -279,5 +292,7 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                  "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
                  "max_position_embeddings": 32, "rotary_pct": 0.25,
                  "use_parallel_residual": True},
+    "gptj": {"architectures": ["GPTJForCausalLM"], **_SMALL, "n_embd": 64, "n_layer": 2,
+             "n_head": 4, "n_positions": 32, "rotary_dim": 8},
 }
 # fmt: on

@@ -100,6 +100,10 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "gpt_neox-sequential": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
         max_position_embeddings=32, rotary_pct=0.5, use_parallel_residual=False)),
+    # Interleaved rotation of 8 of 16 channels, attention and MLP from one norm.
+    "gptj": ("GPTJForCausalLM", "GPTJConfig", dict(
+        n_embd=64, n_layer=2, n_head=4, n_positions=32, rotary_dim=8, bos_token_id=0,
+        eos_token_id=0)),
 }
 # fmt: on
 
@@ -107,7 +111,7 @@ ATOL = 1e-5  # and torch.allclose's default rtol (1e-5)
 
 # Families whose biases transformers initialises to zero, where a bias loaded into the wrong
 # tensor (or not at all) would go unseen: their biases are drawn at random.
-RANDOM_BIASES = {"qwen2", "xlm-roberta", "gpt_bigcode", "gpt_neox", "gpt_neox-sequential"}
+RANDOM_BIASES = {"qwen2", "xlm-roberta", "gpt_bigcode", "gpt_neox", "gpt_neox-sequential", "gptj"}
 
 
 def hf_model(family: str, seed: int = 0):

@@ -15,6 +15,7 @@ from archspec.hf.families import (
     gpt2,
     gpt_bigcode,
     gpt_neox,
+    gptj,
     llama,
     mistral,
     mixtral,
@@ -45,6 +46,7 @@ _MODULES = (
     mt5,
     gpt_bigcode,
     gpt_neox,
+    gptj,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
