@@ -214,6 +214,22 @@ _add(
     tie_word_embeddings=False,
 )
 
+_add(
+    "phi-2",
+    "PhiForCausalLM",
+    "PhiConfig",
+    vocab_size=51200,
+    hidden_size=2560,
+    intermediate_size=10240,
+    num_hidden_layers=32,
+    num_attention_heads=32,
+    num_key_value_heads=32,
+    max_position_embeddings=2048,
+    partial_rotary_factor=0.4,
+    rope_theta=10000.0,
+    tie_word_embeddings=False,
+)
+
 
 def build_meta(name: str):
     """The transformers model for spec `name`, on the meta device (no memory)."""
@@ -294,5 +310,9 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                  "use_parallel_residual": True},
     "gptj": {"architectures": ["GPTJForCausalLM"], **_SMALL, "n_embd": 64, "n_layer": 2,
              "n_head": 4, "n_positions": 32, "rotary_dim": 8},
+    "phi": {"architectures": ["PhiForCausalLM"], **_SMALL, "hidden_size": 64,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "intermediate_size": 128, "max_position_embeddings": 32,
+            "partial_rotary_factor": 0.5},
 }
 # fmt: on

@@ -104,6 +104,10 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "gptj": ("GPTJForCausalLM", "GPTJConfig", dict(
         n_embd=64, n_layer=2, n_head=4, n_positions=32, rotary_dim=8, bos_token_id=0,
         eos_token_id=0)),
+    # A rotated fraction (0.375 of head_dim 16: 6 channels), grouped keys and values.
+    "phi": ("PhiForCausalLM", "PhiConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32, partial_rotary_factor=0.375)),
 }
 # fmt: on
 

@@ -22,6 +22,7 @@ from archspec.hf.families import (
     mt5,
     openai_gpt,
     opt,
+    phi,
     qwen2,
     roberta,
     t5,
@@ -47,6 +48,7 @@ _MODULES = (
     gpt_bigcode,
     gpt_neox,
     gptj,
+    phi,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
