@@ -228,6 +228,22 @@ _add(
     partial_rotary_factor=0.4,
     rope_theta=10000.0,
     tie_word_embeddings=False,
+    resid_pdrop=0.1,
+)
+
+_add(
+    "falcon-7b",
+    "FalconForCausalLM",
+    "FalconConfig",
+    vocab_size=65024,
+    hidden_size=4544,
+    num_hidden_layers=32,
+    num_attention_heads=71,
+    multi_query=True,
+    new_decoder_architecture=False,
+    parallel_attn=True,
+    alibi=False,
+    bias=False,
 )
 
 
@@ -314,5 +330,8 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
             "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
             "intermediate_size": 128, "max_position_embeddings": 32,
             "partial_rotary_factor": 0.5},
+    "falcon": {"architectures": ["FalconForCausalLM"], **_SMALL, "hidden_size": 64,
+               "num_hidden_layers": 2, "num_attention_heads": 4, "multi_query": True,
+               "new_decoder_architecture": False, "parallel_attn": True, "alibi": False},
 }
 # fmt: on

@@ -108,6 +108,17 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "phi": ("PhiForCausalLM", "PhiConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=128, max_position_embeddings=32, partial_rotary_factor=0.375)),
+    # Falcon 7B: multi-query, one norm; 40B: grouped keys and values, a norm per branch;
+    # and the pre-norm block of parallel_attn false, with biases and a head per key/value.
+    "falcon": ("FalconForCausalLM", "FalconConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, multi_query=True,
+        new_decoder_architecture=False, parallel_attn=True)),
+    "falcon-new": ("FalconForCausalLM", "FalconConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=8, num_kv_heads=2,
+        new_decoder_architecture=True)),
+    "falcon-sequential": ("FalconForCausalLM", "FalconConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, multi_query=False,
+        new_decoder_architecture=False, parallel_attn=False, bias=True)),
 }
 # fmt: on
 

@@ -81,6 +81,7 @@ class Where:
     cross: bool  # the block has cross-attention
     gated: bool  # the block's MLP is gated
     roles: tuple[str, ...]  # the stacks of the model
+    residual: str | None = None  # the block's residual kind (Falcon names its norms by it)
 
 
 # What transformers calls the module at a place: a plain rename, a Target, or None (no rule).

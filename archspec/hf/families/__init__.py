@@ -12,6 +12,7 @@ from archspec.hf.families import (
     bart,
     bert,
     bloom,
+    falcon,
     gpt2,
     gpt_bigcode,
     gpt_neox,
@@ -49,6 +50,7 @@ _MODULES = (
     gpt_neox,
     gptj,
     phi,
+    falcon,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

@@ -75,7 +75,8 @@ def _agreed(f: Fields, found: dict[str, Any], inner: str, keys: tuple[str, ...],
     """A value rope_parameters (`inner`) and the top-level fields (`keys`) may both give."""
     outer = f.get(keys[0], None, *keys[1:])
     if inner in found and outer is not None and float(outer) != float(found[inner]):
-        raise f.error(keys[0], f"{keys[0]} and rope_parameters.{inner} disagree")
+        given = next(key for key in keys if f.present(key))
+        raise f.error(given, f"{given} and rope_parameters.{inner} disagree")
     value = found.get(inner, outer if outer is not None else default)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise f.error(keys[0], f"expected a number, got {value!r}")

@@ -10,7 +10,7 @@ from typing import Any
 from archspec.hf import dropouts
 from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, head_fields, read_head
 from archspec.hf.dropouts import read_dropout, write_dropout
-from archspec.hf.families._gpt_like import GPT_BUFFERS
+from archspec.hf.families._gpt_like import GPT_BUFFERS, SUMMARY_FIELDS
 from archspec.hf.family import Family, HFClass, NameRules
 from archspec.hf.name_rules import chain, lm_head, table
 from archspec.spec.schema import Spec
@@ -27,7 +27,8 @@ def import_gptj(f: Fields, cls: HFClass) -> dict[str, Any]:
     d = f.int("n_embd", 4096, "hidden_size")
     heads = f.int("n_head", 16, "num_attention_heads")
     head_dim = d // heads
-    rotary_dim = f.get("rotary_dim", 64)
+    rotary_dim = f.data.get("rotary_dim", 64)  # null is a value here: all of n_embd
+    f.harmless("rotary_dim")
     if rotary_dim is None or not isinstance(rotary_dim, int) or rotary_dim > head_dim:
         # With rotary_dim null GPT-J builds angles for all of n_embd and applies them to each
         # head, which only broadcasts with one head.
@@ -36,7 +37,11 @@ def import_gptj(f: Fields, cls: HFClass) -> dict[str, Any]:
             f"rotary_dim = {rotary_dim!r} is not supported: archspec rotates at most the "
             f"head_dim ({head_dim}) channels of each head",
         )
-    f.harmless("n_ctx")
+    # Fields of GPT-J's original config that transformers' GPT-J never reads: it always
+    # rotates and always scales the scores. Only the values that say so are the same model.
+    f.expect("rotary", True, True, "GPT-J without rotary positions")
+    f.expect("scale_attn_weights", True, True, "unscaled attention scores")
+    f.harmless("n_ctx", *SUMMARY_FIELDS)
     position: dict[str, Any] = {"kind": "rope", "theta": 10000.0, "interleaved": True}
     if rotary_dim != head_dim:
         position["rotary_dim"] = rotary_dim
