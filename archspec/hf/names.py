@@ -118,7 +118,7 @@ class Naming:
         w = leaf.where
         rules = self.family.names
         if w.role is None:
-            found = rules.model(w)
+            found = rules.model_in(self.variant)(w)
         elif w.index is None:
             found = rules.stack(w)
         else:

@@ -89,6 +89,8 @@ def _qkv(part: int) -> Target:
     )
 
 
+_LM_HEAD = Target("lm_head", outside=True)
+
 FAMILY = Family(
     model_type="gpt_neox",
     classes=(
@@ -100,8 +102,10 @@ FAMILY = Family(
     export_config=export_gpt_neox,
     names=NameRules(
         "gpt_neox.",
-        # Checkpoints (and transformers' save_pretrained) call the untied head `embed_out`.
+        # Checkpoints (and transformers' save_pretrained) call the untied head `embed_out`;
+        # transformers 5 renames it `lm_head` in memory (its conversion mapping).
         model=table({"tok_emb": "embed_in", "lm_head": Target("embed_out", outside=True)}),
+        model_variants={"module": table({"tok_emb": "embed_in", "lm_head": _LM_HEAD})},
         stack=table({"final_norm": "final_layer_norm"}),
         blocks=lambda role: "layers",
         block=table(
