@@ -333,5 +333,9 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
     "falcon": {"architectures": ["FalconForCausalLM"], **_SMALL, "hidden_size": 64,
                "num_hidden_layers": 2, "num_attention_heads": 4, "multi_query": True,
                "new_decoder_architecture": False, "parallel_attn": True, "alibi": False},
+    # Phi3Config's pad token (32000) must be inside the vocabulary.
+    "phi3": {"architectures": ["Phi3ForCausalLM"], "vocab_size": 32064, "hidden_size": 64,
+             "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+             "intermediate_size": 128, "max_position_embeddings": 32, "sliding_window": None},
 }
 # fmt: on

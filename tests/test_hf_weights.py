@@ -119,6 +119,11 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "falcon-sequential": ("FalconForCausalLM", "FalconConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, multi_query=False,
         new_decoder_architecture=False, parallel_attn=False, bias=True)),
+    # Fused qkv_proj (grouped keys and values) and gate_up_proj; a partial rotation.
+    "phi3": ("Phi3ForCausalLM", "Phi3Config", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32, sliding_window=None,
+        partial_rotary_factor=0.5, pad_token_id=0)),
 }
 # fmt: on
 

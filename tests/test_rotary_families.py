@@ -151,3 +151,67 @@ def test_a_partial_rotation_costs_its_share_of_the_channels() -> None:
     per_channel = 3 * 2 * 100 * (heads + heads) * layers
     assert rope_flops(128) - rope_flops(32) == per_channel * (128 - 32)
     assert rope_flops(64) - rope_flops(32) == per_channel * 32
+
+
+# fmt: off
+PHI_3_MINI_4K = {
+    "architectures": ["Phi3ForCausalLM"], "attention_dropout": 0.0, "bos_token_id": 1,
+    "embd_pdrop": 0.0, "eos_token_id": 32000, "hidden_act": "silu", "hidden_size": 3072,
+    "initializer_range": 0.02, "intermediate_size": 8192, "max_position_embeddings": 4096,
+    "model_type": "phi3", "num_attention_heads": 32, "num_hidden_layers": 32,
+    "num_key_value_heads": 32, "original_max_position_embeddings": 4096, "pad_token_id": 32000,
+    "resid_pdrop": 0.0, "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 10000.0,
+    "sliding_window": 2047, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+    "transformers_version": "4.40.2", "use_cache": True, "vocab_size": 32064,
+}
+# fmt: on
+
+
+def test_phi3_refuses_its_window_and_longrope_naming_the_field() -> None:
+    with pytest.raises(SpecError, match="sliding_window"):
+        import_config(PHI_3_MINI_4K)
+    # Without the window (or one covering max_position_embeddings) it imports.
+    spec = import_config({**PHI_3_MINI_4K, "sliding_window": 4096}).spec
+    assert spec.max_seq_len == 4096 and spec.position.rotary_dim is None
+    longrope = {"type": "longrope", "short_factor": [1.0] * 48, "long_factor": [1.0] * 48}
+    with pytest.raises(SpecError, match="rope_scaling"):
+        import_config({**PHI_3_MINI_4K, "sliding_window": None, "rope_scaling": longrope})
+
+
+@pytest.mark.parametrize(
+    ("config_cls", "fields"),
+    [
+        ("GPTNeoXConfig", dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                               intermediate_size=128, rotary_pct=0.25)),
+        ("GPTJConfig", dict(n_embd=64, n_layer=2, n_head=4, rotary_dim=8)),
+        ("PhiConfig", dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                           num_key_value_heads=2, intermediate_size=128,
+                           partial_rotary_factor=0.5)),
+        ("FalconConfig", dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=8,
+                              num_kv_heads=2, new_decoder_architecture=True)),
+        ("Phi3Config", dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                            num_key_value_heads=2, intermediate_size=128, sliding_window=None,
+                            partial_rotary_factor=0.5, vocab_size=32064)),
+    ],
+)  # fmt: skip
+def test_executed_flops_equal_flop_counter_on_the_transformers_class(
+    config_cls: str, fields: dict[str, Any]
+) -> None:
+    """The families without a built-in spec of that shape (Falcon's new architecture, Phi-3):
+    FlopCounterMode on transformers' own model, on the meta device, against the executed
+    convention of the imported spec."""
+    import torch
+    import transformers
+    from torch.utils.flop_counter import FlopCounterMode
+
+    config = getattr(transformers, config_cls)(**{"vocab_size": 99, **fields})
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    data = {**config.to_dict(), "architectures": [type(model).__name__]}
+    ir = build_ir(import_config(data).spec)
+    figures = flop_figures(ir, CONVENTIONS["executed"])
+    b, s = 2, 24
+    with FlopCounterMode(display=False) as counter:
+        model(torch.zeros(b, s, dtype=torch.long, device="meta"))
+    expected = sp.sympify(figures.forward_matmul).xreplace({**ir.env, B: b, S: s})
+    assert int(expected) == counter.get_total_flops()

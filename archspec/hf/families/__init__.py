@@ -24,6 +24,7 @@ from archspec.hf.families import (
     openai_gpt,
     opt,
     phi,
+    phi3,
     qwen2,
     roberta,
     t5,
@@ -51,6 +52,7 @@ _MODULES = (
     gptj,
     phi,
     falcon,
+    phi3,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
