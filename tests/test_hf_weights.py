@@ -91,6 +91,20 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
         rope_parameters={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 0.125,
                          "high_freq_factor": 1.0, "original_max_position_embeddings": 8,
                          "rope_theta": 100.0})),
+    # YaRN: factor 4 over an original context of 8, past it; theta 100 puts the channels on
+    # both sides of the ramp (beta_fast 4, beta_slow 1 over 8 positions).
+    "llama-rope-yarn": ("LlamaForCausalLM", "LlamaConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32,
+        rope_parameters={"rope_type": "yarn", "factor": 4.0, "beta_fast": 4.0, "beta_slow": 1.0,
+                         "original_max_position_embeddings": 8, "rope_theta": 100.0})),
+    # YaRN with DeepSeek's mscale pair on GPT-NeoX's partial rotation.
+    "gpt_neox-rope-yarn": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=32,
+        rope_parameters={"rope_type": "yarn", "factor": 4.0, "mscale": 1.0,
+                         "mscale_all_dim": 0.5, "original_max_position_embeddings": 8,
+                         "rope_theta": 100.0, "partial_rotary_factor": 0.5})),
     "gpt_bigcode": ("GPTBigCodeForCausalLM", "GPTBigCodeConfig", dict(
         n_embd=64, n_layer=2, n_head=4, n_positions=32, bos_token_id=0, eos_token_id=0)),
     # Partial rotary (a quarter of head_dim 16), attention and MLP from two norms in parallel.

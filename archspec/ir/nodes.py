@@ -98,6 +98,9 @@ class Position:
     low_freq_factor: float = 1.0
     high_freq_factor: float = 4.0
     original_max_seq_len: int = 8192
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    attention_factor: float = 1.0  # yarn: resolved (the spec's, or from the factor)
     num_buckets: int = 32
     max_distance: int = 128
 

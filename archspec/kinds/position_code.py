@@ -278,6 +278,60 @@ class Llama3Rotary(Rotary):
         return f"llama3_rope({positions}, {self.dim}, self.rope_theta, self.rope_scaling, x.dtype)"
 
 
+ROPE_YARN = '''
+def yarn_rope(
+    positions: Tensor,
+    dim: int,
+    theta: float,
+    scaling: tuple[float, int, float, float, float],
+    dtype: torch.dtype,
+) -> tuple[Tensor, Tensor]:
+    """RoPE's cos and sin with YaRN's scaling (Peng et al. 2023), as transformers computes it.
+
+    Channels turning more than beta_fast times over the original context keep their
+    frequency, those turning fewer than beta_slow times are divided by `factor`, a linear ramp
+    blends the channels between; cos and sin are multiplied by attention_factor.
+    """
+    factor, original, beta_fast, beta_slow, attention_factor = scaling
+
+    def channel(rotations: float) -> float:
+        return dim * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+    low = max(math.floor(channel(beta_fast)), 0)
+    high = min(math.ceil(channel(beta_slow)), dim - 1)
+    high = high + 0.001 if low == high else high
+    channels = torch.arange(0, dim, 2, device=positions.device).float()
+    frequencies = theta ** (channels / dim)
+    ramp = ((torch.arange(dim // 2, device=positions.device).float() - low) / (high - low))
+    kept = 1 - ramp.clamp(0, 1)
+    inv_freq = (1 - kept) / (factor * frequencies) + kept / frequencies
+    angles = torch.outer(positions.float(), inv_freq)
+    angles = torch.cat([angles, angles], dim=-1)
+    cos, sin = angles.cos() * attention_factor, angles.sin() * attention_factor
+    return cos.to(dtype), sin.to(dtype)
+'''
+
+
+class YarnRotary(Rotary):
+    def helpers(self, causalities):
+        return [*super().helpers(causalities), ROPE_YARN]
+
+    def init(self, ctx):
+        return [
+            *super().init(ctx),
+            "self.rope_scaling = (",
+            "    config.rope_factor,",
+            "    config.rope_original_max_seq_len,",
+            "    config.rope_beta_fast,",
+            "    config.rope_beta_slow,",
+            "    config.rope_attention_factor,",
+            ")",
+        ]
+
+    def build_angles(self, ctx, positions):
+        return f"yarn_rope({positions}, {self.dim}, self.rope_theta, self.rope_scaling, x.dtype)"
+
+
 ALIBI_SLOPES = '''
 def alibi_slopes(n_heads: int, device: torch.device) -> Tensor:
     """ALiBi's slope for each head, as BLOOM computes them.

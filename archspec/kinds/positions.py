@@ -8,6 +8,7 @@ generator read these fields; none of them compares a position's name.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -21,6 +22,7 @@ from archspec.kinds.position_code import (
     RelativeBias,
     Rotary,
     Sinusoidal,
+    YarnRotary,
 )
 
 
@@ -136,6 +138,24 @@ POSITIONS: dict[str, PositionKind] = {
             length_limited=True,
         ),
         PositionKind(
+            "rope_yarn",
+            "RoPE (YaRN scaling)",
+            "rotary positions, frequencies scaled by YaRN (applied in attention)",
+            acts_on="queries_keys",
+            parameters=(
+                ("theta", "rope_theta"),
+                ("factor", "rope_factor"),
+                ("original_max_seq_len", "rope_original_max_seq_len"),
+                ("beta_fast", "rope_beta_fast"),
+                ("beta_slow", "rope_beta_slow"),
+                ("attention_factor", "rope_attention_factor"),
+                ROTARY_DIM,
+            ),
+            flops_per_element=3,
+            code=YarnRotary(),
+            length_limited=True,
+        ),
+        PositionKind(
             "alibi",
             "ALiBi",
             "ALiBi (attention scores penalised linearly with distance)",
@@ -164,6 +184,11 @@ POSITIONS: dict[str, PositionKind] = {
 
 # The scheme of a layer positions do not reach (cross-attention).
 NO_POSITION = POSITIONS["none"].name
+
+
+def yarn_attention(factor: float) -> float:
+    """YaRN's default scale on cos and sin, as transformers' get_mscale: 0.1 ln(factor) + 1."""
+    return 0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0
 
 
 def scaled_kind(kind: str, scaling: str, interleaved: bool = False) -> str:

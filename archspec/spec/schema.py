@@ -17,7 +17,7 @@ Layout = Literal["encoder", "decoder", "encoder-decoder"]
 Residual = Literal["pre", "post", "parallel", "parallel_two_norms"]
 NormKind = Literal["layernorm", "rmsnorm"]
 PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
-RopeScaling = Literal["none", "linear", "llama3"]
+RopeScaling = Literal["none", "linear", "llama3", "yarn"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
 
 
@@ -60,7 +60,7 @@ class PositionSpec:
     )
     scaling: RopeScaling = field(
         default="none",
-        metadata=doc("rope: frequency scaling, as transformers' rope_type (linear, llama3)"),
+        metadata=doc("rope: frequency scaling, as transformers' rope_type (linear, llama3, yarn)"),
     )
     factor: float = field(
         default=1.0, metadata=doc("rope scaling: positions (linear) or long wavelengths divided by")
@@ -81,6 +81,16 @@ class PositionSpec:
     interleaved: bool = field(
         default=False,
         metadata=doc("rope: rotate channel pairs (2i, 2i+1) as GPT-J, not (i, i + half)"),
+    )
+    beta_fast: float = field(
+        default=32.0, metadata=doc("yarn: rotations above which a channel keeps its frequency")
+    )
+    beta_slow: float = field(
+        default=1.0, metadata=doc("yarn: rotations below which a channel is interpolated")
+    )
+    attention_factor: float | None = field(
+        default=None,
+        metadata=doc("yarn: cos and sin scaled by it; default 0.1 ln(factor) + 1", positive=True),
     )
     num_buckets: int = field(default=32, metadata=doc("relative_bias: buckets", positive=True))
     max_distance: int = field(

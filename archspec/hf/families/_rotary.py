@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from archspec.hf.config_fields import Fields
+from archspec.hf.families import _yarn as yarn
 from archspec.hf.families._llama_like import _SCALINGS
 from archspec.spec.schema import Spec
 
@@ -41,7 +42,9 @@ def read_rope(
             f"{', '.join(k for k in _SCALINGS if k != 'default')})",
         )
     fields = dict(_SCALINGS[kind])
+    optional = yarn.OPTIONAL if kind == "yarn" else ()
     extra = set(found) - {"rope_type", "type", "rope_theta", "partial_rotary_factor", *fields}
+    extra -= set(optional)
     if extra:
         raise f.error(key, f"RoPE settings not supported: {', '.join(sorted(extra))}")
     missing = set(fields) - set(found)
@@ -68,6 +71,8 @@ def read_rope(
     if kind != "default":
         position["scaling"] = kind
         position |= {spec: found[hf] for hf, spec in fields.items()}
+    if kind == "yarn":
+        position |= yarn.read_yarn(f, key, found)
     return position
 
 
@@ -99,4 +104,6 @@ def rope_parameters(spec: Spec) -> dict[str, Any]:
     kind = "default" if p.scaling == "none" else p.scaling
     out: dict[str, Any] = {"rope_type": kind, "rope_theta": p.theta}
     out["partial_rotary_factor"] = rotary_fraction(spec)
+    if kind == "yarn":
+        out |= yarn.write_yarn(p)
     return out | {hf: getattr(p, key) for hf, key in _SCALINGS[kind]}
