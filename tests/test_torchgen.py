@@ -52,6 +52,13 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
         [f"dropout.{where}=0.1" for where in ("attention", "hidden", "mlp", "output")],
     ),
     "decoder-dropout": ("gpt2", ["dropout.hidden=0.1", "dropout.attention=0.1"]),
+    # Scaled RoPE, each with its longest angle call (one argument per line), partial too.
+    "rope-linear": ("llama-2-7b", ["position.scaling=linear", "position.factor=4"]),
+    "rope-llama3": ("llama-3-8b", ["position.scaling=llama3", "position.factor=8"]),
+    "rope-yarn-partial": (
+        "pythia-1.4b",
+        ["position.scaling=yarn", "position.factor=4", "position.original_max_seq_len=8"],
+    ),
 }
 CASES = [(name, []) for name in SPECS] + list(VARIANTS.values())
 CASE_IDS = SPECS + list(VARIANTS)

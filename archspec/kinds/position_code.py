@@ -138,11 +138,12 @@ def apply_rope(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
 def _partially(apply: str) -> str:
     return f'''
 def {apply}_partially(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
-    """Rotate the first channels of each head of x, as many as the angles have, and keep
-    the rest (GPT-NeoX's rotary_pct, Phi's partial_rotary_factor, GPT-J's rotary_dim).
+    """Rotate the first channels of each head of x, as many as the angles have, and
+    keep the rest (GPT-NeoX's rotary_pct, Phi's partial_rotary_factor, GPT-J's
+    rotary_dim).
 
-    Written into a copy of x, which keeps x's memory layout (torch.cat would not), so that
-    attention's output still merges its heads without a copy.
+    Written into a copy of x, which keeps x's memory layout (torch.cat would not), so
+    that attention's output still merges its heads without a copy.
     """
     width = rope[0].size(-1)
     out = x.clone()
@@ -239,10 +240,12 @@ def llama3_rope(
     scaling: tuple[float, float, float, int],
     dtype: torch.dtype,
 ) -> tuple[Tensor, Tensor]:
-    """RoPE's cos and sin with Llama 3.1's frequency scaling, as transformers computes it.
+    """RoPE's cos and sin with Llama 3.1's frequency scaling, as transformers computes
+    it.
 
-    Wavelengths shorter than original / high_freq_factor keep their frequency, those longer
-    than original / low_freq_factor are divided by `factor`, and those between blend the two.
+    Wavelengths shorter than original / high_freq_factor keep their frequency, those
+    longer than original / low_freq_factor are divided by `factor`, and those between
+    blend the two.
     """
     factor, low, high, original = scaling
     channels = torch.arange(0, head_dim, 2, device=positions.device).float()
@@ -286,24 +289,27 @@ def yarn_rope(
     scaling: tuple[float, int, float, float, float],
     dtype: torch.dtype,
 ) -> tuple[Tensor, Tensor]:
-    """RoPE's cos and sin with YaRN's scaling (Peng et al. 2023), as transformers computes it.
+    """RoPE's cos and sin with YaRN's scaling (Peng et al. 2023), as transformers
+    computes it.
 
     Channels turning more than beta_fast times over the original context keep their
-    frequency, those turning fewer than beta_slow times are divided by `factor`, a linear ramp
-    blends the channels between; cos and sin are multiplied by attention_factor.
+    frequency, those turning fewer than beta_slow times are divided by `factor`, a
+    linear ramp blends the channels between; cos and sin are multiplied by
+    attention_factor.
     """
     factor, original, beta_fast, beta_slow, attention_factor = scaling
 
     def channel(rotations: float) -> float:
-        return dim * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+        turns = math.log(original / (rotations * 2 * math.pi))
+        return dim * turns / (2 * math.log(theta))
 
     low = max(math.floor(channel(beta_fast)), 0)
     high = min(math.ceil(channel(beta_slow)), dim - 1)
     high = high + 0.001 if low == high else high
     channels = torch.arange(0, dim, 2, device=positions.device).float()
     frequencies = theta ** (channels / dim)
-    ramp = ((torch.arange(dim // 2, device=positions.device).float() - low) / (high - low))
-    kept = 1 - ramp.clamp(0, 1)
+    pairs = torch.arange(dim // 2, device=positions.device).float()
+    kept = 1 - ((pairs - low) / (high - low)).clamp(0, 1)
     inv_freq = (1 - kept) / (factor * frequencies) + kept / frequencies
     angles = torch.outer(positions.float(), inv_freq)
     angles = torch.cat([angles, angles], dim=-1)

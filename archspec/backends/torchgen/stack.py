@@ -145,7 +145,15 @@ class _StackWriter(ForwardWriter):
         assert self.code.angles is not None and op.out is not None
         name = self.code.angles[0]
         angles = self.code.build_angles(self.ctx, self.arg(op.positions).text)
-        self.lines.append(f"{name} = {angles}")
+        line = f"{name} = {angles}"
+        if len(line) > self.width:
+            # A call too long for one line: one argument per line with a trailing comma,
+            # which ruff keeps as it is at any line length.
+            function, _, args = angles.partition("(")
+            listed = [f"    {arg}," for arg in args.removesuffix(")").split(", ")]
+            self.lines += [f"{name} = {function}(", *listed, ")"]
+        else:
+            self.lines.append(line)
         self.names[id(op.out)] = name
 
     def render_scorebias(self, op: ScoreBias) -> None:
