@@ -246,6 +246,21 @@ _add(
     bias=False,
 )
 
+_add(
+    "falcon-40b",
+    "FalconForCausalLM",
+    "FalconConfig",
+    vocab_size=65024,
+    hidden_size=8192,
+    num_hidden_layers=60,
+    num_attention_heads=128,
+    num_kv_heads=8,
+    new_decoder_architecture=True,
+    parallel_attn=True,
+    alibi=False,
+    bias=False,
+)
+
 
 def build_meta(name: str):
     """The transformers model for spec `name`, on the meta device (no memory)."""
