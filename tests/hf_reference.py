@@ -275,6 +275,81 @@ _add(
     tie_word_embeddings=False,
 )
 
+_add(
+    "pythia-1.4b",
+    "GPTNeoXForCausalLM",
+    "GPTNeoXConfig",
+    vocab_size=50304,
+    hidden_size=2048,
+    num_hidden_layers=24,
+    num_attention_heads=16,
+    intermediate_size=8192,
+    max_position_embeddings=2048,
+    rotary_pct=0.25,
+    rotary_emb_base=10000,
+    use_parallel_residual=True,
+)
+
+_add(
+    "gpt-j-6b",
+    "GPTJForCausalLM",
+    "GPTJConfig",
+    vocab_size=50400,
+    n_embd=4096,
+    n_layer=28,
+    n_head=16,
+    n_positions=2048,
+    rotary_dim=64,
+    tie_word_embeddings=False,
+)
+
+_add(
+    "phi-2",
+    "PhiForCausalLM",
+    "PhiConfig",
+    vocab_size=51200,
+    hidden_size=2560,
+    intermediate_size=10240,
+    num_hidden_layers=32,
+    num_attention_heads=32,
+    num_key_value_heads=32,
+    max_position_embeddings=2048,
+    partial_rotary_factor=0.4,
+    rope_theta=10000.0,
+    tie_word_embeddings=False,
+    resid_pdrop=0.1,
+)
+
+_add(
+    "falcon-7b",
+    "FalconForCausalLM",
+    "FalconConfig",
+    vocab_size=65024,
+    hidden_size=4544,
+    num_hidden_layers=32,
+    num_attention_heads=71,
+    multi_query=True,
+    new_decoder_architecture=False,
+    parallel_attn=True,
+    alibi=False,
+    bias=False,
+)
+
+_add(
+    "falcon-40b",
+    "FalconForCausalLM",
+    "FalconConfig",
+    vocab_size=65024,
+    hidden_size=8192,
+    num_hidden_layers=60,
+    num_attention_heads=128,
+    num_kv_heads=8,
+    new_decoder_architecture=True,
+    parallel_attn=True,
+    alibi=False,
+    bias=False,
+)
+
 
 def build_meta(name: str):
     """The transformers model for spec `name`, on the meta device (no memory)."""
@@ -364,5 +439,22 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                   "num_experts_per_tok": 2, "moe_intermediate_size": 32,
                   "shared_expert_intermediate_size": 80, "mlp_only_layers": [0],
                   "tie_word_embeddings": False},
+    "gpt_neox": {"architectures": ["GPTNeoXForCausalLM"], **_SMALL, "hidden_size": 64,
+                 "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+                 "max_position_embeddings": 32, "rotary_pct": 0.25,
+                 "use_parallel_residual": True},
+    "gptj": {"architectures": ["GPTJForCausalLM"], **_SMALL, "n_embd": 64, "n_layer": 2,
+             "n_head": 4, "n_positions": 32, "rotary_dim": 8},
+    "phi": {"architectures": ["PhiForCausalLM"], **_SMALL, "hidden_size": 64,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "intermediate_size": 128, "max_position_embeddings": 32,
+            "partial_rotary_factor": 0.5},
+    "falcon": {"architectures": ["FalconForCausalLM"], **_SMALL, "hidden_size": 64,
+               "num_hidden_layers": 2, "num_attention_heads": 4, "multi_query": True,
+               "new_decoder_architecture": False, "parallel_attn": True, "alibi": False},
+    # Phi3Config's pad token (32000) must be inside the vocabulary.
+    "phi3": {"architectures": ["Phi3ForCausalLM"], "vocab_size": 32064, "hidden_size": 64,
+             "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+             "intermediate_size": 128, "max_position_embeddings": 32, "sliding_window": None},
 }
 # fmt: on

@@ -91,8 +91,53 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
         rope_parameters={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 0.125,
                          "high_freq_factor": 1.0, "original_max_position_embeddings": 8,
                          "rope_theta": 100.0})),
+    # YaRN: factor 4 over an original context of 8, past it; theta 100 puts the channels on
+    # both sides of the ramp (beta_fast 4, beta_slow 1 over 8 positions).
+    "llama-rope-yarn": ("LlamaForCausalLM", "LlamaConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32,
+        rope_parameters={"rope_type": "yarn", "factor": 4.0, "beta_fast": 4.0, "beta_slow": 1.0,
+                         "original_max_position_embeddings": 8, "rope_theta": 100.0})),
+    # YaRN with DeepSeek's mscale pair on GPT-NeoX's partial rotation.
+    "gpt_neox-rope-yarn": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=32,
+        rope_parameters={"rope_type": "yarn", "factor": 4.0, "mscale": 1.0,
+                         "mscale_all_dim": 0.5, "original_max_position_embeddings": 8,
+                         "rope_theta": 100.0, "partial_rotary_factor": 0.5})),
     "gpt_bigcode": ("GPTBigCodeForCausalLM", "GPTBigCodeConfig", dict(
         n_embd=64, n_layer=2, n_head=4, n_positions=32, bos_token_id=0, eos_token_id=0)),
+    # Partial rotary (a quarter of head_dim 16), attention and MLP from two norms in parallel.
+    "gpt_neox": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=32, rotary_pct=0.25)),
+    "gpt_neox-sequential": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=32, rotary_pct=0.5, use_parallel_residual=False)),
+    # Interleaved rotation of 8 of 16 channels, attention and MLP from one norm.
+    "gptj": ("GPTJForCausalLM", "GPTJConfig", dict(
+        n_embd=64, n_layer=2, n_head=4, n_positions=32, rotary_dim=8, bos_token_id=0,
+        eos_token_id=0)),
+    # A rotated fraction (0.375 of head_dim 16: 6 channels), grouped keys and values.
+    "phi": ("PhiForCausalLM", "PhiConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32, partial_rotary_factor=0.375)),
+    # Falcon 7B: multi-query, one norm; 40B: grouped keys and values, a norm per branch;
+    # and the pre-norm block of parallel_attn false, with biases and a head per key/value.
+    "falcon": ("FalconForCausalLM", "FalconConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, multi_query=True,
+        new_decoder_architecture=False, parallel_attn=True)),
+    "falcon-new": ("FalconForCausalLM", "FalconConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=8, num_kv_heads=2,
+        new_decoder_architecture=True)),
+    "falcon-sequential": ("FalconForCausalLM", "FalconConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, multi_query=False,
+        new_decoder_architecture=False, parallel_attn=False, bias=True)),
+    # Fused qkv_proj (grouped keys and values) and gate_up_proj; a partial rotation.
+    "phi3": ("Phi3ForCausalLM", "Phi3Config", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32, sliding_window=None,
+        partial_rotary_factor=0.5, pad_token_id=0)),
 }
 # fmt: on
 
@@ -100,7 +145,7 @@ ATOL = 1e-5  # and torch.allclose's default rtol (1e-5)
 
 # Families whose biases transformers initialises to zero, where a bias loaded into the wrong
 # tensor (or not at all) would go unseen: their biases are drawn at random.
-RANDOM_BIASES = {"qwen2", "xlm-roberta", "gpt_bigcode"}
+RANDOM_BIASES = {"qwen2", "xlm-roberta", "gpt_bigcode", "gpt_neox", "gpt_neox-sequential", "gptj"}
 
 
 def hf_model(family: str, seed: int = 0):

@@ -57,6 +57,8 @@ def small_ir(name: str, extra: tuple[str, ...] = ()):
     overrides = [*SMALL, *extra]
     if spec.n_kv_heads not in (None, 1):
         overrides.append("n_kv_heads=2")  # keep grouped-query attention grouped
+    if spec.position.rotary_dim is not None:
+        overrides.append("position.rotary_dim=8")  # keep a partial rotation partial
     return build_ir(load_spec(name, overrides))
 
 

@@ -73,7 +73,8 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
     layout = draw(st.sampled_from(LAYOUTS))
     encoder, encdec = layout == "encoder", layout == "encoder-decoder"
     # Parallel blocks have no place for cross-attention.
-    residual = draw(st.sampled_from(["pre", "post"] if encdec else ["pre", "post", "parallel"]))
+    parallel = ["parallel", "parallel_two_norms"]
+    residual = draw(st.sampled_from(["pre", "post"] if encdec else ["pre", "post", *parallel]))
     kind = draw(st.sampled_from(POSITIONS))
     rope = kind == "rope"
 
@@ -102,6 +103,11 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
         position["offset"] = draw(optional(st.integers(0, 3)))
     if rope:
         position["theta"] = draw(optional(st.floats(1.0, 1e6)))
+        # A partial rotation (GPT-NeoX, Phi) of an even number of the head's channels, and
+        # GPT-J's interleaved pairs.
+        width = head_dim if head_dim is not OMIT else d_model // n_heads
+        position["rotary_dim"] = draw(optional(st.sampled_from(range(2, width + 1, 2))))
+        position["interleaved"] = draw(optional(st.booleans()))
     if kind == "relative_bias":
         # T5's buckets: num_buckets // 2 (// 4 in an encoder, split by direction) hold one
         # distance each, and max_distance must lie beyond them (the defaults: 32 and 128).

@@ -52,6 +52,13 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
         [f"dropout.{where}=0.1" for where in ("attention", "hidden", "mlp", "output")],
     ),
     "decoder-dropout": ("gpt2", ["dropout.hidden=0.1", "dropout.attention=0.1"]),
+    # Scaled RoPE, each with its longest angle call (one argument per line), partial too.
+    "rope-linear": ("llama-2-7b", ["position.scaling=linear", "position.factor=4"]),
+    "rope-llama3": ("llama-3-8b", ["position.scaling=llama3", "position.factor=8"]),
+    "rope-yarn-partial": (
+        "pythia-1.4b",
+        ["position.scaling=yarn", "position.factor=4", "position.original_max_seq_len=8"],
+    ),
 }
 CASES = [(name, []) for name in SPECS] + list(VARIANTS.values())
 CASE_IDS = SPECS + list(VARIANTS)
@@ -69,6 +76,8 @@ def small(name: str, overrides: list[str]) -> list[str]:
         shrink.append(f"n_kv_heads={min(spec.n_kv_heads, 2)}")
     if spec.moe is not None:
         shrink += ["moe.n_experts=4", "moe.top_k=2"]
+    if spec.position.rotary_dim is not None:
+        shrink.append("position.rotary_dim=8")  # a partial rotation of the 16-wide heads
     given = {text.partition("=")[0] for text in overrides}
     return [*overrides, *(text for text in shrink if text.partition("=")[0] not in given)]
 

@@ -83,6 +83,7 @@ class Where:
     cross: bool  # the block has cross-attention
     gated: bool  # the block's MLP is gated
     roles: tuple[str, ...]  # the stacks of the model
+    residual: str | None = None  # the block's residual kind (Falcon names its norms by it)
 
 
 # What transformers calls the module at a place: a plain rename, a Target, or None (no rule).
@@ -102,10 +103,15 @@ class NameRules:
     # Other layouts a state dict may come in, by name, with their block vocabulary (Mixtral's
     # files differ from its in-memory module); "checkpoint" is `block` itself.
     block_variants: dict[str, Lookup] = field(default_factory=dict)
+    # The same at the model level (GPT-NeoX's head: `embed_out` in files, `lm_head` in memory).
+    model_variants: dict[str, Lookup] = field(default_factory=dict)
 
     @property
     def variants(self) -> tuple[str, ...]:
-        return ("checkpoint", *self.block_variants)
+        return ("checkpoint", *dict.fromkeys([*self.block_variants, *self.model_variants]))
+
+    def model_in(self, variant: str) -> Lookup:
+        return self.model_variants.get(variant, self.model)
 
     def block_in(self, variant: str) -> Lookup:
         return self.block_variants.get(variant, self.block)

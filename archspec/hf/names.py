@@ -52,6 +52,7 @@ def _where(
         cross=any(isinstance(a, Block) and a.part("cross_attn") is not None for a in ancestors),
         gated=any(isinstance(a, MLP) and a.gated for a in ancestors),
         roles=roles,
+        residual=next((a.residual for a in ancestors if isinstance(a, Block)), None),
     )
 
 
@@ -117,7 +118,7 @@ class Naming:
         w = leaf.where
         rules = self.family.names
         if w.role is None:
-            found = rules.model(w)
+            found = rules.model_in(self.variant)(w)
         elif w.index is None:
             found = rules.stack(w)
         else:

@@ -2,8 +2,9 @@
 
 For every tensor of a spec in its transformers class, a `TensorRule` names the transformers
 tensor, the tensor(s) of ours it holds and the operation between them (a rename, GPT-2's Conv1D
-transpose, a fused query/key/value projection, BLOOM's per-head interleaving, Mixtral's stacked
-experts, a tied copy), plus the buffers some checkpoints carry, with a check of their values.
+transpose, a fused query/key/value projection, BLOOM's per-head and Falcon's per-group
+interleaving, Mixtral's stacked experts, a tied copy), plus the buffers some checkpoints carry,
+with a check of their values.
 The names come from `names.py`; `weights.py` applies the rules. This module needs torch, so
 only weight conversion imports it.
 """
@@ -92,7 +93,9 @@ class TensorRule:
     ours: tuple[str, ...]
     shapes: tuple[Shape, ...]  # of ours, in order
     kind: str = "copy"  # copy | transpose | concat | concat_t | heads | experts | buffer
-    n_heads: int = 0  # heads: query heads of the fused projection
+    # heads: the groups the fused projection interleaves (its key/value heads): each holds
+    # its query heads' rows, then its key rows, then its value rows.
+    groups: int = 0
     group: int = 1  # experts: tensors of ours per expert
     optional: bool = False
     check: Callable[[torch.Tensor], str | None] | None = None
@@ -109,9 +112,8 @@ class TensorRule:
         if k == "concat_t":
             return torch.cat(tensors, 0).t()
         if k == "heads":
-            h = self.n_heads
-            per_head = [t.reshape(h, -1, *t.shape[1:]) for t in tensors]
-            return torch.stack(per_head, 1).reshape(-1, *tensors[0].shape[1:])
+            per_group = [t.reshape(self.groups, -1, *t.shape[1:]) for t in tensors]
+            return torch.cat(per_group, 1).reshape(-1, *tensors[0].shape[1:])
         if k == "experts":
             g = self.group
             chunks = [torch.cat(tensors[e : e + g], 0) for e in range(0, len(tensors), g)]
@@ -128,9 +130,9 @@ class TensorRule:
             x = t.t() if k == "concat_t" else t
             return list(x.split([s[0] for s in self.shapes], 0))
         if k == "heads":
-            h, n = self.n_heads, len(self.ours)
             rest = t.shape[1:]
-            parts = t.reshape(h, n, -1, *rest).unbind(1)
+            sizes = [s[0] // self.groups for s in self.shapes]
+            parts = t.reshape(self.groups, -1, *rest).split(sizes, 1)
             return [p.reshape(-1, *rest) for p in parts]
         if k == "experts":
             g = self.group
@@ -208,8 +210,9 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
                 )
             )
     rules = []
-    # Fused q/k/v layouts interleave by head: the model's query heads (all stacks share them).
-    n_heads = ir.value(ir.root.stacks[0].block_variants[0].attn.n_heads)
+    # Fused q/k/v layouts interleave by key/value head: BLOOM's and GPT-NeoX's q, k, v per
+    # head, Falcon's query heads of a group then its k and v (all stacks share them).
+    kv_heads = ir.value(ir.root.stacks[0].block_variants[0].attn.n_kv_heads)
     for hf in order:
         g = groups[hf]
         members = sorted(g.members)
@@ -219,7 +222,7 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
                 tuple(m[1] for m in members),
                 tuple(m[2] for m in members),
                 kind=g.kind,
-                n_heads=n_heads if g.kind == "heads" else 0,
+                groups=kv_heads if g.kind == "heads" else 0,
                 group=g.parts if g.kind == "experts" else 1,
             )
         )

@@ -27,8 +27,8 @@ from archspec.ir.nodes import (
     Stack,
     Sublayer,
 )
-from archspec.kinds.positions import NO_POSITION, scaled_kind
-from archspec.spec.schema import Spec
+from archspec.kinds.positions import NO_POSITION, scaled_kind, yarn_attention
+from archspec.spec.schema import PositionSpec, Spec
 
 if TYPE_CHECKING:
     import sympy as sp
@@ -144,17 +144,28 @@ def _norm(spec: Spec, d: _Dims, name: str, width: sp.Expr | None = None) -> Norm
 def _position(spec: Spec) -> Position:
     p = spec.position
     return Position(
-        scaled_kind(p.kind, p.scaling),
+        scaled_kind(p.kind, p.scaling, p.interleaved),
         p.offset,
+        p.rotary_dim if p.rotary_dim != spec.resolved_head_dim else None,
         p.theta,
         p.factor,
         p.low_freq_factor,
         p.high_freq_factor,
         p.original_max_seq_len,
+        p.beta_fast,
+        p.beta_slow,
+        _attention_factor(p),
         num_buckets=p.num_buckets,
         max_distance=p.max_distance,
         from_mask=p.from_mask,
     )
+
+
+def _attention_factor(p: PositionSpec) -> float:
+    """YaRN's scale on cos and sin: the spec's, else transformers' default for the factor."""
+    if p.scaling != "yarn":
+        return 1.0
+    return p.attention_factor if p.attention_factor is not None else yarn_attention(p.factor)
 
 
 def _stack(spec: Spec, d: _Dims, role: str) -> Stack:

@@ -63,6 +63,12 @@ class Lowered:
         return op.out  # type: ignore[return-value]  # None only for Loss, whose result is unused
 
 
+def rotary_width(node: Attention):
+    """The channels of each head RoPE turns: all of head_dim, or the first rotary_dim."""
+    rotary_dim = node.position.rotary_dim
+    return node.head_dim if rotary_dim is None else rotary_dim
+
+
 def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
     low = Lowered(inputs=(x,))
     source = ctx.memory if node.cross else x
@@ -82,8 +88,9 @@ def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
         assert ctx.angles is not None
         cost = node.position.entry.flops_per_element
         q_rot, k_rot = _like(q, "q"), _like(k, "k")
-        q = low.emit(Rope(q_rot, q, ctx.angles, node.n_heads, cost))
-        k = low.emit(Rope(k_rot, k, ctx.angles, node.n_kv_heads, cost))
+        rotated = rotary_width(node)
+        q = low.emit(Rope(q_rot, q, ctx.angles, node.n_heads, cost, rotated, node.head_dim))
+        k = low.emit(Rope(k_rot, k, ctx.angles, node.n_kv_heads, cost, rotated, node.head_dim))
     mask = ctx.cross_mask if node.cross else ctx.mask
     y = low.emit(Attend(heads("y", x.rows, q_width, node.n_heads), q, k, v, node, mask))
     out = Value("out", x.rows, node.o.out_features)
@@ -164,9 +171,14 @@ def lower_block(node: Block) -> Lowered:
         h = low.emit(NormOp(Value("h", "tokens", d), x, node.shared_norm))
         for sub in node.sublayers:
             x = low.emit(Add(Value("x", "tokens", d), x, sublayer(sub.layer, h), "residuals"))
+    block_input = x
     for sub in node.sublayers if position != "shared" else ():
         assert sub.norm is not None
-        if position == "before":
+        if position == "per_branch":
+            # Each branch normalises the block's input; their outputs add to the stream.
+            h = low.emit(NormOp(Value("h", "tokens", d), block_input, sub.norm))
+            x = low.emit(Add(Value("x", "tokens", d), x, sublayer(sub.layer, h), "residuals"))
+        elif position == "before":
             h = low.emit(NormOp(Value("h", "tokens", d), x, sub.norm))
             x = low.emit(Add(Value("x", "tokens", d), x, sublayer(sub.layer, h), "residuals"))
         else:
@@ -211,7 +223,9 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
     attn = block.attn
     if entry.rotary:
         assert positions is not None
-        angles = low.emit(RopeAngles(Value("angles", "positions", 2 * attn.head_dim), positions))
+        angles = low.emit(
+            RopeAngles(Value("angles", "positions", 2 * rotary_width(attn)), positions)
+        )
     if entry.score_bias:
         heads = attn.n_heads
         bias = Value("mask", "pairs", heads, split=True, split_limit=heads)

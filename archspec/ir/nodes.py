@@ -33,6 +33,8 @@ from archspec.spec.schema import PositionKind as PositionName
 if TYPE_CHECKING:
     import sympy as sp
 
+    from archspec.kinds.position_code import PositionCode
+
 
 @dataclass(frozen=True)
 class Node:
@@ -88,13 +90,17 @@ class Composite(Node):
 class Position:
     """How positions enter a stack; shared by the stack and its attention layers."""
 
-    kind: PositionName  # a spec kind, or a scaled rope's kind (`rope_linear`, `rope_llama3`)
+    kind: PositionName  # a spec kind, or a rope variant's kind (`rope_llama3`, ...)
     offset: int = 0
+    rotary_dim: int | None = None  # rope: the first channels of a head rotated; None: all
     theta: float = 10000.0
     factor: float = 1.0
     low_freq_factor: float = 1.0
     high_freq_factor: float = 4.0
     original_max_seq_len: int = 8192
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    attention_factor: float = 1.0  # yarn: resolved (the spec's, or from the factor)
     num_buckets: int = 32
     max_distance: int = 128
     from_mask: bool = False  # learned: positions count the real tokens of attention_mask
@@ -102,6 +108,12 @@ class Position:
     @property
     def entry(self) -> PositionKind:
         return kinds.position(self.kind)
+
+    @property
+    def code(self) -> PositionCode:
+        """The kind's PyTorch code for these values (a partial rotation rotates fewer
+        channels)."""
+        return self.entry.code.configured(self)
 
 
 @dataclass(frozen=True)

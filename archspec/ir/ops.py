@@ -170,6 +170,9 @@ class Rope(Op):
     angles: Value
     heads: sp.Expr
     flops_per_element: int  # the position kind's: x·cos + rotate_half(x)·sin
+    # The channels of each head rotated, of head_dim (a partial rotation leaves the rest).
+    rotated: sp.Expr | int = 1
+    head_dim: sp.Expr | int = 1
 
     @property
     def inputs(self):

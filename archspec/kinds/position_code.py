@@ -11,10 +11,12 @@ The lines are written already in `ruff format` style for the indentation of a me
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from archspec.ir.nodes import Position
     from archspec.kinds.positions import PositionKind
 
 
@@ -42,6 +44,10 @@ class PositionCode:
 
     # The value a stack hands every attention layer (RoPE's cos and sin), its name and type.
     angles: tuple[str, str] | None = None
+
+    def configured(self, position: Position) -> PositionCode:
+        """The code for one stack's values of the kind's parameters (itself, by default)."""
+        return self
 
     def helpers(self, causalities: frozenset[bool]) -> list[str]:
         """Module-level functions, given which causalities the model's stacks have."""
@@ -129,20 +135,91 @@ def apply_rope(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
 '''
 
 
+def _partially(apply: str) -> str:
+    return f'''
+def {apply}_partially(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
+    """Rotate the first channels of each head of x, as many as the angles have, and
+    keep the rest (GPT-NeoX's rotary_pct, Phi's partial_rotary_factor, GPT-J's
+    rotary_dim).
+
+    Written into a copy of x, which keeps x's memory layout (torch.cat would not), so
+    that attention's output still merges its heads without a copy.
+    """
+    width = rope[0].size(-1)
+    out = x.clone()
+    out[..., :width] = {apply}(x[..., :width], rope)
+    return out
+'''
+
+
 class Rotary(PositionCode):
     angles = ("rope", "tuple[Tensor, Tensor]")
+    functions = ROPE  # the angle and rotation helpers
+    apply = "apply_rope"
+    # Only the first `rope_dim` channels of a head turn (a partial rotation).
+    partial = False
+
+    def configured(self, position):
+        if position.rotary_dim is None:
+            return self
+        code = copy.copy(self)
+        code.partial = True
+        return code
+
+    @property
+    def dim(self) -> str:
+        """The attribute holding the rotated width."""
+        return "self.rope_dim" if self.partial else "self.head_dim"
+
+    def config_fields(self, entry, values):
+        # Rotating every channel needs no rope_dim in Config.
+        return [f for spec, f in entry.parameters if spec != "rotary_dim" or self.partial]
 
     def helpers(self, causalities):
-        return [ROPE]
+        return [self.functions, _partially(self.apply)] if self.partial else [self.functions]
 
     def init(self, ctx):
-        return [f"self.head_dim = {ctx.head_dim}", "self.rope_theta = config.rope_theta"]
+        width = "config.rope_dim" if self.partial else ctx.head_dim
+        return [f"{self.dim} = {width}", "self.rope_theta = config.rope_theta"]
 
     def build_angles(self, ctx, positions):
-        return f"rope_angles({positions}, self.head_dim, self.rope_theta, x.dtype)"
+        return f"rope_angles({positions}, {self.dim}, self.rope_theta, x.dtype)"
 
     def rotate(self, x):
-        return f"apply_rope({x}, rope)"
+        return f"{self.apply}_partially({x}, rope)" if self.partial else f"{self.apply}({x}, rope)"
+
+
+ROPE_INTERLEAVED = '''
+def interleaved_rope_angles(
+    positions: Tensor, dim: int, theta: float, dtype: torch.dtype
+) -> tuple[Tensor, Tensor]:
+    """cos and sin of the rotary angles, (S, dim), as in transformers' GPT-J.
+
+    Channels 2i and 2i + 1 of a head turn together, at position p by the angle
+    p / theta ** (2i / dim).
+    """
+    channels = torch.arange(0, dim, 2, device=positions.device).float()
+    inv_freq = 1.0 / theta ** (channels / dim)
+    angles = torch.outer(positions.float(), inv_freq).repeat_interleave(2, dim=-1)
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def apply_interleaved_rope(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
+    """Rotate the channel pairs (2i, 2i + 1) of x (B, heads, S, dim)."""
+    cos, sin = rope
+    turned = torch.stack([-x[..., 1::2], x[..., ::2]], dim=-1).flatten(-2)
+    return x * cos + turned * sin
+'''
+
+
+class InterleavedRotary(Rotary):
+    """GPT-J's rotation: pairs of neighbouring channels (rotate_every_two)."""
+
+    functions = ROPE_INTERLEAVED
+    apply = "apply_interleaved_rope"
+
+    def build_angles(self, ctx, positions):
+        return f"interleaved_rope_angles({positions}, {self.dim}, self.rope_theta, x.dtype)"
 
 
 class LinearRotary(Rotary):
@@ -152,9 +229,7 @@ class LinearRotary(Rotary):
         return [*super().init(ctx), "self.rope_factor = config.rope_factor"]
 
     def build_angles(self, ctx, positions):
-        return (
-            f"rope_angles({positions} / self.rope_factor, self.head_dim, self.rope_theta, x.dtype)"
-        )
+        return f"rope_angles({positions} / self.rope_factor, {self.dim}, self.rope_theta, x.dtype)"
 
 
 ROPE_LLAMA3 = '''
@@ -165,10 +240,12 @@ def llama3_rope(
     scaling: tuple[float, float, float, int],
     dtype: torch.dtype,
 ) -> tuple[Tensor, Tensor]:
-    """RoPE's cos and sin with Llama 3.1's frequency scaling, as transformers computes it.
+    """RoPE's cos and sin with Llama 3.1's frequency scaling, as transformers computes
+    it.
 
-    Wavelengths shorter than original / high_freq_factor keep their frequency, those longer
-    than original / low_freq_factor are divided by `factor`, and those between blend the two.
+    Wavelengths shorter than original / high_freq_factor keep their frequency, those
+    longer than original / low_freq_factor are divided by `factor`, and those between
+    blend the two.
     """
     factor, low, high, original = scaling
     channels = torch.arange(0, head_dim, 2, device=positions.device).float()
@@ -187,7 +264,7 @@ def llama3_rope(
 
 class Llama3Rotary(Rotary):
     def helpers(self, causalities):
-        return [ROPE, ROPE_LLAMA3]
+        return [*super().helpers(causalities), ROPE_LLAMA3]
 
     def init(self, ctx):
         return [
@@ -201,9 +278,64 @@ class Llama3Rotary(Rotary):
         ]
 
     def build_angles(self, ctx, positions):
-        return (
-            f"llama3_rope({positions}, self.head_dim, self.rope_theta, self.rope_scaling, x.dtype)"
-        )
+        return f"llama3_rope({positions}, {self.dim}, self.rope_theta, self.rope_scaling, x.dtype)"
+
+
+ROPE_YARN = '''
+def yarn_rope(
+    positions: Tensor,
+    dim: int,
+    theta: float,
+    scaling: tuple[float, int, float, float, float],
+    dtype: torch.dtype,
+) -> tuple[Tensor, Tensor]:
+    """RoPE's cos and sin with YaRN's scaling (Peng et al. 2023), as transformers
+    computes it.
+
+    Channels turning more than beta_fast times over the original context keep their
+    frequency, those turning fewer than beta_slow times are divided by `factor`, a
+    linear ramp blends the channels between; cos and sin are multiplied by
+    attention_factor.
+    """
+    factor, original, beta_fast, beta_slow, attention_factor = scaling
+
+    def channel(rotations: float) -> float:
+        turns = math.log(original / (rotations * 2 * math.pi))
+        return dim * turns / (2 * math.log(theta))
+
+    low = max(math.floor(channel(beta_fast)), 0)
+    high = min(math.ceil(channel(beta_slow)), dim - 1)
+    high = high + 0.001 if low == high else high
+    channels = torch.arange(0, dim, 2, device=positions.device).float()
+    frequencies = theta ** (channels / dim)
+    pairs = torch.arange(dim // 2, device=positions.device).float()
+    kept = 1 - ((pairs - low) / (high - low)).clamp(0, 1)
+    inv_freq = (1 - kept) / (factor * frequencies) + kept / frequencies
+    angles = torch.outer(positions.float(), inv_freq)
+    angles = torch.cat([angles, angles], dim=-1)
+    cos, sin = angles.cos() * attention_factor, angles.sin() * attention_factor
+    return cos.to(dtype), sin.to(dtype)
+'''
+
+
+class YarnRotary(Rotary):
+    def helpers(self, causalities):
+        return [*super().helpers(causalities), ROPE_YARN]
+
+    def init(self, ctx):
+        return [
+            *super().init(ctx),
+            "self.rope_scaling = (",
+            "    config.rope_factor,",
+            "    config.rope_original_max_seq_len,",
+            "    config.rope_beta_fast,",
+            "    config.rope_beta_slow,",
+            "    config.rope_attention_factor,",
+            ")",
+        ]
+
+    def build_angles(self, ctx, positions):
+        return f"yarn_rope({positions}, {self.dim}, self.rope_theta, self.rope_scaling, x.dtype)"
 
 
 ALIBI_SLOPES = '''

@@ -8,11 +8,13 @@ generator read these fields; none of them compares a position's name.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
 from archspec.kinds.position_code import (
     Alibi,
+    InterleavedRotary,
     Learned,
     LinearRotary,
     Llama3Rotary,
@@ -20,6 +22,7 @@ from archspec.kinds.position_code import (
     RelativeBias,
     Rotary,
     Sinusoidal,
+    YarnRotary,
 )
 
 
@@ -58,6 +61,9 @@ class PositionKind:
         return self.acts_on == "embeddings"
 
 
+# Every rope kind may rotate only the first channels of a head (GPT-NeoX, GPT-J, Phi).
+ROTARY_DIM = ("rotary_dim", "rope_dim")
+
 POSITIONS: dict[str, PositionKind] = {
     kind.name: kind
     for kind in (
@@ -86,9 +92,21 @@ POSITIONS: dict[str, PositionKind] = {
             "RoPE",
             "rotary positions (applied in attention)",
             acts_on="queries_keys",
-            parameters=(("theta", "rope_theta"),),
+            parameters=(("theta", "rope_theta"), ROTARY_DIM),
             flops_per_element=3,  # x·cos + rotate_half(x)·sin
             code=Rotary(),
+            length_limited=True,
+        ),
+        # GPT-J's rotation (spec: `kind: rope` with `interleaved: true`): channel pairs
+        # (2i, 2i + 1) turn together, not (i, i + half).
+        PositionKind(
+            "rope_interleaved",
+            "RoPE (interleaved)",
+            "rotary positions on interleaved channel pairs (applied in attention)",
+            acts_on="queries_keys",
+            parameters=(("theta", "rope_theta"), ROTARY_DIM),
+            flops_per_element=3,  # x·cos + rotate_every_two(x)·sin
+            code=InterleavedRotary(),
             length_limited=True,
         ),
         # Scaled RoPE (spec: `kind: rope` with `scaling:`), as transformers' rope_type.
@@ -97,7 +115,7 @@ POSITIONS: dict[str, PositionKind] = {
             "RoPE (linear scaling)",
             "rotary positions, divided by a factor (applied in attention)",
             acts_on="queries_keys",
-            parameters=(("theta", "rope_theta"), ("factor", "rope_factor")),
+            parameters=(("theta", "rope_theta"), ("factor", "rope_factor"), ROTARY_DIM),
             flops_per_element=3,
             code=LinearRotary(),
             length_limited=True,
@@ -113,9 +131,28 @@ POSITIONS: dict[str, PositionKind] = {
                 ("low_freq_factor", "rope_low_freq_factor"),
                 ("high_freq_factor", "rope_high_freq_factor"),
                 ("original_max_seq_len", "rope_original_max_seq_len"),
+                ROTARY_DIM,
             ),
             flops_per_element=3,
             code=Llama3Rotary(),
+            length_limited=True,
+        ),
+        PositionKind(
+            "rope_yarn",
+            "RoPE (YaRN scaling)",
+            "rotary positions, frequencies scaled by YaRN (applied in attention)",
+            acts_on="queries_keys",
+            parameters=(
+                ("theta", "rope_theta"),
+                ("factor", "rope_factor"),
+                ("original_max_seq_len", "rope_original_max_seq_len"),
+                ("beta_fast", "rope_beta_fast"),
+                ("beta_slow", "rope_beta_slow"),
+                ("attention_factor", "rope_attention_factor"),
+                ROTARY_DIM,
+            ),
+            flops_per_element=3,
+            code=YarnRotary(),
             length_limited=True,
         ),
         PositionKind(
@@ -149,8 +186,16 @@ POSITIONS: dict[str, PositionKind] = {
 NO_POSITION = POSITIONS["none"].name
 
 
-def scaled_kind(kind: str, scaling: str) -> str:
-    """The IR's kind for a spec's `position.kind` and `scaling`: a scaled RoPE is a kind of its
-    own (`rope_llama3`), with its parameters and angle code; other kinds ignore `scaling`."""
+def yarn_attention(factor: float) -> float:
+    """YaRN's default scale on cos and sin, as transformers' get_mscale: 0.1 ln(factor) + 1."""
+    return 0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0
+
+
+def scaled_kind(kind: str, scaling: str, interleaved: bool = False) -> str:
+    """The IR's kind for a spec's `position.kind`, `scaling` and `interleaved`: a scaled or
+    interleaved RoPE is a kind of its own (`rope_llama3`, `rope_interleaved`), with its
+    parameters and angle code; other kinds ignore them (validation allows no mix)."""
+    if interleaved and f"{kind}_interleaved" in POSITIONS:
+        return f"{kind}_interleaved"
     scaled = f"{kind}_{scaling}"
     return scaled if scaling != "none" and scaled in POSITIONS else kind

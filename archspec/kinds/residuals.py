@@ -1,9 +1,10 @@
 """Residual kinds: how a block wires its norms and sublayers around the residual stream.
 
 A block has sublayers (self-attention, cross-attention in an encoder-decoder's decoder, the
-feed-forward network), each with a norm, or one norm shared by all (parallel). The kind says in
-which order they are registered (which is also the order `print(model)` shows and the data
-flows) and `archspec.ir.lower` writes the block's forward from `norm_position`.
+feed-forward network), each with a norm, or one norm shared by all (parallel); in a parallel
+block with a norm per branch (GPT-NeoX, Falcon 40B) each norm reads the block's input. The
+kind says in which order they are registered (which is also the order `print(model)` shows and
+the data flows) and `archspec.ir.lower` writes the block's forward from `norm_position`.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ class ResidualKind:
     label: str  # in tables
     doc: str  # the generated Block's docstring
     # Where each norm sits: before its sublayer, x + f(norm(x)); after the residual sum,
-    # norm(x + f(x)); or one norm shared by all sublayers, x + Σ f(norm(x)).
-    norm_position: Literal["before", "after", "shared"]
+    # norm(x + f(x)); one norm shared by all sublayers, x + Σ f(norm(x)); or one per sublayer,
+    # all reading the block's input, x + Σ f_i(norm_i(x)).
+    norm_position: Literal["before", "after", "shared", "per_branch"]
     final_norm_by_default: bool  # a norm after the last block, when the spec leaves it out
     allows_cross_attention: bool = True
 
@@ -34,7 +36,7 @@ class ResidualKind:
         for norm, layer in sublayers:
             out += (
                 [("norm", norm), ("layer", layer)]
-                if self.norm_position == "before"
+                if self.norm_position in ("before", "per_branch")
                 else [
                     ("layer", layer),
                     ("norm", norm),
@@ -66,6 +68,15 @@ RESIDUALS: dict[str, ResidualKind] = {
             "Parallel block (PaLM): x + attn(norm(x)) + mlp(norm(x)), with one norm shared by "
             "attention and MLP.",
             norm_position="shared",
+            final_norm_by_default=True,
+            allows_cross_attention=False,
+        ),
+        ResidualKind(
+            "parallel_two_norms",
+            "parallel, a norm per branch",
+            "Parallel block (GPT-NeoX): x + attn(norm_1(x)) + mlp(norm_2(x)), each branch with "
+            "its own norm of the block's input.",
+            norm_position="per_branch",
             final_norm_by_default=True,
             allows_cross_attention=False,
         ),

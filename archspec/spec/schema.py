@@ -14,10 +14,10 @@ from archspec import kinds
 from archspec.safety.text import UNSAFE_CLASS
 
 Layout = Literal["encoder", "decoder", "encoder-decoder"]
-Residual = Literal["pre", "post", "parallel"]
+Residual = Literal["pre", "post", "parallel", "parallel_two_norms"]
 NormKind = Literal["layernorm", "rmsnorm"]
 PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
-RopeScaling = Literal["none", "linear", "llama3"]
+RopeScaling = Literal["none", "linear", "llama3", "yarn"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
 EmbeddingProjection = Literal["after_norm", "around_stack"]
 
@@ -68,7 +68,7 @@ class PositionSpec:
     )
     scaling: RopeScaling = field(
         default="none",
-        metadata=doc("rope: frequency scaling, as transformers' rope_type (linear, llama3)"),
+        metadata=doc("rope: frequency scaling, as transformers' rope_type (linear, llama3, yarn)"),
     )
     factor: float = field(
         default=1.0, metadata=doc("rope scaling: positions (linear) or long wavelengths divided by")
@@ -77,6 +77,28 @@ class PositionSpec:
     high_freq_factor: float = field(default=4.0, metadata=doc("llama3 scaling", positive=True))
     original_max_seq_len: int = field(
         default=8192, metadata=doc("llama3 scaling: the context trained on", positive=True)
+    )
+    rotary_dim: int | None = field(
+        default=None,
+        metadata=doc(
+            "rope: channels of each head rotated, the first ones (GPT-NeoX rotary_pct, Phi "
+            "partial_rotary_factor, GPT-J rotary_dim); default: all of head_dim",
+            positive=True,
+        ),
+    )
+    interleaved: bool = field(
+        default=False,
+        metadata=doc("rope: rotate channel pairs (2i, 2i+1) as GPT-J, not (i, i + half)"),
+    )
+    beta_fast: float = field(
+        default=32.0, metadata=doc("yarn: rotations above which a channel keeps its frequency")
+    )
+    beta_slow: float = field(
+        default=1.0, metadata=doc("yarn: rotations below which a channel is interpolated")
+    )
+    attention_factor: float | None = field(
+        default=None,
+        metadata=doc("yarn: cos and sin scaled by it; default 0.1 ln(factor) + 1", positive=True),
     )
     num_buckets: int = field(default=32, metadata=doc("relative_bias: buckets", positive=True))
     max_distance: int = field(
@@ -262,7 +284,12 @@ class Spec:
         default=None, metadata=doc("the transformers class, if any", pattern=IDENTIFIER_PATTERN)
     )
     abstract: bool = field(default=False, metadata=doc("a family base, not a model"))
-    residual: Residual = field(default="pre", metadata=doc("pre-norm, post-norm or parallel"))
+    residual: Residual = field(
+        default="pre",
+        metadata=doc(
+            "pre-norm, post-norm, parallel (one norm) or parallel_two_norms (one per branch)"
+        ),
+    )
     final_norm: bool | None = field(
         default=None, metadata=doc("a norm after the last block; default: not for post-norm")
     )

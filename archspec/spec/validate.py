@@ -13,6 +13,7 @@ import types
 import typing
 from typing import Any, Literal, Union
 
+from archspec import kinds
 from archspec.errors import Location, SpecError, did_you_mean
 from archspec.safety.limits import MAX_SIZE
 from archspec.spec.schema import Spec
@@ -211,6 +212,7 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             f"from_mask numbers the rows of a learned table; position.kind is "
             f"{spec.position.kind!r}",
         )
+    _check_rotary(spec, v, head_dim)
     if spec.position.kind == "relative_bias":
         # T5's buckets: an encoder splits them between keys before and after the query; in
         # each direction half hold one distance each, the rest reach max_distance on a log
@@ -254,7 +256,10 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
         )
     if spec.head.scale_tied_output and not spec.head.tied:
         raise v.error(("head", "scale_tied_output"), "scale_tied_output needs head.tied: true")
-    if spec.residual == "parallel" and spec.layout == "encoder-decoder":
+    if (
+        not kinds.residual(spec.residual).allows_cross_attention
+        and spec.layout == "encoder-decoder"
+    ):
         raise v.error(
             ("residual",), "parallel blocks with cross-attention are not supported; use pre or post"
         )
@@ -319,3 +324,19 @@ def _check_sharing(spec: Spec, v: _Validator) -> None:
             [("layer_groups",), ("moe", "dense_layers")],
             "dense first layers and shared layers cannot be combined",
         )
+def _check_rotary(spec: Spec, v: _Validator, head_dim: int) -> None:
+    """Partial and interleaved rotation: only for rope, on an even number of a head's channels;
+    GPT-J's interleaved pairs come without scaling (no transformers model has both)."""
+    p = spec.position
+    if p.kind != "rope":
+        for name in ("rotary_dim", "interleaved"):
+            if getattr(p, name) not in (None, False):
+                raise v.error(("position", name), f"{name} needs position.kind: rope")
+        return
+    if p.rotary_dim is not None and (p.rotary_dim % 2 or p.rotary_dim > head_dim):
+        raise v.error(
+            ("position", "rotary_dim"),
+            f"rotary_dim ({p.rotary_dim}) must be even and at most head_dim ({head_dim})",
+        )
+    if p.interleaved and p.scaling != "none":
+        raise v.error(("position", "interleaved"), "interleaved rope with scaling is not supported")

@@ -192,7 +192,13 @@ class FlopCounter:
 
     def op_rope(self, op: ops.Rope) -> None:
         if self.conv.elementwise:
-            self.add("attn_proj", OTHER, op.flops_per_element * self.elements(op.out))
+            # The projection's elements, of which a partial rotation turns rotated / head_dim
+            # (the heads' width divides exactly, so integer sizes stay integers).
+            elements = self.elements(op.out) * op.rotated
+            elements = (
+                elements // op.head_dim if isinstance(elements, int) else elements / op.head_dim
+            )
+            self.add("attn_proj", OTHER, op.flops_per_element * elements)
 
     def op_attend(self, op: ops.Attend) -> None:
         node = op.attention

@@ -53,7 +53,7 @@ def _params(f: Features, node: Attention, stack: Stack) -> list[str]:
     if node.cross:
         return ["x: Tensor", "encoder_out: Tensor", "mask: Tensor | None"]
     params = ["x: Tensor", "mask: Tensor | None"]
-    angles = stack.position.entry.code.angles
+    angles = stack.position.code.angles
     if node.rotary and angles is not None:
         params.append(f"{angles[0]}: {angles[1]}")
     if f.cache:
@@ -109,7 +109,7 @@ class _AttentionWriter(ForwardWriter):
     them."""
 
     def __init__(self, f: Features, node: Attention, stack: Stack) -> None:
-        code = stack.position.entry.code
+        code = stack.position.code
         angles = Value(code.angles[0], "positions") if code.angles is not None else None
         mask = Value("mask", "pairs")
         memory = Value("encoder_out", "memory", node.k.in_features)

@@ -68,7 +68,8 @@ def _position_fields(f: Features) -> list[Field]:
         entry = position.entry
         values = {spec: getattr(position, spec) for spec, _ in entry.parameters}
         spec_field = {c: s for s, c in entry.parameters}
-        types = {field.name: str(field.type) for field in fields(position)}  # "int", "float"
+        # "int", "float" ("int | None" for a value the code asks for only when it is set)
+        types = {field.name: str(field.type).removesuffix(" | None") for field in fields(position)}
         for name in f.position_code(stack).config_fields(entry, values):
             spec = spec_field[name]
             field = Field(name, types[spec], values[spec])

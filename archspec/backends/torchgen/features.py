@@ -119,7 +119,7 @@ class Features:
         return frozenset(s.causal for s in self.stacks)
 
     def position_code(self, stack: Stack) -> PositionCode:
-        return stack.position.entry.code
+        return stack.position.code
 
     def classes(self, kind: type) -> list[tuple[Composite, Stack | None]]:
         """One node per generated class of `kind`, in order of appearance, with the stack it

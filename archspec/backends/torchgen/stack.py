@@ -124,7 +124,7 @@ class _StackWriter(ForwardWriter):
         memory = Value("encoder_out", "memory", stack.width) if f.has_memory(stack) else None
         super().__init__(lower_stack(stack, x, memory)[0], inline=False)
         self.f, self.stack, self.ctx = f, stack, ctx
-        self.code = stack.position.entry.code
+        self.code = stack.position.code
         self.masked = False  # the shared mask is written (with the score bias) or not yet
         if f.cache:
             self.lines.append("start = cache[0].length if cache else 0  # positions already cached")
@@ -170,7 +170,15 @@ class _StackWriter(ForwardWriter):
         assert self.code.angles is not None and op.out is not None
         name = self.code.angles[0]
         angles = self.code.build_angles(self.ctx, self.arg(op.positions).text)
-        self.lines.append(f"{name} = {angles}")
+        line = f"{name} = {angles}"
+        if len(line) > self.width:
+            # A call too long for one line: one argument per line with a trailing comma,
+            # which ruff keeps as it is at any line length.
+            function, _, args = angles.partition("(")
+            listed = [f"    {arg}," for arg in args.removesuffix(")").split(", ")]
+            self.lines += [f"{name} = {function}(", *listed, ")"]
+        else:
+            self.lines.append(line)
         self.names[id(op.out)] = name
 
     def render_scorebias(self, op: ScoreBias) -> None:

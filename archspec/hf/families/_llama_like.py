@@ -13,6 +13,7 @@ from typing import Any
 from archspec.hf import dropouts
 from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, head_fields, read_head
 from archspec.hf.dropouts import read_dropout, write_dropout
+from archspec.hf.families import _yarn as yarn
 from archspec.hf.family import Buffer, HFClass
 from archspec.hf.name_rules import chain, lm_head, table
 from archspec.spec.schema import Spec
@@ -43,6 +44,11 @@ _SCALINGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("high_freq_factor", "high_freq_factor"),
         ("original_max_position_embeddings", "original_max_seq_len"),
     ),
+    # and the optional settings of _yarn.py
+    "yarn": (
+        ("factor", "factor"),
+        ("original_max_position_embeddings", "original_max_seq_len"),
+    ),
 }
 
 
@@ -63,7 +69,8 @@ def _rope(f: Fields, default: float) -> dict[str, Any]:
             f"{', '.join(k for k in _SCALINGS if k != 'default')})",
         )
     fields = dict(_SCALINGS[kind])
-    extra = set(found) - {"rope_type", "type", "rope_theta", *fields}
+    optional = yarn.OPTIONAL if kind == "yarn" else ()
+    extra = set(found) - {"rope_type", "type", "rope_theta", *fields, *optional}
     if extra:
         raise f.error(key, f"RoPE settings not supported: {', '.join(sorted(extra))}")
     missing = set(fields) - set(found)
@@ -77,6 +84,8 @@ def _rope(f: Fields, default: float) -> dict[str, Any]:
     if kind != "default":
         position["scaling"] = kind
         position |= {spec: found[hf] for hf, spec in fields.items()}
+    if kind == "yarn":
+        position |= yarn.read_yarn(f, key, found)
     return position
 
 
@@ -85,6 +94,8 @@ def rope_parameters(spec: Spec) -> dict[str, Any]:
     p = spec.position
     kind = "default" if p.scaling == "none" else p.scaling
     out: dict[str, Any] = {"rope_type": kind, "rope_theta": p.theta}
+    if kind == "yarn":
+        out |= yarn.write_yarn(p)
     return out | {hf: getattr(p, key) for hf, key in _SCALINGS[kind]}
 
 

@@ -1,0 +1,109 @@
+"""RoPE as the rotary families beyond LLaMA store it (GPT-NeoX, GPT-J, Phi, Falcon, Phi-3):
+a base, a scaling as LLaMA's, and a fraction of each head rotated.
+
+transformers 5 keeps all of it in `rope_parameters` (`rope_theta`, `partial_rotary_factor`,
+`rope_type`); 4.x configs spread it over top-level fields whose names differ by family
+(`rotary_emb_base`, `rotary_pct`, `partial_rotary_factor`). Both spellings are read, and must
+agree; the exporter writes both.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archspec.hf.config_fields import Fields
+from archspec.hf.families import _yarn as yarn
+from archspec.hf.families._llama_like import _SCALINGS
+from archspec.spec.schema import Spec
+
+
+def read_rope(
+    f: Fields,
+    head_dim: int,
+    default_theta: float = 10000.0,
+    default_fraction: float = 1.0,
+    theta_aliases: tuple[str, ...] = (),
+    fraction_aliases: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """The spec's `position`: base, scaling and rotated channels (`rotary_dim`, the
+    `int(head_dim * partial_rotary_factor)` transformers rotates). A rope_type or setting not
+    listed in LLaMA's scalings is refused, naming the field."""
+    key = "rope_parameters" if f.present("rope_parameters") else "rope_scaling"
+    params = f.get("rope_parameters") or {}
+    scaling = f.get("rope_scaling") or {}
+    if params and scaling and {**scaling, **params} != params:
+        raise f.error("rope_scaling", "rope_scaling and rope_parameters disagree")
+    found = {**scaling, **params}
+    kind = found.get("rope_type", found.get("type", "default"))
+    if kind not in _SCALINGS:
+        raise f.error(
+            key,
+            f"RoPE scaling of type {kind!r} is not supported (default, "
+            f"{', '.join(k for k in _SCALINGS if k != 'default')})",
+        )
+    fields = dict(_SCALINGS[kind])
+    optional = yarn.OPTIONAL if kind == "yarn" else ()
+    extra = set(found) - {"rope_type", "type", "rope_theta", "partial_rotary_factor", *fields}
+    extra -= set(optional)
+    if extra:
+        raise f.error(key, f"RoPE settings not supported: {', '.join(sorted(extra))}")
+    missing = set(fields) - set(found)
+    if missing:
+        raise f.error(key, f"rope_type {kind!r} needs {', '.join(sorted(missing))}")
+    theta = _agreed(f, found, "rope_theta", ("rope_theta", *theta_aliases), default_theta)
+    fraction = _agreed(
+        f,
+        found,
+        "partial_rotary_factor",
+        ("partial_rotary_factor", *fraction_aliases),
+        default_fraction,
+    )
+    rotary_dim = int(head_dim * fraction)
+    if rotary_dim % 2 or rotary_dim < 2:
+        raise f.error(
+            "partial_rotary_factor",
+            f"{fraction} of head_dim {head_dim} rotates {rotary_dim} channels: RoPE turns "
+            "channel pairs, so archspec needs an even number of them, at least 2",
+        )
+    position: dict[str, Any] = {"kind": "rope", "theta": float(theta)}
+    if rotary_dim != head_dim:
+        position["rotary_dim"] = rotary_dim
+    if kind != "default":
+        position["scaling"] = kind
+        position |= {spec: found[hf] for hf, spec in fields.items()}
+    if kind == "yarn":
+        position |= yarn.read_yarn(f, key, found)
+    return position
+
+
+def _agreed(f: Fields, found: dict[str, Any], inner: str, keys: tuple[str, ...], default: Any):
+    """A value rope_parameters (`inner`) and the top-level fields (`keys`) may both give."""
+    outer = f.get(keys[0], None, *keys[1:])
+    if inner in found and outer is not None and float(outer) != float(found[inner]):
+        given = next(key for key in keys if f.present(key))
+        raise f.error(given, f"{given} and rope_parameters.{inner} disagree")
+    value = found.get(inner, outer if outer is not None else default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise f.error(keys[0], f"expected a number, got {value!r}")
+    return value
+
+
+def rotary_fraction(spec: Spec) -> float:
+    """partial_rotary_factor for the spec: a fraction that int(head_dim * it) reads back as
+    rotary_dim."""
+    head_dim = spec.resolved_head_dim
+    rotary_dim = spec.position.rotary_dim or head_dim
+    fraction = rotary_dim / head_dim
+    assert int(head_dim * fraction) == rotary_dim, (rotary_dim, head_dim)
+    return fraction
+
+
+def rope_parameters(spec: Spec) -> dict[str, Any]:
+    """`read_rope`'s inverse, in transformers 5's rope_parameters."""
+    p = spec.position
+    kind = "default" if p.scaling == "none" else p.scaling
+    out: dict[str, Any] = {"rope_type": kind, "rope_theta": p.theta}
+    out["partial_rotary_factor"] = rotary_fraction(spec)
+    if kind == "yarn":
+        out |= yarn.write_yarn(p)
+    return out | {hf: getattr(p, key) for hf, key in _SCALINGS[kind]}

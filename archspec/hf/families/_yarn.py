@@ -1,0 +1,42 @@
+"""YaRN's settings beyond factor and original_max_position_embeddings, as transformers reads
+them (`_compute_yarn_parameters` in transformers/modeling_rope_utils.py): all optional."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from archspec.hf.config_fields import Fields
+from archspec.spec.schema import PositionSpec
+
+OPTIONAL = ("beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim", "truncate")
+
+
+def _mscale(scale: float, mscale: float = 1.0) -> float:
+    return 0.1 * mscale * math.log(scale) + 1.0 if scale > 1 else 1.0
+
+
+def read_yarn(f: Fields, key: str, found: dict[str, Any]) -> dict[str, Any]:
+    """The spec's yarn fields. transformers reads `beta_fast or 32` and `beta_slow or 1`, and
+    derives attention_factor from mscale / mscale_all_dim when both are set (DeepSeek)."""
+    if found.get("truncate", True) is not True:
+        raise f.error(key, "YaRN with truncate: false (an unrounded correction range)")
+    factor = float(found["factor"])
+    attention = found.get("attention_factor")
+    mscale, mscale_all_dim = found.get("mscale"), found.get("mscale_all_dim")
+    if attention is None and mscale and mscale_all_dim:
+        attention = _mscale(factor, mscale) / _mscale(factor, mscale_all_dim)
+    out = {
+        "beta_fast": float(found.get("beta_fast") or 32),
+        "beta_slow": float(found.get("beta_slow") or 1),
+    }
+    if attention is not None:
+        out["attention_factor"] = float(attention)
+    return out
+
+
+def write_yarn(p: PositionSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"beta_fast": p.beta_fast, "beta_slow": p.beta_slow}
+    if p.attention_factor is not None:
+        out["attention_factor"] = p.attention_factor
+    return out

@@ -1,0 +1,122 @@
+"""Phi-3 (`model_type: phi3`): LLaMA's block with q, k and v fused into `qkv_proj` (q rows,
+then k, then v) and gate and up fused into `gate_up_proj` (gate rows, then up).
+
+Refused, naming the field: LongRoPE (`rope_scaling` / `rope_parameters` of type longrope, su or
+yarn: the long-context Phi-3 models), and a `sliding_window` shorter than
+max_position_embeddings (Phi-3-mini-4k's 2047: archspec builds plain causal attention).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archspec.hf import dropouts
+from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, head_fields, read_head
+from archspec.hf.dropouts import read_dropout, write_dropout
+from archspec.hf.families._llama_like import MODEL_NAMES, ROPE_BUFFERS, STACK_NAMES
+from archspec.hf.families._rotary import read_rope, rope_parameters
+from archspec.hf.family import Family, HFClass, NameRules, Target
+from archspec.hf.name_rules import table
+from archspec.spec.schema import Spec
+
+DROPOUT: dropouts.Places = {
+    "attention": ("attention_dropout", 0.0),
+    "hidden": ("resid_pdrop", 0.0),
+    "embedding": ("embd_pdrop", 0.0),
+}
+
+
+def import_phi3(f: Fields, cls: HFClass) -> dict[str, Any]:
+    d = f.int("hidden_size", 3072)
+    heads = f.int("num_attention_heads", 32)
+    kv = f.size("num_key_value_heads", None) or heads
+    max_pos = f.int("max_position_embeddings", 4096)
+    window = f.get("sliding_window")
+    if window is not None and window < max_pos:
+        raise f.error(
+            "sliding_window",
+            f"sliding_window = {window} < max_position_embeddings = {max_pos}: sliding-window "
+            "attention is not supported (past the window, its tokens attend to fewer keys than "
+            "causal attention)",
+        )
+    position = read_rope(f, d // heads)
+    # Only LongRoPE reads it, which read_rope refuses.
+    f.harmless("original_max_position_embeddings")
+    return {
+        "d_model": d,
+        "n_layers": f.int("num_hidden_layers", 32),
+        "n_heads": heads,
+        "n_kv_heads": kv if kv != heads else None,
+        "d_ff": f.int("intermediate_size", 8192),
+        "vocab_size": f.int("vocab_size", 32064),
+        "max_seq_len": max_pos,
+        "layout": "decoder",
+        "residual": "pre",
+        "final_norm": True,
+        "norm": {"kind": "rmsnorm", "eps": f.float("rms_norm_eps", 1e-5)},
+        "position": position,
+        "embedding": {"token_types": 0, "norm": False, "scale": False},
+        "attention": {"bias": False, "scale_scores": True},
+        "mlp": {"gated": True, "activation": f.activation("hidden_act", "silu"), "bias": False},
+        "head": {**read_head(f, cls, False), "bias": False},
+        "dropout": read_dropout(f, DROPOUT),
+    }
+
+
+def export_phi3(spec: Spec) -> dict[str, Any]:
+    parameters = rope_parameters(spec)
+    return {
+        "hidden_size": spec.d_model,
+        "num_hidden_layers": spec.n_layers,
+        "num_attention_heads": spec.n_heads,
+        "num_key_value_heads": spec.kv_heads,
+        "intermediate_size": spec.d_ff,
+        "vocab_size": spec.vocab_size,
+        "max_position_embeddings": spec.max_seq_len,
+        "original_max_position_embeddings": spec.max_seq_len,
+        "sliding_window": None,
+        "rms_norm_eps": spec.norm.eps,
+        "hidden_act": EXPORT_ACTIVATIONS[spec.mlp.activation],
+        # transformers 5 reads rope_parameters, 4.x the top-level fields: both, equal.
+        "rope_parameters": parameters,
+        "rope_theta": spec.position.theta,
+        "partial_rotary_factor": parameters["partial_rotary_factor"],
+        **write_dropout(spec, DROPOUT),
+        **head_fields(spec),
+    }
+
+
+def _fused(module: str, part: int, parts: int, what: str) -> Target:
+    return Target(module, "concat", part, parts, note=f"{what} rows")
+
+
+FAMILY = Family(
+    model_type="phi3",
+    classes=(
+        HFClass("Phi3ForCausalLM", "phi3", "lm", base=False),
+        HFClass("Phi3Model", "phi3", "none", base=True),
+    ),
+    bases=("_phi3",),
+    import_config=import_phi3,
+    export_config=export_phi3,
+    names=NameRules(
+        "model.",
+        model=MODEL_NAMES,
+        stack=STACK_NAMES,
+        blocks=lambda role: "layers",
+        block=table(
+            {
+                "attn_norm": "input_layernorm",
+                "attn.q": _fused("self_attn.qkv_proj", 0, 3, "q"),
+                "attn.k": _fused("self_attn.qkv_proj", 1, 3, "k"),
+                "attn.v": _fused("self_attn.qkv_proj", 2, 3, "v"),
+                "attn.o": "self_attn.o_proj",
+                "mlp_norm": "post_attention_layernorm",
+                "mlp.gate": _fused("mlp.gate_up_proj", 0, 2, "gate"),
+                "mlp.up": _fused("mlp.gate_up_proj", 1, 2, "up"),
+                "mlp.down": "mlp.down_proj",
+            }
+        ),
+    ),
+    buffers=ROPE_BUFFERS,
+)
