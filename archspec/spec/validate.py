@@ -324,6 +324,8 @@ def _check_sharing(spec: Spec, v: _Validator) -> None:
             [("layer_groups",), ("moe", "dense_layers")],
             "dense first layers and shared layers cannot be combined",
         )
+
+
 def _check_rotary(spec: Spec, v: _Validator, head_dim: int) -> None:
     """Partial and interleaved rotation: only for rope, on an even number of a head's channels;
     GPT-J's interleaved pairs come without scaling (no transformers model has both)."""
