@@ -175,6 +175,19 @@ _llama(
     rope_theta=1e6,
 )
 
+_llama(
+    "mistral-7b",
+    4096,
+    32,
+    32,
+    8,
+    14336,
+    cls="MistralForCausalLM",
+    conf="MistralConfig",
+    max_position_embeddings=32768,
+    sliding_window=4096,
+)
+
 for _name, _d, _l, _h in (("bloom-560m", 1024, 24, 16), ("bloom-176b", 14336, 70, 112)):
     _add(
         _name,

@@ -564,26 +564,23 @@ def test_count_names_hf_does_not_import_torch() -> None:
     assert '"hf_name"' in result.stdout
 
 
-def test_sliding_window_shorter_than_the_sequence_is_refused() -> None:
-    # Mistral 7B v0.1: a 4096 window over 32768 positions. Imported as plain causal attention,
-    # its logits would differ from transformers' past 4096 tokens, silently.
-    with pytest.raises(SpecError, match="sliding_window = 4096 < max_position_embeddings"):
-        import_config(MISTRAL_V01)
-    # No field: MistralConfig's default window, 4096, is as short.
+def test_mistral_sliding_window_is_imported() -> None:
+    # Mistral 7B v0.1: a 4096 window over 32768 positions, every layer.
+    v01 = import_config(MISTRAL_V01).spec
+    assert (v01.max_seq_len, v01.attention.sliding_window) == (32768, 4096)
+    assert v01.attention.window_pattern == "L"
+    # No field: MistralConfig's default window, 4096.
     absent = {k: v for k, v in MISTRAL_V01.items() if k != "sliding_window"}
-    with pytest.raises(SpecError, match="sliding_window"):
-        import_config(absent)
+    assert import_config(absent).spec.attention.sliding_window == 4096
 
 
 def test_sliding_window_that_masks_nothing_is_exact() -> None:
     # `null` (Mistral v0.2, v0.3, Nemo) is no window: all 32768 positions, not 4096.
     v02 = import_config({**MISTRAL_V01, "sliding_window": None})
     assert v02.base == "_mistral" and v02.spec.max_seq_len == 32768
-    # A window covering every position masks nothing.
+    assert v02.spec.attention.sliding_window is None
     short = import_config({**MISTRAL_V01, "max_position_embeddings": 4096})
     assert short.spec.max_seq_len == 4096
-    covering = import_config({**MISTRAL_V01, "sliding_window": 32768})
-    assert covering.spec.max_seq_len == 32768
 
 
 def test_qwen2_window_is_refused_only_where_it_masks() -> None:

@@ -63,6 +63,10 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "mistral": ("MistralForCausalLM", "MistralConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=128, max_position_embeddings=64, sliding_window=64)),
+    # a real window (4), shorter than the batch (10) and the generated sequences (13)
+    "mistral-window": ("MistralForCausalLM", "MistralConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=64, sliding_window=4)),
     "mixtral": ("MixtralForCausalLM", "MixtralConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=128, max_position_embeddings=32, num_local_experts=4)),

@@ -142,17 +142,7 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
     elif table == "relative":
         # T5: one table of biases per (distance bucket, head), shared by all blocks.
         rel_bias = Embedding("rel_bias", position.num_buckets, d.n_heads)
-    n_layers = d.layers(spec, role)
-    block = _block(spec, d, causal, cross, moe=spec.moe is not None)
-    runs = [Run(0, n_layers, block)]
-    dense = spec.moe.dense_layers if spec.moe is not None else 0
-    if dense:
-        # DeepSeek, Qwen-MoE: the first layers keep a dense MLP, the rest route to experts.
-        n_dense = d.symbol("n_dense_layers", dense)
-        runs = [
-            Run(0, n_dense, _block(spec, d, causal, cross, moe=False)),
-            Run(n_dense, n_layers - n_dense, block),
-        ]
+    runs = _runs(spec, d, role, causal, cross)
     return Stack(
         name=role,
         role=role,
@@ -171,8 +161,46 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
     )
 
 
-def _block(spec: Spec, d: _Dims, causal: bool, cross: bool, moe: bool) -> Block:
-    sublayers = [("attn_norm", _attention(spec, d, "attn", causal, cross=False))]
+def _runs(spec: Spec, d: _Dims, role: str, causal: bool, cross: bool) -> list[Run]:
+    """The stack's blocks as runs of equal ones: all alike, a dense first stretch before the
+    experts (DeepSeek, Qwen-MoE), or windowed and full attention layers in the spec's pattern
+    (Gemma 2 alternates them)."""
+    n_layers = d.layers(spec, role)
+    dense = spec.moe.dense_layers if spec.moe is not None else 0
+    window = spec.attention.sliding_window
+    pattern = set(spec.attention.window_pattern) if window is not None else {"G"}
+
+    def block(moe: bool, windowed: bool) -> Block:
+        return _block(spec, d, causal, cross, moe, window if windowed else None)
+
+    if len(pattern) == 1:
+        # Every layer's attention alike: the runs stay formulas in n_layers.
+        windowed = pattern == {"L"}
+        if dense:
+            n_dense = d.symbol("n_dense_layers", dense)
+            return [
+                Run(0, n_dense, block(False, windowed)),
+                Run(n_dense, n_layers - n_dense, block(True, windowed)),
+            ]
+        return [Run(0, n_layers, block(spec.moe is not None, windowed))]
+    # Windowed and full layers take turns: one run per stretch of equal layers, in numbers.
+    layers = [
+        block(spec.moe is not None and i >= dense, spec.windowed(i))
+        for i in range(spec.stack_layers(role))
+    ]
+    runs: list[Run] = []
+    for i, node in enumerate(layers):
+        if runs and runs[-1].node == node:
+            runs[-1] = Run(runs[-1].start, runs[-1].count + 1, node)
+        else:
+            runs.append(Run(i, 1, node))
+    return runs
+
+
+def _block(
+    spec: Spec, d: _Dims, causal: bool, cross: bool, moe: bool, window: int | None = None
+) -> Block:
+    sublayers = [("attn_norm", _attention(spec, d, "attn", causal, cross=False, window=window))]
     if cross:
         sublayers.append(("cross_norm", _attention(spec, d, "cross_attn", False, cross=True)))
     sublayers.append(("mlp_norm", _moe(spec, d) if moe else _mlp(spec, d, "mlp")))
@@ -195,7 +223,9 @@ def _block(spec: Spec, d: _Dims, causal: bool, cross: bool, moe: bool) -> Block:
     )
 
 
-def _attention(spec: Spec, d: _Dims, name: str, causal: bool, cross: bool) -> Attention:
+def _attention(
+    spec: Spec, d: _Dims, name: str, causal: bool, cross: bool, window: int | None = None
+) -> Attention:
     bias = spec.attention.bias
     qkv_bias = bias if spec.attention.qkv_bias is None else spec.attention.qkv_bias
     q_width = d.n_heads * d.head_dim
@@ -214,6 +244,7 @@ def _attention(spec: Spec, d: _Dims, name: str, causal: bool, cross: bool) -> At
         scale_scores=spec.attention.scale_scores,
         position=_position(spec) if not cross else Position(NO_POSITION),
         dropout=spec.dropout.attention,
+        window=window,
     )
 
 

@@ -117,6 +117,7 @@ class Attention(Composite):
     scale_scores: bool
     position: Position  # rope acts on q and k; a score bias arrives with the mask
     dropout: float = 0.0  # on the attention probabilities, in training
+    window: int | None = None  # a sliding window: keys a query sees, its own included
 
     @property
     def children(self) -> tuple[Node, ...]:
@@ -125,7 +126,12 @@ class Attention(Composite):
     @property
     def mask(self) -> Mask:
         entry = self.position.entry
-        return Mask(causal=self.causal, bias=entry.score_bias, learned_bias=entry.learned_bias)
+        return Mask(
+            causal=self.causal,
+            bias=entry.score_bias,
+            learned_bias=entry.learned_bias,
+            window=self.window,
+        )
 
     @property
     def rotary(self) -> bool:

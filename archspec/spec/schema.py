@@ -28,6 +28,7 @@ IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,99}"  # a Python class name
 # no quotes, backslashes or backticks (it is written into a docstring of the generated code).
 TEXT_WORDS = "one line of visible text without quotes, backslashes or backticks"
 TEXT_PATTERN = f'[^{UNSAFE_CLASS}\\\\"`]{{0,300}}'
+WINDOW_PATTERN = r"[LG]{1,64}"  # a sliding window's layers, cycled: L windowed, G full
 
 
 def doc(text: str, **meta: object) -> dict[str, object]:
@@ -94,6 +95,23 @@ class AttentionSpec:
     )
     scale_scores: bool = field(
         default=True, metadata=doc("divide scores by sqrt(head_dim); T5 does not")
+    )
+    sliding_window: int | None = field(
+        default=None,
+        metadata=doc(
+            "keys a query sees in a windowed layer, its own included (Mistral: 4096); none: all",
+            positive=True,
+        ),
+    )
+    window_pattern: str = field(
+        default="L",
+        metadata=doc(
+            "which layers the window applies to, cycled over the layers: L windowed (local), "
+            "G full (global); L every layer (Mistral), LG alternating from a windowed first "
+            "layer (Gemma 2)",
+            pattern=WINDOW_PATTERN,
+            expects="a string of L (windowed) and G (full) letters",
+        ),
     )
 
 
@@ -234,6 +252,11 @@ class Spec:
         if self.layout == "encoder-decoder":
             return ("encoder", "decoder")
         return (self.layout,)
+
+    def windowed(self, layer: int) -> bool:
+        """Whether layer `layer` (0-based) attends through the sliding window."""
+        pattern = self.attention.window_pattern
+        return self.attention.sliding_window is not None and pattern[layer % len(pattern)] == "L"
 
     def stack_layers(self, role: str) -> int:
         """Layers in the 'encoder' or 'decoder' stack."""

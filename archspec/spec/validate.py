@@ -214,6 +214,11 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
                 f"relative_bias needs max_distance ({distance}) above the {exact} exact "
                 f"distances that num_buckets ({buckets}) gives with layout: {spec.layout}",
             )
+    if spec.attention.sliding_window is not None and spec.layout != "decoder":
+        raise v.error(
+            ("attention", "sliding_window"),
+            f"a sliding window needs layout: decoder (causal self-attention), not {spec.layout}",
+        )
     if spec.norm.kind == "rmsnorm" and spec.norm.bias:
         raise v.error(("norm", "bias"), "rmsnorm has no bias; remove norm.bias or use layernorm")
     if spec.moe and spec.moe.top_k > spec.moe.n_experts:

@@ -44,6 +44,8 @@ def _summary(f: Features, node: Attention) -> str:
     text = f"{'Causal' if node.causal else 'Bidirectional'} {heads} self-attention"
     if node.rotary:
         text += " with rotary positions"
+    if node.window is not None:
+        text += f", each query seeing its own and the {node.window - 1} keys before it"
     if node.mask.bias:
         text += "; the stack's mask carries the bias on the scores"
     return text + "."
@@ -63,6 +65,8 @@ def _params(f: Features, node: Attention, stack: Stack) -> list[str]:
 
 def _init(node: Attention, size: ExprPrinter) -> str:
     body = ["super().__init__()", f"self.head_dim = {size(node.head_dim)}"]
+    if node.window is not None:
+        body.append(f"self.window = {node.window}  # keys a query sees, its own included")
     body += [assign(part, size) for part in node.children]
     return method("__init__", ["config: Config"], "None", body)
 
@@ -78,7 +82,7 @@ def _sdpa(f: Features, node: Attention, q: str, k: str, v: str) -> list[str]:
     """The call to scaled_dot_product_attention, after a comment on each unusual argument."""
     args = [q, k, v, "attn_mask=mask"]
     before = []
-    if node.causal and not node.mask.bias:
+    if node.causal and not node.mask.bias and node.window is None:
         args.append("is_causal=mask is None")
         if f.cache:
             before.append("# Given no mask (no padding, nothing cached), SDPA masks causally.")
@@ -139,6 +143,9 @@ class _AttentionWriter(ForwardWriter):
             self.arg(op.mask)
         if self.f.cache and not self.node.cross:
             self.lines += ["if cache is not None:", f"    {k}, {v} = cache.update({k}, {v})"]
+        if self.node.window is not None:
+            # The cache keeps every position; the window hides the older ones.
+            self.lines.append(f"mask = sliding_window(mask, {q}, {k}, self.window)")
         self.lines += _sdpa(self.f, self.node, q, k, v)
         return Expr("y.transpose(1, 2).flatten(2)", ATOM, frozenset())
 

@@ -118,6 +118,11 @@ class Features:
     def causalities(self) -> frozenset[bool]:
         return frozenset(s.causal for s in self.stacks)
 
+    @property
+    def windowed(self) -> bool:
+        """Some attention layer has a sliding window."""
+        return any(isinstance(p.node, Attention) and p.node.window for p in walk(self.model))
+
     def position_code(self, stack: Stack) -> PositionCode:
         return stack.position.entry.code
 

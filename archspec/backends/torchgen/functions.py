@@ -46,6 +46,19 @@ def mask_out(hidden: Tensor, bias: Tensor) -> Tensor:
     return torch.where(hidden, torch.finfo(bias.dtype).min, bias)
 '''
 
+SLIDING_WINDOW = '''
+def sliding_window(mask: Tensor | None, q: Tensor, k: Tensor, window: int) -> Tensor:
+    """`mask` (None: plain causal) with the keys `window` or more positions before each
+    query hidden too, as well as later ones. The queries q (B, heads, q_len, head_dim) are
+    the last q_len of the positions of k.
+    """
+    q_len, k_len = q.size(2), k.size(2)
+    query = torch.arange(k_len - q_len, k_len, device=q.device)[:, None]
+    key = torch.arange(k_len, device=q.device)
+    outside = (key > query) | (key <= query - window)
+    return mask_out(outside, q.new_zeros(()) if mask is None else mask)
+'''
+
 DROPOUT = '''
 def dropout(x: Tensor, p: float, training: bool) -> Tensor:
     """F.dropout, keeping a one-byte mask for the backward on every device (F.dropout
@@ -151,6 +164,8 @@ def helpers(f: Features) -> list[str]:
     if True in f.causalities:
         out.append(_hidden_keys(f))
     out.append(MASK_OUT)
+    if f.windowed:
+        out.append(SLIDING_WINDOW)
     seen: set[str] = set()
     for stack in f.stacks:
         for code in f.position_code(stack).helpers(f.causalities):
