@@ -188,6 +188,23 @@ _llama(
     sliding_window=4096,
 )
 
+_add(
+    "gemma-2b",
+    "GemmaForCausalLM",
+    "GemmaConfig",
+    vocab_size=256000,
+    hidden_size=2048,
+    num_hidden_layers=18,
+    num_attention_heads=8,
+    num_key_value_heads=1,
+    head_dim=256,
+    intermediate_size=16384,
+    max_position_embeddings=8192,
+    hidden_act="gelu",
+    rms_norm_eps=1e-6,
+    rope_theta=10000.0,
+)
+
 for _name, _d, _l, _h in (("bloom-560m", 1024, 24, 16), ("bloom-176b", 14336, 70, 112)):
     _add(
         _name,
@@ -271,6 +288,10 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
     "mt5": {"architectures": ["MT5ForConditionalGeneration"], **_SMALL, "d_model": 64,
             "d_kv": 16, "d_ff": 128, "num_layers": 2, "num_decoder_layers": 3, "num_heads": 4,
             "feed_forward_proj": "gated-gelu"},
+    "gemma": {"architectures": ["GemmaForCausalLM"], **_SMALL, "hidden_size": 64,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 1,
+              "head_dim": 32, "intermediate_size": 128, "max_position_embeddings": 32,
+              "hidden_act": "gelu_pytorch_tanh"},
     "gpt_bigcode": {"architectures": ["GPTBigCodeForCausalLM"], **_SMALL, "n_embd": 64,
                     "n_layer": 2, "n_head": 4, "n_positions": 32, "multi_query": True},
 }

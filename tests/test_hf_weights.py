@@ -67,6 +67,11 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "mistral-window": ("MistralForCausalLM", "MistralConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=128, max_position_embeddings=64, sliding_window=4)),
+    # head_dim 32 of 4 heads over d_model 64; the weights of its (1 + w) norms are drawn at
+    # random (transformers starts them at zero, where 1 + w and w would agree with 1)
+    "gemma": ("GemmaForCausalLM", "GemmaConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
+        head_dim=32, intermediate_size=128, max_position_embeddings=32, hidden_act="gelu")),
     "mixtral": ("MixtralForCausalLM", "MixtralConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=128, max_position_embeddings=32, num_local_experts=4)),
@@ -117,6 +122,11 @@ def hf_model(family: str, seed: int = 0):
         with torch.no_grad():
             for name, param in model.named_parameters():
                 if name.endswith(".bias"):
+                    param.normal_(0.0, 0.5)
+    if family == "gemma":
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                if "norm" in name:
                     param.normal_(0.0, 0.5)
     if family == "t5-v1.1":
         # transformers 5 always ties T5's head; a T5 v1.1 / FLAN-T5 checkpoint keeps its own

@@ -149,6 +149,7 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
         causal=causal,
         position=position,
         scale_embedding=spec.embedding.scale,
+        scale_in_dtype=spec.embedding.scale_in_dtype,
         max_seq_len=d.max_seq_len,
         width=d.d_model,
         blocks=Repeat("blocks", tuple(runs)),

@@ -269,6 +269,7 @@ class Stack(Composite):
     final_norm: Norm | None = None
     emb_dropout: float = 0.0  # on the embeddings (after their norm), in training
     out_dropout: float = 0.0  # on the stack's output (after the final norm), in training
+    scale_in_dtype: bool = False  # sqrt(d_model) rounded to the embeddings' dtype (Gemma)
 
     @property
     def children(self) -> tuple[Node, ...]:

@@ -15,7 +15,7 @@ from archspec.safety.text import UNSAFE_CLASS
 
 Layout = Literal["encoder", "decoder", "encoder-decoder"]
 Residual = Literal["pre", "post", "parallel"]
-NormKind = Literal["layernorm", "rmsnorm"]
+NormKind = Literal["layernorm", "rmsnorm", "offset_rmsnorm"]
 PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
 RopeScaling = Literal["none", "linear", "llama3"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
@@ -38,7 +38,10 @@ def doc(text: str, **meta: object) -> dict[str, object]:
 
 @dataclass(frozen=True)
 class NormSpec:
-    kind: NormKind = field(default="layernorm", metadata=doc("layernorm or rmsnorm"))
+    kind: NormKind = field(
+        default="layernorm",
+        metadata=doc("layernorm, rmsnorm or offset_rmsnorm (Gemma: scale 1 + w, in float32)"),
+    )
     bias: bool | None = field(
         default=None, metadata=doc("a learned bias beside the scale; default: layernorm only")
     )
@@ -84,6 +87,10 @@ class EmbeddingSpec:
     )
     norm: bool = field(default=False, metadata=doc("a norm right after the embeddings"))
     scale: bool = field(default=False, metadata=doc("multiply token embeddings by sqrt(d_model)"))
+    scale_in_dtype: bool = field(
+        default=False,
+        metadata=doc("that factor rounded to the embeddings' dtype first (Gemma), not a float"),
+    )
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import types
 import typing
 from typing import Any, Literal, Union
 
+from archspec import kinds
 from archspec.errors import Location, SpecError, did_you_mean
 from archspec.safety.limits import MAX_SIZE
 from archspec.spec.schema import Spec
@@ -219,8 +220,13 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             ("attention", "sliding_window"),
             f"a sliding window needs layout: decoder (causal self-attention), not {spec.layout}",
         )
-    if spec.norm.kind == "rmsnorm" and spec.norm.bias:
-        raise v.error(("norm", "bias"), "rmsnorm has no bias; remove norm.bias or use layernorm")
+    if spec.norm.bias and not kinds.norm(spec.norm.kind).allows_bias:
+        raise v.error(
+            ("norm", "bias"),
+            f"{spec.norm.kind} has no bias; remove norm.bias or use layernorm",
+        )
+    if spec.embedding.scale_in_dtype and not spec.embedding.scale:
+        raise v.error(("embedding", "scale_in_dtype"), "scale_in_dtype needs embedding.scale: true")
     if spec.moe and spec.moe.top_k > spec.moe.n_experts:
         raise v.error(
             ("moe", "top_k"),

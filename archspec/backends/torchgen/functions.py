@@ -164,6 +164,7 @@ def helpers(f: Features) -> list[str]:
     if True in f.causalities:
         out.append(_hidden_keys(f))
     out.append(MASK_OUT)
+    out += sorted({norm.entry.code for norm in f.norms if norm.entry.code})
     if f.windowed:
         out.append(SLIDING_WINDOW)
     seen: set[str] = set()
