@@ -205,6 +205,25 @@ _add(
     rope_theta=10000.0,
 )
 
+_add(
+    "gemma-2-2b",
+    "Gemma2ForCausalLM",
+    "Gemma2Config",
+    vocab_size=256000,
+    hidden_size=2304,
+    num_hidden_layers=26,
+    num_attention_heads=8,
+    num_key_value_heads=4,
+    head_dim=256,
+    intermediate_size=9216,
+    max_position_embeddings=8192,
+    hidden_activation="gelu_pytorch_tanh",
+    query_pre_attn_scalar=256,
+    sliding_window=4096,
+    attn_logit_softcapping=50.0,
+    final_logit_softcapping=30.0,
+)
+
 for _name, _d, _l, _h in (("bloom-560m", 1024, 24, 16), ("bloom-176b", 14336, 70, 112)):
     _add(
         _name,
@@ -292,6 +311,10 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
               "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 1,
               "head_dim": 32, "intermediate_size": 128, "max_position_embeddings": 32,
               "hidden_act": "gelu_pytorch_tanh"},
+    "gemma2": {"architectures": ["Gemma2ForCausalLM"], **_SMALL, "hidden_size": 64,
+               "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+               "head_dim": 32, "intermediate_size": 128, "max_position_embeddings": 32,
+               "sliding_window": 8, "query_pre_attn_scalar": 24},
     "gpt_bigcode": {"architectures": ["GPTBigCodeForCausalLM"], **_SMALL, "n_embd": 64,
                     "n_layer": 2, "n_head": 4, "n_positions": 32, "multi_query": True},
 }

@@ -74,3 +74,43 @@ def test_offset_rmsnorm_equals_gemma_rmsnorm_in_bfloat16(pair) -> None:
     with torch.no_grad():
         assert torch.equal(ours(x), theirs(x))
     assert repr(ours) == "OffsetRMSNorm((80,), eps=1e-06, elementwise_affine=True)"
+
+
+# Gemma 2: layer_types as a window pattern, and what is refused. Logits, greedy tokens and
+# counts are checked with the other families (tests/test_hf_weights.py `gemma2`).
+
+GEMMA2 = {
+    "model_type": "gemma2", "architectures": ["Gemma2ForCausalLM"], "vocab_size": 99,
+    "hidden_size": 64, "num_hidden_layers": 12, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "head_dim": 32, "intermediate_size": 128,
+    "max_position_embeddings": 64, "sliding_window": 8,
+}  # fmt: skip
+
+
+def test_gemma2_layer_types_become_the_window_pattern() -> None:
+    from archspec.hf.import_config import import_config
+
+    spec = import_config(GEMMA2).spec
+    assert spec.attention.window_pattern == "LG" and spec.attention.sliding_window == 8
+    assert spec.residual == "sandwich"
+    assert (spec.attention.softcap, spec.head.softcap) == (50.0, 30.0)
+    five_one = ["sliding_attention"] * 5 + ["full_attention"]
+    spec = import_config({**GEMMA2, "layer_types": five_one * 2}).spec
+    assert spec.attention.window_pattern == "LLLLLG"
+    assert [spec.windowed(i) for i in range(12)] == [t == "sliding_attention" for t in five_one * 2]
+    assert hf_config_dict(spec)["layer_types"] == five_one * 2
+
+
+def test_gemma2_refusals_name_the_field() -> None:
+    from archspec.errors import SpecError
+    from archspec.hf.import_config import import_config
+
+    with pytest.raises(SpecError) as err:
+        import_config({**GEMMA2, "layer_types": ["sliding_attention"] * 3})
+    assert err.value.path == "layer_types"
+    with pytest.raises(SpecError) as err:
+        import_config({**GEMMA2, "sliding_window": None})
+    assert err.value.path == "sliding_window"
+    with pytest.raises(SpecError) as err:
+        import_config({**GEMMA2, "hidden_activation": "gelu"})
+    assert err.value.path == "hidden_activation"

@@ -72,6 +72,12 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "gemma": ("GemmaForCausalLM", "GemmaConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
         head_dim=32, intermediate_size=128, max_position_embeddings=32, hidden_act="gelu")),
+    # windowed (4) and full layers alternating, soft-capped scores and logits (caps small
+    # enough to bend the values here), scores scaled by query_pre_attn_scalar, not head_dim
+    "gemma2": ("Gemma2ForCausalLM", "Gemma2Config", dict(
+        hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=32, intermediate_size=128, max_position_embeddings=32, sliding_window=4,
+        query_pre_attn_scalar=24, attn_logit_softcapping=2.0, final_logit_softcapping=0.5)),
     "mixtral": ("MixtralForCausalLM", "MixtralConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=128, max_position_embeddings=32, num_local_experts=4)),
@@ -123,7 +129,7 @@ def hf_model(family: str, seed: int = 0):
             for name, param in model.named_parameters():
                 if name.endswith(".bias"):
                     param.normal_(0.0, 0.5)
-    if family == "gemma":
+    if family in ("gemma", "gemma2"):
         with torch.no_grad():
             for name, param in model.named_parameters():
                 if "norm" in name:

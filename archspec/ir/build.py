@@ -105,6 +105,7 @@ def _model(spec: Spec, d: _Dims) -> Model:
         pooler=Linear("pooler", d.d_model, d.d_model, bias=True) if spec.head.pooler else None,
         lm_head=lm_head,
         scale_tied_output=spec.head.scale_tied_output,
+        logit_softcap=spec.head.softcap,
         d_model=d.d_model,
         vocab_size=d.vocab_size,
     )
@@ -215,11 +216,18 @@ def _block(
             shared_norm=_norm(spec, d, "norm"),
             dropout=spec.dropout.hidden,
         )
+    post = kinds.residual(spec.residual).post_norms
+
+    def sublayer(name: str, layer) -> Sublayer:
+        # A sandwich block's second norm: attn_post_norm, mlp_post_norm.
+        post_norm = _norm(spec, d, name.replace("_norm", "_post_norm")) if post else None
+        return Sublayer(_norm(spec, d, name), layer, post_norm)
+
     return Block(
         name="",
         residual=spec.residual,
         width=d.d_model,
-        sublayers=tuple(Sublayer(_norm(spec, d, name), layer) for name, layer in sublayers),
+        sublayers=tuple(sublayer(name, layer) for name, layer in sublayers),
         dropout=spec.dropout.hidden,
     )
 
@@ -246,6 +254,8 @@ def _attention(
         position=_position(spec) if not cross else Position(NO_POSITION),
         dropout=spec.dropout.attention,
         window=window,
+        softcap=spec.attention.softcap if not cross else None,
+        scale_dim=spec.attention.scale_dim,
     )
 
 

@@ -35,6 +35,7 @@ from archspec.ir.ops import (
     ScoreBias,
     Select,
     Sinusoids,
+    Softcap,
     Value,
 )
 from archspec.kinds.activations import POOLER_ACTIVATION
@@ -158,7 +159,10 @@ def lower_block(node: Block) -> Lowered:
         assert sub.norm is not None
         if position == "before":
             h = low.emit(NormOp(Value("h", "tokens", d), x, sub.norm))
-            x = low.emit(Add(Value("x", "tokens", d), x, sublayer(sub.layer, h), "residuals"))
+            out = sublayer(sub.layer, h)
+            if sub.post_norm is not None:  # sandwich: the output is normalised before the add
+                out = low.emit(NormOp(Value(sub.layer.name, "tokens", d), out, sub.post_norm))
+            x = low.emit(Add(Value("x", "tokens", d), x, out, "residuals"))
         else:
             out = sublayer(sub.layer, x)
             total = low.emit(Add(Value("x", "tokens", d), x, out, "residuals"))
@@ -251,6 +255,9 @@ def lower_model(model: Model) -> list[Segment]:
             # Vocabulary-parallel: each tensor-parallel rank holds its share of the logits.
             logits = Value("logits", "tokens", model.vocab_size, split=True)
             heads.emit(LinearOp(logits, h, model.lm_head, "head"))
+            if model.logit_softcap is not None:
+                capped = Value("logits", "tokens", model.vocab_size, split=True)
+                logits = heads.emit(Softcap(capped, logits, model.logit_softcap, "head"))
             heads.emit(Loss(None, logits))
         segments.append(Segment(stack.role, stack, low.ops, x, heads.ops, memory))
         memory = Value("encoder_out", "memory", d)

@@ -118,6 +118,8 @@ class Attention(Composite):
     position: Position  # rope acts on q and k; a score bias arrives with the mask
     dropout: float = 0.0  # on the attention probabilities, in training
     window: int | None = None  # a sliding window: keys a query sees, its own included
+    softcap: float | None = None  # scores soft-capped, cap·tanh(s / cap), before the mask
+    scale_dim: int | None = None  # scores divided by sqrt(scale_dim), not sqrt(head_dim)
 
     @property
     def children(self) -> tuple[Node, ...]:
@@ -209,6 +211,7 @@ class Sublayer:
 
     norm: Norm | None
     layer: Attention | MLP | MoE
+    post_norm: Norm | None = None  # on the sublayer's output, before the add (sandwich)
 
 
 @dataclass(frozen=True)
@@ -228,7 +231,13 @@ class Block(Composite):
         if self.shared_norm is not None:
             return (self.shared_norm, *(s.layer for s in self.sublayers))
         order = self.entry.order([(s.norm, s.layer) for s in self.sublayers])
-        return tuple(node for _, node in order)
+        post = {id(s.layer): s.post_norm for s in self.sublayers if s.post_norm is not None}
+        out: list[Node] = []
+        for _, node in order:
+            out.append(node)
+            if id(node) in post:  # a sandwich's second norm follows its sublayer
+                out.append(post[id(node)])
+        return tuple(out)
 
     @property
     def attn(self) -> Attention:
@@ -302,6 +311,7 @@ class Model(Composite):
     type_emb: Embedding | None = None
     pooler: Linear | None = None
     lm_head: Linear | None = None
+    logit_softcap: float | None = None  # logits soft-capped, cap·tanh(logits / cap) (Gemma 2)
 
     @property
     def children(self) -> tuple[Node, ...]:

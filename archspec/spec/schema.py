@@ -14,7 +14,7 @@ from archspec import kinds
 from archspec.safety.text import UNSAFE_CLASS
 
 Layout = Literal["encoder", "decoder", "encoder-decoder"]
-Residual = Literal["pre", "post", "parallel"]
+Residual = Literal["pre", "post", "parallel", "sandwich"]
 NormKind = Literal["layernorm", "rmsnorm", "offset_rmsnorm"]
 PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
 RopeScaling = Literal["none", "linear", "llama3"]
@@ -103,6 +103,17 @@ class AttentionSpec:
     scale_scores: bool = field(
         default=True, metadata=doc("divide scores by sqrt(head_dim); T5 does not")
     )
+    softcap: float | None = field(
+        default=None,
+        metadata=doc("soft-cap the scores, cap·tanh(scores / cap), before the mask (Gemma 2: 50)"),
+    )
+    scale_dim: int | None = field(
+        default=None,
+        metadata=doc(
+            "divide scores by sqrt(this), not sqrt(head_dim) (Gemma 2's query_pre_attn_scalar)",
+            positive=True,
+        ),
+    )
     sliding_window: int | None = field(
         default=None,
         metadata=doc(
@@ -181,6 +192,9 @@ class HeadSpec:
         default=False, metadata=doc("T5: scale hidden states by d_model**-0.5 before a tied head")
     )
     pooler: bool = field(default=False, metadata=doc("BERT's pooler: tanh(dense(first token))"))
+    softcap: float | None = field(
+        default=None, metadata=doc("soft-cap the logits, cap·tanh(logits / cap) (Gemma 2: 30)")
+    )
 
 
 @dataclass(frozen=True)

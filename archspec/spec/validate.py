@@ -215,6 +215,11 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
                 f"relative_bias needs max_distance ({distance}) above the {exact} exact "
                 f"distances that num_buckets ({buckets}) gives with layout: {spec.layout}",
             )
+    if spec.attention.softcap is not None and spec.layout != "decoder":
+        raise v.error(
+            ("attention", "softcap"),
+            f"soft-capped attention needs layout: decoder (causal), not {spec.layout}",
+        )
     if spec.attention.sliding_window is not None and spec.layout != "decoder":
         raise v.error(
             ("attention", "sliding_window"),

@@ -67,6 +67,12 @@ def _init(node: Attention, size: ExprPrinter) -> str:
     body = ["super().__init__()", f"self.head_dim = {size(node.head_dim)}"]
     if node.window is not None:
         body.append(f"self.window = {node.window}  # keys a query sees, its own included")
+    if node.scale_dim is not None:
+        body.append(f"self.scale = {node.scale_dim}**-0.5  # not head_dim's")
+    elif node.softcap is not None:
+        body.append("self.scale = self.head_dim**-0.5")
+    if node.softcap is not None:
+        body.append(f"self.softcap = {node.softcap!r}  # scores soft-capped to (-cap, cap)")
     body += [assign(part, size) for part in node.children]
     return method("__init__", ["config: Config"], "None", body)
 
@@ -93,6 +99,8 @@ def _sdpa(f: Features, node: Attention, q: str, k: str, v: str) -> list[str]:
     if not node.scale_scores:
         args.append("scale=1.0")
         before.append("# The scores are not divided by sqrt(head_dim), as in T5.")
+    elif node.scale_dim is not None:
+        args.append("scale=self.scale")
     heads = _heads(f, node)
     if heads != "multi-head":
         args.append("enable_gqa=True")
@@ -146,7 +154,12 @@ class _AttentionWriter(ForwardWriter):
         if self.node.window is not None:
             # The cache keeps every position; the window hides the older ones.
             self.lines.append(f"mask = sliding_window(mask, {q}, {k}, self.window)")
-        self.lines += _sdpa(self.f, self.node, q, k, v)
+        if self.node.softcap is not None:
+            self.lines.append(
+                f"y = softcapped_attention({q}, {k}, {v}, mask, self.scale, self.softcap)"
+            )
+        else:
+            self.lines += _sdpa(self.f, self.node, q, k, v)
         return Expr("y.transpose(1, 2).flatten(2)", ATOM, frozenset())
 
 

@@ -59,6 +59,32 @@ def sliding_window(mask: Tensor | None, q: Tensor, k: Tensor, window: int) -> Te
     return mask_out(outside, q.new_zeros(()) if mask is None else mask)
 '''
 
+SOFTCAPPED_ATTENTION = '''
+def softcapped_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, cap: float
+) -> Tensor:
+    """Causal attention whose scores are soft-capped, cap * tanh(scores / cap), before the
+    mask (Gemma 2). SDPA cannot cap, so the scores are written out, and the softmax runs in
+    float32, as transformers' eager attention. mask: additive, or None for plain causal.
+    """
+    groups = q.size(1) // k.size(1)  # query heads per key/value head
+    k = k.repeat_interleave(groups, dim=1)
+    v = v.repeat_interleave(groups, dim=1)
+    scores = torch.matmul(q, k.transpose(2, 3)) * scale
+    scores = torch.tanh(scores / cap) * cap
+    if mask is None:
+        hidden = hidden_keys(None, q.size(2), k.size(2), q.device)
+        mask = mask_out(hidden, q.new_zeros(()))
+    probs = (scores + mask).softmax(dim=-1, dtype=torch.float32).to(q.dtype)
+    return torch.matmul(probs, v)
+'''
+
+SOFTCAP = '''
+def softcap(x: Tensor, cap: float) -> Tensor:
+    """x squashed smoothly into (-cap, cap): cap * tanh(x / cap)."""
+    return torch.tanh(x / cap) * cap
+'''
+
 DROPOUT = '''
 def dropout(x: Tensor, p: float, training: bool) -> Tensor:
     """F.dropout, keeping a one-byte mask for the backward on every device (F.dropout
@@ -167,6 +193,10 @@ def helpers(f: Features) -> list[str]:
     out += sorted({norm.entry.code for norm in f.norms if norm.entry.code})
     if f.windowed:
         out.append(SLIDING_WINDOW)
+    if f.softcapped:
+        out.append(SOFTCAPPED_ATTENTION)
+    if f.model.logit_softcap is not None:
+        out.append(SOFTCAP)
     seen: set[str] = set()
     for stack in f.stacks:
         for code in f.position_code(stack).helpers(f.causalities):

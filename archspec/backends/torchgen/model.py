@@ -137,6 +137,8 @@ def _forward(f: Features) -> str:
         if f.model.scale_tied_output:
             body.append("x = x * self.output_scale")
         result = "self.lm_head(x)"
+        if f.model.logit_softcap is not None:
+            result = f"softcap({result}, {f.model.logit_softcap!r})"
     if f.pooler is not None:
         result += ", pooled"
     body.append(f"return {result}")
@@ -216,6 +218,11 @@ def _generate(f: Features) -> str:
     scale = "\n        x = x * self.output_scale" if f.model.scale_tied_output else ""
     check = "\n    check_length(total, self.config.max_seq_len)" if limited(f.stacks[0]) else ""
     code = GENERATE.strip("\n").replace("{scale}", scale).replace("{check}", check)
+    cap = f.model.logit_softcap
+    if cap is not None:  # sampling sees the capped logits, as transformers'
+        code = code.replace(
+            "logits = self.lm_head(x)", f"logits = softcap(self.lm_head(x), {cap!r})"
+        )
     return code
 
 

@@ -23,27 +23,27 @@ from archspec.spec.schema import Spec
 TANH_GELU = "gelu_pytorch_tanh"
 
 
-def gemma_activation(f: Fields) -> str:
-    """transformers 5 reads `hidden_act` and, like the original releases meant, takes its
-    legacy `gelu` for the tanh approximation; 4.x configs may also carry `hidden_activation`,
-    which must then say the same."""
-    act = f.get("hidden_act", TANH_GELU)
-    act = TANH_GELU if act == "gelu" else act
-    other = f.get("hidden_activation")
-    if other is not None and other != act:
+def gemma_activation(f: Fields, key: str = "hidden_act", other_key="hidden_activation") -> str:
+    """transformers 5 reads `hidden_act` for Gemma (and, like the original releases meant,
+    takes its legacy `gelu` for the tanh approximation), `hidden_activation` for Gemma 2; a
+    config may carry both, which must then say the same."""
+    act = f.get(key, TANH_GELU)
+    act = TANH_GELU if act == "gelu" and key == "hidden_act" else act
+    other = f.get(other_key)
+    if other is not None and other != act and not (other == "gelu" and act == TANH_GELU):
         raise f.error(
-            "hidden_activation",
-            f"hidden_activation = {other!r} disagrees with hidden_act = {act!r}, which "
-            "transformers 5 uses",
+            other_key, f"{other_key} = {other!r} disagrees with {key} = {act!r}, which is read"
         )
-    f.harmless("hidden_activation")
+    f.harmless(other_key)
     if act != TANH_GELU:
-        raise f.error("hidden_act", f"Gemma with {act!r} is not supported (only {TANH_GELU})")
-    f.harmless("hidden_act")
+        raise f.error(key, f"Gemma with {act!r} is not supported (only {TANH_GELU})")
+    f.harmless(key)
     return "gelu_tanh"
 
 
-def import_gemma_like(f: Fields, cls: HFClass, defaults: dict[str, Any]) -> dict[str, Any]:
+def import_gemma_like(
+    f: Fields, cls: HFClass, defaults: dict[str, Any], activation: str = "hidden_act"
+) -> dict[str, Any]:
     """What Gemma and Gemma 2 share, with their config classes' `defaults`."""
     d = f.int("hidden_size", defaults["hidden_size"])
     heads = f.int("num_attention_heads", defaults["num_attention_heads"])
@@ -71,7 +71,13 @@ def import_gemma_like(f: Fields, cls: HFClass, defaults: dict[str, Any]) -> dict
         "position": _rope(f, 10000.0),
         "embedding": {"token_types": 0, "norm": False, "scale": True, "scale_in_dtype": True},
         "attention": {"bias": f.bool("attention_bias", False), "scale_scores": True},
-        "mlp": {"gated": True, "activation": gemma_activation(f), "bias": False},
+        "mlp": {
+            "gated": True,
+            "activation": gemma_activation(
+                f, activation, "hidden_activation" if activation == "hidden_act" else "hidden_act"
+            ),
+            "bias": False,
+        },
         "head": {**read_head(f, cls, True), "bias": False},
         "dropout": read_dropout(f, dropouts.LLAMA),
     }
