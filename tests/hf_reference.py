@@ -140,7 +140,7 @@ def _llama(name: str, d: int, layers: int, heads: int, kv: int, ff: int, **kw: A
         num_attention_heads=heads,
         num_key_value_heads=kv,
         intermediate_size=ff,
-        tie_word_embeddings=False,
+        tie_word_embeddings=kw.pop("tie_word_embeddings", False),
         **kw,
     )
 
@@ -224,6 +224,37 @@ _add(
     final_logit_softcapping=30.0,
 )
 
+_llama(
+    "qwen2-7b",
+    3584,
+    28,
+    28,
+    4,
+    18944,
+    cls="Qwen2ForCausalLM",
+    conf="Qwen2Config",
+    vocab_size=152064,
+    max_position_embeddings=131072,
+    rope_theta=1e6,
+    rms_norm_eps=1e-6,
+)
+_llama(
+    "qwen3-0.6b",
+    1024,
+    28,
+    16,
+    8,
+    3072,
+    cls="Qwen3ForCausalLM",
+    conf="Qwen3Config",
+    vocab_size=151936,
+    head_dim=128,
+    max_position_embeddings=40960,
+    rope_theta=1e6,
+    rms_norm_eps=1e-6,
+    tie_word_embeddings=True,
+)
+
 for _name, _d, _l, _h in (("bloom-560m", 1024, 24, 16), ("bloom-176b", 14336, 70, 112)):
     _add(
         _name,
@@ -299,6 +330,10 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
     "qwen2": {"architectures": ["Qwen2ForCausalLM"], **_SMALL, "hidden_size": 64,
               "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
               "intermediate_size": 128, "max_position_embeddings": 32,
+              "tie_word_embeddings": True},
+    "qwen3": {"architectures": ["Qwen3ForCausalLM"], **_SMALL, "hidden_size": 64,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "head_dim": 32, "intermediate_size": 128, "max_position_embeddings": 32,
               "tie_word_embeddings": True},
     "xlm-roberta": {"architectures": ["XLMRobertaModel"], **_SMALL, "hidden_size": 64,
                     "num_hidden_layers": 2, "num_attention_heads": 4,

@@ -88,6 +88,10 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "qwen2": ("Qwen2ForCausalLM", "Qwen2Config", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=128, max_position_embeddings=32)),
+    # per-head q/k norms (weights drawn at random), head_dim 32 of 4 heads over d_model 64
+    "qwen3": ("Qwen3ForCausalLM", "Qwen3Config", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=32, intermediate_size=128, max_position_embeddings=32)),
     "xlm-roberta": ("XLMRobertaModel", "XLMRobertaConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
         max_position_embeddings=34, type_vocab_size=1, pad_token_id=1, layer_norm_eps=1e-5)),
@@ -129,7 +133,7 @@ def hf_model(family: str, seed: int = 0):
             for name, param in model.named_parameters():
                 if name.endswith(".bias"):
                     param.normal_(0.0, 0.5)
-    if family in ("gemma", "gemma2"):
+    if family in ("gemma", "gemma2", "qwen3"):
         with torch.no_grad():
             for name, param in model.named_parameters():
                 if "norm" in name:

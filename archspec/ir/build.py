@@ -255,8 +255,15 @@ def _attention(
         dropout=spec.dropout.attention,
         window=window,
         softcap=spec.attention.softcap if not cross else None,
+        q_norm=_head_norm(spec, d, "q_norm") if spec.attention.qk_norm and not cross else None,
+        k_norm=_head_norm(spec, d, "k_norm") if spec.attention.qk_norm and not cross else None,
         scale_dim=spec.attention.scale_dim,
     )
+
+
+def _head_norm(spec: Spec, d: _Dims, name: str) -> Norm:
+    """A norm over one head's width (Qwen3's q_norm and k_norm)."""
+    return Norm(name, spec.norm.kind, d.head_dim, spec.norm.has_bias, spec.norm.eps)
 
 
 def _mlp(spec: Spec, d: _Dims, name: str) -> MLP:

@@ -79,6 +79,10 @@ def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
     k = low.emit(LinearOp(k_out, source, node.k, "attn_proj"))
     v_out = heads("v", source.rows, kv_width, node.n_kv_heads)
     v = low.emit(LinearOp(v_out, source, node.v, "attn_proj"))
+    if node.q_norm is not None and node.k_norm is not None:
+        # Qwen3: each head's queries and keys are normalised over head_dim.
+        q = low.emit(NormOp(_like(q, "q"), q, node.q_norm))
+        k = low.emit(NormOp(_like(k, "k"), k, node.k_norm))
     if node.rotary:
         assert ctx.angles is not None
         cost = node.position.entry.flops_per_element

@@ -119,11 +119,14 @@ class Attention(Composite):
     dropout: float = 0.0  # on the attention probabilities, in training
     window: int | None = None  # a sliding window: keys a query sees, its own included
     softcap: float | None = None  # scores soft-capped, cap·tanh(s / cap), before the mask
+    q_norm: Norm | None = None  # over each head's queries, before RoPE (Qwen3)
+    k_norm: Norm | None = None  # over each head's keys
     scale_dim: int | None = None  # scores divided by sqrt(scale_dim), not sqrt(head_dim)
 
     @property
     def children(self) -> tuple[Node, ...]:
-        return (self.q, self.k, self.v, self.o)
+        norms = tuple(n for n in (self.q_norm, self.k_norm) if n is not None)
+        return (self.q, self.k, self.v, self.o, *norms)
 
     @property
     def mask(self) -> Mask:

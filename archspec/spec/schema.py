@@ -103,6 +103,12 @@ class AttentionSpec:
     scale_scores: bool = field(
         default=True, metadata=doc("divide scores by sqrt(head_dim); T5 does not")
     )
+    qk_norm: bool = field(
+        default=False,
+        metadata=doc(
+            "a norm (the spec's kind) over each head's queries and keys, before RoPE (Qwen3)"
+        ),
+    )
     softcap: float | None = field(
         default=None,
         metadata=doc("soft-cap the scores, cap·tanh(scores / cap), before the mask (Gemma 2: 50)"),

@@ -137,10 +137,12 @@ class ActivationCounter:
         for the scale's gradient). Its output is kept by whatever reads it."""
         entry = NORMS[op.module.kind]
         self.keep(op.x)
-        rows = self.lengths.rows(op.x)
-        self.keep_new(rows, entry.row_statistics * STATS, rows=op.x.rows)
+        # A norm over each head (Qwen3's q_norm) has one row of statistics per head.
+        x = op.x
+        rows = self.lengths.rows(x) * (x.width / op.module.dim)
+        self.keep_new(rows, entry.row_statistics * STATS, split=x.split, rows=x.rows)
         if entry.keeps_normalised:
-            self.keep_new(self.lengths.elements(op.x), self.c, rows=op.x.rows)
+            self.keep_new(self.lengths.elements(x), self.c, split=x.split, rows=x.rows)
 
     def op_activationop(self, op: ops.ActivationOp) -> None:
         keeps = ACTIVATIONS[op.kind].keeps

@@ -24,7 +24,7 @@ from archspec.backends.torchgen.leaves import assign
 from archspec.backends.torchgen.text import call, class_, docstring, method
 from archspec.ir.lower import StackValues, lower_attention
 from archspec.ir.nodes import Attention, Stack
-from archspec.ir.ops import Attend, LinearOp, Op, Rope, Value
+from archspec.ir.ops import Attend, LinearOp, NormOp, Op, Rope, Value
 
 
 def _heads(f: Features, node: Attention) -> str:
@@ -138,7 +138,22 @@ class _AttentionWriter(ForwardWriter):
         projected = super().render_linearop(op)
         if op.module is self.node.o:
             return projected
+        if self._normed(op.module):
+            # Normalised per head before the heads move to dim 1 (as transformers' Qwen3),
+            # which keeps the (B, S, heads, head_dim) layout: merging SDPA's output stays a view.
+            unflat = f"{projected.text}.unflatten(-1, (-1, self.head_dim))"
+            return Expr(unflat, ATOM, projected.reads)
         return self._call("self.split_heads", [projected])
+
+    def render_normop(self, op: NormOp) -> Expr:
+        normed = super().render_normop(op)
+        return Expr(f"{normed.text}.transpose(1, 2)", ATOM, normed.reads)
+
+    def _normed(self, module) -> bool:
+        node = self.node
+        return (module is node.q and node.q_norm is not None) or (
+            module is node.k and node.k_norm is not None
+        )
 
     def render_rope(self, op: Rope) -> Expr:
         x = self.arg(op.x)
