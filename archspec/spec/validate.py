@@ -220,6 +220,11 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             ("attention", "softcap"),
             f"soft-capped attention needs layout: decoder (causal), not {spec.layout}",
         )
+    if spec.attention.softcap is not None and spec.dropout.attention:
+        raise v.error(
+            ("attention", "softcap"),
+            "soft-capped attention has no dropout on its probabilities; set dropout.attention: 0",
+        )
     if spec.attention.sliding_window is not None and spec.layout != "decoder":
         raise v.error(
             ("attention", "sliding_window"),
