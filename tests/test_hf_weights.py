@@ -81,6 +81,10 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "mixtral": ("MixtralForCausalLM", "MixtralConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=128, max_position_embeddings=32, num_local_experts=4)),
+    "mixtral-window": ("MixtralForCausalLM", "MixtralConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32, num_local_experts=4,
+        sliding_window=4)),
     "bloom": ("BloomForCausalLM", "BloomConfig", dict(hidden_size=64, n_layer=2, n_head=4)),
     "opt": ("OPTForCausalLM", "OPTConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, ffn_dim=128,
