@@ -56,6 +56,7 @@ def _cap(f: Fields, key: str, default: float) -> float | None:
 
 def import_gemma2(f: Fields, cls: HFClass) -> dict[str, Any]:
     spec = import_gemma_like(f, cls, DEFAULTS, activation="hidden_activation")
+    f.harmless("cache_implementation")  # which KV cache class generate() builds
     # An explicit null is no window; only an absent field takes Gemma2Config's 4096.
     window = f.size("sliding_window", 4096) if f.data.get("sliding_window", 0) is not None else None
     f.harmless("sliding_window")
