@@ -48,9 +48,9 @@ def mask_out(hidden: Tensor, bias: Tensor) -> Tensor:
 
 SLIDING_WINDOW = '''
 def sliding_window(mask: Tensor | None, q: Tensor, k: Tensor, window: int) -> Tensor:
-    """`mask` (None: plain causal) with the keys `window` or more positions before each
-    query hidden too, as well as later ones. The queries q (B, heads, q_len, head_dim) are
-    the last q_len of the positions of k.
+    """`mask` (None: plain causal) with the keys `window` or more positions before
+    each query hidden too, as well as later ones. The queries q (B, heads, q_len,
+    head_dim) are the last q_len of the positions of k.
     """
     q_len, k_len = q.size(2), k.size(2)
     query = torch.arange(k_len - q_len, k_len, device=q.device)[:, None]
@@ -63,9 +63,10 @@ SOFTCAPPED_ATTENTION = '''
 def softcapped_attention(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, cap: float
 ) -> Tensor:
-    """Causal attention whose scores are soft-capped, cap * tanh(scores / cap), before the
-    mask (Gemma 2). SDPA cannot cap, so the scores are written out, and the softmax runs in
-    float32, as transformers' eager attention. mask: additive, or None for plain causal.
+    """Causal attention whose scores are soft-capped, cap * tanh(scores / cap),
+    before the mask (Gemma 2). SDPA cannot cap, so the scores are written out, and
+    the softmax runs in float32, as transformers' eager attention. mask: additive,
+    or None for plain causal.
     """
     groups = q.size(1) // k.size(1)  # query heads per key/value head
     k = k.repeat_interleave(groups, dim=1)
