@@ -240,6 +240,81 @@ PUBLISHED: dict[str, tuple[dict[str, Any], str | None, str | None]] = {
         None,
         "mixtral-8x7b",
     ),
+    "mistral-7b-v0.1": (
+        {
+            "architectures": ["MistralForCausalLM"], "bos_token_id": 1, "eos_token_id": 2,
+            "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+            "intermediate_size": 14336, "max_position_embeddings": 32768,
+            "model_type": "mistral", "num_attention_heads": 32, "num_hidden_layers": 32,
+            "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+            "sliding_window": 4096, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+            "transformers_version": "4.34.0.dev0", "use_cache": True, "vocab_size": 32000,
+        },
+        None,
+        "mistral-7b",
+    ),
+    "gemma-2b": (
+        {
+            "architectures": ["GemmaForCausalLM"], "attention_bias": False,
+            "attention_dropout": 0.0, "bos_token_id": 2, "eos_token_id": 1, "head_dim": 256,
+            "hidden_act": "gelu", "hidden_size": 2048, "initializer_range": 0.02,
+            "intermediate_size": 16384, "max_position_embeddings": 8192, "model_type": "gemma",
+            "num_attention_heads": 8, "num_hidden_layers": 18, "num_key_value_heads": 1,
+            "pad_token_id": 0, "rms_norm_eps": 1e-06, "rope_scaling": None,
+            "rope_theta": 10000.0, "torch_dtype": "bfloat16",
+            "transformers_version": "4.38.0.dev0", "use_cache": True, "vocab_size": 256000,
+        },
+        None,
+        "gemma-2b",
+    ),
+    "gemma-2-2b": (
+        {
+            "architectures": ["Gemma2ForCausalLM"], "attention_bias": False,
+            "attention_dropout": 0.0, "attn_logit_softcapping": 50.0, "bos_token_id": 2,
+            "cache_implementation": "hybrid", "eos_token_id": 1,
+            "final_logit_softcapping": 30.0, "head_dim": 256, "hidden_act": "gelu_pytorch_tanh",
+            "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 2304,
+            "initializer_range": 0.02, "intermediate_size": 9216,
+            "max_position_embeddings": 8192, "model_type": "gemma2", "num_attention_heads": 8,
+            "num_hidden_layers": 26, "num_key_value_heads": 4, "pad_token_id": 0,
+            "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_theta": 10000.0,
+            "sliding_window": 4096, "torch_dtype": "float32",
+            "transformers_version": "4.42.4", "use_cache": True, "vocab_size": 256000,
+        },
+        None,
+        "gemma-2-2b",
+    ),
+    "qwen2-7b": (
+        {
+            "architectures": ["Qwen2ForCausalLM"], "attention_dropout": 0.0,
+            "bos_token_id": 151643, "eos_token_id": 151643, "hidden_act": "silu",
+            "hidden_size": 3584, "initializer_range": 0.02, "intermediate_size": 18944,
+            "max_position_embeddings": 131072, "max_window_layers": 28, "model_type": "qwen2",
+            "num_attention_heads": 28, "num_hidden_layers": 28, "num_key_value_heads": 4,
+            "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 131072,
+            "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+            "transformers_version": "4.37.2", "use_cache": True, "use_sliding_window": False,
+            "vocab_size": 152064,
+        },
+        None,
+        "qwen2-7b",
+    ),
+    "qwen3-0.6b": (
+        {
+            "architectures": ["Qwen3ForCausalLM"], "attention_bias": False,
+            "attention_dropout": 0.0, "bos_token_id": 151643, "eos_token_id": 151645,
+            "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024,
+            "initializer_range": 0.02, "intermediate_size": 3072,
+            "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+            "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+            "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000,
+            "sliding_window": None, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+            "transformers_version": "4.51.0", "use_cache": True, "use_sliding_window": False,
+            "vocab_size": 151936,
+        },
+        None,
+        "qwen3-0.6b",
+    ),
     "bloom-560m": (
         {
             "apply_residual_connection_post_layernorm": False, "architectures":
@@ -564,26 +639,23 @@ def test_count_names_hf_does_not_import_torch() -> None:
     assert '"hf_name"' in result.stdout
 
 
-def test_sliding_window_shorter_than_the_sequence_is_refused() -> None:
-    # Mistral 7B v0.1: a 4096 window over 32768 positions. Imported as plain causal attention,
-    # its logits would differ from transformers' past 4096 tokens, silently.
-    with pytest.raises(SpecError, match="sliding_window = 4096 < max_position_embeddings"):
-        import_config(MISTRAL_V01)
-    # No field: MistralConfig's default window, 4096, is as short.
+def test_mistral_sliding_window_is_imported() -> None:
+    # Mistral 7B v0.1: a 4096 window over 32768 positions, every layer.
+    v01 = import_config(MISTRAL_V01).spec
+    assert (v01.max_seq_len, v01.attention.sliding_window) == (32768, 4096)
+    assert v01.attention.window_pattern == "L"
+    # No field: MistralConfig's default window, 4096.
     absent = {k: v for k, v in MISTRAL_V01.items() if k != "sliding_window"}
-    with pytest.raises(SpecError, match="sliding_window"):
-        import_config(absent)
+    assert import_config(absent).spec.attention.sliding_window == 4096
 
 
 def test_sliding_window_that_masks_nothing_is_exact() -> None:
     # `null` (Mistral v0.2, v0.3, Nemo) is no window: all 32768 positions, not 4096.
     v02 = import_config({**MISTRAL_V01, "sliding_window": None})
     assert v02.base == "_mistral" and v02.spec.max_seq_len == 32768
-    # A window covering every position masks nothing.
+    assert v02.spec.attention.sliding_window is None
     short = import_config({**MISTRAL_V01, "max_position_embeddings": 4096})
     assert short.spec.max_seq_len == 4096
-    covering = import_config({**MISTRAL_V01, "sliding_window": 32768})
-    assert covering.spec.max_seq_len == 32768
 
 
 def test_qwen2_window_is_refused_only_where_it_masks() -> None:

@@ -63,9 +63,28 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "mistral": ("MistralForCausalLM", "MistralConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=128, max_position_embeddings=64, sliding_window=64)),
+    # a real window (4), shorter than the batch (10) and the generated sequences (13)
+    "mistral-window": ("MistralForCausalLM", "MistralConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=64, sliding_window=4)),
+    # head_dim 32 of 4 heads over d_model 64; the weights of its (1 + w) norms are drawn at
+    # random (transformers starts them at zero, where 1 + w and w would agree with 1)
+    "gemma": ("GemmaForCausalLM", "GemmaConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=1,
+        head_dim=32, intermediate_size=128, max_position_embeddings=32, hidden_act="gelu")),
+    # windowed (4) and full layers alternating, soft-capped scores and logits (caps small
+    # enough to bend the values here), scores scaled by query_pre_attn_scalar, not head_dim
+    "gemma2": ("Gemma2ForCausalLM", "Gemma2Config", dict(
+        hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=32, intermediate_size=128, max_position_embeddings=32, sliding_window=4,
+        query_pre_attn_scalar=24, attn_logit_softcapping=2.0, final_logit_softcapping=0.5)),
     "mixtral": ("MixtralForCausalLM", "MixtralConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=128, max_position_embeddings=32, num_local_experts=4)),
+    "mixtral-window": ("MixtralForCausalLM", "MixtralConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32, num_local_experts=4,
+        sliding_window=4)),
     "bloom": ("BloomForCausalLM", "BloomConfig", dict(hidden_size=64, n_layer=2, n_head=4)),
     "opt": ("OPTForCausalLM", "OPTConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, ffn_dim=128,
@@ -73,6 +92,10 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "qwen2": ("Qwen2ForCausalLM", "Qwen2Config", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=128, max_position_embeddings=32)),
+    # per-head q/k norms (weights drawn at random), head_dim 32 of 4 heads over d_model 64
+    "qwen3": ("Qwen3ForCausalLM", "Qwen3Config", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=32, intermediate_size=128, max_position_embeddings=32)),
     "xlm-roberta": ("XLMRobertaModel", "XLMRobertaConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
         max_position_embeddings=34, type_vocab_size=1, pad_token_id=1, layer_norm_eps=1e-5)),
@@ -158,6 +181,11 @@ def hf_model(family: str, seed: int = 0):
         with torch.no_grad():
             for name, param in model.named_parameters():
                 if name.endswith(".bias"):
+                    param.normal_(0.0, 0.5)
+    if family in ("gemma", "gemma2", "qwen3"):
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                if "norm" in name:
                     param.normal_(0.0, 0.5)
     if family == "t5-v1.1":
         # transformers 5 always ties T5's head; a T5 v1.1 / FLAN-T5 checkpoint keeps its own

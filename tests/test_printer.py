@@ -88,7 +88,11 @@ def contract_model(ir: IR) -> nn.Module:
             return nn.Linear(v(node.in_features), v(node.out_features), bias=node.bias)
         if isinstance(node, Norm):
             bias = {"bias": node.bias} if node.entry.allows_bias else {}
-            return getattr(nn, node.entry.torch_class)(v(node.dim), eps=node.eps, **bias)
+            entry = node.entry
+            cls = getattr(nn, entry.torch_class) if entry.code is None else None
+            if cls is None:  # a class of the generated file's own, named as it, over its base
+                cls = type(entry.torch_class, (getattr(nn, entry.base),), {})
+            return cls(v(node.dim), eps=node.eps, **bias)
         if isinstance(node, Repeat):
             return nn.ModuleList(build(run.node) for run in node.runs for _ in range(v(run.count)))
         kind = class_name(names, node)

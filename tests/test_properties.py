@@ -74,7 +74,12 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
     encoder, encdec = layout == "encoder", layout == "encoder-decoder"
     # Parallel blocks have no place for cross-attention.
     parallel = ["parallel", "parallel_two_norms"]
-    residual = draw(st.sampled_from(["pre", "post"] if encdec else ["pre", "post", *parallel]))
+    residual = draw(
+        st.sampled_from(
+            ["pre", "post", "sandwich"] if encdec else ["pre", "post", "sandwich", *parallel]
+        )
+    )
+    decoder = layout == "decoder"
     kind = draw(st.sampled_from(POSITIONS))
     rope = kind == "rope"
 
@@ -89,9 +94,9 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
         head_dim = OMIT
         d_model = n_heads * step * draw(st.integers(1, 4))
 
-    norm_kind = draw(st.sampled_from(["layernorm", "rmsnorm"]))
-    # rmsnorm has no bias; `bias: false` or null is still allowed.
-    norm_bias = st.sampled_from([False, None]) if norm_kind == "rmsnorm" else st.booleans()
+    norm_kind = draw(st.sampled_from(["layernorm", "rmsnorm", "offset_rmsnorm"]))
+    # rmsnorms have no bias; `bias: false` or null is still allowed.
+    norm_bias = st.sampled_from([False, None]) if norm_kind != "layernorm" else st.booleans()
     norm = mapping(
         kind=norm_kind,
         bias=draw(optional(norm_bias)),
@@ -127,7 +132,12 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
         # T5 rescales before a tied head only; `tied` defaults to true.
         scale_tied_output=draw(optional(st.booleans())) if tied is not False else OMIT,
         pooler=draw(optional(st.booleans())) if encoder else OMIT,  # encoders only
+        softcap=draw(optional(st.sampled_from([0.5, 30.0]))),
     )
+    scale = draw(optional(st.booleans()))
+    # Sliding windows and soft-capped scores: causal self-attention (decoders) only.
+    window = draw(optional(st.integers(1, 6))) if decoder else OMIT
+    pattern = draw(optional(st.from_regex(r"[LG]{1,4}", fullmatch=True))) if decoder else OMIT
 
     moe = draw(
         optional(
@@ -174,12 +184,18 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
         embedding=mapping(
             token_types=draw(optional(st.integers(0, 3) if encoder else st.just(0))),
             norm=draw(optional(st.booleans())),
-            scale=draw(optional(st.booleans())),
+            scale=scale,
+            scale_in_dtype=draw(optional(st.booleans())) if scale is True else OMIT,
         ),
         attention=mapping(
             bias=draw(optional(st.booleans())),
             scale_scores=draw(optional(st.booleans())),
             qkv_bias=draw(optional(st.booleans())),
+            qk_norm=draw(optional(st.booleans())),
+            softcap=draw(optional(st.sampled_from([1.0, 50.0]))) if decoder else OMIT,
+            scale_dim=draw(optional(st.integers(1, 8))),
+            sliding_window=window,
+            window_pattern=pattern,
         ),
         mlp=mapping(
             gated=draw(optional(st.booleans())),

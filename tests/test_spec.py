@@ -120,7 +120,10 @@ def test_unknown_key_has_file_line_path_and_suggestion(tmp_path: Path) -> None:
         ("n_layers: 0", "expected a positive number, got 0"),
         ("n_layers: -3", "expected a positive number, got -3"),
         ("n_layers: true", "expected an integer, got the boolean true"),
-        ("norm: {kind: batchnorm}", "expected one of layernorm | rmsnorm, got str 'batchnorm'"),
+        (
+            "norm: {kind: batchnorm}",
+            "expected one of layernorm | rmsnorm | offset_rmsnorm, got str 'batchnorm'",
+        ),
         ("residual: prenorm", "did you mean 'pre'"),
         ("d_model: 770", "n_heads (12) does not divide d_model (770)"),
         ("n_kv_heads: 5", "n_heads (12) is not a multiple of n_kv_heads (5)"),

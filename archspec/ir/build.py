@@ -131,6 +131,7 @@ def _model(spec: Spec, d: _Dims) -> Model:
         score=Linear("score", d.d_model, 1, True) if score else None,
         score_activation=spec.mlp.activation if score else None,
         scale_tied_output=spec.head.scale_tied_output,
+        logit_softcap=spec.head.softcap,
         d_model=d.d_model,
         vocab_size=d.vocab_size,
     )
@@ -183,37 +184,14 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
     elif table == "relative":
         # T5: one table of biases per (distance bucket, head), shared by all blocks.
         rel_bias = Embedding("rel_bias", position.num_buckets, d.n_heads)
-    n_layers = d.layers(spec, role)
-    block = _block(spec, d, causal, cross, moe=spec.moe is not None)
-    runs = [Run(0, n_layers, block)]
-    if spec.shares_layers:
-        # ALBERT: layer_groups distinct blocks, each run n_layers / layer_groups times in a row.
-        assert spec.layer_groups is not None
-        # One group (every real ALBERT) is the literal 1, so that the block's path reads
-        # `blocks.0` however the IR is built.
-        groups = 1 if spec.layer_groups == 1 else d.symbol("n_layer_groups", spec.layer_groups)
-        runs = [
-            Run(
-                0,
-                groups,
-                block,
-                applied=n_layers / groups if d.symbolic else spec.n_layers // spec.layer_groups,
-            )
-        ]
-    dense = spec.moe.dense_layers if spec.moe is not None else 0
-    if dense:
-        # DeepSeek, Qwen-MoE: the first layers keep a dense MLP, the rest route to experts.
-        n_dense = d.symbol("n_dense_layers", dense)
-        runs = [
-            Run(0, n_dense, _block(spec, d, causal, cross, moe=False)),
-            Run(n_dense, n_layers - n_dense, block),
-        ]
+    runs = _runs(spec, d, role, causal, cross)
     return Stack(
         name=role,
         role=role,
         causal=causal,
         position=position,
         scale_embedding=spec.embedding.scale,
+        scale_in_dtype=spec.embedding.scale_in_dtype,
         max_seq_len=d.max_seq_len,
         width=d.d_model,
         blocks=Repeat("blocks", tuple(runs)),
@@ -229,8 +207,56 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
     )
 
 
-def _block(spec: Spec, d: _Dims, causal: bool, cross: bool, moe: bool) -> Block:
-    sublayers = [("attn_norm", _attention(spec, d, "attn", causal, cross=False))]
+def _runs(spec: Spec, d: _Dims, role: str, causal: bool, cross: bool) -> list[Run]:
+    """The stack's blocks as runs of equal ones: all alike, a dense first stretch before the
+    experts (DeepSeek, Qwen-MoE), or windowed and full attention layers in the spec's pattern
+    (Gemma 2 alternates them)."""
+    n_layers = d.layers(spec, role)
+    dense = spec.moe.dense_layers if spec.moe is not None else 0
+    window = spec.attention.sliding_window
+    pattern = set(spec.attention.window_pattern) if window is not None else {"G"}
+
+    def block(moe: bool, windowed: bool) -> Block:
+        return _block(spec, d, causal, cross, moe, window if windowed else None)
+
+    if spec.shares_layers:
+        # ALBERT: layer_groups distinct blocks, each run n_layers / layer_groups times in a row
+        # (encoders only, without windows or dense first layers: validation says so).
+        assert spec.layer_groups is not None
+        # One group (every real ALBERT) is the literal 1, so that the block's path reads
+        # `blocks.0` however the IR is built.
+        groups = 1 if spec.layer_groups == 1 else d.symbol("n_layer_groups", spec.layer_groups)
+        applied = n_layers / groups if d.symbolic else spec.n_layers // spec.layer_groups
+        return [Run(0, groups, block(spec.moe is not None, False), applied=applied)]
+
+    if len(pattern) == 1:
+        # Every layer's attention alike: the runs stay formulas in n_layers.
+        windowed = pattern == {"L"}
+        if dense:
+            n_dense = d.symbol("n_dense_layers", dense)
+            return [
+                Run(0, n_dense, block(False, windowed)),
+                Run(n_dense, n_layers - n_dense, block(True, windowed)),
+            ]
+        return [Run(0, n_layers, block(spec.moe is not None, windowed))]
+    # Windowed and full layers take turns: one run per stretch of equal layers, in numbers.
+    layers = [
+        block(spec.moe is not None and i >= dense, spec.windowed(i))
+        for i in range(spec.stack_layers(role))
+    ]
+    runs: list[Run] = []
+    for i, node in enumerate(layers):
+        if runs and runs[-1].node == node:
+            runs[-1] = Run(runs[-1].start, runs[-1].count + 1, node)
+        else:
+            runs.append(Run(i, 1, node))
+    return runs
+
+
+def _block(
+    spec: Spec, d: _Dims, causal: bool, cross: bool, moe: bool, window: int | None = None
+) -> Block:
+    sublayers = [("attn_norm", _attention(spec, d, "attn", causal, cross=False, window=window))]
     if cross:
         sublayers.append(("cross_norm", _attention(spec, d, "cross_attn", False, cross=True)))
     sublayers.append(("mlp_norm", _moe(spec, d) if moe else _mlp(spec, d, "mlp")))
@@ -244,16 +270,25 @@ def _block(spec: Spec, d: _Dims, causal: bool, cross: bool, moe: bool) -> Block:
             shared_norm=_norm(spec, d, "norm"),
             dropout=spec.dropout.hidden,
         )
+    post = kinds.residual(spec.residual).post_norms
+
+    def sublayer(name: str, layer) -> Sublayer:
+        # A sandwich block's second norm: attn_post_norm, mlp_post_norm.
+        post_norm = _norm(spec, d, name.replace("_norm", "_post_norm")) if post else None
+        return Sublayer(_norm(spec, d, name), layer, post_norm)
+
     return Block(
         name="",
         residual=spec.residual,
         width=d.d_model,
-        sublayers=tuple(Sublayer(_norm(spec, d, name), layer) for name, layer in sublayers),
+        sublayers=tuple(sublayer(name, layer) for name, layer in sublayers),
         dropout=spec.dropout.hidden,
     )
 
 
-def _attention(spec: Spec, d: _Dims, name: str, causal: bool, cross: bool) -> Attention:
+def _attention(
+    spec: Spec, d: _Dims, name: str, causal: bool, cross: bool, window: int | None = None
+) -> Attention:
     bias = spec.attention.bias
     qkv_bias = bias if spec.attention.qkv_bias is None else spec.attention.qkv_bias
     q_width = d.n_heads * d.head_dim
@@ -272,7 +307,17 @@ def _attention(spec: Spec, d: _Dims, name: str, causal: bool, cross: bool) -> At
         scale_scores=spec.attention.scale_scores,
         position=_position(spec) if not cross else Position(NO_POSITION),
         dropout=spec.dropout.attention,
+        window=window,
+        softcap=spec.attention.softcap if not cross else None,
+        q_norm=_head_norm(spec, d, "q_norm") if spec.attention.qk_norm and not cross else None,
+        k_norm=_head_norm(spec, d, "k_norm") if spec.attention.qk_norm and not cross else None,
+        scale_dim=spec.attention.scale_dim,
     )
+
+
+def _head_norm(spec: Spec, d: _Dims, name: str) -> Norm:
+    """A norm over one head's width (Qwen3's q_norm and k_norm)."""
+    return Norm(name, spec.norm.kind, d.head_dim, spec.norm.has_bias, spec.norm.eps)
 
 
 def _mlp(spec: Spec, d: _Dims, name: str, width: sp.Expr | None = None) -> MLP:

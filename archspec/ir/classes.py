@@ -37,10 +37,16 @@ def _traits(node: Node, stack: Stack | None, parent: Node | None = None) -> tupl
         kind = "Expert" if isinstance(parent, Repeat) else "Shared" if node.name == "shared" else ""
         return (role, kind or "Dense")
     if isinstance(node, Attention):
-        return ("Cross" if node.cross else "Causal" if node.causal else "Bidirectional",)
+        kind = "Cross" if node.cross else "Causal" if node.causal else "Bidirectional"
+        return (kind, _reach(node))
     if isinstance(node, Block):
-        return (role, "MoE" if isinstance(node.ff, MoE) else "Dense")
+        return (role, "MoE" if isinstance(node.ff, MoE) else "Dense", _reach(node.attn))
     return (role,)
+
+
+def _reach(attention: Attention) -> str:
+    """Sliding-window layers and full ones (Gemma 2 alternates them)."""
+    return "Sliding" if attention.window is not None else "Full"
 
 
 def _names(base: str, found: list[tuple[Node, tuple[str, ...]]]) -> list[str]:
@@ -52,7 +58,9 @@ def _names(base: str, found: list[tuple[Node, tuple[str, ...]]]) -> list[str]:
         labels = ["".join(traits[i] for i in chosen) for _, traits in found]
         if all(labels) and len(set(labels)) == len(labels):
             return [label + base for label in labels]
-    labels = ["".join(traits) for _, traits in found]
+    # Several traits together, leaving out those every variant shares.
+    varying = [i for i in range(width) if len({traits[i] for _, traits in found}) > 1]
+    labels = ["".join(traits[i] for i in varying) for _, traits in found]
     if all(labels) and len(set(labels)) == len(labels):
         return [label + base for label in labels]
     return [f"{base}{i + 1}" for i in range(len(found))]

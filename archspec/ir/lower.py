@@ -35,6 +35,7 @@ from archspec.ir.ops import (
     ScoreBias,
     Select,
     Sinusoids,
+    Softcap,
     Value,
 )
 from archspec.kinds.activations import POOLER_ACTIVATION
@@ -84,6 +85,10 @@ def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
     k = low.emit(LinearOp(k_out, source, node.k, "attn_proj"))
     v_out = heads("v", source.rows, kv_width, node.n_kv_heads)
     v = low.emit(LinearOp(v_out, source, node.v, "attn_proj"))
+    if node.q_norm is not None and node.k_norm is not None:
+        # Qwen3: each head's queries and keys are normalised over head_dim.
+        q = low.emit(NormOp(_like(q, "q"), q, node.q_norm))
+        k = low.emit(NormOp(_like(k, "k"), k, node.k_norm))
     if node.rotary:
         assert ctx.angles is not None
         cost = node.position.entry.flops_per_element
@@ -180,7 +185,10 @@ def lower_block(node: Block) -> Lowered:
             x = low.emit(Add(Value("x", "tokens", d), x, sublayer(sub.layer, h), "residuals"))
         elif position == "before":
             h = low.emit(NormOp(Value("h", "tokens", d), x, sub.norm))
-            x = low.emit(Add(Value("x", "tokens", d), x, sublayer(sub.layer, h), "residuals"))
+            out = sublayer(sub.layer, h)
+            if sub.post_norm is not None:  # sandwich: the output is normalised before the add
+                out = low.emit(NormOp(Value(sub.layer.name, "tokens", d), out, sub.post_norm))
+            x = low.emit(Add(Value("x", "tokens", d), x, out, "residuals"))
         else:
             out = sublayer(sub.layer, x)
             total = low.emit(Add(Value("x", "tokens", d), x, out, "residuals"))
@@ -292,6 +300,9 @@ def lower_model(model: Model) -> list[Segment]:
             # Vocabulary-parallel: each tensor-parallel rank holds its share of the logits.
             logits = Value("logits", "tokens", model.vocab_size, split=True)
             heads.emit(LinearOp(logits, h, model.lm_head, "head"))
+            if model.logit_softcap is not None:
+                capped = Value("logits", "tokens", model.vocab_size, split=True)
+                logits = heads.emit(Softcap(capped, logits, model.logit_softcap, "head"))
             heads.emit(Loss(None, logits))
         if last and model.score is not None:
             assert model.score_dense is not None and model.score_activation is not None

@@ -130,15 +130,26 @@ class Attention(Composite):
     scale_scores: bool
     position: Position  # rope acts on q and k; a score bias arrives with the mask
     dropout: float = 0.0  # on the attention probabilities, in training
+    window: int | None = None  # a sliding window: keys a query sees, its own included
+    softcap: float | None = None  # scores soft-capped, cap·tanh(s / cap), before the mask
+    q_norm: Norm | None = None  # over each head's queries, before RoPE (Qwen3)
+    k_norm: Norm | None = None  # over each head's keys
+    scale_dim: int | None = None  # scores divided by sqrt(scale_dim), not sqrt(head_dim)
 
     @property
     def children(self) -> tuple[Node, ...]:
-        return (self.q, self.k, self.v, self.o)
+        norms = tuple(n for n in (self.q_norm, self.k_norm) if n is not None)
+        return (self.q, self.k, self.v, self.o, *norms)
 
     @property
     def mask(self) -> Mask:
         entry = self.position.entry
-        return Mask(causal=self.causal, bias=entry.score_bias, learned_bias=entry.learned_bias)
+        return Mask(
+            causal=self.causal,
+            bias=entry.score_bias,
+            learned_bias=entry.learned_bias,
+            window=self.window,
+        )
 
     @property
     def rotary(self) -> bool:
@@ -229,6 +240,7 @@ class Sublayer:
 
     norm: Norm | None
     layer: Attention | MLP | MoE
+    post_norm: Norm | None = None  # on the sublayer's output, before the add (sandwich)
 
 
 @dataclass(frozen=True)
@@ -248,7 +260,13 @@ class Block(Composite):
         if self.shared_norm is not None:
             return (self.shared_norm, *(s.layer for s in self.sublayers))
         order = self.entry.order([(s.norm, s.layer) for s in self.sublayers])
-        return tuple(node for _, node in order)
+        post = {id(s.layer): s.post_norm for s in self.sublayers if s.post_norm is not None}
+        out: list[Node] = []
+        for _, node in order:
+            out.append(node)
+            if id(node) in post:  # a sandwich's second norm follows its sublayer
+                out.append(post[id(node)])
+        return tuple(out)
 
     @property
     def attn(self) -> Attention:
@@ -296,6 +314,7 @@ class Stack(Composite):
     # takes the output back to the embeddings' width.
     proj_first: bool = False
     out_proj: Linear | None = None
+    scale_in_dtype: bool = False  # sqrt(d_model) rounded to the embeddings' dtype (Gemma)
 
     @property
     def children(self) -> tuple[Node, ...]:
@@ -354,6 +373,7 @@ class Model(Composite):
     score_dense: Linear | None = None
     score: Linear | None = None
     score_activation: Activation | None = None
+    logit_softcap: float | None = None  # logits soft-capped, cap·tanh(logits / cap) (Gemma 2)
 
     @property
     def children(self) -> tuple[Node, ...]:

@@ -149,6 +149,20 @@ class Scale(Op):
 
 
 @dataclass(frozen=True, eq=False)
+class Softcap(Op):
+    """out = cap · tanh(x / cap): values squashed smoothly into (-cap, cap) (Gemma 2's logits;
+    its attention scores are capped inside `Attend`)."""
+
+    x: Value
+    cap: float
+    component: str
+
+    @property
+    def inputs(self):
+        return (self.x,)
+
+
+@dataclass(frozen=True, eq=False)
 class Select(Op):
     """out = x[:, 0]: the first position of every sequence, a view."""
 

@@ -1,9 +1,11 @@
 """The attention mask as one small algebra: which keys a query may see, plus an additive bias.
 
 A self-attention layer in a causal stack hides later keys; padding hides padded keys; a score
-bias (ALiBi, T5) is added to every visible score. FLOPs under the `causal` convention count only
-the pairs the mask keeps, and every elementwise pass over the scores (masking, biasing) costs one
-FLOP per score.
+bias (ALiBi, T5) is added to every visible score; a sliding window (Mistral, Gemma 2's local
+layers) also hides the keys `window` or more positions before the query, as transformers'
+`sliding_window_overlay` does (key > query - window). FLOPs under the `causal` convention count
+only the pairs the mask keeps, and every elementwise pass over the scores (masking, biasing,
+windowing) costs one FLOP per score.
 """
 
 from __future__ import annotations
@@ -16,17 +18,30 @@ class Mask:
     causal: bool  # query i sees keys up to its own position only
     bias: bool = False  # an additive bias on the scores (a score-bias position kind)
     learned_bias: bool = False  # that bias has parameters
+    window: int | None = None  # a causal query sees its own and the window - 1 keys before it
 
     @property
     def score_passes(self) -> int:
         """Elementwise passes over the score matrix besides the softmax: hiding later keys
         and adding the bias are one each."""
-        return int(self.causal) + int(self.bias)
+        return int(self.causal) + int(self.bias) + int(self.window is not None)
 
     def visible_pairs(self, queries, keys):
         """Query-key pairs per head and sequence the mask keeps. The queries are the last
         `queries` of `keys` positions and query i sees keys up to its own: q·k - q(q-1)/2
-        pairs, S(S+1)/2 when q = k = S, all k when q = 1."""
+        pairs, S(S+1)/2 when q = k = S, all k when q = 1. With a window W the query at
+        position p sees min(p + 1, W) keys: the pairs of the first k positions less those of
+        the first k - q."""
+        if self.window is not None:
+            return _windowed_pairs(keys, self.window) - _windowed_pairs(keys - queries, self.window)
         if self.causal:
             return queries * keys - queries * (queries - 1) / 2
         return queries * keys
+
+
+def _windowed_pairs(n, window: int):
+    """Σ_{p<n} min(p + 1, W): m(m+1)/2 + (n - m)·W with m = min(n, W)."""
+    import sympy as sp
+
+    m = sp.Min(n, window)
+    return m * (m + 1) / 2 + (n - m) * window

@@ -21,6 +21,20 @@ class NormKind:
     keeps_normalised: bool  # autograd keeps the normalised input too (for the scale's gradient)
     row_statistics: int  # fp32 values kept per row (mean, 1/std, 1/rms)
     min_torch: str | None = None  # the torch release that added the module, if recent
+    # A module the generated file defines itself (its class source), where torch has none;
+    # `torch_class` is then its name, and `base` the torch module it extends.
+    code: str | None = None
+    base: str | None = None
+
+    @property
+    def constructor(self) -> str:
+        """What the generated code calls: `nn.LayerNorm`, or a class of the file's own."""
+        return self.torch_class if self.code else f"nn.{self.torch_class}"
+
+    @property
+    def requires(self) -> str:
+        """The torch module the kind needs (for the file's torch-version note)."""
+        return f"nn.{self.base or self.torch_class}"
 
     def weight_shape(self, dim):
         return (dim,)
@@ -44,6 +58,23 @@ class NormKind:
             text += f", bias={bias}"
         return text
 
+
+# Gemma's RMSNorm: the scale is 1 + weight (the weight starts at zero), and the whole norm runs
+# in float32 before casting back, as transformers' GemmaRMSNorm ("(x * w).to(float16)", not
+# LLaMA's "x.to(float16) * w").
+OFFSET_RMSNORM = '''
+class OffsetRMSNorm(nn.RMSNorm):
+    """RMSNorm scaling by 1 + weight, its weight starting at zero (Gemma), computed in
+    float32 and cast back to the input's dtype, as transformers' GemmaRMSNorm.
+    """
+
+    def reset_parameters(self) -> None:
+        nn.init.zeros_(self.weight)
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = F.rms_norm(x.float(), self.normalized_shape, None, self.eps)
+        return (y * (1.0 + self.weight.float())).type_as(x)
+'''
 
 NORMS: dict[str, NormKind] = {
     kind.name: kind
@@ -70,6 +101,20 @@ NORMS: dict[str, NormKind] = {
             keeps_normalised=True,
             row_statistics=1,
             min_torch="2.4",
+        ),
+        NormKind(
+            name="offset_rmsnorm",
+            label="RMSNorm (1 + w)",
+            torch_class="OffsetRMSNorm",
+            # square (mul), mean (add), normalise (mul), 1 + w (add), scale (mul)
+            flops_per_element=5,
+            bias_by_default=False,
+            allows_bias=False,
+            keeps_normalised=True,
+            row_statistics=1,
+            min_torch="2.4",
+            code=OFFSET_RMSNORM,
+            base="RMSNorm",
         ),
     )
 }

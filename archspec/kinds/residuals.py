@@ -24,6 +24,9 @@ class ResidualKind:
     norm_position: Literal["before", "after", "shared", "per_branch"]
     final_norm_by_default: bool  # a norm after the last block, when the spec leaves it out
     allows_cross_attention: bool = True
+    # A second norm on each sublayer's output, before the residual add (Gemma 2's "sandwich":
+    # x + post_norm(f(norm(x)))), registered after its sublayer.
+    post_norms: bool = False
 
     @property
     def shared_norm(self) -> bool:
@@ -61,6 +64,15 @@ RESIDUALS: dict[str, ResidualKind] = {
             "Post-norm block: each sublayer f updates x to norm(x + f(x)).",
             norm_position="after",
             final_norm_by_default=False,
+        ),
+        ResidualKind(
+            "sandwich",
+            "sandwich",
+            "Sandwich-norm block (Gemma 2): each sublayer f adds post_norm(f(norm(x))) to the "
+            "residual stream x.",
+            norm_position="before",
+            final_norm_by_default=True,
+            post_norms=True,
         ),
         ResidualKind(
             "parallel",

@@ -14,8 +14,8 @@ from archspec import kinds
 from archspec.safety.text import UNSAFE_CLASS
 
 Layout = Literal["encoder", "decoder", "encoder-decoder"]
-Residual = Literal["pre", "post", "parallel", "parallel_two_norms"]
-NormKind = Literal["layernorm", "rmsnorm"]
+Residual = Literal["pre", "post", "parallel", "parallel_two_norms", "sandwich"]
+NormKind = Literal["layernorm", "rmsnorm", "offset_rmsnorm"]
 PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
 RopeScaling = Literal["none", "linear", "llama3", "yarn"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
@@ -29,6 +29,7 @@ IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,99}"  # a Python class name
 # no quotes, backslashes or backticks (it is written into a docstring of the generated code).
 TEXT_WORDS = "one line of visible text without quotes, backslashes or backticks"
 TEXT_PATTERN = f'[^{UNSAFE_CLASS}\\\\"`]{{0,300}}'
+WINDOW_PATTERN = r"[LG]{1,64}"  # a sliding window's layers, cycled: L windowed, G full
 
 
 def doc(text: str, **meta: object) -> dict[str, object]:
@@ -38,7 +39,10 @@ def doc(text: str, **meta: object) -> dict[str, object]:
 
 @dataclass(frozen=True)
 class NormSpec:
-    kind: NormKind = field(default="layernorm", metadata=doc("layernorm or rmsnorm"))
+    kind: NormKind = field(
+        default="layernorm",
+        metadata=doc("layernorm, rmsnorm or offset_rmsnorm (Gemma: scale 1 + w, in float32)"),
+    )
     bias: bool | None = field(
         default=None, metadata=doc("a learned bias beside the scale; default: layernorm only")
     )
@@ -129,6 +133,10 @@ class EmbeddingSpec:
             "project_out after the stack, both without bias)"
         ),
     )
+    scale_in_dtype: bool = field(
+        default=False,
+        metadata=doc("that factor rounded to the embeddings' dtype first (Gemma), not a float"),
+    )
 
 
 @dataclass(frozen=True)
@@ -140,6 +148,40 @@ class AttentionSpec:
     )
     scale_scores: bool = field(
         default=True, metadata=doc("divide scores by sqrt(head_dim); T5 does not")
+    )
+    qk_norm: bool = field(
+        default=False,
+        metadata=doc(
+            "a norm (the spec's kind) over each head's queries and keys, before RoPE (Qwen3)"
+        ),
+    )
+    softcap: float | None = field(
+        default=None,
+        metadata=doc("soft-cap the scores, cap·tanh(scores / cap), before the mask (Gemma 2: 50)"),
+    )
+    scale_dim: int | None = field(
+        default=None,
+        metadata=doc(
+            "divide scores by sqrt(this), not sqrt(head_dim) (Gemma 2's query_pre_attn_scalar)",
+            positive=True,
+        ),
+    )
+    sliding_window: int | None = field(
+        default=None,
+        metadata=doc(
+            "keys a query sees in a windowed layer, its own included (Mistral: 4096); none: all",
+            positive=True,
+        ),
+    )
+    window_pattern: str = field(
+        default="L",
+        metadata=doc(
+            "which layers the window applies to, cycled over the layers: L windowed (local), "
+            "G full (global); L every layer (Mistral), LG alternating from a windowed first "
+            "layer (Gemma 2)",
+            pattern=WINDOW_PATTERN,
+            expects="a string of L (windowed) and G (full) letters",
+        ),
     )
 
 
@@ -235,6 +277,9 @@ class HeadSpec:
             "ELECTRA's discriminator: dense, activation and one score per token (replaced or "
             "not) instead of hidden states"
         ),
+    )
+    softcap: float | None = field(
+        default=None, metadata=doc("soft-cap the logits, cap·tanh(logits / cap) (Gemma 2: 30)")
     )
 
 
@@ -336,6 +381,11 @@ class Spec:
         if self.layout == "encoder-decoder":
             return ("encoder", "decoder")
         return (self.layout,)
+
+    def windowed(self, layer: int) -> bool:
+        """Whether layer `layer` (0-based) attends through the sliding window."""
+        pattern = self.attention.window_pattern
+        return self.attention.sliding_window is not None and pattern[layer % len(pattern)] == "L"
 
     def stack_layers(self, role: str) -> int:
         """Layers in the 'encoder' or 'decoder' stack."""

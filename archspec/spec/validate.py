@@ -232,8 +232,28 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
                 f"relative_bias needs max_distance ({distance}) above the {exact} exact "
                 f"distances that num_buckets ({buckets}) gives with layout: {spec.layout}",
             )
-    if spec.norm.kind == "rmsnorm" and spec.norm.bias:
-        raise v.error(("norm", "bias"), "rmsnorm has no bias; remove norm.bias or use layernorm")
+    if spec.attention.softcap is not None and spec.layout != "decoder":
+        raise v.error(
+            ("attention", "softcap"),
+            f"soft-capped attention needs layout: decoder (causal), not {spec.layout}",
+        )
+    if spec.attention.softcap is not None and spec.dropout.attention:
+        raise v.error(
+            ("attention", "softcap"),
+            "soft-capped attention has no dropout on its probabilities; set dropout.attention: 0",
+        )
+    if spec.attention.sliding_window is not None and spec.layout != "decoder":
+        raise v.error(
+            ("attention", "sliding_window"),
+            f"a sliding window needs layout: decoder (causal self-attention), not {spec.layout}",
+        )
+    if spec.norm.bias and not kinds.norm(spec.norm.kind).allows_bias:
+        raise v.error(
+            ("norm", "bias"),
+            f"{spec.norm.kind} has no bias; remove norm.bias or use layernorm",
+        )
+    if spec.embedding.scale_in_dtype and not spec.embedding.scale:
+        raise v.error(("embedding", "scale_in_dtype"), "scale_in_dtype needs embedding.scale: true")
     if spec.moe and spec.moe.top_k > spec.moe.n_experts:
         raise v.error(
             ("moe", "top_k"),

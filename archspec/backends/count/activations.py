@@ -174,10 +174,12 @@ class ActivationCounter:
         for the scale's gradient). Its output is kept by whatever reads it."""
         entry = NORMS[op.module.kind]
         self.keep(op.x)
-        rows = self.lengths.rows(op.x)
-        self.keep_new(rows, entry.row_statistics * STATS, rows=op.x.rows)
+        # A norm over each head (Qwen3's q_norm) has one row of statistics per head.
+        x = op.x
+        rows = self.lengths.rows(x) * (x.width / op.module.dim)
+        self.keep_new(rows, entry.row_statistics * STATS, split=x.split, rows=x.rows)
         if entry.keeps_normalised:
-            self.keep_new(self.lengths.elements(op.x), self.c, rows=op.x.rows)
+            self.keep_new(self.lengths.elements(x), self.c, split=x.split, rows=x.rows)
 
     def op_activationop(self, op: ops.ActivationOp) -> None:
         keeps = ACTIVATIONS[op.kind].keeps
@@ -195,6 +197,11 @@ class ActivationCounter:
 
     def op_scale(self, op: ops.Scale) -> None:
         pass  # by a constant
+
+    def op_softcap(self, op: ops.Softcap) -> None:
+        # cap·tanh(x / cap): the tanh keeps its output; dividing and scaling keep nothing.
+        x = op.x
+        self.keep_new(self.lengths.elements(x), self.c, split=x.split, rows=x.rows)
 
     def op_select(self, op: ops.Select) -> None:
         pass  # a view
@@ -225,6 +232,16 @@ class ActivationCounter:
         n, h, hd = self.tokens, node.n_heads, node.head_dim
         keys = L.memory if node.cross else L.keys
         kv_tokens = B * keys
+        if node.softcap is not None and self.recompute != "selective":
+            # Soft-capped scores run as written (no fused kernel caps them): q·kᵀ keeps q and
+            # k repeated per query head, AV the probabilities and v repeated, the tanh its
+            # output; the softmax runs in float32 and keeps that, and casting to a narrower
+            # dtype makes the copy AV keeps. (The merged heads are the output projection's.)
+            self.keep(op.q)
+            self.keep_new(2 * kv_tokens * h * hd, c, split=True)
+            scores = B * h * L.queries * keys
+            self.keep_new(scores, c + STATS + (c if c != STATS else 0), split=True)
+            return
         if self.attn == "flash" or self.recompute == "selective":
             # A fused kernel keeps q, k and v (the projections, or RoPE's rotated copies) and,
             # to rebuild the probabilities, its output and one fp32 log-sum-exp per row. The

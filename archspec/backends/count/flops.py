@@ -63,6 +63,8 @@ COMPONENTS = {
 # once per row (a norm's square root, a softmax's reciprocal) is left out: it is O(B·S) beside
 # the O(B·S·d) around it.
 SOFTMAX = 5
+# Soft-capping, cap·tanh(x / cap): a divide, a tanh and a multiply per element.
+SOFTCAP = 3
 # Dropout in training: multiply by the mask and by 1 / (1 - p).
 DROPOUT = 2
 
@@ -182,6 +184,9 @@ class FlopCounter:
     def op_scale(self, op: ops.Scale) -> None:
         self.elementwise(op.component, self.elements(op.out))
 
+    def op_softcap(self, op: ops.Softcap) -> None:
+        self.elementwise(op.component, SOFTCAP * self.elements(op.out))
+
     def op_select(self, op: ops.Select) -> None:
         pass  # a view
 
@@ -217,6 +222,7 @@ class FlopCounter:
             # Per score: the softmax, the 1/sqrt(d) scale, and each pass of the mask (hiding
             # later keys, adding a position bias).
             per_score = SOFTMAX + int(node.scale_scores) + node.mask.score_passes
+            per_score += SOFTCAP if node.softcap is not None else 0
             self.add("softmax", OTHER, per_score * pairs)
         elif self.conv.softmax:
             self.add("softmax", OTHER, self.conv.softmax * pairs)

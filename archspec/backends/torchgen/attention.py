@@ -24,7 +24,7 @@ from archspec.backends.torchgen.leaves import assign
 from archspec.backends.torchgen.text import call, class_, docstring, method
 from archspec.ir.lower import StackValues, lower_attention
 from archspec.ir.nodes import Attention, Stack
-from archspec.ir.ops import Attend, LinearOp, Op, Rope, Value
+from archspec.ir.ops import Attend, LinearOp, NormOp, Op, Rope, Value
 
 
 def _heads(f: Features, node: Attention) -> str:
@@ -44,6 +44,8 @@ def _summary(f: Features, node: Attention) -> str:
     text = f"{'Causal' if node.causal else 'Bidirectional'} {heads} self-attention"
     if node.rotary:
         text += " with rotary positions"
+    if node.window is not None:
+        text += f", each query seeing its own and the {node.window - 1} keys before it"
     if node.mask.bias:
         text += "; the stack's mask carries the bias on the scores"
     return text + "."
@@ -63,6 +65,14 @@ def _params(f: Features, node: Attention, stack: Stack) -> list[str]:
 
 def _init(node: Attention, size: ExprPrinter) -> str:
     body = ["super().__init__()", f"self.head_dim = {size(node.head_dim)}"]
+    if node.window is not None:
+        body.append(f"self.window = {node.window}  # keys a query sees, its own included")
+    if node.scale_dim is not None:
+        body.append(f"self.scale = {node.scale_dim}**-0.5  # not head_dim's")
+    elif node.softcap is not None:
+        body.append("self.scale = self.head_dim**-0.5")
+    if node.softcap is not None:
+        body.append(f"self.softcap = {node.softcap!r}  # scores soft-capped to (-cap, cap)")
     body += [assign(part, size) for part in node.children]
     return method("__init__", ["config: Config"], "None", body)
 
@@ -78,7 +88,7 @@ def _sdpa(f: Features, node: Attention, q: str, k: str, v: str) -> list[str]:
     """The call to scaled_dot_product_attention, after a comment on each unusual argument."""
     args = [q, k, v, "attn_mask=mask"]
     before = []
-    if node.causal and not node.mask.bias:
+    if node.causal and not node.mask.bias and node.window is None:
         args.append("is_causal=mask is None")
         if f.cache:
             before.append("# Given no mask (no padding, nothing cached), SDPA masks causally.")
@@ -89,6 +99,8 @@ def _sdpa(f: Features, node: Attention, q: str, k: str, v: str) -> list[str]:
     if not node.scale_scores:
         args.append("scale=1.0")
         before.append("# The scores are not divided by sqrt(head_dim), as in T5.")
+    elif node.scale_dim is not None:
+        args.append("scale=self.scale")
     heads = _heads(f, node)
     if heads != "multi-head":
         args.append("enable_gqa=True")
@@ -126,7 +138,22 @@ class _AttentionWriter(ForwardWriter):
         projected = super().render_linearop(op)
         if op.module is self.node.o:
             return projected
+        if self._normed(op.module):
+            # Normalised per head before the heads move to dim 1 (as transformers' Qwen3),
+            # which keeps the (B, S, heads, head_dim) layout: merging SDPA's output stays a view.
+            unflat = f"{projected.text}.unflatten(-1, (-1, self.head_dim))"
+            return Expr(unflat, ATOM, projected.reads)
         return self._call("self.split_heads", [projected])
+
+    def render_normop(self, op: NormOp) -> Expr:
+        normed = super().render_normop(op)
+        return Expr(f"{normed.text}.transpose(1, 2)", ATOM, normed.reads)
+
+    def _normed(self, module) -> bool:
+        node = self.node
+        return (module is node.q and node.q_norm is not None) or (
+            module is node.k and node.k_norm is not None
+        )
 
     def render_rope(self, op: Rope) -> Expr:
         x = self.arg(op.x)
@@ -139,7 +166,15 @@ class _AttentionWriter(ForwardWriter):
             self.arg(op.mask)
         if self.f.cache and not self.node.cross:
             self.lines += ["if cache is not None:", f"    {k}, {v} = cache.update({k}, {v})"]
-        self.lines += _sdpa(self.f, self.node, q, k, v)
+        if self.node.window is not None:
+            # The cache keeps every position; the window hides the older ones.
+            self.lines.append(f"mask = sliding_window(mask, {q}, {k}, self.window)")
+        if self.node.softcap is not None:
+            self.lines.append(
+                f"y = softcapped_attention({q}, {k}, {v}, mask, self.scale, self.softcap)"
+            )
+        else:
+            self.lines += _sdpa(self.f, self.node, q, k, v)
         return Expr("y.transpose(1, 2).flatten(2)", ATOM, frozenset())
 
 

@@ -118,6 +118,16 @@ class Features:
     def causalities(self) -> frozenset[bool]:
         return frozenset(s.causal for s in self.stacks)
 
+    @property
+    def windowed(self) -> bool:
+        """Some attention layer has a sliding window."""
+        return any(isinstance(p.node, Attention) and p.node.window for p in walk(self.model))
+
+    @property
+    def softcapped(self) -> bool:
+        """Some attention layer soft-caps its scores."""
+        return any(isinstance(p.node, Attention) and p.node.softcap for p in walk(self.model))
+
     def position_code(self, stack: Stack) -> PositionCode:
         return stack.position.code
 

@@ -46,6 +46,46 @@ def mask_out(hidden: Tensor, bias: Tensor) -> Tensor:
     return torch.where(hidden, torch.finfo(bias.dtype).min, bias)
 '''
 
+SLIDING_WINDOW = '''
+def sliding_window(mask: Tensor | None, q: Tensor, k: Tensor, window: int) -> Tensor:
+    """`mask` (None: plain causal) with the keys `window` or more positions before
+    each query hidden too, as well as later ones. The queries q (B, heads, q_len,
+    head_dim) are the last q_len of the positions of k.
+    """
+    q_len, k_len = q.size(2), k.size(2)
+    query = torch.arange(k_len - q_len, k_len, device=q.device)[:, None]
+    key = torch.arange(k_len, device=q.device)
+    outside = (key > query) | (key <= query - window)
+    return mask_out(outside, q.new_zeros(()) if mask is None else mask)
+'''
+
+SOFTCAPPED_ATTENTION = '''
+def softcapped_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, scale: float, cap: float
+) -> Tensor:
+    """Causal attention whose scores are soft-capped, cap * tanh(scores / cap),
+    before the mask (Gemma 2). SDPA cannot cap, so the scores are written out, and
+    the softmax runs in float32, as transformers' eager attention. mask: additive,
+    or None for plain causal.
+    """
+    groups = q.size(1) // k.size(1)  # query heads per key/value head
+    k = k.repeat_interleave(groups, dim=1)
+    v = v.repeat_interleave(groups, dim=1)
+    scores = torch.matmul(q, k.transpose(2, 3)) * scale
+    scores = torch.tanh(scores / cap) * cap
+    if mask is None:
+        hidden = hidden_keys(None, q.size(2), k.size(2), q.device)
+        mask = mask_out(hidden, q.new_zeros(()))
+    probs = (scores + mask).softmax(dim=-1, dtype=torch.float32).to(q.dtype)
+    return torch.matmul(probs, v)
+'''
+
+SOFTCAP = '''
+def softcap(x: Tensor, cap: float) -> Tensor:
+    """x squashed smoothly into (-cap, cap): cap * tanh(x / cap)."""
+    return torch.tanh(x / cap) * cap
+'''
+
 DROPOUT = '''
 def dropout(x: Tensor, p: float, training: bool) -> Tensor:
     """F.dropout, keeping a one-byte mask for the backward on every device (F.dropout
@@ -151,6 +191,13 @@ def helpers(f: Features) -> list[str]:
     if True in f.causalities:
         out.append(_hidden_keys(f))
     out.append(MASK_OUT)
+    out += sorted({norm.entry.code for norm in f.norms if norm.entry.code})
+    if f.windowed:
+        out.append(SLIDING_WINDOW)
+    if f.softcapped:
+        out.append(SOFTCAPPED_ATTENTION)
+    if f.model.logit_softcap is not None:
+        out.append(SOFTCAP)
     seen: set[str] = set()
     for stack in f.stacks:
         for code in f.position_code(stack).helpers(f.causalities):

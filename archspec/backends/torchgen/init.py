@@ -54,7 +54,7 @@ def scheme(f: Features) -> Scheme:
 
 
 def _norms(f: Features) -> str:
-    classes = sorted({f"nn.{norm.entry.torch_class}" for norm in f.norms})
+    classes = sorted({norm.entry.constructor for norm in f.norms})
     return classes[0] if len(classes) == 1 else f"({', '.join(classes)})"
 
 

@@ -23,7 +23,7 @@ def _args(node: Node, size: ExprPrinter, constants: dict[int, str] | None) -> tu
         return "nn.Linear", [size(node.in_features), size(node.out_features), *bias]
     if isinstance(node, Norm):
         entry = node.entry
-        return f"nn.{entry.torch_class}", entry.constructor_args(size(node.dim), node.bias)
+        return entry.constructor, entry.constructor_args(size(node.dim), node.bias)
     raise TypeError(f"not a leaf: {type(node).__name__}")
 
 

@@ -140,6 +140,8 @@ def _forward(f: Features) -> str:
             body.append("x = x * self.output_scale")
         body += _lm_transform(f)
         result = "self.lm_head(x)"
+        if f.model.logit_softcap is not None:
+            result = f"softcap({result}, {f.model.logit_softcap!r})"
     if f.model.score is not None:
         assert f.model.score_dense is not None and f.model.score_activation is not None
         dense = kinds.activation(f.model.score_activation).render("self.score_dense(x)")
@@ -237,6 +239,11 @@ def _generate(f: Features) -> str:
     scale = "\n        x = x * self.output_scale" if f.model.scale_tied_output else ""
     check = "\n    check_length(total, self.config.max_seq_len)" if limited(f.stacks[0]) else ""
     code = GENERATE.strip("\n").replace("{scale}", scale).replace("{check}", check)
+    cap = f.model.logit_softcap
+    if cap is not None:  # sampling sees the capped logits, as transformers'
+        code = code.replace(
+            "logits = self.lm_head(x)", f"logits = softcap(self.lm_head(x), {cap!r})"
+        )
     return code
 
 

@@ -66,7 +66,7 @@ def _header(f: Features, total: int, command: str | None) -> str:
         recent = [n.entry for n in f.norms if n.entry.min_torch]
         if recent:
             entry = max(recent, key=lambda e: tuple(map(int, e.min_torch.split("."))))
-            needs = f" ({entry.min_torch} or later, for nn.{entry.torch_class})"
+            needs = f" ({entry.min_torch} or later, for {entry.requires})"
     text += (
         f"\n\nThe file depends on torch alone{needs}. `Model(Config())` builds the network; "
         "the names and order of its modules follow archspec's description of the spec."

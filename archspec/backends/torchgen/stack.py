@@ -155,8 +155,12 @@ class _StackWriter(ForwardWriter):
         return None
 
     def render_scale(self, op: Scale) -> Expr:
+        x = self.arg(op.x, MUL)
         scale = Expr("self.embed_scale", ATOM, NOTHING)
-        return self._binary("*", MUL, self.arg(op.x, MUL), scale)
+        if self.stack.scale_in_dtype:
+            # As transformers' Gemma: the factor is first rounded to the embeddings' dtype.
+            scale = Expr(f"{x.text}.new_tensor(self.embed_scale)", ATOM, x.reads)
+        return self._binary("*", MUL, x, scale)
 
     def render_lookup(self, op: Lookup) -> Expr:
         positions = self.arg(op.index)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from archspec.errors import SpecError
 from archspec.hf import dropouts
 from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, head_fields, read_head
 from archspec.hf.dropouts import read_dropout, write_dropout
@@ -99,21 +100,28 @@ def rope_parameters(spec: Spec) -> dict[str, Any]:
     return out | {hf: getattr(p, key) for hf, key in _SCALINGS[kind]}
 
 
-def _refuse_window(f: Fields, v: LlamaVariant, max_pos: int) -> None:
-    """Refuse a sliding window shorter than the longest sequence: archspec has no windowed mask,
-    and a model built without one differs from transformers past the window, silently."""
+def _window(f: Fields, v: LlamaVariant) -> int | None:
+    """The sliding window, every layer's (Mistral, Mixtral): transformers hides the keys
+    `sliding_window` or more positions before each query."""
     # `"sliding_window": null` (Mistral v0.2 on) means no window; only an absent field takes the
     # config class's default (4096 for Mistral).
     window = f.get("sliding_window") if "sliding_window" in f.data else v.window_default
-    if window is not None and window < max_pos:
-        raise f.error(
-            "sliding_window",
-            f"sliding_window = {window} < max_position_embeddings = {max_pos}: sliding-window "
-            "attention is not supported (past the window, its tokens attend to fewer keys than "
-            "causal attention)",
-            hint=f"for sequences of at most {window} tokens, where the window masks nothing, "
-            f"set max_position_embeddings to {window} in config.json",
+    if window is not None and (not isinstance(window, int) or window < 1):
+        raise f.error("sliding_window", f"expected a positive integer or null, got {window!r}")
+    return window
+
+
+def export_window(spec: Spec) -> int | None:
+    """The spec's sliding window as `sliding_window`, which Mistral and Mixtral apply to every
+    layer: a window on some layers only is refused."""
+    window = spec.attention.sliding_window
+    if window is not None and set(spec.attention.window_pattern) != {"L"}:
+        raise SpecError(
+            f"{spec.hf_class or 'this config class'} windows every layer; the spec windows "
+            f"only the layers of window_pattern {spec.attention.window_pattern!r}",
+            path="attention.window_pattern",
         )
+    return window
 
 
 def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any]:
@@ -127,8 +135,7 @@ def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any
         f.harmless("pretraining_tp")  # a different order of the same sums
     else:
         bias = {"attention": False, "mlp": False}
-    if v.sliding_window:
-        _refuse_window(f, v, max_pos)
+    window = _window(f, v) if v.sliding_window else None
     spec: dict[str, Any] = {
         "d_model": d,
         "n_layers": f.int("num_hidden_layers", 32),
@@ -144,7 +151,8 @@ def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any
         "norm": {"kind": "rmsnorm", "eps": f.float("rms_norm_eps", v.rms_eps)},
         "position": _rope(f, 10000.0),
         "embedding": {"token_types": 0, "norm": False, "scale": False},
-        "attention": {"bias": bias["attention"], "scale_scores": True},
+        "attention": {"bias": bias["attention"], "scale_scores": True}
+        | ({"sliding_window": window} if window is not None else {}),
         "mlp": {
             "gated": True,
             "activation": f.activation("hidden_act", "silu"),

@@ -1,6 +1,5 @@
 """Mistral (`model_type: mistral`): LLaMA's architecture with grouped KV heads and a sliding
-window (imported only when it covers max_position_embeddings, where it masks nothing; a shorter
-window is refused, as archspec has no windowed mask)."""
+window on every layer (v0.1: 4096; `"sliding_window": null`, v0.2 on: none)."""
 
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ from archspec.hf.families._llama_like import (
     STACK_NAMES,
     LlamaVariant,
     export_llama_like,
+    export_window,
     import_llama_like,
 )
 from archspec.hf.family import Family, HFClass, NameRules
@@ -29,7 +29,7 @@ VARIANT = LlamaVariant(
 
 
 def export_mistral(spec: Spec) -> dict[str, Any]:
-    return {**export_llama_like(spec), "sliding_window": None}
+    return {**export_llama_like(spec), "sliding_window": export_window(spec)}
 
 
 FAMILY = Family(

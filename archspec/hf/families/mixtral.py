@@ -16,6 +16,7 @@ from archspec.hf.families._llama_like import (
     STACK_NAMES,
     LlamaVariant,
     export_llama_like,
+    export_window,
     import_llama_like,
 )
 from archspec.hf.family import Family, HFClass, NameRules, Target
@@ -41,7 +42,7 @@ def export_mixtral(spec: Spec) -> dict[str, Any]:
             "num_experts_per_tok": spec.moe.top_k,
             "router_jitter_noise": 0.0,
         }
-    return {**fields, "sliding_window": None}
+    return {**fields, "sliding_window": export_window(spec)}
 
 
 # As the checkpoint files store it.

@@ -1,5 +1,6 @@
 """Qwen2 (`model_type: qwen2`): LLaMA's decoder with biases on q, k and v (none on the output
-projection), and a sliding window that its configs switch off (`use_sliding_window: false`)."""
+projection), and a sliding window that its configs switch off (`use_sliding_window: false`);
+a window that masks anything is refused (see `refuse_window`)."""
 
 from __future__ import annotations
 
@@ -23,12 +24,13 @@ VARIANT = LlamaVariant(
 )
 
 
-def _refuse_window(f: Fields) -> None:
-    """Qwen2Config windows the layers from `max_window_layers` on, only with use_sliding_window
-    (or as `layer_types` says); archspec has no windowed mask, so a window that masks anything
-    is refused."""
+def refuse_window(f: Fields, max_positions: int) -> None:
+    """Qwen2Config (and Qwen3Config) window the layers from `max_window_layers` on, only with
+    use_sliding_window (or as `layer_types` says); a spec's window_pattern repeats from the
+    first layer and cannot say "from layer n on", so a window that masks anything is
+    refused."""
     n_layers = f.int("num_hidden_layers", 32)
-    max_pos = f.int("max_position_embeddings", VARIANT.max_positions)
+    max_pos = f.int("max_position_embeddings", max_positions)
     used = f.bool("use_sliding_window", False)
     # Without use_sliding_window, Qwen2Config sets sliding_window to None whatever it says.
     window = f.get("sliding_window", 4096) if used else None
@@ -52,7 +54,7 @@ def _refuse_window(f: Fields) -> None:
 
 
 def import_qwen2(f: Fields, cls: HFClass) -> dict[str, Any]:
-    _refuse_window(f)
+    refuse_window(f, VARIANT.max_positions)
     spec = import_llama_like(f, cls, VARIANT)
     spec["attention"] = {**spec["attention"], "bias": False, "qkv_bias": True}
     return spec

@@ -1,0 +1,127 @@
+"""Gemma 2 (`model_type: gemma2`): Gemma with sandwich norms (a second norm on each sublayer's
+output), windowed and full attention layers alternating (`layer_types`, by default windowed
+first), attention scores soft-capped before the mask (`attn_logit_softcapping`) and scaled by
+`query_pre_attn_scalar`, and soft-capped logits (`final_logit_softcapping`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archspec.errors import SpecError
+from archspec.hf.config_fields import Fields
+from archspec.hf.families._llama_like import MODEL_NAMES, ROPE_BUFFERS, STACK_NAMES
+from archspec.hf.families.gemma import export_gemma_like, import_gemma_like
+from archspec.hf.family import Family, HFClass, NameRules
+from archspec.hf.name_rules import table
+from archspec.spec.schema import Spec
+
+DEFAULTS = {
+    "hidden_size": 2304,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 4,
+    "num_hidden_layers": 26,
+    "intermediate_size": 9216,
+}
+LONGEST_PATTERN = 64  # the spec's window_pattern
+
+
+def _pattern(f: Fields, n_layers: int) -> str:
+    """`layer_types` as the spec's window_pattern: its shortest repeating prefix, L for a
+    sliding layer and G for a full one."""
+    default = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n_layers)]
+    types = f.get("layer_types") or default
+    unknown = set(types) - {"sliding_attention", "full_attention"}
+    if unknown or len(types) != n_layers:
+        raise f.error(
+            "layer_types",
+            f"expected {n_layers} of sliding_attention / full_attention, got {types!r}",
+        )
+    letters = "".join("L" if t == "sliding_attention" else "G" for t in types)
+    period = next(p for p in range(1, n_layers + 1) if all(
+        letters[i] == letters[i % p] for i in range(n_layers)
+    ))  # fmt: skip
+    if period > LONGEST_PATTERN:
+        raise f.error(
+            "layer_types",
+            f"the layers' pattern repeats only every {period} layers; a spec's window_pattern "
+            f"holds at most {LONGEST_PATTERN}",
+        )
+    return letters[:period]
+
+
+def _cap(f: Fields, key: str, default: float) -> float | None:
+    value = f.get(key, default)
+    return None if value is None else f.float(key, default)
+
+
+def import_gemma2(f: Fields, cls: HFClass) -> dict[str, Any]:
+    spec = import_gemma_like(f, cls, DEFAULTS, activation="hidden_activation")
+    f.harmless("cache_implementation")  # which KV cache class generate() builds
+    # An explicit null is no window; only an absent field takes Gemma2Config's 4096.
+    window = f.size("sliding_window", 4096) if f.data.get("sliding_window", 0) is not None else None
+    f.harmless("sliding_window")
+    pattern = _pattern(f, spec["n_layers"])
+    if window is None and "L" in pattern:
+        raise f.error("sliding_window", "sliding_attention layers need a sliding_window")
+    head_dim = spec["head_dim"] or spec["d_model"] // spec["n_heads"]
+    scalar = f.int("query_pre_attn_scalar", 256)
+    spec["residual"] = "sandwich"
+    spec["attention"] |= {
+        "softcap": _cap(f, "attn_logit_softcapping", 50.0),
+        "scale_dim": scalar if scalar != head_dim else None,
+    }
+    if window is not None and "L" in pattern:
+        spec["attention"] |= {"sliding_window": window, "window_pattern": pattern}
+    spec["head"]["softcap"] = _cap(f, "final_logit_softcapping", 30.0)
+    return spec
+
+
+def export_gemma2(spec: Spec) -> dict[str, Any]:
+    if spec.residual != "sandwich":
+        raise SpecError("Gemma 2 blocks are sandwich-norm blocks", path="residual")
+    fields = export_gemma_like(spec)
+    fields["hidden_activation"] = fields["hidden_act"]
+    windowed = [spec.windowed(i) for i in range(spec.n_layers)]
+    return fields | {
+        "query_pre_attn_scalar": spec.attention.scale_dim or spec.resolved_head_dim,
+        "attn_logit_softcapping": spec.attention.softcap,
+        "final_logit_softcapping": spec.head.softcap,
+        "sliding_window": spec.attention.sliding_window if any(windowed) else None,
+        "layer_types": ["sliding_attention" if w else "full_attention" for w in windowed],
+    }
+
+
+BLOCK = table(
+    {
+        "attn_norm": "input_layernorm",
+        "attn.q": "self_attn.q_proj",
+        "attn.k": "self_attn.k_proj",
+        "attn.v": "self_attn.v_proj",
+        "attn.o": "self_attn.o_proj",
+        "attn_post_norm": "post_attention_layernorm",
+        "mlp_norm": "pre_feedforward_layernorm",
+        "mlp.gate": "mlp.gate_proj",
+        "mlp.up": "mlp.up_proj",
+        "mlp.down": "mlp.down_proj",
+        "mlp_post_norm": "post_feedforward_layernorm",
+    }
+)
+
+FAMILY = Family(
+    model_type="gemma2",
+    classes=(
+        HFClass("Gemma2ForCausalLM", "gemma2", "lm", base=False),
+        HFClass("Gemma2Model", "gemma2", "none", base=True),
+    ),
+    bases=("_gemma2",),
+    import_config=import_gemma2,
+    export_config=export_gemma2,
+    names=NameRules(
+        "model.",
+        model=MODEL_NAMES,
+        stack=STACK_NAMES,
+        blocks=lambda role: "layers",
+        block=BLOCK,
+    ),
+    buffers=ROPE_BUFFERS,
+)
