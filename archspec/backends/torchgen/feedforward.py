@@ -57,7 +57,12 @@ class _MoEWriter(ForwardWriter):
         lines = super().write()
         # The ops work on the flattened tokens: the result takes x's shape back.
         result = lines[-1].removeprefix("return ")
-        lines[-1] = f"return {result if result.isidentifier() else f'({result})'}.view_as(x)"
+        if result.isidentifier():
+            lines[-1] = f"return {result}.view_as(x)"
+        elif len(f"return ({result}).view_as(x)") <= self.width:
+            lines[-1] = f"return ({result}).view_as(x)"
+        else:  # too long for one line (a gated shared expert): name the sum first
+            lines[-1:] = [f"out = {result}", "return out.view_as(x)"]
         return lines
 
     def inlines(self, op: Op) -> bool:
