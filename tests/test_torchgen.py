@@ -212,6 +212,7 @@ def test_header_and_imports() -> None:
     imports = {line for line in source.splitlines() if line.startswith(("import ", "from "))}
     assert imports <= {
         "import math",
+        "from collections.abc import Callable",
         "from dataclasses import dataclass",
         "import torch",
         "import torch.nn.functional as F",

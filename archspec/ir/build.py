@@ -105,6 +105,7 @@ def _model(spec: Spec, d: _Dims) -> Model:
         pooler=Linear("pooler", d.d_model, d.d_model, bias=True) if spec.head.pooler else None,
         lm_head=lm_head,
         scale_tied_output=spec.head.scale_tied_output,
+        decoder_start_token=spec.head.decoder_start_token,
         d_model=d.d_model,
         vocab_size=d.vocab_size,
     )

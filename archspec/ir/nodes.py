@@ -295,6 +295,7 @@ class Model(Composite):
     type_emb: Embedding | None = None
     pooler: Linear | None = None
     lm_head: Linear | None = None
+    decoder_start_token: int | None = None  # an encoder-decoder's first decoder token
 
     @property
     def children(self) -> tuple[Node, ...]:

@@ -274,7 +274,10 @@ class Alibi(PositionCode):
         args = ["self.n_heads", ctx.keys, "x.device"]
         if len(ctx.causalities) > 1:
             args.append(f"causal={ctx.causal}")
-        return [f"bias = alibi_bias({', '.join(args)}).to(x.dtype)"]
+        line = f"bias = alibi_bias({', '.join(args)}).to(x.dtype)"
+        if len(line) <= 80:  # within the line length at a method body's indentation
+            return [line]
+        return [f"bias = alibi_bias({', '.join(args)})", "bias = bias.to(x.dtype)"]
 
 
 RELATIVE_BUCKETS = '''

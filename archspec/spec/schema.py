@@ -156,6 +156,10 @@ class HeadSpec:
         default=False, metadata=doc("T5: scale hidden states by d_model**-0.5 before a tied head")
     )
     pooler: bool = field(default=False, metadata=doc("BERT's pooler: tanh(dense(first token))"))
+    decoder_start_token: int | None = field(
+        default=None,
+        metadata=doc("encoder-decoders: the decoder's first token when generating"),
+    )
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ COMMENTS = {
     "max_distance": "distance at which the last bucket starts",
     "token_types": "segment (token type) embeddings",
     "pos_offset": "rows of the position table before position 0",
+    "decoder_start_token": "the decoder's first token when generating",
 }
 
 
@@ -32,7 +33,7 @@ COMMENTS = {
 class Field:
     name: str
     type: str
-    value: int | float
+    value: int | float | None
 
     def code(self) -> str:
         line = f"{self.name}: {self.type} = {self.value!r}"
@@ -53,6 +54,10 @@ def config_fields(f: Features) -> list[Field]:
     out += _position_fields(f)
     if f.model.type_emb is not None:
         out.append(Field("token_types", "int", f.ir.value(f.model.type_emb.num)))
+    if f.cache and f.encoder_decoder:
+        # None when the spec names none (the original Transformer): generate then asks.
+        start = f.model.decoder_start_token
+        out.append(Field("decoder_start_token", "int | None", start))
     return out
 
 

@@ -16,7 +16,7 @@ from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.forward import ATOM, MUL, Expr, ForwardWriter
 from archspec.backends.torchgen.leaves import assign, module_list
-from archspec.backends.torchgen.text import class_, method
+from archspec.backends.torchgen.text import call, class_, indent, method
 from archspec.ir.lower import lower_stack
 from archspec.ir.nodes import Repeat, Stack
 from archspec.ir.ops import (
@@ -38,7 +38,7 @@ def _context(f: Features, stack: Stack, size: ExprPrinter) -> StackContext:
     table = stack.pos_emb or stack.rel_bias
     return StackContext(
         causal=stack.causal,
-        cache=f.cache,
+        cache=f.cached(stack),
         heads=size(attention.n_heads),
         head_dim=size(attention.head_dim),
         offset=stack.position.offset,
@@ -96,7 +96,7 @@ def forward_params(f: Features, stack: Stack) -> list[str]:
     params.append("attention_mask: Tensor | None = None")
     if f.has_memory(stack):
         params.append("encoder_attention_mask: Tensor | None = None")
-    if f.cache:
+    if f.cached(stack):
         params.append("cache: list[KVCache] | None = None")
     return params
 
@@ -117,7 +117,8 @@ class _StackWriter(ForwardWriter):
         self.f, self.stack, self.ctx = f, stack, ctx
         self.code = stack.position.entry.code
         self.masked = False  # the shared mask is written (with the score bias) or not yet
-        if f.cache:
+        self.cached = f.cached(stack)
+        if self.cached:
             self.lines.append("start = cache[0].length if cache else 0  # positions already cached")
         self.lines.append(SEQ_LEN)
 
@@ -126,7 +127,7 @@ class _StackWriter(ForwardWriter):
         return isinstance(op, (Lookup, Sinusoids))
 
     def render_positions(self, op: Positions) -> Expr:
-        span = "start, start + seq_len" if self.f.cache else "seq_len"
+        span = "start, start + seq_len" if self.cached else "seq_len"
         return Expr(f"torch.arange({span}, device=x.device)", ATOM, NOTHING)
 
     def render_scale(self, op: Scale) -> Expr:
@@ -170,12 +171,12 @@ class _StackWriter(ForwardWriter):
         args = self.f.block_args(self.stack)
         args[0] = x
         blocks = f"self.{op.repeat.name}"
-        if self.f.cache:
+        if self.cached:
             args[-1] = "cache[i] if cache else None"
             self.lines.append(f"for i, block in enumerate({blocks}):")
         else:
             self.lines.append(f"for block in {blocks}:")
-        self.lines.append(f"    {x} = block({', '.join(args)})")
+        self.lines += indent(call(f"{x} = block", args, 3), 1).splitlines()
         self.names[id(op.out)] = x
 
 
@@ -184,7 +185,8 @@ def _mask(f: Features, stack: Stack, ctx: StackContext) -> list[str]:
     the score bias where the position kind has one, with hidden keys at the dtype's minimum."""
     biased = stack.position.entry.score_bias
     bias = "bias" if biased else "x.new_zeros(())"
-    hidden = f"hidden = hidden_keys(attention_mask, seq_len, {ctx.keys}, x.device)"
+    hidden_args = ["attention_mask", "seq_len", ctx.keys, "x.device"]
+    hidden = call("hidden = hidden_keys", hidden_args, 2)
     if not stack.causal:
         return [
             f"mask = {'bias' if biased else None}",
@@ -194,12 +196,12 @@ def _mask(f: Features, stack: Stack, ctx: StackContext) -> list[str]:
     if biased:
         return [hidden, "mask = mask_out(hidden, bias)"]
     condition = "attention_mask is not None"
-    if f.cache:
+    if ctx.cache:
         condition += " or start > 0"
     return [
         "mask = None  # then attention applies the causal mask itself",
         f"if {condition}:",
-        f"    {hidden}",
+        *indent(call("hidden = hidden_keys", hidden_args, 3), 1).splitlines(),
         f"    mask = mask_out(hidden, {bias})",
     ]
 
