@@ -194,3 +194,38 @@ def test_beam_search_without_an_end_token(family: str, pair) -> None:
         ids, max_new_tokens=6, do_sample=False, pad_token_id=0, **beams, **kwargs
     )
     assert torch.equal(ours, expected)
+
+
+# --- left-padded batches ------------------------------------------------------------------
+
+
+def left_padded() -> tuple[torch.Tensor, torch.Tensor]:
+    """Three prompts of 7, 4 and 6 tokens, padded on the left to 7."""
+    torch.manual_seed(4)
+    ids = torch.randint(3, VOCAB, (3, 7))
+    mask = torch.ones_like(ids)
+    mask[1, :3] = 0
+    mask[2, :1] = 0
+    return ids.masked_fill(mask == 0, 0), mask
+
+
+@pytest.mark.parametrize("family", DECODERS)
+def test_left_padded_greedy_equals_transformers(family: str, pair) -> None:
+    """Positions counted from each prompt's first token (learned, RoPE; ALiBi's key
+    positions likewise), padded keys hidden: transformers' tokens, and each prompt's own
+    tokens as if it were alone."""
+    hf, model = pair(family)
+    ids, mask = left_padded()
+    ours = model.generate(ids, STEPS, attention_mask=mask)
+    assert torch.equal(ours, hf_generate(hf, ids, STEPS, attention_mask=mask))
+    alone = model.generate(ids[1:2, 3:], STEPS)
+    assert torch.equal(ours[1, 3:], alone[0])
+
+
+@pytest.mark.parametrize("family", ["llama"])
+def test_left_padded_beam_search_equals_transformers(family: str, pair) -> None:
+    hf, model = pair(family)
+    ids, mask = left_padded()
+    beams = dict(num_beams=4, length_penalty=0.6)
+    ours = model.generate(ids, STEPS, attention_mask=mask, **beams)
+    assert torch.equal(ours, hf_generate(hf, ids, STEPS, attention_mask=mask, **beams))

@@ -42,6 +42,9 @@ class PositionCode:
 
     # The value a stack hands every attention layer (RoPE's cos and sin), its name and type.
     angles: tuple[str, str] | None = None
+    # Positions are absolute: a left-padded prompt's count from its first token (taken
+    # from the attention mask in a generating decoder). Relative ones need no shift.
+    absolute: bool = True
 
     def helpers(self, causalities: frozenset[bool]) -> list[str]:
         """Module-level functions, given which causalities the model's stacks have."""
@@ -87,13 +90,13 @@ class Learned(PositionCode):
 
 SINUSOIDS = '''
 def sinusoids(positions: Tensor, dim: int) -> Tensor:
-    """The fixed position encodings of Vaswani et al., (S, dim): channel 2i holds
-    sin(p / 10000 ** (2i / dim)) at position p, channel 2i + 1 the cosine (an odd dim
-    ends with a sine).
+    """The fixed position encodings of Vaswani et al., (..., S, dim) for positions
+    (..., S): channel 2i holds sin(p / 10000 ** (2i / dim)) at position p, channel
+    2i + 1 the cosine (an odd dim ends with a sine).
     """
     channels = torch.arange(0, dim, 2, device=positions.device).float()
-    angles = torch.outer(positions.float(), 1.0 / 10000 ** (channels / dim))
-    return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1)[:, :dim]
+    angles = positions.float()[..., None] * (1.0 / 10000 ** (channels / dim))
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(-2)[..., :dim]
 '''
 
 
@@ -109,14 +112,15 @@ ROPE = '''
 def rope_angles(
     positions: Tensor, head_dim: int, theta: float, dtype: torch.dtype
 ) -> tuple[Tensor, Tensor]:
-    """cos and sin of the rotary angles, (S, head_dim), as in transformers' Llama.
+    """cos and sin of the rotary angles, as in transformers' Llama: (1, S, head_dim) for
+    positions (S), (B, 1, S, head_dim) for positions (B, S) (a padded batch).
 
     Channels i and i + head_dim / 2 of a head turn together, at position p by the angle
     p / theta ** (2i / head_dim).
     """
     channels = torch.arange(0, head_dim, 2, device=positions.device).float()
     inv_freq = 1.0 / theta ** (channels / head_dim)
-    angles = torch.outer(positions.float(), inv_freq)
+    angles = positions.float()[..., None, :, None] * inv_freq
     angles = torch.cat([angles, angles], dim=-1)
     return angles.cos().to(dtype), angles.sin().to(dtype)
 
@@ -179,7 +183,7 @@ def llama3_rope(
     smoothed = (1 - smooth) * scaled / factor + smooth * scaled
     medium = (wavelen >= original / high) & (wavelen <= original / low)
     inv_freq = torch.where(medium, smoothed, scaled)
-    angles = torch.outer(positions.float(), inv_freq)
+    angles = positions.float()[..., None, :, None] * inv_freq  # as rope_angles
     angles = torch.cat([angles, angles], dim=-1)
     return angles.cos().to(dtype), angles.sin().to(dtype)
 '''
@@ -224,33 +228,35 @@ def alibi_slopes(n_heads: int, device: torch.device) -> Tensor:
 '''
 
 ALIBI_CAUSAL = '''
-def alibi_bias(n_heads: int, k_len: int, device: torch.device) -> Tensor:
-    """(n_heads, 1, k_len): slope * key position. Under softmax this equals
-    slope * (key - query), ALiBi's linear penalty on distance (BLOOM's formulation).
+def alibi_bias(n_heads: int, keys: Tensor) -> Tensor:
+    """slope * key position for key positions (K) or (B, K): (n_heads, 1, K) or
+    (B, n_heads, 1, K). Under softmax this equals slope * (key - query), ALiBi's linear
+    penalty on distance (BLOOM's formulation).
     """
-    keys = torch.arange(k_len, device=device)
-    return alibi_slopes(n_heads, device)[:, None, None] * keys
+    return alibi_slopes(n_heads, keys.device)[:, None, None] * keys[..., None, None, :]
 '''
 
 ALIBI_BIDIRECTIONAL = '''
-def alibi_bias(n_heads: int, seq_len: int, device: torch.device) -> Tensor:
-    """(n_heads, S, S): ALiBi's linear penalty, -slope * |key - query|."""
-    positions = torch.arange(seq_len, device=device)
+def alibi_bias(n_heads: int, positions: Tensor) -> Tensor:
+    """ALiBi's linear penalty, -slope * |key - query|: (n_heads, S, S) for positions
+    (S).
+    """
     distance = (positions[None, :] - positions[:, None]).abs()
-    return -alibi_slopes(n_heads, device)[:, None, None] * distance
+    return -alibi_slopes(n_heads, positions.device)[:, None, None] * distance
 '''
 
 ALIBI_BOTH = '''
-def alibi_bias(n_heads: int, length: int, device: torch.device, causal: bool) -> Tensor:
-    """ALiBi's linear penalty on distance, -slope * |key - query|, (n_heads, S, S).
+def alibi_bias(n_heads: int, positions: Tensor, causal: bool) -> Tensor:
+    """ALiBi's linear penalty on distance, -slope * |key - query|, (n_heads, S, S) for
+    positions (S).
 
     Causal attention only sees earlier keys, so slope * key position does the same under
-    softmax (BLOOM's formulation), as (n_heads, 1, S).
+    softmax (BLOOM's formulation), as (n_heads, 1, K), or (B, n_heads, 1, K) for key
+    positions (B, K).
     """
-    slopes = alibi_slopes(n_heads, device)[:, None, None]
-    positions = torch.arange(length, device=device)
+    slopes = alibi_slopes(n_heads, positions.device)[:, None, None]
     if causal:
-        return slopes * positions
+        return slopes * positions[..., None, None, :]
     return -slopes * (positions[None, :] - positions[:, None]).abs()
 '''
 
@@ -271,13 +277,14 @@ class Alibi(PositionCode):
     def bias(self, ctx):
         # The helper takes `causal` only when the model has stacks of both kinds; the
         # stack's own direction is then a constant of its class.
-        args = ["self.n_heads", ctx.keys, "x.device"]
-        if len(ctx.causalities) > 1:
-            args.append(f"causal={ctx.causal}")
-        line = f"bias = alibi_bias({', '.join(args)}).to(x.dtype)"
-        if len(line) <= 80:  # within the line length at a method body's indentation
-            return [line]
-        return [f"bias = alibi_bias({', '.join(args)})", "bias = bias.to(x.dtype)"]
+        causal = f", causal={ctx.causal}" if len(ctx.causalities) > 1 else ""
+        lines = [f"keys = torch.arange({ctx.keys}, device=x.device)"]
+        if ctx.cache:
+            lines += [
+                "if attention_mask is not None:  # BLOOM counts positions over tokens only",
+                "    keys = (attention_mask.cumsum(-1) - 1) * attention_mask",
+            ]
+        return [*lines, f"bias = alibi_bias(self.n_heads, keys{causal}).to(x.dtype)"]
 
 
 RELATIVE_BUCKETS = '''
@@ -306,6 +313,8 @@ def relative_position_bucket(
 
 
 class RelativeBias(PositionCode):
+    absolute = False
+
     def helpers(self, causalities):
         return [RELATIVE_BUCKETS]
 

@@ -126,9 +126,21 @@ class _StackWriter(ForwardWriter):
         # Positions added to the embeddings read as one step: x = x + self.pos_emb(positions).
         return isinstance(op, (Lookup, Sinusoids))
 
-    def render_positions(self, op: Positions) -> Expr:
-        span = "start, start + seq_len" if self.cached else "seq_len"
-        return Expr(f"torch.arange({span}, device=x.device)", ATOM, NOTHING)
+    def render_positions(self, op: Positions) -> Expr | None:
+        if not self.cached:
+            return Expr("torch.arange(seq_len, device=x.device)", ATOM, NOTHING)
+        if not self.code.absolute:
+            return Expr("torch.arange(start, start + seq_len, device=x.device)", ATOM, NOTHING)
+        # A left-padded prompt is counted from its first token, as transformers' generate
+        # counts it (position_ids = attention_mask.cumsum(-1) - 1).
+        assert op.out is not None
+        self.lines += [
+            "positions = torch.arange(start, start + seq_len, device=x.device)",
+            "if attention_mask is not None:  # counted over tokens: padding shifts none",
+            "    positions = (attention_mask.cumsum(-1)[:, start:] - 1).clamp(min=0)",
+        ]
+        self.names[id(op.out)] = "positions"
+        return None
 
     def render_scale(self, op: Scale) -> Expr:
         scale = Expr("self.embed_scale", ATOM, NOTHING)

@@ -84,7 +84,8 @@ def import_t5(f: Fields, cls: HFClass, v: T5Variant = T5) -> dict[str, Any]:
             "tie_word_embeddings",
             "scale_decoder_outputs",
         )
-        spec["head"] = {"lm_head": False, "pooler": False}
+        # No decoder: none of the T5 base's decoder start token either.
+        spec["head"] = {"lm_head": False, "pooler": False, "decoder_start_token": None}
         return spec
     f.expect("is_encoder_decoder", True, True, "T5 is an encoder-decoder")
     if decoder_layers != n_layers:
