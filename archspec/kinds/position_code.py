@@ -110,19 +110,31 @@ class Sinusoidal(PositionCode):
 
 ROPE = '''
 def rope_angles(
-    positions: Tensor, head_dim: int, theta: float, dtype: torch.dtype
+    positions: Tensor,
+    head_dim: int,
+    theta: float,
 ) -> tuple[Tensor, Tensor]:
-    """cos and sin of the rotary angles, as in transformers' Llama: (1, S, head_dim) for
-    positions (S), (B, 1, S, head_dim) for positions (B, S) (a padded batch).
+    """cos and sin of the rotary angles, (..., S, head_dim) for positions (..., S), in
+    float32, as in transformers' Llama.
 
     Channels i and i + head_dim / 2 of a head turn together, at position p by the angle
     p / theta ** (2i / head_dim).
     """
     channels = torch.arange(0, head_dim, 2, device=positions.device).float()
     inv_freq = 1.0 / theta ** (channels / head_dim)
-    angles = positions.float()[..., None, :, None] * inv_freq
+    angles = positions.float()[..., None] * inv_freq
     angles = torch.cat([angles, angles], dim=-1)
-    return angles.cos().to(dtype), angles.sin().to(dtype)
+    return angles.cos(), angles.sin()
+
+
+def rope_at(
+    cos: Tensor, sin: Tensor, positions: Tensor, dtype: torch.dtype
+) -> tuple[Tensor, Tensor]:
+    """The tables' rows at positions (S) or (B, S) (a padded batch), with an axis for
+    the heads: (1, S, head_dim) or (B, 1, S, head_dim), in dtype.
+    """
+    cos, sin = cos[positions].unsqueeze(-3), sin[positions].unsqueeze(-3)
+    return cos.to(dtype), sin.to(dtype)
 
 
 def apply_rope(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
@@ -132,6 +144,12 @@ def apply_rope(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
     return x * cos + torch.cat([-x2, x1], dim=-1) * sin
 '''
 
+# The tables' comment, in a stack's __init__.
+ROPE_TABLES = [
+    "# cos and sin at every position, computed once: buffers follow the model's",
+    "# device and dtype, and stay out of the state_dict (persistent=False).",
+]
+
 
 class Rotary(PositionCode):
     angles = ("rope", "tuple[Tensor, Tensor]")
@@ -139,11 +157,25 @@ class Rotary(PositionCode):
     def helpers(self, causalities):
         return [ROPE]
 
+    def positions(self) -> str:
+        """The positions the table rows are computed at."""
+        return "torch.arange(config.max_seq_len)"
+
+    def table(self) -> list[str]:
+        """Lines computing `cos, sin` for `positions`."""
+        return ["cos, sin = rope_angles(positions, config.head_dim, config.rope_theta)"]
+
     def init(self, ctx):
-        return [f"self.head_dim = {ctx.head_dim}", "self.rope_theta = config.rope_theta"]
+        return [
+            *ROPE_TABLES,
+            f"positions = {self.positions()}",
+            *self.table(),
+            'self.register_buffer("rope_cos", cos, persistent=False)',
+            'self.register_buffer("rope_sin", sin, persistent=False)',
+        ]
 
     def build_angles(self, ctx, positions):
-        return f"rope_angles({positions}, self.head_dim, self.rope_theta, x.dtype)"
+        return f"rope_at(self.rope_cos, self.rope_sin, {positions}, x.dtype)"
 
     def rotate(self, x):
         return f"apply_rope({x}, rope)"
@@ -152,13 +184,8 @@ class Rotary(PositionCode):
 class LinearRotary(Rotary):
     """transformers' linear scaling: the frequencies divided by `factor`, i.e. the positions."""
 
-    def init(self, ctx):
-        return [*super().init(ctx), "self.rope_factor = config.rope_factor"]
-
-    def build_angles(self, ctx, positions):
-        return (
-            f"rope_angles({positions} / self.rope_factor, self.head_dim, self.rope_theta, x.dtype)"
-        )
+    def positions(self) -> str:
+        return "torch.arange(config.max_seq_len) / config.rope_factor"
 
 
 ROPE_LLAMA3 = '''
@@ -167,9 +194,9 @@ def llama3_rope(
     head_dim: int,
     theta: float,
     scaling: tuple[float, float, float, int],
-    dtype: torch.dtype,
 ) -> tuple[Tensor, Tensor]:
-    """RoPE's cos and sin with Llama 3.1's frequency scaling, as transformers computes it.
+    """RoPE's cos and sin with Llama 3.1's frequency scaling, as transformers computes it
+    (float32, like rope_angles).
 
     Wavelengths shorter than original / high_freq_factor keep their frequency, those longer
     than original / low_freq_factor are divided by `factor`, and those between blend the two.
@@ -183,9 +210,9 @@ def llama3_rope(
     smoothed = (1 - smooth) * scaled / factor + smooth * scaled
     medium = (wavelen >= original / high) & (wavelen <= original / low)
     inv_freq = torch.where(medium, smoothed, scaled)
-    angles = positions.float()[..., None, :, None] * inv_freq  # as rope_angles
+    angles = positions.float()[..., None] * inv_freq
     angles = torch.cat([angles, angles], dim=-1)
-    return angles.cos().to(dtype), angles.sin().to(dtype)
+    return angles.cos(), angles.sin()
 '''
 
 
@@ -193,21 +220,17 @@ class Llama3Rotary(Rotary):
     def helpers(self, causalities):
         return [ROPE, ROPE_LLAMA3]
 
-    def init(self, ctx):
+    def table(self):
         return [
-            *super().init(ctx),
-            "self.rope_scaling = (",
+            "scaling = (",
             "    config.rope_factor,",
             "    config.rope_low_freq_factor,",
             "    config.rope_high_freq_factor,",
             "    config.rope_original_max_seq_len,",
             ")",
+            "theta = config.rope_theta",
+            "cos, sin = llama3_rope(positions, config.head_dim, theta, scaling)",
         ]
-
-    def build_angles(self, ctx, positions):
-        return (
-            f"llama3_rope({positions}, self.head_dim, self.rope_theta, self.rope_scaling, x.dtype)"
-        )
 
 
 ALIBI_SLOPES = '''

@@ -186,6 +186,10 @@ ENCODER_DECODER_INPUTS = (
     "begins with it. Each cross-attention projects the encoder output once."
 )
 
+BEAM_SAMPLING = """\
+    if num_beams > 1 and do_sample:
+        raise ValueError("beam sampling (num_beams > 1, do_sample) is not here")"""
+
 DECODER_BODY = '''
     total = input_ids.size(1) + max_new_tokens{check}
     cache = [KVCache(total) for _ in self.decoder.blocks]
@@ -319,7 +323,7 @@ def _generate(f: Features) -> str:
         inputs = DECODER_INPUTS
     doc = docstring(f"{what}.\n\n{inputs}\n\n{CHOICE}\n\n{CACHE}", 2)
     body = body.replace("{scale}", scale)
-    return lines(SIGNATURE.strip("\n"), indent(doc, 1), body.strip("\n"))
+    return lines(SIGNATURE.strip("\n"), indent(doc, 1), BEAM_SAMPLING, body.strip("\n"))
 
 
 def model_class(f: Features, size: ExprPrinter) -> str:
