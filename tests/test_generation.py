@@ -147,3 +147,35 @@ def test_beam_sampling_is_refused(tmp_path) -> None:
     _, model = tiny("gpt2", tmp_path)
     with pytest.raises(ValueError, match="beam sampling"):
         model.generate(torch.randint(VOCAB, (1, 4)), 3, num_beams=2, do_sample=True)
+
+
+@pytest.mark.parametrize("name", ["llama-2-7b", "t5-small"])
+def test_decode_step_compiles_once(name: str, tmp_path) -> None:
+    """The decode step (one token against the cache; an encoder-decoder's decoder with its
+    cross-attention keys and values cached) compiles into one graph, once, for every step:
+    fullgraph=True, with the cache length symbolic (dynamic=True)."""
+    from torch._dynamo.testing import CompileCounter
+
+    module, model = tiny(name, tmp_path)
+    cache = [module.KVCache(16) for _ in model.decoder.blocks]
+    counter = CompileCounter()
+    if name == "t5-small":
+        with torch.no_grad():  # the first step projects the encoder output into the cache
+            encoder_out = model.encoder(model.tok_emb(torch.randint(VOCAB, (2, 6))))
+            model.decoder(
+                model.tok_emb(torch.zeros(2, 1, dtype=torch.long)), encoder_out, cache=cache
+            )
+        decoder = torch.compile(model.decoder, backend=counter, fullgraph=True, dynamic=True)
+
+        def step(tokens: torch.Tensor) -> torch.Tensor:
+            return decoder(model.tok_emb(tokens), encoder_out, cache=cache)
+
+    else:
+        step = torch.compile(model, backend=counter, fullgraph=True, dynamic=True)
+        with torch.no_grad():
+            model(torch.randint(VOCAB, (2, 4)), cache=cache)
+    with torch.no_grad():
+        for _ in range(5):
+            step(torch.randint(VOCAB, (2, 1)))
+    torch._dynamo.reset()
+    assert counter.frame_count == 1
