@@ -188,7 +188,7 @@ ENCODER_DECODER_INPUTS = (
 
 BEAM_SAMPLING = """\
     if num_beams > 1 and do_sample:
-        raise ValueError("beam sampling (num_beams > 1, do_sample) is not here")"""
+        raise ValueError("beam sampling (num_beams > 1, do_sample) is unsupported")"""
 
 DECODER_BODY = '''
     total = input_ids.size(1) + max_new_tokens{check}
