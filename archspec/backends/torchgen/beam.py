@@ -1,6 +1,6 @@
 """The generated file's beam search, with transformers' finishing rules.
 
-transformers (`GenerationMixin._beam_search`, 4.50 and later) keeps, per sequence, the
+transformers (`GenerationMixin._beam_search`, vectorised, as in 5.x) keeps, per sequence, the
 `num_beams` running beams and the `num_beams` best finished hypotheses. Each step ranks
 2·num_beams candidates; those that end (eos, or the last position) and rank among the first
 num_beams become hypotheses scored by log-probability / length**length_penalty, the best
