@@ -113,3 +113,69 @@ def test_decode_step_has_no_graph_breaks(name: str, tmp_path) -> None:
         explained = torch._dynamo.explain(model)(torch.randint(VOCAB, (1, 1)), cache=cache)
     assert explained.graph_break_count == 0, explained.break_reasons
     torch._dynamo.reset()
+
+
+def test_rope_tables_are_buffers_out_of_the_state_dict(tmp_path, monkeypatch) -> None:
+    """RoPE's cos and sin are computed once, at construction, for max_seq_len positions:
+    buffers (they follow .to()), not parameters, not in the state_dict; a forward only
+    reads their rows."""
+    module, model = tiny("llama-2-7b", tmp_path, max_seq_len=24)
+    buffers = dict(model.named_buffers())
+    assert buffers["decoder.rope_cos"].shape == (24, 8)  # max_seq_len × head_dim
+    assert not any("rope" in name for name in model.state_dict())
+    assert not any("rope" in name for name, _ in model.named_parameters())
+    ids = torch.randint(VOCAB, (2, 6))
+    with torch.no_grad():
+        before = model(ids)
+
+    def computed(*args, **kwargs):
+        raise AssertionError("rope_angles called after construction")
+
+    monkeypatch.setattr(module, "rope_angles", computed)
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids), before)
+        model.generate(ids, 4)
+    decoder = model.decoder
+    cos, _ = module.rope_at(decoder.rope_cos, decoder.rope_sin, torch.arange(6), torch.float32)
+    # RoPE's formula itself: position p turns channel pair i by p / theta ** (2i / head_dim)
+    inv_freq = 1.0 / 10000.0 ** (torch.arange(0, 8, 2).float() / 8)
+    angles = torch.arange(6).float()[:, None] * inv_freq
+    torch.testing.assert_close(cos[0], torch.cat([angles, angles], -1).cos())
+
+
+def test_beam_sampling_is_refused(tmp_path) -> None:
+    _, model = tiny("gpt2", tmp_path)
+    with pytest.raises(ValueError, match="beam sampling"):
+        model.generate(torch.randint(VOCAB, (1, 4)), 3, num_beams=2, do_sample=True)
+
+
+@pytest.mark.parametrize("name", ["llama-2-7b", "t5-small"])
+def test_decode_step_compiles_once(name: str, tmp_path) -> None:
+    """The decode step (one token against the cache; an encoder-decoder's decoder with its
+    cross-attention keys and values cached) compiles into one graph, once, for every step:
+    fullgraph=True, with the cache length symbolic (dynamic=True)."""
+    from torch._dynamo.testing import CompileCounter
+
+    module, model = tiny(name, tmp_path)
+    cache = [module.KVCache(16) for _ in model.decoder.blocks]
+    counter = CompileCounter()
+    if name == "t5-small":
+        with torch.no_grad():  # the first step projects the encoder output into the cache
+            encoder_out = model.encoder(model.tok_emb(torch.randint(VOCAB, (2, 6))))
+            model.decoder(
+                model.tok_emb(torch.zeros(2, 1, dtype=torch.long)), encoder_out, cache=cache
+            )
+        decoder = torch.compile(model.decoder, backend=counter, fullgraph=True, dynamic=True)
+
+        def step(tokens: torch.Tensor) -> torch.Tensor:
+            return decoder(model.tok_emb(tokens), encoder_out, cache=cache)
+
+    else:
+        step = torch.compile(model, backend=counter, fullgraph=True, dynamic=True)
+        with torch.no_grad():
+            model(torch.randint(VOCAB, (2, 4)), cache=cache)
+    with torch.no_grad():
+        for _ in range(5):
+            step(torch.randint(VOCAB, (2, 1)))
+    torch._dynamo.reset()
+    assert counter.frame_count == 1

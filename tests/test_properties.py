@@ -5,7 +5,8 @@ For a random valid spec (written as a YAML file, the way a user writes one):
 - the counted total == the generated model's parameters on the meta device == the printer's;
 - `archspec print` (module_repr) == repr(model), character for character;
 - the `executed` convention's matmul FLOPs == torch.utils.flop_counter.FlopCounterMode on the
-  generated model: forward, forward + backward, and one KV-cached decode step.
+  generated model: forward, forward + backward, and one KV-cached decode step (an
+  encoder-decoder's with the encoder's keys and values cached).
 
 For a random mutation of a valid spec (a key deleted or added, a value of the wrong type, out of
 range, a string in the wrong place, broken YAML text, a hostile `--set`), loading it either gives
@@ -314,13 +315,30 @@ def test_executed_matmul_flops_equal_flop_counter(
         train_step = counter.get_total_flops()
     assert at(f.forward_matmul, values) == forward
     assert at(f.train_step_matmul, values) == train_step
-    if hasattr(module, "KVCache"):  # decoder-only with a head: one cached decode step
+    if hasattr(module, "KVCache"):  # a model that generates: one cached decode step
         cache = [module.KVCache() for _ in model.decoder.blocks]
+        if ir.root.layout == "encoder-decoder":
+            # The encoder ran and the first decoder step projected its output into the
+            # caches: a decode step projects no encoder keys or values.
+            with torch.no_grad():
+                memory = model.encoder(model.tok_emb(args[0]))
+
+            def step(ids: torch.Tensor) -> torch.Tensor:
+                return model.lm_head(model.decoder(model.tok_emb(ids), memory, cache=cache))
+
+            prompt, cached = args[1], s_dec
+        else:
+
+            def step(ids: torch.Tensor) -> torch.Tensor:
+                return model(ids, cache=cache)
+
+            prompt, cached = args[0], s
         with torch.no_grad(), sdpa_kernel(SDPBackend.MATH):
-            model(args[0], cache=cache)
+            step(prompt)
             with FlopCounterMode(display=False) as counter:
-                model(torch.randint(vocab_size, (b, 1)), cache=cache)
-        assert at(f.decode_matmul, {**values, KV_LEN: s + 1}) == counter.get_total_flops()
+                step(torch.randint(vocab_size, (b, 1)))
+        expected = at(f.decode_matmul, {**values, KV_LEN: cached + 1})
+        assert expected == counter.get_total_flops()
 
 
 # --- mutations: a valid spec or one clean SpecError, never anything else ------------------------

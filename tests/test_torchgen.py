@@ -221,6 +221,7 @@ def test_header_and_imports() -> None:
     imports = {line for line in source.splitlines() if line.startswith(("import ", "from "))}
     assert imports <= {
         "import math",
+        "from collections.abc import Callable",
         "from dataclasses import dataclass",
         "import torch",
         "import torch.nn.functional as F",
@@ -354,10 +355,16 @@ def helper(name: str, generated) -> ModuleType:
 @pytest.mark.parametrize("n_heads", [4, 6, 16, 112])
 def test_alibi_slopes_equal_bloom(n_heads: int, generated) -> None:
     bloom = pytest.importorskip("transformers.models.bloom.modeling_bloom")
+    module = helper("bloom-560m", generated)
     mask = torch.ones(1, 5, dtype=torch.long)
     expected = bloom.build_alibi_tensor(mask, n_heads, torch.float32).view(n_heads, 5)
-    ours = helper("bloom-560m", generated).alibi_bias(n_heads, 5, torch.device("cpu"))
+    ours = module.alibi_bias(n_heads, torch.arange(5))
     assert torch.equal(ours[:, 0], expected)
+    # A left-padded batch: key positions counted over tokens, as the stack does with a mask.
+    mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+    expected = bloom.build_alibi_tensor(mask, n_heads, torch.float32).view(2, n_heads, 5)
+    ours = module.alibi_bias(n_heads, (mask.cumsum(-1) - 1) * mask)
+    assert torch.equal(ours[:, :, 0], expected)
 
 
 @pytest.mark.parametrize("bidirectional", [True, False])

@@ -68,7 +68,9 @@ def generation_config(ir: IR, new_tokens: int) -> Any:
         bos_token_id=None,
         forced_bos_token_id=None,
         forced_eos_token_id=None,
-        decoder_start_token_id=0 if ir.root.layout == "encoder-decoder" else None,
+        decoder_start_token_id=(ir.root.decoder_start_token or 0)
+        if ir.root.layout == "encoder-decoder"
+        else None,
         use_cache=True,
     )
 

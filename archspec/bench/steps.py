@@ -8,11 +8,13 @@ the model, the same optimizer, the same autocast.
 - forward: one inference forward pass (prefill) over B × S tokens, weights in the dtype.
 - train: forward, cross-entropy loss, backward, fused AdamW step, with fp32 weights and
   bf16 / fp16 autocast (mixed precision, as `torch.amp` recommends; fp16 with a grad scaler).
-- generate: greedy decoding of `new_tokens` tokens after a prompt of S, with a KV cache.
+- generate: greedy decoding of `new_tokens` tokens after a prompt of S (a decoder) or of an
+  input of S (an encoder-decoder, decoding from its start token), with a KV cache.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,10 +51,11 @@ def make_inputs(
     out_len = seq
     if ir.root.layout == "encoder-decoder":
         # A decoder as long as the encoder for forward and train. Generation starts the
-        # decoder from the start token, 0 (transformers' decoder_start_token_id for T5, and
-        # the one hf_side gives it: other tokens would get a start token put in front).
+        # decoder from the spec's start token (0 when it names none), which hf_side gives
+        # transformers too: other tokens would get a start token put in front.
         if mode == "generate":
-            inputs["decoder_input_ids"] = torch.zeros(batch, 1, dtype=torch.long)
+            start = ir.root.decoder_start_token or 0
+            inputs["decoder_input_ids"] = torch.full((batch, 1), start, dtype=torch.long)
         else:
             inputs["decoder_input_ids"] = torch.randint(0, vocab, (batch, seq), generator=gen)
         out_len = inputs["decoder_input_ids"].size(1)
@@ -80,20 +83,12 @@ def _forward_call(side: Side) -> Any:
     return side.model(**side.inputs, **side.no_cache)
 
 
-def _greedy_seq2seq(model: torch.nn.Module, input_ids: torch.Tensor, start: torch.Tensor, n: int):
-    """Greedy decoding for a generated encoder-decoder, which has no `generate` and no KV
-    cache: encode once, then run the decoder over the whole prefix for each new token. Its
-    statements mirror the generated Model.forward."""
-    encoder_out = model.encoder(model.tok_emb(input_ids))
-    tokens = start
-    for _ in range(n):
-        x = model.decoder(model.tok_emb(tokens), encoder_out=encoder_out)
-        x = x[:, -1]
-        if hasattr(model, "output_scale"):
-            x = x * model.output_scale
-        step = model.lm_head(x).argmax(dim=-1, keepdim=True)
-        tokens = torch.cat([tokens, step], dim=1)
-    return tokens
+def _start_token(model: torch.nn.Module, start: torch.Tensor) -> None:
+    """Give an encoder-decoder whose spec names no decoder start token (the original
+    Transformer) the one both sides start from."""
+    config = model.config  # type: ignore[attr-defined]
+    if config.decoder_start_token is None:
+        model.config = dataclasses.replace(config, decoder_start_token=int(start[0, 0]))
 
 
 def make_step(side: Side, mode: str, device: torch.device, dtype: str, vocab: int, new_tokens: int):
@@ -129,18 +124,9 @@ def make_step(side: Side, mode: str, device: torch.device, dtype: str, vocab: in
             with torch.inference_mode():
                 side.model.generate(**side.inputs, generation_config=side.generation)
 
-    elif "decoder_input_ids" in side.inputs:
-
-        def step() -> None:
-            with torch.inference_mode():
-                _greedy_seq2seq(
-                    side.model,
-                    side.inputs["input_ids"],
-                    side.inputs["decoder_input_ids"],
-                    new_tokens,
-                )
-
     else:
+        if "decoder_input_ids" in side.inputs:  # generate starts the decoder itself
+            _start_token(side.model, side.inputs["decoder_input_ids"])
 
         def step() -> None:
             with torch.inference_mode():

@@ -132,6 +132,7 @@ def _model(spec: Spec, d: _Dims) -> Model:
         score_activation=spec.mlp.activation if score else None,
         scale_tied_output=spec.head.scale_tied_output,
         logit_softcap=spec.head.softcap,
+        decoder_start_token=spec.head.decoder_start_token,
         d_model=d.d_model,
         vocab_size=d.vocab_size,
     )

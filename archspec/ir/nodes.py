@@ -374,6 +374,7 @@ class Model(Composite):
     score: Linear | None = None
     score_activation: Activation | None = None
     logit_softcap: float | None = None  # logits soft-capped, cap·tanh(logits / cap) (Gemma 2)
+    decoder_start_token: int | None = None  # an encoder-decoder's first decoder token
 
     @property
     def children(self) -> tuple[Node, ...]:

@@ -44,6 +44,9 @@ class PositionCode:
 
     # The value a stack hands every attention layer (RoPE's cos and sin), its name and type.
     angles: tuple[str, str] | None = None
+    # Positions are absolute: a left-padded prompt's count from its first token (taken
+    # from the attention mask in a generating decoder). Relative ones need no shift.
+    absolute: bool = True
 
     def configured(self, position: Position) -> PositionCode:
         """The code for one stack's values of the kind's parameters (itself, by default)."""
@@ -93,13 +96,13 @@ class Learned(PositionCode):
 
 SINUSOIDS = '''
 def sinusoids(positions: Tensor, dim: int) -> Tensor:
-    """The fixed position encodings of Vaswani et al., (S, dim): channel 2i holds
-    sin(p / 10000 ** (2i / dim)) at position p, channel 2i + 1 the cosine (an odd dim
-    ends with a sine).
+    """The fixed position encodings of Vaswani et al., (..., S, dim) for positions
+    (..., S): channel 2i holds sin(p / 10000 ** (2i / dim)) at position p, channel
+    2i + 1 the cosine (an odd dim ends with a sine).
     """
     channels = torch.arange(0, dim, 2, device=positions.device).float()
-    angles = torch.outer(positions.float(), 1.0 / 10000 ** (channels / dim))
-    return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(1)[:, :dim]
+    angles = positions.float()[..., None] * (1.0 / 10000 ** (channels / dim))
+    return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(-2)[..., :dim]
 '''
 
 
@@ -113,18 +116,21 @@ class Sinusoidal(PositionCode):
 
 ROPE = '''
 def rope_angles(
-    positions: Tensor, head_dim: int, theta: float, dtype: torch.dtype
+    positions: Tensor,
+    head_dim: int,
+    theta: float,
 ) -> tuple[Tensor, Tensor]:
-    """cos and sin of the rotary angles, (S, head_dim), as in transformers' Llama.
+    """cos and sin of the rotary angles, (..., S, head_dim) for positions (..., S), in
+    float32, as in transformers' Llama.
 
     Channels i and i + head_dim / 2 of a head turn together, at position p by the angle
     p / theta ** (2i / head_dim).
     """
     channels = torch.arange(0, head_dim, 2, device=positions.device).float()
     inv_freq = 1.0 / theta ** (channels / head_dim)
-    angles = torch.outer(positions.float(), inv_freq)
+    angles = positions.float()[..., None] * inv_freq
     angles = torch.cat([angles, angles], dim=-1)
-    return angles.cos().to(dtype), angles.sin().to(dtype)
+    return angles.cos(), angles.sin()
 
 
 def apply_rope(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
@@ -133,6 +139,23 @@ def apply_rope(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
     x1, x2 = x.chunk(2, dim=-1)
     return x * cos + torch.cat([-x2, x1], dim=-1) * sin
 '''
+
+ROPE_AT = '''
+def rope_at(
+    cos: Tensor, sin: Tensor, positions: Tensor, dtype: torch.dtype
+) -> tuple[Tensor, Tensor]:
+    """The tables' rows at positions (S) or (B, S) (a padded batch), with an axis for
+    the heads: (1, S, dim) or (B, 1, S, dim), in dtype.
+    """
+    cos, sin = cos[positions].unsqueeze(-3), sin[positions].unsqueeze(-3)
+    return cos.to(dtype), sin.to(dtype)
+'''
+
+# The tables' comment, in a stack's __init__.
+ROPE_TABLES = [
+    "# cos and sin at every position, computed once: buffers follow the model's",
+    "# device and dtype, and stay out of the state_dict (persistent=False).",
+]
 
 
 def _partially(apply: str) -> str:
@@ -155,6 +178,7 @@ def {apply}_partially(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
 class Rotary(PositionCode):
     angles = ("rope", "tuple[Tensor, Tensor]")
     functions = ROPE  # the angle and rotation helpers
+    angle_function = "rope_angles"
     apply = "apply_rope"
     # Only the first `rope_dim` channels of a head turn (a partial rotation).
     partial = False
@@ -166,24 +190,34 @@ class Rotary(PositionCode):
         code.partial = True
         return code
 
-    @property
-    def dim(self) -> str:
-        """The attribute holding the rotated width."""
-        return "self.rope_dim" if self.partial else "self.head_dim"
-
     def config_fields(self, entry, values):
         # Rotating every channel needs no rope_dim in Config.
         return [f for spec, f in entry.parameters if spec != "rotary_dim" or self.partial]
 
     def helpers(self, causalities):
-        return [self.functions, _partially(self.apply)] if self.partial else [self.functions]
+        partially = [_partially(self.apply)] if self.partial else []
+        return [self.functions, ROPE_AT, *partially]
+
+    def positions(self) -> str:
+        """The positions the table rows are computed at."""
+        return "torch.arange(config.max_seq_len)"
+
+    def table(self, width: str) -> list[str]:
+        """Lines computing `cos, sin` for `positions`, over `width` rotated channels."""
+        return [f"cos, sin = {self.angle_function}(positions, {width}, config.rope_theta)"]
 
     def init(self, ctx):
         width = "config.rope_dim" if self.partial else ctx.head_dim
-        return [f"{self.dim} = {width}", "self.rope_theta = config.rope_theta"]
+        return [
+            *ROPE_TABLES,
+            f"positions = {self.positions()}",
+            *self.table(width),
+            'self.register_buffer("rope_cos", cos, persistent=False)',
+            'self.register_buffer("rope_sin", sin, persistent=False)',
+        ]
 
     def build_angles(self, ctx, positions):
-        return f"rope_angles({positions}, {self.dim}, self.rope_theta, x.dtype)"
+        return f"rope_at(self.rope_cos, self.rope_sin, {positions}, x.dtype)"
 
     def rotate(self, x):
         return f"{self.apply}_partially({x}, rope)" if self.partial else f"{self.apply}({x}, rope)"
@@ -191,17 +225,18 @@ class Rotary(PositionCode):
 
 ROPE_INTERLEAVED = '''
 def interleaved_rope_angles(
-    positions: Tensor, dim: int, theta: float, dtype: torch.dtype
+    positions: Tensor, dim: int, theta: float
 ) -> tuple[Tensor, Tensor]:
-    """cos and sin of the rotary angles, (S, dim), as in transformers' GPT-J.
+    """cos and sin of the rotary angles, (..., S, dim) for positions (..., S), in
+    float32, as in transformers' GPT-J.
 
     Channels 2i and 2i + 1 of a head turn together, at position p by the angle
     p / theta ** (2i / dim).
     """
     channels = torch.arange(0, dim, 2, device=positions.device).float()
     inv_freq = 1.0 / theta ** (channels / dim)
-    angles = torch.outer(positions.float(), inv_freq).repeat_interleave(2, dim=-1)
-    return angles.cos().to(dtype), angles.sin().to(dtype)
+    angles = (positions.float()[..., None] * inv_freq).repeat_interleave(2, dim=-1)
+    return angles.cos(), angles.sin()
 
 
 def apply_interleaved_rope(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
@@ -216,20 +251,15 @@ class InterleavedRotary(Rotary):
     """GPT-J's rotation: pairs of neighbouring channels (rotate_every_two)."""
 
     functions = ROPE_INTERLEAVED
+    angle_function = "interleaved_rope_angles"
     apply = "apply_interleaved_rope"
-
-    def build_angles(self, ctx, positions):
-        return f"interleaved_rope_angles({positions}, {self.dim}, self.rope_theta, x.dtype)"
 
 
 class LinearRotary(Rotary):
     """transformers' linear scaling: the frequencies divided by `factor`, i.e. the positions."""
 
-    def init(self, ctx):
-        return [*super().init(ctx), "self.rope_factor = config.rope_factor"]
-
-    def build_angles(self, ctx, positions):
-        return f"rope_angles({positions} / self.rope_factor, {self.dim}, self.rope_theta, x.dtype)"
+    def positions(self) -> str:
+        return "torch.arange(config.max_seq_len) / config.rope_factor"
 
 
 ROPE_LLAMA3 = '''
@@ -238,10 +268,9 @@ def llama3_rope(
     head_dim: int,
     theta: float,
     scaling: tuple[float, float, float, int],
-    dtype: torch.dtype,
 ) -> tuple[Tensor, Tensor]:
-    """RoPE's cos and sin with Llama 3.1's frequency scaling, as transformers computes
-    it.
+    """RoPE's cos and sin with Llama 3.1's frequency scaling, as transformers computes it
+    (float32, like rope_angles).
 
     Wavelengths shorter than original / high_freq_factor keep their frequency, those
     longer than original / low_freq_factor are divided by `factor`, and those between
@@ -256,9 +285,9 @@ def llama3_rope(
     smoothed = (1 - smooth) * scaled / factor + smooth * scaled
     medium = (wavelen >= original / high) & (wavelen <= original / low)
     inv_freq = torch.where(medium, smoothed, scaled)
-    angles = torch.outer(positions.float(), inv_freq)
+    angles = positions.float()[..., None] * inv_freq
     angles = torch.cat([angles, angles], dim=-1)
-    return angles.cos().to(dtype), angles.sin().to(dtype)
+    return angles.cos(), angles.sin()
 '''
 
 
@@ -266,19 +295,17 @@ class Llama3Rotary(Rotary):
     def helpers(self, causalities):
         return [*super().helpers(causalities), ROPE_LLAMA3]
 
-    def init(self, ctx):
+    def table(self, width):
         return [
-            *super().init(ctx),
-            "self.rope_scaling = (",
+            "scaling = (",
             "    config.rope_factor,",
             "    config.rope_low_freq_factor,",
             "    config.rope_high_freq_factor,",
             "    config.rope_original_max_seq_len,",
             ")",
+            "theta = config.rope_theta",
+            f"cos, sin = llama3_rope(positions, {width}, theta, scaling)",
         ]
-
-    def build_angles(self, ctx, positions):
-        return f"llama3_rope({positions}, {self.dim}, self.rope_theta, self.rope_scaling, x.dtype)"
 
 
 ROPE_YARN = '''
@@ -287,10 +314,9 @@ def yarn_rope(
     dim: int,
     theta: float,
     scaling: tuple[float, int, float, float, float],
-    dtype: torch.dtype,
 ) -> tuple[Tensor, Tensor]:
     """RoPE's cos and sin with YaRN's scaling (Peng et al. 2023), as transformers
-    computes it.
+    computes it (float32, like rope_angles).
 
     Channels turning more than beta_fast times over the original context keep their
     frequency, those turning fewer than beta_slow times are divided by `factor`, a
@@ -311,10 +337,9 @@ def yarn_rope(
     pairs = torch.arange(dim // 2, device=positions.device).float()
     kept = 1 - ((pairs - low) / (high - low)).clamp(0, 1)
     inv_freq = (1 - kept) / (factor * frequencies) + kept / frequencies
-    angles = torch.outer(positions.float(), inv_freq)
+    angles = positions.float()[..., None] * inv_freq
     angles = torch.cat([angles, angles], dim=-1)
-    cos, sin = angles.cos() * attention_factor, angles.sin() * attention_factor
-    return cos.to(dtype), sin.to(dtype)
+    return angles.cos() * attention_factor, angles.sin() * attention_factor
 '''
 
 
@@ -322,20 +347,18 @@ class YarnRotary(Rotary):
     def helpers(self, causalities):
         return [*super().helpers(causalities), ROPE_YARN]
 
-    def init(self, ctx):
+    def table(self, width):
         return [
-            *super().init(ctx),
-            "self.rope_scaling = (",
+            "scaling = (",
             "    config.rope_factor,",
             "    config.rope_original_max_seq_len,",
             "    config.rope_beta_fast,",
             "    config.rope_beta_slow,",
             "    config.rope_attention_factor,",
             ")",
+            "theta = config.rope_theta",
+            f"cos, sin = yarn_rope(positions, {width}, theta, scaling)",
         ]
-
-    def build_angles(self, ctx, positions):
-        return f"yarn_rope({positions}, {self.dim}, self.rope_theta, self.rope_scaling, x.dtype)"
 
 
 ALIBI_SLOPES = '''
@@ -356,33 +379,35 @@ def alibi_slopes(n_heads: int, device: torch.device) -> Tensor:
 '''
 
 ALIBI_CAUSAL = '''
-def alibi_bias(n_heads: int, k_len: int, device: torch.device) -> Tensor:
-    """(n_heads, 1, k_len): slope * key position. Under softmax this equals
-    slope * (key - query), ALiBi's linear penalty on distance (BLOOM's formulation).
+def alibi_bias(n_heads: int, keys: Tensor) -> Tensor:
+    """slope * key position for key positions (K) or (B, K): (n_heads, 1, K) or
+    (B, n_heads, 1, K). Under softmax this equals slope * (key - query), ALiBi's linear
+    penalty on distance (BLOOM's formulation).
     """
-    keys = torch.arange(k_len, device=device)
-    return alibi_slopes(n_heads, device)[:, None, None] * keys
+    return alibi_slopes(n_heads, keys.device)[:, None, None] * keys[..., None, None, :]
 '''
 
 ALIBI_BIDIRECTIONAL = '''
-def alibi_bias(n_heads: int, seq_len: int, device: torch.device) -> Tensor:
-    """(n_heads, S, S): ALiBi's linear penalty, -slope * |key - query|."""
-    positions = torch.arange(seq_len, device=device)
+def alibi_bias(n_heads: int, positions: Tensor) -> Tensor:
+    """ALiBi's linear penalty, -slope * |key - query|: (n_heads, S, S) for positions
+    (S).
+    """
     distance = (positions[None, :] - positions[:, None]).abs()
-    return -alibi_slopes(n_heads, device)[:, None, None] * distance
+    return -alibi_slopes(n_heads, positions.device)[:, None, None] * distance
 '''
 
 ALIBI_BOTH = '''
-def alibi_bias(n_heads: int, length: int, device: torch.device, causal: bool) -> Tensor:
-    """ALiBi's linear penalty on distance, -slope * |key - query|, (n_heads, S, S).
+def alibi_bias(n_heads: int, positions: Tensor, causal: bool) -> Tensor:
+    """ALiBi's linear penalty on distance, -slope * |key - query|, (n_heads, S, S) for
+    positions (S).
 
     Causal attention only sees earlier keys, so slope * key position does the same under
-    softmax (BLOOM's formulation), as (n_heads, 1, S).
+    softmax (BLOOM's formulation), as (n_heads, 1, K), or (B, n_heads, 1, K) for key
+    positions (B, K).
     """
-    slopes = alibi_slopes(n_heads, device)[:, None, None]
-    positions = torch.arange(length, device=device)
+    slopes = alibi_slopes(n_heads, positions.device)[:, None, None]
     if causal:
-        return slopes * positions
+        return slopes * positions[..., None, None, :]
     return -slopes * (positions[None, :] - positions[:, None]).abs()
 '''
 
@@ -403,10 +428,14 @@ class Alibi(PositionCode):
     def bias(self, ctx):
         # The helper takes `causal` only when the model has stacks of both kinds; the
         # stack's own direction is then a constant of its class.
-        args = ["self.n_heads", ctx.keys, "x.device"]
-        if len(ctx.causalities) > 1:
-            args.append(f"causal={ctx.causal}")
-        return [f"bias = alibi_bias({', '.join(args)}).to(x.dtype)"]
+        causal = f", causal={ctx.causal}" if len(ctx.causalities) > 1 else ""
+        lines = [f"keys = torch.arange({ctx.keys}, device=x.device)"]
+        if ctx.cache:
+            lines += [
+                "if attention_mask is not None:  # BLOOM counts positions over tokens only",
+                "    keys = (attention_mask.cumsum(-1) - 1) * attention_mask",
+            ]
+        return [*lines, f"bias = alibi_bias(self.n_heads, keys{causal}).to(x.dtype)"]
 
 
 RELATIVE_BUCKETS = '''
@@ -435,6 +464,8 @@ def relative_position_bucket(
 
 
 class RelativeBias(PositionCode):
+    absolute = False
+
     def helpers(self, causalities):
         return [RELATIVE_BUCKETS]
 

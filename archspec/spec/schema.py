@@ -281,6 +281,10 @@ class HeadSpec:
     softcap: float | None = field(
         default=None, metadata=doc("soft-cap the logits, cap·tanh(logits / cap) (Gemma 2: 30)")
     )
+    decoder_start_token: int | None = field(
+        default=None,
+        metadata=doc("encoder-decoders: the decoder's first token when generating"),
+    )
 
 
 @dataclass(frozen=True)

@@ -274,6 +274,18 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             ("embedding", "token_types"),
             f"token type embeddings need layout: encoder, not {spec.layout}",
         )
+    start = spec.head.decoder_start_token
+    if start is not None and spec.layout != "encoder-decoder":
+        raise v.error(
+            ("head", "decoder_start_token"),
+            f"decoder_start_token needs layout: encoder-decoder, not {spec.layout}",
+        )
+    if start is not None and not 0 <= start < spec.vocab_size:
+        raise v.error(
+            ("head", "decoder_start_token"),
+            f"decoder_start_token {start} is not a token of the vocabulary (0 to "
+            f"{spec.vocab_size - 1})",
+        )
     if spec.head.scale_tied_output and not spec.head.tied:
         raise v.error(("head", "scale_tied_output"), "scale_tied_output needs head.tied: true")
     if (

@@ -52,13 +52,12 @@ def _summary(f: Features, node: Attention) -> str:
 
 
 def _params(f: Features, node: Attention, stack: Stack) -> list[str]:
-    if node.cross:
-        return ["x: Tensor", "encoder_out: Tensor", "mask: Tensor | None"]
-    params = ["x: Tensor", "mask: Tensor | None"]
+    params = ["x: Tensor", "encoder_out: Tensor"] if node.cross else ["x: Tensor"]
+    params.append("mask: Tensor | None")
     angles = stack.position.code.angles
-    if node.rotary and angles is not None:
+    if not node.cross and node.rotary and angles is not None:
         params.append(f"{angles[0]}: {angles[1]}")
-    if f.cache:
+    if f.cached(stack):
         params.append("cache: KVCache | None = None")
     return params
 
@@ -129,12 +128,16 @@ class _AttentionWriter(ForwardWriter):
         x = Value("x", "tokens", node.q.in_features)
         bound = {v: v.name for v in (angles, mask, memory) if v is not None}
         super().__init__(lower_attention(node, x, values), bound=bound, inline=False)
-        self.f, self.node, self.code = f, node, code
+        self.f, self.node, self.stack, self.code = f, node, stack, code
+        # A cached cross-attention projects the encoder output once: its key and value
+        # statements wait here, to be written under a condition before attending.
+        self.memory_kv = node.cross and f.cached(stack)
+        self.projections: list[str] = []
 
     def inlines(self, op: Op) -> bool:
         return isinstance(op, Attend)  # the merged heads go straight into `o`
 
-    def render_linearop(self, op: LinearOp) -> Expr:
+    def render_linearop(self, op: LinearOp) -> Expr | None:
         projected = super().render_linearop(op)
         if op.module is self.node.o:
             return projected
@@ -143,7 +146,13 @@ class _AttentionWriter(ForwardWriter):
             # which keeps the (B, S, heads, head_dim) layout: merging SDPA's output stays a view.
             unflat = f"{projected.text}.unflatten(-1, (-1, self.head_dim))"
             return Expr(unflat, ATOM, projected.reads)
-        return self._call("self.split_heads", [projected])
+        heads = self._call("self.split_heads", [projected])
+        if self.memory_kv and op.module in (self.node.k, self.node.v):
+            assert op.out is not None
+            self.projections.append(f"{op.out.name} = {heads.text}")
+            self.names[id(op.out)] = op.out.name
+            return None
+        return heads
 
     def render_normop(self, op: NormOp) -> Expr:
         normed = super().render_normop(op)
@@ -164,7 +173,16 @@ class _AttentionWriter(ForwardWriter):
         q, k, v = (self.arg(value).text for value in (op.q, op.k, op.v))
         if op.mask is not None:
             self.arg(op.mask)
-        if self.f.cache and not self.node.cross:
+        if self.memory_kv:
+            self.lines += [
+                "if cache is not None and cache.memory is not None:",
+                f"    {k}, {v} = cache.memory  # projected at the first step",
+                "else:",
+                *(f"    {line}" for line in self.projections),
+                "    if cache is not None:",
+                f"        cache.memory = {k}, {v}",
+            ]
+        elif self.f.cached(self.stack) and not self.node.cross:
             self.lines += ["if cache is not None:", f"    {k}, {v} = cache.update({k}, {v})"]
         if self.node.window is not None:
             # The cache keeps every position; the window hides the older ones.

@@ -29,6 +29,7 @@ COMMENTS = {
     "d_ff_expert": "hidden width of each routed expert",
     "d_ff_shared": "hidden width of the shared expert",
     "n_layer_groups": "distinct blocks; each serves n_layers / n_layer_groups layers",
+    "decoder_start_token": "the decoder's first token when generating",
 }
 
 
@@ -36,7 +37,7 @@ COMMENTS = {
 class Field:
     name: str
     type: str
-    value: int | float
+    value: int | float | None
 
     def code(self) -> str:
         line = f"{self.name}: {self.type} = {self.value!r}"
@@ -57,6 +58,10 @@ def config_fields(f: Features) -> list[Field]:
     out += _position_fields(f)
     if f.model.type_emb is not None:
         out.append(Field("token_types", "int", f.ir.value(f.model.type_emb.num)))
+    if f.cache and f.encoder_decoder:
+        # None when the spec names none (the original Transformer): generate then asks.
+        start = f.model.decoder_start_token
+        out.append(Field("decoder_start_token", "int | None", start))
     return out
 
 

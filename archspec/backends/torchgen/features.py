@@ -94,9 +94,14 @@ class Features:
 
     @property
     def cache(self) -> bool:
-        """A lone causal stack under an LM head generates text, with a KV cache."""
-        lone = len(self.stacks) == 1 and self.stacks[0].causal
-        return lone and self.model.lm_head is not None
+        """The model generates text: an LM head over a causal decoder (alone or after an
+        encoder), whose self-attention keeps a KV cache."""
+        last = self.stacks[-1]
+        return self.model.lm_head is not None and last.role == "decoder" and last.causal
+
+    def cached(self, stack: Stack) -> bool:
+        """The stack takes a KV cache: the decoder of a model that generates."""
+        return self.cache and stack is self.stacks[-1]
 
     @cached_property
     def norms(self) -> tuple[Norm, ...]:
@@ -151,7 +156,7 @@ class Features:
             params.append(f"{angles[0]}: {angles[1]}")
         if self.has_memory(stack):
             params += ["encoder_out: Tensor", "cross_mask: Tensor | None"]
-        if self.cache:
+        if self.cached(stack):
             params.append("cache: KVCache | None = None")
         return params
 
@@ -161,13 +166,14 @@ class Features:
     def sublayer_args(self, stack: Stack, layer: Composite) -> list[str]:
         """What a block passes a sublayer besides its input."""
         if isinstance(layer, Attention) and layer.cross:
-            return ["encoder_out", "cross_mask"]
+            # The cache holds the keys and values of the encoder output too.
+            return ["encoder_out", "cross_mask", *(["cache"] if self.cached(stack) else [])]
         if isinstance(layer, Attention):
             args = ["mask"]
             angles = self.position_code(stack).angles
             if layer.rotary and angles is not None:
                 args.append(angles[0])
-            if self.cache:
+            if self.cached(stack):
                 args.append("cache")
             return args
         return []

@@ -13,7 +13,7 @@ from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.init import init_weights_method
 from archspec.backends.torchgen.leaves import assign
-from archspec.backends.torchgen.text import call, class_, docstring, lines, method
+from archspec.backends.torchgen.text import call, class_, docstring, indent, lines, method
 from archspec.ir.nodes import Stack
 from archspec.kinds.activations import POOLER_ACTIVATION
 
@@ -67,7 +67,7 @@ def _params(f: Features) -> list[str]:
     params = ["input_ids: Tensor", "attention_mask: Tensor | None = None"]
     if f.type_emb is not None:
         params.append("token_type_ids: Tensor | None = None")
-    if f.cache:
+    if f.cached(f.stacks[0]):
         params.append("cache: list[KVCache] | None = None")
     return params
 
@@ -92,7 +92,7 @@ def _doc(f: Features) -> str:
         text = f"The {out.format(S='S')} for input_ids (B, S); {padding}."
     if f.type_emb is not None:
         text += " token_type_ids (B, S) default to segment 0."
-    if f.cache:
+    if f.cached(f.stacks[0]):
         text += (
             "\n\nWith a cache, input_ids are the tokens after the cached ones and an "
             "attention_mask covers both."
@@ -167,13 +167,17 @@ def _lm_transform(f: Features) -> list[str]:
     ]
 
 
-GENERATE = '''
+SIGNATURE = """
 @torch.no_grad()
 def generate(
     self,
     input_ids: Tensor,
     max_new_tokens: int,
     *,
+    attention_mask: Tensor | None = None,
+    num_beams: int = 1,
+    length_penalty: float = 1.0,
+    early_stopping: bool | str = False,
     do_sample: bool = False,
     temperature: float = 1.0,
     top_k: int | None = None,
@@ -181,31 +185,119 @@ def generate(
     eos_token_id: int | None = None,
     generator: torch.Generator | None = None,
 ) -> Tensor:
-    """Append up to max_new_tokens tokens to input_ids (B, S): the most likely
-    one, or with do_sample one drawn from the distribution `sampling_probs` shapes
-    (temperature, top_k, top_p, as transformers' logits processors). A sequence that
-    emits eos_token_id is done: its later tokens are eos_token_id, and decoding
-    stops when all are done.
+"""
 
-    The prompt goes through the model once, filling KV caches preallocated to the
-    final length; each later step feeds only the newest token. Only the last
-    position's logits pick the next token, so the head runs on that position alone.
-    """
+CHOICE = (
+    "Each step takes the most likely token, or with do_sample one drawn from "
+    "`sampling_probs` (temperature, top_k, top_p as transformers' logits processors); "
+    "with num_beams > 1 the result is `beam_search`'s best hypothesis (length_penalty "
+    "and early_stopping as in transformers). A sequence that emits eos_token_id is done; "
+    "finished sequences are padded with eos_token_id."
+)
+CACHE = (
+    "The decoder's self-attention caches its keys and values, preallocated to the final "
+    "length, so each step after the first feeds only the newest token; the head runs on "
+    "the last position alone."
+)
+DECODER_INPUTS = (
+    "input_ids (B, S) is the prompt, left-padded where attention_mask (B, S) is 0; "
+    "the result (B, S + new tokens) continues it."
+)
+ENCODER_DECODER_INPUTS = (
+    "input_ids (B, S) is encoded once (attention_mask (B, S) is 0 at padding); the "
+    "decoder starts from config.decoder_start_token, and the result (B, 1 + new tokens) "
+    "begins with it. Each cross-attention projects the encoder output once."
+)
+
+BEAM_SAMPLING = """\
+    if num_beams > 1 and do_sample:
+        raise ValueError("beam sampling (num_beams > 1, do_sample) is unsupported")"""
+
+DECODER_BODY = '''
     total = input_ids.size(1) + max_new_tokens{check}
     cache = [KVCache(total) for _ in self.decoder.blocks]
-    tokens = step = input_ids
-    done = torch.zeros_like(input_ids[:, :1], dtype=torch.bool)
-    for _ in range(max_new_tokens):
-        x = self.decoder(self.tok_emb(step), cache=cache)[:, -1]{scale}
-        logits = self.lm_head(x)
-        step = next_token(logits, do_sample, temperature, top_k, top_p, generator)
-        if eos_token_id is not None:
-            step = step.masked_fill(done, eos_token_id)
-            done = done | (step == eos_token_id)
-        tokens = torch.cat([tokens, step], dim=1)
-        if eos_token_id is not None and bool(done.all()):
-            break
-    return tokens
+    if attention_mask is not None:  # the new tokens are never padding
+        attention_mask = F.pad(attention_mask, (0, max_new_tokens), value=1)
+        attention_mask = attention_mask.repeat_interleave(num_beams, dim=0)
+
+    def step(tokens: Tensor) -> Tensor:
+        """The next-token logits after the newest tokens (rows, n)."""
+        mask = None
+        if attention_mask is not None:
+            mask = attention_mask[:, : cache[0].length + tokens.size(1)]
+        x = self.decoder(self.tok_emb(tokens), mask, cache=cache)[:, -1]{scale}
+        return self.lm_head(x)
+
+    if num_beams > 1:
+        return beam_search(
+            step,
+            cache,
+            input_ids,
+            max_new_tokens,
+            num_beams,
+            length_penalty,
+            early_stopping,
+            eos_token_id,
+        )
+    return decode(
+        step,
+        input_ids,
+        max_new_tokens,
+        do_sample,
+        temperature,
+        top_k,
+        top_p,
+        eos_token_id,
+        generator,
+    )
+'''
+
+ENCODER_DECODER_BODY = '''
+    if self.config.decoder_start_token is None:
+        raise ValueError(
+            "Config.decoder_start_token is None (the spec sets no "
+            "head.decoder_start_token): the decoder has no token to start from"
+        )
+    {check}encoder_out = self.encoder(self.tok_emb(input_ids), attention_mask)
+    # Each beam reads its sequence's encoder output.
+    encoder_out = encoder_out.repeat_interleave(num_beams, dim=0)
+    if attention_mask is not None:
+        attention_mask = attention_mask.repeat_interleave(num_beams, dim=0)
+    cache = [KVCache(1 + max_new_tokens) for _ in self.decoder.blocks]
+
+    def step(tokens: Tensor) -> Tensor:
+        """The next-token logits after the newest decoder tokens (rows, n)."""
+        x = self.decoder(
+            self.tok_emb(tokens),
+            encoder_out,
+            encoder_attention_mask=attention_mask,
+            cache=cache,
+        )[:, -1]{scale}
+        return self.lm_head(x)
+
+    start = torch.full_like(input_ids[:, :1], self.config.decoder_start_token)
+    if num_beams > 1:
+        return beam_search(
+            step,
+            cache,
+            start,
+            max_new_tokens,
+            num_beams,
+            length_penalty,
+            early_stopping,
+            eos_token_id,
+        )
+    return decode(
+        step,
+        start,
+        max_new_tokens,
+        do_sample,
+        temperature,
+        top_k,
+        top_p,
+        eos_token_id,
+        generator,
+    )
 '''
 
 
@@ -223,7 +315,7 @@ def _length_checks(f: Features) -> list[str]:
             continue
         if f.encoder_decoder and stack.role == "decoder":
             length = "decoder_input_ids.size(1)"
-        elif f.cache:
+        elif f.cached(stack):
             out.append("cached = cache[0].length if cache else 0")
             length = "cached + input_ids.size(1)"
         else:
@@ -233,18 +325,31 @@ def _length_checks(f: Features) -> list[str]:
 
 
 def _generate(f: Features) -> str:
-    # The statements of forward for a decoder with a cache (see _forward), with the head
-    # applied to the last position only: over a prompt of S tokens the full head costs
-    # 2·S·d_model·vocab FLOPs, a large share of generation for small models.
+    # The head applies to the last position only: over a prompt of S tokens the full head
+    # costs 2·S·d_model·vocab FLOPs, a large share of generation for small models.
     scale = "\n        x = x * self.output_scale" if f.model.scale_tied_output else ""
-    check = "\n    check_length(total, self.config.max_seq_len)" if limited(f.stacks[0]) else ""
-    code = GENERATE.strip("\n").replace("{scale}", scale).replace("{check}", check)
+    if f.encoder_decoder:
+        encoder, decoder = f.stacks
+        checks = []
+        if limited(encoder):
+            checks.append("check_length(input_ids.size(1), self.config.max_seq_len)")
+        if limited(decoder):
+            checks.append("check_length(1 + max_new_tokens, self.config.max_seq_len)")
+        check = "".join(f"{line}\n    " for line in checks)
+        body = ENCODER_DECODER_BODY.replace("{check}", check)
+        what = "Decode up to max_new_tokens tokens from the encoded input_ids"
+        inputs = ENCODER_DECODER_INPUTS
+    else:
+        check = "\n    check_length(total, self.config.max_seq_len)" if limited(f.stacks[0]) else ""
+        body = DECODER_BODY.replace("{check}", check)
+        what = "Append up to max_new_tokens tokens to input_ids"
+        inputs = DECODER_INPUTS
+    doc = docstring(f"{what}.\n\n{inputs}\n\n{CHOICE}\n\n{CACHE}", 2)
+    body = body.replace("{scale}", scale)
     cap = f.model.logit_softcap
-    if cap is not None:  # sampling sees the capped logits, as transformers'
-        code = code.replace(
-            "logits = self.lm_head(x)", f"logits = softcap(self.lm_head(x), {cap!r})"
-        )
-    return code
+    if cap is not None:  # sampling and beams see the capped logits, as transformers'
+        body = body.replace("return self.lm_head(x)", f"return softcap(self.lm_head(x), {cap!r})")
+    return lines(SIGNATURE.strip("\n"), indent(doc, 1), BEAM_SAMPLING, body.strip("\n"))
 
 
 def model_class(f: Features, size: ExprPrinter) -> str:

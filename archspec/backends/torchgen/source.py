@@ -76,6 +76,8 @@ def _header(f: Features, total: int, command: str | None) -> str:
 
 def _imports(body: str) -> str:
     stdlib = ["import math"] if "math." in body else []
+    if "Callable[" in body:
+        stdlib.append("from collections.abc import Callable")
     return "\n".join(
         [
             *stdlib,

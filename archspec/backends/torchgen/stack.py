@@ -16,7 +16,7 @@ from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.forward import ATOM, MUL, Expr, ForwardWriter
 from archspec.backends.torchgen.leaves import assign, module_list
-from archspec.backends.torchgen.text import class_, method
+from archspec.backends.torchgen.text import call, class_, indent, method
 from archspec.ir.lower import lower_stack
 from archspec.ir.nodes import Repeat, Stack
 from archspec.ir.ops import (
@@ -38,7 +38,7 @@ def _context(f: Features, stack: Stack, size: ExprPrinter) -> StackContext:
     table = stack.pos_emb or stack.rel_bias
     return StackContext(
         causal=stack.causal,
-        cache=f.cache,
+        cache=f.cached(stack),
         heads=size(attention.n_heads),
         head_dim=size(attention.head_dim),
         offset=stack.position.offset,
@@ -105,7 +105,7 @@ def forward_params(f: Features, stack: Stack) -> list[str]:
     params.append("attention_mask: Tensor | None = None")
     if f.has_memory(stack):
         params.append("encoder_attention_mask: Tensor | None = None")
-    if f.cache:
+    if f.cached(stack):
         params.append("cache: list[KVCache] | None = None")
     return params
 
@@ -126,7 +126,8 @@ class _StackWriter(ForwardWriter):
         self.f, self.stack, self.ctx = f, stack, ctx
         self.code = stack.position.code
         self.masked = False  # the shared mask is written (with the score bias) or not yet
-        if f.cache:
+        self.cached = f.cached(stack)
+        if self.cached:
             self.lines.append("start = cache[0].length if cache else 0  # positions already cached")
         self.lines.append(SEQ_LEN)
 
@@ -135,10 +136,26 @@ class _StackWriter(ForwardWriter):
         return isinstance(op, (Lookup, Sinusoids))
 
     def render_positions(self, op: Positions) -> Expr | None:
-        span = "start, start + seq_len" if self.f.cache else "seq_len"
+        if self.stack.position.from_mask:
+            return self._positions_from_mask(op)
+        if not self.cached:
+            return Expr("torch.arange(seq_len, device=x.device)", ATOM, NOTHING)
+        if not self.code.absolute:
+            return Expr("torch.arange(start, start + seq_len, device=x.device)", ATOM, NOTHING)
+        # A left-padded prompt is counted from its first token, as transformers' generate
+        # counts it (position_ids = attention_mask.cumsum(-1) - 1).
+        assert op.out is not None
+        self.lines += [
+            "positions = torch.arange(start, start + seq_len, device=x.device)",
+            "if attention_mask is not None:  # counted over tokens: padding shifts none",
+            "    positions = (attention_mask.cumsum(-1)[:, start:] - 1).clamp(min=0)",
+        ]
+        self.names[id(op.out)] = "positions"
+        return None
+
+    def _positions_from_mask(self, op: Positions) -> None:
+        span = "start, start + seq_len" if self.cached else "seq_len"
         arange = f"torch.arange({span}, device=x.device)"
-        if not self.stack.position.from_mask:
-            return Expr(arange, ATOM, NOTHING)
         # OPT (transformers' OPTLearnedPositionalEmbedding): each row counts its kept tokens,
         # so a left-padded sequence starts at 0 like an unpadded one; padding gets -1 (a row
         # of the table's offset; clamped to 0 where there is none). The mask covers any
@@ -207,18 +224,16 @@ class _StackWriter(ForwardWriter):
         args = self.f.block_args(self.stack)
         args[0] = x
         blocks = f"self.{op.repeat.name}"
-        if self.f.cache:
+        if self.cached:
             args[-1] = "cache[i] if cache else None"
             self.lines.append(f"for i, block in enumerate({blocks}):")
         else:
             self.lines.append(f"for block in {blocks}:")
         if _shared(self.stack):
-            self.lines += [
-                "    for _ in range(self.calls_per_block):",
-                f"        {x} = block({', '.join(args)})",
-            ]
+            self.lines.append("    for _ in range(self.calls_per_block):")
+            self.lines += indent(call(f"{x} = block", args, 4), 2).splitlines()
         else:
-            self.lines.append(f"    {x} = block({', '.join(args)})")
+            self.lines += indent(call(f"{x} = block", args, 3), 1).splitlines()
         self.names[id(op.out)] = x
 
 
@@ -234,7 +249,8 @@ def _mask(f: Features, stack: Stack, ctx: StackContext) -> list[str]:
     the score bias where the position kind has one, with hidden keys at the dtype's minimum."""
     biased = stack.position.entry.score_bias
     bias = "bias" if biased else "x.new_zeros(())"
-    hidden = f"hidden = hidden_keys(attention_mask, seq_len, {ctx.keys}, x.device)"
+    hidden_args = ["attention_mask", "seq_len", ctx.keys, "x.device"]
+    hidden = call("hidden = hidden_keys", hidden_args, 2)
     if not stack.causal:
         return [
             f"mask = {'bias' if biased else None}",
@@ -244,12 +260,12 @@ def _mask(f: Features, stack: Stack, ctx: StackContext) -> list[str]:
     if biased:
         return [hidden, "mask = mask_out(hidden, bias)"]
     condition = "attention_mask is not None"
-    if f.cache:
+    if ctx.cache:
         condition += " or start > 0"
     return [
         "mask = None  # then attention applies the causal mask itself",
         f"if {condition}:",
-        f"    {hidden}",
+        *indent(call("hidden = hidden_keys", hidden_args, 3), 1).splitlines(),
         f"    mask = mask_out(hidden, {bias})",
     ]
 

@@ -61,7 +61,11 @@ def import_bart(f: Fields, cls: HFClass) -> dict[str, Any]:
             "activation": f.activation("activation_function", "gelu"),
             "bias": True,
         },
-        "head": {**read_head(f, cls, True), "bias": False},
+        "head": {
+            **read_head(f, cls, True),
+            "bias": False,
+            "decoder_start_token": f.int("decoder_start_token_id", 2),
+        },
         "dropout": read_dropout(f, dropouts.BART),
     }
     if dec_layers != enc_layers:
@@ -83,7 +87,9 @@ def export_bart(spec: Spec) -> dict[str, Any]:
         "activation_function": EXPORT_ACTIVATIONS[spec.mlp.activation],
         "scale_embedding": spec.embedding.scale,
         **write_dropout(spec, dropouts.BART),
-        "decoder_start_token_id": 2,
+        "decoder_start_token_id": 2
+        if spec.head.decoder_start_token is None
+        else spec.head.decoder_start_token,
         **head_fields(spec),
     }
 

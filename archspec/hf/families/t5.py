@@ -84,12 +84,15 @@ def import_t5(f: Fields, cls: HFClass, v: T5Variant = T5) -> dict[str, Any]:
             "tie_word_embeddings",
             "scale_decoder_outputs",
         )
-        spec["head"] = {"lm_head": False, "pooler": False}
+        # No decoder: none of the T5 base's decoder start token either.
+        spec["head"] = {"lm_head": False, "pooler": False, "decoder_start_token": None}
         return spec
     f.expect("is_encoder_decoder", True, True, "T5 is an encoder-decoder")
     if decoder_layers != n_layers:
         spec["decoder"] = {"n_layers": decoder_layers}
     head = read_head(f, cls, v.tie)
+    # T5 starts decoding from its pad token (0 in every T5 config.json).
+    head["decoder_start_token"] = f.int("decoder_start_token_id", f.int("pad_token_id", 0))
     if cls.head == "lm" and not v.scales_output:
         head["scale_tied_output"] = False
     elif cls.head == "lm":
@@ -130,9 +133,14 @@ def export_t5(spec: Spec, v: T5Variant = T5) -> dict[str, Any]:
         "relative_attention_max_distance": spec.position.max_distance,
         **({"scale_decoder_outputs": spec.head.scale_tied_output} if v.scales_output else {}),
         **write_dropout(spec, dropouts.T5),
-        "decoder_start_token_id": 0,
+        "decoder_start_token_id": _start(spec, 0),
         **head_fields(spec),
     }
+
+
+def _start(spec: Spec, default: int) -> int:
+    start = spec.head.decoder_start_token
+    return default if start is None else start
 
 
 # The relative-position bias table: one per stack (`<stack>.rel_bias` in the IR), which
