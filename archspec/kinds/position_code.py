@@ -204,7 +204,10 @@ class Rotary(PositionCode):
 
     def table(self, width: str) -> list[str]:
         """Lines computing `cos, sin` for `positions`, over `width` rotated channels."""
-        return [f"cos, sin = {self.angle_function}(positions, {width}, config.rope_theta)"]
+        return [
+            "theta = config.rope_theta",
+            f"cos, sin = {self.angle_function}(positions, {width}, theta)",
+        ]
 
     def init(self, ctx):
         width = "config.rope_dim" if self.partial else ctx.head_dim
@@ -225,7 +228,9 @@ class Rotary(PositionCode):
 
 ROPE_INTERLEAVED = '''
 def interleaved_rope_angles(
-    positions: Tensor, dim: int, theta: float
+    positions: Tensor,
+    dim: int,
+    theta: float,
 ) -> tuple[Tensor, Tensor]:
     """cos and sin of the rotary angles, (..., S, dim) for positions (..., S), in
     float32, as in transformers' GPT-J.
@@ -269,8 +274,8 @@ def llama3_rope(
     theta: float,
     scaling: tuple[float, float, float, int],
 ) -> tuple[Tensor, Tensor]:
-    """RoPE's cos and sin with Llama 3.1's frequency scaling, as transformers computes it
-    (float32, like rope_angles).
+    """RoPE's cos and sin with Llama 3.1's frequency scaling, as transformers computes
+    it (float32, like rope_angles).
 
     Wavelengths shorter than original / high_freq_factor keep their frequency, those
     longer than original / low_freq_factor are divided by `factor`, and those between
