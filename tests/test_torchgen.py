@@ -212,9 +212,11 @@ def test_header_and_imports() -> None:
     imports = {line for line in source.splitlines() if line.startswith(("import ", "from "))}
     assert imports <= {
         "import math",
+        "from collections.abc import Callable",
         "from dataclasses import dataclass",
         "import torch",
         "import torch.nn.functional as F",
+        "import torch.utils.checkpoint",
         "from torch import Tensor, nn",
     }
     # A long command continues over several lines, as a shell would read it.

@@ -64,6 +64,7 @@ def _params(f: Features, node: Attention, stack: Stack) -> list[str]:
 def _init(node: Attention, size: ExprPrinter) -> str:
     body = ["super().__init__()", f"self.head_dim = {size(node.head_dim)}"]
     body += [assign(part, size) for part in node.children]
+    body.append("self.checkpoint: str | None = None  # Model.set_checkpoint sets it")
     return method("__init__", ["config: Config"], "None", body)
 
 
@@ -96,10 +97,12 @@ def _sdpa(f: Features, node: Attention, q: str, k: str, v: str) -> list[str]:
             before.append("# All query heads share one key/value head (multi-query).")
         else:
             before.append("# Each key/value head serves n_heads // n_kv_heads query heads.")
-    code = call("y = F.scaled_dot_product_attention", args, 2)
-    if code.count("\n") > 2:
-        # Split one argument per line; passing the mask by position may fit on one line.
-        code = call("y = F.scaled_dot_product_attention", [q, k, v, "mask", *args[4:]], 2)
+    # Selective recomputation: the backward pass runs the attention core again (scores,
+    # softmax, dropout) from q, k, v and the mask, which are all it keeps. The mask goes by
+    # position: checkpoint keeps the tensors among the positional arguments.
+    before.append("# With checkpoint='selective', only q, k, v and the mask are kept.")
+    sdpa = ["F.scaled_dot_product_attention", q, k, v, "mask", *args[4:]]
+    code = call("y = maybe_checkpoint", [*sdpa, 'enabled=self.checkpoint == "selective"'], 2)
     return [*before, code]
 
 

@@ -16,7 +16,7 @@ from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.forward import ATOM, MUL, Expr, ForwardWriter
 from archspec.backends.torchgen.leaves import assign, module_list
-from archspec.backends.torchgen.text import class_, method
+from archspec.backends.torchgen.text import call, class_, indent, method
 from archspec.ir.lower import lower_stack
 from archspec.ir.nodes import Repeat, Stack
 from archspec.ir.ops import (
@@ -70,6 +70,7 @@ def _init(f: Features, stack: Stack, size: ExprPrinter) -> str:
     position = stack.position
     body = ["super().__init__()"]
     body += f.position_code(stack).init(ctx)
+    body.append("self.checkpoint: str | None = None  # Model.set_checkpoint sets it")
     if stack.scale_embedding:
         body.append(f"self.embed_scale = math.sqrt({size(stack.width)})")
     # Integer terms of a table's size that are position parameters print as Config fields.
@@ -175,7 +176,9 @@ class _StackWriter(ForwardWriter):
             self.lines.append(f"for i, block in enumerate({blocks}):")
         else:
             self.lines.append(f"for block in {blocks}:")
-        self.lines.append(f"    {x} = block({', '.join(args)})")
+        # Full recomputation keeps each block's inputs and runs the block again in backward.
+        full = 'enabled=self.checkpoint == "full"'
+        self.lines.append(indent(call(f"{x} = maybe_checkpoint", ["block", *args, full], 3), 1))
         self.names[id(op.out)] = x
 
 
