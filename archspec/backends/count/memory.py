@@ -87,6 +87,7 @@ class MemoryFigures:
     parallel: Parallelism
     grad_dtype: str
     stages: tuple[StageMemory, ...]
+    device: str = "cuda"  # "cpu": PyTorch's math attention keeps its dropout mask as floats
 
     @property
     def first(self) -> StageMemory:
@@ -134,6 +135,7 @@ def memory_figures(
     attn: str = "eager",
     parallel: Parallelism | None = None,
     grad_dtype: str | None = None,
+    device: str = "cuda",
 ) -> MemoryFigures:
     """Bytes per device on every pipeline stage (see `Parallelism` for the layout)."""
     check_choice(dtype, WEIGHT_BYTES, "dtype")
@@ -146,7 +148,7 @@ def memory_figures(
     check_layout(ir, par)
     compute = COMPUTE_BYTES[dtype]
     states = OPTIMIZER_BYTES[optimizer] + (MASTER_BYTES if dtype != "fp32" else 0)
-    parts = activation_parts(ir, compute, attn, recompute, par.tp, par.sp and par.tp > 1)
+    parts = activation_parts(ir, compute, attn, recompute, par.tp, par.sp and par.tp > 1, device)
     # The runs of blocks in layer order, as index ranges (never one entry per layer).
     runs, start = [], 0
     for count, each in parts.layers:
@@ -191,7 +193,7 @@ def memory_figures(
                 st.stage, st.layers, st.params, weights, gradients, optimizer_states, acts, cache
             )
         )
-    return MemoryFigures(dtype, optimizer, recompute, attn, par, grad_dtype, tuple(stages))
+    return MemoryFigures(dtype, optimizer, recompute, attn, par, grad_dtype, tuple(stages), device)
 
 
 def _kv_heads(ir: IR) -> int:

@@ -71,7 +71,7 @@ def step_peak(ir: IR, m: MemoryFigures, optimizer_impl: str = "fused") -> StepPe
     if par.pp > 1:
         raise SpecError("the step's peak is worked out for one pipeline stage (--pp 1)")
     c, g = COMPUTE_BYTES[m.dtype], GRAD_BYTES[m.grad_dtype]
-    parts = activation_parts(ir, c, m.attn, m.recompute, par.tp, par.sp and par.tp > 1)
+    parts = activation_parts(ir, c, m.attn, m.recompute, par.tp, par.sp and par.tp > 1, m.device)
     kept = m.activations - parts.rebuilt
     gradients = m.gradients
     model = ir.root
