@@ -17,14 +17,18 @@ Full recomputation also rebuilds one block at a time in the backward pass: that 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 import torch.nn.functional as F
+from typer.testing import CliRunner
 
 from archspec.backends.count.activations import activation_parts
 from archspec.backends.count.flops import S_DEC, B, S
 from archspec.backends.torchgen import generate_source, load_generated
 from archspec.bench.memory import LiveTensors, resident_tensors
+from archspec.cli import app
 from archspec.spec.resolve import load_spec
 from tests.test_memory import NO_FUSED_CPU_KERNEL, small_ir
 
@@ -115,3 +119,26 @@ def test_checkpoint_policy_is_checked() -> None:
     model = model_class()
     model.set_checkpoint("full")
     assert model.decoder.checkpoint == "full" and model.decoder.blocks[0].attn.checkpoint == "full"
+
+
+def test_megatron_gpt3_run_whichever_kernel() -> None:
+    """The issue's command: GPT-3 175B as Korthikanti et al. 2022 ran it. Selective
+    recomputation keeps the attention core's inputs whichever kernel runs the core, so the
+    default kernel gives the paper's first-stage activations, L·34·s·b·h/t·(1 + (p−1)/(p·V))
+    (Section 4.2.3, Table 2), within 0.5% (archspec also counts the norms' statistics and the
+    embeddings' dropout mask)."""
+    args = ["count", "gpt3-175b", "--seq", "2048", "--batch", "1", "--global-batch", "64"]
+    args += ["--gpus", "64", "--tp", "8", "--pp", "8", "--interleave", "3", "--sp"]
+    args += ["--recompute", "selective", "--dtype", "fp16", "--grad-dtype", "fp32"]
+    args += ["--set", "dropout.attention=0.1", "--set", "dropout.hidden=0.1"]
+    memory = {}
+    for attn in ("flash", "eager"):
+        result = CliRunner().invoke(app, [*args, "--attn", attn, "--json"])
+        assert result.exit_code == 0, result.output
+        memory[attn] = json.loads(result.output)["memory"]
+    assert memory["flash"]["activations"] == memory["eager"]["activations"]
+    L, s, b, h, t, p, v = 96, 2048, 1, 12288, 8, 8, 3
+    paper = L * 34 * s * b * h / t * (1 + (p - 1) / (p * v))
+    assert memory["flash"]["activations"] == pytest.approx(paper, rel=0.005)
+    table = CliRunner().invoke(app, args).output
+    assert "activations (selective recomp.)" in table and "gradients (fp32)" in table

@@ -579,7 +579,13 @@ def _render_workload(report: dict[str, Any]) -> None:
         ),
         (f"gradients ({w['grad_dtype']})", memory["gradients"]),
         (f"optimizer ({w['optimizer']}{master})", memory["optimizer"]),
-        (f"activations ({w['attn']}, {recompute})", memory["activations"]),
+        # Selective recomputation keeps the attention core's inputs, whichever its kernel.
+        (
+            f"activations ({recompute})"
+            if w["recompute"] == "selective"
+            else f"activations ({w['attn']}, {recompute})",
+            memory["activations"],
+        ),
     ]
     for label, n in rows:
         mem.add_row(label, f"{n:,}", _bytes(n))
