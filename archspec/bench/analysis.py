@@ -15,8 +15,9 @@ runs with `attn="flash"`.
   The analysis's bf16 figure (2-byte weights and gradients, 12 bytes of fp32 master weights
   and moments) is 16 bytes per parameter, the same total as the run's fp32 weights and
   gradients with 8 bytes of moments.
-- forward: the weights in the dtype (the activations of a no-grad forward are transient).
-- generate: the weights plus the KV cache at its final length.
+- forward: the weights in the dtype and the forward's largest transient moment
+  (`inference_transient`: the widest MLP step, or the head's logits).
+- generate: the weights, the KV cache at its final length and the prefill's transient.
 
 In generate mode the prefill's head runs on the last position only (the generated `generate`
 and transformers' both do so), so the head's FLOPs for the other prompt positions are left
@@ -27,12 +28,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sympy as sp
+
 from archspec.backends.count.conventions import get_convention
 from archspec.backends.count.flops import KV_LEN, S_DEC, B, S, flop_figures
 from archspec.backends.count.flops_report import whole, whole_bytes
-from archspec.backends.count.memory import memory_figures
+from archspec.backends.count.memory import COMPUTE_BYTES, memory_figures
 from archspec.backends.count.step_peak import step_peak
-from archspec.ir.nodes import IR, Attention
+from archspec.ir.nodes import IR, MLP, Attention
 from archspec.ir.visit import walk
 
 
@@ -63,7 +66,8 @@ def predict(
     m = memory_figures(ir, dtype=dtype, optimizer="adamw", attn=attn, device=device)
     env = {**ir.env, B: batch, S: seq, S_DEC: seq, KV_LEN: seq}
     if mode == "forward":
-        return Prediction(whole(f.forward, env), whole(f.tokens, env), whole_bytes(m.weights, env))
+        peak = whole_bytes(m.weights + inference_transient(ir, dtype, head=True), env)
+        return Prediction(whole(f.forward, env), whole(f.tokens, env), peak)
     if mode == "train":
         peak, _ = step_peak(ir, m, "fused").at(env)  # the bench's AdamW is the fused one
         return Prediction(whole(f.train_step, env), whole(f.tokens, env), peak)
@@ -80,5 +84,25 @@ def predict(
     for j in range(1, new_tokens):
         flops += whole(f.decode, {**env, KV_LEN: first + j})
     final = {**env, KV_LEN: first + new_tokens}
-    memory = whole_bytes(m.inference_total, final)
+    # The prefill's transient on top of the cache (its head runs on the last position only).
+    memory = whole_bytes(m.inference_total + inference_transient(ir, dtype, head=False), final)
     return Prediction(flops, batch * new_tokens, memory)
+
+
+def inference_transient(ir: IR, dtype: str, head: bool) -> sp.Expr:
+    """The largest moment of the generated model's inference forward over B·S tokens, above the
+    weights: at the widest step of the last stack's MLP, five residual-width tensors are alive
+    (the embeddings the model's call still holds, the block's input, the attention output, their
+    sum and its norm) beside the MLP's hidden tensors (its two B·S·d_ff, three when gated);
+    at the head, the final hidden states and the logits (`head`: the head runs on every
+    position). Nothing is kept for a backward pass (inference mode frees each tensor as soon
+    as no Python name holds it)."""
+    model = ir.root
+    c = COMPUTE_BYTES[dtype]
+    tokens = B * (S_DEC if model.layout == "encoder-decoder" else S)
+    mlp = next((p.node for p in walk(model.stacks[-1]) if isinstance(p.node, MLP)), None)
+    hidden = (3 if mlp.gated else 2) * mlp.hidden if mlp is not None else 0
+    moments = [tokens * (5 * model.d_model + hidden) * c]
+    if head and model.lm_head is not None:
+        moments.append(tokens * (model.d_model + model.vocab_size) * c)
+    return sp.Max(*moments)
