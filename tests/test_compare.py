@@ -227,7 +227,7 @@ def test_user_errors_exit_2_with_one_message() -> None:
     bad_plot = runner.invoke(app, ["compare", "gpt2", "--plot", "chart.pdf"])
     assert bad_plot.exit_code == 2
     assert "must end in .png or .svg" in bad_plot.stderr
-    for bad in (["--dtype", "fp8"], ["--seq", "0"]):
+    for bad in (["--dtype", "fp4"], ["--seq", "0"]):
         result = runner.invoke(app, ["compare", "gpt2", "bert-base", *bad])
         assert result.exit_code == 2, result.output
         assert result.stderr.count("error:") == 1

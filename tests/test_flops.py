@@ -428,7 +428,7 @@ def test_count_without_workload_options_is_parameters_only() -> None:
     "args",
     [
         ["--convention", "nope"],
-        ["--dtype", "fp8"],
+        ["--dtype", "fp4"],
         ["--gpus", "6", "--tp", "4"],
         ["--zero", "4"],
         ["--seq", "0"],

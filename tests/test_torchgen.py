@@ -225,6 +225,7 @@ def test_header_and_imports() -> None:
         "from dataclasses import dataclass",
         "import torch",
         "import torch.nn.functional as F",
+        "import torch.utils.checkpoint",
         "from torch import Tensor, nn",
     }
     # A long command continues over several lines, as a shell would read it.

@@ -8,11 +8,16 @@ parameter are left out, as usual.
 
 Memory follows the run: SDPA's fused kernels keep no B·h·S² probabilities, so the analysis
 runs with `attn="flash"`.
-- train: weights + gradients + AdamW state + activations. The analysis's bf16 figure
-  (2-byte weights and gradients, 12 bytes of fp32 master weights and moments) is 16 bytes per
-  parameter, the same total as the run's fp32 weights and gradients with 8 bytes of moments.
-- forward: the weights in the dtype (the activations of a no-grad forward are transient).
-- generate: the weights plus the KV cache at its final length.
+- train: the peak of a whole step (`count.step_peak`): weights and AdamW state, plus the
+  largest moment of the step (the loss's backward with the logits' gradients, a block's
+  backward, the end of the backward with every gradient). Activations are those of the
+  kernel the step runs (on the CPU, SDPA's math path when attention has dropout or a bias).
+  The analysis's bf16 figure (2-byte weights and gradients, 12 bytes of fp32 master weights
+  and moments) is 16 bytes per parameter, the same total as the run's fp32 weights and
+  gradients with 8 bytes of moments.
+- forward: the weights in the dtype and the forward's largest transient moment
+  (`inference_transient`: the widest MLP step, or the head's logits).
+- generate: the weights, the KV cache at its final length and the prefill's transient.
 
 In generate mode the prefill's head runs on the last position only (the generated `generate`
 and transformers' both do so), so the head's FLOPs for the other prompt positions are left
@@ -23,11 +28,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import sympy as sp
+
 from archspec.backends.count.conventions import get_convention
 from archspec.backends.count.flops import KV_LEN, S_DEC, B, S, flop_figures
 from archspec.backends.count.flops_report import whole, whole_bytes
-from archspec.backends.count.memory import memory_figures
-from archspec.ir.nodes import IR
+from archspec.backends.count.memory import COMPUTE_BYTES, memory_figures
+from archspec.backends.count.step_peak import step_peak
+from archspec.ir.nodes import IR, MLP, Attention
+from archspec.ir.visit import walk
 
 
 @dataclass(frozen=True)
@@ -37,14 +46,31 @@ class Prediction:
     memory_bytes: int
 
 
-def predict(ir: IR, mode: str, batch: int, seq: int, dtype: str, new_tokens: int) -> Prediction:
+def attention_kernel(ir: IR, device: str) -> str:
+    """The SDPA kernel a training step runs: fused, except on the CPU with attention dropout
+    (its fused kernel has none) or a mask it has no fused kernel for (ALiBi, T5's bias)."""
+    if device != "cpu":
+        return "flash"
+    dropout = any(
+        getattr(p.node, "dropout", 0) for p in walk(ir.root) if isinstance(p.node, Attention)
+    )
+    biased = any(s.position.entry.score_bias for s in ir.root.stacks)
+    return "eager" if dropout or biased else "flash"
+
+
+def predict(
+    ir: IR, mode: str, batch: int, seq: int, dtype: str, new_tokens: int, device: str = "cuda"
+) -> Prediction:
     f = flop_figures(ir, get_convention("executed"), attn="eager")
-    m = memory_figures(ir, dtype=dtype, optimizer="adamw", attn="flash")
+    attn = attention_kernel(ir, device) if mode == "train" else "flash"
+    m = memory_figures(ir, dtype=dtype, optimizer="adamw", attn=attn, device=device)
     env = {**ir.env, B: batch, S: seq, S_DEC: seq, KV_LEN: seq}
     if mode == "forward":
-        return Prediction(whole(f.forward, env), whole(f.tokens, env), whole_bytes(m.weights, env))
+        peak = whole_bytes(m.weights + inference_transient(ir, dtype, head=True), env)
+        return Prediction(whole(f.forward, env), whole(f.tokens, env), peak)
     if mode == "train":
-        return Prediction(whole(f.train_step, env), whole(f.tokens, env), whole_bytes(m.total, env))
+        peak, _ = step_peak(ir, m, "fused").at(env)  # the bench's AdamW is the fused one
+        return Prediction(whole(f.train_step, env), whole(f.tokens, env), peak)
     # generate: a prefill pass over the prompt, then one decode step per further token. In a
     # decode step kv_len counts the cached positions plus the new one.
     encoder_decoder = ir.root.layout == "encoder-decoder"
@@ -58,5 +84,25 @@ def predict(ir: IR, mode: str, batch: int, seq: int, dtype: str, new_tokens: int
     for j in range(1, new_tokens):
         flops += whole(f.decode, {**env, KV_LEN: first + j})
     final = {**env, KV_LEN: first + new_tokens}
-    memory = whole_bytes(m.inference_total, final)
+    # The prefill's transient on top of the cache (its head runs on the last position only).
+    memory = whole_bytes(m.inference_total + inference_transient(ir, dtype, head=False), final)
     return Prediction(flops, batch * new_tokens, memory)
+
+
+def inference_transient(ir: IR, dtype: str, head: bool) -> sp.Expr:
+    """The largest moment of the generated model's inference forward over B·S tokens, above the
+    weights: at the widest step of the last stack's MLP, five residual-width tensors are alive
+    (the embeddings the model's call still holds, the block's input, the attention output, their
+    sum and its norm) beside the MLP's hidden tensors (its two B·S·d_ff, three when gated);
+    at the head, the final hidden states and the logits (`head`: the head runs on every
+    position). Nothing is kept for a backward pass (inference mode frees each tensor as soon
+    as no Python name holds it)."""
+    model = ir.root
+    c = COMPUTE_BYTES[dtype]
+    tokens = B * (S_DEC if model.layout == "encoder-decoder" else S)
+    mlp = next((p.node for p in walk(model.stacks[-1]) if isinstance(p.node, MLP)), None)
+    hidden = (3 if mlp.gated else 2) * mlp.hidden if mlp is not None else 0
+    moments = [tokens * (5 * model.d_model + hidden) * c]
+    if head and model.lm_head is not None:
+        moments.append(tokens * (model.d_model + model.vocab_size) * c)
+    return sp.Max(*moments)

@@ -216,7 +216,7 @@ def _compile(model: torch.nn.Module, mode: str) -> None:
 def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None) -> dict[str, Any]:
     device = _device(s.device)
     dtype, seq = _check(ir, s, device)
-    pred = predict(ir, s.mode, s.batch, seq, dtype, s.new_tokens)
+    pred = predict(ir, s.mode, s.batch, seq, dtype, s.new_tokens, device.type)
     hf_data = hf_config
     if s.vs_hf and hf_data is None:
         raise SpecError("--vs-hf needs the spec's transformers config (archspec.hf.hf_config_dict)")

@@ -100,7 +100,8 @@ ConventionOpt = Annotated[
 DtypeOpt = Annotated[
     str | None,
     typer.Option("--dtype", help="Weight dtype: fp32 (default), bf16, fp16 (mixed precision), "
-                 "int8, int4 (weight-only).", metavar="DTYPE", rich_help_panel=_FLOPS),
+                 "fp8 (torchao.float8 training), int8, int4 (weight-only).", metavar="DTYPE",
+                 rich_help_panel=_FLOPS),
 ]  # fmt: skip
 OptimizerOpt = Annotated[
     str | None,
@@ -582,13 +583,22 @@ def _render_workload(report: dict[str, Any]) -> None:
     mem.add_column("")
     mem.add_column("bytes", justify="right")
     mem.add_column("", justify="right")
-    master = " + master" if w["dtype"] != "fp32" else ""
+    master = " + master" if w["dtype"] not in ("fp32", "fp8") else ""
     recompute = "no recompute" if w["recompute"] == NO_RECOMPUTE else f"{w['recompute']} recomp."
     rows = [
-        (f"weights ({w['dtype']})", memory["weights"]),
+        (
+            f"weights ({'bf16, fp8 matmuls' if w['dtype'] == 'fp8' else w['dtype']})",
+            memory["weights"],
+        ),
         (f"gradients ({w['grad_dtype']})", memory["gradients"]),
         (f"optimizer ({w['optimizer']}{master})", memory["optimizer"]),
-        (f"activations ({w['attn']}, {recompute})", memory["activations"]),
+        # Selective recomputation keeps the attention core's inputs, whichever its kernel.
+        (
+            f"activations ({recompute})"
+            if w["recompute"] == "selective"
+            else f"activations ({w['attn']}, {recompute})",
+            memory["activations"],
+        ),
     ]
     for label, n in rows:
         mem.add_row(label, f"{n:,}", _bytes(n))

@@ -98,6 +98,9 @@ class ActivationCounter:
         self.ctx = StackValues()
         self.scopes = [Scope()]
         self.rebuilt: list[sp.Expr] = []  # full recomputation: each kind of block, rebuilt
+        # The additive masks a training forward builds: score biases (ALiBi, T5). Without
+        # padding, a causal stack without one passes no mask (SDPA masks causally).
+        self.built_masks: set[ops.Value] = set()
         self.layers: list[tuple[sp.Expr, sp.Expr, sp.Expr]] = []  # (start, count, bytes each)
 
     @property
@@ -232,7 +235,17 @@ class ActivationCounter:
         n, h, hd = self.tokens, node.n_heads, node.head_dim
         keys = L.memory if node.cross else L.keys
         kv_tokens = B * keys
-        if node.softcap is not None and self.recompute != "selective":
+        if self.recompute == "selective":
+            # The attention core (scores, softmax, dropout, AV) runs under a checkpoint (the
+            # generated code's checkpoint="selective"), whichever kernel: it keeps what the
+            # core starts from, q, k, v and the additive mask, and nothing of its own; the
+            # output projection keeps the merged heads.
+            for value in (op.q, op.k, op.v, op.out):
+                self.keep(value)
+            if op.mask in self.built_masks:
+                self.keep(op.mask)
+            return
+        if node.softcap is not None:
             # Soft-capped scores run as written (no fused kernel caps them): q·kᵀ keeps q and
             # k repeated per query head, AV the probabilities and v repeated, the tanh its
             # output; the softmax runs in float32 and keeps that, and casting to a narrower
@@ -242,19 +255,17 @@ class ActivationCounter:
             scores = B * h * L.queries * keys
             self.keep_new(scores, c + STATS + (c if c != STATS else 0), split=True)
             return
-        if self.attn == "flash" or self.recompute == "selective":
+        if self.attn == "flash":
             # A fused kernel keeps q, k and v (the projections, or RoPE's rotated copies) and,
             # to rebuild the probabilities, its output and one fp32 log-sum-exp per row. The
             # output is laid out like q, (B, S, h, hd), so merging the heads is a view and the
-            # output projection keeps that same tensor. Selective recomputation keeps what
-            # the attention core starts from, q, k and v, and the merged heads.
+            # output projection keeps that same tensor.
             for value in (op.q, op.k, op.v, op.out):
                 self.keep(value)
-            if self.attn == "flash":
-                # A fused kernel's dropout keeps only its random seed.
-                self.keep_new(B * h * L.queries, STATS, split=True)
-                if op.mask is not None:
-                    self.keep(op.mask)  # the kernel keeps the additive mask
+            # A fused kernel's dropout keeps only its random seed.
+            self.keep_new(B * h * L.queries, STATS, split=True)
+            if op.mask in self.built_masks:
+                self.keep(op.mask)  # the kernel keeps the additive mask
             return
         # PyTorch's eager (math) attention keeps scaled copies of q and k, v made contiguous
         # (k and v repeated per query head under GQA), and the probabilities: B·h·S² values;
@@ -307,10 +318,18 @@ class ActivationCounter:
             self.run(low.ops)
             block = self.scopes.pop().total()
             if self.recompute == "full":
-                # Checkpointing keeps each block's input; backward rebuilds one block at a
-                # time, so the largest block's activations come on top, once for the model.
-                self.rebuilt.append(block)
+                # Checkpointing keeps each block's inputs: its own x, and the tensors the stack
+                # hands every block (the mask, RoPE's angles, the encoder output), once. The
+                # backward rebuilds one block at a time: the largest block's activations, less
+                # its input (kept already), come on top, once for the model.
+                self.rebuilt.append(block - self.bytes(low.inputs[0]))
                 block = self.bytes(low.inputs[0])
+                shared = [self.ctx.angles, self.ctx.memory]
+                if self.ctx.mask in self.built_masks:
+                    shared.append(self.ctx.mask)
+                for value in shared:
+                    if value is not None:
+                        self.keep(value)
             self.layers.append((run.start, run.calls, block))
 
     # What a stack builds once for its blocks.
@@ -325,6 +344,8 @@ class ActivationCounter:
         pass
 
     def op_scorebias(self, op: ops.ScoreBias) -> None:
+        assert op.out is not None
+        self.built_masks.add(op.out)
         if op.table is None:
             return  # ALiBi's bias is a constant
         # T5: the bucket of every (query, key) pair, kept by the table lookup, and in a causal

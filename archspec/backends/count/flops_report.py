@@ -23,6 +23,7 @@ from archspec.backends.count.flops import (
 )
 from archspec.backends.count.memory import (
     COMPUTE_BYTES,
+    FP8_TRAINING,
     WEIGHT_BYTES,
     MemoryFigures,
     Parallelism,
@@ -183,6 +184,8 @@ def flops_report(ir: IR, w: Workload, symbolic: bool = False) -> dict[str, Any]:
     memory = {k: v for k, v in stages[busiest].items() if k not in ("layers",)}
     if w.dtype in QUANTISED:
         memory["training_assumes"] = QUANTISED_TRAINING
+    elif w.dtype == "fp8":
+        memory["training_assumes"] = FP8_TRAINING
     if len(stages) > 1:
         memory["stages"] = stages
     micro, micro_batches = w.micro_batches()

@@ -38,8 +38,20 @@ __all__ = ["Parallelism", "MemoryFigures", "activation_bytes", "kv_cache_bytes",
 # Bytes per stored weight. int8 and int4 are weight-only quantisation (LLM.int8, GPTQ, AWQ):
 # the weights are stored small but computed with in bf16, so activations, gradients and the KV
 # cache stay 2 bytes.
-WEIGHT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 1, "int4": sp.Rational(1, 2)}
-COMPUTE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 2, "int4": 2}
+# fp8 is training as torchao.float8 runs it on an H100 (convert_to_float8_training: the model
+# in bf16, each nn.Linear swapped for a Float8Linear): the matmuls cast their inputs to fp8 on
+# the fly, while the weights stay bf16 and are the master copy the optimizer updates, its
+# states in the parameters' dtype, bf16 (torch.optim keeps them like the parameter), and
+# autograd keeps the bf16 inputs (matmul_with_hp_or_float8_args saves input_hp and
+# weight_hp_t). So activations and gradients are bf16 and the fp8 copies are transient.
+WEIGHT_BYTES = {
+    "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2, "int8": 1, "int4": sp.Rational(1, 2),
+}  # fmt: skip
+COMPUTE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2, "int8": 2, "int4": 2}
+FP8_TRAINING = (
+    "torchao.float8's training: fp8 matmul inputs cast on the fly, bf16 weights that are "
+    "their own master copy, bf16 gradients and optimizer states, bf16 activations"
+)
 # Optimizer state bytes per parameter: AdamW keeps two fp32 moments; 8-bit AdamW
 # (bitsandbytes) two 1-byte moments (its per-block scales are left out: 4 bytes per 2048);
 # SGD with momentum one fp32 buffer.
@@ -87,6 +99,7 @@ class MemoryFigures:
     parallel: Parallelism
     grad_dtype: str
     stages: tuple[StageMemory, ...]
+    device: str = "cuda"  # "cpu": PyTorch's math attention keeps its dropout mask as floats
 
     @property
     def first(self) -> StageMemory:
@@ -134,20 +147,30 @@ def memory_figures(
     attn: str = "eager",
     parallel: Parallelism | None = None,
     grad_dtype: str | None = None,
+    device: str = "cuda",
 ) -> MemoryFigures:
     """Bytes per device on every pipeline stage (see `Parallelism` for the layout)."""
     check_choice(dtype, WEIGHT_BYTES, "dtype")
     check_choice(optimizer, OPTIMIZER_BYTES, "optimizer")
     check_choice(recompute, RECOMPUTE, "recompute")
     check_choice(attn, ATTN, "attn")
-    grad_dtype = grad_dtype or ("bf16" if dtype in ("int8", "int4") else dtype)
+    grad_dtype = grad_dtype or ("bf16" if dtype in ("int8", "int4", "fp8") else dtype)
     check_choice(grad_dtype, GRAD_BYTES, "grad-dtype")
     par = parallel or Parallelism()
     check_layout(ir, par)
     compute = COMPUTE_BYTES[dtype]
-    states = OPTIMIZER_BYTES[optimizer] + (MASTER_BYTES if dtype != "fp32" else 0)
+    if dtype == "fp8":
+        # The states in bf16, like the bf16 parameters (8-bit AdamW's stay one byte each); the
+        # bf16 weights are the master copy.
+        states = (
+            OPTIMIZER_BYTES[optimizer]
+            if optimizer == "adamw8bit"
+            else (OPTIMIZER_BYTES[optimizer] // 2)
+        )
+    else:
+        states = OPTIMIZER_BYTES[optimizer] + (MASTER_BYTES if dtype != "fp32" else 0)
     parts = activation_parts(
-        ir, compute, attn, recompute, par.tp, par.sp and par.tp > 1, engine=par.engine
+        ir, compute, attn, recompute, par.tp, par.sp and par.tp > 1, device, engine=par.engine
     )
     # The runs of blocks in layer order, as index ranges (never one entry per layer).
     runs, start = [], 0
@@ -193,7 +216,7 @@ def memory_figures(
                 st.stage, st.layers, st.params, weights, gradients, optimizer_states, acts, cache
             )
         )
-    return MemoryFigures(dtype, optimizer, recompute, attn, par, grad_dtype, tuple(stages))
+    return MemoryFigures(dtype, optimizer, recompute, attn, par, grad_dtype, tuple(stages), device)
 
 
 def _kv_heads(ir: IR) -> int:

@@ -73,6 +73,7 @@ def _init(node: Attention, size: ExprPrinter) -> str:
     if node.softcap is not None:
         body.append(f"self.softcap = {node.softcap!r}  # scores soft-capped to (-cap, cap)")
     body += [assign(part, size) for part in node.children]
+    body.append("self.checkpoint: str | None = None  # Model.set_checkpoint sets it")
     return method("__init__", ["config: Config"], "None", body)
 
 
@@ -107,10 +108,12 @@ def _sdpa(f: Features, node: Attention, q: str, k: str, v: str) -> list[str]:
             before.append("# All query heads share one key/value head (multi-query).")
         else:
             before.append("# Each key/value head serves n_heads // n_kv_heads query heads.")
-    code = call("y = F.scaled_dot_product_attention", args, 2)
-    if code.count("\n") > 2:
-        # Split one argument per line; passing the mask by position may fit on one line.
-        code = call("y = F.scaled_dot_product_attention", [q, k, v, "mask", *args[4:]], 2)
+    # Selective recomputation: the backward pass runs the attention core again (scores,
+    # softmax, dropout) from q, k, v and the mask, which are all it keeps. The mask goes by
+    # position: checkpoint keeps the tensors among the positional arguments.
+    before.append("# With checkpoint='selective', only q, k, v and the mask are kept.")
+    sdpa = ["F.scaled_dot_product_attention", q, k, v, "mask", *args[4:]]
+    code = call("y = maybe_checkpoint", [*sdpa, 'enabled=self.checkpoint == "selective"'], 2)
     return [*before, code]
 
 
@@ -188,9 +191,10 @@ class _AttentionWriter(ForwardWriter):
             # The cache keeps every position; the window hides the older ones.
             self.lines.append(f"mask = sliding_window(mask, {q}, {k}, self.window)")
         if self.node.softcap is not None:
-            self.lines.append(
-                f"y = softcapped_attention({q}, {k}, {v}, mask, self.scale, self.softcap)"
-            )
+            # With checkpoint='selective', only q, k, v and the mask are kept, as for SDPA.
+            args = ["softcapped_attention", q, k, v, "mask", "self.scale", "self.softcap"]
+            selective = 'enabled=self.checkpoint == "selective"'
+            self.lines += call("y = maybe_checkpoint", [*args, selective], 2).splitlines()
         else:
             self.lines += _sdpa(self.f, self.node, q, k, v)
         return Expr("y.transpose(1, 2).flatten(2)", ATOM, frozenset())

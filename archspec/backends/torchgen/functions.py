@@ -97,6 +97,22 @@ def dropout(x: Tensor, p: float, training: bool) -> Tensor:
     return torch.native_dropout(x, p, True)[0] if training else x
 '''
 
+MAYBE_CHECKPOINT = '''
+def maybe_checkpoint(
+    fn: Callable[..., Tensor],
+    *args,
+    enabled: bool,
+    **kwargs,
+) -> Tensor:
+    """fn(*args, **kwargs); if enabled, through torch.utils.checkpoint: autograd keeps
+    only the tensors among args (and the RNG state, so dropout draws the same masks
+    again), and the backward pass runs fn again for what fn would have kept.
+    """
+    if not enabled:
+        return fn(*args, **kwargs)
+    return torch.utils.checkpoint.checkpoint(fn, *args, use_reentrant=False, **kwargs)
+'''
+
 CHECK_LENGTH = """
 def check_length(length: int, max_seq_len: int) -> None:
     \"\"\"Refuse more positions than the model has (position table, trained angles).\"\"\"
@@ -114,7 +130,7 @@ def _hidden_keys(f: Features) -> str:
 
 def helpers(f: Features) -> list[str]:
     """The module-level functions and classes the model's code calls, in reading order:
-    masks, then what each position kind brings, dropout, then the KV cache."""
+    masks, then what each position kind brings, dropout, checkpointing, then the KV cache."""
     out = [PADDING_KEYS]
     if True in f.causalities:
         out.append(_hidden_keys(f))
@@ -134,6 +150,7 @@ def helpers(f: Features) -> list[str]:
                 out.append(code)
     if f.dropout:
         out.append(DROPOUT)
+    out.append(MAYBE_CHECKPOINT)
     if any(limited(stack) for stack in f.stacks):
         out.append(CHECK_LENGTH)
     if f.cache:

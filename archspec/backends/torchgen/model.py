@@ -53,8 +53,31 @@ def _init(f: Features, size: ExprPrinter) -> str:
             "# T5 rescales the decoder output before the head it shares with the embeddings.",
             f"self.output_scale = {size(f.model.d_model)}**-0.5",
         ]
-    body.append("self.init_weights()")
-    return method("__init__", ["config: Config = Config()"], "None", body)
+    body += ["self.init_weights()", "self.set_checkpoint(checkpoint)"]
+    params = ["config: Config = Config()", "checkpoint: str | None = None"]
+    return method("__init__", params, "None", body)
+
+
+SET_CHECKPOINT_DOC = (
+    "Activation checkpointing for training (torch.utils.checkpoint): what the backward "
+    "pass recomputes instead of keeping.\n\n"
+    "None keeps every tensor the backward needs. 'selective' recomputes each attention "
+    "core, softmax(QKᵀ)V with its mask and dropout, keeping q, k, v and the mask, as "
+    "Megatron-LM's selective recomputation does (Korthikanti et al. 2022). 'full' keeps "
+    "only each block's inputs and runs the block again in the backward pass."
+)
+
+
+def _set_checkpoint() -> str:
+    body = [
+        'if policy not in (None, "selective", "full"):',
+        "    raise ValueError(f\"checkpoint: None, 'selective' or 'full', not {policy!r}\")",
+        "for module in self.modules():",
+        '    if hasattr(module, "checkpoint"):  # the stacks and the attention layers',
+        "        module.checkpoint = policy",
+    ]
+    doc = docstring(SET_CHECKPOINT_DOC, 2)
+    return method("set_checkpoint", ["policy: str | None"], "None", doc, body)
 
 
 def _params(f: Features) -> list[str]:
@@ -358,6 +381,7 @@ def model_class(f: Features, size: ExprPrinter) -> str:
         _summary(f),
         _init(f, size),
         init_weights_method(f, size),
+        _set_checkpoint(),
         _forward(f),
         lines(_generate(f)) if f.cache else None,
     )

@@ -81,10 +81,12 @@ def _imports(body: str) -> str:
     return "\n".join(
         [
             *stdlib,
+            "from collections.abc import Callable",
             "from dataclasses import dataclass",
             "",
             "import torch",
             "import torch.nn.functional as F",
+            "import torch.utils.checkpoint",
             "from torch import Tensor, nn",
         ]
     )

@@ -70,6 +70,7 @@ def _init(f: Features, stack: Stack, size: ExprPrinter) -> str:
     position = stack.position
     body = ["super().__init__()"]
     body += f.position_code(stack).init(ctx)
+    body.append("self.checkpoint: str | None = None  # Model.set_checkpoint sets it")
     if stack.scale_embedding:
         body.append(f"self.embed_scale = math.sqrt({size(stack.width)})")
     # Integer terms of a table's size that are position parameters print as Config fields.
@@ -229,11 +230,14 @@ class _StackWriter(ForwardWriter):
             self.lines.append(f"for i, block in enumerate({blocks}):")
         else:
             self.lines.append(f"for block in {blocks}:")
+        # Full recomputation keeps each block's inputs and runs the block again in backward.
+        full = 'enabled=self.checkpoint == "full"'
+        checkpointed = ["block", *args, full]
         if _shared(self.stack):
             self.lines.append("    for _ in range(self.calls_per_block):")
-            self.lines += indent(call(f"{x} = block", args, 4), 2).splitlines()
+            self.lines += indent(call(f"{x} = maybe_checkpoint", checkpointed, 4), 2).splitlines()
         else:
-            self.lines += indent(call(f"{x} = block", args, 3), 1).splitlines()
+            self.lines += indent(call(f"{x} = maybe_checkpoint", checkpointed, 3), 1).splitlines()
         self.names[id(op.out)] = x
 
 

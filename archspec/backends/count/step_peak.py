@@ -1,0 +1,139 @@
+"""The peak memory of one whole training step on one device: forward, loss, backward, optimizer.
+
+`memory_figures` adds up what a device holds (weights, gradients, optimizer states, the
+activations kept for backward), but no moment of a step holds exactly that sum: gradients do
+not exist while the activations are all alive (`zero_grad(set_to_none=True)`, PyTorch's
+default, frees them after each step), and transient buffers come on top of both. The peak is
+the weights and optimizer states, which stay, plus the largest of these moments (what PyTorch
+allocates, read from autograd's formulas and measured with archspec's tensor tracker in
+tests/test_train_peak.py):
+
+- the loss's backward: every kept activation, and the gradients of the log-probabilities and
+  of the logits (nll_loss's and log_softmax's backward, B·S·vocab each);
+- the head's backward: every kept activation but the log-probabilities, the gradient of the
+  logits, of the hidden states (B·S·d_model) and of the head's weight (vocab·d_model);
+- the first block's backward (the last block's): every kept activation, under full
+  recomputation the block rebuilt, the gradient flowing down the residual stream (B·S·d_model)
+  and that of the MLP's hidden units (B·S·d_ff; B·S·top_k·d_ff for experts), and the
+  gradients of the head, pooler and final norm, made already;
+- the end of the backward: every gradient, and for token embeddings used twice (a tied head, an
+  encoder and a decoder) the second use's gradient of the shared matrix and the sum autograd
+  accumulates out of place (2·vocab·d_model);
+- the optimizer step: every gradient, and for AdamW's foreach implementation one temporary as
+  large as the parameters (`torch._foreach_sqrt` of the second moments, then divided in
+  place); the fused kernel updates in place.
+
+One device without pipeline parallelism (the step's order is a pipeline schedule's otherwise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from archspec.backends.count.activations import activation_parts
+from archspec.backends.count.layout import padded_vocab
+from archspec.backends.count.memory import COMPUTE_BYTES, GRAD_BYTES, MemoryFigures
+from archspec.backends.count.params import parameter_count
+from archspec.backends.count.passes import S_DEC, B, S
+from archspec.errors import SpecError
+from archspec.ir.nodes import IR, MLP, MoE
+from archspec.ir.visit import walk
+
+OPTIMIZER_IMPLEMENTATIONS = ("fused", "foreach")
+
+
+@dataclass(frozen=True)
+class StepPeak:
+    """Bytes on the device at the peak of a training step: `resident` (weights and optimizer
+    states) plus the largest of `moments`, each named by when it happens."""
+
+    resident: sp.Expr
+    moments: dict[str, sp.Expr]
+
+    @property
+    def peak(self) -> sp.Expr:
+        return self.resident + sp.Max(*self.moments.values())
+
+    def at(self, values: dict) -> tuple[int, str]:
+        """(peak bytes, the moment it happens) at the given sizes."""
+        evaluated = {k: int(sp.ceiling(v.xreplace(values))) for k, v in self.moments.items()}
+        moment = max(evaluated, key=evaluated.__getitem__)
+        return int(sp.ceiling(self.resident.xreplace(values))) + evaluated[moment], moment
+
+
+def step_peak(ir: IR, m: MemoryFigures, optimizer_impl: str = "fused") -> StepPeak:
+    """The peak of one training step with the layout and dtypes of `m`."""
+    if optimizer_impl not in OPTIMIZER_IMPLEMENTATIONS:
+        raise SpecError(f"optimizer implementation is fused or foreach (got '{optimizer_impl}')")
+    par = m.parallel
+    if par.pp > 1:
+        raise SpecError("the step's peak is worked out for one pipeline stage (--pp 1)")
+    c, g = COMPUTE_BYTES[m.dtype], GRAD_BYTES[m.grad_dtype]
+    parts = activation_parts(ir, c, m.attn, m.recompute, par.tp, par.sp and par.tp > 1, m.device)
+    kept = m.activations - parts.rebuilt
+    gradients = m.gradients
+    model = ir.root
+    moments: dict[str, sp.Expr] = {}
+    head = model.lm_head
+    d = model.d_model
+    if head is not None:
+        # Vocabulary-parallel: each rank has its share of the (padded) vocabulary.
+        vocab = model.vocab_size
+        if par.tp > 1:
+            vocab = padded_vocab(ir.value(vocab), par.tp) // par.tp
+        tokens = B * _longest(model)
+        logits = tokens * vocab * c
+        moments["loss backward"] = kept + 2 * logits
+        moments["head backward"] = kept + tokens * d * c + vocab * d * g
+    # A block's backward, the first one (the last block): besides what is kept (and, under
+    # full recomputation, the block rebuilt), the gradient flowing down the residual stream
+    # and the gradient of the MLP's hidden units, while the head's gradients already exist.
+    after_blocks = _params_after_blocks(ir) * g
+    flowing = B * _longest(model) * d * c + _mlp_hidden(ir) * c
+    moments["block backward"] = kept + parts.rebuilt + flowing + after_blocks
+    # The token embeddings used twice (by a tied head, or by an encoder and a decoder): the
+    # second use's gradient and the out-of-place sum autograd accumulates.
+    tied = head is not None and head.tied_to is not None
+    shared = tied or model.layout == "encoder-decoder"
+    moments["end of backward"] = gradients + (2 * model.vocab_size * d * g if shared else 0)
+    # foreach AdamW's sqrt of the fp32 second moments, sharded as they are under ZeRO.
+    sharded = par.dp if par.zero >= 1 else 1
+    temporaries = 4 * m.first.params / sharded if optimizer_impl == "foreach" else 0
+    moments["optimizer step"] = gradients + temporaries
+    return StepPeak(m.weights + m.optimizer_states, moments)
+
+
+def _longest(model) -> sp.Expr:
+    """The positions of the last stack's tokens (the decoder's in an encoder-decoder)."""
+    return S_DEC if model.layout == "encoder-decoder" else S
+
+
+def _mlp_hidden(ir: IR) -> sp.Expr:
+    """Hidden units of the last block's MLP over its tokens: B·S·d_ff, or for a mixture of
+    experts every routed copy of a token, B·S·top_k·d_ff."""
+    model = ir.root
+    block = model.stacks[-1].blocks.runs[-1].node
+    tokens = B * _longest(model)
+    for placed in walk(block):
+        if isinstance(placed.node, MoE):
+            return tokens * placed.node.top_k * placed.node.expert.hidden
+    for placed in walk(block):
+        if isinstance(placed.node, MLP):
+            return tokens * placed.node.hidden
+    return sp.Integer(0)
+
+
+def _params_after_blocks(ir: IR) -> sp.Expr:
+    """Parameters whose gradients the backward makes before the blocks': the head (its matrix
+    even when tied to the embeddings), the pooler and the last stack's final norm."""
+    model = ir.root
+    total = sp.Integer(0)
+    for node in (model.lm_head, model.pooler, model.stacks[-1].final_norm):
+        if node is None:
+            continue
+        if node is model.lm_head and node.tied_to:
+            total += node.in_features * node.out_features
+        total += parameter_count(node)
+    return total
