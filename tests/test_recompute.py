@@ -8,8 +8,9 @@ until it is freed). saved_tensors_hooks alone would not do under checkpointing: 
 tensors checkpoint saves as its positional inputs, but not what a checkpoint holds by reference
 (RoPE's (cos, sin) tuple, keyword arguments) nor the tensors the backward pass rebuilds. The
 tracker sees everything alive; the weights are resident (left out, with their views), the token
-ids (which the embedding keeps) are made inside it. Besides the activations it sees the loss itself
-(4 bytes) and, for cross-entropy, nll_loss's total weight (4 bytes), which count leaves out.
+ids (which the embedding keeps) and the targets (which cross-entropy keeps, with its total weight)
+are made inside it. Besides the activations it sees the loss itself (4 bytes), which count
+leaves out.
 
 Full recomputation also rebuilds one block at a time in the backward pass: that transient is
 `ActivationParts.rebuilt`, checked with the peak of a whole training step (test_train_peak.py).
@@ -65,10 +66,12 @@ def run_forward(name: str, policy: str, attention_dropout: bool, b=2, s=32, s_de
         args = (torch.randint(0, 100, (b, s)),)
         if ir.root.layout == "encoder-decoder":
             args = (*args, torch.randint(0, 100, (b, s_dec)))
-        out = loss(model(*args), args[-1])
+        # Targets of their own (as in training: shifted labels), which the loss keeps.
+        targets = torch.randint(0, 100, args[-1].shape) if has_head else None
+        out = loss(model(*args), targets)
         kept = tracker.live - tracker.baseline
     out.backward()
-    loss_bytes = 4 + (4 if has_head else 0)  # the loss, and nll_loss's total weight
+    loss_bytes = 4  # the loss itself
     values = {**ir.env, B: b, S: s, S_DEC: s_dec}
     return ir, model, kept - loss_bytes, values
 

@@ -58,6 +58,17 @@ def attention_kernel(ir: IR, device: str) -> str:
     return "eager" if dropout or biased else "flash"
 
 
+def buffer_bytes(ir: IR, dtype: str) -> sp.Expr:
+    """The generated model's buffers (RoPE's cos and sin tables, built once per stack), in
+    the model's dtype: memory beside the weights that no parameter count includes."""
+    total = sp.Integer(0)
+    for stack in ir.root.stacks:
+        head = stack.block_variants[0].attn
+        rotated = stack.position.rotary_dim or head.head_dim
+        total += stack.position.code.buffer_elements(stack.max_seq_len, rotated)
+    return total * COMPUTE_BYTES[dtype]
+
+
 def predict(
     ir: IR, mode: str, batch: int, seq: int, dtype: str, new_tokens: int, device: str = "cuda"
 ) -> Prediction:
@@ -66,10 +77,12 @@ def predict(
     m = memory_figures(ir, dtype=dtype, optimizer="adamw", attn=attn, device=device)
     env = {**ir.env, B: batch, S: seq, S_DEC: seq, KV_LEN: seq}
     if mode == "forward":
-        peak = whole_bytes(m.weights + inference_transient(ir, dtype, head=True), env)
+        buffers = buffer_bytes(ir, dtype)
+        peak = whole_bytes(m.weights + buffers + inference_transient(ir, dtype, head=True), env)
         return Prediction(whole(f.forward, env), whole(f.tokens, env), peak)
     if mode == "train":
         peak, _ = step_peak(ir, m, "fused").at(env)  # the bench's AdamW is the fused one
+        peak += whole_bytes(buffer_bytes(ir, dtype), env)
         return Prediction(whole(f.train_step, env), whole(f.tokens, env), peak)
     # generate: a prefill pass over the prompt, then one decode step per further token. In a
     # decode step kv_len counts the cached positions plus the new one.
@@ -85,7 +98,8 @@ def predict(
         flops += whole(f.decode, {**env, KV_LEN: first + j})
     final = {**env, KV_LEN: first + new_tokens}
     # The prefill's transient on top of the cache (its head runs on the last position only).
-    memory = whole_bytes(m.inference_total + inference_transient(ir, dtype, head=False), final)
+    transient = inference_transient(ir, dtype, head=False)
+    memory = whole_bytes(m.inference_total + buffer_bytes(ir, dtype) + transient, final)
     return Prediction(flops, batch * new_tokens, memory)
 
 

@@ -80,6 +80,11 @@ class PositionCode:
         """Lines ending in `bias = ...`: the additive bias on every attention score."""
         return []
 
+    def buffer_elements(self, max_seq_len, rotated):
+        """Elements of the buffers `init` registers (tables built once), given the stack's
+        max_seq_len and the channels of a head that turn."""
+        return 0
+
 
 class Learned(PositionCode):
     def config_fields(self, entry, values):
@@ -221,6 +226,9 @@ class Rotary(PositionCode):
 
     def build_angles(self, ctx, positions):
         return f"rope_at(self.rope_cos, self.rope_sin, {positions}, x.dtype)"
+
+    def buffer_elements(self, max_seq_len, rotated):
+        return 2 * max_seq_len * rotated  # rope_cos and rope_sin
 
     def rotate(self, x):
         return f"{self.apply}_partially({x}, rope)" if self.partial else f"{self.apply}({x}, rope)"

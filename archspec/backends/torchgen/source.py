@@ -75,9 +75,8 @@ def _header(f: Features, total: int, command: str | None) -> str:
 
 
 def _imports(body: str) -> str:
+    # Every file has maybe_checkpoint, whose first argument is a Callable.
     stdlib = ["import math"] if "math." in body else []
-    if "Callable[" in body:
-        stdlib.append("from collections.abc import Callable")
     return "\n".join(
         [
             *stdlib,
