@@ -430,6 +430,21 @@ _add(
     bias=False,
 )
 
+_add(
+    "phi-3-mini-4k",
+    "Phi3ForCausalLM",
+    "Phi3Config",
+    vocab_size=32064,
+    hidden_size=3072,
+    intermediate_size=8192,
+    num_hidden_layers=32,
+    num_attention_heads=32,
+    num_key_value_heads=32,
+    max_position_embeddings=4096,
+    sliding_window=2047,
+    pad_token_id=32000,
+)
+
 
 def build_meta(name: str):
     """The transformers model for spec `name`, on the meta device (no memory)."""

@@ -315,6 +315,23 @@ PUBLISHED: dict[str, tuple[dict[str, Any], str | None, str | None]] = {
         None,
         "qwen3-0.6b",
     ),
+    # Phi-3-mini-4k-instruct: every layer windowed to 2047 of its 4096 positions.
+    "phi-3-mini-4k": (
+        {
+            "architectures": ["Phi3ForCausalLM"], "attention_dropout": 0.0,
+            "bos_token_id": 1, "embd_pdrop": 0.0, "eos_token_id": 32000, "hidden_act": "silu",
+            "hidden_size": 3072, "initializer_range": 0.02, "intermediate_size": 8192,
+            "max_position_embeddings": 4096, "model_type": "phi3", "num_attention_heads": 32,
+            "num_hidden_layers": 32, "num_key_value_heads": 32,
+            "original_max_position_embeddings": 4096, "pad_token_id": 32000,
+            "resid_pdrop": 0.0, "rms_norm_eps": 1e-05, "rope_scaling": None,
+            "rope_theta": 10000.0, "sliding_window": 2047, "tie_word_embeddings": False,
+            "torch_dtype": "bfloat16", "transformers_version": "4.40.2", "use_cache": True,
+            "vocab_size": 32064,
+        },
+        None,
+        "phi-3-mini-4k",
+    ),
     "bloom-560m": (
         {
             "apply_residual_connection_post_layernorm": False, "architectures":

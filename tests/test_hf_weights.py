@@ -156,6 +156,11 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
     "falcon-sequential": ("FalconForCausalLM", "FalconConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, multi_query=False,
         new_decoder_architecture=False, parallel_attn=False, bias=True)),
+    # Phi-3-mini-4k's every-layer window, made short (4): shorter than the batch (10) and the
+    # generated sequences (13).
+    "phi3-window": ("Phi3ForCausalLM", "Phi3Config", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32, sliding_window=4, pad_token_id=0)),
     # Fused qkv_proj (grouped keys and values) and gate_up_proj; a partial rotation.
     "phi3": ("Phi3ForCausalLM", "Phi3Config", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,

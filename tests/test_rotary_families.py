@@ -172,12 +172,10 @@ PHI_3_MINI_4K = {
 # fmt: on
 
 
-def test_phi3_refuses_its_window_and_longrope_naming_the_field() -> None:
-    with pytest.raises(SpecError, match="sliding_window"):
-        import_config(PHI_3_MINI_4K)
-    # Without the window (or one covering max_position_embeddings) it imports.
-    spec = import_config({**PHI_3_MINI_4K, "sliding_window": 4096}).spec
-    assert spec.max_seq_len == 4096 and spec.position.rotary_dim is None
+def test_phi3_imports_its_window_and_refuses_longrope_naming_the_field() -> None:
+    spec = import_config(PHI_3_MINI_4K).spec
+    assert spec.max_seq_len == 4096 and spec.attention.sliding_window == 2047
+    assert spec.attention.window_pattern == "L" and spec.position.rotary_dim is None
     longrope = {"type": "longrope", "short_factor": [1.0] * 48, "long_factor": [1.0] * 48}
     with pytest.raises(SpecError, match="rope_scaling"):
         import_config({**PHI_3_MINI_4K, "sliding_window": None, "rope_scaling": longrope})

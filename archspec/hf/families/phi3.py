@@ -1,9 +1,9 @@
 """Phi-3 (`model_type: phi3`): LLaMA's block with q, k and v fused into `qkv_proj` (q rows,
 then k, then v) and gate and up fused into `gate_up_proj` (gate rows, then up).
 
+Its `sliding_window` (Phi-3-mini-4k: 2047 of 4096) windows every layer, as Mistral's does.
 Refused, naming the field: LongRoPE (`rope_scaling` / `rope_parameters` of type longrope, su or
-yarn: the long-context Phi-3 models), and a `sliding_window` shorter than
-max_position_embeddings (Phi-3-mini-4k's 2047: archspec builds plain causal attention).
+yarn: the long-context Phi-3 models).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from archspec.hf import dropouts
 from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, head_fields, read_head
 from archspec.hf.dropouts import read_dropout, write_dropout
-from archspec.hf.families._llama_like import MODEL_NAMES, ROPE_BUFFERS, STACK_NAMES
+from archspec.hf.families._llama_like import MODEL_NAMES, ROPE_BUFFERS, STACK_NAMES, export_window
 from archspec.hf.families._rotary import read_rope, rope_parameters
 from archspec.hf.family import Family, HFClass, NameRules, Target
 from archspec.hf.name_rules import table
@@ -31,14 +31,14 @@ def import_phi3(f: Fields, cls: HFClass) -> dict[str, Any]:
     heads = f.int("num_attention_heads", 32)
     kv = f.size("num_key_value_heads", None) or heads
     max_pos = f.int("max_position_embeddings", 4096)
+    # Phi3Config's default is no window; transformers then builds a sliding-window mask on
+    # every layer (masking_utils.sliding_window_overlay), as for Mistral.
     window = f.get("sliding_window")
-    if window is not None and window < max_pos:
-        raise f.error(
-            "sliding_window",
-            f"sliding_window = {window} < max_position_embeddings = {max_pos}: sliding-window "
-            "attention is not supported (past the window, its tokens attend to fewer keys than "
-            "causal attention)",
-        )
+    if window is not None and (not isinstance(window, int) or window < 1):
+        raise f.error("sliding_window", f"expected a positive integer or null, got {window!r}")
+    attention: dict[str, Any] = {"bias": False, "scale_scores": True}
+    if window is not None:
+        attention["sliding_window"] = window
     position = read_rope(f, d // heads)
     # Only LongRoPE reads it, which read_rope refuses.
     f.harmless("original_max_position_embeddings")
@@ -56,7 +56,7 @@ def import_phi3(f: Fields, cls: HFClass) -> dict[str, Any]:
         "norm": {"kind": "rmsnorm", "eps": f.float("rms_norm_eps", 1e-5)},
         "position": position,
         "embedding": {"token_types": 0, "norm": False, "scale": False},
-        "attention": {"bias": False, "scale_scores": True},
+        "attention": attention,
         "mlp": {"gated": True, "activation": f.activation("hidden_act", "silu"), "bias": False},
         "head": {**read_head(f, cls, False), "bias": False},
         "dropout": read_dropout(f, DROPOUT),
@@ -74,7 +74,7 @@ def export_phi3(spec: Spec) -> dict[str, Any]:
         "vocab_size": spec.vocab_size,
         "max_position_embeddings": spec.max_seq_len,
         "original_max_position_embeddings": spec.max_seq_len,
-        "sliding_window": None,
+        "sliding_window": export_window(spec),
         "rms_norm_eps": spec.norm.eps,
         "hidden_act": EXPORT_ACTIVATIONS[spec.mlp.activation],
         # transformers 5 reads rope_parameters, 4.x the top-level fields: both, equal.
