@@ -53,9 +53,13 @@ _SCALINGS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def _rope(f: Fields, default: float) -> dict[str, Any]:
-    """The spec's `position`: RoPE's base and scaling, from rope_parameters (transformers 5) or
-    rope_theta + rope_scaling (4.x). A rope_type or setting not listed in _SCALINGS is refused."""
+def rope_settings(
+    f: Fields, also: tuple[str, ...] = ()
+) -> tuple[str, dict[str, Any], str, dict[str, str]]:
+    """A config's RoPE settings, from rope_parameters (transformers 5) or rope_scaling (4.x),
+    which must agree: (the field they came from, the settings, the rope_type, that type's
+    fields as config key -> spec key). A rope_type or a setting not listed in _SCALINGS (nor
+    in `also`) is refused, naming the field."""
     key = "rope_parameters" if f.present("rope_parameters") else "rope_scaling"
     params = f.get("rope_parameters") or {}
     scaling = f.get("rope_scaling") or {}
@@ -71,12 +75,19 @@ def _rope(f: Fields, default: float) -> dict[str, Any]:
         )
     fields = dict(_SCALINGS[kind])
     optional = yarn.OPTIONAL if kind == "yarn" else ()
-    extra = set(found) - {"rope_type", "type", "rope_theta", *fields, *optional}
+    extra = set(found) - {"rope_type", "type", "rope_theta", *also, *fields, *optional}
     if extra:
         raise f.error(key, f"RoPE settings not supported: {', '.join(sorted(extra))}")
     missing = set(fields) - set(found)
     if missing:
         raise f.error(key, f"rope_type {kind!r} needs {', '.join(sorted(missing))}")
+    return key, found, kind, fields
+
+
+def _rope(f: Fields, default: float) -> dict[str, Any]:
+    """The spec's `position`: RoPE's base and scaling, from rope_parameters (transformers 5) or
+    rope_theta + rope_scaling (4.x). A rope_type or setting not listed in _SCALINGS is refused."""
+    key, found, kind, fields = rope_settings(f)
     f.expect("partial_rotary_factor", (None, 1, 1.0), None, "rotary embedding on part of a head")
     theta = found.get("rope_theta", f.get("rope_theta", default))
     if f.present("rope_theta") and float(f.get("rope_theta")) != float(theta):

@@ -13,7 +13,7 @@ from typing import Any
 
 from archspec.hf.config_fields import Fields
 from archspec.hf.families import _yarn as yarn
-from archspec.hf.families._llama_like import _SCALINGS
+from archspec.hf.families._llama_like import _SCALINGS, rope_settings
 from archspec.spec.schema import Spec
 
 
@@ -28,28 +28,7 @@ def read_rope(
     """The spec's `position`: base, scaling and rotated channels (`rotary_dim`, the
     `int(head_dim * partial_rotary_factor)` transformers rotates). A rope_type or setting not
     listed in LLaMA's scalings is refused, naming the field."""
-    key = "rope_parameters" if f.present("rope_parameters") else "rope_scaling"
-    params = f.get("rope_parameters") or {}
-    scaling = f.get("rope_scaling") or {}
-    if params and scaling and {**scaling, **params} != params:
-        raise f.error("rope_scaling", "rope_scaling and rope_parameters disagree")
-    found = {**scaling, **params}
-    kind = found.get("rope_type", found.get("type", "default"))
-    if kind not in _SCALINGS:
-        raise f.error(
-            key,
-            f"RoPE scaling of type {kind!r} is not supported (default, "
-            f"{', '.join(k for k in _SCALINGS if k != 'default')})",
-        )
-    fields = dict(_SCALINGS[kind])
-    optional = yarn.OPTIONAL if kind == "yarn" else ()
-    extra = set(found) - {"rope_type", "type", "rope_theta", "partial_rotary_factor", *fields}
-    extra -= set(optional)
-    if extra:
-        raise f.error(key, f"RoPE settings not supported: {', '.join(sorted(extra))}")
-    missing = set(fields) - set(found)
-    if missing:
-        raise f.error(key, f"rope_type {kind!r} needs {', '.join(sorted(missing))}")
+    key, found, kind, fields = rope_settings(f, also=("partial_rotary_factor",))
     theta = _agreed(f, found, "rope_theta", ("rope_theta", *theta_aliases), default_theta)
     fraction = _agreed(
         f,
