@@ -121,6 +121,18 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
         intermediate_size=128, max_position_embeddings=32,
         rope_parameters={"rope_type": "yarn", "factor": 4.0, "beta_fast": 4.0, "beta_slow": 1.0,
                          "original_max_position_embeddings": 8, "rope_theta": 100.0})),
+    # Dynamic NTK past an original context of 8: the batch (10) grows the base, generation's
+    # prompt (5) restores it and its steps (6 to 13) grow it again, in both implementations.
+    "llama-rope-dynamic": ("LlamaForCausalLM", "LlamaConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=8,
+        rope_parameters={"rope_type": "dynamic", "factor": 4.0, "rope_theta": 100.0})),
+    # and on a partial rotation (the exponent's dim is the rotated channels, 8 of 16)
+    "gpt_neox-rope-dynamic": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=8, rope_parameters={
+            "rope_type": "dynamic", "factor": 2.0, "rope_theta": 100.0,
+            "partial_rotary_factor": 0.5})),
     # YaRN with DeepSeek's mscale pair on GPT-NeoX's partial rotation.
     "gpt_neox-rope-yarn": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,

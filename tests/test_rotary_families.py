@@ -108,9 +108,6 @@ def test_auto_map_is_no_reason_to_refuse_a_model_type_transformers_implements() 
         ({**PHI_2, "qk_layernorm": True}, "qk_layernorm"),
         # 0.4125 of head_dim 80 is 33 channels: RoPE turns pairs.
         ({**PHI_2, "partial_rotary_factor": 0.4125}, "partial_rotary_factor"),
-        # Dynamic NTK: transformers recomputes the frequencies from the longest sequence seen
-        # so far, across calls: a forward's output depends on earlier ones.
-        ({**PYTHIA_1_4B, "rope_scaling": {"type": "dynamic", "factor": 2.0}}, "rope_scaling"),
         ({**PYTHIA_1_4B, "rope_scaling": {"type": "yarn", "factor": 2.0, "truncate": False,
                                           "original_max_position_embeddings": 1024}},
          "rope_scaling"),

@@ -59,6 +59,7 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
         "pythia-1.4b",
         ["position.scaling=yarn", "position.factor=4", "position.original_max_seq_len=8"],
     ),
+    "rope-dynamic-partial": ("pythia-1.4b", ["position.scaling=dynamic", "position.factor=2"]),
 }
 CASES = [(name, []) for name in SPECS] + list(VARIANTS.values())
 CASE_IDS = SPECS + list(VARIANTS)

@@ -374,6 +374,59 @@ class YarnRotary(Rotary):
         ]
 
 
+ROPE_DYNAMIC = '''
+def ntk_rope_tables(stack: nn.Module, positions: Tensor) -> tuple[Tensor, Tensor]:
+    """The stack's RoPE tables under dynamic NTK scaling, kept as transformers'
+    dynamic_rope_update keeps its frequencies: a sequence (its last position + 1) longer
+    than the context trained on and than any sequence before gets frequencies for its
+    length; one that fits that context again after longer ones gets the original
+    frequencies back. A sequence in between keeps those of the longest so far.
+
+    The scaling raises the base to theta * (factor * length / original - (factor - 1))
+    ** (dim / (dim - 2)), computed in float32 as transformers computes it.
+    """
+    dim, theta, factor, original = stack.rope_settings
+    length = int(positions.max()) + 1
+    if length > stack.rope_length:
+        stretch = factor * torch.tensor(length) / original - (factor - 1)
+        theta = theta * stretch ** (dim / (dim - 2))
+        stack.rope_length = length
+    elif length < original < stack.rope_length:
+        stack.rope_length = original
+    else:
+        return stack.rope_cos, stack.rope_sin
+    rows = torch.arange(max(length, stack.rope_cos.size(0)), device=positions.device)
+    stack.rope_cos, stack.rope_sin = rope_angles(rows, dim, theta)
+    return stack.rope_cos, stack.rope_sin
+'''
+
+
+class DynamicRotary(Rotary):
+    """transformers' dynamic NTK scaling: the frequencies depend on the longest sequence
+    seen, so the tables are recomputed during the forward (ntk_rope_tables), and no length
+    is refused: sequences beyond max_seq_len (the context trained on) are what it is for."""
+
+    def helpers(self, causalities):
+        return [*super().helpers(causalities), ROPE_DYNAMIC]
+
+    def init(self, ctx):
+        width = "config.rope_dim" if self.partial else ctx.head_dim
+        return [
+            *ROPE_TABLES,
+            "# Dynamic NTK scaling: they hold the frequencies for rope_length positions,",
+            "# recomputed when a longer sequence comes (ntk_rope_tables).",
+            "original = config.max_seq_len",
+            f"self.rope_settings = ({width}, config.rope_theta, config.rope_factor, original)",
+            "self.rope_length = original",
+            f"cos, sin = rope_angles(torch.arange(original), {width}, config.rope_theta)",
+            'self.register_buffer("rope_cos", cos, persistent=False)',
+            'self.register_buffer("rope_sin", sin, persistent=False)',
+        ]
+
+    def build_angles(self, ctx, positions):
+        return f"rope_at(*ntk_rope_tables(self, {positions}), {positions}, x.dtype)"
+
+
 ALIBI_SLOPES = '''
 def alibi_slopes(n_heads: int, device: torch.device) -> Tensor:
     """ALiBi's slope for each head, as BLOOM computes them.

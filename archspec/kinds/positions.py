@@ -14,6 +14,7 @@ from typing import Literal
 
 from archspec.kinds.position_code import (
     Alibi,
+    DynamicRotary,
     InterleavedRotary,
     Learned,
     LinearRotary,
@@ -154,6 +155,17 @@ POSITIONS: dict[str, PositionKind] = {
             flops_per_element=3,
             code=YarnRotary(),
             length_limited=True,
+        ),
+        # Not length-limited: the context trained on is max_seq_len, and dynamic NTK
+        # scaling exists to run past it.
+        PositionKind(
+            "rope_dynamic",
+            "RoPE (dynamic NTK scaling)",
+            "rotary positions, base raised past max_seq_len as dynamic NTK (applied in attention)",
+            acts_on="queries_keys",
+            parameters=(("theta", "rope_theta"), ("factor", "rope_factor"), ROTARY_DIM),
+            flops_per_element=3,
+            code=DynamicRotary(),
         ),
         PositionKind(
             "alibi",

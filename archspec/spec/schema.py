@@ -17,7 +17,7 @@ Layout = Literal["encoder", "decoder", "encoder-decoder"]
 Residual = Literal["pre", "post", "parallel", "parallel_two_norms", "sandwich"]
 NormKind = Literal["layernorm", "rmsnorm", "offset_rmsnorm"]
 PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
-RopeScaling = Literal["none", "linear", "llama3", "yarn"]
+RopeScaling = Literal["none", "linear", "dynamic", "llama3", "yarn"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
 EmbeddingProjection = Literal["after_norm", "around_stack"]
 
@@ -72,10 +72,17 @@ class PositionSpec:
     )
     scaling: RopeScaling = field(
         default="none",
-        metadata=doc("rope: frequency scaling, as transformers' rope_type (linear, llama3, yarn)"),
+        metadata=doc(
+            "rope: frequency scaling, as transformers' rope_type (linear, dynamic, llama3, "
+            "yarn); dynamic NTK raises the base past max_seq_len, the context trained on"
+        ),
     )
     factor: float = field(
-        default=1.0, metadata=doc("rope scaling: positions (linear) or long wavelengths divided by")
+        default=1.0,
+        metadata=doc(
+            "rope scaling: positions (linear) or long wavelengths divided by; dynamic: how fast "
+            "the base grows with length past max_seq_len"
+        ),
     )
     low_freq_factor: float = field(default=1.0, metadata=doc("llama3 scaling", positive=True))
     high_freq_factor: float = field(default=4.0, metadata=doc("llama3 scaling", positive=True))

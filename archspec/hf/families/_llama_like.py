@@ -39,6 +39,8 @@ class LlamaVariant:
 _SCALINGS: dict[str, tuple[tuple[str, str], ...]] = {
     "default": (),
     "linear": (("factor", "factor"),),
+    # the context trained on is max_position_embeddings, read as max_seq_len
+    "dynamic": (("factor", "factor"),),
     "llama3": (
         ("factor", "factor"),
         ("low_freq_factor", "low_freq_factor"),
