@@ -287,7 +287,7 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
     body.append("# Inside each block: the attribute paths of its class.")
     body.append("summed = Shard(1) if sequence_parallel else Replicate()")
 
-    def kv_style(attention: Attention) -> str | None:
+    def kv_style(attention: Attention) -> str:
         if attention not in grouped:
             return COLWISE
         return f"kv_heads({size(attention.n_kv_heads)}, {size(attention.head_dim)})"
