@@ -112,8 +112,8 @@ def kv_heads(n_kv_heads: int, head_dim: int) -> ParallelStyle:
 
 def block_plan(block: Block, kv_style=None) -> dict[str, str]:
     """{attribute path inside the block (`*` for any expert): style} for one block class.
-    `kv_style(attention)` is the style of the k and v of an attention with fewer kv heads than
-    heads (by default column-parallel, as q)."""
+    `kv_style(attention)`, when given, is the style of an attention's k and v (else they are
+    column-parallel, as q)."""
     plan: dict[str, str] = {}
     for placed in walk(block):
         node, parent = placed.node, placed.ancestors[-1] if placed.ancestors else None
