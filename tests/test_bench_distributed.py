@@ -14,6 +14,9 @@ from archspec.cli import app
 
 TINY = ["n_layers=2", "d_model=32", "n_heads=4", "d_ff=64", "vocab_size=64", "max_seq_len=16"]
 SETS = [word for item in TINY for word in ("--set", item)]
+# Six heads sharing two kv heads: tp = 3 divides the heads, but not the kv heads, nor is it a
+# multiple of them.
+GQA_6_2 = ["--set", "d_model=48", "--set", "n_heads=6", "--set", "n_kv_heads=2", "--set", "d_ff=96"]
 
 
 @pytest.mark.slow
@@ -40,7 +43,10 @@ def test_nproc_2_tp_2_reports_every_rank():
         (["--nproc", "2", "--tp", "3"], "--tp 3 does not divide --nproc 2"),
         (["--nproc", "2"], "add --zero 3"),
         (["--nproc", "1"], "--nproc takes 2 or more"),
-        (["--nproc", "4", "--tp", "4", "--set", "n_kv_heads=2"], "does not divide the 2 kv heads"),
+        (
+            ["--nproc", "3", "--tp", "3", *GQA_6_2],
+            "--tp 3 does not divide the 2 kv heads, nor is it a multiple of them",
+        ),
     ],
 )
 def test_refusals(options, message):

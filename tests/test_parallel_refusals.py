@@ -1,8 +1,11 @@
-"""What the generated `parallelize` refuses, without starting processes: tensor parallelism over
-more ranks than key/value heads (multi-query attention as in gpt_bigcode and Falcon-7B, or GQA
-with tp > n_kv_heads). Megatron-LM copies a kv head onto several ranks and sums the copies'
-gradients (`count --tp` counts that layout); DTensor's column split cannot, so the generated code
-and archspec's count of PyTorch's layout both refuse it, naming the values."""
+"""What the generated `parallelize` refuses about key/value heads, without starting processes,
+and what archspec counts for more ranks than kv heads.
+
+Beyond n_kv_heads ranks (multi-query attention as in gpt_bigcode and Falcon-7B at tp=2, GQA with
+2 kv heads at tp=4), Megatron-LM and the generated `parallelize` copy each kv head onto the
+tp / n_kv_heads ranks whose query heads read it (tests/test_distributed.py runs that). A tp that
+neither divides the kv heads nor is a multiple of them would split a kv head: refused, naming the
+values, by the generated code, `count` and `bench`."""
 
 from __future__ import annotations
 
@@ -13,11 +16,14 @@ import pytest
 
 from archspec import build_ir, load_spec
 from archspec.backends.count.layout import Parallelism, stage_params
+from archspec.backends.count.memory import memory_figures
 from archspec.backends.count.torch_layout import torch_local_params
 from archspec.backends.torchgen import generate_source
 from archspec.errors import SpecError
 
 TINY = ["n_layers=2", "d_model=32", "n_heads=4", "d_ff=64", "vocab_size=64", "max_seq_len=16"]
+# Six heads sharing two kv heads: tp = 3 divides the heads and the MLP, not the kv heads.
+GQA_6_2 = [*TINY, "d_model=48", "n_heads=6", "n_kv_heads=2", "d_ff=96"]
 
 
 class _Dim:
@@ -30,35 +36,39 @@ class _Dim:
         return self._size
 
 
-def _model(tmp_path, kv: int):
-    ir = build_ir(load_spec("llama-2-7b", [*TINY, f"n_kv_heads={kv}"]))
-    path = tmp_path / f"kv{kv}.py"
-    path.write_text(generate_source(ir))
+def _module(tmp_path, overrides: list[str]):
+    path = tmp_path / "gqa.py"
+    path.write_text(generate_source(build_ir(load_spec("llama-2-7b", overrides))))
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    return ir, module
+    return module
 
 
-@pytest.mark.parametrize("kv,tp", [(1, 2), (2, 4)], ids=["mqa-tp2", "gqa2-tp4"])
-def test_tp_beyond_kv_heads_is_refused(tmp_path, kv, tp):
-    ir, module = _model(tmp_path, kv)
-    mesh = {"tp": _Dim(tp), "dp": _Dim(1)}
-    with pytest.raises(ValueError, match=f"tp={tp} does not divide the {kv} kv heads"):
+def test_tp_splitting_a_kv_head_is_refused(tmp_path):
+    module = _module(tmp_path, GQA_6_2)
+    mesh = {"tp": _Dim(3), "dp": _Dim(1)}
+    message = "tp=3 does not divide the 2 kv heads, nor is it a multiple of them"
+    with pytest.raises(ValueError, match=message):
         module.parallelize(module.Model(), mesh)
-    with pytest.raises(SpecError, match=f"--tp {tp} does not divide the {kv} key/value heads"):
-        torch_local_params(ir, Parallelism(gpus=tp, tp=tp), 0)
+    ir = build_ir(load_spec("llama-2-7b", GQA_6_2))
+    for engine in ("megatron", "torch"):
+        with pytest.raises(SpecError, match="--tp 3 and the 2 key/value heads do not divide"):
+            memory_figures(ir, parallel=Parallelism(gpus=3, tp=3, engine=engine))
 
 
 def test_count_copies_kv_heads_beyond_n_kv_heads():
-    """`count --tp` is Megatron-LM's layout: beyond n_kv_heads ranks each rank keeps one whole
-    kv head (a copy), so k and v are d_model × head_dim each per rank at tp = 2 with one kv
-    head, while q and o are split (Shoeybi et al. 2019; Megatron-LM's GQA support)."""
+    """Beyond n_kv_heads ranks each rank keeps one whole kv head (a copy), so k and v are
+    d_model × head_dim each per rank at tp = 2 with one kv head, while q and o are split
+    (Shoeybi et al. 2019; Megatron-LM's GQA support). Megatron-LM pads the vocabulary to 128·tp
+    rows (`count`'s default engine); PyTorch's DTensor splits the 64 rows as they are."""
     ir = build_ir(load_spec("llama-2-7b", [*TINY, "n_kv_heads=1"]))
     d, hd, ff, layers = 32, 8, 64, 2
     per_layer = 2 * d * d // 2 + 2 * d * hd + 3 * d * ff // 2 + 2 * d
-    # Megatron-LM pads the vocabulary to 128·tp rows: 256 rows, 128 per rank, per table.
-    expected = layers * per_layer + d + 2 * 128 * d
-    (stage,) = stage_params(ir, Parallelism(gpus=2, tp=2))
-    assert ir.value(stage.params) == expected
+    # Two tables (embedding and head), each 256 rows padded, 128 per rank, or 32 per rank.
+    (megatron,) = stage_params(ir, Parallelism(gpus=2, tp=2))
+    assert ir.value(megatron.params) == layers * per_layer + d + 2 * 128 * d
+    torch_layout = Parallelism(gpus=2, tp=2, engine="torch")
+    for rank in (0, 1):
+        assert torch_local_params(ir, torch_layout, rank) == layers * per_layer + d + 2 * 32 * d

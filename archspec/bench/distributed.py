@@ -38,19 +38,20 @@ def check_layout(nproc: int, tp: int, zero: int, device: str, gpus: int) -> None
 
 
 def check_heads(ir: IR, tp: int) -> None:
-    """The generated parallelize gives each rank whole heads and whole key/value heads
-    (Megatron-LM would also copy kv heads beyond n_kv_heads ranks; DTensor's plan does not)."""
+    """The generated parallelize gives each rank whole heads, and whole key/value heads or,
+    beyond n_kv_heads ranks, a copy of the one its query heads read (as Megatron-LM does)."""
     from archspec.ir.nodes import Attention
     from archspec.ir.visit import walk
 
     for placed in walk(ir.root):
         if isinstance(placed.node, Attention):
-            for count, what in (
-                (placed.node.n_heads, "heads"),
-                (placed.node.n_kv_heads, "kv heads"),
-            ):
-                if ir.value(count) % tp:
-                    raise SpecError(f"--tp {tp} does not divide the {ir.value(count)} {what}")
+            heads, kv = ir.value(placed.node.n_heads), ir.value(placed.node.n_kv_heads)
+            if heads % tp:
+                raise SpecError(f"--tp {tp} does not divide the {heads} heads")
+            if kv % tp and tp % kv:
+                raise SpecError(
+                    f"--tp {tp} does not divide the {kv} kv heads, nor is it a multiple of them"
+                )
     if (
         any(
             isinstance(p.node, Attention) and p.node.mask.bias and not p.node.mask.learned_bias

@@ -53,7 +53,8 @@ EngineOpt = Annotated[
     str | None,
     typer.Option("--engine", help="Whose layout: megatron (the default: Megatron-LM, the "
                  "vocabulary padded to 128·tp) or torch (the generated parallelize on DTensor "
-                 "and FSDP2: no padding, no kv-head copies, SP only inside the blocks).",
+                 "and FSDP2: no padding, k and v whole on each rank beyond n_kv_heads ranks, SP "
+                 "only inside the blocks).",
                  metavar="megatron|torch", rich_help_panel=_FLOPS),
 ]  # fmt: skip
 InterleaveOpt = Annotated[

@@ -12,7 +12,8 @@ sequence parallelism (`sp`) splits what tensor parallelism leaves whole along th
 `engine="torch"` counts the generated `parallelize` on PyTorch's DTensor and FSDP2 instead: the
 vocabulary is not padded (the embedding rows and the LM head's columns split as `torch.chunk`
 does: the first ranks hold ceil(V / tp), and the device counted is the one that holds most),
-kv heads are never copied, there is no pipeline and a data-parallel layout is FSDP2 (ZeRO-3);
+beyond n_kv_heads ranks the k and v weights are whole on every rank (`kv_ways`), there is no
+pipeline and a data-parallel layout is FSDP2 (ZeRO-3);
 its activations are `activations`' torch engine.
 
 A size that cannot be split is an error naming the values, never a fraction.
@@ -101,11 +102,6 @@ def check_layout(ir: IR, par: Parallelism) -> None:
                 f"--tp {par.tp} does not divide the {heads} attention heads",
                 hint="tensor parallelism gives each rank whole heads",
             )
-        if kv % par.tp and par.engine == "torch":
-            raise SpecError(
-                f"--tp {par.tp} does not divide the {kv} key/value heads",
-                hint="the generated parallelize gives each rank whole kv heads, never copies",
-            )
         if kv % par.tp and par.tp % kv:
             raise SpecError(
                 f"--tp {par.tp} and the {kv} key/value heads do not divide one another",
@@ -150,11 +146,21 @@ def vocab_rows(vocab: int, tp: int, engine: str = "megatron") -> int:
     return padded_vocab(vocab, tp) // tp
 
 
+def kv_ways(kv_heads: int, tp: int, engine: str = "megatron") -> int:
+    """How many ways the k and v weights split over tp ranks. Beyond n_kv_heads ranks each rank
+    computes a copy of the kv head its query heads read: Megatron-LM keeps only that head's
+    rows (n_kv_heads ways); the generated parallelize keeps the whole weight, a Replicate
+    DTensor whose gradient DTensor sums over the ranks (1 way; the same for one kv head)."""
+    if kv_heads % tp == 0:
+        return tp
+    return 1 if engine == "torch" else min(tp, kv_heads)
+
+
 def tp_share(placed: Placed, ir: IR, tp: int, engine: str = "megatron") -> tuple[int, int]:
     """(weight elements, bias elements) of one copy of a leaf that one tensor-parallel rank
     holds. Column-parallel projections (q, k, v, MLP up and gate) split their weight and bias;
     row-parallel ones (attention output, MLP down) split the weight and keep the whole bias;
-    k and v split at most n_kv_heads ways (beyond, ranks hold copies); the vocabulary is split
+    k and v split at most n_kv_heads ways (`kv_ways`); the vocabulary is split
     (and padded, as Megatron-LM pads it); norms, position tables and the MoE router are whole on
     every rank."""
     node = placed.node
@@ -176,7 +182,7 @@ def tp_share(placed: Placed, ir: IR, tp: int, engine: str = "megatron") -> tuple
         if isinstance(parent, Attention):
             if node is parent.o:
                 return weight // tp, bias
-            ways = tp if node is parent.q else min(tp, ir.value(parent.n_kv_heads))
+            ways = tp if node is parent.q else kv_ways(ir.value(parent.n_kv_heads), tp, engine)
             return weight // ways, bias // ways
         if isinstance(parent, MLP):
             if node is parent.down:

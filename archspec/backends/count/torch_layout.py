@@ -11,17 +11,16 @@ the same model out differently in two ways, both counted here:
   norms included; ZeRO's figure divides the total by dp, which agrees when dp divides every
   first dimension.
 
-Everything else (heads, hidden units, whole k/v, replicated norms and routers) is
-`layout.tp_share`'s rule. tp must divide the key/value heads: beyond n_kv_heads ranks
-Megatron-LM copies them (`layout.tp_share` counts that), which DTensor's column split cannot do,
-so the generated `parallelize` refuses it and so does this count.
+Everything else (heads, hidden units, replicated norms and routers, and k and v: split by kv
+heads, or whole on every rank beyond n_kv_heads ranks, `layout.kv_ways`) is `layout.tp_share`'s
+rule.
 """
 
 from __future__ import annotations
 
 from archspec.backends.count.layout import Parallelism, is_leaf, tp_share
 from archspec.errors import SpecError
-from archspec.ir.nodes import IR, Attention, Embedding, Linear, Model
+from archspec.ir.nodes import IR, Embedding, Linear, Model
 from archspec.ir.visit import walk
 
 
@@ -47,14 +46,6 @@ def torch_local_params(ir: IR, par: Parallelism, rank: int) -> int:
     if par.pp > 1 or (par.tp > 1 and par.zero == 3 and par.dp > 1):
         raise SpecError("torch_local_params covers tp alone or FSDP2 alone, one pipeline stage")
     model = ir.root
-    for placed in walk(model):
-        if isinstance(placed.node, Attention) and ir.value(placed.node.n_kv_heads) % par.tp:
-            kv = ir.value(placed.node.n_kv_heads)
-            raise SpecError(
-                f"--tp {par.tp} does not divide the {kv} key/value heads: the generated "
-                "parallelize gives each rank whole key/value heads and refuses this layout "
-                "(Megatron-LM's copies beyond n_kv_heads ranks are `count --tp`'s figure)"
-            )
     total = 0
     for placed in walk(model):
         node = placed.node
@@ -75,6 +66,6 @@ def torch_local_params(ir: IR, par: Parallelism, rank: int) -> int:
             bias = isinstance(node, Linear) and node.bias
             total += (rows * ir.value(model.d_model) if own else 0) + (rows if bias else 0)
         else:
-            weight, bias = tp_share(placed, ir, par.tp)
+            weight, bias = tp_share(placed, ir, par.tp, par.engine)
             total += copies * (weight + bias)
     return total

@@ -3,15 +3,17 @@
 The plan is read off the IR, whose names are the generated model's attribute paths, so every
 family gets one: Megatron-LM's split (Shoeybi et al. 2019) with PyTorch's DTensor styles.
 Column-parallel q, k, v and MLP gate/up give each rank whole heads and a slice of the hidden
-units; row-parallel o and down sum the partial outputs. Experts are split the same way (each
-expert's hidden units over the tp ranks, no expert parallelism); the router, norms, position
-tables and the pooler are replicated. The token embedding is vocabulary-parallel (rows split,
-outputs summed) and the LM head column-parallel over the vocabulary with its logits gathered,
-so the loss is computed outside as on one device (with `loss_parallel` they stay split, for
-torch's loss_parallel(), torchtitan's choice); a tied head is tied again to the sharded
-embedding (both shard the same matrix by rows). T5's relative bias table is split by heads, so
-the mask the stack builds carries only the rank's heads. FSDP2 then shards every block, then
-the root, over "dp".
+units; row-parallel o and down sum the partial outputs. Beyond n_kv_heads ranks (multi-query
+attention at tp = 2, say) k and v are whole on every rank and each rank keeps a copy of the kv
+head its query heads read (`KV_HEADS`), as Megatron-LM and vLLM copy kv heads. Experts are split
+the same way (each expert's hidden units over the tp ranks, no expert parallelism); the router,
+norms, position tables and the pooler are replicated. The token embedding is vocabulary-parallel
+(rows split, outputs summed) and the LM head column-parallel over the vocabulary with its logits
+gathered, so the loss is computed outside as on one device (with `loss_parallel` they stay
+split, for torch's loss_parallel(), torchtitan's choice); a tied head is tied again to the
+sharded embedding (both shard the same matrix by rows). T5's relative bias table is split by
+heads, so the mask the stack builds carries only the rank's heads. FSDP2 then shards every
+block, then the root, over "dp".
 
 Sequence parallelism (Korthikanti et al. 2022), an option, is torchtitan's: between the
 sublayers of the blocks each rank keeps its share of the sequence (the residual stream, the norms
@@ -73,9 +75,45 @@ WHOLE_MOE = """def whole_moe() -> ParallelStyle:
         desired_output_layouts=Shard(1),
     )"""
 
+# k and v over more ranks than kv heads. Megatron-LM's layout (and vLLM's): each rank computes
+# the kv head its query heads read, from the whole k or v weight. The weight is a Replicate
+# DTensor; the projection's output, repeated tp / n_kv_heads times per head, is split by heads
+# (Replicate -> Shard: each rank keeps its slice). In backward the split gathers the slices'
+# gradients and the repeat sums the copies, so every rank gets the weight's whole gradient.
+KV_HEADS = """class CopiedKVHeads(ParallelStyle):
+    # k or v when tp exceeds the kv heads (Megatron-LM's layout): the weight
+    # whole on every rank, each rank computing the kv head its query heads read.
+    def __init__(self, copies: int, head_dim: int) -> None:
+        self.copies, self.head_dim = copies, head_dim
 
-def block_plan(block: Block) -> dict[str, str]:
-    """{attribute path inside the block (`*` for any expert): style} for one block class."""
+    def _apply(self, module: nn.Module, mesh) -> nn.Module:
+        # No partition_fn: every parameter a Replicate DTensor.
+        return distribute_module(module, mesh, None, self.whole, self.own_head)
+
+    @staticmethod
+    def whole(module: nn.Module, inputs: tuple, mesh) -> tuple:
+        (x,) = inputs
+        return (DTensor.from_local(x, mesh, [Replicate()], run_check=False),)
+
+    def own_head(self, module: nn.Module, y: DTensor, mesh) -> Tensor:
+        # (B, S, kv heads * head_dim), whole; each head `copies` times; the
+        # rank's slice. Backward: gather the slices' gradients, sum the copies.
+        heads = y.unflatten(-1, (-1, 1, self.head_dim))
+        shape = (*heads.shape[:-2], self.copies, self.head_dim)
+        copied = heads.expand(shape).flatten(-3)
+        return copied.redistribute(mesh, [Shard(-1)]).to_local()
+
+def kv_heads(n_kv_heads: int, head_dim: int) -> ParallelStyle:
+    # Whole kv heads on each rank where tp divides them, else copies.
+    if n_kv_heads % tp.size():
+        return CopiedKVHeads(tp.size() // n_kv_heads, head_dim)
+    return ColwiseParallel()"""
+
+
+def block_plan(block: Block, kv_style=None) -> dict[str, str]:
+    """{attribute path inside the block (`*` for any expert): style} for one block class.
+    `kv_style(attention)`, when given, is the style of an attention's k and v (else they are
+    column-parallel, as q)."""
     plan: dict[str, str] = {}
     for placed in walk(block):
         node, parent = placed.node, placed.ancestors[-1] if placed.ancestors else None
@@ -93,7 +131,10 @@ def block_plan(block: Block) -> dict[str, str]:
         direct = len(placed.ancestors) == 2
         if isinstance(parent, Attention):
             rowwise = ROWWISE_SUMMED if direct else ROWWISE
-            plan[path] = rowwise if node is parent.o else COLWISE
+            if node in (parent.k, parent.v) and kv_style is not None:
+                plan[path] = kv_style(parent)
+            else:
+                plan[path] = rowwise if node is parent.o else COLWISE
         elif isinstance(parent, MLP):
             rowwise = ROWWISE_SUMMED if direct else ROWWISE
             plan[path] = rowwise if node is parent.down else COLWISE
@@ -138,27 +179,31 @@ def _dict(name: str, plan: dict[str, str]) -> list[str]:
 
 
 def _head_checks(f: Features, size: ExprPrinter) -> list[str]:
-    """Refusals for what cannot be split: heads, key/value heads, ALiBi's per-head slopes."""
-    counts: dict[str, str] = {}
+    """Refusals for what cannot be split: heads, and key/value heads when neither tp nor their
+    count divides the other."""
+    out = []
+    for expr in dict.fromkeys(size(node.n_heads) for node, _ in f.classes(Attention)):
+        message = f'f"tp={{tp.size()}} does not divide the {{{expr}}} heads"'
+        out += [f"if {expr} % tp.size():", indent(call("raise ValueError", [message], 3), 1)]
+    for expr in dict.fromkeys(size(node.n_kv_heads) for node in _grouped(f)):
+        message = f'f"tp={{tp.size()}} does not divide the {{{expr}}} kv heads"'
+        out += [
+            f"if {expr} % tp.size() and tp.size() % {expr}:",
+            "    raise ValueError(",
+            f"        {message}",
+            '        ", nor is it a multiple of them"',
+            "    )",
+        ]
+    return out
+
+
+def _grouped(f: Features) -> list[Attention]:
+    """The attention classes whose kv heads may be fewer than the query heads (GQA, MQA)."""
+    out = []
     for node, _ in f.classes(Attention):
         assert isinstance(node, Attention)
-        counts.setdefault(size(node.n_heads), "heads")
-        counts.setdefault(size(node.n_kv_heads), "kv heads")
-    out = []
-    for expr, what in counts.items():
-        message = f'f"tp={{tp.size()}} does not divide the {{{expr}}} {what}"'
-        if what == "kv heads":
-            # Megatron-LM copies a kv head onto the ranks beyond n_kv_heads, and sums the
-            # copies' gradients; DTensor's column split cannot, so it is refused, not faked.
-            out += [
-                f"if {expr} % tp.size():",
-                "    raise ValueError(",
-                f"        {message}",
-                '        "; each rank holds whole key/value heads, never copies"',
-                "    )",
-            ]
-            continue
-        out += [f"if {expr} % tp.size():", indent(call("raise ValueError", [message], 3), 1)]
+        if node.n_kv_heads != node.n_heads:
+            out.append(node)
     return out
 
 
@@ -207,7 +252,8 @@ def _sequence_parallel(f: Features) -> list[str]:
         out += [
             f"first = {blocks}[0]",
             f"parallelize_module(first, tp, gather({arity}, Replicate(), Shard(1)))",
-            "first.register_forward_pre_hook(check_divisible)",
+            "# Checked before the split: the whole sequence's length.",
+            "first.register_forward_pre_hook(check_divisible, prepend=True)",
             f"parallelize_module({blocks}[-1], tp, last)",
         ]
     return out
@@ -235,9 +281,18 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
             "# The head and the embedding shard the same matrix by rows: tie them again.",
             f"model.{head.name}.weight = model.{head.tied_to}",
         ]
+    grouped = _grouped(f)
+    if grouped:
+        body += ["", KV_HEADS, ""]
     body.append("# Inside each block: the attribute paths of its class.")
     body.append("summed = Shard(1) if sequence_parallel else Replicate()")
-    body += _block_plans(f, "block_plans", lambda node, stack: block_plan(node))
+
+    def kv_style(attention: Attention) -> str:
+        if attention not in grouped:
+            return COLWISE
+        return f"kv_heads({size(attention.n_kv_heads)}, {size(attention.head_dim)})"
+
+    body += _block_plans(f, "block_plans", lambda node, stack: block_plan(node, kv_style))
     body += [
         "for block in blocks:",
         "    parallelize_module(block, tp, block_plans[type(block)])",
@@ -256,12 +311,14 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
 
 DOC = """Lay the model out over `mesh`, a DeviceMesh with dimensions "dp" and "tp".
 
-Tensor parallelism over "tp": each rank keeps its share of the heads (q, k, v
-column-parallel, o row-parallel), of the MLP hidden units (gate and up column-parallel,
-down row-parallel; every expert likewise), and of the vocabulary (embedding rows, LM head
-columns, logits gathered). Norms, position tables, the router and the pooler are
-replicated. Then FSDP2 over "dp": each block is sharded, then the root; `mp_policy` is an
-optional torch.distributed.fsdp.MixedPrecisionPolicy. Either dimension may have size 1.
+Tensor parallelism over "tp": each rank keeps its share of the heads (q, k, v column-
+parallel, o row-parallel; with more ranks than kv heads, a copy of the kv head its query
+heads read, from whole k and v weights), of the MLP hidden units (gate and up column-
+parallel, down row-parallel; every expert likewise), and of the vocabulary (embedding
+rows, LM head columns, logits gathered). Norms, position tables, the router and the
+pooler are replicated. Then FSDP2 over "dp": each block is sharded, then the root;
+`mp_policy` is an optional torch.distributed.fsdp.MixedPrecisionPolicy. Either dimension
+may have size 1.
 
 sequence_parallel (with tp > 1, for training): between their sublayers the blocks keep
 each rank's share of the sequence (norms, residual stream, residual dropout); attention
@@ -280,10 +337,18 @@ def parallelize_function(f: Features, size: ExprPrinter) -> str:
     tensor_parallel = _tensor_parallel(f, size)
     # Imported here, not at the top: a single-device user never loads torch.distributed.
     imports = ["from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard"]
-    text = "\n".join(tensor_parallel)
-    placements = [n for n in ("Placement", "Replicate", "Shard") if re.search(rf"\b{n}\b", text)]
+    # The names the code uses (comments left out: they name DTensor too).
+    text = re.sub(r"#.*", "", "\n".join(tensor_parallel))
+    tensors = ("DTensor", "Placement", "Replicate", "Shard", "distribute_module")
+    placements = [n for n in tensors if re.search(rf"\b{n}\b", text)]
     if placements:
-        imports.append(f"from torch.distributed.tensor import {', '.join(placements)}")
+        # On one line if it fits ruff's default line length, else one name a line.
+        line = f"from torch.distributed.tensor import {', '.join(placements)}"
+        if len(INDENT + line) > 88:
+            line = lines(
+                "from torch.distributed.tensor import (", *(f"    {n}," for n in placements), ")"
+            )
+        imports.append(line)
     styles = [name for name in STYLES if re.search(rf"\b{name}\b", text)]
     if styles:
         imports += [
