@@ -102,6 +102,19 @@ def test_kept_activations_equal_count(name: str, policy: str, attention_dropout:
     assert kept == predicted, (name, policy, kept, predicted)
 
 
+@pytest.mark.parametrize("name", ["gemma-2-2b", "mistral-7b"])
+@pytest.mark.parametrize("policy", POLICIES)
+def test_windows_and_soft_capped_attention_keep_what_count_says(name: str, policy: str) -> None:
+    """Gemma 2's soft-capped attention (its scores written out: no kernel caps them) runs
+    under the selective checkpoint like SDPA, keeping q, k, v; its norms keep their 1 + w and
+    its embeddings' product the rounded sqrt(d_model). A sliding window (Gemma 2's every other
+    layer, Mistral's every layer) builds each layer's own mask, which the fused kernel and the
+    selective checkpoint keep. Attention dropout off (Gemma 2 has none)."""
+    ir, _, kept, values = run_forward(name, policy, attention_dropout=False)
+    parts = activation_parts(ir, 4, cpu_kernel(name, False), policy, device="cpu")
+    assert kept == (parts.total - parts.rebuilt).xreplace(values), (name, policy)
+
+
 @pytest.mark.parametrize("policy", ["selective", "full"])
 def test_recomputation_gives_the_same_gradients(policy: str) -> None:
     """The checkpoint restores the RNG state, so dropout draws the same masks in the rebuilt

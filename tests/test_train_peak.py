@@ -7,10 +7,14 @@ with (weights, AdamW's moments, the inputs). The second step is measured, when t
 exist; gradients are set to None after each step, as `zero_grad` does by default. The loss is
 the bench's: cross-entropy over the logits, or the mean square of the hidden states.
 
-The prediction (archspec/backends/count/step_peak.py) is within 5% for every case below.
-Not covered: full recomputation in a post-norm encoder (bert, 5.6% above the prediction at
-B=4, S=64) and an encoder-decoder (t5, 8.2% above): the backward of a rebuilt block there
-holds more gradient buffers than the one the model counts.
+The prediction (archspec/backends/count/step_peak.py) is within 2% for every case below, and
+within 0.25% for all but two: bert, whose prediction counts the pooler's gradient and AdamW
+state although this loss (over the hidden states) never makes them (1.6% above what is
+measured; without them it is exact), and t5 without recomputation at B=4, S=64, where count
+assumes one kernel for the whole model but the CPU runs the cross-attention (no mask) fused and
+the self-attention (a learned bias) with the math path (1.1% above). Full recomputation peaks
+in the backward of the first block's MLP, once every other block's gradients exist
+(archspec/backends/count/block_backward.py).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from archspec.backends.torchgen import generate_source, load_generated
 from archspec.bench.memory import LiveTensors, resident_tensors
 from archspec.ir.build import build_ir
 from archspec.spec.resolve import load_spec
+from tests.test_recompute import cpu_kernel
 
 SMALL = ["n_layers=2", "d_model=128", "n_heads=4", "d_ff=512", "vocab_size=1000"]
 SMALL += ["max_seq_len=128", "dropout.attention=0"]
@@ -37,13 +42,21 @@ CASES = [
     ("gpt2", "fused", 1, 16, "none"),  # tied head: the shared matrix's second gradient
     ("gpt2", "fused", 4, 64, "none"),  # the loss's backward: logits' gradients
     ("gpt2", "foreach", 1, 16, "none"),  # foreach AdamW's temporary
-    ("gpt2", "fused", 4, 64, "full"),  # a block's backward, rebuilt
+    ("gpt2", "fused", 4, 64, "full"),  # the first block's backward, rebuilt
     ("llama-2-7b", "fused", 4, 64, "none"),
     ("llama-2-7b", "fused", 4, 64, "full"),
     ("flan-t5-base", "fused", 1, 16, "none"),  # embeddings shared by encoder and decoder
     ("flan-t5-base", "fused", 4, 64, "none"),
-    ("bert-base", "fused", 4, 64, "none"),  # no head: a block's backward
+    ("bert-base", "fused", 4, 64, "none"),  # no head: the last block's backward
     ("mixtral-8x7b", "fused", 4, 64, "none"),
+    # Recomputation: selective (the attention core) and full (each block, through
+    # torch.utils.checkpoint), pre-norm, post-norm and an encoder-decoder with a gated MLP.
+    ("bert-base", "fused", 4, 64, "full"),  # post-norm: the first block's MLP
+    ("bert-base", "fused", 4, 64, "selective"),
+    ("flan-t5-base", "fused", 4, 64, "full"),  # with the shared bias's gradient
+    ("flan-t5-base", "fused", 4, 64, "selective"),
+    ("gpt2", "fused", 4, 64, "selective"),
+    ("llama-2-7b", "fused", 4, 64, "selective"),  # gated: the product's backward peaks
 ]
 
 
@@ -81,6 +94,7 @@ def measured_peak(ir, optimizer_impl: str, b: int, s: int, recompute: str) -> in
 def test_training_step_peak(name, optimizer_impl, b, s, recompute) -> None:
     ir = build_ir(load_spec(name, [*SMALL, *KV.get(name, [])]))
     measured = measured_peak(ir, optimizer_impl, b, s, recompute)
-    m = memory_figures(ir, "fp32", "adamw", recompute, attn="flash")
+    # The kernel the CPU runs the self-attention with: the math path under a learned bias.
+    m = memory_figures(ir, "fp32", "adamw", recompute, attn=cpu_kernel(name, False))
     predicted, moment = step_peak(ir, m, optimizer_impl).at({**ir.env, B: b, S: s, S_DEC: s})
-    assert measured == pytest.approx(predicted, rel=0.05), (moment, measured, predicted)
+    assert measured == pytest.approx(predicted, rel=0.02), (moment, measured, predicted)

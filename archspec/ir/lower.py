@@ -210,7 +210,7 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
     if entry.needs_positions:
         positions = low.emit(Positions(Value("positions", "positions", 1, "index")))
     if node.scale_embedding:
-        x = low.emit(Scale(Value("x", "tokens", d), x, "embeddings"))
+        x = low.emit(Scale(Value("x", "tokens", d), x, "embeddings", node.scale_in_dtype))
     if node.pos_emb is not None:
         assert positions is not None
         pos = low.emit(Lookup(Value("pos", "positions", d), node.pos_emb, positions))

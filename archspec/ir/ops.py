@@ -142,6 +142,9 @@ class Scale(Op):
 
     x: Value
     component: str
+    # The constant is a 0-d tensor in x's dtype (Gemma's sqrt(d_model), rounded to it), which
+    # the product keeps for its backward.
+    tensor: bool = False
 
     @property
     def inputs(self):

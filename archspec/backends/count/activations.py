@@ -183,6 +183,8 @@ class ActivationCounter:
         self.keep_new(rows, entry.row_statistics * STATS, split=x.split, rows=x.rows)
         if entry.keeps_normalised:
             self.keep_new(self.lengths.elements(x), self.c, split=x.split, rows=x.rows)
+        if entry.keeps_scale:
+            self.keep_new(op.module.dim, STATS, rows="weights")
 
     def op_activationop(self, op: ops.ActivationOp) -> None:
         keeps = ACTIVATIONS[op.kind].keeps
@@ -199,7 +201,8 @@ class ActivationCounter:
         pass  # the gradient of a sum needs neither operand
 
     def op_scale(self, op: ops.Scale) -> None:
-        pass  # by a constant
+        if op.tensor:  # a 0-d tensor factor, kept by the product
+            self.keep_new(sp.Integer(1), self.c, rows="weights")
 
     def op_softcap(self, op: ops.Softcap) -> None:
         # cap·tanh(x / cap): the tanh keeps its output; dividing and scaling keep nothing.
@@ -244,6 +247,7 @@ class ActivationCounter:
                 self.keep(value)
             if op.mask in self.built_masks:
                 self.keep(op.mask)
+            self.keep_window_mask(op)
             return
         if node.softcap is not None:
             # Soft-capped scores run as written (no fused kernel caps them): q·kᵀ keeps q and
@@ -266,6 +270,7 @@ class ActivationCounter:
             self.keep_new(B * h * L.queries, STATS, split=True)
             if op.mask in self.built_masks:
                 self.keep(op.mask)  # the kernel keeps the additive mask
+            self.keep_window_mask(op)
             return
         # PyTorch's eager (math) attention keeps scaled copies of q and k, v made contiguous
         # (k and v repeated per query head under GQA), and the probabilities: B·h·S² values;
@@ -277,6 +282,16 @@ class ActivationCounter:
         self.keep_new(scores, c, split=True)
         if node.dropout:
             self.keep_new(scores, self.sdpa_mask_bytes + c, split=True)
+
+    def keep_window_mask(self, op: ops.Attend) -> None:
+        """A sliding window's mask, which each attention layer builds for itself over
+        (queries, keys) from the stack's mask (as wide), kept where the core keeps its mask:
+        by the fused kernel, and by the checkpoint of selective recomputation."""
+        if op.attention.window is None:
+            return
+        keys = self.lengths.memory if op.attention.cross else self.lengths.keys
+        width, split = (op.mask.width, op.mask.split) if op.mask is not None else (1, False)
+        self.keep_new(self.lengths.queries * keys * width, self.c, split=split, rows="pairs")
 
     # Mixture of experts.
 
@@ -444,4 +459,6 @@ def _final_norm_bytes(counter: ActivationCounter, norm) -> sp.Expr:
     kept = counter.bytes(x) + rows * entry.row_statistics * STATS * counter.share(False)
     if entry.keeps_normalised:
         kept += counter.bytes(x)
+    if entry.keeps_scale:
+        kept += norm.dim * STATS
     return kept

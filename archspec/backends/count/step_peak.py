@@ -12,10 +12,15 @@ tests/test_train_peak.py):
   of the logits (nll_loss's and log_softmax's backward, B·S·vocab each);
 - the head's backward: every kept activation but the log-probabilities, the gradient of the
   logits, of the hidden states (B·S·d_model) and of the head's weight (vocab·d_model);
-- the first block's backward (the last block's): every kept activation, under full
-  recomputation the block rebuilt, the gradient flowing down the residual stream (B·S·d_model)
-  and that of the MLP's hidden units (B·S·d_ff; B·S·top_k·d_ff for experts), and the
-  gradients of the head, pooler and final norm, made already;
+- the backward of the last block's MLP (the first block the backward runs): what every
+  block but the last keeps, the last block's activations (under full recomputation, rebuilt)
+  up to the op that peaks, the gradients flowing through the MLP (the residual stream's,
+  B·S·d_model; the hidden units', B·S·d_ff, three times for a gated MLP's product) and the
+  gradients of the head, pooler and final norm (block_backward.py);
+- the backward of the first block's MLP (the last it runs): the same inside the first block,
+  with no other block's activations left but every gradient made except the first block's
+  and the first stack's embeddings'. Full recomputation keeps one B·S·d_model tensor per
+  block: where a block's parameters outweigh it, this is the peak;
 - the end of the backward: every gradient, and for token embeddings used twice (a tied head, an
   encoder and a decoder) the second use's gradient of the shared matrix and the sum autograd
   accumulates out of place (2·vocab·d_model);
@@ -33,13 +38,13 @@ from dataclasses import dataclass
 import sympy as sp
 
 from archspec.backends.count.activations import activation_parts
+from archspec.backends.count.block_backward import block_moments
 from archspec.backends.count.layout import padded_vocab
 from archspec.backends.count.memory import COMPUTE_BYTES, GRAD_BYTES, MemoryFigures
 from archspec.backends.count.params import parameter_count
 from archspec.backends.count.passes import S_DEC, B, S
 from archspec.errors import SpecError
-from archspec.ir.nodes import IR, MLP, MoE
-from archspec.ir.visit import walk
+from archspec.ir.nodes import IR
 
 OPTIMIZER_IMPLEMENTATIONS = ("fused", "foreach")
 
@@ -87,12 +92,18 @@ def step_peak(ir: IR, m: MemoryFigures, optimizer_impl: str = "fused") -> StepPe
         logits = tokens * vocab * c
         moments["loss backward"] = kept + 2 * logits
         moments["head backward"] = kept + tokens * d * c + vocab * d * g
-    # A block's backward, the first one (the last block): besides what is kept (and, under
-    # full recomputation, the block rebuilt), the gradient flowing down the residual stream
-    # and the gradient of the MLP's hidden units, while the head's gradients already exist.
-    after_blocks = _params_after_blocks(ir) * g
-    flowing = B * _longest(model) * d * c + _mlp_hidden(ir) * c
-    moments["block backward"] = kept + parts.rebuilt + flowing + after_blocks
+    # The backward of the last block's MLP and of the first block's (block_backward.py).
+    # The gradients made by then are shared out as the parameters are (exact on one device).
+    total = parameter_count(model)
+    for which in ("last", "first"):
+        candidates = [
+            moment.activations + gradients * moment.made_params / total
+            for moment in block_moments(
+                ir, which, c, m.attn, m.recompute, par.tp, par.sp and par.tp > 1, m.device
+            )
+        ]
+        if candidates:
+            moments[f"{which} block's backward"] = sp.Max(*candidates)
     # The token embeddings used twice (by a tied head, or by an encoder and a decoder): the
     # second use's gradient and the out-of-place sum autograd accumulates.
     tied = head is not None and head.tied_to is not None
@@ -108,32 +119,3 @@ def step_peak(ir: IR, m: MemoryFigures, optimizer_impl: str = "fused") -> StepPe
 def _longest(model) -> sp.Expr:
     """The positions of the last stack's tokens (the decoder's in an encoder-decoder)."""
     return S_DEC if model.layout == "encoder-decoder" else S
-
-
-def _mlp_hidden(ir: IR) -> sp.Expr:
-    """Hidden units of the last block's MLP over its tokens: B·S·d_ff, or for a mixture of
-    experts every routed copy of a token, B·S·top_k·d_ff."""
-    model = ir.root
-    block = model.stacks[-1].blocks.runs[-1].node
-    tokens = B * _longest(model)
-    for placed in walk(block):
-        if isinstance(placed.node, MoE):
-            return tokens * placed.node.top_k * placed.node.expert.hidden
-    for placed in walk(block):
-        if isinstance(placed.node, MLP):
-            return tokens * placed.node.hidden
-    return sp.Integer(0)
-
-
-def _params_after_blocks(ir: IR) -> sp.Expr:
-    """Parameters whose gradients the backward makes before the blocks': the head (its matrix
-    even when tied to the embeddings), the pooler and the last stack's final norm."""
-    model = ir.root
-    total = sp.Integer(0)
-    for node in (model.lm_head, model.pooler, model.stacks[-1].final_norm):
-        if node is None:
-            continue
-        if node is model.lm_head and node.tied_to:
-            total += node.in_features * node.out_features
-        total += parameter_count(node)
-    return total

@@ -1,0 +1,217 @@
+"""What the backward pass holds while it runs the MLP of the model's first or last block.
+
+The backward pass runs the blocks last to first. Each block it finishes frees what that block
+kept for it (under full recomputation, the block's input: the checkpoint keeps nothing else)
+and leaves that block's parameter gradients behind. Both change by a fixed amount per block, so
+the bytes alive during a block's backward are largest at one of the two ends: the last block
+(every activation still kept, only the heads' gradients made) or the first block (no other
+block's activations left, every other gradient made). Full recomputation keeps one B·S·d_model
+tensor per block: where a block's parameters outweigh it, the first block is the peak.
+
+Inside the block the peak is in its MLP, the largest sublayer's backward (under full
+recomputation, once the checkpoint has rebuilt the block). Two ops can hold the most:
+
+- the down projection's backward (`torch.mm` for the gradient of its input, B·S·d_ff, then
+  for the gradient of its weight) while the gradient of the MLP's output is alive, which is a
+  tensor of its own when dropout, a sandwich norm or an MoE's combine stands between the MLP
+  and the residual add (their backward makes a new one), and the same tensor as the residual
+  stream's gradient when the MLP's output goes into the add directly (the add's backward
+  passes one gradient to both operands);
+- a gated MLP's product act(gate)·up, whose backward makes the gradients of both factors
+  (B·S·d_ff each) while the product's gradient is alive; the down projection has freed its
+  input and its output's gradient by then.
+
+Besides those, the backward holds the residual stream's gradient (B·S·d_model); in the first
+block, for a learned score bias the blocks share (T5), the gradient the later blocks
+accumulated for it (heads·S², summed over the batch); what the block's ops up to the peak op
+keep (the interpreter of `activations` run over the block, stopped there: what later ops kept
+was freed as their backward ran); what the stack keeps outside its blocks (before them: what
+comes after was freed by the heads' backward) and, for the last block, every other block; and
+the gradients made so far. Measured with archspec's tensor tracker against the generated model
+(tests/test_train_peak.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from archspec.backends.count.activations import ActivationCounter
+from archspec.backends.count.params import parameter_count
+from archspec.backends.count.passes import forward_pass
+from archspec.ir import ops
+from archspec.ir.lower import lower_model, lower_stack
+from archspec.ir.nodes import IR, MLP, Block, Linear, Norm
+
+
+@dataclass(frozen=True)
+class BackwardMoment:
+    """Bytes of activations and of their gradients alive at one op of a block's backward, and
+    the parameters whose gradients exist then."""
+
+    activations: sp.Expr
+    made_params: sp.Expr
+
+
+class _BlockTracer(ActivationCounter):
+    """The activation interpreter, recording for each run of blocks what one block of it keeps
+    after each op, and the MLP each op belongs to."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        # One trace per run of blocks: (op, the MLP it belongs to, bytes the block keeps).
+        self.traces: list[list[tuple[ops.Op, MLP | None, sp.Expr]]] = []
+        self.blocks: list[Block] = []
+        self.stack_kept: sp.Expr | None = None  # what the stack keeps outside its blocks
+        self.modules: list = []
+        self._scope = None
+
+    def run(self, op_list) -> None:
+        for op in op_list:
+            super().run([op])
+            if len(self.scopes) == 2:
+                if self.scopes[-1] is not self._scope:
+                    self._scope = self.scopes[-1]
+                    self.traces.append([])
+                mlp = next((m for m in reversed(self.modules) if isinstance(m, MLP)), None)
+                self.traces[-1].append((op, mlp, self._scope.total()))
+
+    def op_call(self, op: ops.Call) -> None:
+        self.modules.append(op.module)
+        super().op_call(op)
+        self.modules.pop()
+
+    def op_blocks(self, op: ops.Blocks) -> None:
+        self.blocks = [run.node for run in op.repeat.runs]
+        super().op_blocks(op)
+        # What the stack made before its blocks and keeps (with, under full recomputation,
+        # what the checkpoint keeps for every block: mask, angles, encoder output).
+        self.stack_kept = self.scopes[0].total()
+
+
+def block_moments(
+    ir: IR,
+    which: str,
+    compute: int,
+    attn: str,
+    recompute: str,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    device: str = "cuda",
+) -> list[BackwardMoment]:
+    """The candidate peaks of the MLP backward of the model's `which` block: "first" (the
+    first stack's first block, the last the backward runs) or "last" (the last stack's last
+    block, the first it runs)."""
+    model = ir.root
+    segments = lower_model(model)
+    run = forward_pass(model.layout)
+    first = which == "first"
+    target = 0 if first else len(segments) - 1
+    kept = sp.Integer(0)  # what the stacks before the target keep, whole
+    for k, segment in enumerate(segments[: target + 1]):
+        lengths = run.lengths(segment.role)
+        assert lengths is not None
+        tracer = _BlockTracer(lengths, compute, attn, recompute, tp, sequence_parallel, device)
+        tracer.run(segment.embed)
+        stack_ops, ctx = lower_stack(segment.stack, segment.x, segment.memory)
+        tracer.ctx = ctx
+        if k < target:
+            tracer.run(stack_ops.ops)
+            kept += tracer.scopes[0].total() + sum(n * each for _, n, each in tracer.layers)
+            continue
+        # Only the ops up to the blocks: what comes after them is freed before any block's
+        # backward.
+        upto = next(i for i, op in enumerate(stack_ops.ops) if isinstance(op, ops.Blocks))
+        tracer.run(stack_ops.ops[: upto + 1])
+    assert tracer.stack_kept is not None
+    block = tracer.blocks[0 if first else -1]
+    trace = tracer.traces[0 if first else -1]
+    layers = tracer.layers
+    if first:
+        # Every other block has run its backward and freed what it kept.
+        kept += tracer.stack_kept
+        made = parameter_count(model) - _embedding_params(ir) - parameter_count(block)
+    else:
+        # Every other block keeps what it kept; the heads' gradients exist.
+        kept += tracer.stack_kept + sum(n * each for _, n, each in layers) - layers[-1][2]
+        made = _params_after_blocks(ir)
+    mlp = _last_mlp(trace)
+    if mlp is None:
+        return []
+    mine = [op for op, m, _ in trace if m is mlp]
+    down = next(op for op in reversed(mine) if isinstance(op, ops.LinearOp))
+    product = next((op for op in mine if isinstance(op, ops.Mul)), None)
+    index = {id(op): i for i, (op, _, _) in enumerate(trace)}
+    # The residual stream's gradient, the width of the block's input.
+    flowing = tracer.bytes(ops.Value("x", "tokens", block.width))
+    if first and segments[0].stack.rel_bias is not None and ctx.mask is not None:
+        # The gradient of the score bias the blocks share, accumulated by the blocks after
+        # the first (summed over the batch).
+        flowing += tracer.bytes(ctx.mask)
+    call = next(op for op, _, _ in trace if isinstance(op, ops.Call) and op.module is mlp)
+    own_out = _output_gradient_is_own(trace, call)
+    moments = []
+    i = index[id(down)]
+    done = _params_after(trace, i) + down.module.in_features * down.module.out_features
+    grads = tracer.bytes(down.x) + (tracer.bytes(down.out) if own_out else 0)
+    moments.append(BackwardMoment(kept + trace[i][2] + flowing + grads, made + done))
+    if product is not None:
+        i = index[id(product)]
+        grads = 3 * tracer.bytes(product.out)
+        moments.append(
+            BackwardMoment(kept + trace[i][2] + flowing + grads, made + _params_after(trace, i))
+        )
+    return moments
+
+
+def _last_mlp(trace) -> MLP | None:
+    mlps = [m for _, m, _ in trace if m is not None]
+    return mlps[-1] if mlps else None
+
+
+def _output_gradient_is_own(trace, call: ops.Call) -> bool:
+    """Whether the MLP's output gradient is a tensor of its own: true unless the MLP's output
+    goes straight into an add, whose backward hands the same gradient to both operands."""
+    readers = [op for op, _, _ in trace if call.out in op.inputs and op is not call]
+    return not all(isinstance(op, ops.Add) for op in readers)
+
+
+def _params_after(trace, i: int) -> sp.Expr:
+    """Parameters of the leaf ops after the i-th: their backward ran already."""
+    total = sp.Integer(0)
+    for op, _, _ in trace[i + 1 :]:
+        module = getattr(op, "module", None)
+        if isinstance(module, (Linear, Norm)):
+            total += parameter_count(module)
+    return total
+
+
+def _embedding_params(ir: IR) -> sp.Expr:
+    """Parameters used before the first stack's blocks and nowhere after them: the first
+    stack's position table, relative bias, embedding norm and projection, the segment table,
+    and the token table unless a tied head or a later stack uses it too."""
+    model = ir.root
+    first = model.stacks[0]
+    total = sp.Integer(0)
+    for node in (first.pos_emb, first.rel_bias, first.emb_norm, first.emb_proj, model.type_emb):
+        if node is not None:
+            total += parameter_count(node)
+    tied = model.lm_head is not None and model.lm_head.tied_to is not None
+    if not tied and len(model.stacks) == 1:
+        total += parameter_count(model.tok_emb)
+    return total
+
+
+def _params_after_blocks(ir: IR) -> sp.Expr:
+    """Parameters whose gradients the backward makes before the blocks': the head (its matrix
+    even when tied to the embeddings), the pooler and the last stack's final norm."""
+    model = ir.root
+    total = sp.Integer(0)
+    for node in (model.lm_head, model.pooler, model.stacks[-1].final_norm):
+        if node is None:
+            continue
+        if node is model.lm_head and node.tied_to:
+            total += node.in_features * node.out_features
+        total += parameter_count(node)
+    return total
