@@ -5,13 +5,12 @@ weights). The loss, every gradient and one optimizer step equal the single-proce
 rank's parameter bytes and saved-tensor bytes are what archspec predicts for PyTorch's layout.
 (tests/test_distributed.py covers one kv head at tp=2 on 2 processes, in the default run.)
 
-Starting 4 processes costs about a minute on a busy 2-core machine: it runs only with
-ARCHSPEC_SLOW_TESTS=1."""
+Starting 4 processes costs about a minute on a busy 2-core machine: it is a `long` test, run
+with `python -m pytest -m long`."""
 
 from __future__ import annotations
 
 import json
-import os
 import socket
 
 import pytest
@@ -25,12 +24,7 @@ from archspec.backends.count.torch_layout import torch_local_params
 from archspec.backends.torchgen import generate_source
 from tests.distributed_worker import worker
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        os.environ.get("ARCHSPEC_SLOW_TESTS") != "1", reason="4 processes: ARCHSPEC_SLOW_TESTS=1"
-    ),
-]
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 TINY = ["n_layers=2", "d_model=32", "n_heads=4", "d_ff=64", "vocab_size=64", "max_seq_len=16"]
 GQA = [*TINY, "n_kv_heads=2"]

@@ -94,12 +94,20 @@ def generated(ir, device: str = "meta"):
 # The executed convention against FlopCounterMode on the generated code.
 
 
-@pytest.mark.parametrize("name", [n for n in builtin_names() if n not in MOE])
-def test_executed_matches_flop_counter_on_generated_code(name: str) -> None:
-    """The full-size model at one (B, S); more (B, S) on the same model cut to two blocks per
-    stack, which checks the dependence on B and S at a tenth of the time (on the meta device
-    the cost is one Python dispatch per op, so it grows with depth, not with size)."""
-    for overrides, points in ((None, POINTS[:1]), (["n_layers=2"], POINTS[1:])):
+# On the meta device a forward costs one Python dispatch per op: time grows with depth, not
+# with size. The default suite checks each built-in at its full width and at most this many
+# blocks per stack (every built-in's per-layer pattern repeats within it); `-m long` checks
+# the full depth as well.
+DEPTH = 12
+DENSE = [n for n in builtin_names() if n not in MOE]
+DEEP = [n for n in DENSE if load_spec(n).n_layers > DEPTH]
+
+
+def check_generated_flops(name: str, depth: list[str] | None) -> None:
+    """The model at full width and the given depth at one (B, S); more (B, S) on the same
+    model cut to two blocks per stack, which checks the dependence on B and S at a fraction
+    of the time."""
+    for overrides, points in ((depth, POINTS[:1]), (["n_layers=2"], POINTS[1:])):
         ir = ir_of(name, overrides)
         f = flop_figures(ir, EXECUTED)
         _, model = generated(ir)
@@ -109,6 +117,18 @@ def test_executed_matches_flop_counter_on_generated_code(name: str) -> None:
             assert at(f.forward_matmul, vals) == forward, (name, overrides, b, s)
             assert at(f.train_step_matmul, vals) == total, (name, overrides, b, s)
             model.zero_grad(set_to_none=True)
+
+
+@pytest.mark.parametrize("name", DENSE)
+def test_executed_matches_flop_counter_on_generated_code(name: str) -> None:
+    depth = min(load_spec(name).n_layers, DEPTH)
+    check_generated_flops(name, [f"n_layers={depth}"])
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("name", DEEP)
+def test_executed_matches_flop_counter_at_full_depth(name: str) -> None:
+    check_generated_flops(name, None)
 
 
 def test_executed_matches_flop_counter_on_moe_at_small_size() -> None:
