@@ -21,12 +21,9 @@ def padding_keys(attention_mask: Tensor) -> Tensor:
 '''
 
 HIDDEN_KEYS = """
-def hidden_keys(
-    attention_mask: Tensor | None, q_len: int, k_len: int, device: torch.device
-) -> Tensor:
+def hidden_keys(attention_mask: Tensor | None, queries: Tensor, k_len: int) -> Tensor:
 {doc}
-    later = torch.ones(q_len, k_len, dtype=torch.bool, device=device)
-    later = later.triu(k_len - q_len + 1)
+    later = torch.arange(k_len, device=queries.device) > queries[:, None]
     if attention_mask is None:
         return later
     return later | padding_keys(attention_mask)
@@ -34,10 +31,11 @@ def hidden_keys(
 
 HIDDEN_KEYS_DOC = (
     "True where a query must not see a key: a later position, or padding.\n\n"
-    "Shape (q_len, k_len), or (B, 1, q_len, k_len) given an attention_mask."
+    "queries (q_len,) are the queries' positions, the keys are at 0 .. k_len - 1. "
+    "Shape (q_len, k_len), or (B, 1, q_len, k_len) given an attention_mask (B, k_len)."
 )
 HIDDEN_KEYS_CACHE_DOC = (
-    " The queries are the last q_len of the k_len positions; the earlier ones are cached."
+    " With a cache, the keys are all its slots: those not written yet come after every query."
 )
 
 MASK_OUT = '''
@@ -50,16 +48,17 @@ def mask_out(hidden: Tensor, bias: Tensor) -> Tensor:
 '''
 
 SLIDING_WINDOW = '''
-def sliding_window(mask: Tensor | None, q: Tensor, k: Tensor, window: int) -> Tensor:
+def sliding_window(
+    mask: Tensor | None, queries: Tensor, k: Tensor, window: int
+) -> Tensor:
     """`mask` (None: plain causal) with the keys `window` or more positions before
-    each query hidden too, as well as later ones. The queries q (B, heads, q_len,
-    head_dim) are the last q_len of the positions of k.
+    each query hidden too, as well as later ones. queries (q_len,) are the queries'
+    positions; the keys k (B, heads, k_len, head_dim) are at positions 0 .. k_len - 1.
     """
-    q_len, k_len = q.size(2), k.size(2)
-    query = torch.arange(k_len - q_len, k_len, device=q.device)[:, None]
-    key = torch.arange(k_len, device=q.device)
+    key = torch.arange(k.size(2), device=k.device)
+    query = queries[:, None]
     outside = (key > query) | (key <= query - window)
-    return mask_out(outside, q.new_zeros(()) if mask is None else mask)
+    return mask_out(outside, k.new_zeros(()) if mask is None else mask)
 '''
 
 SOFTCAPPED_ATTENTION = '''
@@ -77,7 +76,7 @@ def softcapped_attention(
     scores = torch.matmul(q, k.transpose(2, 3)) * scale
     scores = torch.tanh(scores / cap) * cap
     if mask is None:
-        hidden = hidden_keys(None, q.size(2), k.size(2), q.device)
+        hidden = hidden_keys(None, torch.arange(q.size(2), device=q.device), k.size(2))
         mask = mask_out(hidden, q.new_zeros(()))
     probs = (scores + mask).softmax(dim=-1, dtype=torch.float32).to(q.dtype)
     return torch.matmul(probs, v)
@@ -124,7 +123,7 @@ def check_length(length: int, max_seq_len: int) -> None:
 def _hidden_keys(f: Features) -> str:
     doc = HIDDEN_KEYS_DOC
     if f.cache:
-        doc = doc.replace("\n\n", f"\n\n{HIDDEN_KEYS_CACHE_DOC.strip()} ", 1)
+        doc += HIDDEN_KEYS_CACHE_DOC
     return HIDDEN_KEYS.format(doc=indent(docstring(doc, 1), 1))
 
 
