@@ -14,10 +14,10 @@ from archspec.spec.resolve import load_spec
 VOCAB = 100
 
 
-def tiny(name: str, tmp_path, max_seq_len: int = 32):
+def tiny(name: str, tmp_path, max_seq_len: int = 32, extra: tuple[str, ...] = ()):
     spec = load_spec(name, [])
     overrides = ["n_layers=2", "d_model=32", "n_heads=4", "d_ff=64", f"vocab_size={VOCAB}"]
-    overrides.append(f"max_seq_len={max_seq_len}")
+    overrides += [f"max_seq_len={max_seq_len}", *extra]
     if spec.n_kv_heads is not None:
         overrides.append("n_kv_heads=2")
     module = load_generated(generate_source(build_ir(load_spec(name, overrides))), tmp_path)
@@ -137,15 +137,21 @@ def test_beam_sampling_is_refused(tmp_path) -> None:
         model.generate(torch.randint(VOCAB, (1, 4)), 3, num_beams=2, do_sample=True)
 
 
-@pytest.mark.parametrize("name", ["gpt2", "llama-2-7b", "bloom-560m", "t5-small"])
+# Gemma 2 with a window of 4: a full layer and a windowed one, whose cache is a ring of 4.
+GEMMA2_WINDOW = ("attention.sliding_window=4",)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama-2-7b", "bloom-560m", "t5-small", "gemma-2-2b"])
 def test_decode_step_compiles_once(name: str, tmp_path) -> None:
     """The decode step (one token against the static cache; an encoder-decoder's decoder
-    with its cross-attention keys and values cached) compiles into one graph, once, for
-    nine steps at nine positions: fullgraph=True and dynamic=False, so that a step
-    specialising on its position would compile again. The steps' logits equal eager ones."""
+    with its cross-attention keys and values cached; a windowed layer's ring) compiles into
+    one graph, once, for nine steps at nine positions: fullgraph=True and dynamic=False, so
+    that a step specialising on its position would compile again. The steps' logits equal
+    eager ones."""
     from torch._dynamo.testing import CompileCounter
 
-    module, model = tiny(name, tmp_path)
+    extra = GEMMA2_WINDOW if name == "gemma-2-2b" else ()
+    module, model = tiny(name, tmp_path, extra=extra)
     steps, rows = 9, 2
     counter = CompileCounter()
     compiled = torch.compile(model.decoder, backend=counter, fullgraph=True, dynamic=False)

@@ -19,7 +19,8 @@ class KVCache:
     positions, those not written yet hidden by the causal mask (they come after every
     query), so that every decode step has the same shapes: compiled, it is one graph
     for every position. For the same reason the count of positions written, `length`,
-    is a tensor: a Python int would be a constant of the compiled graph. In an
+    is a tensor: a Python int would be a constant of the compiled graph. A layer with a
+    sliding window keeps only its window, in a ring (`update_window`). In an
     encoder-decoder's block, `memory` also keeps the cross-attention's keys and values
     of the encoder output, projected once.
     \"\"\"
@@ -43,6 +44,36 @@ class KVCache:
         self.v.index_copy_(2, positions, v)
         self.length += k.size(2)
         return self.k, self.v
+
+    def update_window(
+        self, k: Tensor, v: Tensor, window: int
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        \"\"\"As `update`, for a layer whose queries see only `window` positions (their
+        own and the window - 1 before it): the cache keeps the latest `window` in a
+        ring, position p in slot p % window. Returns the keys and values attention
+        reads, and the position of each (negative where none is written yet).\"\"\"
+        size = min(window, self.max_len)
+        if self.k is None or self.v is None:
+            shape = (*k.shape[:2], size, k.size(3))
+            self.k, self.v = k.new_zeros(shape), v.new_zeros(shape)
+        new = self.length + torch.arange(k.size(2), device=k.device)
+        slots = torch.arange(size, device=k.device)
+        if k.size(2) == 1:
+            # One new token, written first: the ring then holds its whole window.
+            self.k.index_copy_(2, new % size, k)
+            self.v.index_copy_(2, new % size, v)
+            self.length += 1
+            return self.k, self.v, new - (new - slots) % size
+        # Several: the first of them see keys that the later ones overwrite, so they
+        # read the ring as it was beside the new keys; then the ring keeps the last.
+        last = self.length - 1  # the latest position in the ring
+        positions = torch.cat([last - (last - slots) % size, new])
+        k_read, v_read = torch.cat([self.k, k], dim=2), torch.cat([self.v, v], dim=2)
+        kept = min(k.size(2), size)
+        self.k.index_copy_(2, new[-kept:] % size, k[:, :, -kept:])
+        self.v.index_copy_(2, new[-kept:] % size, v[:, :, -kept:])
+        self.length += k.size(2)
+        return k_read, v_read, positions
 
     def reorder(self, rows: Tensor) -> None:
         \"\"\"Keep, in row i, what row rows[i] holds (beam search continues some beams

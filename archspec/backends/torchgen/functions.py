@@ -49,16 +49,22 @@ def mask_out(hidden: Tensor, bias: Tensor) -> Tensor:
 
 SLIDING_WINDOW = '''
 def sliding_window(
-    mask: Tensor | None, queries: Tensor, k: Tensor, window: int
+    mask: Tensor | None,
+    queries: Tensor,
+    keys: Tensor,
+    window: int,
+    dtype: torch.dtype,
 ) -> Tensor:
-    """`mask` (None: plain causal) with the keys `window` or more positions before
-    each query hidden too, as well as later ones. queries (q_len,) are the queries'
-    positions; the keys k (B, heads, k_len, head_dim) are at positions 0 .. k_len - 1.
+    """The additive mask of a windowed layer: `mask` (None: plain causal), which has
+    a column per position, taken at the keys' positions `keys` (k_len,), with what a
+    query at positions `queries` (q_len,) does not see hidden: later keys, keys
+    `window` or more positions before it, and cache slots not written yet (negative).
     """
-    key = torch.arange(k.size(2), device=k.device)
     query = queries[:, None]
-    outside = (key > query) | (key <= query - window)
-    return mask_out(outside, k.new_zeros(()) if mask is None else mask)
+    outside = (keys < 0) | (keys > query) | (keys <= query - window)
+    if mask is None:
+        return mask_out(outside, torch.zeros((), dtype=dtype, device=keys.device))
+    return mask_out(outside, mask[..., keys.clamp(min=0)])
 '''
 
 SOFTCAPPED_ATTENTION = '''
