@@ -19,8 +19,7 @@ class KVCache:
     positions, those not written yet hidden by the causal mask (they come after every
     query), so that every decode step has the same shapes: compiled, it is one graph
     for every position. For the same reason the count of positions written, `length`,
-    is a tensor: a Python int would be a constant of the compiled graph. A layer with a
-    sliding window keeps only its window, in a ring (`update_window`). In an
+    is a tensor: a Python int would be a constant of the compiled graph.{window} In an
     encoder-decoder's block, `memory` also keeps the cross-attention's keys and values
     of the encoder output, projected once.
     \"\"\"
@@ -45,8 +44,22 @@ class KVCache:
         self.length += k.size(2)
         return self.k, self.v
 
+    def reorder(self, rows: Tensor) -> None:
+        \"\"\"Keep, in row i, what row rows[i] holds (beam search continues some beams
+        twice and drops others). The encoder's memory is the same for every beam of a
+        sequence, so it stays.\"\"\"
+        if self.k is not None and self.v is not None:
+            self.k.copy_(self.k.index_select(0, rows))
+            self.v.copy_(self.v.index_select(0, rows))
+"""
+
+# Emitted for models with a sliding window: the ring a windowed layer caches.
+UPDATE_WINDOW = """
     def update_window(
-        self, k: Tensor, v: Tensor, window: int
+        self,
+        k: Tensor,
+        v: Tensor,
+        window: int,
     ) -> tuple[Tensor, Tensor, Tensor]:
         \"\"\"As `update`, for a layer whose queries see only `window` positions (their
         own and the window - 1 before it): the cache keeps the latest `window` in a
@@ -74,15 +87,23 @@ class KVCache:
         self.v.index_copy_(2, new[-kept:] % size, v[:, :, -kept:])
         self.length += k.size(2)
         return k_read, v_read, positions
-
-    def reorder(self, rows: Tensor) -> None:
-        \"\"\"Keep, in row i, what row rows[i] holds (beam search continues some beams
-        twice and drops others). The encoder's memory is the same for every beam of a
-        sequence, so it stays.\"\"\"
-        if self.k is not None and self.v is not None:
-            self.k.copy_(self.k.index_select(0, rows))
-            self.v.copy_(self.v.index_select(0, rows))
 """
+WINDOW_SENTENCE = """ A layer with a
+    sliding window keeps only its window, in a ring (`update_window`)."""
+
+
+def kv_cache(windowed: bool) -> str:
+    """The KVCache class, with the ring of windowed layers if the model has any."""
+    if not windowed:
+        return KV_CACHE.replace("{window}", "")
+    update_end = KV_CACHE.index("    def reorder(")
+    return (
+        KV_CACHE[:update_end].replace("{window}", WINDOW_SENTENCE)
+        + UPDATE_WINDOW.strip("\n")
+        + "\n\n"
+        + KV_CACHE[update_end:]
+    )
+
 
 SAMPLING = """
 def sampling_probs(

@@ -9,7 +9,7 @@ already formatted; the mask helper's mention of the cache depends on the model.
 from __future__ import annotations
 
 from archspec.backends.torchgen.beam import BEAM_SEARCH
-from archspec.backends.torchgen.decoding import KV_CACHE, SAMPLING
+from archspec.backends.torchgen.decoding import SAMPLING, kv_cache
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.model import limited
 from archspec.backends.torchgen.text import docstring, indent
@@ -159,5 +159,5 @@ def helpers(f: Features) -> list[str]:
     if any(limited(stack) for stack in f.stacks):
         out.append(CHECK_LENGTH)
     if f.cache:
-        out += [KV_CACHE, SAMPLING, BEAM_SEARCH]
+        out += [kv_cache(f.windowed), SAMPLING, BEAM_SEARCH]
     return [code.strip("\n") for code in out]
