@@ -154,7 +154,8 @@ def test_decode_step_matches_flop_counter_with_kv_cache(name: str) -> None:
     f = flop_figures(ir, EXECUTED)
     module, model = generated(ir)
     b, s = 2, 50
-    cache = [module.KVCache() for _ in model.decoder.blocks]
+    # Room for exactly the prompt and one step: the step attends to s + 1 keys.
+    cache = [module.KVCache(s + 1) for _ in model.decoder.blocks]
     with torch.no_grad():
         model(torch.zeros(b, s, dtype=torch.long, device="meta"), cache=cache)
         with FlopCounterMode(display=False) as counter:

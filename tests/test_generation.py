@@ -14,10 +14,10 @@ from archspec.spec.resolve import load_spec
 VOCAB = 100
 
 
-def tiny(name: str, tmp_path, max_seq_len: int = 32):
+def tiny(name: str, tmp_path, max_seq_len: int = 32, extra: tuple[str, ...] = ()):
     spec = load_spec(name, [])
     overrides = ["n_layers=2", "d_model=32", "n_heads=4", "d_ff=64", f"vocab_size={VOCAB}"]
-    overrides.append(f"max_seq_len={max_seq_len}")
+    overrides += [f"max_seq_len={max_seq_len}", *extra]
     if spec.n_kv_heads is not None:
         overrides.append("n_kv_heads=2")
     module = load_generated(generate_source(build_ir(load_spec(name, overrides))), tmp_path)
@@ -90,29 +90,17 @@ def test_eos_stops_and_pads(tmp_path) -> None:
         assert stopped.size(1) == 15  # the other sequence never stopped
 
 
-def test_preallocated_cache_equals_growing_cache(tmp_path) -> None:
+def test_cached_steps_equal_a_full_forward(tmp_path) -> None:
+    """A prefill and single-token steps against the preallocated cache (read whole, its
+    unwritten positions masked) give the logits of one forward over all the tokens."""
     module, model = tiny("llama-2-7b", tmp_path)
     tokens = torch.randint(VOCAB, (2, 12))
     with torch.no_grad():
-        logits = {}
-        for max_len in (None, 16):
-            cache = [module.KVCache(max_len) for _ in model.decoder.blocks]
-            model(tokens[:, :7], cache=cache)
-            steps = [model(tokens[:, i : i + 1], cache=cache) for i in range(7, 12)]
-            logits[max_len] = torch.cat(steps, dim=1)
-    torch.testing.assert_close(logits[None], logits[16])
-    torch.testing.assert_close(logits[16], model(tokens)[:, 7:], atol=1e-5, rtol=1e-4)
-
-
-@pytest.mark.parametrize("name", ["gpt2", "llama-2-7b"])
-def test_decode_step_has_no_graph_breaks(name: str, tmp_path) -> None:
-    module, model = tiny(name, tmp_path)
-    cache = [module.KVCache(16) for _ in model.decoder.blocks]
-    with torch.no_grad():
-        model(torch.randint(VOCAB, (1, 4)), cache=cache)
-        explained = torch._dynamo.explain(model)(torch.randint(VOCAB, (1, 1)), cache=cache)
-    assert explained.graph_break_count == 0, explained.break_reasons
-    torch._dynamo.reset()
+        cache = [module.KVCache(16) for _ in model.decoder.blocks]
+        model(tokens[:, :7], cache=cache)
+        steps = [model(tokens[:, i : i + 1], cache=cache) for i in range(7, 12)]
+    assert int(cache[0].length) == 12 and cache[0].k.shape == (2, 4, 16, 8)
+    torch.testing.assert_close(torch.cat(steps, dim=1), model(tokens)[:, 7:], atol=1e-5, rtol=1e-4)
 
 
 def test_rope_tables_are_buffers_out_of_the_state_dict(tmp_path, monkeypatch) -> None:
@@ -149,33 +137,70 @@ def test_beam_sampling_is_refused(tmp_path) -> None:
         model.generate(torch.randint(VOCAB, (1, 4)), 3, num_beams=2, do_sample=True)
 
 
-@pytest.mark.parametrize("name", ["llama-2-7b", "t5-small"])
+# Gemma 2 with a window of 4: a full layer and a windowed one, whose cache is a ring of 4.
+GEMMA2_WINDOW = ("attention.sliding_window=4",)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama-2-7b", "bloom-560m", "t5-small", "gemma-2-2b"])
 def test_decode_step_compiles_once(name: str, tmp_path) -> None:
-    """The decode step (one token against the cache; an encoder-decoder's decoder with its
-    cross-attention keys and values cached) compiles into one graph, once, for every step:
-    fullgraph=True, with the cache length symbolic (dynamic=True)."""
+    """The decode step (one token against the static cache; an encoder-decoder's decoder
+    with its cross-attention keys and values cached; a windowed layer's ring) compiles into
+    one graph, once, for nine steps at nine positions: fullgraph=True and dynamic=False, so
+    that a step specialising on its position would compile again. The steps' logits equal
+    eager ones."""
     from torch._dynamo.testing import CompileCounter
 
-    module, model = tiny(name, tmp_path)
-    cache = [module.KVCache(16) for _ in model.decoder.blocks]
+    extra = GEMMA2_WINDOW if name == "gemma-2-2b" else ()
+    module, model = tiny(name, tmp_path, extra=extra)
+    steps, rows = 9, 2
     counter = CompileCounter()
-    if name == "t5-small":
-        with torch.no_grad():  # the first step projects the encoder output into the cache
-            encoder_out = model.encoder(model.tok_emb(torch.randint(VOCAB, (2, 6))))
-            model.decoder(
-                model.tok_emb(torch.zeros(2, 1, dtype=torch.long)), encoder_out, cache=cache
-            )
-        decoder = torch.compile(model.decoder, backend=counter, fullgraph=True, dynamic=True)
-
-        def step(tokens: torch.Tensor) -> torch.Tensor:
-            return decoder(model.tok_emb(tokens), encoder_out, cache=cache)
-
-    else:
-        step = torch.compile(model, backend=counter, fullgraph=True, dynamic=True)
-        with torch.no_grad():
-            model(torch.randint(VOCAB, (2, 4)), cache=cache)
+    compiled = torch.compile(model.decoder, backend=counter, fullgraph=True, dynamic=False)
     with torch.no_grad():
-        for _ in range(5):
-            step(torch.randint(VOCAB, (2, 1)))
+        if name == "t5-small":
+            encoder_out = model.encoder(model.tok_emb(torch.randint(VOCAB, (rows, 6))))
+            first = torch.zeros(rows, 1, dtype=torch.long)  # projects the encoder output
+            prompt, memory = first, (encoder_out,)
+        else:
+            prompt, memory = torch.randint(VOCAB, (rows, 4)), ()
+        tokens = torch.randint(VOCAB, (rows, steps))
+        logits = {}
+        for decoder in (model.decoder, compiled):
+            cache = [module.KVCache(prompt.size(1) + steps) for _ in model.decoder.blocks]
+            model.decoder(model.tok_emb(prompt), *memory, cache=cache)  # eager prefill
+            out = [
+                decoder(model.tok_emb(tokens[:, i : i + 1]), *memory, cache=cache)
+                for i in range(steps)
+            ]
+            logits[decoder is compiled] = torch.cat(out, dim=1)
     torch._dynamo.reset()
     assert counter.frame_count == 1
+    torch.testing.assert_close(logits[True], logits[False], atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["llama-2-7b", "t5-small"])
+def test_forward_and_training_step_compile_in_one_graph(name: str, tmp_path) -> None:
+    """fullgraph=True refuses any graph break: the forward, and the loss of a training step
+    whose backward AOTAutograd traces from the same graph (aot_eager), then the step."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    _, model = tiny(name, tmp_path)
+    model.train()
+    ids = torch.randint(VOCAB, (2, 8))
+    args = (ids, ids) if name == "t5-small" else (ids,)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def loss_of(*args: torch.Tensor) -> torch.Tensor:
+        logits = model(*args)
+        return torch.nn.functional.cross_entropy(logits.flatten(0, 1), ids.flatten())
+
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = torch.compile(loss_of, backend=counter, fullgraph=True, dynamic=False)
+    for _ in range(2):
+        loss = compiled(*args)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    assert counter.frame_count == 1
+    with torch.no_grad():
+        torch.compile(model, backend="eager", fullgraph=True, dynamic=False)(*args)
+    torch._dynamo.reset()

@@ -229,3 +229,19 @@ def test_left_padded_beam_search_equals_transformers(family: str, pair) -> None:
     beams = dict(num_beams=4, length_penalty=0.6)
     ours = model.generate(ids, STEPS, attention_mask=mask, **beams)
     assert torch.equal(ours, hf_generate(hf, ids, STEPS, attention_mask=mask, **beams))
+
+
+@pytest.mark.parametrize("family", ["mistral-window", "gemma2"])
+def test_windowed_left_padded_greedy_and_beams_equal_transformers(family: str, pair) -> None:
+    """A window of 4 (every layer; Gemma 2's alternate layers) over 17 positions: the ring
+    caches give transformers' tokens on a left-padded batch, and under beam search, whose
+    reordering moves the rings' rows."""
+    hf, model = pair(family)
+    ids, mask = left_padded()
+    steps = 10
+    ours = model.generate(ids, steps, attention_mask=mask)
+    assert torch.equal(ours, hf_generate(hf, ids, steps, attention_mask=mask))
+    beams = dict(num_beams=4, length_penalty=0.6)
+    prompts = ids[:2, 3:]
+    ours = model.generate(prompts, steps, **beams)
+    assert torch.equal(ours, hf_generate(hf, prompts, steps, **beams))

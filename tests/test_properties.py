@@ -316,7 +316,6 @@ def test_executed_matmul_flops_equal_flop_counter(
     assert at(f.forward_matmul, values) == forward
     assert at(f.train_step_matmul, values) == train_step
     if hasattr(module, "KVCache"):  # a model that generates: one cached decode step
-        cache = [module.KVCache() for _ in model.decoder.blocks]
         if ir.root.layout == "encoder-decoder":
             # The encoder ran and the first decoder step projected its output into the
             # caches: a decode step projects no encoder keys or values.
@@ -333,6 +332,8 @@ def test_executed_matmul_flops_equal_flop_counter(
                 return model(ids, cache=cache)
 
             prompt, cached = args[0], s
+        # Room for the prompt and one step: the step attends to cached + 1 keys.
+        cache = [module.KVCache(cached + 1) for _ in model.decoder.blocks]
         with torch.no_grad(), sdpa_kernel(SDPBackend.MATH):
             step(prompt)
             with FlopCounterMode(display=False) as counter:

@@ -307,7 +307,7 @@ def test_generate_with_cache_equals_recomputing(case: str, overrides: list[str],
             tokens = torch.cat([tokens, step], dim=1)
         assert torch.equal(model.generate(prompt, 6), tokens)
         # The cached logits themselves match a full forward pass.
-        cache = [module.KVCache() for _ in model.decoder.blocks]
+        cache = [module.KVCache(tokens.size(1)) for _ in model.decoder.blocks]
         model(tokens[:, :7], cache=cache)
         cached = model(tokens[:, 7:], cache=cache)
         torch.testing.assert_close(cached, model(tokens)[:, 7:], atol=1e-5, rtol=1e-4)

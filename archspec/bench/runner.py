@@ -203,12 +203,15 @@ def run_bench(
 
 def _compile(model: torch.nn.Module, mode: str) -> None:
     """torch.compile in place. The generated `generate` calls the stacks and the head itself,
-    not the model's forward, so in generate mode the stacks are what is compiled."""
+    not the model's forward, so in generate mode the stacks are what is compiled. Their
+    shapes are fixed (the KV cache is read whole at every step), so they compile with
+    dynamic=False: one graph for the prefill and one for every decode step (two for an
+    encoder-decoder's decoder: its first step also projects the encoder output)."""
     if mode == "generate":
         for name in ("encoder", "decoder"):
             stack = getattr(model, name, None)
             if isinstance(stack, torch.nn.Module):
-                stack.compile()
+                stack.compile(dynamic=False)
     else:
         model.compile()
 

@@ -25,7 +25,7 @@ class StackContext:
     """What a kind's code may depend on in one generated stack."""
 
     causal: bool  # the stack's self-attention hides later keys
-    cache: bool  # the stack takes a KV cache: queries start at `start`, keys at 0
+    cache: bool  # the stack takes a KV cache: queries at `queries`, keys at 0 .. k_len - 1
     heads: str  # Python for the number of attention heads (`config.n_heads`)
     head_dim: str  # Python for the width of one head
     offset: int  # rows of a position table before position 0
@@ -35,8 +35,13 @@ class StackContext:
 
     @property
     def keys(self) -> str:
-        """Python for the number of keys: the cached positions and the new ones."""
-        return "start + seq_len" if self.cache else "seq_len"
+        """Python for the number of keys: all of a cache's slots, or the new tokens."""
+        return "k_len" if self.cache else "seq_len"
+
+    @property
+    def queries(self) -> str:
+        """Python for the queries' positions (q_len,)."""
+        return "queries" if self.cache else "torch.arange(seq_len, device=x.device)"
 
 
 class PositionCode:
@@ -541,7 +546,7 @@ class RelativeBias(PositionCode):
     def bias(self, ctx):
         if ctx.cache:
             offsets = [
-                "keys = torch.arange(start + seq_len, device=x.device)",
+                "keys = torch.arange(k_len, device=x.device)",
                 "offsets = keys[None, :] - positions[:, None]  # key - query",
             ]
         else:

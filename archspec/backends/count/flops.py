@@ -209,6 +209,8 @@ class FlopCounter:
         node = op.attention
         L = self.lengths
         keys = L.memory if node.cross else L.keys
+        if L.cached and node.window is not None and not node.cross:
+            keys = sp.Min(keys, node.window)  # the generated cache keeps only the window
         if self.conv.attention == "half":
             pairs = L.queries * keys / 2
         elif self.conv.attention == "causal":

@@ -240,8 +240,9 @@ def _generating_layers(ir: IR) -> tuple[int, int]:
 
 def kv_cache_bytes(ir: IR, bytes_per_value: int | sp.Expr = 2) -> sp.Expr:
     """Keys and values cached for generation, over the batch: every self-attention layer of the
-    generating stack holds `kv_len` positions, every cross-attention layer the encoder's `S`.
-    Encoder-only models generate nothing and cache nothing."""
+    generating stack holds `kv_len` positions (a layer with a sliding window at most its
+    window, as the generated cache's ring keeps them), every cross-attention layer the
+    encoder's `S`. Encoder-only models generate nothing and cache nothing."""
     if ir.root.layout == "encoder":
         return sp.Integer(0)
     total = sp.Integer(0)
@@ -252,6 +253,8 @@ def kv_cache_bytes(ir: IR, bytes_per_value: int | sp.Expr = 2) -> sp.Expr:
         if any(isinstance(a, Stack) and a.role == "encoder" for a in placed.ancestors):
             continue
         positions = S if node.cross else KV_LEN
+        if node.window is not None and not node.cross:
+            positions = sp.Min(KV_LEN, node.window)
         per_position = 2 * node.n_kv_heads * node.head_dim  # one key and one value per head
         total += placed.copies * B * positions * per_position * bytes_per_value
     return total

@@ -27,6 +27,9 @@ class Lengths:
     keys: sp.Expr  # positions a self-attention query attends over (queries are the last ones)
     memory: sp.Expr = sp.Integer(0)  # encoder positions cross-attention attends over
     project_memory: bool = True  # False in a decode step: the encoder's K and V are cached
+    # The keys come from a KV cache (a decode step), where a layer with a sliding window
+    # keeps only its window: it attends over at most that many.
+    cached: bool = False
 
     def rows(self, value: Value, computed: bool = False) -> sp.Expr:
         """Rows of `value` in this pass. `computed`: rows an op computes, which for the
@@ -75,5 +78,6 @@ def decode_pass(layout: str) -> Pass | None:
     if layout == "encoder":
         return None
     if layout == "encoder-decoder":
-        return Pass("decode", None, Lengths(sp.Integer(1), KV_LEN, S, project_memory=False))
-    return Pass("decode", None, Lengths(sp.Integer(1), KV_LEN))
+        lengths = Lengths(sp.Integer(1), KV_LEN, S, project_memory=False, cached=True)
+        return Pass("decode", None, lengths)
+    return Pass("decode", None, Lengths(sp.Integer(1), KV_LEN, cached=True))

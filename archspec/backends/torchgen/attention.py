@@ -176,6 +176,12 @@ class _AttentionWriter(ForwardWriter):
         q, k, v = (self.arg(value).text for value in (op.q, op.k, op.v))
         if op.mask is not None:
             self.arg(op.mask)
+        if self.node.window is not None:
+            self.lines += [
+                "# The window needs the positions of the queries and the keys.",
+                f"queries = torch.arange({q}.size(2), device={q}.device)",
+                f"keys = torch.arange({k}.size(2), device={k}.device)",
+            ]
         if self.memory_kv:
             self.lines += [
                 "if cache is not None and cache.memory is not None:",
@@ -186,10 +192,16 @@ class _AttentionWriter(ForwardWriter):
                 f"        cache.memory = {k}, {v}",
             ]
         elif self.f.cached(self.stack) and not self.node.cross:
-            self.lines += ["if cache is not None:", f"    {k}, {v} = cache.update({k}, {v})"]
+            update = [f"    {k}, {v} = cache.update({k}, {v})"]
+            if self.node.window is not None:
+                update = [
+                    "    queries = queries + cache.length  # after the cached ones",
+                    f"    {k}, {v}, keys = cache.update_window({k}, {v}, self.window)",
+                ]
+            self.lines += ["if cache is not None:", *update]
         if self.node.window is not None:
-            # The cache keeps every position; the window hides the older ones.
-            self.lines.append(f"mask = sliding_window(mask, {q}, {k}, self.window)")
+            window = f"sliding_window(mask, queries, keys, self.window, {q}.dtype)"
+            self.lines.append(f"mask = {window}")
         if self.node.softcap is not None:
             # With checkpoint='selective', only q, k, v and the mask are kept, as for SDPA.
             args = ["softcapped_attention", q, k, v, "mask", "self.scale", "self.softcap"]

@@ -14,37 +14,35 @@ class KVCache:
     \"\"\"The keys and values one attention layer has computed so far, so that new tokens
     attend to earlier ones without recomputing them. Generation keeps one per block.
 
-    Given max_len, the first update allocates room for max_len positions and later ones
-    write in place (no copying of the whole cache each step); without it, each update
-    appends by concatenation. In an encoder-decoder's block, `memory` also keeps the
-    cross-attention's keys and values of the encoder output, projected once.
+    The first update allocates room for max_len positions; each update writes the new
+    positions in place (nothing is copied or concatenated). Attention reads all max_len
+    positions, those not written yet hidden by the causal mask (they come after every
+    query), so that every decode step has the same shapes: compiled, it is one graph
+    for every position. For the same reason the count of positions written, `length`,
+    is a tensor: a Python int would be a constant of the compiled graph.{window} In an
+    encoder-decoder's block, `memory` also keeps the cross-attention's keys and values
+    of the encoder output, projected once.
     \"\"\"
 
-    def __init__(self, max_len: int | None = None) -> None:
+    def __init__(self, max_len: int, device: torch.device | None = None) -> None:
         self.max_len = max_len
         self.k: Tensor | None = None
         self.v: Tensor | None = None
-        self.length = 0  # positions cached so far
+        self.length = torch.zeros((), dtype=torch.long, device=device)
         self.memory: tuple[Tensor, Tensor] | None = None
 
     def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        \"\"\"Add new keys and values (B, heads, S, head_dim); return all so far.\"\"\"
-        start, end = self.length, self.length + k.size(2)
-        self.length = end
-        if self.max_len is None:
-            if self.k is not None:
-                k = torch.cat([self.k, k], dim=2)
-                v = torch.cat([self.v, v], dim=2)
-            self.k, self.v = k, v
-            return k, v
-        if end > self.max_len:
-            raise ValueError(f"{end} positions exceed the cache's {self.max_len}")
+        \"\"\"Write new keys and values (B, heads, S, head_dim) after the cached ones;
+        return the whole cache, (B, heads, max_len, head_dim).\"\"\"
         if self.k is None or self.v is None:
+            # Zeros: a hidden key gets weight 0, and 0 times leftover NaNs would be NaN.
             shape = (*k.shape[:2], self.max_len, k.size(3))
-            self.k, self.v = k.new_empty(shape), v.new_empty(shape)
-        self.k[:, :, start:end] = k
-        self.v[:, :, start:end] = v
-        return self.k[:, :, :end], self.v[:, :, :end]
+            self.k, self.v = k.new_zeros(shape), v.new_zeros(shape)
+        positions = self.length + torch.arange(k.size(2), device=k.device)
+        self.k.index_copy_(2, positions, k)
+        self.v.index_copy_(2, positions, v)
+        self.length += k.size(2)
+        return self.k, self.v
 
     def reorder(self, rows: Tensor) -> None:
         \"\"\"Keep, in row i, what row rows[i] holds (beam search continues some beams
@@ -54,6 +52,58 @@ class KVCache:
             self.k.copy_(self.k.index_select(0, rows))
             self.v.copy_(self.v.index_select(0, rows))
 """
+
+# Emitted for models with a sliding window: the ring a windowed layer caches.
+UPDATE_WINDOW = """
+    def update_window(
+        self,
+        k: Tensor,
+        v: Tensor,
+        window: int,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        \"\"\"As `update`, for a layer whose queries see only `window` positions (their
+        own and the window - 1 before it): the cache keeps the latest `window` in a
+        ring, position p in slot p % window. Returns the keys and values attention
+        reads, and the position of each (negative where none is written yet).\"\"\"
+        size = min(window, self.max_len)
+        if self.k is None or self.v is None:
+            shape = (*k.shape[:2], size, k.size(3))
+            self.k, self.v = k.new_zeros(shape), v.new_zeros(shape)
+        new = self.length + torch.arange(k.size(2), device=k.device)
+        slots = torch.arange(size, device=k.device)
+        if k.size(2) == 1:
+            # One new token, written first: the ring then holds its whole window.
+            self.k.index_copy_(2, new % size, k)
+            self.v.index_copy_(2, new % size, v)
+            self.length += 1
+            return self.k, self.v, new - (new - slots) % size
+        # Several: the first of them see keys that the later ones overwrite, so they
+        # read the ring as it was beside the new keys; then the ring keeps the last.
+        last = self.length - 1  # the latest position in the ring
+        positions = torch.cat([last - (last - slots) % size, new])
+        k_read, v_read = torch.cat([self.k, k], dim=2), torch.cat([self.v, v], dim=2)
+        kept = min(k.size(2), size)
+        self.k.index_copy_(2, new[-kept:] % size, k[:, :, -kept:])
+        self.v.index_copy_(2, new[-kept:] % size, v[:, :, -kept:])
+        self.length += k.size(2)
+        return k_read, v_read, positions
+"""
+WINDOW_SENTENCE = """ A layer with a
+    sliding window keeps only its window, in a ring (`update_window`)."""
+
+
+def kv_cache(windowed: bool) -> str:
+    """The KVCache class, with the ring of windowed layers if the model has any."""
+    if not windowed:
+        return KV_CACHE.replace("{window}", "")
+    update_end = KV_CACHE.index("    def reorder(")
+    return (
+        KV_CACHE[:update_end].replace("{window}", WINDOW_SENTENCE)
+        + UPDATE_WINDOW.strip("\n")
+        + "\n\n"
+        + KV_CACHE[update_end:]
+    )
+
 
 SAMPLING = """
 def sampling_probs(

@@ -9,7 +9,7 @@ already formatted; the mask helper's mention of the cache depends on the model.
 from __future__ import annotations
 
 from archspec.backends.torchgen.beam import BEAM_SEARCH
-from archspec.backends.torchgen.decoding import KV_CACHE, SAMPLING
+from archspec.backends.torchgen.decoding import SAMPLING, kv_cache
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.model import limited
 from archspec.backends.torchgen.text import docstring, indent
@@ -21,12 +21,9 @@ def padding_keys(attention_mask: Tensor) -> Tensor:
 '''
 
 HIDDEN_KEYS = """
-def hidden_keys(
-    attention_mask: Tensor | None, q_len: int, k_len: int, device: torch.device
-) -> Tensor:
+def hidden_keys(attention_mask: Tensor | None, queries: Tensor, k_len: int) -> Tensor:
 {doc}
-    later = torch.ones(q_len, k_len, dtype=torch.bool, device=device)
-    later = later.triu(k_len - q_len + 1)
+    later = torch.arange(k_len, device=queries.device) > queries[:, None]
     if attention_mask is None:
         return later
     return later | padding_keys(attention_mask)
@@ -34,10 +31,11 @@ def hidden_keys(
 
 HIDDEN_KEYS_DOC = (
     "True where a query must not see a key: a later position, or padding.\n\n"
-    "Shape (q_len, k_len), or (B, 1, q_len, k_len) given an attention_mask."
+    "queries (q_len,) are the queries' positions, the keys are at 0 .. k_len - 1. "
+    "Shape (q_len, k_len), or (B, 1, q_len, k_len) given an attention_mask (B, k_len)."
 )
 HIDDEN_KEYS_CACHE_DOC = (
-    " The queries are the last q_len of the k_len positions; the earlier ones are cached."
+    " With a cache, the keys are all its slots: those not written yet come after every query."
 )
 
 MASK_OUT = '''
@@ -50,16 +48,23 @@ def mask_out(hidden: Tensor, bias: Tensor) -> Tensor:
 '''
 
 SLIDING_WINDOW = '''
-def sliding_window(mask: Tensor | None, q: Tensor, k: Tensor, window: int) -> Tensor:
-    """`mask` (None: plain causal) with the keys `window` or more positions before
-    each query hidden too, as well as later ones. The queries q (B, heads, q_len,
-    head_dim) are the last q_len of the positions of k.
+def sliding_window(
+    mask: Tensor | None,
+    queries: Tensor,
+    keys: Tensor,
+    window: int,
+    dtype: torch.dtype,
+) -> Tensor:
+    """The additive mask of a windowed layer: `mask` (None: plain causal), which has
+    a column per position, taken at the keys' positions `keys` (k_len,), with what a
+    query at positions `queries` (q_len,) does not see hidden: later keys, keys
+    `window` or more positions before it, and cache slots not written yet (negative).
     """
-    q_len, k_len = q.size(2), k.size(2)
-    query = torch.arange(k_len - q_len, k_len, device=q.device)[:, None]
-    key = torch.arange(k_len, device=q.device)
-    outside = (key > query) | (key <= query - window)
-    return mask_out(outside, q.new_zeros(()) if mask is None else mask)
+    query = queries[:, None]
+    outside = (keys < 0) | (keys > query) | (keys <= query - window)
+    if mask is None:
+        return mask_out(outside, torch.zeros((), dtype=dtype, device=keys.device))
+    return mask_out(outside, mask[..., keys.clamp(min=0)])
 '''
 
 SOFTCAPPED_ATTENTION = '''
@@ -77,7 +82,7 @@ def softcapped_attention(
     scores = torch.matmul(q, k.transpose(2, 3)) * scale
     scores = torch.tanh(scores / cap) * cap
     if mask is None:
-        hidden = hidden_keys(None, q.size(2), k.size(2), q.device)
+        hidden = hidden_keys(None, torch.arange(q.size(2), device=q.device), k.size(2))
         mask = mask_out(hidden, q.new_zeros(()))
     probs = (scores + mask).softmax(dim=-1, dtype=torch.float32).to(q.dtype)
     return torch.matmul(probs, v)
@@ -124,7 +129,7 @@ def check_length(length: int, max_seq_len: int) -> None:
 def _hidden_keys(f: Features) -> str:
     doc = HIDDEN_KEYS_DOC
     if f.cache:
-        doc = doc.replace("\n\n", f"\n\n{HIDDEN_KEYS_CACHE_DOC.strip()} ", 1)
+        doc += HIDDEN_KEYS_CACHE_DOC
     return HIDDEN_KEYS.format(doc=indent(docstring(doc, 1), 1))
 
 
@@ -154,5 +159,5 @@ def helpers(f: Features) -> list[str]:
     if any(limited(stack) for stack in f.stacks):
         out.append(CHECK_LENGTH)
     if f.cache:
-        out += [KV_CACHE, SAMPLING, BEAM_SEARCH]
+        out += [kv_cache(f.windowed), SAMPLING, BEAM_SEARCH]
     return [code.strip("\n") for code in out]

@@ -118,7 +118,8 @@ def _doc(f: Features) -> str:
     if f.cached(f.stacks[0]):
         text += (
             "\n\nWith a cache, input_ids are the tokens after the cached ones and an "
-            "attention_mask covers both."
+            "attention_mask covers both (or all the cache's positions: generate passes the "
+            "same mask at every step)."
         )
     return text
 
@@ -220,7 +221,9 @@ CHOICE = (
 CACHE = (
     "The decoder's self-attention caches its keys and values, preallocated to the final "
     "length, so each step after the first feeds only the newest token; the head runs on "
-    "the last position alone."
+    "the last position alone. Every step after the first has the same shapes (the whole "
+    "cache is read, its unwritten positions masked), so a compiled decoder compiles the "
+    "decode step once."
 )
 DECODER_INPUTS = (
     "input_ids (B, S) is the prompt, left-padded where attention_mask (B, S) is 0; "
@@ -238,17 +241,14 @@ BEAM_SAMPLING = """\
 
 DECODER_BODY = '''
     total = input_ids.size(1) + max_new_tokens{check}
-    cache = [KVCache(total) for _ in self.decoder.blocks]
+    cache = [KVCache(total, input_ids.device) for _ in self.decoder.blocks]
     if attention_mask is not None:  # the new tokens are never padding
         attention_mask = F.pad(attention_mask, (0, max_new_tokens), value=1)
         attention_mask = attention_mask.repeat_interleave(num_beams, dim=0)
 
     def step(tokens: Tensor) -> Tensor:
         """The next-token logits after the newest tokens (rows, n)."""
-        mask = None
-        if attention_mask is not None:
-            mask = attention_mask[:, : cache[0].length + tokens.size(1)]
-        x = self.decoder(self.tok_emb(tokens), mask, cache=cache)[:, -1]{scale}
+        x = self.decoder(self.tok_emb(tokens), attention_mask, cache=cache)[:, -1]{scale}
         return self.lm_head(x)
 
     if num_beams > 1:
@@ -286,7 +286,8 @@ ENCODER_DECODER_BODY = '''
     encoder_out = encoder_out.repeat_interleave(num_beams, dim=0)
     if attention_mask is not None:
         attention_mask = attention_mask.repeat_interleave(num_beams, dim=0)
-    cache = [KVCache(1 + max_new_tokens) for _ in self.decoder.blocks]
+    length = 1 + max_new_tokens
+    cache = [KVCache(length, input_ids.device) for _ in self.decoder.blocks]
 
     def step(tokens: Tensor) -> Tensor:
         """The next-token logits after the newest decoder tokens (rows, n)."""
@@ -339,8 +340,9 @@ def _length_checks(f: Features) -> list[str]:
         if f.encoder_decoder and stack.role == "decoder":
             length = "decoder_input_ids.size(1)"
         elif f.cached(stack):
-            out.append("cached = cache[0].length if cache else 0")
-            length = "cached + input_ids.size(1)"
+            # Attention reads every position a cache has room for.
+            out.append("length = cache[0].max_len if cache else input_ids.size(1)")
+            length = "length"
         else:
             length = "input_ids.size(1)"
         out.append(f"check_length({length}, self.config.max_seq_len)")

@@ -112,6 +112,18 @@ def forward_params(f: Features, stack: Stack) -> list[str]:
 
 
 SEQ_LEN = "seq_len = x.size(1)"
+# A cached stack's queries come after the cached positions, and its keys are all the
+# cache's slots (fixed shapes: a compiled decode step is one graph at every position).
+CACHED_PRELUDE = [
+    "# Positions cached so far: a tensor, so compiled steps do not depend on it.",
+    "start = cache[0].length if cache else 0",
+    "queries = start + torch.arange(seq_len, device=x.device)  # the new tokens",
+    "# A cache is read whole: the keys not yet written come later, hence hidden.",
+    "k_len = cache[0].max_len if cache else seq_len",
+    "if cache and attention_mask is not None:  # it covers the cached and new tokens",
+    "    missing = k_len - attention_mask.size(1)  # slots not written yet",
+    "    attention_mask = F.pad(attention_mask, (0, missing), value=1)",
+]
 NOTHING = frozenset[int]()
 
 
@@ -128,9 +140,9 @@ class _StackWriter(ForwardWriter):
         self.code = stack.position.code
         self.masked = False  # the shared mask is written (with the score bias) or not yet
         self.cached = f.cached(stack)
-        if self.cached:
-            self.lines.append("start = cache[0].length if cache else 0  # positions already cached")
         self.lines.append(SEQ_LEN)
+        if self.cached:
+            self.lines += CACHED_PRELUDE
 
     def inlines(self, op: Op) -> bool:
         # Positions added to the embeddings read as one step: x = x + self.pos_emb(positions).
@@ -142,31 +154,31 @@ class _StackWriter(ForwardWriter):
         if not self.cached:
             return Expr("torch.arange(seq_len, device=x.device)", ATOM, NOTHING)
         if not self.code.absolute:
-            return Expr("torch.arange(start, start + seq_len, device=x.device)", ATOM, NOTHING)
+            return Expr("queries", ATOM, NOTHING)
         # A left-padded prompt is counted from its first token, as transformers' generate
         # counts it (position_ids = attention_mask.cumsum(-1) - 1).
         assert op.out is not None
         self.lines += [
-            "positions = torch.arange(start, start + seq_len, device=x.device)",
+            "positions = queries",
             "if attention_mask is not None:  # counted over tokens: padding shifts none",
-            "    positions = (attention_mask.cumsum(-1)[:, start:] - 1).clamp(min=0)",
+            "    positions = (attention_mask.cumsum(-1) - 1).clamp(min=0)[:, queries]",
         ]
         self.names[id(op.out)] = "positions"
         return None
 
     def _positions_from_mask(self, op: Positions) -> None:
-        span = "start, start + seq_len" if self.cached else "seq_len"
-        arange = f"torch.arange({span}, device=x.device)"
+        arange = "queries" if self.cached else "torch.arange(seq_len, device=x.device)"
         # OPT (transformers' OPTLearnedPositionalEmbedding): each row counts its kept tokens,
         # so a left-padded sequence starts at 0 like an unpadded one; padding gets -1 (a row
-        # of the table's offset; clamped to 0 where there is none). The mask covers any
-        # cached tokens too: the new ones are its last seq_len columns.
+        # of the table's offset; clamped to 0 where there is none). With a cache the mask
+        # covers every slot: the new tokens are its columns at `queries`.
         low = "" if self.ctx.offset else ".clamp(min=0)"
         counted = f"(attention_mask.long().cumsum(-1) * attention_mask.long() - 1){low}"
+        new = "queries" if self.cached else "-seq_len:"
         self.lines += [
             f"positions = {arange}",
             "if attention_mask is not None:  # count the tokens the mask keeps",
-            f"    positions = {counted}[:, -seq_len:]",
+            f"    positions = {counted}[:, {new}]",
         ]
         assert op.out is not None
         self.names[id(op.out)] = "positions"
@@ -253,7 +265,7 @@ def _mask(f: Features, stack: Stack, ctx: StackContext) -> list[str]:
     the score bias where the position kind has one, with hidden keys at the dtype's minimum."""
     biased = stack.position.entry.score_bias
     bias = "bias" if biased else "x.new_zeros(())"
-    hidden_args = ["attention_mask", "seq_len", ctx.keys, "x.device"]
+    hidden_args = ["attention_mask", ctx.queries, ctx.keys]
     hidden = call("hidden = hidden_keys", hidden_args, 2)
     if not stack.causal:
         return [
@@ -265,7 +277,7 @@ def _mask(f: Features, stack: Stack, ctx: StackContext) -> list[str]:
         return [hidden, "mask = mask_out(hidden, bias)"]
     condition = "attention_mask is not None"
     if ctx.cache:
-        condition += " or start > 0"
+        condition += " or cache"  # a cache has more keys than queries
     return [
         "mask = None  # then attention applies the causal mask itself",
         f"if {condition}:",
