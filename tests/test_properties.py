@@ -95,7 +95,9 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
         head_dim = OMIT
         d_model = n_heads * step * draw(st.integers(1, 4))
 
-    norm_kind = draw(st.sampled_from(["layernorm", "rmsnorm", "offset_rmsnorm"]))
+    norm_kind = draw(
+        st.sampled_from(["layernorm", "rmsnorm", "offset_rmsnorm", "nonparametric_layernorm"])
+    )
     # rmsnorms have no bias; `bias: false` or null is still allowed.
     norm_bias = st.sampled_from([False, None]) if norm_kind != "layernorm" else st.booleans()
     norm = mapping(

@@ -15,7 +15,7 @@ from archspec.safety.text import UNSAFE_CLASS
 
 Layout = Literal["encoder", "decoder", "encoder-decoder"]
 Residual = Literal["pre", "post", "parallel", "parallel_two_norms", "sandwich"]
-NormKind = Literal["layernorm", "rmsnorm", "offset_rmsnorm"]
+NormKind = Literal["layernorm", "rmsnorm", "offset_rmsnorm", "nonparametric_layernorm"]
 PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
 RopeScaling = Literal["none", "linear", "llama3", "yarn"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
@@ -41,7 +41,10 @@ def doc(text: str, **meta: object) -> dict[str, object]:
 class NormSpec:
     kind: NormKind = field(
         default="layernorm",
-        metadata=doc("layernorm, rmsnorm or offset_rmsnorm (Gemma: scale 1 + w, in float32)"),
+        metadata=doc(
+            "layernorm, rmsnorm, offset_rmsnorm (Gemma: scale 1 + w, in float32) or "
+            "nonparametric_layernorm (OLMo: no weight, no bias, in float32)"
+        ),
     )
     bias: bool | None = field(
         default=None, metadata=doc("a learned bias beside the scale; default: layernorm only")

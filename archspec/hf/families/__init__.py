@@ -26,6 +26,7 @@ from archspec.hf.families import (
     mistral,
     mixtral,
     mt5,
+    olmo,
     openai_gpt,
     opt,
     phi,
@@ -67,6 +68,7 @@ _MODULES = (
     phi,
     falcon,
     phi3,
+    olmo,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

@@ -1,0 +1,149 @@
+"""Issue 18, OLMo, OLMo-2 and Granite: each family against transformers' own classes.
+
+Per family: the public config.json of a real size imports to a spec whose total equals the
+transformers class on the meta device; a tiny random transformers model, saved and loaded into
+the generated model with `load_weights`, gives the same logits (fp32) on a right-padded batch
+and the same greedy tokens; the executed forward FLOPs equal FlopCounterMode on the
+transformers model; `print(model)` of the generated model equals archspec's printer.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sympy as sp
+import torch
+
+from archspec.backends.count.conventions import CONVENTIONS
+from archspec.backends.count.flops import B, S, flop_figures
+from archspec.backends.count.params import parameter_count
+from archspec.backends.printer import module_repr
+from archspec.errors import SpecError
+from archspec.hf.import_config import import_config
+from archspec.hf.weights import load_weights
+from archspec.ir.build import build_ir
+from archspec.spec.resolve import load_spec
+from tests.test_hf_weights import assert_close, batch, generated, greedy_hf
+
+transformers = pytest.importorskip("transformers")
+
+VOCAB = 99
+
+# Public config.json files (huggingface.co/<repo>/blob/main/config.json), tokenizer and
+# generation fields left out.
+# fmt: off
+OLMO_1B = {  # allenai/OLMo-1B-hf
+    "architectures": ["OlmoForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "clip_qkv": None, "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02,
+    "intermediate_size": 8192, "max_position_embeddings": 2048, "model_type": "olmo",
+    "num_attention_heads": 16, "num_hidden_layers": 16, "num_key_value_heads": 16,
+    "pretraining_tp": 1, "rope_scaling": None, "rope_theta": 10000.0,
+    "tie_word_embeddings": True, "torch_dtype": "float32", "use_cache": True,
+    "vocab_size": 50304,
+}
+REAL = {"olmo": OLMO_1B}
+
+# name: (transformers class, config fields of a tiny model)
+TINY: dict[str, tuple[str, dict[str, Any]]] = {
+    # grouped keys and values, biases on the four projections (drawn at random)
+    "olmo": ("OlmoForCausalLM", dict(
+        model_type="olmo", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, intermediate_size=128, max_position_embeddings=32,
+        attention_bias=True, pad_token_id=0)),
+}
+# fmt: on
+
+
+def hf_class(name: str):
+    cls, fields = TINY[name]
+    config = transformers.AutoConfig.for_model(**{"vocab_size": VOCAB, **fields})
+    config.architectures = [cls]
+    return getattr(transformers, cls), config
+
+
+def tiny_model(name: str):
+    cls, config = hf_class(name)
+    torch.manual_seed(0)
+    model = cls(config).eval()
+    with torch.no_grad():
+        # transformers starts biases at zero and norm weights at one, where a tensor loaded
+        # into the wrong place (or not at all) would go unseen: draw them at random.
+        for key, param in model.named_parameters():
+            if key.endswith(".bias") or "norm" in key:
+                param.normal_(0.0, 0.5)
+    return model
+
+
+def our_total(config: dict[str, Any]) -> int:
+    ir = build_ir(import_config(config).spec)
+    return ir.value(parameter_count(ir.root))
+
+
+@pytest.mark.parametrize("name", list(REAL))
+def test_real_size_total_equals_the_transformers_class(name: str) -> None:
+    config = REAL[name]
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(
+            transformers.AutoConfig.for_model(**config)
+        )
+    assert our_total(config) == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_logits_and_greedy_tokens_equal_transformers(name: str, tmp_path: Path) -> None:
+    hf = tiny_model(name)
+    hf.save_pretrained(tmp_path / "checkpoint")
+    module, spec = generated(tmp_path / "checkpoint", tmp_path)
+    model = load_weights(module.Model().eval(), tmp_path / "checkpoint")
+    assert repr(model) == module_repr(build_ir(load_spec(spec)))
+    ids, mask = batch(0)
+    real = mask.bool()
+    with torch.no_grad():
+        ref = hf(input_ids=ids, attention_mask=mask).logits
+        assert_close(model(ids, mask)[real], ref[real])
+        prompt = torch.randint(3, VOCAB, (2, 5))
+        assert torch.equal(model.generate(prompt, 8), greedy_hf(hf, prompt, 8))
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_executed_flops_equal_flop_counter_on_the_transformers_class(name: str) -> None:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    cls, config = hf_class(name)
+    with torch.device("meta"):
+        model = cls(config)
+    ir = build_ir(import_config({**config.to_dict(), "architectures": [cls.__name__]}).spec)
+    figures = flop_figures(ir, CONVENTIONS["executed"])
+    b, s = 2, 24
+    with FlopCounterMode(display=False) as counter:
+        model(torch.zeros(b, s, dtype=torch.long, device="meta"))
+    expected = sp.sympify(figures.forward_matmul).xreplace({**ir.env, B: b, S: s})
+    assert int(expected) == counter.get_total_flops()
+
+
+# --- OLMo ------------------------------------------------------------------------------------
+
+
+def test_olmo_norms_have_no_parameters_and_compute_in_float32(tmp_path: Path) -> None:
+    from transformers.models.olmo.modeling_olmo import OlmoLayerNorm
+
+    from archspec.backends.count.params import parameter_rows
+    from archspec.backends.torchgen import generate_source, load_generated
+
+    ir = build_ir(import_config({**TINY["olmo"][1], "architectures": ["OlmoForCausalLM"]}).spec)
+    assert not [row.name for row in parameter_rows(ir) if "norm" in row.name]
+    module = load_generated(generate_source(ir), tmp_path)
+    ours = module.NonParametricLayerNorm(80, eps=1e-5, elementwise_affine=False)
+    assert list(ours.parameters()) == []
+    # in bfloat16, where computing in float32 (as OlmoLayerNorm does) makes a difference
+    torch.manual_seed(0)
+    x = torch.randn(3, 5, 80).to(torch.bfloat16) * 4 + 1
+    assert torch.equal(ours(x), OlmoLayerNorm(80)(x))
+
+
+def test_olmo_refuses_clip_qkv_naming_the_field() -> None:
+    with pytest.raises(SpecError) as err:
+        import_config({**OLMO_1B, "clip_qkv": 8.0})
+    assert err.value.path == "clip_qkv"
