@@ -43,7 +43,16 @@ OLMO_1B = {  # allenai/OLMo-1B-hf
     "tie_word_embeddings": True, "torch_dtype": "float32", "use_cache": True,
     "vocab_size": 50304,
 }
-REAL = {"olmo": OLMO_1B}
+OLMO_2_7B = {  # allenai/OLMo-2-1124-7B
+    "architectures": ["Olmo2ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "hidden_act": "silu", "hidden_size": 4096, "initializer_range": 0.02,
+    "intermediate_size": 11008, "max_position_embeddings": 4096, "model_type": "olmo2",
+    "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 32,
+    "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 500000,
+    "tie_word_embeddings": False, "torch_dtype": "float32", "use_cache": True,
+    "vocab_size": 100352,
+}
+REAL = {"olmo": OLMO_1B, "olmo2": OLMO_2_7B}
 
 # name: (transformers class, config fields of a tiny model)
 TINY: dict[str, tuple[str, dict[str, Any]]] = {
@@ -52,6 +61,11 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
         model_type="olmo", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, intermediate_size=128, max_position_embeddings=32,
         attention_bias=True, pad_token_id=0)),
+    # norms on the sublayers' outputs, q/k norms over all heads (weights drawn at random)
+    "olmo2": ("Olmo2ForCausalLM", dict(
+        model_type="olmo2", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, intermediate_size=128, max_position_embeddings=32,
+        rms_norm_eps=1e-6, pad_token_id=0)),
 }
 # fmt: on
 
@@ -147,3 +161,24 @@ def test_olmo_refuses_clip_qkv_naming_the_field() -> None:
     with pytest.raises(SpecError) as err:
         import_config({**OLMO_1B, "clip_qkv": 8.0})
     assert err.value.path == "clip_qkv"
+
+
+# --- OLMo 2 ----------------------------------------------------------------------------------
+
+
+def test_olmo2_blocks_norm_the_outputs_and_all_heads_at_once() -> None:
+    spec = import_config(REAL["olmo2"]).spec
+    assert spec.residual == "res_post_norm" and spec.attention.qk_norm_scope == "all"
+    ir = build_ir(spec)
+    block = ir.root.part("decoder").block_variants[0]
+    attn = block.attn
+    assert (ir.value(attn.q_norm.dim), ir.value(attn.k_norm.dim)) == (4096, 4096)
+    assert [c.name for c in block.children] == ["attn", "attn_post_norm", "mlp", "mlp_post_norm"]
+
+
+def test_olmo2_refuses_tensor_parallelism_over_its_whole_projection_norms() -> None:
+    from archspec.backends.torchgen import generate_source
+
+    spec = import_config({**TINY["olmo2"][1], "architectures": ["Olmo2ForCausalLM"]}).spec
+    source = generate_source(build_ir(spec))
+    assert "tensor parallelism does not split q/k norms over all heads" in source

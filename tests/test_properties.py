@@ -77,10 +77,13 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
     parallel = ["parallel", "parallel_two_norms"]
     residual = draw(
         st.sampled_from(
-            ["pre", "post", "sandwich"] if encdec else ["pre", "post", "sandwich", *parallel]
+            ["pre", "post", "sandwich", "res_post_norm"]
+            if encdec
+            else ["pre", "post", "sandwich", "res_post_norm", *parallel]
         )
     )
     decoder = layout == "decoder"
+    qk_norm = draw(optional(st.booleans()))
     kind = draw(st.sampled_from(POSITIONS))
     rope = kind == "rope"
 
@@ -194,7 +197,10 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
             bias=draw(optional(st.booleans())),
             scale_scores=draw(optional(st.booleans())),
             qkv_bias=draw(optional(st.booleans())),
-            qk_norm=draw(optional(st.booleans())),
+            qk_norm=qk_norm,
+            qk_norm_scope=draw(optional(st.sampled_from(["head", "all"])))
+            if qk_norm is True
+            else OMIT,
             softcap=draw(optional(st.sampled_from([1.0, 50.0]))) if decoder else OMIT,
             scale_dim=draw(optional(st.integers(1, 8))),
             sliding_window=window,

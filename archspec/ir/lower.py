@@ -86,7 +86,8 @@ def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
     v_out = heads("v", source.rows, kv_width, node.n_kv_heads)
     v = low.emit(LinearOp(v_out, source, node.v, "attn_proj"))
     if node.q_norm is not None and node.k_norm is not None:
-        # Qwen3: each head's queries and keys are normalised over head_dim.
+        # Qwen3: each head's queries and keys are normalised over head_dim; OLMo 2: all of
+        # the projection's channels together.
         q = low.emit(NormOp(_like(q, "q"), q, node.q_norm))
         k = low.emit(NormOp(_like(k, "k"), k, node.k_norm))
     if node.rotary:
@@ -178,15 +179,15 @@ def lower_block(node: Block) -> Lowered:
             x = low.emit(Add(Value("x", "tokens", d), x, sublayer(sub.layer, h), "residuals"))
     block_input = x
     for sub in node.sublayers if position != "shared" else ():
-        assert sub.norm is not None
+        assert sub.norm is not None or position == "on_output"
         if position == "per_branch":
             # Each branch normalises the block's input; their outputs add to the stream.
             h = low.emit(NormOp(Value("h", "tokens", d), block_input, sub.norm))
             x = low.emit(Add(Value("x", "tokens", d), x, sublayer(sub.layer, h), "residuals"))
-        elif position == "before":
-            h = low.emit(NormOp(Value("h", "tokens", d), x, sub.norm))
+        elif position in ("before", "on_output"):
+            h = x if sub.norm is None else low.emit(NormOp(Value("h", "tokens", d), x, sub.norm))
             out = sublayer(sub.layer, h)
-            if sub.post_norm is not None:  # sandwich: the output is normalised before the add
+            if sub.post_norm is not None:  # sandwich, res-post-norm: the output is normalised
                 out = low.emit(NormOp(Value(sub.layer.name, "tokens", d), out, sub.post_norm))
             x = low.emit(Add(Value("x", "tokens", d), x, out, "residuals"))
         else:

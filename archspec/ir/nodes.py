@@ -134,6 +134,7 @@ class Attention(Composite):
     softcap: float | None = None  # scores soft-capped, cap·tanh(s / cap), before the mask
     q_norm: Norm | None = None  # over each head's queries, before RoPE (Qwen3)
     k_norm: Norm | None = None  # over each head's keys
+    qk_norm_all: bool = False  # q_norm and k_norm span all heads' channels at once (OLMo 2)
     scale_dim: int | None = None  # scores divided by sqrt(scale_dim), not sqrt(head_dim)
 
     @property
@@ -236,11 +237,12 @@ class MoE(Composite):
 
 @dataclass(frozen=True)
 class Sublayer:
-    """A sublayer of a block and its norm (None in a parallel block, whose norm is shared)."""
+    """A sublayer of a block and its norm (None in a parallel block, whose norm is shared, and
+    in a res-post-norm block, which normalises only the output)."""
 
     norm: Norm | None
     layer: Attention | MLP | MoE
-    post_norm: Norm | None = None  # on the sublayer's output, before the add (sandwich)
+    post_norm: Norm | None = None  # on the sublayer's output, before the add (sandwich, OLMo 2)
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,12 @@ from archspec import kinds
 from archspec.safety.text import UNSAFE_CLASS
 
 Layout = Literal["encoder", "decoder", "encoder-decoder"]
-Residual = Literal["pre", "post", "parallel", "parallel_two_norms", "sandwich"]
+Residual = Literal["pre", "post", "parallel", "parallel_two_norms", "sandwich", "res_post_norm"]
 NormKind = Literal["layernorm", "rmsnorm", "offset_rmsnorm", "nonparametric_layernorm"]
 PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
 RopeScaling = Literal["none", "linear", "llama3", "yarn"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
+QKNormScope = Literal["head", "all"]
 EmbeddingProjection = Literal["after_norm", "around_stack"]
 
 
@@ -156,6 +157,13 @@ class AttentionSpec:
         default=False,
         metadata=doc(
             "a norm (the spec's kind) over each head's queries and keys, before RoPE (Qwen3)"
+        ),
+    )
+    qk_norm_scope: QKNormScope = field(
+        default="head",
+        metadata=doc(
+            "what qk_norm normalises: each head's own channels (head, Qwen3) or the whole "
+            "projection, all heads together (all, OLMo 2)"
         ),
     )
     softcap: float | None = field(

@@ -144,6 +144,8 @@ class _AttentionWriter(ForwardWriter):
         projected = super().render_linearop(op)
         if op.module is self.node.o:
             return projected
+        if self._normed(op.module) and self.node.qk_norm_all:
+            return projected  # normalised whole (OLMo 2), then split into heads
         if self._normed(op.module):
             # Normalised per head before the heads move to dim 1 (as transformers' Qwen3),
             # which keeps the (B, S, heads, head_dim) layout: merging SDPA's output stays a view.
@@ -159,6 +161,8 @@ class _AttentionWriter(ForwardWriter):
 
     def render_normop(self, op: NormOp) -> Expr:
         normed = super().render_normop(op)
+        if self.node.qk_norm_all:
+            return self._call("self.split_heads", [normed])
         return Expr(f"{normed.text}.transpose(1, 2)", ATOM, normed.reads)
 
     def _normed(self, module) -> bool:

@@ -27,6 +27,7 @@ from archspec.hf.families import (
     mixtral,
     mt5,
     olmo,
+    olmo2,
     openai_gpt,
     opt,
     phi,
@@ -69,6 +70,7 @@ _MODULES = (
     falcon,
     phi3,
     olmo,
+    olmo2,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
