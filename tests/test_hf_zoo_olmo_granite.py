@@ -52,7 +52,18 @@ OLMO_2_7B = {  # allenai/OLMo-2-1124-7B
     "tie_word_embeddings": False, "torch_dtype": "float32", "use_cache": True,
     "vocab_size": 100352,
 }
-REAL = {"olmo": OLMO_1B, "olmo2": OLMO_2_7B}
+GRANITE_3_2B = {  # ibm-granite/granite-3.0-2b-instruct
+    "architectures": ["GraniteForCausalLM"], "attention_bias": False, "attention_dropout": 0.1,
+    "attention_multiplier": 0.015625, "bos_token_id": 0, "embedding_multiplier": 12.0,
+    "eos_token_id": 0, "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02,
+    "intermediate_size": 8192, "logits_scaling": 8.0, "max_position_embeddings": 4096,
+    "mlp_bias": False, "model_type": "granite", "num_attention_heads": 32,
+    "num_hidden_layers": 40, "num_key_value_heads": 8, "pad_token_id": 0,
+    "residual_multiplier": 0.22, "rms_norm_eps": 1e-05, "rope_scaling": None,
+    "rope_theta": 10000.0, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
+    "use_cache": True, "vocab_size": 49155,
+}
+REAL = {"olmo": OLMO_1B, "olmo2": OLMO_2_7B, "granite": GRANITE_3_2B}
 
 # name: (transformers class, config fields of a tiny model)
 TINY: dict[str, tuple[str, dict[str, Any]]] = {
@@ -66,6 +77,12 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
         model_type="olmo2", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, intermediate_size=128, max_position_embeddings=32,
         rms_norm_eps=1e-6, pad_token_id=0)),
+    # granite-3.0-2b's multipliers, the attention's a quarter of 1/sqrt(head_dim 16)
+    "granite": ("GraniteForCausalLM", dict(
+        model_type="granite", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, intermediate_size=128, max_position_embeddings=32,
+        embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.0625,
+        logits_scaling=8.0, attention_bias=True, mlp_bias=True, pad_token_id=0)),
 }
 # fmt: on
 
@@ -168,7 +185,7 @@ def test_olmo_refuses_clip_qkv_naming_the_field() -> None:
 
 def test_olmo2_blocks_norm_the_outputs_and_all_heads_at_once() -> None:
     spec = import_config(REAL["olmo2"]).spec
-    assert spec.residual == "res_post_norm" and spec.attention.qk_norm_scope == "all"
+    assert spec.residual == "output_norm" and spec.attention.qk_norm_scope == "all"
     ir = build_ir(spec)
     block = ir.root.part("decoder").block_variants[0]
     attn = block.attn
@@ -182,3 +199,42 @@ def test_olmo2_refuses_tensor_parallelism_over_its_whole_projection_norms() -> N
     spec = import_config({**TINY["olmo2"][1], "architectures": ["Olmo2ForCausalLM"]}).spec
     source = generate_source(build_ir(spec))
     assert "tensor parallelism does not split q/k norms over all heads" in source
+
+
+# --- Granite ---------------------------------------------------------------------------------
+
+
+def test_granite_multipliers_become_spec_fields() -> None:
+    spec = import_config(GRANITE_3_2B).spec
+    assert spec.embedding.multiplier == 12.0 and spec.residual_multiplier == 0.22
+    assert spec.attention.scale == 0.015625 and spec.head.logits_divisor == 8.0
+    # GraniteConfig's default attention_multiplier (1.0) is no scaling, not 1/sqrt(head_dim)
+    bare = {k: v for k, v in GRANITE_3_2B.items() if not k.endswith(("multiplier", "scaling"))}
+    spec = import_config(bare).spec
+    assert (spec.attention.scale, spec.residual_multiplier, spec.head.logits_divisor) == (1, 1, 1)
+
+
+def test_granite_multiplies_count_as_elementwise_flops() -> None:
+    """Under a convention counting elementwise work (executed), the four multipliers add one
+    FLOP per element they scale: the embeddings (B·S·d), each block's two branches
+    (2·n_layers·B·S·d) and the logits (B·S·vocab); the attention's replaces 1/sqrt(head_dim)."""
+    with_multipliers = build_ir(import_config(GRANITE_3_2B).spec)
+    bare = {k: v for k, v in GRANITE_3_2B.items() if not k.endswith(("multiplier", "scaling"))}
+    plain = build_ir(import_config({**bare, "attention_multiplier": 0.015625}).spec)
+    b, s, d, layers, vocab = 2, 24, 2048, 40, 49155
+
+    def forward(ir) -> int:
+        figures = flop_figures(ir, CONVENTIONS["executed"])
+        return int(sp.sympify(figures.forward).xreplace({**ir.env, B: b, S: s}))
+
+    expected = b * s * d + 2 * layers * b * s * d + b * s * vocab
+    assert forward(with_multipliers) - forward(plain) == expected
+    kaplan = CONVENTIONS["kaplan"]  # no elementwise work at all
+    figures = [flop_figures(ir, kaplan).forward for ir in (with_multipliers, plain)]
+    assert sp.simplify(figures[0] - figures[1]) == 0
+
+
+def test_granite_refuses_a_multiplier_that_is_not_a_number() -> None:
+    with pytest.raises(SpecError) as err:
+        import_config({**GRANITE_3_2B, "residual_multiplier": "0.22"})
+    assert err.value.path == "residual_multiplier"

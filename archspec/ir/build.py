@@ -132,6 +132,7 @@ def _model(spec: Spec, d: _Dims) -> Model:
         score_activation=spec.mlp.activation if score else None,
         scale_tied_output=spec.head.scale_tied_output,
         logit_softcap=spec.head.softcap,
+        logits_divisor=spec.head.logits_divisor,
         decoder_start_token=spec.head.decoder_start_token,
         d_model=d.d_model,
         vocab_size=d.vocab_size,
@@ -193,6 +194,7 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
         position=position,
         scale_embedding=spec.embedding.scale,
         scale_in_dtype=spec.embedding.scale_in_dtype,
+        emb_multiplier=spec.embedding.multiplier,
         max_seq_len=d.max_seq_len,
         width=d.d_model,
         blocks=Repeat("blocks", tuple(runs)),
@@ -270,12 +272,13 @@ def _block(
             sublayers=tuple(Sublayer(None, layer) for _, layer in sublayers),
             shared_norm=_norm(spec, d, "norm"),
             dropout=spec.dropout.hidden,
+            residual_multiplier=spec.residual_multiplier,
         )
     post = kinds.residual(spec.residual).post_norms
     pre = kinds.residual(spec.residual).norm_position != "on_output"
 
     def sublayer(name: str, layer) -> Sublayer:
-        # A sandwich block's second norm: attn_post_norm, mlp_post_norm (a res-post-norm
+        # A sandwich block's second norm: attn_post_norm, mlp_post_norm (an output-norm
         # block's only one).
         post_norm = _norm(spec, d, name.replace("_norm", "_post_norm")) if post else None
         return Sublayer(_norm(spec, d, name) if pre else None, layer, post_norm)
@@ -286,6 +289,7 @@ def _block(
         width=d.d_model,
         sublayers=tuple(sublayer(name, layer) for name, layer in sublayers),
         dropout=spec.dropout.hidden,
+        residual_multiplier=spec.residual_multiplier,
     )
 
 
@@ -317,6 +321,7 @@ def _attention(
         k_norm=_qk_norm(spec, d, "k_norm", kv_width) if qk_norm else None,
         qk_norm_all=spec.attention.qk_norm_scope == "all",
         scale_dim=spec.attention.scale_dim,
+        scale=spec.attention.scale,
     )
 
 

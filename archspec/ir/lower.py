@@ -171,28 +171,35 @@ def lower_block(node: Block) -> Lowered:
             out = low.emit(Dropout(Value(layer.name, "tokens", d), out, node.dropout, "residuals"))
         return out
 
+    def add(x: Value, out: Value) -> Value:
+        """x + out, the branch first scaled by the residual multiplier (Granite)."""
+        if node.residual_multiplier != 1:
+            m = node.residual_multiplier
+            out = low.emit(Scale(Value(out.name, "tokens", d), out, "residuals", factor=m))
+        return low.emit(Add(Value("x", "tokens", d), x, out, "residuals"))
+
     position = node.entry.norm_position
     if position == "shared":
         assert node.shared_norm is not None
         h = low.emit(NormOp(Value("h", "tokens", d), x, node.shared_norm))
         for sub in node.sublayers:
-            x = low.emit(Add(Value("x", "tokens", d), x, sublayer(sub.layer, h), "residuals"))
+            x = add(x, sublayer(sub.layer, h))
     block_input = x
     for sub in node.sublayers if position != "shared" else ():
         assert sub.norm is not None or position == "on_output"
         if position == "per_branch":
             # Each branch normalises the block's input; their outputs add to the stream.
             h = low.emit(NormOp(Value("h", "tokens", d), block_input, sub.norm))
-            x = low.emit(Add(Value("x", "tokens", d), x, sublayer(sub.layer, h), "residuals"))
+            x = add(x, sublayer(sub.layer, h))
         elif position in ("before", "on_output"):
             h = x if sub.norm is None else low.emit(NormOp(Value("h", "tokens", d), x, sub.norm))
             out = sublayer(sub.layer, h)
-            if sub.post_norm is not None:  # sandwich, res-post-norm: the output is normalised
+            if sub.post_norm is not None:  # sandwich, output-norm: the output is normalised
                 out = low.emit(NormOp(Value(sub.layer.name, "tokens", d), out, sub.post_norm))
-            x = low.emit(Add(Value("x", "tokens", d), x, out, "residuals"))
+            x = add(x, out)
         else:
             out = sublayer(sub.layer, x)
-            total = low.emit(Add(Value("x", "tokens", d), x, out, "residuals"))
+            total = add(x, out)
             x = low.emit(NormOp(Value("x", "tokens", d), total, sub.norm))
     low.out = x
     return low
@@ -212,6 +219,9 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
         positions = low.emit(Positions(Value("positions", "positions", 1, "index")))
     if node.scale_embedding:
         x = low.emit(Scale(Value("x", "tokens", d), x, "embeddings"))
+    if node.emb_multiplier != 1:
+        m = node.emb_multiplier
+        x = low.emit(Scale(Value("x", "tokens", d), x, "embeddings", factor=m))
     if node.pos_emb is not None:
         assert positions is not None
         pos = low.emit(Lookup(Value("pos", "positions", d), node.pos_emb, positions))
@@ -300,7 +310,11 @@ def lower_model(model: Model) -> list[Segment]:
                 h = heads.emit(NormOp(Value("h", "tokens", e), h, model.lm_norm))
             # Vocabulary-parallel: each tensor-parallel rank holds its share of the logits.
             logits = Value("logits", "tokens", model.vocab_size, split=True)
-            heads.emit(LinearOp(logits, h, model.lm_head, "head"))
+            logits = heads.emit(LinearOp(logits, h, model.lm_head, "head"))
+            if model.logits_divisor != 1:
+                scaled = Value("logits", "tokens", model.vocab_size, split=True)
+                div = model.logits_divisor
+                logits = heads.emit(Scale(scaled, logits, "head", factor=div, divide=True))
             if model.logit_softcap is not None:
                 capped = Value("logits", "tokens", model.vocab_size, split=True)
                 logits = heads.emit(Softcap(capped, logits, model.logit_softcap, "head"))

@@ -138,10 +138,13 @@ class Add(Op):
 
 @dataclass(frozen=True, eq=False)
 class Scale(Op):
-    """out = x * a constant (embeddings × sqrt(d_model), T5's output × d_model**-0.5)."""
+    """out = x * a constant (embeddings × sqrt(d_model), T5's output × d_model**-0.5), or
+    x * factor / x / factor for a constant the op carries (Granite's multipliers)."""
 
     x: Value
     component: str
+    factor: float | None = None  # None: the stack's or the head's own scale
+    divide: bool = False  # x / factor, not x * factor (as transformers writes it)
 
     @property
     def inputs(self):

@@ -79,9 +79,9 @@ RESIDUALS: dict[str, ResidualKind] = {
             post_norms=True,
         ),
         ResidualKind(
-            "res_post_norm",
-            "res-post-norm",
-            "Res-post-norm block (Swin Transformer V2, OLMo 2): each sublayer f adds "
+            "output_norm",
+            "norm on each output",
+            "Output-norm block (OLMo 2; Swin Transformer V2's res-post-norm): each sublayer f adds "
             "post_norm(f(x)) to the residual stream x; nothing normalises its input.",
             norm_position="on_output",
             final_norm_by_default=True,

@@ -14,7 +14,7 @@ from archspec import kinds
 from archspec.safety.text import UNSAFE_CLASS
 
 Layout = Literal["encoder", "decoder", "encoder-decoder"]
-Residual = Literal["pre", "post", "parallel", "parallel_two_norms", "sandwich", "res_post_norm"]
+Residual = Literal["pre", "post", "parallel", "parallel_two_norms", "sandwich", "output_norm"]
 NormKind = Literal["layernorm", "rmsnorm", "offset_rmsnorm", "nonparametric_layernorm"]
 PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
 RopeScaling = Literal["none", "linear", "llama3", "yarn"]
@@ -141,6 +141,12 @@ class EmbeddingSpec:
         default=False,
         metadata=doc("that factor rounded to the embeddings' dtype first (Gemma), not a float"),
     )
+    multiplier: float = field(
+        default=1.0,
+        metadata=doc(
+            "multiply token embeddings by this (Granite's embedding_multiplier)", positive=True
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -174,6 +180,13 @@ class AttentionSpec:
         default=None,
         metadata=doc(
             "divide scores by sqrt(this), not sqrt(head_dim) (Gemma 2's query_pre_attn_scalar)",
+            positive=True,
+        ),
+    )
+    scale: float | None = field(
+        default=None,
+        metadata=doc(
+            "multiply scores by this, not 1/sqrt(head_dim) (Granite's attention_multiplier)",
             positive=True,
         ),
     )
@@ -292,6 +305,10 @@ class HeadSpec:
     softcap: float | None = field(
         default=None, metadata=doc("soft-cap the logits, cap·tanh(logits / cap) (Gemma 2: 30)")
     )
+    logits_divisor: float = field(
+        default=1.0,
+        metadata=doc("divide the logits by this (Granite's logits_scaling)", positive=True),
+    )
     decoder_start_token: int | None = field(
         default=None,
         metadata=doc("encoder-decoders: the decoder's first token when generating"),
@@ -348,6 +365,13 @@ class Spec:
         default="pre",
         metadata=doc(
             "pre-norm, post-norm, parallel (one norm) or parallel_two_norms (one per branch)"
+        ),
+    )
+    residual_multiplier: float = field(
+        default=1.0,
+        metadata=doc(
+            "multiply each sublayer's output by this before the residual add (Granite)",
+            positive=True,
         ),
     )
     final_norm: bool | None = field(

@@ -75,7 +75,7 @@ class _Builder:
                 if position == "before" and sub.norm is not None:
                     items.append(self.norm(sub.norm, path))
                 items.extend(self.layer(sub.layer, stack, path))
-                if sub.post_norm is not None:  # sandwich, res-post-norm
+                if sub.post_norm is not None:  # sandwich, output-norm
                     items.append(self.norm(sub.post_norm, path))
                 items.append(Add(self.id("add")))
                 skips.append((start, len(items) - 1))

@@ -68,6 +68,8 @@ def _init(node: Attention, size: ExprPrinter) -> str:
         body.append(f"self.window = {node.window}  # keys a query sees, its own included")
     if node.scale_dim is not None:
         body.append(f"self.scale = {node.scale_dim}**-0.5  # not head_dim's")
+    elif node.scale is not None:
+        body.append(f"self.scale = {node.scale!r}  # not 1/sqrt(head_dim)")
     elif node.softcap is not None:
         body.append("self.scale = self.head_dim**-0.5")
     if node.softcap is not None:
@@ -99,7 +101,7 @@ def _sdpa(f: Features, node: Attention, q: str, k: str, v: str) -> list[str]:
     if not node.scale_scores:
         args.append("scale=1.0")
         before.append("# The scores are not divided by sqrt(head_dim), as in T5.")
-    elif node.scale_dim is not None:
+    elif node.scale_dim is not None or node.scale is not None:
         args.append("scale=self.scale")
     heads = _heads(f, node)
     if heads != "multi-head":

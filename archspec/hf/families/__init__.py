@@ -22,6 +22,7 @@ from archspec.hf.families import (
     gpt_bigcode,
     gpt_neox,
     gptj,
+    granite,
     llama,
     mistral,
     mixtral,
@@ -71,6 +72,7 @@ _MODULES = (
     phi3,
     olmo,
     olmo2,
+    granite,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

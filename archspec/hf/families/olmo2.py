@@ -1,5 +1,5 @@
 """OLMo 2 (`model_type: olmo2`): LLaMA's decoder with its norms moved onto the sublayers'
-outputs, x + norm(f(x)) (`residual: res_post_norm`: `post_attention_layernorm`,
+outputs, x + norm(f(x)) (`residual: output_norm`: `post_attention_layernorm`,
 `post_feedforward_layernorm`, nothing before attention and the MLP), and RMSNorms over the
 whole q and k projections, all heads together, before RoPE (`attention.qk_norm_scope: all`)."""
 
@@ -28,7 +28,7 @@ VARIANT = LlamaVariant(
 
 def import_olmo2(f: Fields, cls: HFClass) -> dict[str, Any]:
     spec = import_llama_like(f, cls, VARIANT)
-    spec["residual"] = "res_post_norm"
+    spec["residual"] = "output_norm"
     spec["attention"] = {
         **spec["attention"],
         "bias": f.bool("attention_bias", False),
@@ -39,10 +39,10 @@ def import_olmo2(f: Fields, cls: HFClass) -> dict[str, Any]:
 
 
 def export_olmo2(spec: Spec) -> dict[str, Any]:
-    if spec.residual != "res_post_norm" or spec.attention.qk_norm_scope != "all":
+    if spec.residual != "output_norm" or spec.attention.qk_norm_scope != "all":
         raise SpecError(
             "OLMo 2 blocks normalise the sublayers' outputs and the whole q and k projections",
-            path="residual" if spec.residual != "res_post_norm" else "attention.qk_norm_scope",
+            path="residual" if spec.residual != "output_norm" else "attention.qk_norm_scope",
         )
     return {**export_llama_like(spec), "attention_bias": spec.attention.bias}
 
