@@ -83,6 +83,18 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
         num_key_value_heads=2, intermediate_size=128, max_position_embeddings=32,
         embedding_multiplier=12.0, residual_multiplier=0.22, attention_multiplier=0.0625,
         logits_scaling=8.0, attention_bias=True, mlp_bias=True, pad_token_id=0)),
+    # Qwen2's window (4, shorter than the batch's 10 and the generated 13 tokens) on the
+    # layers from max_window_layers (1) on: window_pattern GLL
+    "qwen2-window": ("Qwen2ForCausalLM", dict(
+        model_type="qwen2", hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+        num_key_value_heads=2, intermediate_size=128, max_position_embeddings=32,
+        use_sliding_window=True, sliding_window=4, max_window_layers=1, pad_token_id=0)),
+    # Qwen3's, from an explicit layer_types (as transformers 5 saves it): window_pattern LG
+    "qwen3-window": ("Qwen3ForCausalLM", dict(
+        model_type="qwen3", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=32, intermediate_size=128, max_position_embeddings=32,
+        use_sliding_window=True, sliding_window=4, pad_token_id=0,
+        layer_types=["sliding_attention", "full_attention"])),
 }
 # fmt: on
 
@@ -238,3 +250,24 @@ def test_granite_refuses_a_multiplier_that_is_not_a_number() -> None:
     with pytest.raises(SpecError) as err:
         import_config({**GRANITE_3_2B, "residual_multiplier": "0.22"})
     assert err.value.path == "residual_multiplier"
+
+
+# --- Qwen2 / Qwen3 windows -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "pattern"), [("qwen2-window", "GLL"), ("qwen3-window", "LG")])
+def test_qwen_windows_mask_what_transformers_masks(name: str, pattern: str) -> None:
+    """The imported pattern, and that the window changes transformers' own logits on this
+    batch (so the equality above is not that of two unwindowed models)."""
+    cls, config = hf_class(name)
+    spec = import_config({**config.to_dict(), "architectures": [cls.__name__]}).spec
+    assert (spec.attention.sliding_window, spec.attention.window_pattern) == (4, pattern)
+    windowed = tiny_model(name)
+    config.use_sliding_window, config.sliding_window = False, None
+    config.layer_types = ["full_attention"] * config.num_hidden_layers
+    torch.manual_seed(0)
+    full = cls(config).eval()
+    full.load_state_dict(windowed.state_dict())
+    ids, _ = batch(0)
+    with torch.no_grad():
+        assert (windowed(input_ids=ids).logits - full(input_ids=ids).logits).abs().max() > 1e-3
