@@ -254,6 +254,52 @@ _llama(
     rms_norm_eps=1e-6,
     tie_word_embeddings=True,
 )
+_llama(
+    "olmo-1b",
+    2048,
+    16,
+    16,
+    16,
+    8192,
+    cls="OlmoForCausalLM",
+    conf="OlmoConfig",
+    vocab_size=50304,
+    max_position_embeddings=2048,
+    tie_word_embeddings=True,
+)
+_llama(
+    "olmo-2-7b",
+    4096,
+    32,
+    32,
+    32,
+    11008,
+    cls="Olmo2ForCausalLM",
+    conf="Olmo2Config",
+    vocab_size=100352,
+    max_position_embeddings=4096,
+    rope_theta=500000.0,
+    rms_norm_eps=1e-6,
+)
+_llama(
+    "granite-3-2b",
+    2048,
+    40,
+    32,
+    8,
+    8192,
+    cls="GraniteForCausalLM",
+    conf="GraniteConfig",
+    vocab_size=49155,
+    max_position_embeddings=4096,
+    rms_norm_eps=1e-5,
+    tie_word_embeddings=True,
+    embedding_multiplier=12.0,
+    residual_multiplier=0.22,
+    attention_multiplier=0.015625,
+    logits_scaling=8.0,
+    attention_dropout=0.1,
+)
 
 for _name, _d, _l, _h in (("bloom-560m", 1024, 24, 16), ("bloom-176b", 14336, 70, 112)):
     _add(

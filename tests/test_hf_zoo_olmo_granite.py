@@ -134,6 +134,15 @@ def test_real_size_total_equals_the_transformers_class(name: str) -> None:
     assert our_total(config) == sum(p.numel() for p in model.parameters())
 
 
+@pytest.mark.parametrize(
+    ("name", "builtin"), [("olmo", "olmo-1b"), ("olmo2", "olmo-2-7b"), ("granite", "granite-3-2b")]
+)
+def test_real_config_imports_to_the_builtin(name: str, builtin: str) -> None:
+    from tests.test_rotary_families import architecture
+
+    assert architecture(import_config(REAL[name]).spec) == architecture(load_spec(builtin))
+
+
 @pytest.mark.parametrize("name", list(TINY))
 def test_logits_and_greedy_tokens_equal_transformers(name: str, tmp_path: Path) -> None:
     hf = tiny_model(name)
