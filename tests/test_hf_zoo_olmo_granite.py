@@ -72,6 +72,11 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
         model_type="olmo", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, intermediate_size=128, max_position_embeddings=32,
         attention_bias=True, pad_token_id=0)),
+    # clip_qkv small enough (0.5) to clamp many of these random projections' values
+    "olmo-clip": ("OlmoForCausalLM", dict(
+        model_type="olmo", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, intermediate_size=128, max_position_embeddings=32,
+        clip_qkv=0.5, pad_token_id=0)),
     # norms on the sublayers' outputs, q/k norms over all heads (weights drawn at random)
     "olmo2": ("Olmo2ForCausalLM", dict(
         model_type="olmo2", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
@@ -195,10 +200,56 @@ def test_olmo_norms_have_no_parameters_and_compute_in_float32(tmp_path: Path) ->
     assert torch.equal(ours(x), OlmoLayerNorm(80)(x))
 
 
-def test_olmo_refuses_clip_qkv_naming_the_field() -> None:
-    with pytest.raises(SpecError) as err:
-        import_config({**OLMO_1B, "clip_qkv": 8.0})
-    assert err.value.path == "clip_qkv"
+def test_olmo_clip_qkv_clamps_q_k_and_v(tmp_path: Path) -> None:
+    """clip_qkv becomes attention.clip_qkv; it changes transformers' own logits here (so the
+    equality above is not that of two unclamped models); the generated model keeps what its
+    counter says (saved_tensors_hooks, in training); each clamp costs 2 FLOPs per element."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from archspec.backends.count.memory import activation_bytes
+    from archspec.backends.torchgen import generate_source, load_generated
+    from tests.test_memory import saved_bytes
+
+    assert import_config({**OLMO_1B, "clip_qkv": 8.0}).spec.attention.clip_qkv == 8.0
+    cls, config = hf_class("olmo-clip")
+    clamped = tiny_model("olmo-clip")
+    config.clip_qkv = None
+    free = cls(config).eval()
+    free.load_state_dict(clamped.state_dict())
+    ids, _ = batch(0)
+    with torch.no_grad():
+        assert (clamped(input_ids=ids).logits - free(input_ids=ids).logits).abs().max() > 1e-3
+
+    b, s = 2, 12
+    tokens = torch.randint(0, VOCAB, (b, s))
+
+    def loss(logits):
+        return torch.nn.functional.cross_entropy(logits.flatten(0, 1), tokens.flatten())
+
+    def kept(clip: float | None):
+        """(predicted, measured) bytes kept for backward, SDPA's math path."""
+        fields = {**config.to_dict(), "clip_qkv": clip, "architectures": [cls.__name__]}
+        ir = build_ir(import_config(fields).spec)
+        folder = tmp_path / f"clip-{clip}"
+        folder.mkdir()
+        model = load_generated(generate_source(ir), folder).Model().train()
+        with sdpa_kernel(SDPBackend.MATH):
+            measured = saved_bytes(model, (tokens,), loss)
+        predicted = activation_bytes(ir, 4, "eager", device="cpu").xreplace({**ir.env, B: b, S: s})
+        return int(predicted), measured, ir
+
+    predicted, measured, ir = kept(0.5)
+    predicted_free, measured_free, plain = kept(None)
+    # The clamps keep their inputs, q, k and v as projected: exactly what the counter adds.
+    assert predicted - predicted_free == measured - measured_free > 0
+    assert predicted == pytest.approx(measured, rel=0.01)
+
+    def forward(ir) -> int:
+        figures = flop_figures(ir, CONVENTIONS["executed"])
+        return int(sp.sympify(figures.forward).xreplace({**ir.env, B: b, S: s}))
+
+    q, kv = 4 * 16, 2 * 16  # the projections' widths: 4 heads of 16, 2 key/value heads
+    assert forward(ir) - forward(plain) == 2 * 2 * b * s * (q + 2 * kv)  # 2 layers
 
 
 # --- OLMo 2 ----------------------------------------------------------------------------------

@@ -207,6 +207,7 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
             if qk_norm is True
             else OMIT,
             softcap=draw(optional(st.sampled_from([1.0, 50.0]))) if decoder else OMIT,
+            clip_qkv=draw(optional(st.sampled_from([0.5]))) if decoder else OMIT,
             scale_dim=scale_dim,
             scale=draw(optional(st.sampled_from([0.03125, 1.0])))
             if scale_dim is OMIT and scale_scores is not False

@@ -322,6 +322,7 @@ def _attention(
         qk_norm_all=spec.attention.qk_norm_scope == "all",
         scale_dim=spec.attention.scale_dim,
         scale=spec.attention.scale,
+        clip=spec.attention.clip_qkv if not cross else None,
     )
 
 

@@ -18,6 +18,7 @@ from archspec.ir.ops import (
     Attend,
     Blocks,
     Call,
+    Clamp,
     Combine,
     Dispatch,
     Dropout,
@@ -85,6 +86,11 @@ def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
     k = low.emit(LinearOp(k_out, source, node.k, "attn_proj"))
     v_out = heads("v", source.rows, kv_width, node.n_kv_heads)
     v = low.emit(LinearOp(v_out, source, node.v, "attn_proj"))
+    if node.clip is not None:
+        # OLMo: each projection's output clamped to [-clip, clip], before norms and RoPE.
+        q = low.emit(Clamp(_like(q, "q"), q, node.clip, "attn_proj"))
+        k = low.emit(Clamp(_like(k, "k"), k, node.clip, "attn_proj"))
+        v = low.emit(Clamp(_like(v, "v"), v, node.clip, "attn_proj"))
     if node.q_norm is not None and node.k_norm is not None:
         # Qwen3: each head's queries and keys are normalised over head_dim; OLMo 2: all of
         # the projection's channels together.

@@ -137,6 +137,7 @@ class Attention(Composite):
     qk_norm_all: bool = False  # q_norm and k_norm span all heads' channels at once (OLMo 2)
     scale_dim: int | None = None  # scores divided by sqrt(scale_dim), not sqrt(head_dim)
     scale: float | None = None  # scores multiplied by this, not 1/sqrt(head_dim) (Granite)
+    clip: float | None = None  # q, k and v clamped to [-clip, clip] after projecting (OLMo)
 
     @property
     def children(self) -> tuple[Node, ...]:

@@ -152,6 +152,19 @@ class Scale(Op):
 
 
 @dataclass(frozen=True, eq=False)
+class Clamp(Op):
+    """out = x clamped to [-limit, limit] (OLMo's clip_qkv on q, k and v)."""
+
+    x: Value
+    limit: float
+    component: str
+
+    @property
+    def inputs(self):
+        return (self.x,)
+
+
+@dataclass(frozen=True, eq=False)
 class Softcap(Op):
     """out = cap · tanh(x / cap): values squashed smoothly into (-cap, cap) (Gemma 2's logits;
     its attention scores are capped inside `Attend`)."""

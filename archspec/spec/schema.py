@@ -190,6 +190,13 @@ class AttentionSpec:
             positive=True,
         ),
     )
+    clip_qkv: float | None = field(
+        default=None,
+        metadata=doc(
+            "decoders: clamp q, k and v to [-clip_qkv, clip_qkv] after their projections (OLMo)",
+            positive=True,
+        ),
+    )
     sliding_window: int | None = field(
         default=None,
         metadata=doc(

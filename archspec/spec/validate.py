@@ -252,6 +252,10 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
         )
     if spec.attention.qk_norm_scope != "head" and not spec.attention.qk_norm:
         raise v.error(("attention", "qk_norm_scope"), "qk_norm_scope needs attention.qk_norm")
+    if spec.attention.clip_qkv is not None and spec.layout != "decoder":
+        raise v.error(
+            ("attention", "clip_qkv"), f"clip_qkv needs layout: decoder, not {spec.layout}"
+        )
     if spec.attention.sliding_window is not None and spec.layout != "decoder":
         raise v.error(
             ("attention", "sliding_window"),

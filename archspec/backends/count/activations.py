@@ -201,6 +201,9 @@ class ActivationCounter:
     def op_scale(self, op: ops.Scale) -> None:
         pass  # by a constant
 
+    def op_clamp(self, op: ops.Clamp) -> None:
+        self.keep(op.x)  # clamp's backward passes the gradient where the input was in range
+
     def op_softcap(self, op: ops.Softcap) -> None:
         # cap·tanh(x / cap): the tanh keeps its output; dividing and scaling keep nothing.
         x = op.x

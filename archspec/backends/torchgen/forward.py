@@ -21,6 +21,7 @@ from archspec.ir.ops import (
     ActivationOp,
     Add,
     Call,
+    Clamp,
     Dropout,
     LinearOp,
     Mul,
@@ -144,6 +145,10 @@ class ForwardWriter:
         if op.divide:
             return self._binary("/", MUL, self.arg(op.x, MUL), factor)
         return self._binary("*", MUL, self.arg(op.x, MUL), factor)
+
+    def render_clamp(self, op: Clamp) -> Expr:
+        x = self.arg(op.x, ATOM)
+        return Expr(f"{x.text}.clamp({-op.limit!r}, {op.limit!r})", ATOM, x.reads)
 
     def render_add(self, op: Add) -> Expr:
         return self._binary("+", ADD, self.arg(op.a, ADD), self.arg(op.b, ADD + 1))

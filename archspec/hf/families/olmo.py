@@ -1,7 +1,8 @@
 """OLMo (`model_type: olmo`): LLaMA's decoder with a LayerNorm that has no parameters at all
 (transformers' OlmoLayerNorm: no weight, no bias, eps 1e-5 whatever the config says, in
 float32), biases on all four attention projections or none (`attention_bias`), and a tied or
-untied head. `clip_qkv` (OLMo-7B-0424 clamps q, k and v to ±8) is refused."""
+untied head, and `clip_qkv` (OLMo-7B-0424 clamps q, k and v to ±8 after their projections:
+`attention.clip_qkv`)."""
 
 from __future__ import annotations
 
@@ -27,18 +28,23 @@ EPS = 1e-5  # OlmoLayerNorm's, hard-coded
 
 
 def import_olmo(f: Fields, cls: HFClass) -> dict[str, Any]:
-    f.expect("clip_qkv", (None,), None, "q, k and v clamped to ±clip_qkv after their projections")
     f.harmless("pretraining_tp")  # a different order of the same sums
     spec = import_llama_like(f, cls, VARIANT)
     spec["norm"] = {"kind": "nonparametric_layernorm", "eps": EPS}
-    spec["attention"] = {**spec["attention"], "bias": f.bool("attention_bias", False)}
+    clip = f.float("clip_qkv", None) if f.present("clip_qkv") else None
+    f.harmless("clip_qkv")  # null: no clamping
+    spec["attention"] = {
+        **spec["attention"],
+        "bias": f.bool("attention_bias", False),
+        "clip_qkv": clip,
+    }
     return spec
 
 
 def export_olmo(spec: Spec) -> dict[str, Any]:
     fields = export_llama_like(spec)
     del fields["rms_norm_eps"]  # OlmoLayerNorm's eps is fixed
-    return {**fields, "attention_bias": spec.attention.bias, "clip_qkv": None}
+    return {**fields, "attention_bias": spec.attention.bias, "clip_qkv": spec.attention.clip_qkv}
 
 
 FAMILY = Family(
