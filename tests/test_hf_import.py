@@ -675,16 +675,24 @@ def test_sliding_window_that_masks_nothing_is_exact() -> None:
     assert short.spec.max_seq_len == 4096
 
 
-def test_qwen2_window_is_refused_only_where_it_masks() -> None:
+def test_qwen2_window_from_max_window_layers_is_a_pattern_as_long_as_the_stack() -> None:
     qwen2 = {
         "model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "vocab_size": 99,
         "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
         "intermediate_size": 128, "max_position_embeddings": 64, "sliding_window": 16,
         "max_window_layers": 2,
     }  # fmt: skip
-    # Qwen2's configs carry a window but switch it off: plain causal attention, exact.
-    assert import_config(qwen2).spec.attention.qkv_bias is True
-    with pytest.raises(SpecError, match=r"window 16\) on layers \[2, 3\]"):
-        import_config({**qwen2, "use_sliding_window": True})
-    covering = {**qwen2, "use_sliding_window": True, "sliding_window": 64}
-    assert import_config(covering).spec.max_seq_len == 64
+    # Qwen2's configs carry a window but switch it off: plain causal attention.
+    off = import_config(qwen2).spec
+    assert off.attention.qkv_bias is True and off.attention.sliding_window is None
+    # Qwen2Config windows the layers from max_window_layers on.
+    spec = import_config({**qwen2, "use_sliding_window": True}).spec
+    assert (spec.attention.sliding_window, spec.attention.window_pattern) == (16, "GGLL")
+    assert [spec.windowed(i) for i in range(4)] == [False, False, True, True]
+    # transformers 5 writes layer_types out; it wins over max_window_layers.
+    alternating = ["full_attention", "sliding_attention"] * 2
+    spec = import_config({**qwen2, "use_sliding_window": True, "layer_types": alternating}).spec
+    assert spec.attention.window_pattern == "GL"
+    with pytest.raises(SpecError) as err:
+        import_config({**qwen2, "use_sliding_window": True, "layer_types": alternating[:3]})
+    assert err.value.path == "layer_types"

@@ -88,6 +88,8 @@ def contract_model(ir: IR) -> nn.Module:
             return nn.Linear(v(node.in_features), v(node.out_features), bias=node.bias)
         if isinstance(node, Norm):
             bias = {"bias": node.bias} if node.entry.allows_bias else {}
+            if not node.entry.affine:  # a norm without parameters (OLMo)
+                bias = {"elementwise_affine": False}
             entry = node.entry
             cls = getattr(nn, entry.torch_class) if entry.code is None else None
             if cls is None:  # a class of the generated file's own, named as it, over its base

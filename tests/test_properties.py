@@ -77,10 +77,15 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
     parallel = ["parallel", "parallel_two_norms"]
     residual = draw(
         st.sampled_from(
-            ["pre", "post", "sandwich"] if encdec else ["pre", "post", "sandwich", *parallel]
+            ["pre", "post", "sandwich", "output_norm"]
+            if encdec
+            else ["pre", "post", "sandwich", "output_norm", *parallel]
         )
     )
     decoder = layout == "decoder"
+    qk_norm = draw(optional(st.booleans()))
+    scale_dim = draw(optional(st.integers(1, 8)))
+    scale_scores = draw(optional(st.booleans()))
     kind = draw(st.sampled_from(POSITIONS))
     rope = kind == "rope"
 
@@ -95,7 +100,9 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
         head_dim = OMIT
         d_model = n_heads * step * draw(st.integers(1, 4))
 
-    norm_kind = draw(st.sampled_from(["layernorm", "rmsnorm", "offset_rmsnorm"]))
+    norm_kind = draw(
+        st.sampled_from(["layernorm", "rmsnorm", "offset_rmsnorm", "nonparametric_layernorm"])
+    )
     # rmsnorms have no bias; `bias: false` or null is still allowed.
     norm_bias = st.sampled_from([False, None]) if norm_kind != "layernorm" else st.booleans()
     norm = mapping(
@@ -134,6 +141,7 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
         scale_tied_output=draw(optional(st.booleans())) if tied is not False else OMIT,
         pooler=draw(optional(st.booleans())) if encoder else OMIT,  # encoders only
         softcap=draw(optional(st.sampled_from([0.5, 30.0]))),
+        logits_divisor=draw(optional(st.sampled_from([8.0]))),
     )
     scale = draw(optional(st.booleans()))
     # Sliding windows and soft-capped scores: causal self-attention (decoders) only.
@@ -179,6 +187,7 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
         vocab_size=draw(st.integers(1, 40)),
         max_seq_len=draw(st.integers(2, 12)),
         residual=residual,
+        residual_multiplier=draw(optional(st.sampled_from([0.22]))),
         final_norm=draw(optional(st.one_of(st.none(), st.booleans()))),
         norm=norm,
         position=position,
@@ -186,15 +195,23 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
             token_types=draw(optional(st.integers(0, 3) if encoder else st.just(0))),
             norm=draw(optional(st.booleans())),
             scale=scale,
+            multiplier=draw(optional(st.sampled_from([12.0]))),
             scale_in_dtype=draw(optional(st.booleans())) if scale is True else OMIT,
         ),
         attention=mapping(
             bias=draw(optional(st.booleans())),
-            scale_scores=draw(optional(st.booleans())),
+            scale_scores=scale_scores,
             qkv_bias=draw(optional(st.booleans())),
-            qk_norm=draw(optional(st.booleans())),
+            qk_norm=qk_norm,
+            qk_norm_scope=draw(optional(st.sampled_from(["head", "all"])))
+            if qk_norm is True
+            else OMIT,
             softcap=draw(optional(st.sampled_from([1.0, 50.0]))) if decoder else OMIT,
-            scale_dim=draw(optional(st.integers(1, 8))),
+            clip_qkv=draw(optional(st.sampled_from([0.5]))) if decoder else OMIT,
+            scale_dim=scale_dim,
+            scale=draw(optional(st.sampled_from([0.03125, 1.0])))
+            if scale_dim is OMIT and scale_scores is not False
+            else OMIT,
             sliding_window=window,
             window_pattern=pattern,
         ),

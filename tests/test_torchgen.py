@@ -148,7 +148,8 @@ def ir_modules(ir: IR) -> list[tuple[str, str, tuple]]:
             sizes = (ir.value(node.in_features), ir.value(node.out_features), node.bias)
             out.append((path, "Linear", sizes))
         elif isinstance(node, Norm):
-            bias = (node.bias,) if node.entry.allows_bias else ()
+            # A LayerNorm without parameters (OLMo) has no bias either.
+            bias = (node.bias,) if node.entry.allows_bias or not node.entry.affine else ()
             out.append((path, node.entry.torch_class, (ir.value(node.dim), node.eps, *bias)))
         else:
             out.append((path, class_name(classes, node), ()))

@@ -65,6 +65,8 @@ def leaves(ir: IR, concrete: bool = True, symbolic_names: bool = True) -> Iterat
         node = placed.node
         if not isinstance(node, (Embedding, Linear, Norm)):
             continue
+        if isinstance(node, Norm) and not node.entry.affine:
+            continue  # a norm without parameters (OLMo) has no tensor to name
         # One path segment per node below the root: its name, or its index under a Repeat.
         chain = (*placed.ancestors, node)
         indexed = [isinstance(parent, Repeat) for parent in chain[:-1]]

@@ -157,6 +157,8 @@ def _our_params(ir: IR, node: Node) -> list[tuple[str, Shape]]:
         params = [] if node.tied_to else [("weight", (v(node.out_features), v(node.in_features)))]
         return params + ([("bias", (v(node.out_features),))] if node.bias else [])
     if isinstance(node, Norm):
+        if not node.entry.affine:
+            return []
         return [("weight", (v(node.dim),))] + ([("bias", (v(node.dim),))] if node.bias else [])
     raise TypeError(node)
 

@@ -132,6 +132,7 @@ def _model(spec: Spec, d: _Dims) -> Model:
         score_activation=spec.mlp.activation if score else None,
         scale_tied_output=spec.head.scale_tied_output,
         logit_softcap=spec.head.softcap,
+        logits_divisor=spec.head.logits_divisor,
         decoder_start_token=spec.head.decoder_start_token,
         d_model=d.d_model,
         vocab_size=d.vocab_size,
@@ -193,6 +194,7 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
         position=position,
         scale_embedding=spec.embedding.scale,
         scale_in_dtype=spec.embedding.scale_in_dtype,
+        emb_multiplier=spec.embedding.multiplier,
         max_seq_len=d.max_seq_len,
         width=d.d_model,
         blocks=Repeat("blocks", tuple(runs)),
@@ -270,13 +272,16 @@ def _block(
             sublayers=tuple(Sublayer(None, layer) for _, layer in sublayers),
             shared_norm=_norm(spec, d, "norm"),
             dropout=spec.dropout.hidden,
+            residual_multiplier=spec.residual_multiplier,
         )
     post = kinds.residual(spec.residual).post_norms
+    pre = kinds.residual(spec.residual).norm_position != "on_output"
 
     def sublayer(name: str, layer) -> Sublayer:
-        # A sandwich block's second norm: attn_post_norm, mlp_post_norm.
+        # A sandwich block's second norm: attn_post_norm, mlp_post_norm (an output-norm
+        # block's only one).
         post_norm = _norm(spec, d, name.replace("_norm", "_post_norm")) if post else None
-        return Sublayer(_norm(spec, d, name), layer, post_norm)
+        return Sublayer(_norm(spec, d, name) if pre else None, layer, post_norm)
 
     return Block(
         name="",
@@ -284,6 +289,7 @@ def _block(
         width=d.d_model,
         sublayers=tuple(sublayer(name, layer) for name, layer in sublayers),
         dropout=spec.dropout.hidden,
+        residual_multiplier=spec.residual_multiplier,
     )
 
 
@@ -294,6 +300,7 @@ def _attention(
     qkv_bias = bias if spec.attention.qkv_bias is None else spec.attention.qkv_bias
     q_width = d.n_heads * d.head_dim
     kv_width = d.n_kv_heads * d.head_dim
+    qk_norm = spec.attention.qk_norm and not cross
     return Attention(
         name=name,
         q=Linear("q", d.d_model, q_width, qkv_bias),
@@ -310,15 +317,20 @@ def _attention(
         dropout=spec.dropout.attention,
         window=window,
         softcap=spec.attention.softcap if not cross else None,
-        q_norm=_head_norm(spec, d, "q_norm") if spec.attention.qk_norm and not cross else None,
-        k_norm=_head_norm(spec, d, "k_norm") if spec.attention.qk_norm and not cross else None,
+        q_norm=_qk_norm(spec, d, "q_norm", q_width) if qk_norm else None,
+        k_norm=_qk_norm(spec, d, "k_norm", kv_width) if qk_norm else None,
+        qk_norm_all=spec.attention.qk_norm_scope == "all",
         scale_dim=spec.attention.scale_dim,
+        scale=spec.attention.scale,
+        clip=spec.attention.clip_qkv if not cross else None,
     )
 
 
-def _head_norm(spec: Spec, d: _Dims, name: str) -> Norm:
-    """A norm over one head's width (Qwen3's q_norm and k_norm)."""
-    return Norm(name, spec.norm.kind, d.head_dim, spec.norm.has_bias, spec.norm.eps)
+def _qk_norm(spec: Spec, d: _Dims, name: str, width: sp.Expr) -> Norm:
+    """A norm over one head's width (Qwen3's q_norm and k_norm), or over the whole projection
+    `width` (OLMo 2's)."""
+    dim = width if spec.attention.qk_norm_scope == "all" else d.head_dim
+    return Norm(name, spec.norm.kind, dim, spec.norm.has_bias, spec.norm.eps)
 
 
 def _mlp(spec: Spec, d: _Dims, name: str, width: sp.Expr | None = None) -> MLP:

@@ -18,6 +18,7 @@ from archspec.ir.ops import (
     Attend,
     Blocks,
     Call,
+    Clamp,
     Combine,
     Dispatch,
     Dropout,
@@ -85,8 +86,14 @@ def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
     k = low.emit(LinearOp(k_out, source, node.k, "attn_proj"))
     v_out = heads("v", source.rows, kv_width, node.n_kv_heads)
     v = low.emit(LinearOp(v_out, source, node.v, "attn_proj"))
+    if node.clip is not None:
+        # OLMo: each projection's output clamped to [-clip, clip], before norms and RoPE.
+        q = low.emit(Clamp(_like(q, "q"), q, node.clip, "attn_proj"))
+        k = low.emit(Clamp(_like(k, "k"), k, node.clip, "attn_proj"))
+        v = low.emit(Clamp(_like(v, "v"), v, node.clip, "attn_proj"))
     if node.q_norm is not None and node.k_norm is not None:
-        # Qwen3: each head's queries and keys are normalised over head_dim.
+        # Qwen3: each head's queries and keys are normalised over head_dim; OLMo 2: all of
+        # the projection's channels together.
         q = low.emit(NormOp(_like(q, "q"), q, node.q_norm))
         k = low.emit(NormOp(_like(k, "k"), k, node.k_norm))
     if node.rotary:
@@ -170,28 +177,35 @@ def lower_block(node: Block) -> Lowered:
             out = low.emit(Dropout(Value(layer.name, "tokens", d), out, node.dropout, "residuals"))
         return out
 
+    def add(x: Value, out: Value) -> Value:
+        """x + out, the branch first scaled by the residual multiplier (Granite)."""
+        if node.residual_multiplier != 1:
+            m = node.residual_multiplier
+            out = low.emit(Scale(Value(out.name, "tokens", d), out, "residuals", factor=m))
+        return low.emit(Add(Value("x", "tokens", d), x, out, "residuals"))
+
     position = node.entry.norm_position
     if position == "shared":
         assert node.shared_norm is not None
         h = low.emit(NormOp(Value("h", "tokens", d), x, node.shared_norm))
         for sub in node.sublayers:
-            x = low.emit(Add(Value("x", "tokens", d), x, sublayer(sub.layer, h), "residuals"))
+            x = add(x, sublayer(sub.layer, h))
     block_input = x
     for sub in node.sublayers if position != "shared" else ():
-        assert sub.norm is not None
+        assert sub.norm is not None or position == "on_output"
         if position == "per_branch":
             # Each branch normalises the block's input; their outputs add to the stream.
             h = low.emit(NormOp(Value("h", "tokens", d), block_input, sub.norm))
-            x = low.emit(Add(Value("x", "tokens", d), x, sublayer(sub.layer, h), "residuals"))
-        elif position == "before":
-            h = low.emit(NormOp(Value("h", "tokens", d), x, sub.norm))
+            x = add(x, sublayer(sub.layer, h))
+        elif position in ("before", "on_output"):
+            h = x if sub.norm is None else low.emit(NormOp(Value("h", "tokens", d), x, sub.norm))
             out = sublayer(sub.layer, h)
-            if sub.post_norm is not None:  # sandwich: the output is normalised before the add
+            if sub.post_norm is not None:  # sandwich, output-norm: the output is normalised
                 out = low.emit(NormOp(Value(sub.layer.name, "tokens", d), out, sub.post_norm))
-            x = low.emit(Add(Value("x", "tokens", d), x, out, "residuals"))
+            x = add(x, out)
         else:
             out = sublayer(sub.layer, x)
-            total = low.emit(Add(Value("x", "tokens", d), x, out, "residuals"))
+            total = add(x, out)
             x = low.emit(NormOp(Value("x", "tokens", d), total, sub.norm))
     low.out = x
     return low
@@ -210,7 +224,10 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
     if entry.needs_positions:
         positions = low.emit(Positions(Value("positions", "positions", 1, "index")))
     if node.scale_embedding:
-        x = low.emit(Scale(Value("x", "tokens", d), x, "embeddings", node.scale_in_dtype))
+        x = low.emit(Scale(Value("x", "tokens", d), x, "embeddings", tensor=node.scale_in_dtype))
+    if node.emb_multiplier != 1:
+        m = node.emb_multiplier
+        x = low.emit(Scale(Value("x", "tokens", d), x, "embeddings", factor=m))
     if node.pos_emb is not None:
         assert positions is not None
         pos = low.emit(Lookup(Value("pos", "positions", d), node.pos_emb, positions))
@@ -299,7 +316,11 @@ def lower_model(model: Model) -> list[Segment]:
                 h = heads.emit(NormOp(Value("h", "tokens", e), h, model.lm_norm))
             # Vocabulary-parallel: each tensor-parallel rank holds its share of the logits.
             logits = Value("logits", "tokens", model.vocab_size, split=True)
-            heads.emit(LinearOp(logits, h, model.lm_head, "head"))
+            logits = heads.emit(LinearOp(logits, h, model.lm_head, "head"))
+            if model.logits_divisor != 1:
+                scaled = Value("logits", "tokens", model.vocab_size, split=True)
+                div = model.logits_divisor
+                logits = heads.emit(Scale(scaled, logits, "head", factor=div, divide=True))
             if model.logit_softcap is not None:
                 capped = Value("logits", "tokens", model.vocab_size, split=True)
                 logits = heads.emit(Softcap(capped, logits, model.logit_softcap, "head"))

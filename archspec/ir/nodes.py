@@ -134,7 +134,10 @@ class Attention(Composite):
     softcap: float | None = None  # scores soft-capped, cap·tanh(s / cap), before the mask
     q_norm: Norm | None = None  # over each head's queries, before RoPE (Qwen3)
     k_norm: Norm | None = None  # over each head's keys
+    qk_norm_all: bool = False  # q_norm and k_norm span all heads' channels at once (OLMo 2)
     scale_dim: int | None = None  # scores divided by sqrt(scale_dim), not sqrt(head_dim)
+    scale: float | None = None  # scores multiplied by this, not 1/sqrt(head_dim) (Granite)
+    clip: float | None = None  # q, k and v clamped to [-clip, clip] after projecting (OLMo)
 
     @property
     def children(self) -> tuple[Node, ...]:
@@ -236,11 +239,12 @@ class MoE(Composite):
 
 @dataclass(frozen=True)
 class Sublayer:
-    """A sublayer of a block and its norm (None in a parallel block, whose norm is shared)."""
+    """A sublayer of a block and its norm (None in a parallel block, whose norm is shared, and
+    in an output-norm block, which normalises only the output)."""
 
     norm: Norm | None
     layer: Attention | MLP | MoE
-    post_norm: Norm | None = None  # on the sublayer's output, before the add (sandwich)
+    post_norm: Norm | None = None  # on the sublayer's output, before the add (sandwich, OLMo 2)
 
 
 @dataclass(frozen=True)
@@ -250,6 +254,7 @@ class Block(Composite):
     sublayers: tuple[Sublayer, ...]  # in data-flow order: attention, cross-attention, MLP
     shared_norm: Norm | None = None  # parallel blocks: the one norm all sublayers read
     dropout: float = 0.0  # on each sublayer's output, before the residual add, in training
+    residual_multiplier: float = 1.0  # each sublayer's output scaled before the add (Granite)
 
     @property
     def entry(self) -> ResidualKind:
@@ -315,6 +320,7 @@ class Stack(Composite):
     proj_first: bool = False
     out_proj: Linear | None = None
     scale_in_dtype: bool = False  # sqrt(d_model) rounded to the embeddings' dtype (Gemma)
+    emb_multiplier: float = 1.0  # the embeddings multiplied by this (Granite)
 
     @property
     def children(self) -> tuple[Node, ...]:
@@ -374,6 +380,7 @@ class Model(Composite):
     score: Linear | None = None
     score_activation: Activation | None = None
     logit_softcap: float | None = None  # logits soft-capped, cap·tanh(logits / cap) (Gemma 2)
+    logits_divisor: float = 1.0  # logits divided by this, before any soft-cap (Granite)
     decoder_start_token: int | None = None  # an encoder-decoder's first decoder token
 
     @property

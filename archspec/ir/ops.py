@@ -138,13 +138,29 @@ class Add(Op):
 
 @dataclass(frozen=True, eq=False)
 class Scale(Op):
-    """out = x * a constant (embeddings × sqrt(d_model), T5's output × d_model**-0.5)."""
+    """out = x * a constant (embeddings × sqrt(d_model), T5's output × d_model**-0.5), or
+    x * factor / x / factor for a constant the op carries (Granite's multipliers)."""
 
     x: Value
     component: str
     # The constant is a 0-d tensor in x's dtype (Gemma's sqrt(d_model), rounded to it), which
     # the product keeps for its backward.
     tensor: bool = False
+    factor: float | None = None  # None: the stack's or the head's own scale
+    divide: bool = False  # x / factor, not x * factor (as transformers writes it)
+
+    @property
+    def inputs(self):
+        return (self.x,)
+
+
+@dataclass(frozen=True, eq=False)
+class Clamp(Op):
+    """out = x clamped to [-limit, limit] (OLMo's clip_qkv on q, k and v)."""
+
+    x: Value
+    limit: float
+    component: str
 
     @property
     def inputs(self):

@@ -27,6 +27,9 @@ class NormKind:
     # `torch_class` is then its name, and `base` the torch module it extends.
     code: str | None = None
     base: str | None = None
+    # A learned scale (`weight`, and `bias` where allowed); False: no parameters at all (OLMo's
+    # "non-parametric layer norm"), so a module of this kind owns no tensor.
+    affine: bool = True
 
     @property
     def constructor(self) -> str:
@@ -39,15 +42,21 @@ class NormKind:
         return f"nn.{self.base or self.torch_class}"
 
     def weight_shape(self, dim):
-        return (dim,)
+        return (dim,) if self.affine else None
 
     def bias_shape(self, dim, bias: bool):
-        return (dim,) if bias else None
+        return (dim,) if bias and self.affine else None
+
+    def parameters(self, dim, bias: bool):
+        """The parameters of one module over `dim` channels: 2·dim, dim or none."""
+        return dim * ((2 if bias else 1) if self.affine else 0)
 
     def constructor_args(self, dim: str, bias: bool) -> list[str]:
         """Arguments of `nn.<torch_class>(...)` beyond PyTorch's defaults."""
         args = [dim, "eps=config.norm_eps"]
-        if self.allows_bias and not bias:
+        if not self.affine:
+            args.append("elementwise_affine=False")
+        elif self.allows_bias and not bias:
             args.append("bias=False")
         return args
 
@@ -55,9 +64,9 @@ class NormKind:
         """The module's `extra_repr()`: torch stores normalized_shape as a tuple, and eps goes
         through str.format, which writes a float as repr does (1e-05). `prints_bias`: the
         installed torch's LayerNorm repr ends with `bias=` (newer releases)."""
-        text = f"({dim},), eps={eps}, elementwise_affine=True"
-        if self.allows_bias and prints_bias:
-            text += f", bias={bias}"
+        text = f"({dim},), eps={eps}, elementwise_affine={self.affine}"
+        if (self.allows_bias or not self.affine) and prints_bias:
+            text += f", bias={bias and self.affine}"
         return text
 
 
@@ -76,6 +85,19 @@ class OffsetRMSNorm(nn.RMSNorm):
     def forward(self, x: Tensor) -> Tensor:
         y = F.rms_norm(x.float(), self.normalized_shape, None, self.eps)
         return (y * (1.0 + self.weight.float())).type_as(x)
+'''
+
+# OLMo's LayerNorm: no weight and no bias, computed in float32 and cast back, as transformers'
+# OlmoLayerNorm (which hard-codes eps 1e-5; the spec's norm.eps says it).
+NONPARAMETRIC_LAYERNORM = '''
+class NonParametricLayerNorm(nn.LayerNorm):
+    """LayerNorm without a learned scale or bias (OLMo), computed in float32 and cast back
+    to the input's dtype, as transformers' OlmoLayerNorm.
+    """
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = F.layer_norm(x.float(), self.normalized_shape, None, None, self.eps)
+        return y.type_as(x)
 '''
 
 NORMS: dict[str, NormKind] = {
@@ -118,6 +140,20 @@ NORMS: dict[str, NormKind] = {
             min_torch="2.4",
             code=OFFSET_RMSNORM,
             base="RMSNorm",
+        ),
+        NormKind(
+            name="nonparametric_layernorm",
+            label="LayerNorm (no parameters)",
+            torch_class="NonParametricLayerNorm",
+            # mean (add), centre (sub), variance (mul, add), normalise (mul): no scale
+            flops_per_element=5,
+            bias_by_default=False,
+            allows_bias=False,
+            keeps_normalised=False,
+            row_statistics=2,
+            code=NONPARAMETRIC_LAYERNORM,
+            base="LayerNorm",
+            affine=False,
         ),
     )
 }

@@ -19,9 +19,10 @@ class ResidualKind:
     label: str  # in tables
     doc: str  # the generated Block's docstring
     # Where each norm sits: before its sublayer, x + f(norm(x)); after the residual sum,
-    # norm(x + f(x)); one norm shared by all sublayers, x + Σ f(norm(x)); or one per sublayer,
-    # all reading the block's input, x + Σ f_i(norm_i(x)).
-    norm_position: Literal["before", "after", "shared", "per_branch"]
+    # norm(x + f(x)); one norm shared by all sublayers, x + Σ f(norm(x)); one per sublayer,
+    # all reading the block's input, x + Σ f_i(norm_i(x)); or on the output only (none before
+    # the sublayer: its `post_norms`), x + post_norm(f(x)).
+    norm_position: Literal["before", "after", "shared", "per_branch", "on_output"]
     final_norm_by_default: bool  # a norm after the last block, when the spec leaves it out
     allows_cross_attention: bool = True
     # A second norm on each sublayer's output, before the residual add (Gemma 2's "sandwich":
@@ -37,6 +38,9 @@ class ResidualKind:
         each norm before its sublayer, a post-norm block after it (the data flow's order)."""
         out: list[tuple[str, object]] = []
         for norm, layer in sublayers:
+            if self.norm_position == "on_output":
+                out.append(("layer", layer))  # its norm is the post_norm that follows it
+                continue
             out += (
                 [("norm", norm), ("layer", layer)]
                 if self.norm_position in ("before", "per_branch")
@@ -71,6 +75,15 @@ RESIDUALS: dict[str, ResidualKind] = {
             "Sandwich-norm block (Gemma 2): each sublayer f adds post_norm(f(norm(x))) to the "
             "residual stream x.",
             norm_position="before",
+            final_norm_by_default=True,
+            post_norms=True,
+        ),
+        ResidualKind(
+            "output_norm",
+            "norm on each output",
+            "Output-norm block (OLMo 2; Swin Transformer V2's res-post-norm): each sublayer f adds "
+            "post_norm(f(x)) to the residual stream x; nothing normalises its input.",
+            norm_position="on_output",
             final_norm_by_default=True,
             post_norms=True,
         ),

@@ -14,11 +14,12 @@ from archspec import kinds
 from archspec.safety.text import UNSAFE_CLASS
 
 Layout = Literal["encoder", "decoder", "encoder-decoder"]
-Residual = Literal["pre", "post", "parallel", "parallel_two_norms", "sandwich"]
-NormKind = Literal["layernorm", "rmsnorm", "offset_rmsnorm"]
+Residual = Literal["pre", "post", "parallel", "parallel_two_norms", "sandwich", "output_norm"]
+NormKind = Literal["layernorm", "rmsnorm", "offset_rmsnorm", "nonparametric_layernorm"]
 PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
 RopeScaling = Literal["none", "linear", "dynamic", "llama3", "yarn"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
+QKNormScope = Literal["head", "all"]
 EmbeddingProjection = Literal["after_norm", "around_stack"]
 
 
@@ -41,7 +42,10 @@ def doc(text: str, **meta: object) -> dict[str, object]:
 class NormSpec:
     kind: NormKind = field(
         default="layernorm",
-        metadata=doc("layernorm, rmsnorm or offset_rmsnorm (Gemma: scale 1 + w, in float32)"),
+        metadata=doc(
+            "layernorm, rmsnorm, offset_rmsnorm (Gemma: scale 1 + w, in float32) or "
+            "nonparametric_layernorm (OLMo: no weight, no bias, in float32)"
+        ),
     )
     bias: bool | None = field(
         default=None, metadata=doc("a learned bias beside the scale; default: layernorm only")
@@ -144,6 +148,12 @@ class EmbeddingSpec:
         default=False,
         metadata=doc("that factor rounded to the embeddings' dtype first (Gemma), not a float"),
     )
+    multiplier: float = field(
+        default=1.0,
+        metadata=doc(
+            "multiply token embeddings by this (Granite's embedding_multiplier)", positive=True
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -162,6 +172,13 @@ class AttentionSpec:
             "a norm (the spec's kind) over each head's queries and keys, before RoPE (Qwen3)"
         ),
     )
+    qk_norm_scope: QKNormScope = field(
+        default="head",
+        metadata=doc(
+            "what qk_norm normalises: each head's own channels (head, Qwen3) or the whole "
+            "projection, all heads together (all, OLMo 2)"
+        ),
+    )
     softcap: float | None = field(
         default=None,
         metadata=doc("soft-cap the scores, cap·tanh(scores / cap), before the mask (Gemma 2: 50)"),
@@ -170,6 +187,20 @@ class AttentionSpec:
         default=None,
         metadata=doc(
             "divide scores by sqrt(this), not sqrt(head_dim) (Gemma 2's query_pre_attn_scalar)",
+            positive=True,
+        ),
+    )
+    scale: float | None = field(
+        default=None,
+        metadata=doc(
+            "multiply scores by this, not 1/sqrt(head_dim) (Granite's attention_multiplier)",
+            positive=True,
+        ),
+    )
+    clip_qkv: float | None = field(
+        default=None,
+        metadata=doc(
+            "decoders: clamp q, k and v to [-clip_qkv, clip_qkv] after their projections (OLMo)",
             positive=True,
         ),
     )
@@ -288,6 +319,10 @@ class HeadSpec:
     softcap: float | None = field(
         default=None, metadata=doc("soft-cap the logits, cap·tanh(logits / cap) (Gemma 2: 30)")
     )
+    logits_divisor: float = field(
+        default=1.0,
+        metadata=doc("divide the logits by this (Granite's logits_scaling)", positive=True),
+    )
     decoder_start_token: int | None = field(
         default=None,
         metadata=doc("encoder-decoders: the decoder's first token when generating"),
@@ -344,6 +379,13 @@ class Spec:
         default="pre",
         metadata=doc(
             "pre-norm, post-norm, parallel (one norm) or parallel_two_norms (one per branch)"
+        ),
+    )
+    residual_multiplier: float = field(
+        default=1.0,
+        metadata=doc(
+            "multiply each sublayer's output by this before the residual add (Granite)",
+            positive=True,
         ),
     )
     final_norm: bool | None = field(

@@ -242,6 +242,20 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             ("attention", "softcap"),
             "soft-capped attention has no dropout on its probabilities; set dropout.attention: 0",
         )
+    if spec.attention.scale is not None and (
+        spec.attention.scale_dim is not None or not spec.attention.scale_scores
+    ):
+        raise v.error(
+            ("attention", "scale"),
+            "give the scores one scale: attention.scale, attention.scale_dim or "
+            "scale_scores: false",
+        )
+    if spec.attention.qk_norm_scope != "head" and not spec.attention.qk_norm:
+        raise v.error(("attention", "qk_norm_scope"), "qk_norm_scope needs attention.qk_norm")
+    if spec.attention.clip_qkv is not None and spec.layout != "decoder":
+        raise v.error(
+            ("attention", "clip_qkv"), f"clip_qkv needs layout: decoder, not {spec.layout}"
+        )
     if spec.attention.sliding_window is not None and spec.layout != "decoder":
         raise v.error(
             ("attention", "sliding_window"),

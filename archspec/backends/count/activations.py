@@ -204,6 +204,9 @@ class ActivationCounter:
         if op.tensor:  # a 0-d tensor factor, kept by the product
             self.keep_new(sp.Integer(1), self.c, rows="weights")
 
+    def op_clamp(self, op: ops.Clamp) -> None:
+        self.keep(op.x)  # clamp's backward passes the gradient where the input was in range
+
     def op_softcap(self, op: ops.Softcap) -> None:
         # cap·tanh(x / cap): the tanh keeps its output; dividing and scaling keep nothing.
         x = op.x

@@ -67,6 +67,8 @@ SOFTMAX = 5
 SOFTCAP = 3
 # Dropout in training: multiply by the mask and by 1 / (1 - p).
 DROPOUT = 2
+# Clamping to [-c, c]: a max and a min per element.
+CLAMP = 2
 
 
 Key = tuple[str, str, bool]  # (component, MATMUL | OTHER, inside the repeated blocks)
@@ -183,6 +185,9 @@ class FlopCounter:
 
     def op_scale(self, op: ops.Scale) -> None:
         self.elementwise(op.component, self.elements(op.out))
+
+    def op_clamp(self, op: ops.Clamp) -> None:
+        self.elementwise(op.component, CLAMP * self.elements(op.out))
 
     def op_softcap(self, op: ops.Softcap) -> None:
         self.elementwise(op.component, SOFTCAP * self.elements(op.out))

@@ -49,7 +49,7 @@ class ParameterCounter(Visitor["sp.Expr | int"]):
         return weight + (node.out_features if node.bias else 0)
 
     def visit_norm(self, node: Norm) -> sp.Expr:
-        return node.dim * (2 if node.bias else 1)
+        return node.entry.parameters(node.dim, node.bias)
 
     def visit_repeat(self, node: Repeat) -> sp.Expr:
         return sum(run.count * self.visit(run.node) for run in node.runs)
@@ -69,6 +69,11 @@ class ParameterCounter(Visitor["sp.Expr | int"]):
 
 def parameter_count(node: Node, active: bool = False) -> sp.Expr:
     return ParameterCounter(active).visit(node)
+
+
+def owns_parameters(leaf: Node) -> bool:
+    """Whether a leaf holds tensors: all do but a norm of a kind without parameters (OLMo)."""
+    return not isinstance(leaf, Norm) or leaf.entry.affine
 
 
 @dataclass(frozen=True)
@@ -128,7 +133,7 @@ def parameter_rows(ir: IR) -> list[Row]:
     merged: dict[tuple[str, sp.Expr], list] = {}
     for placed in walk(ir.root):
         node = placed.node
-        if not isinstance(node, (Embedding, Linear, Norm)):
+        if not isinstance(node, (Embedding, Linear, Norm)) or not owns_parameters(node):
             continue
         per_copy = counter.visit(node)
         key = (placed.path, per_copy)

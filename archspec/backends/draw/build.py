@@ -71,14 +71,15 @@ class _Builder:
             skips.append((0, 2))
         else:
             for sub in block.sublayers:
-                assert sub.norm is not None
                 start = len(items)
-                if position == "before":
+                if position == "before" and sub.norm is not None:
                     items.append(self.norm(sub.norm, path))
                 items.extend(self.layer(sub.layer, stack, path))
+                if sub.post_norm is not None:  # sandwich, output-norm
+                    items.append(self.norm(sub.post_norm, path))
                 items.append(Add(self.id("add")))
                 skips.append((start, len(items) - 1))
-                if position == "after":
+                if position == "after" and sub.norm is not None:
                     items.append(self.norm(sub.norm, path))
         title = f"{class_name(self.names, block)} · {block.entry.label}"
         repeat = sum(count for _, count in runs)

@@ -68,6 +68,8 @@ def _init(node: Attention, size: ExprPrinter) -> str:
         body.append(f"self.window = {node.window}  # keys a query sees, its own included")
     if node.scale_dim is not None:
         body.append(f"self.scale = {node.scale_dim}**-0.5  # not head_dim's")
+    elif node.scale is not None:
+        body.append(f"self.scale = {node.scale!r}  # not 1/sqrt(head_dim)")
     elif node.softcap is not None:
         body.append("self.scale = self.head_dim**-0.5")
     if node.softcap is not None:
@@ -99,7 +101,7 @@ def _sdpa(f: Features, node: Attention, q: str, k: str, v: str) -> list[str]:
     if not node.scale_scores:
         args.append("scale=1.0")
         before.append("# The scores are not divided by sqrt(head_dim), as in T5.")
-    elif node.scale_dim is not None:
+    elif node.scale_dim is not None or node.scale is not None:
         args.append("scale=self.scale")
     heads = _heads(f, node)
     if heads != "multi-head":
@@ -144,6 +146,8 @@ class _AttentionWriter(ForwardWriter):
         projected = super().render_linearop(op)
         if op.module is self.node.o:
             return projected
+        if self._normed(op.module) and self.node.qk_norm_all:
+            return projected  # normalised whole (OLMo 2), then split into heads
         if self._normed(op.module):
             # Normalised per head before the heads move to dim 1 (as transformers' Qwen3),
             # which keeps the (B, S, heads, head_dim) layout: merging SDPA's output stays a view.
@@ -159,6 +163,8 @@ class _AttentionWriter(ForwardWriter):
 
     def render_normop(self, op: NormOp) -> Expr:
         normed = super().render_normop(op)
+        if self.node.qk_norm_all:
+            return self._call("self.split_heads", [normed])
         return Expr(f"{normed.text}.transpose(1, 2)", ATOM, normed.reads)
 
     def _normed(self, module) -> bool:

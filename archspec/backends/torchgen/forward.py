@@ -17,7 +17,19 @@ from archspec import kinds
 from archspec.backends.torchgen.text import INDENT, LINE_LENGTH
 from archspec.ir.lower import Lowered
 from archspec.ir.nodes import Composite
-from archspec.ir.ops import ActivationOp, Add, Call, Dropout, LinearOp, Mul, NormOp, Op, Value
+from archspec.ir.ops import (
+    ActivationOp,
+    Add,
+    Call,
+    Clamp,
+    Dropout,
+    LinearOp,
+    Mul,
+    NormOp,
+    Op,
+    Scale,
+    Value,
+)
 
 # Operator precedence of a rendered expression: an operand binding more loosely than its
 # operator gets parentheses.
@@ -125,6 +137,18 @@ class ForwardWriter:
 
     def render_mul(self, op: Mul) -> Expr:
         return self._binary("*", MUL, self.arg(op.a, MUL), self.arg(op.b, MUL + 1))
+
+    def render_scale(self, op: Scale) -> Expr:
+        """x * factor (or x / factor) for a constant the op carries (Granite's multipliers)."""
+        assert op.factor is not None, "a scale of the stack's own is rendered by the stack"
+        factor = Expr(repr(op.factor), ATOM, frozenset())
+        if op.divide:
+            return self._binary("/", MUL, self.arg(op.x, MUL), factor)
+        return self._binary("*", MUL, self.arg(op.x, MUL), factor)
+
+    def render_clamp(self, op: Clamp) -> Expr:
+        x = self.arg(op.x, ATOM)
+        return Expr(f"{x.text}.clamp({-op.limit!r}, {op.limit!r})", ATOM, x.reads)
 
     def render_add(self, op: Add) -> Expr:
         return self._binary("+", ADD, self.arg(op.a, ADD), self.arg(op.b, ADD + 1))

@@ -164,6 +164,8 @@ def _forward(f: Features) -> str:
             body.append("x = x * self.output_scale")
         body += _lm_transform(f)
         result = "self.lm_head(x)"
+        if f.model.logits_divisor != 1:
+            result = f"{result} / {f.model.logits_divisor!r}"
         if f.model.logit_softcap is not None:
             result = f"softcap({result}, {f.model.logit_softcap!r})"
     if f.model.score is not None:
@@ -371,9 +373,11 @@ def _generate(f: Features) -> str:
         inputs = DECODER_INPUTS
     doc = docstring(f"{what}.\n\n{inputs}\n\n{CHOICE}\n\n{CACHE}", 2)
     body = body.replace("{scale}", scale)
-    cap = f.model.logit_softcap
+    cap, divisor = f.model.logit_softcap, f.model.logits_divisor
+    logits = "self.lm_head(x)" if divisor == 1 else f"self.lm_head(x) / {divisor!r}"
     if cap is not None:  # sampling and beams see the capped logits, as transformers'
-        body = body.replace("return self.lm_head(x)", f"return softcap(self.lm_head(x), {cap!r})")
+        logits = f"softcap({logits}, {cap!r})"
+    body = body.replace("return self.lm_head(x)", f"return {logits}")
     return lines(SIGNATURE.strip("\n"), indent(doc, 1), BEAM_SAMPLING, body.strip("\n"))
 
 

@@ -265,6 +265,12 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
             "# The stack computes a slope for every head: it cannot hand a rank its own.",
             'raise ValueError("tensor parallelism does not split ALiBi\'s per-head slopes")',
         ]
+    if any(n.qk_norm_all for n, _ in f.classes(Attention)):
+        return [
+            "# q_norm and k_norm reduce over every head's channels, which column-parallel q",
+            "# and k would scatter over the ranks.",
+            'raise ValueError("tensor parallelism does not split q/k norms over all heads")',
+        ]
     body = ["config = model.config", *_head_checks(f, size)]
     if f.lm_head is not None:
         body += [

@@ -185,6 +185,8 @@ class _StackWriter(ForwardWriter):
         return None
 
     def render_scale(self, op: Scale) -> Expr:
+        if op.factor is not None:
+            return super().render_scale(op)
         x = self.arg(op.x, MUL)
         scale = Expr("self.embed_scale", ATOM, NOTHING)
         if self.stack.scale_in_dtype:

@@ -22,10 +22,13 @@ from archspec.hf.families import (
     gpt_bigcode,
     gpt_neox,
     gptj,
+    granite,
     llama,
     mistral,
     mixtral,
     mt5,
+    olmo,
+    olmo2,
     openai_gpt,
     opt,
     phi,
@@ -67,6 +70,9 @@ _MODULES = (
     phi,
     falcon,
     phi3,
+    olmo,
+    olmo2,
+    granite,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

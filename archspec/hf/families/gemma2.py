@@ -10,6 +10,7 @@ from typing import Any
 from archspec.errors import SpecError
 from archspec.hf.config_fields import Fields
 from archspec.hf.families._llama_like import MODEL_NAMES, ROPE_BUFFERS, STACK_NAMES
+from archspec.hf.families._windows import check_layer_types, layer_types, window_pattern
 from archspec.hf.families.gemma import export_gemma_like, import_gemma_like
 from archspec.hf.family import Family, HFClass, NameRules
 from archspec.hf.name_rules import table
@@ -22,31 +23,14 @@ DEFAULTS = {
     "num_hidden_layers": 26,
     "intermediate_size": 9216,
 }
-LONGEST_PATTERN = 64  # the spec's window_pattern
 
 
 def _pattern(f: Fields, n_layers: int) -> str:
-    """`layer_types` as the spec's window_pattern: its shortest repeating prefix, L for a
-    sliding layer and G for a full one."""
+    """`layer_types` as the spec's window_pattern; by default windowed layers first, then
+    alternating (Gemma2Config's)."""
     default = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n_layers)]
-    types = f.get("layer_types") or default
-    unknown = set(types) - {"sliding_attention", "full_attention"}
-    if unknown or len(types) != n_layers:
-        raise f.error(
-            "layer_types",
-            f"expected {n_layers} of sliding_attention / full_attention, got {types!r}",
-        )
-    letters = "".join("L" if t == "sliding_attention" else "G" for t in types)
-    period = next(p for p in range(1, n_layers + 1) if all(
-        letters[i] == letters[i % p] for i in range(n_layers)
-    ))  # fmt: skip
-    if period > LONGEST_PATTERN:
-        raise f.error(
-            "layer_types",
-            f"the layers' pattern repeats only every {period} layers; a spec's window_pattern "
-            f"holds at most {LONGEST_PATTERN}",
-        )
-    return letters[:period]
+    types = check_layer_types(f, f.get("layer_types") or default, n_layers)
+    return window_pattern(f, types)
 
 
 def _cap(f: Fields, key: str, default: float) -> float | None:
@@ -87,7 +71,7 @@ def export_gemma2(spec: Spec) -> dict[str, Any]:
         "attn_logit_softcapping": spec.attention.softcap,
         "final_logit_softcapping": spec.head.softcap,
         "sliding_window": spec.attention.sliding_window if any(windowed) else None,
-        "layer_types": ["sliding_attention" if w else "full_attention" for w in windowed],
+        "layer_types": layer_types(spec),
     }
 
 

@@ -1,6 +1,6 @@
 """Qwen2 (`model_type: qwen2`): LLaMA's decoder with biases on q, k and v (none on the output
-projection), and a sliding window that its configs switch off (`use_sliding_window: false`);
-a window that masks anything is refused (see `refuse_window`)."""
+projection), and a sliding window on the layers `layer_types` names (by default those from
+`max_window_layers` on) when `use_sliding_window` is set (see `read_window`)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from archspec.hf.families._llama_like import (
     export_llama_like,
     import_llama_like,
 )
+from archspec.hf.families._windows import check_layer_types, layer_types, window_pattern
 from archspec.hf.family import Family, HFClass, NameRules
 from archspec.spec.schema import Spec
 
@@ -24,44 +25,56 @@ VARIANT = LlamaVariant(
 )
 
 
-def refuse_window(f: Fields, max_positions: int) -> None:
-    """Qwen2Config (and Qwen3Config) window the layers from `max_window_layers` on, only with
-    use_sliding_window (or as `layer_types` says); a spec's window_pattern repeats from the
-    first layer and cannot say "from layer n on", so a window that masks anything is
-    refused."""
+def read_window(f: Fields) -> dict[str, Any]:
+    """Qwen2Config's (and Qwen3Config's) sliding window as attention fields. With
+    use_sliding_window the layers `layer_types` names windowed (transformers 5 writes the list
+    out; without it, the layers from `max_window_layers` on) see the last `sliding_window`
+    keys; without use_sliding_window, Qwen2Config sets sliding_window to None and no layer is
+    windowed, whatever the other fields say."""
     n_layers = f.int("num_hidden_layers", 32)
-    max_pos = f.int("max_position_embeddings", max_positions)
     used = f.bool("use_sliding_window", False)
-    # Without use_sliding_window, Qwen2Config sets sliding_window to None whatever it says.
     window = f.get("sliding_window", 4096) if used else None
+    if window is not None and (not isinstance(window, int) or window < 1):
+        raise f.error("sliding_window", f"expected a positive integer or null, got {window!r}")
     f.harmless("sliding_window")
     first = f.int("max_window_layers", 28)
-    types = f.get("layer_types") or [
+    default = [
         "sliding_attention" if window is not None and i >= first else "full_attention"
         for i in range(n_layers)
     ]
-    unknown = set(types) - {"full_attention", "sliding_attention"}
-    if unknown:
-        raise f.error("layer_types", f"layer types not supported: {', '.join(sorted(unknown))}")
-    if "sliding_attention" in types and window is not None and window < max_pos:
-        raise f.error(
-            "use_sliding_window" if used else "layer_types",
-            f"sliding-window attention (window {window}) on layers "
-            f"{[i for i, t in enumerate(types) if t != 'full_attention']} is not supported",
-            hint="archspec builds plain causal attention; it is exact only with no window, or "
-            "one covering max_position_embeddings",
-        )
+    types = f.get("layer_types") or default
+    types = check_layer_types(f, types, n_layers)
+    if window is None or "sliding_attention" not in types:
+        return {}
+    return {"sliding_window": window, "window_pattern": window_pattern(f, types)}
+
+
+def export_window(spec: Spec) -> dict[str, Any]:
+    """`read_window`'s inverse: the windowed layers as layer_types (transformers 5) and, where
+    they are the last ones, as max_window_layers too (transformers 4.x reads only that)."""
+    types = layer_types(spec)
+    if "sliding_attention" not in types:
+        return {"use_sliding_window": False}
+    first = types.index("sliding_attention")
+    fields = {
+        "use_sliding_window": True,
+        "sliding_window": spec.attention.sliding_window,
+        "layer_types": types,
+    }
+    if all(t == "sliding_attention" for t in types[first:]):
+        fields["max_window_layers"] = first
+    return fields
 
 
 def import_qwen2(f: Fields, cls: HFClass) -> dict[str, Any]:
-    refuse_window(f, VARIANT.max_positions)
+    window = read_window(f)
     spec = import_llama_like(f, cls, VARIANT)
-    spec["attention"] = {**spec["attention"], "bias": False, "qkv_bias": True}
+    spec["attention"] = {**spec["attention"], "bias": False, "qkv_bias": True, **window}
     return spec
 
 
 def export_qwen2(spec: Spec) -> dict[str, Any]:
-    return {**export_llama_like(spec), "use_sliding_window": False}
+    return {**export_llama_like(spec), **export_window(spec)}
 
 
 FAMILY = Family(

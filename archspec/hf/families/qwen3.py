@@ -1,6 +1,7 @@
 """Qwen3 (`model_type: qwen3`): LLaMA's decoder with an RMSNorm over each head's queries and
 keys before RoPE (`q_norm`, `k_norm`), 128-wide heads whatever the width, no biases
-(`attention_bias` puts them on all four projections), and Qwen2's switched-off window."""
+(`attention_bias` puts them on all four projections), and Qwen2's sliding window
+(`qwen2.read_window`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from archspec.hf.families._llama_like import (
     export_llama_like,
     import_llama_like,
 )
-from archspec.hf.families.qwen2 import refuse_window
+from archspec.hf.families.qwen2 import export_window, read_window
 from archspec.hf.family import Family, HFClass, NameRules
 from archspec.hf.name_rules import chain, table
 from archspec.spec.schema import Spec
@@ -33,11 +34,11 @@ HEAD_DIM = 128  # Qwen3Config's default, not hidden_size / num_attention_heads
 
 
 def import_qwen3(f: Fields, cls: HFClass) -> dict[str, Any]:
-    refuse_window(f, VARIANT.max_positions)
+    window = read_window(f)
     spec = import_llama_like(f, cls, VARIANT)
     if f.get("head_dim") is None:
         spec["head_dim"] = HEAD_DIM if HEAD_DIM * spec["n_heads"] != spec["d_model"] else None
-    spec["attention"] = {**spec["attention"], "qk_norm": True}
+    spec["attention"] = {**spec["attention"], "qk_norm": True, **window}
     return spec
 
 
@@ -45,7 +46,7 @@ def export_qwen3(spec: Spec) -> dict[str, Any]:
     return {
         **export_llama_like(spec),
         "attention_bias": spec.attention.bias,
-        "use_sliding_window": False,
+        **export_window(spec),
     }
 
 
