@@ -17,6 +17,7 @@ from archspec.ir.nodes import (
     Block,
     Embedding,
     Identity,
+    Latent,
     Linear,
     Model,
     MoE,
@@ -290,6 +291,8 @@ def _block(
 def _attention(
     spec: Spec, d: _Dims, name: str, causal: bool, cross: bool, window: int | None = None
 ) -> Attention:
+    if spec.attention.latent is not None:
+        return _latent_attention(spec, d, name)
     bias = spec.attention.bias
     qkv_bias = bias if spec.attention.qkv_bias is None else spec.attention.qkv_bias
     q_width = d.n_heads * d.head_dim
@@ -313,6 +316,49 @@ def _attention(
         q_norm=_head_norm(spec, d, "q_norm") if spec.attention.qk_norm and not cross else None,
         k_norm=_head_norm(spec, d, "k_norm") if spec.attention.qk_norm and not cross else None,
         scale_dim=spec.attention.scale_dim,
+    )
+
+
+def _latent_attention(spec: Spec, d: _Dims, name: str) -> Attention:
+    """DeepSeek-V2's multi-head latent attention (validation keeps it causal, unbiased,
+    rotary, one key per head)."""
+    lat = spec.attention.latent
+    assert lat is not None
+    kv_rank = d.symbol("kv_rank", lat.kv_rank)
+    rope, nope = d.symbol("rope_dim", lat.rope_dim), d.symbol("nope_dim", lat.nope_dim)
+    v_dim = d.symbol("v_dim", lat.v_dim)
+    heads, qk_dim = d.n_heads, nope + rope
+    eps = lat.eps if lat.eps is not None else spec.norm.eps
+    q_down = q_norm = None
+    q_in = d.d_model
+    if lat.q_rank is not None:
+        q_in = d.symbol("q_rank", lat.q_rank)
+        q_down = Linear("q_down", d.d_model, q_in, False)
+        q_norm = Norm("q_down_norm", "rmsnorm", q_in, False, eps)
+    return Attention(
+        name=name,
+        q=Linear("q_up" if q_down is not None else "q", q_in, heads * qk_dim, False),
+        k=Linear("kv_down", d.d_model, kv_rank + rope, False),
+        v=Linear("kv_up", kv_rank, heads * (nope + v_dim), False),
+        o=Linear("o", heads * v_dim, d.d_model, False),
+        n_heads=heads,
+        n_kv_heads=heads,
+        head_dim=qk_dim,
+        causal=True,
+        cross=False,
+        scale_scores=True,
+        position=_position(spec),
+        dropout=spec.dropout.attention,
+        latent=Latent(
+            kv_norm=Norm("kv_down_norm", "rmsnorm", kv_rank, False, eps),
+            kv_rank=kv_rank,
+            rope_dim=rope,
+            nope_dim=nope,
+            v_dim=v_dim,
+            scale=lat.scale_factor,
+            q_down=q_down,
+            q_norm=q_norm,
+        ),
     )
 
 

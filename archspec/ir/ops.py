@@ -194,6 +194,32 @@ class Rope(Op):
 
 
 @dataclass(frozen=True, eq=False)
+class Part(Op):
+    """out = channels [start, start + out.width / heads) of each of x's `heads` heads: a
+    view (latent attention splits its projections into parts without and with positions)."""
+
+    x: Value
+    start: sp.Expr | int
+    heads: sp.Expr | int = 1
+
+    @property
+    def inputs(self):
+        return (self.x,)
+
+
+@dataclass(frozen=True, eq=False)
+class Concat(Op):
+    """out = the heads' channels of `parts` side by side, a new tensor; a part with one head
+    is repeated for every head (latent attention's rotated key, shared by all heads)."""
+
+    parts: tuple[Value, ...]
+
+    @property
+    def inputs(self):
+        return self.parts
+
+
+@dataclass(frozen=True, eq=False)
 class Attend(Op):
     """out = softmax(q kᵀ · scale + mask) v, heads merged back: (rows of q, heads·head_dim).
 

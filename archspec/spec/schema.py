@@ -140,6 +140,51 @@ class EmbeddingSpec:
 
 
 @dataclass(frozen=True)
+class LatentSpec:
+    """Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434, Section 2.1): keys and
+    values come up from one small latent per token, which is what a KV cache keeps, and each
+    head's queries and keys have a part without positions and a rotated part, the rotated key
+    shared by all heads."""
+
+    kv_rank: int = field(
+        metadata=doc("width of the key/value latent (kv_lora_rank: 512)", positive=True)
+    )
+    rope_dim: int = field(
+        metadata=doc(
+            "channels of each head's query and of the one shared key that RoPE turns "
+            "(qk_rope_head_dim: 64)",
+            positive=True,
+        )
+    )
+    nope_dim: int = field(
+        metadata=doc("channels of each head's query and key without positions (128)", positive=True)
+    )
+    v_dim: int = field(metadata=doc("width of each head's value (v_head_dim: 128)", positive=True))
+    q_rank: int | None = field(
+        default=None,
+        metadata=doc(
+            "queries through a latent of this width too (q_lora_rank: 1536); none: one projection",
+            positive=True,
+        ),
+    )
+    scale_factor: float = field(
+        default=1.0,
+        metadata=doc(
+            "the scores' scale 1/sqrt(nope_dim + rope_dim) multiplied by this (DeepSeek with "
+            "YaRN: (0.1 mscale_all_dim ln(factor) + 1)^2)",
+            positive=True,
+        ),
+    )
+    eps: float | None = field(
+        default=None,
+        metadata=doc(
+            "epsilon of the latents' RMSNorms (DeepSeek-V2: 1e-6 always); default norm.eps",
+            positive=True,
+        ),
+    )
+
+
+@dataclass(frozen=True)
 class AttentionSpec:
     bias: bool = field(default=False, metadata=doc("biases on the q, k, v and output projections"))
     qkv_bias: bool | None = field(
@@ -182,6 +227,10 @@ class AttentionSpec:
             pattern=WINDOW_PATTERN,
             expects="a string of L (windowed) and G (full) letters",
         ),
+    )
+    latent: LatentSpec | None = field(
+        default=None,
+        metadata=doc("multi-head latent attention (DeepSeek-V2) instead of q, k and v"),
     )
 
 

@@ -186,7 +186,9 @@ def _resolve_defaults(spec: Spec) -> Spec:
 
 def _check_shapes(spec: Spec, v: _Validator) -> None:
     """Rules that involve more than one field. Each message prints the values involved."""
-    if spec.head_dim is None and spec.d_model % spec.n_heads:
+    if spec.attention.latent is not None:
+        _check_latent(spec, v)
+    elif spec.head_dim is None and spec.d_model % spec.n_heads:
         raise v.error_between(
             [("n_heads",), ("d_model",)],
             f"n_heads ({spec.n_heads}) does not divide d_model ({spec.d_model}); "
@@ -198,6 +200,8 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             f"n_heads ({spec.n_heads}) is not a multiple of n_kv_heads ({spec.kv_heads})",
         )
     head_dim = spec.resolved_head_dim
+    if spec.attention.latent is not None:
+        head_dim = spec.attention.latent.rope_dim  # what RoPE turns
     if spec.position.kind == "rope" and head_dim % 2:
         raise v.error(("position", "kind"), f"rope needs an even head_dim, got {head_dim}")
     _check_sharing(spec, v)
@@ -374,3 +378,49 @@ def _check_rotary(spec: Spec, v: _Validator, head_dim: int) -> None:
         )
     if p.interleaved and p.scaling != "none":
         raise v.error(("position", "interleaved"), "interleaved rope with scaling is not supported")
+
+
+def _check_latent(spec: Spec, v: _Validator) -> None:
+    """Multi-head latent attention as DeepSeek-V2 builds it: causal self-attention whose keys'
+    rotated part is RoPE over rope_dim channels, every head with keys of its own. What it has
+    no place for is refused, naming the field."""
+    where = ("attention", "latent")
+    if spec.layout != "decoder":
+        raise v.error(where, f"latent attention needs layout: decoder, not {spec.layout}")
+    if spec.position.kind != "rope":
+        raise v.error_between(
+            [where, ("position", "kind")],
+            f"latent attention rotates rope_dim channels: position.kind must be rope, not "
+            f"{spec.position.kind}",
+        )
+    if spec.position.rotary_dim is not None:
+        raise v.error_between(
+            [("position", "rotary_dim"), where],
+            "latent attention rotates attention.latent.rope_dim channels; remove "
+            "position.rotary_dim",
+        )
+    if spec.n_kv_heads is not None and spec.n_kv_heads != spec.n_heads:
+        raise v.error_between(
+            [("n_kv_heads",), where],
+            f"latent attention gives each of the {spec.n_heads} heads its keys and values; "
+            f"n_kv_heads ({spec.n_kv_heads}) must be left out",
+        )
+    if spec.head_dim is not None:
+        raise v.error_between(
+            [("head_dim",), where],
+            "latent attention's head widths are attention.latent's nope_dim, rope_dim and "
+            "v_dim; remove head_dim",
+        )
+    a = spec.attention
+    others = {
+        "bias": a.bias,
+        "qkv_bias": a.qkv_bias,
+        "qk_norm": a.qk_norm,
+        "softcap": a.softcap is not None,
+        "scale_dim": a.scale_dim is not None,
+        "sliding_window": a.sliding_window is not None,
+        "scale_scores": not a.scale_scores,
+    }
+    for name, used in others.items():
+        if used:
+            raise v.error(("attention", name), f"attention.{name} is not supported with latent")

@@ -209,6 +209,12 @@ class ActivationCounter:
     def op_select(self, op: ops.Select) -> None:
         pass  # a view
 
+    def op_part(self, op: ops.Part) -> None:
+        pass  # a view
+
+    def op_concat(self, op: ops.Concat) -> None:
+        pass  # the gradient of a concatenation needs only the parts' sizes
+
     def op_loss(self, op: ops.Loss) -> None:
         # Cross-entropy keeps the log-softmax over the logits (vocabulary-parallel: split).
         split = op.logits.split and self.loss_parallel
@@ -232,7 +238,7 @@ class ActivationCounter:
     def op_attend(self, op: ops.Attend) -> None:
         node = op.attention
         L, c = self.lengths, self.c
-        n, h, hd = self.tokens, node.n_heads, node.head_dim
+        n, h, hd, vd = self.tokens, node.n_heads, node.head_dim, node.v_head_dim
         keys = L.memory if node.cross else L.keys
         kv_tokens = B * keys
         if self.recompute == "selective":
@@ -251,7 +257,7 @@ class ActivationCounter:
             # output; the softmax runs in float32 and keeps that, and casting to a narrower
             # dtype makes the copy AV keeps. (The merged heads are the output projection's.)
             self.keep(op.q)
-            self.keep_new(2 * kv_tokens * h * hd, c, split=True)
+            self.keep_new(kv_tokens * h * (hd + vd), c, split=True)
             scores = B * h * L.queries * keys
             self.keep_new(scores, c + STATS + (c if c != STATS else 0), split=True)
             return
@@ -272,7 +278,7 @@ class ActivationCounter:
         # with dropout also its mask and the dropped probabilities AV multiplies (Korthikanti
         # et al. 2022, Section 4.1: 5·a·s²·b bytes in fp16). Merging the heads copies the
         # output, which the output projection keeps.
-        self.keep_new(n * h * hd + 2 * kv_tokens * h * hd, c, split=True)
+        self.keep_new(n * h * hd + kv_tokens * h * (hd + vd), c, split=True)
         scores = B * h * L.queries * keys
         self.keep_new(scores, c, split=True)
         if node.dropout:

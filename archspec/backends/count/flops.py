@@ -190,6 +190,12 @@ class FlopCounter:
     def op_select(self, op: ops.Select) -> None:
         pass  # a view
 
+    def op_part(self, op: ops.Part) -> None:
+        pass  # a view
+
+    def op_concat(self, op: ops.Concat) -> None:
+        pass  # a copy
+
     def op_loss(self, op: ops.Loss) -> None:
         pass  # not part of the model's forward
 
@@ -217,7 +223,7 @@ class FlopCounter:
             pairs = L.queries * keys
         pairs = B * node.n_heads * pairs
         self.add("attn_scores", MATMUL, 2 * pairs * node.head_dim)
-        self.add("attn_values", MATMUL, 2 * pairs * node.head_dim)
+        self.add("attn_values", MATMUL, 2 * pairs * node.v_head_dim)
         if self.conv.elementwise:
             # Per score: the softmax, the 1/sqrt(d) scale, and each pass of the mask (hiding
             # later keys, adding a position bias).

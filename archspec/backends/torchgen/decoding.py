@@ -40,8 +40,8 @@ class KVCache:
         if end > self.max_len:
             raise ValueError(f"{end} positions exceed the cache's {self.max_len}")
         if self.k is None or self.v is None:
-            shape = (*k.shape[:2], self.max_len, k.size(3))
-            self.k, self.v = k.new_empty(shape), v.new_empty(shape)
+            self.k = k.new_empty((*k.shape[:2], self.max_len, k.size(3)))
+            self.v = v.new_empty((*v.shape[:2], self.max_len, v.size(3)))
         self.k[:, :, start:end] = k
         self.v[:, :, start:end] = v
         return self.k[:, :, :end], self.v[:, :, :end]
