@@ -235,7 +235,8 @@ def _runs(spec: Spec, d: _Dims, role: str, causal: bool, cross: bool) -> list[Ru
         # Every layer's attention alike: the runs stay formulas in n_layers.
         windowed = pattern == {"L"}
         if dense:
-            n_dense = d.symbol("n_dense_layers", dense)
+            # One dense layer is a literal 1: a single module keeps its index in every view.
+            n_dense = 1 if dense == 1 else d.symbol("n_dense_layers", dense)
             return [
                 Run(0, n_dense, block(False, windowed)),
                 Run(n_dense, n_layers - n_dense, block(True, windowed)),
@@ -355,7 +356,7 @@ def _latent_attention(spec: Spec, d: _Dims, name: str) -> Attention:
             rope_dim=rope,
             nope_dim=nope,
             v_dim=v_dim,
-            scale=lat.scale_factor,
+            mscale=yarn_attention(spec.position.factor, lat.yarn_mscale or 0.0),
             q_down=q_down,
             q_norm=q_norm,
         ),
@@ -393,4 +394,5 @@ def _moe(spec: Spec, d: _Dims) -> MoE:
         normalize=moe.normalize,
         shared=shared,
         shared_gate=Linear("shared_gate", d.d_model, 1, False) if moe.shared_gate else None,
+        routed_scale=moe.routed_scale,
     )

@@ -186,6 +186,7 @@ def lower_moe(node: MoE, x: Value) -> Lowered:
             node.n_experts,
             node.top_k,
             node.normalize,
+            node.routed_scale,
         )
     )
     routed = low.emit(Dispatch(Value("routed", x.rows, x.width, copies=node.top_k), x, chosen))

@@ -128,7 +128,7 @@ class Latent:
     rope_dim: sp.Expr
     nope_dim: sp.Expr
     v_dim: sp.Expr
-    scale: float  # the scores times scale / sqrt(nope_dim + rope_dim)
+    mscale: float  # the scores times mscale² / sqrt(nope_dim + rope_dim) (YaRN, DeepSeek)
     q_down: Linear | None = None  # x to the query latent, when queries have one
     q_norm: Norm | None = None
 
@@ -258,6 +258,7 @@ class MoE(Composite):
     # Qwen2-MoE: an MLP every token goes through, scaled by sigmoid(shared_gate(x)).
     shared: MLP | None = None
     shared_gate: Linear | None = None
+    routed_scale: float = 1.0  # the top_k weights multiplied by it (DeepSeek)
 
     @property
     def children(self) -> tuple[Node, ...]:

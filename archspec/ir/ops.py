@@ -250,6 +250,7 @@ class Route(Op):
     n_experts: sp.Expr
     top_k: sp.Expr
     normalize: bool = True  # divide the top_k weights by their sum
+    scale: float = 1.0  # then multiply them by this (DeepSeek's routed_scaling_factor)
 
     @property
     def inputs(self):

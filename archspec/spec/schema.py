@@ -167,11 +167,12 @@ class LatentSpec:
             positive=True,
         ),
     )
-    scale_factor: float = field(
-        default=1.0,
+    yarn_mscale: float | None = field(
+        default=None,
         metadata=doc(
-            "the scores' scale 1/sqrt(nope_dim + rope_dim) multiplied by this (DeepSeek with "
-            "YaRN: (0.1 mscale_all_dim ln(factor) + 1)^2)",
+            "with YaRN (position.scaling: yarn), the scores' scale 1/sqrt(nope_dim + rope_dim) "
+            "is multiplied by m², m = 0.1 yarn_mscale ln(position.factor) + 1 (DeepSeek's "
+            "mscale_all_dim: 0.707)",
             positive=True,
         ),
     )
@@ -267,6 +268,13 @@ class MoESpec:
     shared_gate: bool = field(
         default=False,
         metadata=doc("scale the shared expert by sigmoid(linear(x)) (Qwen2-MoE)"),
+    )
+    routed_scale: float = field(
+        default=1.0,
+        metadata=doc(
+            "the top_k weights multiplied by this (DeepSeek's routed_scaling_factor)",
+            positive=True,
+        ),
     )
 
 

@@ -364,7 +364,7 @@ def _check_sharing(spec: Spec, v: _Validator) -> None:
 
 def _check_rotary(spec: Spec, v: _Validator, head_dim: int) -> None:
     """Partial and interleaved rotation: only for rope, on an even number of a head's channels;
-    GPT-J's interleaved pairs come without scaling (no transformers model has both)."""
+    interleaved pairs come without scaling (GPT-J) or with YaRN's (DeepSeek-V2)."""
     p = spec.position
     if p.kind != "rope":
         for name in ("rotary_dim", "interleaved"):
@@ -376,8 +376,11 @@ def _check_rotary(spec: Spec, v: _Validator, head_dim: int) -> None:
             ("position", "rotary_dim"),
             f"rotary_dim ({p.rotary_dim}) must be even and at most head_dim ({head_dim})",
         )
-    if p.interleaved and p.scaling != "none":
-        raise v.error(("position", "interleaved"), "interleaved rope with scaling is not supported")
+    if p.interleaved and p.scaling not in ("none", "yarn"):
+        raise v.error(
+            ("position", "interleaved"),
+            f"interleaved rope with {p.scaling} scaling is not supported (yarn is: DeepSeek-V2)",
+        )
 
 
 def _check_latent(spec: Spec, v: _Validator) -> None:
@@ -410,6 +413,14 @@ def _check_latent(spec: Spec, v: _Validator) -> None:
             [("head_dim",), where],
             "latent attention's head widths are attention.latent's nope_dim, rope_dim and "
             "v_dim; remove head_dim",
+        )
+    lat = spec.attention.latent
+    assert lat is not None
+    if lat.yarn_mscale is not None and spec.position.scaling != "yarn":
+        raise v.error_between(
+            [(*where, "yarn_mscale"), ("position", "scaling")],
+            "attention.latent.yarn_mscale scales the scores by YaRN's factor: it needs "
+            "position.scaling: yarn",
         )
     a = spec.attention
     others = {

@@ -243,6 +243,8 @@ class FlopCounter:
 
     def op_route(self, op: ops.Route) -> None:
         self.elementwise("router", SOFTMAX * self.tokens * op.n_experts)
+        if op.scale != 1.0:  # one multiply per chosen weight
+            self.elementwise("router", self.tokens * op.top_k)
 
     def op_dispatch(self, op: ops.Dispatch) -> None:
         pass  # a gather

@@ -77,6 +77,12 @@ class _MoEWriter(ForwardWriter):
             "weights, chosen = probs.topk(self.top_k, dim=-1)",
         ]
         self.names[id(op.chosen)] = "chosen"
+        if op.scale != 1.0:
+            weights = "weights / weights.sum(dim=-1, keepdim=True)" if op.normalize else "weights"
+            self.lines.append(f"weights = {weights} * {op.scale!r}  # routed_scaling_factor")
+            assert op.out is not None
+            self.names[id(op.out)] = "weights"
+            return None
         if not op.normalize:
             assert op.out is not None
             self.names[id(op.out)] = "weights"

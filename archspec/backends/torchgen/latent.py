@@ -47,8 +47,8 @@ def _init(node: Attention, size: ExprPrinter) -> str:
     assert lat is not None
     scale = "self.head_dim**-0.5"
     comment = ""
-    if lat.scale != 1.0:
-        scale += f" * {lat.scale!r}"
+    if lat.mscale != 1.0:
+        scale += f" * {lat.mscale!r} * {lat.mscale!r}"
         comment = "  # YaRN's mscale, squared"
     body = [
         "super().__init__()",

@@ -13,6 +13,7 @@ from archspec.hf.families import (
     bart,
     bert,
     bloom,
+    deepseek_v2,
     distilbert,
     electra,
     falcon,
@@ -67,6 +68,7 @@ _MODULES = (
     phi,
     falcon,
     phi3,
+    deepseek_v2,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
