@@ -91,3 +91,14 @@ def test_what_latent_attention_has_no_place_for_is_refused(override: str, field:
     with pytest.raises(SpecError) as error:
         load_spec("llama-2-7b", [*TINY, LATENT, override])
     assert field.split(".")[-1] in str(error.value)
+
+
+def test_tensor_parallelism_of_latent_attention_is_refused(tmp_path: Path) -> None:
+    from archspec.backends.count.layout import Parallelism, check_layout
+
+    ir = tiny()
+    with pytest.raises(SpecError, match="latent attention"):
+        check_layout(ir, Parallelism(tp=2, gpus=2))
+    assert 'raise ValueError("tensor parallelism: latent attention is not split")' in (
+        generate_source(ir)
+    )

@@ -219,6 +219,11 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
             "# The stack computes a slope for every head: it cannot hand a rank its own.",
             'raise ValueError("tensor parallelism does not split ALiBi\'s per-head slopes")',
         ]
+    if any(n.latent is not None for n, _ in f.classes(Attention)):
+        return [
+            "# Each rank would need the whole latent, and its heads of kv_up: not planned.",
+            'raise ValueError("tensor parallelism: latent attention is not split")',
+        ]
     body = ["config = model.config", *_head_checks(f, size)]
     if f.lm_head is not None:
         body += [
