@@ -102,3 +102,34 @@ def test_tensor_parallelism_of_latent_attention_is_refused(tmp_path: Path) -> No
     assert 'raise ValueError("tensor parallelism: latent attention is not split")' in (
         generate_source(ir)
     )
+
+
+def test_deepseek_experts_count_and_run(tmp_path: Path) -> None:
+    """deepseek-v2-lite's block at tiny size: a dense first layer, routed experts scaled by
+    routed_scale, ungated shared experts; YaRN on interleaved pairs and the scores' mscale."""
+    overrides = [
+        "d_model=64",
+        "n_layers=3",
+        "n_heads=4",
+        "d_ff=96",
+        "vocab_size=256",
+        "max_seq_len=64",
+        "position.original_max_seq_len=8",
+        "attention.latent={kv_rank: 32, rope_dim: 8, nope_dim: 16, v_dim: 12, yarn_mscale: 0.707}",
+        "moe={n_experts: 4, top_k: 2, d_ff: 24, shared_d_ff: 48, dense_layers: 1,"
+        " normalize: false, routed_scale: 1.5}",
+    ]
+    ir = build_ir(load_spec("deepseek-v2-lite", overrides))
+    model = check(ir, tmp_path)
+    check_costs(ir, model)
+    assert "weights = weights * 1.5  # routed_scaling_factor" in generate_source(ir)
+
+
+def test_kv_cache_of_deepseek_v2_lite_is_the_papers() -> None:
+    """DeepSeek-V2 (arXiv:2405.04434) Table 1: MLA caches (d_c + d_h^R)·l elements per token,
+    d_c = kv_lora_rank 512, d_h^R = 64, l = 27 layers; multi-head attention would cache
+    2·n_h·d_h·l."""
+    ir = build_ir(load_spec("deepseek-v2-lite"))
+    per_token = kv_cache_bytes(ir, 2).xreplace({**ir.env, B: 1, KV_LEN: 1})
+    assert per_token == (512 + 64) * 27 * 2
+    assert 2 * 16 * 128 * 27 * 2 / per_token == pytest.approx(7.1, abs=0.05)

@@ -45,11 +45,13 @@ def _summary(node: Attention) -> str:
 def _init(node: Attention, size: ExprPrinter) -> str:
     lat = node.latent
     assert lat is not None
-    scale = "self.head_dim**-0.5"
-    comment = ""
+    scale = ["self.scale = self.head_dim**-0.5"]
     if lat.mscale != 1.0:
-        scale += f" * {lat.mscale!r} * {lat.mscale!r}"
-        comment = "  # YaRN's mscale, squared"
+        scale = [
+            "# The scores also scale by YaRN's mscale squared (DeepSeek's mscale_all_dim).",
+            f"mscale = {lat.mscale!r}",
+            "self.scale = self.head_dim**-0.5 * mscale * mscale",
+        ]
     body = [
         "super().__init__()",
         f"self.n_heads = {size(node.n_heads)}",
@@ -58,7 +60,7 @@ def _init(node: Attention, size: ExprPrinter) -> str:
         f"self.kv_rank = {size(lat.kv_rank)}",
         f"self.v_dim = {size(lat.v_dim)}",
         "self.head_dim = self.nope_dim + self.rope_dim  # of queries and keys",
-        f"self.scale = {scale}{comment}",
+        *scale,
         *(assign(part, size) for part in node.children),
         "self.checkpoint: str | None = None  # Model.set_checkpoint sets it",
     ]
