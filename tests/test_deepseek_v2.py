@@ -24,6 +24,7 @@ from archspec.backends.count.conventions import CONVENTIONS
 from archspec.backends.count.flops import B, S, flop_figures
 from archspec.backends.count.params import parameter_count
 from archspec.errors import SpecError
+from archspec.hf.export_config import hf_config_dict
 from archspec.hf.import_config import import_config
 from archspec.hf.weights import load_weights
 from archspec.ir.build import build_ir
@@ -81,6 +82,9 @@ CASES = {
                          "mscale_all_dim": 0.707}),
     # DeepSeek-V2-Lite's shape: queries straight from x, plain RoPE, every layer MoE.
     "plain-q": dict(q_lora_rank=None, first_k_dense_replace=0),
+    # DeepSeek-V2's routing: experts from the 2 of 3 groups whose best expert scores highest.
+    "group-limited": dict(q_lora_rank=None, first_k_dense_replace=1, n_group=3, topk_group=2,
+                          topk_method="group_limited_greedy", routed_scaling_factor=2.0),
 }
 # fmt: on
 
@@ -141,6 +145,18 @@ def architecture(spec) -> dict[str, Any]:
     return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec) if f.name not in skip}
 
 
+def test_group_limited_routing_exports_back() -> None:
+    config = {**hf_model("group-limited").config.to_dict()}
+    spec = import_config(config).spec
+    assert spec.moe is not None and (spec.moe.groups, spec.moe.top_groups) == (3, 2)
+    exported = hf_config_dict(spec)  # itself checks import(export(spec)) == spec
+    assert (exported["topk_method"], exported["n_group"], exported["topk_group"]) == (
+        "group_limited_greedy",
+        3,
+        2,
+    )
+
+
 def test_public_config_imports_to_the_builtin() -> None:
     imported = import_config(DEEPSEEK_V2_LITE)
     assert architecture(imported.spec) == architecture(load_spec("deepseek-v2-lite"))
@@ -151,7 +167,7 @@ def test_public_config_imports_to_the_builtin() -> None:
 @pytest.mark.parametrize(
     ("field", "value"),
     [
-        ("topk_method", "group_limited_greedy"),
+        ("topk_method", "noaux_tc"),
         ("norm_topk_prob", True),
         ("scoring_func", "sigmoid"),
         ("moe_layer_freq", 2),

@@ -106,7 +106,8 @@ def test_tensor_parallelism_of_latent_attention_is_refused(tmp_path: Path) -> No
 
 def test_deepseek_experts_count_and_run(tmp_path: Path) -> None:
     """deepseek-v2-lite's block at tiny size: a dense first layer, routed experts scaled by
-    routed_scale, ungated shared experts; YaRN on interleaved pairs and the scores' mscale."""
+    routed_scale and limited to the best group (DeepSeek-V2's group_limited_greedy), ungated
+    shared experts; YaRN on interleaved pairs and the scores' mscale."""
     overrides = [
         "d_model=64",
         "n_layers=3",
@@ -117,7 +118,7 @@ def test_deepseek_experts_count_and_run(tmp_path: Path) -> None:
         "position.original_max_seq_len=8",
         "attention.latent={kv_rank: 32, rope_dim: 8, nope_dim: 16, v_dim: 12, yarn_mscale: 0.707}",
         "moe={n_experts: 4, top_k: 2, d_ff: 24, shared_d_ff: 48, dense_layers: 1,"
-        " normalize: false, routed_scale: 1.5}",
+        " normalize: false, routed_scale: 1.5, groups: 2, top_groups: 1}",
     ]
     ir = build_ir(load_spec("deepseek-v2-lite", overrides))
     model = check(ir, tmp_path)

@@ -395,4 +395,6 @@ def _moe(spec: Spec, d: _Dims) -> MoE:
         shared=shared,
         shared_gate=Linear("shared_gate", d.d_model, 1, False) if moe.shared_gate else None,
         routed_scale=moe.routed_scale,
+        groups=moe.groups,
+        top_groups=moe.top_groups,
     )

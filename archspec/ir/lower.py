@@ -187,6 +187,8 @@ def lower_moe(node: MoE, x: Value) -> Lowered:
             node.top_k,
             node.normalize,
             node.routed_scale,
+            node.groups,
+            node.top_groups,
         )
     )
     routed = low.emit(Dispatch(Value("routed", x.rows, x.width, copies=node.top_k), x, chosen))

@@ -259,6 +259,10 @@ class MoE(Composite):
     shared: MLP | None = None
     shared_gate: Linear | None = None
     routed_scale: float = 1.0  # the top_k weights multiplied by it (DeepSeek)
+    # DeepSeek's group-limited routing: experts in `groups` groups, a token's from the
+    # `top_groups` groups whose best expert scores highest (groups 1: every expert).
+    groups: int = 1
+    top_groups: int = 1
 
     @property
     def children(self) -> tuple[Node, ...]:

@@ -251,6 +251,8 @@ class Route(Op):
     top_k: sp.Expr
     normalize: bool = True  # divide the top_k weights by their sum
     scale: float = 1.0  # then multiply them by this (DeepSeek's routed_scaling_factor)
+    groups: int = 1  # group-limited: only the experts of the top_groups best groups compete
+    top_groups: int = 1
 
     @property
     def inputs(self):

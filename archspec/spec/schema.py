@@ -269,6 +269,18 @@ class MoESpec:
         default=False,
         metadata=doc("scale the shared expert by sigmoid(linear(x)) (Qwen2-MoE)"),
     )
+    groups: int = field(
+        default=1,
+        metadata=doc(
+            "experts in this many equal groups; a token's experts come from the top_groups "
+            "groups whose best expert scores highest (DeepSeek's group_limited_greedy n_group)",
+            positive=True,
+        ),
+    )
+    top_groups: int = field(
+        default=1,
+        metadata=doc("groups a token's experts may come from (topk_group)", positive=True),
+    )
     routed_scale: float = field(
         default=1.0,
         metadata=doc(

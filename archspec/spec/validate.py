@@ -263,6 +263,19 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             ("moe", "top_k"),
             f"top_k ({spec.moe.top_k}) exceeds n_experts ({spec.moe.n_experts})",
         )
+    if spec.moe and spec.moe.groups > 1:
+        m = spec.moe
+        if m.n_experts % m.groups or m.top_groups > m.groups:
+            raise v.error_between(
+                [("moe", "groups"), ("moe", "top_groups"), ("moe", "n_experts")],
+                f"moe.groups ({m.groups}) must divide n_experts ({m.n_experts}) and be at "
+                f"least top_groups ({m.top_groups})",
+            )
+        if m.top_k > m.top_groups * (m.n_experts // m.groups):
+            raise v.error_between(
+                [("moe", "top_k"), ("moe", "top_groups")],
+                f"top_k ({m.top_k}) exceeds the experts of top_groups ({m.top_groups}) groups",
+            )
     if spec.moe and spec.moe.dense_layers:
         shortest = min(spec.stack_layers(role) for role in spec.roles)
         if spec.moe.dense_layers >= shortest:

@@ -294,6 +294,13 @@ class ActivationCounter:
         self.keep_new(n * k, INDEX + STATS)
         if op.normalize:
             self.keep_new(n, STATS)
+        if op.groups > 1:
+            # Group-limited: the max over each group keeps its fp32 result (and the
+            # probabilities, kept already), the top groups' int64 indices, and masked_fill
+            # its bool mask over the experts.
+            self.keep_new(n * op.groups, STATS)
+            self.keep_new(n * op.top_groups, INDEX)
+            self.keep_new(n * op.n_experts, BOOL)
 
     def op_dispatch(self, op: ops.Dispatch) -> None:
         # Per routed copy of a token: its (token, slot) indices.

@@ -245,6 +245,8 @@ class FlopCounter:
         self.elementwise("router", SOFTMAX * self.tokens * op.n_experts)
         if op.scale != 1.0:  # one multiply per chosen weight
             self.elementwise("router", self.tokens * op.top_k)
+        if op.groups > 1:  # each group's best expert: a comparison per probability
+            self.elementwise("router", self.tokens * op.n_experts)
 
     def op_dispatch(self, op: ops.Dispatch) -> None:
         pass  # a gather

@@ -7,9 +7,10 @@ As transformers computes it (modeling_deepseek_v2.py): the rotated parts turn as
 numbers, i.e. interleaved channel pairs (`position.interleaved`), with YaRN's frequencies
 when `rope_parameters` says yarn, whose `mscale_all_dim` also scales the scores
 (`latent.yarn_mscale`); the latents' RMSNorms keep epsilon 1e-6 whatever `rms_norm_eps` says;
-routing is a softmax over all experts, the top-k kept ("greedy") and multiplied by
+routing is a softmax over all experts, the top-k kept ("greedy"; "group_limited_greedy": from
+the `topk_group` of `n_group` groups whose best expert scores highest) and multiplied by
 `routed_scaling_factor`, never renormalised. What transformers' class does not compute
-(`norm_topk_prob`, which it ignores, `group_limited_greedy`, other scoring functions) is refused,
+(`norm_topk_prob`, which it ignores, other scoring functions) is refused,
 naming the field.
 """
 
@@ -37,8 +38,17 @@ LATENT_EPS = 1e-6  # DeepseekV2RMSNorm's default, which q_a_ and kv_a_layernorm 
 
 
 def _moe(f: Fields, n_layers: int) -> dict[str, Any] | None:
-    f.expect("topk_method", "greedy", "greedy", "only greedy top-k routing is supported")
-    f.harmless("n_group", "topk_group")  # read by group_limited_greedy alone
+    method = f.expect(
+        "topk_method",
+        ("greedy", "group_limited_greedy"),
+        "greedy",
+        "transformers' DeepseekV2 routes greedy or group_limited_greedy",
+    )
+    groups = top_groups = 1
+    if method == "group_limited_greedy":
+        groups, top_groups = f.int("n_group"), f.int("topk_group")
+    else:
+        f.harmless("n_group", "topk_group")  # read by group_limited_greedy alone
     f.expect("scoring_func", "softmax", "softmax", "transformers' DeepseekV2 routes by softmax")
     f.expect("moe_layer_freq", 1, 1, "transformers' DeepseekV2 puts experts on every layer")
     f.expect(
@@ -73,6 +83,8 @@ def _moe(f: Fields, n_layers: int) -> dict[str, Any] | None:
         "shared_d_ff": shared * width,
         "shared_gate": False,
         "routed_scale": scale,
+        "groups": groups,
+        "top_groups": top_groups,
     }
 
 
@@ -171,22 +183,36 @@ def export_deepseek_v2(spec: Spec) -> dict[str, Any]:
         "qk_rope_head_dim": lat.rope_dim,
         "qk_nope_head_dim": lat.nope_dim,
         "v_head_dim": lat.v_dim,
-        "topk_method": "greedy",
         "norm_topk_prob": False,
         **write_dropout(spec, dropouts.LLAMA),
         **head_fields(spec),
     }
     if moe is None:
-        return out | {"first_k_dense_replace": spec.n_layers, "num_experts_per_tok": 1}
+        return out | {
+            "first_k_dense_replace": spec.n_layers,
+            "num_experts_per_tok": 1,
+            "topk_method": "greedy",
+        }
     width = moe.d_ff or spec.d_ff
-    return out | {
-        "first_k_dense_replace": moe.dense_layers,
-        "n_routed_experts": moe.n_experts,
-        "num_experts_per_tok": moe.top_k,
-        "moe_intermediate_size": width,
-        "n_shared_experts": moe.shared_d_ff // width,
-        "routed_scaling_factor": moe.routed_scale,
-    }
+    routing: dict[str, Any] = {"topk_method": "greedy"}
+    if moe.groups > 1:
+        routing = {
+            "topk_method": "group_limited_greedy",
+            "n_group": moe.groups,
+            "topk_group": moe.top_groups,
+        }
+    return (
+        out
+        | routing
+        | {
+            "first_k_dense_replace": moe.dense_layers,
+            "n_routed_experts": moe.n_experts,
+            "num_experts_per_tok": moe.top_k,
+            "moe_intermediate_size": width,
+            "n_shared_experts": moe.shared_d_ff // width,
+            "routed_scaling_factor": moe.routed_scale,
+        }
+    )
 
 
 ATTENTION = table(
