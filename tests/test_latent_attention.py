@@ -134,3 +134,32 @@ def test_kv_cache_of_deepseek_v2_lite_is_the_papers() -> None:
     per_token = kv_cache_bytes(ir, 2).xreplace({**ir.env, B: 1, KV_LEN: 1})
     assert per_token == (512 + 64) * 27 * 2
     assert 2 * 16 * 128 * 27 * 2 / per_token == pytest.approx(7.1, abs=0.05)
+
+
+@pytest.mark.parametrize("overrides", [(), (PLAIN_Q,)])
+def test_a_decode_step_projects_every_cached_latent_up_again(
+    tmp_path: Path, overrides: tuple[str, ...]
+) -> None:
+    """With the cache of the latent, each step runs kv_up over every cached position (as
+    transformers' DeepseekV2 does): the decode FLOPs count kv_len rows there, and equal
+    FlopCounterMode's."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from archspec.backends.count.conventions import CONVENTIONS
+    from archspec.backends.count.flops import flop_figures
+
+    ir = tiny(*overrides)
+    module = load_generated(generate_source(ir), tmp_path)
+    model = module.Model().eval()
+    cache = [module.KVCache() for _ in model.decoder.blocks]
+    b, s = 2, 7
+    with torch.no_grad(), sdpa_kernel(SDPBackend.MATH):
+        model(torch.randint(0, 256, (b, s)), cache=cache)
+        with FlopCounterMode(display=False) as counter:
+            model(torch.randint(0, 256, (b, 1)), cache=cache)
+    figures = flop_figures(ir, CONVENTIONS["executed"])
+    expected = figures.decode_matmul.xreplace({**ir.env, B: b, KV_LEN: s + 1})
+    assert expected == counter.get_total_flops()
+    kv_up = 2 * b * (s + 1) * 32 * 4 * (16 + 12) * 2  # 2 layers, every cached position
+    assert kv_up < expected

@@ -17,6 +17,7 @@ from archspec.ir.ops import (
     Add,
     Attend,
     Blocks,
+    Cached,
     Call,
     Combine,
     Concat,
@@ -121,8 +122,8 @@ def lower_latent_attention(node: Attention, x: Value, ctx: StackValues) -> Lower
     h, nope, rope = node.n_heads, lat.nope_dim, lat.rope_dim
     cost = node.position.entry.flops_per_element
 
-    def heads(name: str, width, base: Value | None = None) -> Value:
-        return Value(name, x.rows, width, base=base, split=True, split_limit=h)
+    def heads(name: str, width, rows=x.rows) -> Value:
+        return Value(name, rows, width, split=True, split_limit=h)
 
     def part(name: str, of: Value, start, width, n=h) -> Value:
         out = Value(name, of.rows, width, base=of, split=of.split, split_limit=of.split_limit)
@@ -141,9 +142,13 @@ def lower_latent_attention(node: Attention, x: Value, ctx: StackValues) -> Lower
     latent, k_rot = part("latent", kv, 0, lat.kv_rank, 1), part("k_rot", kv, lat.kv_rank, rope, 1)
     latent = low.emit(NormOp(Value("latent", x.rows, lat.kv_rank), latent, lat.kv_norm))
     k_rot = low.emit(Rope(Value("k_rot", x.rows, rope), k_rot, ctx.angles, 1, cost, rope, rope))
-    kv = low.emit(LinearOp(heads("kv", h * (nope + lat.v_dim)), latent, node.v, "attn_proj"))
+    # Keys and values come up from every cached position's latent, at every step.
+    latent = low.emit(Cached(Value("latent", "keys", lat.kv_rank, base=latent), latent))
+    k_rot = low.emit(Cached(Value("k_rot", "keys", rope, base=k_rot), k_rot))
+    kv_width = h * (nope + lat.v_dim)
+    kv = low.emit(LinearOp(heads("kv", kv_width, "keys"), latent, node.v, "attn_proj"))
     k_pass, v = part("k_pass", kv, 0, h * nope), part("v", kv, nope, h * lat.v_dim)
-    k = low.emit(Concat(heads("k", h * node.head_dim), (k_pass, k_rot)))
+    k = low.emit(Concat(heads("k", h * node.head_dim, "keys"), (k_pass, k_rot)))
     y = low.emit(Attend(heads("y", h * lat.v_dim), q, k, v, node, ctx.mask))
     low.out = low.emit(LinearOp(Value("out", x.rows, node.o.out_features), y, node.o, "attn_proj"))
     return low

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 # How many rows a value has in one pass, per the lengths of the stack it belongs to:
 # tokens: B·queries; memory: B·(encoder positions); batch: B; positions: queries (shared by the
-# batch); pairs: queries·keys (shared by the batch).
-Rows = Literal["tokens", "memory", "batch", "positions", "pairs"]
+# batch); pairs: queries·keys (shared by the batch); keys: B·keys (what a KV cache holds: the
+# queries' positions, and in a decode step the cached ones before them).
+Rows = Literal["tokens", "memory", "batch", "positions", "pairs", "keys"]
 # Bytes per element: the compute dtype, int64 indices, fp32 statistics, or bool.
 DType = Literal["compute", "index", "stats", "bool"]
 
@@ -201,6 +202,19 @@ class Part(Op):
     x: Value
     start: sp.Expr | int
     heads: sp.Expr | int = 1
+
+    @property
+    def inputs(self):
+        return (self.x,)
+
+
+@dataclass(frozen=True, eq=False)
+class Cached(Op):
+    """out = x at every position the KV cache holds (rows `keys`): x itself when nothing is
+    cached, else the cache updated with x (latent attention caches its latent and rotated key
+    and projects them up again at every step)."""
+
+    x: Value
 
     @property
     def inputs(self):

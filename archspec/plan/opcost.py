@@ -117,6 +117,8 @@ class CostCounter(FlopCounter):
             return [OpCost("embeddings.lookup", "memory", flops, moved)]
         if op.out is None or not op.inputs:
             return []  # positions, angles, masks: built once, negligible
+        if isinstance(op, (ops.Part, ops.Cached)):
+            return []  # views
         inputs = sum(L.elements(v, computed=True) for v in op.inputs if v is not None)
         moved = c * (inputs + L.elements(op.out, computed=True))
         if isinstance(op, ops.Dropout):

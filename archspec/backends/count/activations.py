@@ -116,7 +116,11 @@ class ActivationCounter:
             return 1
         if split:
             return sp.Integer(1) / (sp.Min(self.tp, limit) if limit is not None else self.tp)
-        if self.sequence_parallel and rows in ("tokens", "memory") and self.sequence_split():
+        if (
+            self.sequence_parallel
+            and rows in ("tokens", "memory", "keys")
+            and self.sequence_split()
+        ):
             return sp.Integer(1) / self.tp
         return 1
 
@@ -211,6 +215,9 @@ class ActivationCounter:
 
     def op_part(self, op: ops.Part) -> None:
         pass  # a view
+
+    def op_cached(self, op: ops.Cached) -> None:
+        pass  # in training nothing is cached: x itself
 
     def op_concat(self, op: ops.Concat) -> None:
         pass  # the gradient of a concatenation needs only the parts' sizes

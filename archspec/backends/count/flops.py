@@ -193,6 +193,9 @@ class FlopCounter:
     def op_part(self, op: ops.Part) -> None:
         pass  # a view
 
+    def op_cached(self, op: ops.Cached) -> None:
+        pass  # the cache's update: a copy
+
     def op_concat(self, op: ops.Concat) -> None:
         pass  # a copy
 

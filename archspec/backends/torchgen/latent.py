@@ -21,7 +21,7 @@ from archspec.backends.torchgen.leaves import assign
 from archspec.backends.torchgen.text import class_, docstring, method
 from archspec.ir.lower import StackValues, lower_attention
 from archspec.ir.nodes import Attention, Stack
-from archspec.ir.ops import Attend, Concat, LinearOp, NormOp, Op, Part, Rope, Value
+from archspec.ir.ops import Attend, Cached, Concat, LinearOp, NormOp, Op, Part, Rope, Value
 
 SPLIT_HEADS = '''
 def split_heads(self, x: Tensor) -> Tensor:
@@ -88,12 +88,7 @@ class _LatentWriter(ForwardWriter):
             lat.v_dim: "self.v_dim",
         }
         # What the cache keeps: the normalised latent and the rotated shared key.
-        self.cached = [
-            op.out
-            for op in low.ops
-            if (isinstance(op, NormOp) and op.module is lat.kv_norm)
-            or (isinstance(op, Rope) and op.heads == 1)
-        ]
+        self.cached = [op for op in low.ops if isinstance(op, Cached)]
 
     def inlines(self, op: Op) -> bool:
         return isinstance(op, Attend)  # the merged heads go straight into `o`
@@ -101,13 +96,6 @@ class _LatentWriter(ForwardWriter):
     def render_linearop(self, op: LinearOp) -> Expr:
         node = self.node
         if op.module is node.v:
-            # The cache keeps the latent and the rotated key, as one key head would be kept.
-            latent, k_rot = (self.names[id(v)] for v in self.cached)
-            if self.f.cached(self.stack):
-                self.lines += [
-                    "if cache is not None:",
-                    f"    {latent}, {k_rot} = cache.update({latent}, {k_rot})",
-                ]
             x = self.arg(op.x)
             up = Expr(f"self.{op.module.name}({x.text}).squeeze(1)", ATOM, x.reads)
             return self._call("self.split_heads", [up])
@@ -122,6 +110,22 @@ class _LatentWriter(ForwardWriter):
             # (B, 1, S, kv_rank): laid out like one head's keys, for the cache.
             return Expr(f"{normed.text}.unsqueeze(1)", ATOM, normed.reads)
         return normed
+
+    def render_cached(self, op: Cached) -> None:
+        """The cache keeps the latent and the rotated key, as one key head would be kept."""
+        self.arg(op.x)
+        assert op.out is not None
+        if id(op.out) in self.names:
+            return None  # named with its sibling
+        latent, k_rot = (self.names[id(c.x)] for c in self.cached)
+        if self.f.cached(self.stack):
+            self.lines += [
+                "if cache is not None:",
+                f"    {latent}, {k_rot} = cache.update({latent}, {k_rot})",
+            ]
+        for c in self.cached:
+            self.names[id(c.out)] = self.names[id(c.x)]
+        return None
 
     def render_part(self, op: Part) -> Expr | None:
         x = self.arg(op.x)
