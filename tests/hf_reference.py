@@ -491,6 +491,48 @@ _add(
     pad_token_id=32000,
 )
 
+# DeepSeek-V2-Lite's public config.json (deepseek-ai/DeepSeek-V2-Lite): 15,706,484,224
+# parameters in its checkpoint.
+_add(
+    "deepseek-v2-lite",
+    "DeepseekV2ForCausalLM",
+    "DeepseekV2Config",
+    vocab_size=102400,
+    hidden_size=2048,
+    intermediate_size=10944,
+    moe_intermediate_size=1408,
+    num_hidden_layers=27,
+    num_attention_heads=16,
+    num_key_value_heads=16,
+    n_shared_experts=2,
+    n_routed_experts=64,
+    routed_scaling_factor=1.0,
+    kv_lora_rank=512,
+    q_lora_rank=None,
+    qk_rope_head_dim=64,
+    v_head_dim=128,
+    qk_nope_head_dim=128,
+    topk_method="greedy",
+    n_group=1,
+    topk_group=1,
+    num_experts_per_tok=6,
+    first_k_dense_replace=1,
+    norm_topk_prob=False,
+    max_position_embeddings=163840,
+    rms_norm_eps=1e-6,
+    rope_parameters={
+        "rope_type": "yarn",
+        "rope_theta": 10000.0,
+        "factor": 40.0,
+        "original_max_position_embeddings": 4096,
+        "beta_fast": 32.0,
+        "beta_slow": 1.0,
+        "mscale": 0.707,
+        "mscale_all_dim": 0.707,
+    },
+    tie_word_embeddings=False,
+)
+
 
 def build_meta(name: str):
     """The transformers model for spec `name`, on the meta device (no memory)."""
@@ -620,5 +662,17 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
     "phi3": {"architectures": ["Phi3ForCausalLM"], "vocab_size": 32064, "hidden_size": 64,
              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
              "intermediate_size": 128, "max_position_embeddings": 32, "sliding_window": None},
+    "deepseek_v2": {"architectures": ["DeepseekV2ForCausalLM"], **_SMALL, "hidden_size": 64,
+                    "num_hidden_layers": 3, "num_attention_heads": 4, "intermediate_size": 96,
+                    "max_position_embeddings": 64, "kv_lora_rank": 32, "q_lora_rank": 48,
+                    "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 12,
+                    "n_routed_experts": 6, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
+                    "n_shared_experts": 2, "first_k_dense_replace": 1,
+                    "routed_scaling_factor": 1.5, "tie_word_embeddings": False,
+                    # As export writes it: attention_factor resolved from mscale.
+                    "rope_parameters": {"rope_type": "yarn", "rope_theta": 10000.0,
+                                        "factor": 4.0, "original_max_position_embeddings": 16,
+                                        "beta_fast": 32.0, "beta_slow": 1.0,
+                                        "attention_factor": 1.0, "mscale_all_dim": 0.707}},
 }
 # fmt: on

@@ -72,6 +72,9 @@ def test_llama_to_mixtral_swaps_the_mlp_for_experts() -> None:
             "normalize": True,
             "shared_d_ff": 0,
             "shared_gate": False,
+            "groups": 1,
+            "top_groups": 1,
+            "routed_scale": 1.0,
         },
     )
     assert changed["n_kv_heads"] == (32, 8)
@@ -83,6 +86,9 @@ def test_llama_to_mixtral_swaps_the_mlp_for_experts() -> None:
         "n_experts": [None, 8],
         "top_k": [None, 2],
         "normalize": [None, True],
+        "routed_scale": [None, 1.0],
+        "groups": [None, 1],
+        "top_groups": [None, 1],
     }
     # Reported once, at the top of the new subtree: not its router and experts one by one.
     assert not any(k.startswith("decoder.blocks.i.moe.") for k in m)

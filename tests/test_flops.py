@@ -39,7 +39,8 @@ from archspec.spec.resolve import builtin_names, load_spec
 from tests.hf_reference import HF_CONFIGS, build_meta
 
 EXECUTED = CONVENTIONS["executed"]
-MOE = {"mixtral-8x7b", "qwen1.5-moe-a2.7b"}  # routing needs real values: small-size tests
+MOE = {"mixtral-8x7b", "qwen1.5-moe-a2.7b", "deepseek-v2-lite"}  # routing needs real values:
+# small-size tests (deepseek-v2-lite: tests/test_latent_attention.py)
 POINTS = [(1, 128, 64), (3, 77, 20), (2, 200, 33)]  # (B, S, S_dec)
 
 

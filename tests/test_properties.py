@@ -159,6 +159,7 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
                             "n_experts": st.just(n),
                             "top_k": st.integers(1, n),
                             "router_bias": st.booleans(),
+                            "routed_scale": st.sampled_from([1.0, 2.5]),
                         },
                     ).filter(lambda m: m.get("top_k", 2) <= m.get("n_experts", 8))
                 ),
@@ -224,6 +225,21 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
         head=head,
         **stacks,
     )
+    if decoder and rope and draw(st.booleans()):
+        # DeepSeek-V2's latent attention, with what it has no place for left out.
+        spec["attention"] = {
+            **{k: v for k, v in spec["attention"].items() if k == "window_pattern"},
+            "latent": mapping(
+                kv_rank=draw(st.integers(1, 8)),
+                rope_dim=2 * draw(st.integers(1, 3)),
+                nope_dim=draw(st.integers(1, 4)),
+                v_dim=draw(st.integers(1, 4)),
+                q_rank=draw(optional(st.one_of(st.none(), st.integers(1, 8)))),
+            ),
+        }
+        spec["position"] = {k: v for k, v in spec["position"].items() if k != "rotary_dim"}
+        for key in ("n_kv_heads", "head_dim"):
+            spec.pop(key, None)
     return spec
 
 
@@ -270,6 +286,7 @@ def features(data: dict[str, Any]) -> None:
     event(f"position={data['position']['kind']}")
     event(f"residual={data['residual']}")
     event(f"moe={bool(data.get('moe'))}")
+    event(f"latent={'latent' in data['attention']}")
 
 
 # --- valid specs: every backend agrees with the generated model -------------------------------

@@ -35,6 +35,7 @@ from archspec.backends.count.flops import KV_LEN, S_DEC, B, S, flop_figures
 from archspec.backends.count.flops_report import whole, whole_bytes
 from archspec.backends.count.memory import COMPUTE_BYTES, memory_figures
 from archspec.backends.count.step_peak import step_peak
+from archspec.ir.lower import rotary_width
 from archspec.ir.nodes import IR, MLP, Attention
 from archspec.ir.visit import walk
 
@@ -64,7 +65,7 @@ def buffer_bytes(ir: IR, dtype: str) -> sp.Expr:
     total = sp.Integer(0)
     for stack in ir.root.stacks:
         head = stack.block_variants[0].attn
-        rotated = stack.position.rotary_dim or head.head_dim
+        rotated = rotary_width(head)
         total += stack.position.code.buffer_elements(stack.max_seq_len, rotated)
     return total * COMPUTE_BYTES[dtype]
 

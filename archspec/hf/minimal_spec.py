@@ -94,7 +94,10 @@ def _wanted(target: dict[str, Any], d_model: int, n_heads: int) -> dict[tuple[st
                 out[("moe", sub)] = v
         elif isinstance(value, dict):
             for sub, v in value.items():
-                out[(key, sub)] = v
+                if isinstance(v, dict):  # a section within a section (attention.latent)
+                    out |= {(key, sub, leaf): w for leaf, w in v.items()}
+                else:
+                    out[(key, sub)] = v
         else:
             out[(key,)] = value
     if out.get(("n_kv_heads",)) is None:
@@ -134,8 +137,10 @@ def _minimal_over(
         if _effective(probe, path) != value:
             if len(path) == 1:
                 minimal[path[0]] = value
-            else:
+            elif len(path) == 2:
                 minimal.setdefault(path[0], {})[path[1]] = value
+            else:
+                minimal.setdefault(path[0], {}).setdefault(path[1], {})[path[2]] = value
     # The embedding dropout defaults to the hidden one: write it whenever the two differ, since
     # a hidden dropout written above would otherwise carry the embedding's along.
     embedding, hidden = wanted.get(("dropout", "embedding")), wanted.get(("dropout", "hidden"))
@@ -191,6 +196,8 @@ def _flat(data: dict[str, Any]) -> list[str]:
 
 
 def _scalar(value: Any) -> str:
+    if isinstance(value, dict):  # a section within a section (attention.latent)
+        return "{" + ", ".join(f"{k}: {_scalar(v)}" for k, v in value.items()) + "}"
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:

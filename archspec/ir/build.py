@@ -17,6 +17,7 @@ from archspec.ir.nodes import (
     Block,
     Embedding,
     Identity,
+    Latent,
     Linear,
     Model,
     MoE,
@@ -236,7 +237,8 @@ def _runs(spec: Spec, d: _Dims, role: str, causal: bool, cross: bool) -> list[Ru
         # Every layer's attention alike: the runs stay formulas in n_layers.
         windowed = pattern == {"L"}
         if dense:
-            n_dense = d.symbol("n_dense_layers", dense)
+            # One dense layer is a literal 1: a single module keeps its index in every view.
+            n_dense = 1 if dense == 1 else d.symbol("n_dense_layers", dense)
             return [
                 Run(0, n_dense, block(False, windowed)),
                 Run(n_dense, n_layers - n_dense, block(True, windowed)),
@@ -296,6 +298,8 @@ def _block(
 def _attention(
     spec: Spec, d: _Dims, name: str, causal: bool, cross: bool, window: int | None = None
 ) -> Attention:
+    if spec.attention.latent is not None:
+        return _latent_attention(spec, d, name)
     bias = spec.attention.bias
     qkv_bias = bias if spec.attention.qkv_bias is None else spec.attention.qkv_bias
     q_width = d.n_heads * d.head_dim
@@ -333,6 +337,49 @@ def _qk_norm(spec: Spec, d: _Dims, name: str, width: sp.Expr) -> Norm:
     return Norm(name, spec.norm.kind, dim, spec.norm.has_bias, spec.norm.eps)
 
 
+def _latent_attention(spec: Spec, d: _Dims, name: str) -> Attention:
+    """DeepSeek-V2's multi-head latent attention (validation keeps it causal, unbiased,
+    rotary, one key per head)."""
+    lat = spec.attention.latent
+    assert lat is not None
+    kv_rank = d.symbol("kv_rank", lat.kv_rank)
+    rope, nope = d.symbol("rope_dim", lat.rope_dim), d.symbol("nope_dim", lat.nope_dim)
+    v_dim = d.symbol("v_dim", lat.v_dim)
+    heads, qk_dim = d.n_heads, nope + rope
+    eps = lat.eps if lat.eps is not None else spec.norm.eps
+    q_down = q_norm = None
+    q_in = d.d_model
+    if lat.q_rank is not None:
+        q_in = d.symbol("q_rank", lat.q_rank)
+        q_down = Linear("q_down", d.d_model, q_in, False)
+        q_norm = Norm("q_down_norm", "rmsnorm", q_in, False, eps)
+    return Attention(
+        name=name,
+        q=Linear("q_up" if q_down is not None else "q", q_in, heads * qk_dim, False),
+        k=Linear("kv_down", d.d_model, kv_rank + rope, False),
+        v=Linear("kv_up", kv_rank, heads * (nope + v_dim), False),
+        o=Linear("o", heads * v_dim, d.d_model, False),
+        n_heads=heads,
+        n_kv_heads=heads,
+        head_dim=qk_dim,
+        causal=True,
+        cross=False,
+        scale_scores=True,
+        position=_position(spec),
+        dropout=spec.dropout.attention,
+        latent=Latent(
+            kv_norm=Norm("kv_down_norm", "rmsnorm", kv_rank, False, eps),
+            kv_rank=kv_rank,
+            rope_dim=rope,
+            nope_dim=nope,
+            v_dim=v_dim,
+            mscale=yarn_attention(spec.position.factor, lat.yarn_mscale or 0.0),
+            q_down=q_down,
+            q_norm=q_norm,
+        ),
+    )
+
+
 def _mlp(spec: Spec, d: _Dims, name: str, width: sp.Expr | None = None) -> MLP:
     bias = spec.mlp.bias
     hidden = d.d_ff if width is None else width
@@ -359,4 +406,7 @@ def _moe(spec: Spec, d: _Dims) -> MoE:
         normalize=moe.normalize,
         shared=shared,
         shared_gate=Linear("shared_gate", d.d_model, 1, False) if moe.shared_gate else None,
+        routed_scale=moe.routed_scale,
+        groups=moe.groups,
+        top_groups=moe.top_groups,
     )

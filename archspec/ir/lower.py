@@ -17,9 +17,11 @@ from archspec.ir.ops import (
     Add,
     Attend,
     Blocks,
+    Cached,
     Call,
     Clamp,
     Combine,
+    Concat,
     Dispatch,
     Dropout,
     LinearOp,
@@ -28,6 +30,7 @@ from archspec.ir.ops import (
     Mul,
     NormOp,
     Op,
+    Part,
     Positions,
     Rope,
     RopeAngles,
@@ -66,12 +69,17 @@ class Lowered:
 
 
 def rotary_width(node: Attention):
-    """The channels of each head RoPE turns: all of head_dim, or the first rotary_dim."""
+    """The channels of each head RoPE turns: all of head_dim, or the first rotary_dim (latent
+    attention: rope_dim)."""
+    if node.latent is not None:
+        return node.latent.rope_dim
     rotary_dim = node.position.rotary_dim
     return node.head_dim if rotary_dim is None else rotary_dim
 
 
 def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
+    if node.latent is not None:
+        return lower_latent_attention(node, x, ctx)
     low = Lowered(inputs=(x,))
     source = ctx.memory if node.cross else x
     assert source is not None, "cross-attention needs the encoder output"
@@ -107,6 +115,49 @@ def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
     y = low.emit(Attend(heads("y", x.rows, q_width, node.n_heads), q, k, v, node, mask))
     out = Value("out", x.rows, node.o.out_features)
     low.out = low.emit(LinearOp(out, y, node.o, "attn_proj"))
+    return low
+
+
+def lower_latent_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
+    """DeepSeek-V2's multi-head latent attention (arXiv:2405.04434, Section 2.1): keys and
+    values come up from a normalised latent per token, which is what the KV cache keeps
+    together with the one rotated key all heads share. Each head's queries and keys join a
+    part without positions (nope_dim) and a rotated part (rope_dim)."""
+    lat = node.latent
+    assert lat is not None and ctx.angles is not None
+    low = Lowered(inputs=(x,))
+    h, nope, rope = node.n_heads, lat.nope_dim, lat.rope_dim
+    cost = node.position.entry.flops_per_element
+
+    def heads(name: str, width, rows=x.rows) -> Value:
+        return Value(name, rows, width, split=True, split_limit=h)
+
+    def part(name: str, of: Value, start, width, n=h) -> Value:
+        out = Value(name, of.rows, width, base=of, split=of.split, split_limit=of.split_limit)
+        return low.emit(Part(out, of, start, n))
+
+    q_in = x
+    if lat.q_down is not None and lat.q_norm is not None:
+        q_rank = lat.q_down.out_features
+        q_in = low.emit(LinearOp(Value("q_latent", x.rows, q_rank), x, lat.q_down, "attn_proj"))
+        q_in = low.emit(NormOp(Value("q_latent", x.rows, q_rank), q_in, lat.q_norm))
+    q = low.emit(LinearOp(heads("q", h * node.head_dim), q_in, node.q, "attn_proj"))
+    q_pass, q_rot = part("q_pass", q, 0, h * nope), part("q_rot", q, nope, h * rope)
+    q_rot = low.emit(Rope(heads("q_rot", h * rope), q_rot, ctx.angles, h, cost, rope, rope))
+    q = low.emit(Concat(heads("q", h * node.head_dim), (q_pass, q_rot)))
+    kv = low.emit(LinearOp(Value("kv", x.rows, lat.kv_rank + rope), x, node.k, "attn_proj"))
+    latent, k_rot = part("latent", kv, 0, lat.kv_rank, 1), part("k_rot", kv, lat.kv_rank, rope, 1)
+    latent = low.emit(NormOp(Value("latent", x.rows, lat.kv_rank), latent, lat.kv_norm))
+    k_rot = low.emit(Rope(Value("k_rot", x.rows, rope), k_rot, ctx.angles, 1, cost, rope, rope))
+    # Keys and values come up from every cached position's latent, at every step.
+    latent = low.emit(Cached(Value("latent", "keys", lat.kv_rank, base=latent), latent))
+    k_rot = low.emit(Cached(Value("k_rot", "keys", rope, base=k_rot), k_rot))
+    kv_width = h * (nope + lat.v_dim)
+    kv = low.emit(LinearOp(heads("kv", kv_width, "keys"), latent, node.v, "attn_proj"))
+    k_pass, v = part("k_pass", kv, 0, h * nope), part("v", kv, nope, h * lat.v_dim)
+    k = low.emit(Concat(heads("k", h * node.head_dim, "keys"), (k_pass, k_rot)))
+    y = low.emit(Attend(heads("y", h * lat.v_dim), q, k, v, node, ctx.mask))
+    low.out = low.emit(LinearOp(Value("out", x.rows, node.o.out_features), y, node.o, "attn_proj"))
     return low
 
 
@@ -147,6 +198,9 @@ def lower_moe(node: MoE, x: Value) -> Lowered:
             node.n_experts,
             node.top_k,
             node.normalize,
+            node.routed_scale,
+            node.groups,
+            node.top_groups,
         )
     )
     routed = low.emit(Dispatch(Value("routed", x.rows, x.width, copies=node.top_k), x, chosen))

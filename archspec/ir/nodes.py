@@ -117,6 +117,23 @@ class Position:
 
 
 @dataclass(frozen=True)
+class Latent:
+    """Multi-head latent attention's own parts (DeepSeek-V2). Its Attention's `q` makes every
+    head's queries (from x, or from the query latent); `k` is `kv_down`, x to the key/value
+    latent and the one rotated key all heads share; `v` is `kv_up`, the normalised latent to
+    every head's key part without positions and its value."""
+
+    kv_norm: Norm  # over the key/value latent (the first kv_rank channels of kv_down's output)
+    kv_rank: sp.Expr
+    rope_dim: sp.Expr
+    nope_dim: sp.Expr
+    v_dim: sp.Expr
+    mscale: float  # the scores times mscale² / sqrt(nope_dim + rope_dim) (YaRN, DeepSeek)
+    q_down: Linear | None = None  # x to the query latent, when queries have one
+    q_norm: Norm | None = None
+
+
+@dataclass(frozen=True)
 class Attention(Composite):
     q: Linear
     k: Linear
@@ -138,11 +155,31 @@ class Attention(Composite):
     scale_dim: int | None = None  # scores divided by sqrt(scale_dim), not sqrt(head_dim)
     scale: float | None = None  # scores multiplied by this, not 1/sqrt(head_dim) (Granite)
     clip: float | None = None  # q, k and v clamped to [-clip, clip] after projecting (OLMo)
+    # Multi-head latent attention: head_dim is the queries' and keys' (nope + rope), and k, v
+    # are the latent's projections (see Latent).
+    latent: Latent | None = None
 
     @property
     def children(self) -> tuple[Node, ...]:
+        lat = self.latent
+        if lat is not None:  # in DeepSeek-V2's order
+            queries = (lat.q_down, lat.q_norm, self.q) if lat.q_down is not None else (self.q,)
+            return (*queries, self.k, lat.kv_norm, self.v, self.o)  # type: ignore[return-value]
         norms = tuple(n for n in (self.q_norm, self.k_norm) if n is not None)
         return (self.q, self.k, self.v, self.o, *norms)
+
+    @property
+    def cached_per_position(self) -> sp.Expr:
+        """Elements a KV cache keeps per position: a key and a value per key/value head, or
+        latent attention's latent and its one rotated key."""
+        if self.latent is not None:
+            return self.latent.kv_rank + self.latent.rope_dim
+        return self.n_kv_heads * (self.head_dim + self.v_head_dim)
+
+    @property
+    def v_head_dim(self) -> sp.Expr:
+        """The width of one head's values (below head_dim in latent attention)."""
+        return self.latent.v_dim if self.latent is not None else self.head_dim
 
     @property
     def mask(self) -> Mask:
@@ -224,6 +261,11 @@ class MoE(Composite):
     # Qwen2-MoE: an MLP every token goes through, scaled by sigmoid(shared_gate(x)).
     shared: MLP | None = None
     shared_gate: Linear | None = None
+    routed_scale: float = 1.0  # the top_k weights multiplied by it (DeepSeek)
+    # DeepSeek's group-limited routing: experts in `groups` groups, a token's from the
+    # `top_groups` groups whose best expert scores highest (groups 1: every expert).
+    groups: int = 1
+    top_groups: int = 1
 
     @property
     def children(self) -> tuple[Node, ...]:

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 # How many rows a value has in one pass, per the lengths of the stack it belongs to:
 # tokens: B·queries; memory: B·(encoder positions); batch: B; positions: queries (shared by the
-# batch); pairs: queries·keys (shared by the batch).
-Rows = Literal["tokens", "memory", "batch", "positions", "pairs"]
+# batch); pairs: queries·keys (shared by the batch); keys: B·keys (what a KV cache holds: the
+# queries' positions, and in a decode step the cached ones before them).
+Rows = Literal["tokens", "memory", "batch", "positions", "pairs", "keys"]
 # Bytes per element: the compute dtype, int64 indices, fp32 statistics, or bool.
 DType = Literal["compute", "index", "stats", "bool"]
 
@@ -213,6 +214,45 @@ class Rope(Op):
 
 
 @dataclass(frozen=True, eq=False)
+class Part(Op):
+    """out = channels [start, start + out.width / heads) of each of x's `heads` heads: a
+    view (latent attention splits its projections into parts without and with positions)."""
+
+    x: Value
+    start: sp.Expr | int
+    heads: sp.Expr | int = 1
+
+    @property
+    def inputs(self):
+        return (self.x,)
+
+
+@dataclass(frozen=True, eq=False)
+class Cached(Op):
+    """out = x at every position the KV cache holds (rows `keys`): x itself when nothing is
+    cached, else the cache updated with x (latent attention caches its latent and rotated key
+    and projects them up again at every step)."""
+
+    x: Value
+
+    @property
+    def inputs(self):
+        return (self.x,)
+
+
+@dataclass(frozen=True, eq=False)
+class Concat(Op):
+    """out = the heads' channels of `parts` side by side, a new tensor; a part with one head
+    is repeated for every head (latent attention's rotated key, shared by all heads)."""
+
+    parts: tuple[Value, ...]
+
+    @property
+    def inputs(self):
+        return self.parts
+
+
+@dataclass(frozen=True, eq=False)
 class Attend(Op):
     """out = softmax(q kᵀ · scale + mask) v, heads merged back: (rows of q, heads·head_dim).
 
@@ -243,6 +283,9 @@ class Route(Op):
     n_experts: sp.Expr
     top_k: sp.Expr
     normalize: bool = True  # divide the top_k weights by their sum
+    scale: float = 1.0  # then multiply them by this (DeepSeek's routed_scaling_factor)
+    groups: int = 1  # group-limited: only the experts of the top_groups best groups compete
+    top_groups: int = 1
 
     @property
     def inputs(self):

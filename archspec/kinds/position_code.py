@@ -432,6 +432,23 @@ class DynamicRotary(Rotary):
         return f"rope_at(*ntk_rope_tables(self, {positions}), {positions}, x.dtype)"
 
 
+class InterleavedYarnRotary(YarnRotary):
+    """DeepSeek-V2's rotation: YaRN's frequencies, turning channel pairs (2i, 2i + 1)."""
+
+    functions = ROPE_INTERLEAVED
+    angle_function = "interleaved_rope_angles"
+    apply = "apply_interleaved_rope"
+
+    def table(self, width):
+        return [
+            *super().table(width),
+            "# yarn_rope pairs channel i with i + half; this rotation pairs 2i with 2i + 1.",
+            "half = cos.size(-1) // 2",
+            "cos = cos[..., :half].repeat_interleave(2, dim=-1)",
+            "sin = sin[..., :half].repeat_interleave(2, dim=-1)",
+        ]
+
+
 ALIBI_SLOPES = '''
 def alibi_slopes(n_heads: int, device: torch.device) -> Tensor:
     """ALiBi's slope for each head, as BLOOM computes them.

@@ -16,6 +16,7 @@ from archspec.kinds.position_code import (
     Alibi,
     DynamicRotary,
     InterleavedRotary,
+    InterleavedYarnRotary,
     Learned,
     LinearRotary,
     Llama3Rotary,
@@ -167,6 +168,26 @@ POSITIONS: dict[str, PositionKind] = {
             flops_per_element=3,
             code=DynamicRotary(),
         ),
+        # DeepSeek-V2's rotation: YaRN's frequencies on interleaved channel pairs.
+        PositionKind(
+            "rope_yarn_interleaved",
+            "RoPE (YaRN scaling, interleaved)",
+            "rotary positions on interleaved channel pairs, frequencies scaled by YaRN "
+            "(applied in attention)",
+            acts_on="queries_keys",
+            parameters=(
+                ("theta", "rope_theta"),
+                ("factor", "rope_factor"),
+                ("original_max_seq_len", "rope_original_max_seq_len"),
+                ("beta_fast", "rope_beta_fast"),
+                ("beta_slow", "rope_beta_slow"),
+                ("attention_factor", "rope_attention_factor"),
+                ROTARY_DIM,
+            ),
+            flops_per_element=3,
+            code=InterleavedYarnRotary(),
+            length_limited=True,
+        ),
         PositionKind(
             "alibi",
             "ALiBi",
@@ -198,15 +219,18 @@ POSITIONS: dict[str, PositionKind] = {
 NO_POSITION = POSITIONS["none"].name
 
 
-def yarn_attention(factor: float) -> float:
-    """YaRN's default scale on cos and sin, as transformers' get_mscale: 0.1 ln(factor) + 1."""
-    return 0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0
+def yarn_attention(factor: float, mscale: float = 1.0) -> float:
+    """YaRN's default scale on cos and sin, as transformers' get_mscale: 0.1 ln(factor) + 1;
+    with `mscale`, 0.1 mscale ln(factor) + 1 (DeepSeek's yarn_get_mscale; 0 gives 1)."""
+    return 0.1 * mscale * math.log(factor) + 1.0 if factor > 1 and mscale else 1.0
 
 
 def scaled_kind(kind: str, scaling: str, interleaved: bool = False) -> str:
     """The IR's kind for a spec's `position.kind`, `scaling` and `interleaved`: a scaled or
     interleaved RoPE is a kind of its own (`rope_llama3`, `rope_interleaved`), with its
     parameters and angle code; other kinds ignore them (validation allows no mix)."""
+    if interleaved and scaling != "none" and f"{kind}_{scaling}_interleaved" in POSITIONS:
+        return f"{kind}_{scaling}_interleaved"
     if interleaved and f"{kind}_interleaved" in POSITIONS:
         return f"{kind}_interleaved"
     scaled = f"{kind}_{scaling}"

@@ -117,6 +117,8 @@ class CostCounter(FlopCounter):
             return [OpCost("embeddings.lookup", "memory", flops, moved)]
         if op.out is None or not op.inputs:
             return []  # positions, angles, masks: built once, negligible
+        if isinstance(op, (ops.Part, ops.Cached)):
+            return []  # views
         inputs = sum(L.elements(v, computed=True) for v in op.inputs if v is not None)
         moved = c * (inputs + L.elements(op.out, computed=True))
         if isinstance(op, ops.Dropout):
@@ -134,7 +136,7 @@ class CostCounter(FlopCounter):
         qkv_out = (
             L.elements(op.q, computed=True)
             + 2 * L.elements(op.out, computed=True)  # q and the output have the same size
-            + 2 * ops_rows(L, op.k) * node.n_kv_heads * node.head_dim
+            + ops_rows(L, op.k) * node.n_kv_heads * (node.head_dim + node.v_head_dim)
         )
         if self.attn == "flash":
             # One fused kernel; a causal mask lets it skip the hidden half of the pairs.
@@ -154,7 +156,8 @@ class CostCounter(FlopCounter):
             ]
         scores = heads * q * keys
         matmul = 2 * scores * d
-        rest = flops - 2 * matmul  # softmax, scale, mask and dropout work of the scores
+        values = 2 * scores * node.v_head_dim
+        rest = flops - matmul - values  # softmax, scale, mask and dropout work of the scores
         costs = [
             OpCost("attention.scores", "matmul", matmul, c * (qkv_out / 2 + scores),
                    (q, keys, d), "split", attn_core=True),
@@ -167,8 +170,8 @@ class CostCounter(FlopCounter):
                        attn_core=True)
             )  # fmt: skip
         costs.append(
-            OpCost("attention.values", "matmul", matmul, c * (qkv_out / 2 + scores),
-                   (q, d, keys), "split", attn_core=True)
+            OpCost("attention.values", "matmul", values, c * (qkv_out / 2 + scores),
+                   (q, node.v_head_dim, keys), "split", attn_core=True)
         )  # fmt: skip
         return costs
 

@@ -157,6 +157,52 @@ class EmbeddingSpec:
 
 
 @dataclass(frozen=True)
+class LatentSpec:
+    """Multi-head latent attention (DeepSeek-V2, arXiv:2405.04434, Section 2.1): keys and
+    values come up from one small latent per token, which is what a KV cache keeps, and each
+    head's queries and keys have a part without positions and a rotated part, the rotated key
+    shared by all heads."""
+
+    kv_rank: int = field(
+        metadata=doc("width of the key/value latent (kv_lora_rank: 512)", positive=True)
+    )
+    rope_dim: int = field(
+        metadata=doc(
+            "channels of each head's query and of the one shared key that RoPE turns "
+            "(qk_rope_head_dim: 64)",
+            positive=True,
+        )
+    )
+    nope_dim: int = field(
+        metadata=doc("channels of each head's query and key without positions (128)", positive=True)
+    )
+    v_dim: int = field(metadata=doc("width of each head's value (v_head_dim: 128)", positive=True))
+    q_rank: int | None = field(
+        default=None,
+        metadata=doc(
+            "queries through a latent of this width too (q_lora_rank: 1536); none: one projection",
+            positive=True,
+        ),
+    )
+    yarn_mscale: float | None = field(
+        default=None,
+        metadata=doc(
+            "with YaRN (position.scaling: yarn), the scores' scale 1/sqrt(nope_dim + rope_dim) "
+            "is multiplied by m², m = 0.1 yarn_mscale ln(position.factor) + 1 (DeepSeek's "
+            "mscale_all_dim: 0.707)",
+            positive=True,
+        ),
+    )
+    eps: float | None = field(
+        default=None,
+        metadata=doc(
+            "epsilon of the latents' RMSNorms (DeepSeek-V2: 1e-6 always); default norm.eps",
+            positive=True,
+        ),
+    )
+
+
+@dataclass(frozen=True)
 class AttentionSpec:
     bias: bool = field(default=False, metadata=doc("biases on the q, k, v and output projections"))
     qkv_bias: bool | None = field(
@@ -221,6 +267,10 @@ class AttentionSpec:
             expects="a string of L (windowed) and G (full) letters",
         ),
     )
+    latent: LatentSpec | None = field(
+        default=None,
+        metadata=doc("multi-head latent attention (DeepSeek-V2) instead of q, k and v"),
+    )
 
 
 @dataclass(frozen=True)
@@ -256,6 +306,25 @@ class MoESpec:
     shared_gate: bool = field(
         default=False,
         metadata=doc("scale the shared expert by sigmoid(linear(x)) (Qwen2-MoE)"),
+    )
+    groups: int = field(
+        default=1,
+        metadata=doc(
+            "experts in this many equal groups; a token's experts come from the top_groups "
+            "groups whose best expert scores highest (DeepSeek's group_limited_greedy n_group)",
+            positive=True,
+        ),
+    )
+    top_groups: int = field(
+        default=1,
+        metadata=doc("groups a token's experts may come from (topk_group)", positive=True),
+    )
+    routed_scale: float = field(
+        default=1.0,
+        metadata=doc(
+            "the top_k weights multiplied by this (DeepSeek's routed_scaling_factor)",
+            positive=True,
+        ),
     )
 
 

@@ -186,7 +186,9 @@ def _resolve_defaults(spec: Spec) -> Spec:
 
 def _check_shapes(spec: Spec, v: _Validator) -> None:
     """Rules that involve more than one field. Each message prints the values involved."""
-    if spec.head_dim is None and spec.d_model % spec.n_heads:
+    if spec.attention.latent is not None:
+        _check_latent(spec, v)
+    elif spec.head_dim is None and spec.d_model % spec.n_heads:
         raise v.error_between(
             [("n_heads",), ("d_model",)],
             f"n_heads ({spec.n_heads}) does not divide d_model ({spec.d_model}); "
@@ -198,6 +200,8 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             f"n_heads ({spec.n_heads}) is not a multiple of n_kv_heads ({spec.kv_heads})",
         )
     head_dim = spec.resolved_head_dim
+    if spec.attention.latent is not None:
+        head_dim = spec.attention.latent.rope_dim  # what RoPE turns
     if spec.position.kind == "rope" and head_dim % 2:
         raise v.error(("position", "kind"), f"rope needs an even head_dim, got {head_dim}")
     _check_sharing(spec, v)
@@ -273,6 +277,19 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             ("moe", "top_k"),
             f"top_k ({spec.moe.top_k}) exceeds n_experts ({spec.moe.n_experts})",
         )
+    if spec.moe and spec.moe.groups > 1:
+        m = spec.moe
+        if m.n_experts % m.groups or m.top_groups > m.groups:
+            raise v.error_between(
+                [("moe", "groups"), ("moe", "top_groups"), ("moe", "n_experts")],
+                f"moe.groups ({m.groups}) must divide n_experts ({m.n_experts}) and be at "
+                f"least top_groups ({m.top_groups})",
+            )
+        if m.top_k > m.top_groups * (m.n_experts // m.groups):
+            raise v.error_between(
+                [("moe", "top_k"), ("moe", "top_groups")],
+                f"top_k ({m.top_k}) exceeds the experts of top_groups ({m.top_groups}) groups",
+            )
     if spec.moe and spec.moe.dense_layers:
         shortest = min(spec.stack_layers(role) for role in spec.roles)
         if spec.moe.dense_layers >= shortest:
@@ -374,7 +391,7 @@ def _check_sharing(spec: Spec, v: _Validator) -> None:
 
 def _check_rotary(spec: Spec, v: _Validator, head_dim: int) -> None:
     """Partial and interleaved rotation: only for rope, on an even number of a head's channels;
-    GPT-J's interleaved pairs come without scaling (no transformers model has both)."""
+    interleaved pairs come without scaling (GPT-J) or with YaRN's (DeepSeek-V2)."""
     p = spec.position
     if p.kind != "rope":
         for name in ("rotary_dim", "interleaved"):
@@ -386,5 +403,62 @@ def _check_rotary(spec: Spec, v: _Validator, head_dim: int) -> None:
             ("position", "rotary_dim"),
             f"rotary_dim ({p.rotary_dim}) must be even and at most head_dim ({head_dim})",
         )
-    if p.interleaved and p.scaling != "none":
-        raise v.error(("position", "interleaved"), "interleaved rope with scaling is not supported")
+    if p.interleaved and p.scaling not in ("none", "yarn"):
+        raise v.error(
+            ("position", "interleaved"),
+            f"interleaved rope with {p.scaling} scaling is not supported (yarn is: DeepSeek-V2)",
+        )
+
+
+def _check_latent(spec: Spec, v: _Validator) -> None:
+    """Multi-head latent attention as DeepSeek-V2 builds it: causal self-attention whose keys'
+    rotated part is RoPE over rope_dim channels, every head with keys of its own. What it has
+    no place for is refused, naming the field."""
+    where = ("attention", "latent")
+    if spec.layout != "decoder":
+        raise v.error(where, f"latent attention needs layout: decoder, not {spec.layout}")
+    if spec.position.kind != "rope":
+        raise v.error_between(
+            [where, ("position", "kind")],
+            f"latent attention rotates rope_dim channels: position.kind must be rope, not "
+            f"{spec.position.kind}",
+        )
+    if spec.position.rotary_dim is not None:
+        raise v.error_between(
+            [("position", "rotary_dim"), where],
+            "latent attention rotates attention.latent.rope_dim channels; remove "
+            "position.rotary_dim",
+        )
+    if spec.n_kv_heads is not None and spec.n_kv_heads != spec.n_heads:
+        raise v.error_between(
+            [("n_kv_heads",), where],
+            f"latent attention gives each of the {spec.n_heads} heads its keys and values; "
+            f"n_kv_heads ({spec.n_kv_heads}) must be left out",
+        )
+    if spec.head_dim is not None:
+        raise v.error_between(
+            [("head_dim",), where],
+            "latent attention's head widths are attention.latent's nope_dim, rope_dim and "
+            "v_dim; remove head_dim",
+        )
+    lat = spec.attention.latent
+    assert lat is not None
+    if lat.yarn_mscale is not None and spec.position.scaling != "yarn":
+        raise v.error_between(
+            [(*where, "yarn_mscale"), ("position", "scaling")],
+            "attention.latent.yarn_mscale scales the scores by YaRN's factor: it needs "
+            "position.scaling: yarn",
+        )
+    a = spec.attention
+    others = {
+        "bias": a.bias,
+        "qkv_bias": a.qkv_bias,
+        "qk_norm": a.qk_norm,
+        "softcap": a.softcap is not None,
+        "scale_dim": a.scale_dim is not None,
+        "sliding_window": a.sliding_window is not None,
+        "scale_scores": not a.scale_scores,
+    }
+    for name, used in others.items():
+        if used:
+            raise v.error(("attention", name), f"attention.{name} is not supported with latent")

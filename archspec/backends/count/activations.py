@@ -116,7 +116,11 @@ class ActivationCounter:
             return 1
         if split:
             return sp.Integer(1) / (sp.Min(self.tp, limit) if limit is not None else self.tp)
-        if self.sequence_parallel and rows in ("tokens", "memory") and self.sequence_split():
+        if (
+            self.sequence_parallel
+            and rows in ("tokens", "memory", "keys")
+            and self.sequence_split()
+        ):
             return sp.Integer(1) / self.tp
         return 1
 
@@ -215,6 +219,15 @@ class ActivationCounter:
     def op_select(self, op: ops.Select) -> None:
         pass  # a view
 
+    def op_part(self, op: ops.Part) -> None:
+        pass  # a view
+
+    def op_cached(self, op: ops.Cached) -> None:
+        pass  # in training nothing is cached: x itself
+
+    def op_concat(self, op: ops.Concat) -> None:
+        pass  # the gradient of a concatenation needs only the parts' sizes
+
     def op_loss(self, op: ops.Loss) -> None:
         # Cross-entropy keeps the log-softmax over the logits (vocabulary-parallel: split).
         split = op.logits.split and self.loss_parallel
@@ -238,7 +251,7 @@ class ActivationCounter:
     def op_attend(self, op: ops.Attend) -> None:
         node = op.attention
         L, c = self.lengths, self.c
-        n, h, hd = self.tokens, node.n_heads, node.head_dim
+        n, h, hd, vd = self.tokens, node.n_heads, node.head_dim, node.v_head_dim
         keys = L.memory if node.cross else L.keys
         kv_tokens = B * keys
         if self.recompute == "selective":
@@ -258,7 +271,7 @@ class ActivationCounter:
             # output; the softmax runs in float32 and keeps that, and casting to a narrower
             # dtype makes the copy AV keeps. (The merged heads are the output projection's.)
             self.keep(op.q)
-            self.keep_new(2 * kv_tokens * h * hd, c, split=True)
+            self.keep_new(kv_tokens * h * (hd + vd), c, split=True)
             scores = B * h * L.queries * keys
             self.keep_new(scores, c + STATS + (c if c != STATS else 0), split=True)
             return
@@ -280,7 +293,7 @@ class ActivationCounter:
         # with dropout also its mask and the dropped probabilities AV multiplies (Korthikanti
         # et al. 2022, Section 4.1: 5·a·s²·b bytes in fp16). Merging the heads copies the
         # output, which the output projection keeps.
-        self.keep_new(n * h * hd + 2 * kv_tokens * h * hd, c, split=True)
+        self.keep_new(n * h * hd + kv_tokens * h * (hd + vd), c, split=True)
         scores = B * h * L.queries * keys
         self.keep_new(scores, c, split=True)
         if node.dropout:
@@ -306,6 +319,13 @@ class ActivationCounter:
         self.keep_new(n * k, INDEX + STATS)
         if op.normalize:
             self.keep_new(n, STATS)
+        if op.groups > 1:
+            # Group-limited: the max over each group keeps its fp32 result (and the
+            # probabilities, kept already), the top groups' int64 indices, and masked_fill
+            # its bool mask over the experts.
+            self.keep_new(n * op.groups, STATS)
+            self.keep_new(n * op.top_groups, INDEX)
+            self.keep_new(n * op.n_experts, BOOL)
 
     def op_dispatch(self, op: ops.Dispatch) -> None:
         # Per routed copy of a token: its (token, slot) indices.

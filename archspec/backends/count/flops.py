@@ -195,6 +195,15 @@ class FlopCounter:
     def op_select(self, op: ops.Select) -> None:
         pass  # a view
 
+    def op_part(self, op: ops.Part) -> None:
+        pass  # a view
+
+    def op_cached(self, op: ops.Cached) -> None:
+        pass  # the cache's update: a copy
+
+    def op_concat(self, op: ops.Concat) -> None:
+        pass  # a copy
+
     def op_loss(self, op: ops.Loss) -> None:
         pass  # not part of the model's forward
 
@@ -224,7 +233,7 @@ class FlopCounter:
             pairs = L.queries * keys
         pairs = B * node.n_heads * pairs
         self.add("attn_scores", MATMUL, 2 * pairs * node.head_dim)
-        self.add("attn_values", MATMUL, 2 * pairs * node.head_dim)
+        self.add("attn_values", MATMUL, 2 * pairs * node.v_head_dim)
         if self.conv.elementwise:
             # Per score: the softmax, the 1/sqrt(d) scale, and each pass of the mask (hiding
             # later keys, adding a position bias).
@@ -244,6 +253,10 @@ class FlopCounter:
 
     def op_route(self, op: ops.Route) -> None:
         self.elementwise("router", SOFTMAX * self.tokens * op.n_experts)
+        if op.scale != 1.0:  # one multiply per chosen weight
+            self.elementwise("router", self.tokens * op.top_k)
+        if op.groups > 1:  # each group's best expert: a comparison per probability
+            self.elementwise("router", self.tokens * op.n_experts)
 
     def op_dispatch(self, op: ops.Dispatch) -> None:
         pass  # a gather

@@ -96,6 +96,13 @@ def check_layout(ir: IR, par: Parallelism) -> None:
     model = ir.root
     attentions = [p.node for p in walk(model) if isinstance(p.node, Attention)]
     for attn in attentions[:1]:
+        if attn.latent is not None and par.tp > 1:
+            raise SpecError(
+                f"--tp {par.tp}: tensor parallelism of latent attention (DeepSeek-V2) is not "
+                "counted",
+                hint="the latent is whole on every rank and only kv_up splits by heads; "
+                "use data or pipeline parallelism",
+            )
         heads, kv = ir.value(attn.n_heads), ir.value(attn.n_kv_heads)
         if heads % par.tp:
             raise SpecError(

@@ -255,6 +255,6 @@ def kv_cache_bytes(ir: IR, bytes_per_value: int | sp.Expr = 2) -> sp.Expr:
         positions = S if node.cross else KV_LEN
         if node.window is not None and not node.cross:
             positions = sp.Min(KV_LEN, node.window)
-        per_position = 2 * node.n_kv_heads * node.head_dim  # one key and one value per head
+        per_position = node.cached_per_position
         total += placed.copies * B * positions * per_position * bytes_per_value
     return total

@@ -45,6 +45,8 @@ class Lengths:
             n = self.queries
         elif kind == "pairs":
             n = self.queries * self.keys
+        elif kind == "keys":
+            n = B * self.keys
         else:
             raise ValueError(f"unknown rows {kind!r}")
         return value.copies * n

@@ -101,7 +101,7 @@ def _sdpa(f: Features, node: Attention, q: str, k: str, v: str) -> list[str]:
     if not node.scale_scores:
         args.append("scale=1.0")
         before.append("# The scores are not divided by sqrt(head_dim), as in T5.")
-    elif node.scale_dim is not None or node.scale is not None:
+    elif node.scale_dim is not None or node.scale is not None or node.latent is not None:
         args.append("scale=self.scale")
     heads = _heads(f, node)
     if heads != "multi-head":

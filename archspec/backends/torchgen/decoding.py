@@ -36,8 +36,9 @@ class KVCache:
         return the whole cache, (B, heads, max_len, head_dim).\"\"\"
         if self.k is None or self.v is None:
             # Zeros: a hidden key gets weight 0, and 0 times leftover NaNs would be NaN.
-            shape = (*k.shape[:2], self.max_len, k.size(3))
-            self.k, self.v = k.new_zeros(shape), v.new_zeros(shape)
+            # (latent attention caches values of another width than its keys)
+            self.k = k.new_zeros((*k.shape[:2], self.max_len, k.size(3)))
+            self.v = v.new_zeros((*v.shape[:2], self.max_len, v.size(3)))
         positions = self.length + torch.arange(k.size(2), device=k.device)
         self.k.index_copy_(2, positions, k)
         self.v.index_copy_(2, positions, v)

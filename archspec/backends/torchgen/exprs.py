@@ -101,7 +101,8 @@ class ExprPrinter:
             return self._print(expr, {})
         coefficient, rest = expr.as_coeff_mul()
         symbols = sorted(rest, key=lambda s: _rank(s) if s.is_Symbol else (len(DIM_ORDER), str(s)))
-        parts = [self._print(s, {}) for s in symbols]
+        # A sum among the factors (n_heads * (nope_dim + rope_dim)) keeps its parentheses.
+        parts = [f"({self._print(s, {})})" if s.is_Add else self._print(s, {}) for s in symbols]
         if coefficient != 1:
             parts.insert(0, str(coefficient))
         return " * ".join(parts)

@@ -74,9 +74,25 @@ class _MoEWriter(ForwardWriter):
         self.lines += [
             f"# Softmax over all experts in float32, keep the top_k{renormalise}.",
             f"probs = F.softmax({logits}, dim=-1, dtype=torch.float32)",
-            "weights, chosen = probs.topk(self.top_k, dim=-1)",
         ]
+        if op.groups > 1:
+            self.lines += [
+                "# Group-limited: only the experts of the top_groups groups whose best",
+                "# expert scores highest compete.",
+                "best = probs.unflatten(-1, (self.groups, -1)).amax(dim=-1)",
+                "top = best.topk(self.top_groups, dim=-1).indices",
+                "kept = torch.zeros_like(best, dtype=torch.bool).scatter(-1, top, True)",
+                "kept = kept.repeat_interleave(probs.size(-1) // self.groups, dim=-1)",
+                "probs = probs.masked_fill(~kept, 0.0)",
+            ]
+        self.lines.append("weights, chosen = probs.topk(self.top_k, dim=-1)")
         self.names[id(op.chosen)] = "chosen"
+        if op.scale != 1.0:
+            weights = "weights / weights.sum(dim=-1, keepdim=True)" if op.normalize else "weights"
+            self.lines.append(f"weights = {weights} * {op.scale!r}  # routed_scaling_factor")
+            assert op.out is not None
+            self.names[id(op.out)] = "weights"
+            return None
         if not op.normalize:
             assert op.out is not None
             self.names[id(op.out)] = "weights"
@@ -121,6 +137,8 @@ def _moe_doc(node: MoE) -> str:
 
 def moe_class(f: Features, node: MoE, size: ExprPrinter) -> str:
     body = ["super().__init__()", f"self.top_k = {size(node.top_k)}"]
+    if node.groups > 1:
+        body += [f"self.groups = {node.groups}", f"self.top_groups = {node.top_groups}"]
     for part in node.children:
         if isinstance(part, Repeat):
             body += module_list(part, lambda expert: f"{f.cls(expert)}(config)", size)

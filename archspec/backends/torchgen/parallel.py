@@ -271,6 +271,11 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
             "# and k would scatter over the ranks.",
             'raise ValueError("tensor parallelism does not split q/k norms over all heads")',
         ]
+    if any(n.latent is not None for n, _ in f.classes(Attention)):
+        return [
+            "# Each rank would need the whole latent, and its heads of kv_up: not planned.",
+            'raise ValueError("tensor parallelism: latent attention is not split")',
+        ]
     body = ["config = model.config", *_head_checks(f, size)]
     if f.lm_head is not None:
         body += [

@@ -14,6 +14,7 @@ from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.feedforward import mlp_class, moe_class
 from archspec.backends.torchgen.functions import helpers
+from archspec.backends.torchgen.latent import latent_attention_class
 from archspec.backends.torchgen.model import model_class
 from archspec.backends.torchgen.parallel import parallelize_function
 from archspec.backends.torchgen.stack import stack_class
@@ -103,7 +104,10 @@ def generate_source(ir: IR, command: str | None = None) -> str:
         config_class(f, size.derived_head_dim),
         *helpers(f),
         # Each module's class before the classes that use it.
-        *(attention_class(f, node, stack, size) for node, stack in f.classes(Attention)),
+        *(
+            (latent_attention_class if node.latent else attention_class)(f, node, stack, size)
+            for node, stack in f.classes(Attention)
+        ),
         *(mlp_class(f, node, size) for node, _ in f.classes(MLP)),
         *(moe_class(f, node, size) for node, _ in f.classes(MoE)),
         *(block_class(f, node, stack, size) for node, stack in f.classes(Block)),

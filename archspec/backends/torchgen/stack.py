@@ -17,7 +17,7 @@ from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.forward import ATOM, MUL, Expr, ForwardWriter
 from archspec.backends.torchgen.leaves import assign, module_list
 from archspec.backends.torchgen.text import call, class_, indent, method
-from archspec.ir.lower import lower_stack
+from archspec.ir.lower import lower_stack, rotary_width
 from archspec.ir.nodes import Repeat, Stack
 from archspec.ir.ops import (
     Blocks,
@@ -40,7 +40,7 @@ def _context(f: Features, stack: Stack, size: ExprPrinter) -> StackContext:
         causal=stack.causal,
         cache=f.cached(stack),
         heads=size(attention.n_heads),
-        head_dim=size(attention.head_dim),
+        head_dim=size(rotary_width(attention)),  # the channels RoPE's tables turn
         offset=stack.position.offset,
         table=table.name if table is not None else None,
         bidirectional=stack.bidirectional_buckets,

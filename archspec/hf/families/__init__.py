@@ -13,6 +13,7 @@ from archspec.hf.families import (
     bart,
     bert,
     bloom,
+    deepseek_v2,
     distilbert,
     electra,
     falcon,
@@ -73,6 +74,7 @@ _MODULES = (
     olmo,
     olmo2,
     granite,
+    deepseek_v2,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

@@ -1,0 +1,275 @@
+"""DeepSeek-V2 (`model_type: deepseek_v2`, transformers 5's DeepseekV2ForCausalLM): a LLaMA-style
+decoder with multi-head latent attention (`attention.latent`) and, after
+`first_k_dense_replace` dense layers, mixtures of narrow experts (`moe_intermediate_size`)
+with `n_shared_experts` shared ones every token goes through, ungated.
+
+As transformers computes it (modeling_deepseek_v2.py): the rotated parts turn as complex
+numbers, i.e. interleaved channel pairs (`position.interleaved`), with YaRN's frequencies
+when `rope_parameters` says yarn, whose `mscale_all_dim` also scales the scores
+(`latent.yarn_mscale`); the latents' RMSNorms keep epsilon 1e-6 whatever `rms_norm_eps` says;
+routing is a softmax over all experts, the top-k kept ("greedy"; "group_limited_greedy": from
+the `topk_group` of `n_group` groups whose best expert scores highest) and multiplied by
+`routed_scaling_factor`, never renormalised. What transformers' class does not compute
+(`norm_topk_prob`, which it ignores, other scoring functions) is refused,
+naming the field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archspec.errors import SpecError
+from archspec.hf import dropouts
+from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, head_fields, read_head
+from archspec.hf.dropouts import read_dropout, write_dropout
+from archspec.hf.families._llama_like import (
+    MODEL_NAMES,
+    ROPE_BUFFERS,
+    STACK_NAMES,
+    _rope,
+    rope_parameters,
+)
+from archspec.hf.families.mixtral import MODULE_BLOCK
+from archspec.hf.family import Family, HFClass, NameRules
+from archspec.hf.name_rules import chain, table
+from archspec.spec.schema import Spec
+
+LATENT_EPS = 1e-6  # DeepseekV2RMSNorm's default, which q_a_ and kv_a_layernorm keep
+
+
+def _moe(f: Fields, n_layers: int) -> dict[str, Any] | None:
+    method = f.expect(
+        "topk_method",
+        ("greedy", "group_limited_greedy"),
+        "greedy",
+        "transformers' DeepseekV2 routes greedy or group_limited_greedy",
+    )
+    groups = top_groups = 1
+    if method == "group_limited_greedy":
+        groups, top_groups = f.int("n_group"), f.int("topk_group")
+    else:
+        f.harmless("n_group", "topk_group")  # read by group_limited_greedy alone
+    f.expect("scoring_func", "softmax", "softmax", "transformers' DeepseekV2 routes by softmax")
+    f.expect("moe_layer_freq", 1, 1, "transformers' DeepseekV2 puts experts on every layer")
+    f.expect(
+        "norm_topk_prob",
+        False,
+        False,
+        "transformers' DeepseekV2 never renormalises the top-k weights (it ignores this field)",
+    )
+    f.harmless("aux_loss_alpha", "seq_aux", "output_router_logits")  # training losses only
+    f.expect("ep_size", 1, 1, "expert parallelism of the original code")
+    dense = f.int("first_k_dense_replace", 0)
+    if dense < 0:
+        raise f.error("first_k_dense_replace", f"expected at least 0, got {dense}")
+    experts = f.int("n_routed_experts", 64, "num_experts")
+    top_k = f.int("num_experts_per_tok")
+    width = f.int("moe_intermediate_size", 1407)
+    shared = f.int("n_shared_experts", 2)
+    scale = f.float("routed_scaling_factor", 1.0)
+    if dense >= n_layers:
+        return None  # every layer dense: the expert fields are inert
+    if shared < 1:
+        raise f.error("n_shared_experts", f"expected at least 1 shared expert, got {shared}")
+    if scale <= 0:
+        raise f.error("routed_scaling_factor", f"expected a positive number, got {scale}")
+    return {
+        "n_experts": experts,
+        "top_k": top_k,
+        "router_bias": False,
+        "dense_layers": dense,
+        "d_ff": width,
+        "normalize": False,
+        "shared_d_ff": shared * width,
+        "shared_gate": False,
+        "routed_scale": scale,
+        "groups": groups,
+        "top_groups": top_groups,
+    }
+
+
+def import_deepseek_v2(f: Fields, cls: HFClass) -> dict[str, Any]:
+    d = f.int("hidden_size", 4096)
+    heads = f.int("num_attention_heads", 32)
+    kv = f.size("num_key_value_heads", heads)
+    if kv != heads:
+        raise f.error(
+            "num_key_value_heads",
+            f"{kv} key/value heads for {heads} heads: transformers' DeepseekV2 expands the "
+            "latent to every head, and archspec too",
+        )
+    f.harmless("head_dim")  # DeepseekV2Config sets it to qk_rope_head_dim itself
+    f.harmless("pretraining_tp")  # a different order of the same sums
+    f.expect("attention_bias", False, False, "biases on the latent projections")
+    f.expect("mlp_bias", False, False, "biases on the MLPs")
+    n_layers = f.int("num_hidden_layers", 32)
+    eps = f.float("rms_norm_eps", 1e-6)
+    position = _rope(f, 10000.0) | {"interleaved": True}
+    rope = f.get("rope_parameters") or f.get("rope_scaling") or {}
+    latent: dict[str, Any] = {
+        "kv_rank": f.int("kv_lora_rank", 512),
+        "q_rank": f.size("q_lora_rank", 1536) if "q_lora_rank" in f.data else 1536,
+        "rope_dim": f.int("qk_rope_head_dim", 64),
+        "nope_dim": f.int("qk_nope_head_dim", 128),
+        "v_dim": f.int("v_head_dim", 128),
+    }
+    qk = latent["nope_dim"] + latent["rope_dim"]
+    f.expect("qk_head_dim", qk, qk, "DeepseekV2Config derives it: qk_nope + qk_rope_head_dim")
+    if "q_lora_rank" in f.data and f.get("q_lora_rank") is None:
+        latent["q_rank"] = None
+    if eps != LATENT_EPS:
+        latent["eps"] = LATENT_EPS
+    if position.get("scaling") == "yarn" and rope.get("mscale_all_dim"):
+        latent["yarn_mscale"] = float(rope["mscale_all_dim"])
+    spec: dict[str, Any] = {
+        "d_model": d,
+        "n_layers": n_layers,
+        "n_heads": heads,
+        "d_ff": f.int("intermediate_size", 11008),
+        "vocab_size": f.int("vocab_size", 102400),
+        "max_seq_len": f.int("max_position_embeddings", 2048),
+        "layout": "decoder",
+        "residual": "pre",
+        "final_norm": True,
+        "norm": {"kind": "rmsnorm", "eps": eps},
+        "position": position,
+        "embedding": {"token_types": 0, "norm": False, "scale": False},
+        "attention": {"bias": False, "scale_scores": True, "latent": latent},
+        "mlp": {"gated": True, "activation": f.activation("hidden_act", "silu"), "bias": False},
+        "head": {**read_head(f, cls, False), "bias": False},
+        "dropout": read_dropout(f, dropouts.LLAMA),
+    }
+    moe = _moe(f, n_layers)
+    if moe is not None:
+        spec["moe"] = moe
+    return spec
+
+
+def export_deepseek_v2(spec: Spec) -> dict[str, Any]:
+    lat, moe = spec.attention.latent, spec.moe
+    if lat is None:
+        raise SpecError(
+            "DeepseekV2ForCausalLM needs multi-head latent attention", path="attention.latent"
+        )
+    if moe is not None and (moe.normalize or moe.shared_gate or moe.router_bias):
+        raise SpecError(
+            "DeepseekV2ForCausalLM's experts are neither renormalised nor gated nor biased",
+            path="moe",
+        )
+    if moe is not None and (not moe.shared_d_ff or moe.shared_d_ff % (moe.d_ff or spec.d_ff)):
+        raise SpecError(
+            "DeepseekV2ForCausalLM's shared experts are n_shared_experts experts of "
+            "moe.d_ff: moe.shared_d_ff must be a multiple of it",
+            path="moe.shared_d_ff",
+        )
+    rope = rope_parameters(spec)
+    if lat.yarn_mscale is not None:
+        rope["mscale_all_dim"] = lat.yarn_mscale
+    out: dict[str, Any] = {
+        "hidden_size": spec.d_model,
+        "num_hidden_layers": spec.n_layers,
+        "num_attention_heads": spec.n_heads,
+        "num_key_value_heads": spec.n_heads,
+        "intermediate_size": spec.d_ff,
+        "vocab_size": spec.vocab_size,
+        "max_position_embeddings": spec.max_seq_len,
+        "rms_norm_eps": spec.norm.eps,
+        "rope_parameters": rope,
+        "hidden_act": EXPORT_ACTIVATIONS[spec.mlp.activation],
+        "attention_bias": False,
+        "mlp_bias": False,
+        "kv_lora_rank": lat.kv_rank,
+        "q_lora_rank": lat.q_rank,
+        "qk_rope_head_dim": lat.rope_dim,
+        "qk_nope_head_dim": lat.nope_dim,
+        "v_head_dim": lat.v_dim,
+        "norm_topk_prob": False,
+        **write_dropout(spec, dropouts.LLAMA),
+        **head_fields(spec),
+    }
+    if moe is None:
+        return out | {
+            "first_k_dense_replace": spec.n_layers,
+            "num_experts_per_tok": 1,
+            "topk_method": "greedy",
+        }
+    width = moe.d_ff or spec.d_ff
+    routing: dict[str, Any] = {"topk_method": "greedy"}
+    if moe.groups > 1:
+        routing = {
+            "topk_method": "group_limited_greedy",
+            "n_group": moe.groups,
+            "topk_group": moe.top_groups,
+        }
+    return (
+        out
+        | routing
+        | {
+            "first_k_dense_replace": moe.dense_layers,
+            "n_routed_experts": moe.n_experts,
+            "num_experts_per_tok": moe.top_k,
+            "moe_intermediate_size": width,
+            "n_shared_experts": moe.shared_d_ff // width,
+            "routed_scaling_factor": moe.routed_scale,
+        }
+    )
+
+
+ATTENTION = table(
+    {
+        "attn_norm": "input_layernorm",
+        "attn.q": "self_attn.q_proj",
+        "attn.q_down": "self_attn.q_a_proj",
+        "attn.q_down_norm": "self_attn.q_a_layernorm",
+        "attn.q_up": "self_attn.q_b_proj",
+        "attn.kv_down": "self_attn.kv_a_proj_with_mqa",
+        "attn.kv_down_norm": "self_attn.kv_a_layernorm",
+        "attn.kv_up": "self_attn.kv_b_proj",
+        "attn.o": "self_attn.o_proj",
+        "mlp_norm": "post_attention_layernorm",
+        "mlp.gate": "mlp.gate_proj",
+        "mlp.up": "mlp.up_proj",
+        "mlp.down": "mlp.down_proj",
+    }
+)
+SHARED = table(
+    {
+        "moe.shared.gate": "mlp.shared_experts.gate_proj",
+        "moe.shared.up": "mlp.shared_experts.up_proj",
+        "moe.shared.down": "mlp.shared_experts.down_proj",
+    }
+)
+# As the checkpoint files store it: one module per expert.
+CHECKPOINT_BLOCK = chain(
+    table(
+        {
+            "moe.router": "mlp.gate",
+            "moe.experts.*.gate": "mlp.experts.*.gate_proj",
+            "moe.experts.*.up": "mlp.experts.*.up_proj",
+            "moe.experts.*.down": "mlp.experts.*.down_proj",
+        }
+    ),
+    SHARED,
+    ATTENTION,
+)
+
+FAMILY = Family(
+    model_type="deepseek_v2",
+    classes=(
+        HFClass("DeepseekV2ForCausalLM", "deepseek_v2", "lm", base=False),
+        HFClass("DeepseekV2Model", "deepseek_v2", "none", base=True),
+    ),
+    bases=("_deepseek_v2",),
+    import_config=import_deepseek_v2,
+    export_config=export_deepseek_v2,
+    names=NameRules(
+        "model.",
+        model=MODEL_NAMES,
+        stack=STACK_NAMES,
+        blocks=lambda role: "layers",
+        block=CHECKPOINT_BLOCK,
+        # transformers 5's memory: every layer's experts stacked (as Mixtral's).
+        block_variants={"module": chain(SHARED, ATTENTION, MODULE_BLOCK)},
+    ),
+    buffers=ROPE_BUFFERS,
+)
