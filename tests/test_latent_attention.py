@@ -152,8 +152,8 @@ def test_a_decode_step_projects_every_cached_latent_up_again(
     ir = tiny(*overrides)
     module = load_generated(generate_source(ir), tmp_path)
     model = module.Model().eval()
-    cache = [module.KVCache() for _ in model.decoder.blocks]
     b, s = 2, 7
+    cache = [module.KVCache(s + 1) for _ in model.decoder.blocks]  # as long as the sequence
     with torch.no_grad(), sdpa_kernel(SDPBackend.MATH):
         model(torch.randint(0, 256, (b, s)), cache=cache)
         with FlopCounterMode(display=False) as counter:
