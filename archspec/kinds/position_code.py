@@ -420,10 +420,10 @@ class DynamicRotary(Rotary):
             *ROPE_TABLES,
             "# Dynamic NTK scaling: they hold the frequencies for rope_length positions,",
             "# recomputed when a longer sequence comes (ntk_rope_tables).",
-            "original = config.max_seq_len",
-            f"self.rope_settings = ({width}, config.rope_theta, config.rope_factor, original)",
+            f"dim, theta, original = {width}, config.rope_theta, config.max_seq_len",
+            "self.rope_settings = (dim, theta, config.rope_factor, original)",
             "self.rope_length = original",
-            f"cos, sin = rope_angles(torch.arange(original), {width}, config.rope_theta)",
+            "cos, sin = rope_angles(torch.arange(original), dim, theta)",
             'self.register_buffer("rope_cos", cos, persistent=False)',
             'self.register_buffer("rope_sin", sin, persistent=False)',
         ]
