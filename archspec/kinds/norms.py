@@ -89,8 +89,8 @@ class OffsetRMSNorm(nn.RMSNorm):
 # OlmoLayerNorm (which hard-codes eps 1e-5; the spec's norm.eps says it).
 NONPARAMETRIC_LAYERNORM = '''
 class NonParametricLayerNorm(nn.LayerNorm):
-    """LayerNorm without a learned scale or bias (OLMo), computed in float32 and cast back
-    to the input's dtype, as transformers' OlmoLayerNorm.
+    """LayerNorm without a learned scale or bias (OLMo), computed in float32 and
+    cast back to the input's dtype, as transformers' OlmoLayerNorm.
     """
 
     def forward(self, x: Tensor) -> Tensor:
