@@ -132,7 +132,8 @@ def _settings(ir: IR, module: _Module, shapes: dict[str, str]) -> dict[str, Any]
                 out[f"{prefix}{f.name}"] = ir.value(value) if isinstance(value, sp.Basic) else value
 
     if isinstance(module.node, LEAVES):
-        out["shape"] = shapes[module.name]
+        # A norm without parameters (OLMo) has no row in the count, nor a shape.
+        out["shape"] = shapes.get(module.name, "no parameters")
     add("", module.node)
     if isinstance(module.node, LEAVES):
         out["copies"] = ir.value(module.copies)
