@@ -20,6 +20,8 @@ class NormKind:
     allows_bias: bool
     keeps_normalised: bool  # autograd keeps the normalised input too (for the scale's gradient)
     row_statistics: int  # fp32 values kept per row (mean, 1/std, 1/rms)
+    # autograd keeps the scale the norm computes from its weight (Gemma's 1 + w, float32)
+    keeps_scale: bool = False
     min_torch: str | None = None  # the torch release that added the module, if recent
     # A module the generated file defines itself (its class source), where torch has none;
     # `torch_class` is then its name, and `base` the torch module it extends.
@@ -134,6 +136,7 @@ NORMS: dict[str, NormKind] = {
             allows_bias=False,
             keeps_normalised=True,
             row_statistics=1,
+            keeps_scale=True,  # y * (1 + w) keeps 1 + w for the gradient of y
             min_torch="2.4",
             code=OFFSET_RMSNORM,
             base="RMSNorm",
