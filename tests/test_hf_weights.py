@@ -127,6 +127,16 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=128, max_position_embeddings=8,
         rope_parameters={"rope_type": "dynamic", "factor": 4.0, "rope_theta": 100.0})),
+    # LongRoPE over an original context of 8, factor given (its default attention factor
+    # sqrt(1 + ln 2 / ln 8)): the batch (10) takes the long factors, generation's prompt (5)
+    # the short ones and its steps from 9 positions on the long ones, in both.
+    "llama-rope-longrope": ("LlamaForCausalLM", "LlamaConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32,
+        rope_parameters={"rope_type": "longrope", "factor": 2.0,
+                         "short_factor": [1.0 + 0.1 * i for i in range(8)],
+                         "long_factor": [2.0 + 0.3 * i for i in range(8)],
+                         "original_max_position_embeddings": 8, "rope_theta": 100.0})),
     # and on a partial rotation (the exponent's dim is the rotated channels, 8 of 16)
     "gpt_neox-rope-dynamic": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
@@ -178,6 +188,15 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
         intermediate_size=128, max_position_embeddings=32, sliding_window=None,
         partial_rotary_factor=0.5, pad_token_id=0)),
+    # Phi-3's long-context LongRoPE as its 4.x configs write it (original context at the top
+    # level, no factor: 32 / 8), on 8 rotated channels of 16 (4 pairs).
+    "phi3-longrope": ("Phi3ForCausalLM", "Phi3Config", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32, sliding_window=None,
+        partial_rotary_factor=0.5, pad_token_id=0, original_max_position_embeddings=8,
+        rope_parameters={"rope_type": "longrope", "rope_theta": 100.0,
+                         "short_factor": [1.0 + 0.1 * i for i in range(4)],
+                         "long_factor": [2.0 + 0.3 * i for i in range(4)]})),
 }
 # fmt: on
 

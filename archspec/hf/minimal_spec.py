@@ -82,7 +82,8 @@ def _effective(spec: Spec, path: tuple[str, ...]) -> Any:
         if value is None:
             return None
         value = getattr(value, key)
-    return value
+    # A list field (longrope's factors) is a tuple in the spec, a list in the YAML written.
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _wanted(target: dict[str, Any], d_model: int, n_heads: int) -> dict[tuple[str, ...], Any]:

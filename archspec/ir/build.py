@@ -28,7 +28,12 @@ from archspec.ir.nodes import (
     Stack,
     Sublayer,
 )
-from archspec.kinds.positions import NO_POSITION, scaled_kind, yarn_attention
+from archspec.kinds.positions import (
+    NO_POSITION,
+    longrope_attention,
+    scaled_kind,
+    yarn_attention,
+)
 from archspec.spec.schema import PositionSpec, Spec
 
 if TYPE_CHECKING:
@@ -159,6 +164,8 @@ def _position(spec: Spec) -> Position:
         p.beta_fast,
         p.beta_slow,
         _attention_factor(p),
+        p.short_factor or (),
+        p.long_factor or (),
         num_buckets=p.num_buckets,
         max_distance=p.max_distance,
         from_mask=p.from_mask,
@@ -166,10 +173,15 @@ def _position(spec: Spec) -> Position:
 
 
 def _attention_factor(p: PositionSpec) -> float:
-    """YaRN's scale on cos and sin: the spec's, else transformers' default for the factor."""
-    if p.scaling != "yarn":
-        return 1.0
-    return p.attention_factor if p.attention_factor is not None else yarn_attention(p.factor)
+    """YaRN's or LongRoPE's scale on cos and sin: the spec's, else transformers' default for
+    the factor."""
+    if p.attention_factor is not None and p.scaling in ("yarn", "longrope"):
+        return p.attention_factor
+    if p.scaling == "yarn":
+        return yarn_attention(p.factor)
+    if p.scaling == "longrope":
+        return longrope_attention(p.factor, p.original_max_seq_len)
+    return 1.0
 
 
 def _stack(spec: Spec, d: _Dims, role: str) -> Stack:

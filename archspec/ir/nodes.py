@@ -100,7 +100,11 @@ class Position:
     original_max_seq_len: int = 8192
     beta_fast: float = 32.0
     beta_slow: float = 1.0
-    attention_factor: float = 1.0  # yarn: resolved (the spec's, or from the factor)
+    attention_factor: float = 1.0  # yarn, longrope: resolved (the spec's, or from the factor)
+    # longrope: each rotated channel pair's wavelength multiplier, for sequences up to
+    # original_max_seq_len (short) and longer ones (long)
+    short_factor: tuple[float, ...] = ()
+    long_factor: tuple[float, ...] = ()
     num_buckets: int = 32
     max_distance: int = 128
     from_mask: bool = False  # learned: positions count the real tokens of attention_mask

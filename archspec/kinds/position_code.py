@@ -432,6 +432,72 @@ class DynamicRotary(Rotary):
         return f"rope_at(*ntk_rope_tables(self, {positions}), {positions}, x.dtype)"
 
 
+ROPE_LONG = '''
+def longrope_angles(
+    positions: Tensor,
+    dim: int,
+    theta: float,
+    factors: tuple[float, ...],
+    attention_factor: float,
+) -> tuple[Tensor, Tensor]:
+    """RoPE's cos and sin with LongRoPE's per-channel factors, as transformers computes
+    them (float32, like rope_angles): channel pair i turns at position p by the angle
+    p / (factors[i] * theta ** (2i / dim)); cos and sin are multiplied by
+    attention_factor.
+    """
+    channels = torch.arange(0, dim, 2, device=positions.device).float()
+    scale = torch.tensor(factors, dtype=torch.float32, device=positions.device)
+    inv_freq = 1.0 / (scale * theta ** (channels / dim))
+    angles = positions.float()[..., None] * inv_freq
+    angles = torch.cat([angles, angles], dim=-1)
+    return angles.cos() * attention_factor, angles.sin() * attention_factor
+
+
+def longrope_tables(stack: nn.Module, positions: Tensor) -> tuple[Tensor, Tensor]:
+    """The stack's tables for this call: the long factors' when the sequence (its last
+    position + 1) is longer than the context trained on, else the short factors'. As in
+    transformers' longrope_frequency_update, the choice is made anew for every forward
+    call, with no memory of earlier ones.
+    """
+    if int(positions.max()) + 1 > stack.rope_original:
+        return stack.rope_long_cos, stack.rope_long_sin
+    return stack.rope_cos, stack.rope_sin
+'''
+
+
+class LongRotary(Rotary):
+    """LongRoPE (Phi-3's long-context models): two pairs of tables, built once from the
+    short and the long factors; each forward picks one (longrope_tables)."""
+
+    def helpers(self, causalities):
+        return [*super().helpers(causalities), ROPE_LONG]
+
+    def init(self, ctx):
+        width = "config.rope_dim" if self.partial else ctx.head_dim
+        tables = []
+        for name, factors in (("rope", "short"), ("rope_long", "long")):
+            tables += [
+                f"factors = config.rope_{factors}_factor",
+                f"cos, sin = longrope_angles(positions, {width}, theta, factors, scale)",
+                f'self.register_buffer("{name}_cos", cos, persistent=False)',
+                f'self.register_buffer("{name}_sin", sin, persistent=False)',
+            ]
+        return [
+            *ROPE_TABLES,
+            "# LongRoPE: one pair from the short factors, one from the long ones.",
+            "positions = torch.arange(config.max_seq_len)",
+            "theta, scale = config.rope_theta, config.rope_attention_factor",
+            *tables,
+            "self.rope_original = config.rope_original_max_seq_len",
+        ]
+
+    def build_angles(self, ctx, positions):
+        return f"rope_at(*longrope_tables(self, {positions}), {positions}, x.dtype)"
+
+    def buffer_elements(self, max_seq_len, rotated):
+        return 4 * max_seq_len * rotated  # the short and the long cos and sin
+
+
 class InterleavedYarnRotary(YarnRotary):
     """DeepSeek-V2's rotation: YaRN's frequencies, turning channel pairs (2i, 2i + 1)."""
 

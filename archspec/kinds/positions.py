@@ -20,6 +20,7 @@ from archspec.kinds.position_code import (
     Learned,
     LinearRotary,
     Llama3Rotary,
+    LongRotary,
     PositionCode,
     RelativeBias,
     Rotary,
@@ -157,6 +158,26 @@ POSITIONS: dict[str, PositionKind] = {
             code=YarnRotary(),
             length_limited=True,
         ),
+        # LongRoPE (Phi-3's long-context models): per-channel factors, short or long ones as
+        # the sequence fits original_max_seq_len or not. max_seq_len is the long context.
+        PositionKind(
+            "rope_longrope",
+            "RoPE (LongRoPE scaling)",
+            "rotary positions, each channel pair's wavelength scaled by LongRoPE's short or "
+            "long factors (applied in attention)",
+            acts_on="queries_keys",
+            parameters=(
+                ("theta", "rope_theta"),
+                ("original_max_seq_len", "rope_original_max_seq_len"),
+                ("attention_factor", "rope_attention_factor"),
+                ("short_factor", "rope_short_factor"),
+                ("long_factor", "rope_long_factor"),
+                ROTARY_DIM,
+            ),
+            flops_per_element=3,
+            code=LongRotary(),
+            length_limited=True,
+        ),
         # Not length-limited: the context trained on is max_seq_len, and dynamic NTK
         # scaling exists to run past it.
         PositionKind(
@@ -223,6 +244,12 @@ def yarn_attention(factor: float, mscale: float = 1.0) -> float:
     """YaRN's default scale on cos and sin, as transformers' get_mscale: 0.1 ln(factor) + 1;
     with `mscale`, 0.1 mscale ln(factor) + 1 (DeepSeek's yarn_get_mscale; 0 gives 1)."""
     return 0.1 * mscale * math.log(factor) + 1.0 if factor > 1 and mscale else 1.0
+
+
+def longrope_attention(factor: float, original: int) -> float:
+    """LongRoPE's default scale on cos and sin, as transformers' _compute_longrope_parameters:
+    sqrt(1 + ln(factor) / ln(original)), 1 when factor <= 1."""
+    return math.sqrt(1 + math.log(factor) / math.log(original)) if factor > 1 else 1.0
 
 
 def scaled_kind(kind: str, scaling: str, interleaved: bool = False) -> str:

@@ -17,7 +17,7 @@ Layout = Literal["encoder", "decoder", "encoder-decoder"]
 Residual = Literal["pre", "post", "parallel", "parallel_two_norms", "sandwich", "output_norm"]
 NormKind = Literal["layernorm", "rmsnorm", "offset_rmsnorm", "nonparametric_layernorm"]
 PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
-RopeScaling = Literal["none", "linear", "dynamic", "llama3", "yarn"]
+RopeScaling = Literal["none", "linear", "dynamic", "llama3", "yarn", "longrope"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
 QKNormScope = Literal["head", "all"]
 EmbeddingProjection = Literal["after_norm", "around_stack"]
@@ -78,7 +78,8 @@ class PositionSpec:
         default="none",
         metadata=doc(
             "rope: frequency scaling, as transformers' rope_type (linear, dynamic, llama3, "
-            "yarn); dynamic NTK raises the base past max_seq_len, the context trained on"
+            "yarn, longrope); dynamic NTK raises the base past max_seq_len, the context "
+            "trained on"
         ),
     )
     factor: float = field(
@@ -91,7 +92,8 @@ class PositionSpec:
     low_freq_factor: float = field(default=1.0, metadata=doc("llama3 scaling", positive=True))
     high_freq_factor: float = field(default=4.0, metadata=doc("llama3 scaling", positive=True))
     original_max_seq_len: int = field(
-        default=8192, metadata=doc("llama3 scaling: the context trained on", positive=True)
+        default=8192,
+        metadata=doc("llama3, yarn, longrope scaling: the context trained on", positive=True),
     )
     rotary_dim: int | None = field(
         default=None,
@@ -113,7 +115,26 @@ class PositionSpec:
     )
     attention_factor: float | None = field(
         default=None,
-        metadata=doc("yarn: cos and sin scaled by it; default 0.1 ln(factor) + 1", positive=True),
+        metadata=doc(
+            "yarn, longrope: cos and sin scaled by it; default 0.1 ln(factor) + 1 (yarn), "
+            "sqrt(1 + ln(factor) / ln(original_max_seq_len)) (longrope; 1 when factor <= 1)",
+            positive=True,
+        ),
+    )
+    short_factor: tuple[float, ...] | None = field(
+        default=None,
+        metadata=doc(
+            "longrope: each rotated channel pair's wavelength multiplied by it, for sequences "
+            "up to original_max_seq_len (rotated channels / 2 numbers)",
+            positive=True,
+        ),
+    )
+    long_factor: tuple[float, ...] | None = field(
+        default=None,
+        metadata=doc(
+            "longrope: the same for sequences longer than original_max_seq_len",
+            positive=True,
+        ),
     )
     num_buckets: int = field(default=32, metadata=doc("relative_bias: buckets", positive=True))
     max_distance: int = field(

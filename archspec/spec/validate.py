@@ -118,7 +118,16 @@ class _Validator:
             return data
         if dataclasses.is_dataclass(hint):
             return self.dataclass_(hint, data, path)
+        if origin is tuple:
+            return self.sequence(hint, data, path)
         return self.scalar(hint, data, path)
+
+    def sequence(self, hint: Any, data: Any, path: YamlPath) -> tuple:
+        """A `tuple[X, ...]` from a YAML list: each item checked as an X."""
+        item, _ = typing.get_args(hint)
+        if not isinstance(data, (list, tuple)) or not data:
+            raise self.error(path, f"expected a non-empty list, got {_describe(data)}")
+        return tuple(self.value(item, x, (*path, i)) for i, x in enumerate(data))
 
     def scalar(self, hint: type, data: Any, path: YamlPath) -> Any:
         if hint is float and isinstance(data, str):
@@ -153,6 +162,10 @@ class _Validator:
                 f"{_describe(value)[:80]} is not allowed here: expected "
                 f"{f.metadata.get('expects') or f'text matching {pattern}'}",
             )
+        if isinstance(value, tuple):  # a list's constraints hold for each of its items
+            for i, item in enumerate(value):
+                self.constraints(f, item, (*path, i))
+            return
         if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
             return
         if f.metadata.get("positive") and value <= 0:
@@ -397,6 +410,7 @@ def _check_rotary(spec: Spec, v: _Validator, head_dim: int) -> None:
         for name in ("rotary_dim", "interleaved"):
             if getattr(p, name) not in (None, False):
                 raise v.error(("position", name), f"{name} needs position.kind: rope")
+        _check_longrope(spec, v, head_dim)
         return
     if p.rotary_dim is not None and (p.rotary_dim % 2 or p.rotary_dim > head_dim):
         raise v.error(
@@ -407,6 +421,30 @@ def _check_rotary(spec: Spec, v: _Validator, head_dim: int) -> None:
         raise v.error(
             ("position", "interleaved"),
             f"interleaved rope with {p.scaling} scaling is not supported (yarn is: DeepSeek-V2)",
+        )
+    _check_longrope(spec, v, p.rotary_dim or head_dim)
+
+
+def _check_longrope(spec: Spec, v: _Validator, rotated: int) -> None:
+    """LongRoPE's factors: one per rotated channel pair, each list, and only with it."""
+    p = spec.position
+    for name in ("short_factor", "long_factor"):
+        factors = getattr(p, name)
+        if p.scaling != "longrope":
+            if factors is not None:
+                raise v.error(("position", name), f"{name} needs position.scaling: longrope")
+            continue
+        if factors is None:
+            raise v.error(("position", "scaling"), f"longrope scaling needs position.{name}")
+        if len(factors) != rotated // 2:
+            raise v.error(
+                ("position", name),
+                f"{name} has {len(factors)} numbers; longrope needs one per rotated channel "
+                f"pair: {rotated // 2} (rotated channels {rotated} / 2)",
+            )
+    if p.scaling == "longrope" and spec.attention.latent is not None:
+        raise v.error(
+            ("position", "scaling"), "longrope scaling with latent attention is not supported"
         )
 
 

@@ -37,10 +37,15 @@ COMMENTS = {
 class Field:
     name: str
     type: str
-    value: int | float | None
+    value: int | float | tuple[float, ...] | None
 
     def code(self) -> str:
         line = f"{self.name}: {self.type} = {self.value!r}"
+        if isinstance(self.value, tuple) and len(line) > 84:
+            # As ruff format lays out a tuple too long for the line (inside the class,
+            # at 88 columns): one item a line.
+            items = "".join(f"    {item!r},\n" for item in self.value)
+            return f"{self.name}: {self.type} = (\n{items})"
         comment = COMMENTS.get(self.name)
         return f"{line}  # {comment}" if comment else line
 

@@ -14,6 +14,7 @@ from archspec.errors import SpecError
 from archspec.hf import dropouts
 from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, head_fields, read_head
 from archspec.hf.dropouts import read_dropout, write_dropout
+from archspec.hf.families import _longrope as longrope
 from archspec.hf.families import _yarn as yarn
 from archspec.hf.family import Buffer, HFClass
 from archspec.hf.name_rules import chain, lm_head, table
@@ -52,16 +53,29 @@ _SCALINGS: dict[str, tuple[tuple[str, str], ...]] = {
         ("factor", "factor"),
         ("original_max_position_embeddings", "original_max_seq_len"),
     ),
+    # and the optional settings of _longrope.py
+    "longrope": (
+        ("short_factor", "short_factor"),
+        ("long_factor", "long_factor"),
+        ("original_max_position_embeddings", "original_max_seq_len"),
+    ),
 }
+# The optional settings of each rope_type that has some.
+_OPTIONAL = {"yarn": yarn.OPTIONAL, "longrope": longrope.OPTIONAL}
 
 
 def rope_settings(
-    f: Fields, also: tuple[str, ...] = ()
+    f: Fields,
+    also: tuple[str, ...] = (),
+    aliases: dict[str, str] | None = None,
+    outer: dict[str, Any] | None = None,
 ) -> tuple[str, dict[str, Any], str, dict[str, str]]:
     """A config's RoPE settings, from rope_parameters (transformers 5) or rope_scaling (4.x),
     which must agree: (the field they came from, the settings, the rope_type, that type's
     fields as config key -> spec key). A rope_type or a setting not listed in _SCALINGS (nor
-    in `also`) is refused, naming the field."""
+    in `also`) is refused, naming the field. `aliases` renames a family's older rope_types
+    (Phi-3's su); `outer` holds settings a config class takes from its top level, over
+    rope_parameters' (Phi-3's original_max_position_embeddings)."""
     key = "rope_parameters" if f.present("rope_parameters") else "rope_scaling"
     params = f.get("rope_parameters") or {}
     scaling = f.get("rope_scaling") or {}
@@ -69,6 +83,7 @@ def rope_settings(
         raise f.error("rope_scaling", "rope_scaling and rope_parameters disagree")
     found = {**scaling, **params}
     kind = found.get("rope_type", found.get("type", "default"))
+    kind = (aliases or {}).get(kind, kind)
     if kind not in _SCALINGS:
         raise f.error(
             key,
@@ -76,7 +91,8 @@ def rope_settings(
             f"{', '.join(k for k in _SCALINGS if k != 'default')})",
         )
     fields = dict(_SCALINGS[kind])
-    optional = yarn.OPTIONAL if kind == "yarn" else ()
+    found |= {k: v for k, v in (outer or {}).items() if k in fields}
+    optional = _OPTIONAL.get(kind, ())
     extra = set(found) - {"rope_type", "type", "rope_theta", *also, *fields, *optional}
     if extra:
         raise f.error(key, f"RoPE settings not supported: {', '.join(sorted(extra))}")
@@ -86,7 +102,7 @@ def rope_settings(
     return key, found, kind, fields
 
 
-def _rope(f: Fields, default: float) -> dict[str, Any]:
+def _rope(f: Fields, default: float, max_positions: int) -> dict[str, Any]:
     """The spec's `position`: RoPE's base and scaling, from rope_parameters (transformers 5) or
     rope_theta + rope_scaling (4.x). A rope_type or setting not listed in _SCALINGS is refused."""
     key, found, kind, fields = rope_settings(f)
@@ -100,6 +116,8 @@ def _rope(f: Fields, default: float) -> dict[str, Any]:
         position |= {spec: found[hf] for hf, spec in fields.items()}
     if kind == "yarn":
         position |= yarn.read_yarn(f, key, found)
+    if kind == "longrope":
+        position |= longrope.read_longrope(f, key, found, max_positions)
     return position
 
 
@@ -110,7 +128,8 @@ def rope_parameters(spec: Spec) -> dict[str, Any]:
     out: dict[str, Any] = {"rope_type": kind, "rope_theta": p.theta}
     if kind == "yarn":
         out |= yarn.write_yarn(p)
-    return out | {hf: getattr(p, key) for hf, key in _SCALINGS[kind]}
+    out |= {hf: getattr(p, key) for hf, key in _SCALINGS[kind]}
+    return out | longrope.write_longrope(p) if kind == "longrope" else out
 
 
 def _window(f: Fields, v: LlamaVariant) -> int | None:
@@ -162,7 +181,7 @@ def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any
         "residual": "pre",
         "final_norm": True,
         "norm": {"kind": "rmsnorm", "eps": f.float("rms_norm_eps", v.rms_eps)},
-        "position": _rope(f, 10000.0),
+        "position": _rope(f, 10000.0, max_pos),
         "embedding": {"token_types": 0, "norm": False, "scale": False},
         "attention": {"bias": bias["attention"], "scale_scores": True}
         | ({"sliding_window": window} if window is not None else {}),

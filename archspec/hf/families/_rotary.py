@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from archspec.hf.config_fields import Fields
+from archspec.hf.families import _longrope as longrope
 from archspec.hf.families import _yarn as yarn
 from archspec.hf.families._llama_like import _SCALINGS, rope_settings
 from archspec.spec.schema import Spec
@@ -24,11 +25,16 @@ def read_rope(
     default_fraction: float = 1.0,
     theta_aliases: tuple[str, ...] = (),
     fraction_aliases: tuple[str, ...] = (),
+    max_positions: int | None = None,
+    aliases: dict[str, str] | None = None,
+    outer: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The spec's `position`: base, scaling and rotated channels (`rotary_dim`, the
     `int(head_dim * partial_rotary_factor)` transformers rotates). A rope_type or setting not
-    listed in LLaMA's scalings is refused, naming the field."""
-    key, found, kind, fields = rope_settings(f, also=("partial_rotary_factor",))
+    listed in LLaMA's scalings is refused, naming the field. `max_positions` (the config's
+    max_position_embeddings) is LongRoPE's default factor's numerator; `aliases` and `outer`
+    are rope_settings'."""
+    key, found, kind, fields = rope_settings(f, ("partial_rotary_factor",), aliases, outer)
     theta = _agreed(f, found, "rope_theta", ("rope_theta", *theta_aliases), default_theta)
     fraction = _agreed(
         f,
@@ -52,6 +58,10 @@ def read_rope(
         position |= {spec: found[hf] for hf, spec in fields.items()}
     if kind == "yarn":
         position |= yarn.read_yarn(f, key, found)
+    if kind == "longrope":
+        if max_positions is None:
+            raise f.error(key, "longrope scaling is not supported for this model_type")
+        position |= longrope.read_longrope(f, key, found, max_positions)
     return position
 
 
@@ -85,4 +95,5 @@ def rope_parameters(spec: Spec) -> dict[str, Any]:
     out["partial_rotary_factor"] = rotary_fraction(spec)
     if kind == "yarn":
         out |= yarn.write_yarn(p)
-    return out | {hf: getattr(p, key) for hf, key in _SCALINGS[kind]}
+    out |= {hf: getattr(p, key) for hf, key in _SCALINGS[kind]}
+    return out | longrope.write_longrope(p) if kind == "longrope" else out

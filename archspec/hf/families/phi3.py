@@ -2,8 +2,9 @@
 then k, then v) and gate and up fused into `gate_up_proj` (gate rows, then up).
 
 Its `sliding_window` (Phi-3-mini-4k: 2047 of 4096) windows every layer, as Mistral's does.
-Refused, naming the field: LongRoPE (`rope_scaling` / `rope_parameters` of type longrope, su or
-yarn: the long-context Phi-3 models).
+The long-context models' LongRoPE is read as Phi3Config reads it: rope_type longrope, or su or
+yarn (older names Phi3Config turns into longrope), with original_max_position_embeddings from
+the top level of the config, which Phi3Config puts over rope_parameters' (default 4096).
 """
 
 from __future__ import annotations
@@ -39,9 +40,14 @@ def import_phi3(f: Fields, cls: HFClass) -> dict[str, Any]:
     attention: dict[str, Any] = {"bias": False, "scale_scores": True}
     if window is not None:
         attention["sliding_window"] = window
-    position = read_rope(f, d // heads)
-    # Only LongRoPE reads it, which read_rope refuses.
-    f.harmless("original_max_position_embeddings")
+    original = f.int("original_max_position_embeddings", 4096)
+    position = read_rope(
+        f,
+        d // heads,
+        max_positions=max_pos,
+        aliases={"su": "longrope", "yarn": "longrope"},
+        outer={"original_max_position_embeddings": original},
+    )
     return {
         "d_model": d,
         "n_layers": f.int("num_hidden_layers", 32),
@@ -73,7 +79,10 @@ def export_phi3(spec: Spec) -> dict[str, Any]:
         "intermediate_size": spec.d_ff,
         "vocab_size": spec.vocab_size,
         "max_position_embeddings": spec.max_seq_len,
-        "original_max_position_embeddings": spec.max_seq_len,
+        # Phi3Config puts it over rope_parameters': the same value in both.
+        "original_max_position_embeddings": parameters.get(
+            "original_max_position_embeddings", spec.max_seq_len
+        ),
         "sliding_window": export_window(spec),
         "rms_norm_eps": spec.norm.eps,
         "hidden_act": EXPORT_ACTIVATIONS[spec.mlp.activation],

@@ -1,0 +1,44 @@
+"""LongRoPE's settings beyond its factor lists and original_max_position_embeddings, as
+transformers reads them (`_compute_longrope_parameters` in transformers/modeling_rope_utils.py):
+`factor` and `attention_factor`, both optional."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archspec.hf.config_fields import Fields
+from archspec.spec.schema import PositionSpec
+
+OPTIONAL = ("factor", "attention_factor")
+
+
+def read_longrope(f: Fields, key: str, found: dict[str, Any], max_positions: int) -> dict[str, Any]:
+    """The spec's longrope fields. transformers takes `factor`, when absent, as
+    max_position_embeddings / original_max_position_embeddings (Phi-3's long-context
+    models give none): the spec keeps the factor it resolves to, from which the default
+    attention factor follows."""
+    out: dict[str, Any] = {}
+    for name in ("short_factor", "long_factor"):
+        factors = found[name]
+        if not isinstance(factors, list) or not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in factors
+        ):
+            raise f.error(key, f"{name}: expected a list of numbers, got {factors!r}")
+        out[name] = [float(x) for x in factors]
+    factor = found.get("factor")
+    original = found["original_max_position_embeddings"]
+    out["factor"] = float(factor if factor is not None else max_positions / original)
+    if found.get("attention_factor") is not None:
+        out["attention_factor"] = float(found["attention_factor"])
+    return out
+
+
+def write_longrope(p: PositionSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "short_factor": list(p.short_factor or ()),
+        "long_factor": list(p.long_factor or ()),
+        "factor": p.factor,
+    }
+    if p.attention_factor is not None:
+        out["attention_factor"] = p.attention_factor
+    return out
