@@ -10,6 +10,7 @@ tests/test_hf_families.py, whose tables list these families.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ import sympy as sp
 from archspec.backends.count.conventions import CONVENTIONS
 from archspec.backends.count.flops import B, S, flop_figures
 from archspec.errors import SpecError
+from archspec.hf.export_config import hf_config_dict
 from archspec.hf.import_config import import_config
 from archspec.ir.build import build_ir
 from archspec.spec.resolve import load_spec
@@ -169,13 +171,45 @@ PHI_3_MINI_4K = {
 # fmt: on
 
 
-def test_phi3_imports_its_window_and_refuses_longrope_naming_the_field() -> None:
+def test_phi3_imports_its_window() -> None:
     spec = import_config(PHI_3_MINI_4K).spec
     assert spec.max_seq_len == 4096 and spec.attention.sliding_window == 2047
     assert spec.attention.window_pattern == "L" and spec.position.rotary_dim is None
-    longrope = {"type": "longrope", "short_factor": [1.0] * 48, "long_factor": [1.0] * 48}
-    with pytest.raises(SpecError, match="rope_scaling"):
-        import_config({**PHI_3_MINI_4K, "sliding_window": None, "rope_scaling": longrope})
+
+
+# Phi-3-mini-128k's shape: LongRoPE over head_dim 96 (48 pairs), its original context at the
+# top level; the factors here are made up (the real ones are 48 measured numbers).
+SHORT, LONG = [1.0 + 0.01 * i for i in range(48)], [1.0 + 0.5 * i for i in range(48)]
+PHI_3_MINI_128K = {
+    **PHI_3_MINI_4K,
+    "max_position_embeddings": 131072,
+    "sliding_window": 262144,
+    "rope_scaling": {"type": "su", "short_factor": SHORT, "long_factor": LONG},
+}
+
+
+@pytest.mark.parametrize("name", ["su", "longrope", "yarn"])
+def test_phi3_longrope_imports_exports_and_reimports(name: str) -> None:
+    """Phi3Config reads su and yarn as longrope, and its top-level
+    original_max_position_embeddings; the factor defaults to 131072 / 4096."""
+    config = {**PHI_3_MINI_128K, "rope_scaling": {**PHI_3_MINI_128K["rope_scaling"], "type": name}}
+    p = import_config(config).spec.position
+    assert (p.scaling, p.original_max_seq_len, p.factor) == ("longrope", 4096, 32.0)
+    assert p.short_factor == tuple(SHORT) and p.long_factor == tuple(LONG)
+    exported = hf_config_dict(import_config(config).spec)
+    assert exported["original_max_position_embeddings"] == 4096
+    assert exported["rope_parameters"]["long_factor"] == LONG
+    again = import_config(exported).spec.position
+    assert dataclasses.replace(again) == p
+
+
+def test_longrope_factor_lists_of_the_wrong_length_are_refused_naming_the_field() -> None:
+    short = {**PHI_3_MINI_128K["rope_scaling"], "short_factor": SHORT[:47]}
+    with pytest.raises(SpecError, match="short_factor has 47 numbers.*48"):
+        import_config({**PHI_3_MINI_128K, "rope_scaling": short})
+    bad = {**PHI_3_MINI_128K["rope_scaling"], "long_factor": "1.0"}
+    with pytest.raises(SpecError, match="long_factor: expected a list of numbers"):
+        import_config({**PHI_3_MINI_128K, "rope_scaling": bad})
 
 
 @pytest.mark.parametrize(
@@ -215,3 +249,33 @@ def test_executed_flops_equal_flop_counter_on_the_transformers_class(
         model(torch.zeros(b, s, dtype=torch.long, device="meta"))
     expected = sp.sympify(figures.forward_matmul).xreplace({**ir.env, B: b, S: s})
     assert int(expected) == counter.get_total_flops()
+
+
+def _longrope_spec(tmp_path, short: str, long: str = "[1, 2, 3, 4]"):
+    path = tmp_path / "longrope.yaml"
+    path.write_text(
+        "extends: llama-2-7b\nsource: a what-if\nhead_dim: 8\n"
+        "position: {kind: rope, scaling: longrope, original_max_seq_len: 1024, factor: 4.0, "
+        f"short_factor: {short}, long_factor: {long}}}\n"
+    )
+    return load_spec(path)
+
+
+def test_longrope_spec_lists_are_checked_item_by_item(tmp_path) -> None:
+    """A YAML list becomes a tuple of floats; a bad item, a wrong length or a missing list is
+    refused naming the field. The default attention factor is transformers':
+    sqrt(1 + ln(factor) / ln(original))."""
+    spec = _longrope_spec(tmp_path, "[1, 1.5, 2, 2.5]")
+    assert spec.position.short_factor == (1.0, 1.5, 2.0, 2.5)
+    position = build_ir(spec).root.stacks[0].position
+    assert position.kind == "rope_longrope" and position.long_factor == (1.0, 2.0, 3.0, 4.0)
+    assert position.attention_factor == pytest.approx((1 + math.log(4.0) / math.log(1024)) ** 0.5)
+    with pytest.raises(SpecError, match=r"position.short_factor\[1\]") as bad:
+        _longrope_spec(tmp_path, "[1, x, 2, 2.5]")
+    assert "expected a number" in str(bad.value)
+    with pytest.raises(SpecError, match=r"position.long_factor\[0\]"):
+        _longrope_spec(tmp_path, "[1, 1, 1, 1]", "[-1, 1, 1, 1]")
+    with pytest.raises(SpecError, match="long_factor has 3 numbers"):
+        _longrope_spec(tmp_path, "[1, 1, 1, 1]", "[1, 1, 1]")
+    with pytest.raises(SpecError, match="expected a non-empty list"):
+        _longrope_spec(tmp_path, "2.0")
