@@ -60,6 +60,31 @@ VARIANTS: dict[str, tuple[str, list[str]]] = {
         ["position.scaling=yarn", "position.factor=4", "position.original_max_seq_len=8"],
     ),
     "rope-dynamic-partial": ("pythia-1.4b", ["position.scaling=dynamic", "position.factor=2"]),
+    # LongRoPE: factor tuples too long for a line of Config (one item a line), and short. The
+    # original context (64) is beyond these tests' sequences: past it, a cached step and a
+    # recomputed one differ (the cache keeps keys rotated by the short factors), in
+    # transformers too; tests/test_hf_weights.py checks both factors against transformers.
+    "rope-longrope": (
+        "llama-2-7b",
+        [
+            "head_dim=16",
+            "position.scaling=longrope",
+            "position.original_max_seq_len=64",
+            f"position.short_factor=[{', '.join(str(1 + i / 64) for i in range(8))}]",
+            f"position.long_factor=[{', '.join(str(2 + i / 16) for i in range(8))}]",
+        ],
+    ),
+    "rope-longrope-partial": (
+        "pythia-1.4b",
+        [
+            "position.rotary_dim=8",
+            "position.scaling=longrope",
+            "position.factor=4",
+            "position.original_max_seq_len=64",
+            "position.short_factor=[1, 1.5, 2, 2.5]",
+            "position.long_factor=[3, 4, 5, 6]",
+        ],
+    ),
 }
 CASES = [(name, []) for name in SPECS] + list(VARIANTS.values())
 CASE_IDS = SPECS + list(VARIANTS)
