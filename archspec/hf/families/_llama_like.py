@@ -102,7 +102,7 @@ def rope_settings(
     return key, found, kind, fields
 
 
-def _rope(f: Fields, default: float, max_positions: int) -> dict[str, Any]:
+def _rope(f: Fields, default: float, max_positions: int | None = None) -> dict[str, Any]:
     """The spec's `position`: RoPE's base and scaling, from rope_parameters (transformers 5) or
     rope_theta + rope_scaling (4.x). A rope_type or setting not listed in _SCALINGS is refused."""
     key, found, kind, fields = rope_settings(f)
@@ -117,6 +117,8 @@ def _rope(f: Fields, default: float, max_positions: int) -> dict[str, Any]:
     if kind == "yarn":
         position |= yarn.read_yarn(f, key, found)
     if kind == "longrope":
+        if max_positions is None:  # LongRoPE's default factor needs max_position_embeddings
+            raise f.error(key, "longrope scaling is not supported for this model_type")
         position |= longrope.read_longrope(f, key, found, max_positions)
     return position
 
