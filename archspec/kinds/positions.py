@@ -67,6 +67,17 @@ class PositionKind:
 # Every rope kind may rotate only the first channels of a head (GPT-NeoX, GPT-J, Phi).
 ROTARY_DIM = ("rotary_dim", "rope_dim")
 
+# YaRN's settings, for its kind and for DeepSeek-V2's interleaved one.
+YARN_PARAMETERS = (
+    ("theta", "rope_theta"),
+    ("factor", "rope_factor"),
+    ("original_max_seq_len", "rope_original_max_seq_len"),
+    ("beta_fast", "rope_beta_fast"),
+    ("beta_slow", "rope_beta_slow"),
+    ("attention_factor", "rope_attention_factor"),
+    ROTARY_DIM,
+)
+
 POSITIONS: dict[str, PositionKind] = {
     kind.name: kind
     for kind in (
@@ -145,15 +156,7 @@ POSITIONS: dict[str, PositionKind] = {
             "RoPE (YaRN scaling)",
             "rotary positions, frequencies scaled by YaRN (applied in attention)",
             acts_on="queries_keys",
-            parameters=(
-                ("theta", "rope_theta"),
-                ("factor", "rope_factor"),
-                ("original_max_seq_len", "rope_original_max_seq_len"),
-                ("beta_fast", "rope_beta_fast"),
-                ("beta_slow", "rope_beta_slow"),
-                ("attention_factor", "rope_attention_factor"),
-                ROTARY_DIM,
-            ),
+            parameters=YARN_PARAMETERS,
             flops_per_element=3,
             code=YarnRotary(),
             length_limited=True,
@@ -196,15 +199,7 @@ POSITIONS: dict[str, PositionKind] = {
             "rotary positions on interleaved channel pairs, frequencies scaled by YaRN "
             "(applied in attention)",
             acts_on="queries_keys",
-            parameters=(
-                ("theta", "rope_theta"),
-                ("factor", "rope_factor"),
-                ("original_max_seq_len", "rope_original_max_seq_len"),
-                ("beta_fast", "rope_beta_fast"),
-                ("beta_slow", "rope_beta_slow"),
-                ("attention_factor", "rope_attention_factor"),
-                ROTARY_DIM,
-            ),
+            parameters=YARN_PARAMETERS,
             flops_per_element=3,
             code=InterleavedYarnRotary(),
             length_limited=True,
