@@ -245,3 +245,35 @@ def test_windowed_left_padded_greedy_and_beams_equal_transformers(family: str, p
     prompts = ids[:2, 3:]
     ours = model.generate(prompts, steps, **beams)
     assert torch.equal(ours, hf_generate(hf, prompts, steps, **beams))
+
+
+def test_mixture_of_experts_generates_like_transformers(pair) -> None:
+    """Mixtral with 4 experts, top-2: at one token per decode step, inference runs only the
+    two experts the token chose (the others get no call at all), and the tokens are still
+    transformers' — greedy on a left-padded batch and under beam search."""
+    hf, model = pair("mixtral")
+    ids, mask = left_padded()
+    assert torch.equal(
+        model.generate(ids, STEPS, attention_mask=mask),
+        hf_generate(hf, ids, STEPS, attention_mask=mask),
+    )
+    beams = dict(num_beams=4, length_penalty=0.6)
+    prompts = ids[:2, 3:]
+    assert torch.equal(
+        model.generate(prompts, STEPS, **beams), hf_generate(hf, prompts, STEPS, **beams)
+    )
+
+    calls: list[int] = []
+    moe = model.decoder.blocks[0].moe
+    hooks = [
+        e.register_forward_hook(lambda m, i, o: calls.append(i[0].size(0))) for e in moe.experts
+    ]
+    try:
+        model.generate(ids[:1], 1)  # the prompt: 7 tokens, then nothing more
+        prompt_calls = len(calls)
+        model.generate(ids[:1], 4)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    # Each of the 3 decode steps calls exactly top_k = 2 experts, with one row each.
+    assert calls[2 * prompt_calls :] == [1] * 6 and 0 not in calls

@@ -103,7 +103,15 @@ class _MoEWriter(ForwardWriter):
         tokens, chosen = self.arg(op.x).text, self.arg(op.chosen).text
         self.lines += [
             f"out = torch.zeros_like({tokens})",
-            "for i, expert in enumerate(self.experts):",
+            "# Inference runs only the experts some token chose (top_k of them at one",
+            "# token per step). Training runs every expert, so that each gets a gradient",
+            "# (zero if no token chose it) on every rank; a compiled graph cannot loop over",
+            "# data, so it runs them all too.",
+            "if torch.is_grad_enabled() or torch.compiler.is_compiling():",
+            "    hit = range(len(self.experts))",
+            "else:",
+            f"    hit = {chosen}.unique().tolist()",
+            "for i in hit:",
             "    # The tokens routed to expert i, and which of their top_k slots chose it.",
             f"    token, slot = torch.where({chosen} == i)",
         ]
@@ -111,7 +119,7 @@ class _MoEWriter(ForwardWriter):
 
     def render_call(self, op: Call) -> Expr:
         if op.module is self.node.expert:
-            return self._call("expert", [self.arg(a) for a in op.args])
+            return self._call("self.experts[i]", [self.arg(a) for a in op.args])
         return super().render_call(op)  # the shared expert: self.shared(tokens)
 
     def render_combine(self, op: Combine) -> Expr:
