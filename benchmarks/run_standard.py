@@ -95,6 +95,8 @@ def command(model: Model, profile: dict, mode: str, compiled: bool, vs_hf: bool)
     sets = model.sets + profile["cut"].get(model.label, [])
     args = [sys.executable, "-m", "archspec", "bench", model.spec, "--json", "--mode", mode]
     args += ["--batch", str(shape.batch), "--seq", str(shape.seq), *profile["options"]]
+    if profile.get("steps"):  # --steps: later options win
+        args += ["--steps", str(profile["steps"])]
     if shape.new_tokens:
         args += ["--new-tokens", str(shape.new_tokens)]
     for s in sets:
@@ -109,13 +111,16 @@ def command(model: Model, profile: dict, mode: str, compiled: bool, vs_hf: bool)
 def run_one(model: Model, profile: dict, mode: str, compiled: bool) -> dict:
     for vs_hf in (True, False):
         args = command(model, profile, mode, compiled, vs_hf)
-        began = time.time()
+        began, load_before = time.time(), _load()
         done = subprocess.run(args, capture_output=True, text=True, cwd=ROOT)
         seconds = time.time() - began
         if done.returncode == 0:
             result = json.loads(done.stdout)
             result |= {"label": model.label, "sets": model.sets + profile["cut"].get(
-                model.label, []), "wall_s": seconds}  # fmt: skip
+                model.label, []), "wall_s": seconds,
+                # The machine's 1-minute load average before and after the run: a shared
+                # machine's other work slows either side's steps.
+                "load_average": [load_before, _load()]}  # fmt: skip
             return result
         out_of_memory = "out of memory" in done.stderr.lower()
         print(f"  failed ({'out of memory' if out_of_memory else done.returncode}):",
@@ -124,6 +129,10 @@ def run_one(model: Model, profile: dict, mode: str, compiled: bool) -> dict:
             break
         print("  retrying without --vs-hf", file=sys.stderr)
     return {"label": model.label, "mode": mode, "compile": compiled, "error": done.stderr[-2000:]}
+
+
+def _load() -> float | None:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
 
 
 def _bytes(n: int | None) -> str:
@@ -198,6 +207,8 @@ def main() -> None:
     parser.add_argument("--only", help="comma-separated model labels (default: all)")
     parser.add_argument("--modes", default="forward,train,generate")
     parser.add_argument("--compile", choices=("off", "on", "both"), default="both")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="timed steps per run (default: the profile's)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="default: benchmarks/<profile>")
     parser.add_argument("--render", type=Path, nargs="+", metavar="RESULTS_JSON",
                         help="run nothing: write the table and chart of these results.json "
@@ -213,7 +224,7 @@ def main() -> None:
         import torch
 
         profile_name = "gpu" if torch.cuda.is_available() else "cpu-small"
-    profile = PROFILES[profile_name]
+    profile = PROFILES[profile_name] | {"steps": args.steps}
     out = args.out or ROOT / "benchmarks" / profile_name
     out.mkdir(parents=True, exist_ok=True)
     wanted = set(args.only.split(",")) if args.only else None
