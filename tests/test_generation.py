@@ -103,6 +103,41 @@ def test_cached_steps_equal_a_full_forward(tmp_path) -> None:
     torch.testing.assert_close(torch.cat(steps, dim=1), model(tokens)[:, 7:], atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("name", ["gpt2", "llama-2-7b", "bart-base"])
+def test_prompt_attends_its_own_keys_causally(name: str, tmp_path, monkeypatch) -> None:
+    """A prompt without padding, written into empty caches, attends its own keys with SDPA's
+    causal flag (the scores above the diagonal skipped), not all of the caches' slots under
+    a mask; later steps and padded prompts read the whole cache under a mask. The tokens are
+    the same either way (test_generation_hf.py checks them against transformers)."""
+    _, model = tiny(name, tmp_path)
+    calls: list[tuple[int, int, bool]] = []  # (queries, keys, masked)
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+
+    def recording(q, k, v, attn_mask=None, **kwargs):
+        calls.append((q.size(2), k.size(2), attn_mask is not None))
+        return sdpa(q, k, v, attn_mask=attn_mask, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", recording)
+    ids = torch.randint(3, VOCAB, (2, 6))
+    with torch.no_grad():
+        tokens = model.generate(ids, 3)
+    if name == "bart-base":
+        assert tokens.shape == (2, 1 + 3)  # the start token and 3 new ones
+        # The decoder starts from one token; the encoder's and the cross-attention's calls
+        # have the encoder's 6 keys.
+        decoder = [c for c in calls if c[1] != 6]
+        assert decoder == [(1, 1, False)] * 2 + [(1, 4, True)] * 4
+        return
+    assert tokens.shape == (2, 6 + 3)
+    assert calls == [(6, 6, False)] * 2 + [(1, 9, True)] * 4  # the prompt in 2 layers, 2 steps
+    calls.clear()
+    mask = torch.ones_like(ids)
+    mask[1, :2] = 0
+    with torch.no_grad():
+        model.generate(ids, 3, attention_mask=mask)
+    assert calls == [(6, 9, True)] * 2 + [(1, 9, True)] * 4  # padding: masked from the start
+
+
 def test_rope_tables_are_buffers_out_of_the_state_dict(tmp_path, monkeypatch) -> None:
     """RoPE's cos and sin are computed once, at construction, for max_seq_len positions:
     buffers (they follow .to()), not parameters, not in the state_dict; a forward only

@@ -199,6 +199,12 @@ class _AttentionWriter(ForwardWriter):
             ]
         elif self.f.cached(self.stack) and not self.node.cross:
             update = [f"    {k}, {v} = cache.update({k}, {v})"]
+            if self.f.prompt_unmasked(self.stack):
+                update = [
+                    f"    cached = cache.update({k}, {v})",
+                    "    if mask is not None:  # else: a prompt, and k and v are all the keys",
+                    f"        {k}, {v} = cached",
+                ]
             if self.node.window is not None:
                 update = [
                     "    queries = queries + cache.length  # after the cached ones",

@@ -103,6 +103,20 @@ class Features:
         """The stack takes a KV cache: the decoder of a model that generates."""
         return self.cache and stack is self.stacks[-1]
 
+    def prompt_unmasked(self, stack: Stack) -> bool:
+        """The stack's prompt, written into empty caches without padding, gets no mask:
+        every self-attention is plain causal SDPA (no score bias, window, soft cap or
+        latent), which given no mask attends the prompt's own keys with `is_causal`
+        (skipping the scores above the diagonal) instead of all the cache's slots."""
+        return self.cached(stack) and all(
+            a.causal
+            and not a.mask.bias
+            and a.window is None
+            and a.softcap is None
+            and a.latent is None
+            for a in (block.attn for block in stack.block_variants)
+        )
+
     @cached_property
     def norms(self) -> tuple[Norm, ...]:
         return tuple(p.node for p in walk(self.model) if isinstance(p.node, Norm))

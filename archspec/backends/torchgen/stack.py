@@ -278,10 +278,19 @@ def _mask(f: Features, stack: Stack, ctx: StackContext) -> list[str]:
     if biased:
         return [hidden, "mask = mask_out(hidden, bias)"]
     condition = "attention_mask is not None"
-    if ctx.cache:
+    comment = []
+    if f.prompt_unmasked(stack):
+        # A written cache has more keys than queries; an empty one gets the prompt's keys.
+        condition += " or (cache and cache[0].k is not None)"
+        comment = [
+            "# A prompt into empty caches gets none either: attention then attends the",
+            "# prompt's own keys, not the caches' unwritten slots.",
+        ]
+    elif ctx.cache:
         condition += " or cache"  # a cache has more keys than queries
     return [
         "mask = None  # then attention applies the causal mask itself",
+        *comment,
         f"if {condition}:",
         *indent(call("hidden = hidden_keys", hidden_args, 3), 1).splitlines(),
         f"    mask = mask_out(hidden, {bias})",
