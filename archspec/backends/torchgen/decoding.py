@@ -16,10 +16,11 @@ class KVCache:
 
     The first update allocates room for max_len positions; each update writes the new
     positions in place (nothing is copied or concatenated). A decode step reads all
-    max_len positions, those not written yet hidden by the causal mask (they come after
-    every query), so that every decode step has the same shapes: compiled, it is one graph
-    for every position. For the same reason the count of positions written, `length`,
-    is a tensor: a Python int would be a constant of the compiled graph.{window} In an
+    max_len positions, those not written yet hidden by the causal mask (they come
+    after every query), so that every decode step has the same shapes: compiled, it
+    is one graph for every position. For the same reason the count of positions
+    written, `length`, is a tensor: a Python int would be a constant of the compiled
+    graph.{window} In an
     encoder-decoder's block, `memory` also keeps the cross-attention's keys and values
     of the encoder output, projected once.
     \"\"\"
