@@ -90,7 +90,7 @@ def _sdpa(f: Features, node: Attention, q: str, k: str, v: str) -> list[str]:
     """The call to scaled_dot_product_attention, after a comment on each unusual argument."""
     args = [q, k, v, "attn_mask=mask"]
     before = []
-    if node.causal and not node.mask.bias and node.window is None:
+    if f.sdpa_is_causal(node):
         args.append("is_causal=mask is None")
         if f.cache:
             before.append("# Given no mask (no padding, nothing cached), SDPA masks causally.")
