@@ -105,6 +105,8 @@ def command(model: Model, profile: dict, mode: str, compiled: bool, vs_hf: bool)
         args.append("--compile")
     if vs_hf:
         args.append("--vs-hf")
+        if profile.get("hf_first"):
+            args.append("--hf-first")
     return args
 
 
@@ -210,6 +212,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None,
                         help="timed steps per run (default: the profile's)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=None, help="default: benchmarks/<profile>")
+    parser.add_argument("--hf-first", action="store_true",
+                        help="CPU: build transformers' model before ours in every run "
+                        "(bench --hf-first); alternate it between runs")  # fmt: skip
     parser.add_argument("--render", type=Path, nargs="+", metavar="RESULTS_JSON",
                         help="run nothing: write the table and chart of these results.json "
                         "files, merged, to --out")  # fmt: skip
@@ -224,7 +229,7 @@ def main() -> None:
         import torch
 
         profile_name = "gpu" if torch.cuda.is_available() else "cpu-small"
-    profile = PROFILES[profile_name] | {"steps": args.steps}
+    profile = PROFILES[profile_name] | {"steps": args.steps, "hf_first": args.hf_first}
     out = args.out or ROOT / "benchmarks" / profile_name
     out.mkdir(parents=True, exist_ok=True)
     wanted = set(args.only.split(",")) if args.only else None

@@ -97,6 +97,14 @@ def test_vs_hf_on_cpu(name: str, mode: str) -> None:
     assert low <= r["speedup"] <= high and isinstance(r["speedup_within_noise"], bool)
 
 
+def test_vs_hf_builds_either_model_first() -> None:
+    """--hf-first builds transformers' model before ours (runs that alternate the order cancel
+    the advantage of being built second); the weights are the same either way."""
+    for flags, first in (([], "ours"), (["--hf-first"], "hf")):
+        r = bench("llama-2-7b", "--mode", "generate", "--new-tokens", "3", "--vs-hf", *flags)
+        assert r["built_first"] == first and r["hf_max_abs_diff"] < 1e-4
+
+
 def test_vs_hf_bf16_on_cpu() -> None:
     r = bench("gpt2", "--mode", "train", "--dtype", "bf16", "--vs-hf")
     assert r["dtype"] == "bf16" and r["hf_max_abs_diff"] < 0.1
@@ -111,6 +119,7 @@ def test_vs_hf_bf16_on_cpu() -> None:
         (["--seq", "2000"], "longer than the 1024 positions"),
         (["--set", "norm.kind=rmsnorm", "--vs-hf"], "is not a GPT2LMHeadModel"),
         (["--device", "tpu"], "--device takes cpu or cuda"),
+        (["--hf-first"], "--hf-first orders the two models of --vs-hf"),
     ],
 )
 def test_mistakes_exit_2(args: list[str], message: str) -> None:

@@ -50,6 +50,7 @@ class Settings:
     peak_tflops: float | None = None  # overrides the device table
     threads: int | None = None  # CPU threads for torch (default: torch's choice)
     force: bool = False  # run even when the predicted memory exceeds the device's
+    hf_first: bool = False  # with vs_hf: build transformers' model before ours
 
 
 def _device(name: str | None) -> torch.device:
@@ -228,6 +229,18 @@ def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None)
     least = least_bytes(vocab, width, s.batch, seq, element)
     if not s.force:
         check_fits(ir.name, pred.memory_bytes + least, device)  # before allocating anything
+    hf_built = None
+    if s.hf_first and not s.vs_hf:
+        raise SpecError("--hf-first orders the two models of --vs-hf; add --vs-hf")
+    if s.hf_first and device.type == "cuda":
+        # On a GPU, transformers' memory is what was allocated after ours was built.
+        raise SpecError("--hf-first is for CPU runs: on a GPU transformers' model is built "
+                        "second, so that its memory is measured without ours")  # fmt: skip
+    if s.hf_first:
+        # Which model is built first matters on CPU: in benchmarks/same_model.py's runs the
+        # second of two identical models was about 2% faster over a whole process. Runs that
+        # alternate the order cancel that.
+        hf_built = _build_hf(hf_data, s, device)
     base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
     inputs, targets = steps.make_inputs(ir, s.mode, s.batch, seq, device, s.seed)
     with tempfile.TemporaryDirectory(prefix="archspec-bench-") as folder:
@@ -243,8 +256,9 @@ def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None)
         hf_step = hf_memory = None
         hf_info: dict[str, Any] = {}
         if s.vs_hf:
+            hf_built = hf_built or _build_hf(hf_data, s, device)
             hf_step, hf_memory, hf_info = _hf_side(
-                ir, hf_data, s, device, dtype, ours, inputs, targets, progress
+                ir, hf_built, s, device, dtype, ours, inputs, targets, progress
             )
         ours_times: list[float] = []
         hf_times: list[float] = []
@@ -289,6 +303,7 @@ def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None)
         hf_figures = _figures("hf_", Times(tuple(hf_times)), pred.tokens, pred.flops, peak)
         result |= {
             "hf_class": hf_data["architectures"][0],
+            "built_first": "hf" if s.hf_first else "ours",
             **hf_info,
             **hf_figures,
             "hf_peak_memory_bytes": hf_memory,
@@ -321,15 +336,24 @@ def _figures(prefix: str, t: Times, tokens: int, flops: int, peak: float | None)
     }
 
 
-def _hf_side(ir, hf_data, s, device, dtype, ours, inputs, targets, progress):
-    """Build, check, prepare and warm up the transformers side; measure its memory."""
-    import transformers
-
+def _build_hf(hf_data, s, device) -> tuple[torch.nn.Module, str, int]:
+    """The transformers model (seeded), its attention implementation, and the device memory
+    allocated before it was built (its memory is measured from there)."""
     from archspec.bench import hf_side
 
     base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
     torch.manual_seed(s.seed)
     model, attn = hf_side.build_hf_model(hf_data, device)
+    return model, attn, base
+
+
+def _hf_side(ir, hf_built, s, device, dtype, ours, inputs, targets, progress):
+    """Check, prepare and warm up the transformers side; measure its memory."""
+    import transformers
+
+    from archspec.bench import hf_side
+
+    model, attn, base = hf_built
     hf = steps.Side("hf", model, inputs, targets)
     if hf_side.takes_use_cache(model):
         hf.no_cache = {"use_cache": False}

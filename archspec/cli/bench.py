@@ -105,6 +105,16 @@ def bench(
             rich_help_panel=_MEASURE,
         ),
     ] = False,  # fmt: skip
+    hf_first: Annotated[
+        bool,
+        typer.Option(
+            "--hf-first",
+            help="With --vs-hf on CPU: build transformers' model before ours. The model "
+            "built second can run a few percent faster for the whole process; runs "
+            "that alternate the order cancel it (benchmarks/paired_ratio.py pools them).",
+            rich_help_panel=_MEASURE,
+        ),
+    ] = False,  # fmt: skip
     peak_tflops: Annotated[
         float | None,
         typer.Option(
@@ -176,7 +186,7 @@ def bench(
     settings = Settings(
         device=device, dtype=dtype, batch=batch, seq=seq, mode=mode, compile=compile_,
         steps=steps, warmup=warmup, new_tokens=new_tokens, vs_hf=vs_hf, seed=seed,
-        peak_tflops=peak_tflops, threads=threads, force=force,
+        peak_tflops=peak_tflops, threads=threads, force=force, hf_first=hf_first,
     )  # fmt: skip
     with user_errors(debug, json_):
         resolved = resolve_spec(spec, set_)
