@@ -212,6 +212,46 @@ def test_decode_step_compiles_once(name: str, tmp_path) -> None:
     torch.testing.assert_close(logits[True], logits[False], atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("name", ["llama-2-7b", "t5-small", "gemma-2-2b"])
+def test_decode_step_writes_only_static_inputs(name: str, tmp_path) -> None:
+    """CUDA graphs replay fixed addresses. cudagraph trees (torch.compile's
+    mode="reduce-overhead") capture a compiled step only if every input it writes in place
+    is static: a parameter, a buffer or a tensor marked with mark_static_address
+    (torch/_inductor/cudagraph_utils.py, check_for_mutation); otherwise they run it without
+    a graph ("skipping cudagraphs due to mutated inputs"). A decode step writes each
+    cache's keys, values and length in place. This reads AOTAutograd's metadata of the
+    compiled step, the same that check reads: which inputs it mutates, which are static.
+    (Replaying the graph itself needs a GPU.)"""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    graphs = []
+
+    def keep_metadata(gm, example_inputs):
+        meta = torch._guards.TracingContext.get().fw_metadata
+        graphs.append((set(meta.mutated_inp_runtime_indices), set(meta.static_input_indices)))
+        return make_boxed_func(gm.forward)
+
+    extra = GEMMA2_WINDOW if name == "gemma-2-2b" else ()
+    module, model = tiny(name, tmp_path, extra=extra)
+    backend = aot_autograd(fw_compiler=keep_metadata)
+    compiled = torch.compile(model.decoder, backend=backend, fullgraph=True, dynamic=False)
+    memory = ()
+    if name == "t5-small":
+        memory = (model.encoder(model.tok_emb(torch.randint(VOCAB, (2, 6)))),)
+    cache = [module.KVCache(8) for _ in model.decoder.blocks]
+    with torch.no_grad():
+        model.decoder(model.tok_emb(torch.randint(VOCAB, (2, 5))), *memory, cache=cache)
+        for _ in range(2):  # eager prefill, then compiled steps
+            compiled(model.tok_emb(torch.randint(VOCAB, (2, 1))), *memory, cache=cache)
+    torch._dynamo.reset()
+    assert len(graphs) == 1
+    mutated, static = graphs[0]
+    # Keys, values and length of every layer's cache.
+    assert len(mutated) == 3 * len(model.decoder.blocks)
+    assert mutated <= static
+
+
 @pytest.mark.parametrize("name", ["llama-2-7b", "t5-small"])
 def test_forward_and_training_step_compile_in_one_graph(name: str, tmp_path) -> None:
     """fullgraph=True refuses any graph break: the forward, and the loss of a training step

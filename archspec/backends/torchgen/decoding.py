@@ -10,6 +10,15 @@ and encoder-decoder models, greedy decoding, sampling and beam search (`beam.py`
 from __future__ import annotations
 
 KV_CACHE = """
+def static_address(t: Tensor) -> Tensor:
+    \"\"\"t, marked as a static input of compiled steps: one whose address stays. Not
+    while compiling: a tensor a compiled step creates is its output, which a CUDA graph
+    keeps in memory of its own.\"\"\"
+    if not torch.compiler.is_compiling():
+        torch._dynamo.mark_static_address(t)
+    return t
+
+
 class KVCache:
     \"\"\"The keys and values one attention layer has computed so far, so that new tokens
     attend to earlier ones without recomputing them. Generation keeps one per block.
@@ -20,26 +29,33 @@ class KVCache:
     after every query), so that every decode step has the same shapes: compiled, it
     is one graph for every position. For the same reason the count of positions
     written, `length`, is a tensor: a Python int would be a constant of the compiled
-    graph.{window} In an
-    encoder-decoder's block, `memory` also keeps the cross-attention's keys and values
-    of the encoder output, projected once.
+    graph. In an encoder-decoder's block, `memory` also keeps the cross-attention's
+    keys and values of the encoder output, projected once.{window}
+
+    CUDA graphs replay fixed addresses: torch.compile(mode="reduce-overhead") captures
+    a step in one only if every tensor the step writes in place is a static input (as
+    parameters and buffers are), so the cache marks its own tensors static.
     \"\"\"
 
     def __init__(self, max_len: int, device: torch.device | None = None) -> None:
         self.max_len = max_len
         self.k: Tensor | None = None
         self.v: Tensor | None = None
-        self.length = torch.zeros((), dtype=torch.long, device=device)
+        self.length = static_address(torch.zeros((), dtype=torch.long, device=device))
         self.memory: tuple[Tensor, Tensor] | None = None
+
+    def allocate(self, k: Tensor, v: Tensor, slots: int) -> None:
+        \"\"\"Room for `slots` positions of keys like k and values like v (latent
+        attention caches values of another width than its keys). Zeros: a hidden key
+        gets weight 0, and 0 times leftover NaNs would be NaN.\"\"\"
+        self.k = static_address(k.new_zeros((*k.shape[:2], slots, k.size(3))))
+        self.v = static_address(v.new_zeros((*v.shape[:2], slots, v.size(3))))
 
     def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         \"\"\"Write new keys and values (B, heads, S, head_dim) after the cached ones;
         return the whole cache, (B, heads, max_len, head_dim).\"\"\"
         if self.k is None or self.v is None:
-            # Zeros: a hidden key gets weight 0, and 0 times leftover NaNs would be NaN.
-            # (latent attention caches values of another width than its keys)
-            self.k = k.new_zeros((*k.shape[:2], self.max_len, k.size(3)))
-            self.v = v.new_zeros((*v.shape[:2], self.max_len, v.size(3)))
+            self.allocate(k, v, self.max_len)
         positions = self.length + torch.arange(k.size(2), device=k.device)
         self.k.index_copy_(2, positions, k)
         self.v.index_copy_(2, positions, v)
@@ -69,8 +85,7 @@ UPDATE_WINDOW = """
         reads, and the position of each (negative where none is written yet).\"\"\"
         size = min(window, self.max_len)
         if self.k is None or self.v is None:
-            shape = (*k.shape[:2], size, k.size(3))
-            self.k, self.v = k.new_zeros(shape), v.new_zeros(shape)
+            self.allocate(k, v, size)
         new = self.length + torch.arange(k.size(2), device=k.device)
         slots = torch.arange(size, device=k.device)
         if k.size(2) == 1:
@@ -90,8 +105,9 @@ UPDATE_WINDOW = """
         self.length += k.size(2)
         return k_read, v_read, positions
 """
-WINDOW_SENTENCE = """ A layer with a
-    sliding window keeps only its window, in a ring (`update_window`)."""
+WINDOW_SENTENCE = """
+
+    A layer with a sliding window keeps only its window, in a ring (`update_window`)."""
 
 
 def kv_cache(windowed: bool) -> str:
