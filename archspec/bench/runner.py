@@ -238,8 +238,8 @@ def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None)
                         "second, so that its memory is measured without ours")  # fmt: skip
     if s.hf_first:
         # Which model is built first matters on CPU: in benchmarks/same_model.py's runs the
-        # second of two identical models was about 2% faster over a whole process. Runs that
-        # alternate the order cancel that.
+        # first of two identical models took 1-1.5% longer, on average, than the second.
+        # Runs that alternate the order cancel that.
         hf_built = _build_hf(hf_data, s, device)
     base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
     inputs, targets = steps.make_inputs(ir, s.mode, s.batch, seq, device, s.seed)
