@@ -39,9 +39,14 @@ from pathlib import Path
 RESAMPLES = 10_000
 
 
+def other_times(run: dict) -> list[float] | None:
+    """The other side's step times: transformers', or the copy's; None if the run had none."""
+    return run.get("hf_step_times_s", run.get("copy_step_times_s"))
+
+
 def ratios_of(run: dict) -> list[float] | None:
     """The paired ratios of a run, the other side's time over ours; None without another side."""
-    other = run.get("hf_step_times_s", run.get("copy_step_times_s"))
+    other = other_times(run)
     if other is None:
         return None
     return [h / o for o, h in zip(run["step_times_s"], other, strict=True)]
@@ -55,11 +60,9 @@ def interval(estimates: list[float]) -> tuple[float, float]:
 def paired(run: dict, ratios: list[float]) -> dict:
     rng = random.Random(0)
     medians = [statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(RESAMPLES)]
-    ours = run["step_times_s"]
-    other = run.get("hf_step_times_s", run.get("copy_step_times_s"))
     return {
         "pairs": len(ratios),
-        "speedup": statistics.median(other) / statistics.median(ours),
+        "speedup": statistics.median(other_times(run)) / statistics.median(run["step_times_s"]),
         "paired_median": statistics.median(ratios),
         "interval": interval(medians),
         "won": sum(r > 1.0 for r in ratios),

@@ -22,9 +22,11 @@ MAX_NEW_TOKENS = 100_000
 
 
 def check_options(s: Any) -> None:
-    """The numeric options, alone (the spec is not needed)."""
+    """The options alone (the spec is not needed): numbers in range, flags that need another."""
     if s.threads is not None and not 1 <= s.threads <= MAX_THREADS:
         raise SpecError(f"--threads must be between 1 and {MAX_THREADS:,} (got {s.threads})")
+    if s.hf_first and not s.vs_hf:
+        raise SpecError("--hf-first orders the two models of --vs-hf; add --vs-hf")
     if s.peak_tflops is not None and not (math.isfinite(s.peak_tflops) and s.peak_tflops > 0):
         raise SpecError(f"--peak-tflops must be a positive number (got {s.peak_tflops})")
     for option, value, most in (

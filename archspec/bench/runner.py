@@ -230,8 +230,6 @@ def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None)
     if not s.force:
         check_fits(ir.name, pred.memory_bytes + least, device)  # before allocating anything
     hf_built = None
-    if s.hf_first and not s.vs_hf:
-        raise SpecError("--hf-first orders the two models of --vs-hf; add --vs-hf")
     if s.hf_first and device.type == "cuda":
         # On a GPU, transformers' memory is what was allocated after ours was built.
         raise SpecError("--hf-first is for CPU runs: on a GPU transformers' model is built "
