@@ -97,12 +97,25 @@ def test_vs_hf_on_cpu(name: str, mode: str) -> None:
     assert low <= r["speedup"] <= high and isinstance(r["speedup_within_noise"], bool)
 
 
-def test_vs_hf_builds_either_model_first() -> None:
+def test_vs_hf_builds_either_model_first(monkeypatch) -> None:
     """--hf-first builds transformers' model before ours (runs that alternate the order cancel
     the advantage of being built second); the weights are the same either way."""
+    from archspec.bench import runner as bench_runner
+
+    built: list[str] = []
+    for name, side in (("_generated_model", "ours"), ("_build_hf", "hf")):
+        original = getattr(bench_runner, name)
+
+        def recording(*args, _original=original, _side=side):
+            built.append(_side)
+            return _original(*args)
+
+        monkeypatch.setattr(bench_runner, name, recording)
     for flags, first in (([], "ours"), (["--hf-first"], "hf")):
+        built.clear()
         r = bench("llama-2-7b", "--mode", "generate", "--new-tokens", "3", "--vs-hf", *flags)
         assert r["built_first"] == first and r["hf_max_abs_diff"] < 1e-4
+        assert built[0] == first and sorted(built) == ["hf", "ours"]
 
 
 def test_vs_hf_bf16_on_cpu() -> None:
