@@ -20,20 +20,12 @@ from archspec.hf.weights import load_weights
 from tests.test_hf_weights import VOCAB, generated, hf_model, save
 
 transformers = pytest.importorskip("transformers")
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models
 
 # "t5-v1.1" is FLAN-T5's layout: gated GELU, an untied head, no output scaling.
 ENCODER_DECODERS = ["t5", "t5-v1.1", "bart"]
 DECODERS = ["gpt2", "llama", "bloom"]  # learned positions, RoPE with GQA, ALiBi
 STEPS = 8
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """The models are tiny: extra threads only spin on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ generated model itself.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -30,6 +29,7 @@ from archspec.cli import app
 from archspec.ir.classes import class_name, class_names
 from archspec.ir.nodes import IR, Block, Embedding, Linear, Node, Norm, Repeat, Run
 from archspec.spec.resolve import builtin_names
+from tests.tiny import generated_module
 
 runner = CliRunner()
 
@@ -179,16 +179,6 @@ def test_layernorm_format_follows_the_installed_torch() -> None:
 # --- the generated model ---------------------------------------------------------------------
 
 
-def load_generated(source: str, path: Path, monkeypatch: pytest.MonkeyPatch):
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    # dataclasses (a generated Config) look their module up in sys.modules while executing.
-    monkeypatch.setitem(sys.modules, path.stem, module)
-    spec.loader.exec_module(module)
-    return module
-
-
 OVERRIDDEN = [
     ("t5-small", ["n_layers=1"]),
     ("bart-base", ["decoder.n_layers=2", "encoder.n_layers=1"]),
@@ -203,17 +193,10 @@ OVERRIDDEN = [
     ids=[*SPECS, *(" ".join([n, *o]) for n, o in OVERRIDDEN)],
 )
 def test_matches_print_of_the_generated_model(
-    name: str, overrides: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    name: str, overrides: list[str], tmp_path: Path
 ) -> None:
-    torchgen = pytest.importorskip(
-        "archspec.backends.torchgen", reason="the code generator (torchgen) is not there yet"
-    )
-    generate_source = getattr(torchgen, "generate_source", None)
-    if generate_source is None:  # the package exists but is still being written
-        pytest.skip("archspec.backends.torchgen has no generate_source yet")
     ir = ir_of(name, overrides)
-    stem = "generated_" + re.sub(r"\W", "_", name)
-    module = load_generated(generate_source(ir), tmp_path / f"{stem}.py", monkeypatch)
+    module = generated_module(ir, folder=tmp_path)
     with torch.device("meta"):
         model = module.Model()
     assert module_repr(ir) == repr(model)

@@ -29,6 +29,8 @@ from archspec.ir.classes import class_name, class_names
 from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm, Repeat
 from archspec.spec.resolve import builtin_names
 
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models
+
 SPECS = builtin_names()
 
 # Combinations no built-in spec uses, to reach the generator's other branches.
@@ -106,15 +108,6 @@ def small(name: str, overrides: list[str]) -> list[str]:
         shrink.append("position.rotary_dim=8")  # a partial rotation of the 16-wide heads
     given = {text.partition("=")[0] for text in overrides}
     return [*overrides, *(text for text in shrink if text.partition("=")[0] not in given)]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """The models here are tiny: extra threads only spin, and cost much on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="session")
