@@ -29,8 +29,9 @@ from archspec.backends.count.torch_layout import torch_local_params
 from archspec.backends.torchgen import generate_source
 from archspec.cli import app
 from tests.distributed_worker import worker
+from tests.tiny import tiny
 
-TINY = ["n_layers=2", "d_model=32", "n_heads=4", "d_ff=64", "vocab_size=64", "max_seq_len=16"]
+TINY = tiny()
 MODELS = {
     "gpt2": ("gpt2", TINY),
     "llama-gqa": ("llama-2-7b", [*TINY, "n_kv_heads=2"]),

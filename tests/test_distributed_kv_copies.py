@@ -23,11 +23,11 @@ from archspec.backends.count.layout import Parallelism, stage_params
 from archspec.backends.count.torch_layout import torch_local_params
 from archspec.backends.torchgen import generate_source
 from tests.distributed_worker import worker
+from tests.tiny import tiny
 
 pytestmark = [pytest.mark.slow, pytest.mark.long]
 
-TINY = ["n_layers=2", "d_model=32", "n_heads=4", "d_ff=64", "vocab_size=64", "max_seq_len=16"]
-GQA = [*TINY, "n_kv_heads=2"]
+GQA = tiny("n_kv_heads=2")
 
 
 def _port() -> int:

@@ -30,6 +30,10 @@ SIZES: dict[str, int] = {
     "max_seq_len": 16,
 }
 
+# Six heads sharing two kv heads, as changes to SIZES: tp = 3 divides the heads and the MLP,
+# not the kv heads (nor is it a multiple of them), which the tensor-parallel code refuses.
+GQA_6_2 = ["d_model=48", "n_heads=6", "n_kv_heads=2", "d_ff=96"]
+
 
 def tiny(*more: str, **sizes: int | None) -> list[str]:
     """The overrides of SIZES with `sizes` changed (None leaves that field to the spec), then
