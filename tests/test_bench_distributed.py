@@ -11,9 +11,9 @@ from archspec import build_ir, load_spec
 from archspec.backends.count.layout import Parallelism
 from archspec.backends.count.torch_layout import torch_local_params
 from archspec.cli import app
-from tests.tiny import GQA_6_2, as_sets, tiny
+from tests.tiny import GQA_6_2, as_sets, tiny_sizes
 
-TINY = tiny()
+TINY = tiny_sizes()
 SETS = as_sets(TINY)
 
 

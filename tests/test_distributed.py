@@ -29,9 +29,9 @@ from archspec.backends.count.torch_layout import torch_local_params
 from archspec.backends.torchgen import generate_source
 from archspec.cli import app
 from tests.distributed_worker import worker
-from tests.tiny import tiny
+from tests.tiny import tiny_sizes
 
-TINY = tiny()
+TINY = tiny_sizes()
 MODELS = {
     "gpt2": ("gpt2", TINY),
     "llama-gqa": ("llama-2-7b", [*TINY, "n_kv_heads=2"]),

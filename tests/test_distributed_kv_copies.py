@@ -23,11 +23,11 @@ from archspec.backends.count.layout import Parallelism, stage_params
 from archspec.backends.count.torch_layout import torch_local_params
 from archspec.backends.torchgen import generate_source
 from tests.distributed_worker import worker
-from tests.tiny import tiny
+from tests.tiny import tiny_sizes
 
 pytestmark = [pytest.mark.slow, pytest.mark.long]
 
-GQA = tiny("n_kv_heads=2")
+GQA = tiny_sizes("n_kv_heads=2")
 
 
 def _port() -> int:

@@ -16,9 +16,9 @@ from archspec.backends.count.layout import Parallelism, stage_params
 from archspec.backends.count.memory import memory_figures
 from archspec.backends.count.torch_layout import torch_local_params
 from archspec.errors import SpecError
-from tests.tiny import GQA_6_2, generated_module, tiny
+from tests.tiny import GQA_6_2, generated_module, tiny_sizes
 
-TINY = tiny()
+TINY = tiny_sizes()
 
 
 class _Dim:
