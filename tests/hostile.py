@@ -11,11 +11,10 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from archspec.cli import app
+from tests.tiny import as_sets, built_model, tiny_sizes
 
-TINY = [
-    "--set", "n_layers=1", "--set", "d_model=8", "--set", "n_heads=2", "--set", "d_ff=16",
-    "--set", "vocab_size=16", "--set", "max_seq_len=8",
-]  # fmt: skip
+SIZES = tiny_sizes(n_layers=1, d_model=8, n_heads=2, d_ff=16, vocab_size=16, max_seq_len=8)
+TINY = as_sets(SIZES)  # for the command line
 
 
 def cli(*args: str):
@@ -45,20 +44,15 @@ def run_main(args: list[str], cwd: Path | None = None, timeout: float = 60, **kw
 
 
 def tiny_checkpoint(folder: Path) -> dict:
-    """A transformers-named GPT-2 checkpoint of the TINY sizes, as model.safetensors."""
-    import torch
+    """A transformers-named GPT-2 checkpoint of the SIZES, as model.safetensors."""
     from safetensors.torch import save_file
 
     from archspec import build_ir, load_spec
-    from archspec.backends.torchgen import generate_source, load_generated
     from archspec.hf.weights import to_hf
 
-    sizes = [s for s in TINY if s != "--set"]
-    ir = build_ir(load_spec("gpt2", sizes))
+    ir = build_ir(load_spec("gpt2", SIZES))
     with tempfile.TemporaryDirectory() as scratch:  # the generated module's file
-        module = load_generated(generate_source(ir), Path(scratch))
-        torch.manual_seed(0)
-        state = module.Model().state_dict()
+        state = built_model(ir, folder=scratch).state_dict()
     hf = {k: v.clone().contiguous() for k, v in to_hf(ir, state).items()}
     folder.mkdir(exist_ok=True)
     save_file(hf, str(folder / "model.safetensors"), metadata={"format": "pt"})
