@@ -1,4 +1,5 @@
-"""Helpers for the hardening tests: running the CLI and checking its one-message contract."""
+"""Helpers for the hardening tests: running the CLI (in process, or in a fresh Python to see
+what it imports) and checking its one-message contract."""
 
 from __future__ import annotations
 
@@ -32,15 +33,32 @@ def refused(result, *words: str) -> str:
     return err
 
 
-def run_main(args: list[str], cwd: Path | None = None, timeout: float = 60, **kw):
-    """Run `python -m archspec` (main(), with its stdout handling) in a subprocess."""
-    # The child imports this checkout's archspec, whatever is installed.
+def _this_checkout() -> dict[str, str]:
+    """The environment of a child Python that imports this checkout's archspec, whatever is
+    installed."""
     root = str(Path(__file__).resolve().parents[1])
     path = os.environ.get("PYTHONPATH")
-    kw.setdefault("env", {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")})
+    return {**os.environ, "PYTHONPATH": root + (os.pathsep + path if path else "")}
+
+
+def run_main(args: list[str], cwd: Path | None = None, timeout: float = 60, **kw):
+    """Run `python -m archspec` (main(), with its stdout handling) in a subprocess."""
+    kw.setdefault("env", _this_checkout())
     kw.setdefault("stdout", subprocess.PIPE)
     kw.setdefault("stderr", subprocess.PIPE)
     return subprocess.run([sys.executable, "-m", "archspec", *args], cwd=cwd, timeout=timeout, **kw)
+
+
+def run_python(code: str) -> tuple[str, set[str]]:
+    """Run `code` in a fresh Python, which must exit 0: what it printed, and the modules
+    imported by its end (so a test can say what a command must not import)."""
+    script = f"import sys\n{code}\nprint('\\n' + ' '.join(sorted(sys.modules)))\n"
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=_this_checkout()
+    )
+    assert result.returncode == 0, result.stderr
+    printed, _, modules = result.stdout.rstrip("\n").rpartition("\n")
+    return printed, set(modules.split())
 
 
 def tiny_checkpoint(folder: Path) -> dict:

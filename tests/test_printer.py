@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,6 +27,7 @@ from archspec.cli import app
 from archspec.ir.classes import class_name, class_names
 from archspec.ir.nodes import IR, Block, Embedding, Linear, Node, Norm, Repeat, Run
 from archspec.spec.resolve import builtin_names
+from tests.hostile import run_main, run_python
 from tests.tiny import generated_module
 
 runner = CliRunner()
@@ -289,16 +288,13 @@ def test_cli_options_run() -> None:
 
 
 def test_cli_print_unknown_spec_and_no_torch() -> None:
-    bad = subprocess.run(
-        [sys.executable, "-m", "archspec", "print", "bert-bsae"], capture_output=True, text=True
-    )
+    bad = run_main(["print", "bert-bsae"], text=True)
     assert bad.returncode == 2 and bad.stdout == ""
     assert "unknown spec 'bert-bsae'" in bad.stderr and "Traceback" not in bad.stderr
     code = (
-        "import sys; from archspec.cli import app\n"
+        "from archspec.cli import app\n"
         "try:\n    app(['print', 'mixtral-8x7b', '--params'])\nexcept SystemExit:\n    pass\n"
-        "assert 'torch' not in sys.modules, 'torch imported'\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert "(0-7): 8 x MLP(" in result.stdout
+    printed, modules = run_python(code)
+    assert "torch" not in modules, "torch imported"
+    assert "(0-7): 8 x MLP(" in printed
