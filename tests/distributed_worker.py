@@ -1,6 +1,6 @@
-"""One rank of tests/test_distributed.py: every generated model under `parallelize`, against
-the same model on this process alone, on each mesh. Writes what it measured as JSON; the test
-compares."""
+"""One rank of tests/test_distributed.py (and tests/test_distributed_kv_copies.py): every
+generated model under `parallelize`, against the same model on this process alone, on each mesh.
+Writes what it measured as JSON; the test compares. `run_on_ranks` starts the ranks."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import contextlib
 import importlib.util
 import json
 import os
+import socket
 import sys
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
+import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch.distributed._functional_collectives import AsyncCollectiveTensor
 from torch.distributed.device_mesh import init_device_mesh
@@ -167,3 +169,14 @@ def worker(
     finally:
         dist.destroy_process_group()
     Path(out, f"rank{rank}.json").write_text(json.dumps(results))
+
+
+def run_on_ranks(
+    world: int, cases: list[tuple[str, str, int, int, bool, bool]], folder: Path
+) -> list[dict]:
+    """Run `cases` on `world` spawned gloo processes, on a free port; what each rank measured."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(worker, args=(world, port, cases, str(folder)), nprocs=world, join=True)
+    return [json.loads((folder / f"rank{r}.json").read_text()) for r in range(world)]

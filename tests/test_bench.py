@@ -21,23 +21,20 @@ from archspec.cli import app
 from archspec.cli.common import compile_spec
 from archspec.errors import SpecError
 from archspec.spec.resolve import builtin_names, load_spec
+from tests.tiny import as_sets, tiny_sizes
 
 runner = CliRunner()
 
+# A vocabulary of 128 and each spec's own max_seq_len (the runs are 8 tokens long).
+BENCH = {"vocab_size": 128, "max_seq_len": None}
 TINY = {
-    "gpt2": ["n_layers=2", "d_model=32", "n_heads=2", "d_ff=64", "vocab_size=128"],
-    "llama-2-7b": [
-        "n_layers=2", "d_model=32", "n_heads=4", "n_kv_heads=2", "d_ff=64", "vocab_size=128",
-    ],
-    "mixtral-8x7b": [
-        "n_layers=1", "d_model=32", "n_heads=4", "n_kv_heads=2", "d_ff=32", "vocab_size=128",
-        "moe.n_experts=4",
-    ],
-    "t5-small": ["n_layers=2", "d_model=32", "n_heads=2", "head_dim=16", "d_ff=64",
-                 "vocab_size=128"],
-    "bert-base": ["n_layers=1", "d_model=32", "n_heads=2", "d_ff=64", "vocab_size=128"],
-    "bart-base": ["n_layers=1", "d_model=32", "n_heads=2", "d_ff=64", "vocab_size=128"],
-}  # fmt: skip
+    "gpt2": tiny_sizes(n_heads=2, **BENCH),
+    "llama-2-7b": tiny_sizes("n_kv_heads=2", **BENCH),
+    "mixtral-8x7b": tiny_sizes("n_kv_heads=2", "moe.n_experts=4", n_layers=1, d_ff=32, **BENCH),
+    "t5-small": tiny_sizes("head_dim=16", n_heads=2, **BENCH),
+    "bert-base": tiny_sizes(n_layers=1, n_heads=2, **BENCH),
+    "bart-base": tiny_sizes(n_layers=1, n_heads=2, **BENCH),
+}
 FAST = ["--device", "cpu", "--threads", "1", "--steps", "2", "--warmup", "1", "--seq", "8"]
 FIELDS = {
     "tokens_per_s", "flops_per_s", "step_time_s", "step_time_min_s", "step_time_max_s",
@@ -48,7 +45,7 @@ HF_FIELDS = {"hf_tokens_per_s", "speedup", "hf_step_time_s", "hf_peak_memory_byt
 
 
 def sets(name: str) -> list[str]:
-    return [word for s in TINY[name] for word in ("--set", s)]
+    return as_sets(TINY[name])
 
 
 def bench(name: str, *args: str) -> dict:

@@ -11,12 +11,10 @@ from archspec import build_ir, load_spec
 from archspec.backends.count.layout import Parallelism
 from archspec.backends.count.torch_layout import torch_local_params
 from archspec.cli import app
+from tests.tiny import GQA_6_2, as_sets, tiny_sizes
 
-TINY = ["n_layers=2", "d_model=32", "n_heads=4", "d_ff=64", "vocab_size=64", "max_seq_len=16"]
-SETS = [word for item in TINY for word in ("--set", item)]
-# Six heads sharing two kv heads: tp = 3 divides the heads, but not the kv heads, nor is it a
-# multiple of them.
-GQA_6_2 = ["--set", "d_model=48", "--set", "n_heads=6", "--set", "n_kv_heads=2", "--set", "d_ff=96"]
+TINY = tiny_sizes()
+SETS = as_sets(TINY)
 
 
 @pytest.mark.slow
@@ -44,7 +42,7 @@ def test_nproc_2_tp_2_reports_every_rank():
         (["--nproc", "2"], "add --zero 3"),
         (["--nproc", "1"], "--nproc takes 2 or more"),
         (
-            ["--nproc", "3", "--tp", "3", *GQA_6_2],
+            ["--nproc", "3", "--tp", "3", *as_sets(GQA_6_2)],
             "--tp 3 does not divide the 2 kv heads, nor is it a multiple of them",
         ),
     ],

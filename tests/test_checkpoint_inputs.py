@@ -14,7 +14,8 @@ import torch
 from archspec.errors import SpecError
 from archspec.hf.weights import read_state_dict
 from archspec.safety.limits import MAX_DEPTH
-from tests.hostile import TINY, cli, refused, tiny_checkpoint
+from tests.hostile import SIZES, TINY, cli, refused, tiny_checkpoint
+from tests.tiny import generated_module
 
 pytest.importorskip("safetensors")
 
@@ -126,11 +127,10 @@ def test_foreign_dtypes_are_refused(ckpt: Path, dtype: torch.dtype) -> None:
 
 def test_load_weights_refuses_foreign_dtypes_in_our_names(tmp_path: Path) -> None:
     from archspec import build_ir, load_spec
-    from archspec.backends.torchgen import generate_source, load_generated
     from archspec.hf.weights import load_weights
 
-    ir = build_ir(load_spec("gpt2", [s for s in TINY if s != "--set"]))
-    model = load_generated(generate_source(ir), tmp_path).Model()
+    ir = build_ir(load_spec("gpt2", SIZES))
+    model = generated_module(ir, folder=tmp_path).Model()
     state = {k: v.to(torch.int64) for k, v in model.state_dict().items()}
     with pytest.raises(SpecError, match="has dtype int64"):
         load_weights(model, state, ir)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ from typer.testing import CliRunner
 
 from archspec.cli import app
 from archspec.spec.resolve import builtin_names
+from tests.hostile import run_main, run_python
 
 runner = CliRunner()
 
@@ -215,12 +214,8 @@ def test_rich_table() -> None:
         assert text in result.stdout
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "archspec", *args], capture_output=True, text=True)
-
-
 def test_user_errors_exit_2_with_one_message() -> None:
-    result = run_cli("compare", "gpt2", "lama-2-7b")
+    result = run_main(["compare", "gpt2", "lama-2-7b"], text=True)
     assert result.returncode == 2
     assert result.stdout == ""
     assert "unknown spec 'lama-2-7b'" in result.stderr and "Traceback" not in result.stderr
@@ -235,12 +230,11 @@ def test_user_errors_exit_2_with_one_message() -> None:
 
 def test_compare_and_diff_do_not_import_torch_or_matplotlib() -> None:
     code = (
-        "import sys; from archspec.cli import app\n"
+        "from archspec.cli import app\n"
         "runs = [['compare', 'llama-2-70b', 'gpt2', '--json'], ['diff', 'gpt2', 't5-small']]\n"
         "for args in runs:\n"
         "    try:\n        app(args)\n    except SystemExit:\n        pass\n"
-        "assert 'torch' not in sys.modules, 'torch imported'\n"
-        "assert 'matplotlib' not in sys.modules, 'matplotlib imported'\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+    _, modules = run_python(code)
+    assert "torch" not in modules, "torch imported"
+    assert "matplotlib" not in modules, "matplotlib imported"

@@ -12,12 +12,10 @@ All cases run in one spawn of two processes: starting torch is most of the cost.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 
 import pytest
-import torch.multiprocessing as mp
 from typer.testing import CliRunner
 
 from archspec import build_ir, load_spec
@@ -28,9 +26,10 @@ from archspec.backends.count.memory import memory_figures
 from archspec.backends.count.torch_layout import torch_local_params
 from archspec.backends.torchgen import generate_source
 from archspec.cli import app
-from tests.distributed_worker import worker
+from tests.distributed_worker import run_on_ranks
+from tests.tiny import tiny_sizes
 
-TINY = ["n_layers=2", "d_model=32", "n_heads=4", "d_ff=64", "vocab_size=64", "max_seq_len=16"]
+TINY = tiny_sizes()
 MODELS = {
     "gpt2": ("gpt2", TINY),
     "llama-gqa": ("llama-2-7b", [*TINY, "n_kv_heads=2"]),
@@ -56,12 +55,6 @@ def _name(key: str, dp: int, tp: int, sp_: bool, lp: bool = False) -> str:
 IDS = [_name(*case).replace(" ", "-") for case in CASES]
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("dist")
@@ -74,9 +67,7 @@ def runs(tmp_path_factory):
     for key, dp, tp, sp_, lp in CASES:
         path = str(folder / f"dist_{key.replace('-', '_')}.py")
         cases.append((_name(key, dp, tp, sp_, lp), path, dp, tp, sp_, lp))
-    mp.spawn(worker, args=(2, _port(), cases, str(folder)), nprocs=2, join=True)
-    ranks = [json.loads((folder / f"rank{r}.json").read_text()) for r in range(2)]
-    return irs, ranks
+    return irs, run_on_ranks(2, cases, folder)
 
 
 @pytest.mark.parametrize("key,dp,tp,sp_,lp", CASES, ids=IDS)

@@ -10,11 +10,7 @@ with `python -m pytest -m long`."""
 
 from __future__ import annotations
 
-import json
-import socket
-
 import pytest
-import torch.multiprocessing as mp
 
 from archspec import build_ir, load_spec
 from archspec.backends.count.activations import activation_bytes
@@ -22,18 +18,12 @@ from archspec.backends.count.flops import S_DEC, B, S
 from archspec.backends.count.layout import Parallelism, stage_params
 from archspec.backends.count.torch_layout import torch_local_params
 from archspec.backends.torchgen import generate_source
-from tests.distributed_worker import worker
+from tests.distributed_worker import run_on_ranks
+from tests.tiny import tiny_sizes
 
 pytestmark = [pytest.mark.slow, pytest.mark.long]
 
-TINY = ["n_layers=2", "d_model=32", "n_heads=4", "d_ff=64", "vocab_size=64", "max_seq_len=16"]
-GQA = [*TINY, "n_kv_heads=2"]
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+GQA = tiny_sizes("n_kv_heads=2")
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +33,7 @@ def runs(tmp_path_factory):
     path = folder / "gqa_kv2.py"
     path.write_text(generate_source(ir))
     cases = [(f"sp={sp_}", str(path), 1, 4, sp_, False) for sp_ in (False, True)]
-    mp.spawn(worker, args=(4, _port(), cases, str(folder)), nprocs=4, join=True)
-    return ir, [json.loads((folder / f"rank{r}.json").read_text()) for r in range(4)]
+    return ir, run_on_ranks(4, cases, folder)
 
 
 @pytest.mark.parametrize("sp_", [False, True], ids=["tp4", "tp4-sp"])

@@ -32,11 +32,11 @@ from archspec.backends.count.flops_report import (
     train_flops_per_token,
 )
 from archspec.backends.count.params import parameter_count
-from archspec.backends.torchgen import generate_source, load_generated
 from archspec.cli import app
 from archspec.ir.build import build_ir
 from archspec.spec.resolve import builtin_names, load_spec
 from tests.hf_reference import HF_CONFIGS, build_meta
+from tests.tiny import generated_module
 
 EXECUTED = CONVENTIONS["executed"]
 MOE = {"mixtral-8x7b", "qwen1.5-moe-a2.7b", "deepseek-v2-lite"}  # routing needs real values:
@@ -87,7 +87,7 @@ def counted(model, args, backward: bool = True, **kwargs) -> tuple[int, int]:
 
 
 def generated(ir, device: str = "meta"):
-    module = load_generated(generate_source(ir))
+    module = generated_module(ir)
     with torch.device(device):
         return module, module.Model()
 

@@ -12,24 +12,25 @@ from __future__ import annotations
 import pytest
 import torch
 
-from archspec.backends.torchgen import generate_source, load_generated
 from archspec.hf.export_config import hf_config_dict
 from archspec.ir.build import build_ir
 from archspec.spec.resolve import load_spec
+from tests.tiny import generated_module, tiny_sizes
 
 transformers = pytest.importorskip("transformers")
 modeling_gemma = pytest.importorskip("transformers.models.gemma.modeling_gemma")
 
 # d_model 80: sqrt(80) = 8.944... is 8.9375 in bfloat16, so rounding the factor first differs
 # from multiplying by the float.
-TINY = ["d_model=80", "n_heads=4", "n_kv_heads=1", "head_dim=32", "d_ff=96", "vocab_size=99"]
-TINY += ["n_layers=1", "max_seq_len=32"]
+TINY = tiny_sizes(
+    "n_kv_heads=1", "head_dim=32", n_layers=1, d_model=80, d_ff=96, vocab_size=99, max_seq_len=32
+)
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
     spec = load_spec("gemma-2b", TINY)
-    module = load_generated(generate_source(build_ir(spec)), tmp_path_factory.mktemp("gemma"))
+    module = generated_module(build_ir(spec), folder=tmp_path_factory.mktemp("gemma"))
     config = transformers.AutoConfig.for_model(**hf_config_dict(spec))
     torch.manual_seed(0)
     hf = transformers.GemmaForCausalLM(config).eval()

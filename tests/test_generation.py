@@ -7,20 +7,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-from archspec.backends.torchgen import generate_source, load_generated
-from archspec.ir.build import build_ir
-from archspec.spec.resolve import load_spec
+from tests.tiny import generated_module, scaled_down, tiny_sizes
 
 VOCAB = 100
 
 
 def tiny(name: str, tmp_path, max_seq_len: int = 32, extra: tuple[str, ...] = ()):
-    spec = load_spec(name, [])
-    overrides = ["n_layers=2", "d_model=32", "n_heads=4", "d_ff=64", f"vocab_size={VOCAB}"]
-    overrides += [f"max_seq_len={max_seq_len}", *extra]
-    if spec.n_kv_heads is not None:
-        overrides.append("n_kv_heads=2")
-    module = load_generated(generate_source(build_ir(load_spec(name, overrides))), tmp_path)
+    """The generated module of a small `name` and its model, in evaluation mode."""
+    sizes = tiny_sizes(*extra, vocab_size=VOCAB, max_seq_len=max_seq_len)
+    module = generated_module(name, scaled_down(name, sizes), tmp_path)
     torch.manual_seed(0)
     return module, module.Model().eval()
 

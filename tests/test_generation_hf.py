@@ -18,22 +18,15 @@ import torch
 
 from archspec.hf.weights import load_weights
 from tests.test_hf_weights import VOCAB, generated, hf_model, save
+from tests.tiny import generated_module, tiny_sizes
 
 transformers = pytest.importorskip("transformers")
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models
 
 # "t5-v1.1" is FLAN-T5's layout: gated GELU, an untied head, no output scaling.
 ENCODER_DECODERS = ["t5", "t5-v1.1", "bart"]
 DECODERS = ["gpt2", "llama", "bloom"]  # learned positions, RoPE with GQA, ALiBi
 STEPS = 8
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """The models are tiny: extra threads only spin on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -133,13 +126,8 @@ def test_eos_stops_encoder_decoder(pair) -> None:
 
 
 def test_no_start_token_is_a_clear_error(tmp_path: Path) -> None:
-    from archspec.backends.torchgen import generate_source, load_generated
-    from archspec.ir.build import build_ir
-    from archspec.spec.resolve import load_spec
-
-    overrides = ["n_layers=1", "d_model=16", "n_heads=2", "d_ff=32", "vocab_size=50"]
-    ir = build_ir(load_spec("transformer-base", overrides))
-    module = load_generated(generate_source(ir), tmp_path)
+    sizes = tiny_sizes(n_layers=1, d_model=16, n_heads=2, d_ff=32, vocab_size=50, max_seq_len=None)
+    module = generated_module("transformer-base", sizes, tmp_path)
     model = module.Model().eval()
     with pytest.raises(ValueError, match="head.decoder_start_token"):
         model.generate(torch.randint(50, (1, 4)), 3)

@@ -10,6 +10,7 @@ import pytest
 
 from archspec import SpecError, load_spec
 from archspec.spec.yaml_loader import MAX_FILE_BYTES, MAX_NODES
+from tests.tiny import generated_module, tiny_sizes
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -266,12 +267,8 @@ def test_sinusoidal_positions_with_an_odd_width(tmp_path: Path) -> None:
     """The sine/cosine table had d_model + 1 channels for an odd d_model: a shape error."""
     import torch
 
-    from archspec import build_ir
-    from archspec.backends.torchgen import generate_source, load_generated
-
-    sizes = ["d_model=5", "n_heads=1", "n_layers=1", "d_ff=8", "vocab_size=11", "max_seq_len=9"]
-    ir = build_ir(load_spec("gpt2", ["position.kind=sinusoidal", *sizes]))
-    module = load_generated(generate_source(ir), tmp_path)
+    sizes = tiny_sizes(n_layers=1, d_model=5, n_heads=1, d_ff=8, vocab_size=11, max_seq_len=9)
+    module = generated_module("gpt2", ["position.kind=sinusoidal", *sizes], tmp_path)
     positions = torch.arange(9)
     table = module.sinusoids(positions, 5)
     assert table.shape == (9, 5)

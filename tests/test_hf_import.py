@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ from archspec.hf.weights import convert, to_hf
 from archspec.ir.build import build_ir
 from archspec.spec.resolve import load_spec
 from tests.hf_reference import HF_CONFIGS, build_meta
+from tests.hostile import run_python
 
 transformers = pytest.importorskip("transformers")
 
@@ -643,17 +642,16 @@ def test_count_names_hf_refuses_specs_without_a_transformers_class() -> None:
 def test_count_names_hf_does_not_import_torch() -> None:
     # `count` must feel instant: the name mapping lives apart from the torch tensor rules.
     code = (
-        "import sys; from archspec.cli import app\n"
+        "from archspec.cli import app\n"
         "for name in ('bert-base', 'gpt2', 't5-small', 'mixtral-8x7b'):\n"
         "    try:\n"
         "        app(['count', name, '--names', 'hf', '--json'])\n"
         "    except SystemExit as exc:\n"
         "        assert not exc.code, f'{name}: exit {exc.code}'\n"
-        "assert 'torch' not in sys.modules, 'torch imported'\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert '"hf_name"' in result.stdout
+    printed, modules = run_python(code)
+    assert "torch" not in modules, "torch imported"
+    assert '"hf_name"' in printed
 
 
 def test_mistral_sliding_window_is_imported() -> None:

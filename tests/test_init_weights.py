@@ -10,10 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from archspec.backends.torchgen import generate_source, load_generated
 from archspec.backends.torchgen.init import SCHEMES
-from archspec.ir.build import build_ir
-from archspec.spec.resolve import load_spec
+from tests.tiny import built_model, scaled_down, tiny_sizes
 
 VOCAB = 1000
 SPECS = [
@@ -22,19 +20,13 @@ SPECS = [
 ]  # fmt: skip
 
 
+SIZES = tiny_sizes(d_model=64, d_ff=256, vocab_size=VOCAB, max_seq_len=64)
+
+
 def tiny(name: str, tmp_path) -> torch.nn.Module:
-    spec = load_spec(name, [])
-    overrides = ["n_layers=2", "d_model=64", "n_heads=4", "d_ff=256", f"vocab_size={VOCAB}"]
-    overrides.append("max_seq_len=64")
-    if spec.head_dim is not None:
-        overrides.append("head_dim=16")
-    if spec.n_kv_heads is not None:
-        overrides.append("n_kv_heads=2")
-    if spec.moe is not None:
-        overrides += ["moe.n_experts=4", "moe.top_k=2"]
-    module = load_generated(generate_source(build_ir(load_spec(name, overrides))), tmp_path)
-    torch.manual_seed(0)
-    return module.Model().eval()
+    # PaLM's one kv head becomes two, as it always has here.
+    sizes = scaled_down(name, SIZES, head_dim=16, experts=(4, 2), one_kv_head_stays=False)
+    return built_model(name, sizes, tmp_path).eval()
 
 
 @pytest.mark.parametrize("name", SPECS)

@@ -18,19 +18,13 @@ import torch
 from archspec import build_ir, load_spec
 from archspec.backends.count.memory import kv_cache_bytes
 from archspec.backends.count.passes import KV_LEN, B
-from archspec.backends.torchgen import generate_source, load_generated
+from archspec.backends.torchgen import generate_source
 from archspec.errors import SpecError
 from tests.test_layer_variants import check, check_costs
+from tests.tiny import generated_module, tiny_sizes
 
-TINY = [
-    "d_model=64",
-    "n_layers=2",
-    "n_heads=4",
-    "d_ff=96",
-    "vocab_size=256",
-    "max_seq_len=64",
-    "norm.eps=1e-6",
-]
+SIZES = {"d_model": 64, "d_ff": 96, "vocab_size": 256, "max_seq_len": 64}
+TINY = tiny_sizes("norm.eps=1e-6", **SIZES)
 LATENT = "attention.latent={kv_rank: 32, q_rank: 48, rope_dim: 8, nope_dim: 16, v_dim: 12}"
 PLAIN_Q = "attention.latent.q_rank=null"
 
@@ -52,7 +46,7 @@ def test_latent_attention_counts_and_runs(tmp_path: Path, overrides: tuple[str, 
 
 def test_the_cache_keeps_the_latent_and_greedy_tokens_equal_recomputing(tmp_path: Path) -> None:
     ir = tiny()
-    module = load_generated(generate_source(ir), tmp_path)
+    module = generated_module(ir, folder=tmp_path)
     caches = []
 
     class Recorded(module.KVCache):
@@ -108,18 +102,13 @@ def test_deepseek_experts_count_and_run(tmp_path: Path) -> None:
     """deepseek-v2-lite's block at tiny size: a dense first layer, routed experts scaled by
     routed_scale and limited to the best group (DeepSeek-V2's group_limited_greedy), ungated
     shared experts; YaRN on interleaved pairs and the scores' mscale."""
-    overrides = [
-        "d_model=64",
-        "n_layers=3",
-        "n_heads=4",
-        "d_ff=96",
-        "vocab_size=256",
-        "max_seq_len=64",
+    overrides = tiny_sizes(
         "position.original_max_seq_len=8",
         "attention.latent={kv_rank: 32, rope_dim: 8, nope_dim: 16, v_dim: 12, yarn_mscale: 0.707}",
         "moe={n_experts: 4, top_k: 2, d_ff: 24, shared_d_ff: 48, dense_layers: 1,"
         " normalize: false, routed_scale: 1.5, groups: 2, top_groups: 1}",
-    ]
+        **{**SIZES, "n_layers": 3},
+    )
     ir = build_ir(load_spec("deepseek-v2-lite", overrides))
     model = check(ir, tmp_path)
     check_costs(ir, model)
@@ -150,7 +139,7 @@ def test_a_decode_step_projects_every_cached_latent_up_again(
     from archspec.backends.count.flops import flop_figures
 
     ir = tiny(*overrides)
-    module = load_generated(generate_source(ir), tmp_path)
+    module = generated_module(ir, folder=tmp_path)
     model = module.Model().eval()
     b, s = 2, 7
     cache = [module.KVCache(s + 1) for _ in model.decoder.blocks]  # as long as the sequence

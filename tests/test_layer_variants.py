@@ -28,7 +28,7 @@ from archspec.backends.count.conventions import CONVENTIONS
 from archspec.backends.count.flops import S_DEC, B, S, flop_figures
 from archspec.backends.count.params import parameter_count
 from archspec.backends.printer import module_repr
-from archspec.backends.torchgen import generate_source, load_generated
+from archspec.backends.torchgen import generate_source
 from archspec.backends.torchgen.forward import ForwardWriter
 from archspec.ir.classes import class_name, class_names
 from archspec.ir.lower import lower_mlp
@@ -36,8 +36,9 @@ from archspec.ir.nodes import IR, MLP, Block, Run
 from archspec.ir.ops import Value
 from archspec.kinds import ACTIVATIONS, ActivationKind
 from tests.test_memory import saved_bytes
+from tests.tiny import built_model, tiny_sizes
 
-TINY = ["d_model=64", "n_heads=4", "d_ff=128", "vocab_size=256", "max_seq_len=32"]
+TINY = tiny_sizes(d_model=64, d_ff=128, vocab_size=256, max_seq_len=32, n_layers=None)
 
 
 def tiny_ir(name: str, overrides: list[str]) -> IR:
@@ -71,9 +72,7 @@ def check(ir: IR, tmp_path: Path) -> torch.nn.Module:
     rules = ["--select", "E,F,W,I,UP,B", "--target-version", "py310", "--line-length", "88"]
     lint = subprocess.run([*ruff, "check", "--isolated", *rules, str(path)], capture_output=True)
     assert lint.returncode == 0, lint.stdout.decode()
-    module = load_generated(source, tmp_path)
-    torch.manual_seed(0)
-    model = module.Model().eval()
+    model = built_model(ir, folder=tmp_path).eval()
     assert module_repr(ir) == repr(model)
     assert ir.value(parameter_count(ir.root)) == sum(p.numel() for p in model.parameters())
     ids = torch.randint(ir.value(ir.root.vocab_size), (2, 6))
@@ -226,8 +225,7 @@ def test_dropout_acts_in_training_only(tmp_path: Path) -> None:
     dropped = tiny_ir("t5-small", ["n_layers=2", *(f"dropout.{w}=0.2" for w in where)])
     models = []
     for ir in (plain, dropped):
-        torch.manual_seed(0)
-        models.append(load_generated(generate_source(ir), tmp_path).Model())
+        models.append(built_model(ir, folder=tmp_path))
     ids, dec = torch.randint(256, (2, 6)), torch.randint(256, (2, 4))
     with torch.no_grad():
         torch.testing.assert_close(models[0].eval()(ids, dec), models[1].eval()(ids, dec))

@@ -35,13 +35,13 @@ from archspec.backends.count.memory import (
     memory_figures,
 )
 from archspec.backends.count.params import parameter_count
-from archspec.backends.torchgen import generate_source, load_generated
 from archspec.cli import app
 from archspec.errors import SpecError
 from archspec.ir.build import build_ir
 from archspec.spec.resolve import builtin_names, load_spec
+from tests.tiny import built_model, scaled_down, tiny_sizes
 
-SMALL = ["d_model=64", "n_heads=4", "d_ff=96", "n_layers=2", "vocab_size=100", "max_seq_len=64"]
+SMALL = tiny_sizes(d_model=64, d_ff=96, vocab_size=100, max_seq_len=64)
 NO_FUSED_CPU_KERNEL = {"relative_bias", "alibi"}
 
 
@@ -53,13 +53,7 @@ def one_spec_per_family() -> list[str]:
 
 
 def small_ir(name: str, extra: tuple[str, ...] = ()):
-    spec = load_spec(name)
-    overrides = [*SMALL, *extra]
-    if spec.n_kv_heads not in (None, 1):
-        overrides.append("n_kv_heads=2")  # keep grouped-query attention grouped
-    if spec.position.rotary_dim is not None:
-        overrides.append("position.rotary_dim=8")  # keep a partial rotation partial
-    return build_ir(load_spec(name, overrides))
+    return build_ir(load_spec(name, scaled_down(name, SMALL, extra)))
 
 
 def saved_bytes(model, args, loss) -> int:
@@ -100,8 +94,7 @@ def test_activations_match_saved_tensors(name: str, attn: str) -> None:
     (SDPA refuses it), so the fused case turns attention dropout off; the other dropouts
     stay."""
     ir = small_ir(name, ("dropout.attention=0",) if attn == "flash" else ())
-    torch.manual_seed(0)
-    model = load_generated(generate_source(ir)).Model()
+    model = built_model(ir)
     has_head = ir.root.part("lm_head") is not None
     backend = SDPBackend.MATH if attn == "eager" else SDPBackend.FLASH_ATTENTION
     for b, s, s_dec in [(2, 32, 16), (1, 48, 24)]:

@@ -9,21 +9,16 @@ values, by the generated code, `count` and `bench`."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
 
 from archspec import build_ir, load_spec
 from archspec.backends.count.layout import Parallelism, stage_params
 from archspec.backends.count.memory import memory_figures
 from archspec.backends.count.torch_layout import torch_local_params
-from archspec.backends.torchgen import generate_source
 from archspec.errors import SpecError
+from tests.tiny import GQA_6_2, generated_module, tiny_sizes
 
-TINY = ["n_layers=2", "d_model=32", "n_heads=4", "d_ff=64", "vocab_size=64", "max_seq_len=16"]
-# Six heads sharing two kv heads: tp = 3 divides the heads and the MLP, not the kv heads.
-GQA_6_2 = [*TINY, "d_model=48", "n_heads=6", "n_kv_heads=2", "d_ff=96"]
+TINY = tiny_sizes()
 
 
 class _Dim:
@@ -36,23 +31,13 @@ class _Dim:
         return self._size
 
 
-def _module(tmp_path, overrides: list[str]):
-    path = tmp_path / "gqa.py"
-    path.write_text(generate_source(build_ir(load_spec("llama-2-7b", overrides))))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_tp_splitting_a_kv_head_is_refused(tmp_path):
-    module = _module(tmp_path, GQA_6_2)
+    module = generated_module("llama-2-7b", [*TINY, *GQA_6_2], tmp_path)
     mesh = {"tp": _Dim(3), "dp": _Dim(1)}
     message = "tp=3 does not divide the 2 kv heads, nor is it a multiple of them"
     with pytest.raises(ValueError, match=message):
         module.parallelize(module.Model(), mesh)
-    ir = build_ir(load_spec("llama-2-7b", GQA_6_2))
+    ir = build_ir(load_spec("llama-2-7b", [*TINY, *GQA_6_2]))
     for engine in ("megatron", "torch"):
         with pytest.raises(SpecError, match="--tp 3 and the 2 key/value heads do not divide"):
             memory_figures(ir, parallel=Parallelism(gpus=3, tp=3, engine=engine))

@@ -8,11 +8,8 @@ generated model itself.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,6 +27,8 @@ from archspec.cli import app
 from archspec.ir.classes import class_name, class_names
 from archspec.ir.nodes import IR, Block, Embedding, Linear, Node, Norm, Repeat, Run
 from archspec.spec.resolve import builtin_names
+from tests.hostile import run_main, run_python
+from tests.tiny import generated_module
 
 runner = CliRunner()
 
@@ -179,16 +178,6 @@ def test_layernorm_format_follows_the_installed_torch() -> None:
 # --- the generated model ---------------------------------------------------------------------
 
 
-def load_generated(source: str, path: Path, monkeypatch: pytest.MonkeyPatch):
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    # dataclasses (a generated Config) look their module up in sys.modules while executing.
-    monkeypatch.setitem(sys.modules, path.stem, module)
-    spec.loader.exec_module(module)
-    return module
-
-
 OVERRIDDEN = [
     ("t5-small", ["n_layers=1"]),
     ("bart-base", ["decoder.n_layers=2", "encoder.n_layers=1"]),
@@ -203,17 +192,10 @@ OVERRIDDEN = [
     ids=[*SPECS, *(" ".join([n, *o]) for n, o in OVERRIDDEN)],
 )
 def test_matches_print_of_the_generated_model(
-    name: str, overrides: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    name: str, overrides: list[str], tmp_path: Path
 ) -> None:
-    torchgen = pytest.importorskip(
-        "archspec.backends.torchgen", reason="the code generator (torchgen) is not there yet"
-    )
-    generate_source = getattr(torchgen, "generate_source", None)
-    if generate_source is None:  # the package exists but is still being written
-        pytest.skip("archspec.backends.torchgen has no generate_source yet")
     ir = ir_of(name, overrides)
-    stem = "generated_" + re.sub(r"\W", "_", name)
-    module = load_generated(generate_source(ir), tmp_path / f"{stem}.py", monkeypatch)
+    module = generated_module(ir, folder=tmp_path)
     with torch.device("meta"):
         model = module.Model()
     assert module_repr(ir) == repr(model)
@@ -306,16 +288,13 @@ def test_cli_options_run() -> None:
 
 
 def test_cli_print_unknown_spec_and_no_torch() -> None:
-    bad = subprocess.run(
-        [sys.executable, "-m", "archspec", "print", "bert-bsae"], capture_output=True, text=True
-    )
+    bad = run_main(["print", "bert-bsae"], text=True)
     assert bad.returncode == 2 and bad.stdout == ""
     assert "unknown spec 'bert-bsae'" in bad.stderr and "Traceback" not in bad.stderr
     code = (
-        "import sys; from archspec.cli import app\n"
+        "from archspec.cli import app\n"
         "try:\n    app(['print', 'mixtral-8x7b', '--params'])\nexcept SystemExit:\n    pass\n"
-        "assert 'torch' not in sys.modules, 'torch imported'\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    assert "(0-7): 8 x MLP(" in result.stdout
+    printed, modules = run_python(code)
+    assert "torch" not in modules, "torch imported"
+    assert "(0-7): 8 x MLP(" in printed

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -47,6 +46,8 @@ from archspec.ir.nodes import IR
 from archspec.spec.schema import NAME_PATTERN, TEXT_PATTERN
 
 runner = CliRunner()
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models
 
 LAYOUTS = ["encoder", "decoder", "encoder-decoder"]
 POSITIONS = ["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
@@ -248,15 +249,6 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One folder for the spec files and generated modules of every example (hypothesis runs
     examples one after another; a function-scoped tmp_path would be shared by all anyway)."""
     return tmp_path_factory.mktemp("properties")
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread() -> Iterator[None]:
-    """Tiny models: extra threads only spin."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def write_spec(folder: Path, data: Any) -> Path:

@@ -27,11 +27,11 @@ from typer.testing import CliRunner
 
 from archspec.backends.count.activations import activation_parts
 from archspec.backends.count.flops import S_DEC, B, S
-from archspec.backends.torchgen import generate_source, load_generated
 from archspec.bench.memory import LiveTensors, resident_tensors
 from archspec.cli import app
 from archspec.spec.resolve import load_spec
 from tests.test_memory import NO_FUSED_CPU_KERNEL, small_ir
+from tests.tiny import built_model, generated_module
 
 # One small model per family: learned positions, GQA with RoPE, T5's relative bias, a
 # bidirectional encoder with a pooler, ALiBi, a mixture of experts, an encoder-decoder.
@@ -51,10 +51,7 @@ def cpu_kernel(name: str, attention_dropout: bool) -> str:
 def run_forward(name: str, policy: str, attention_dropout: bool, b=2, s=32, s_dec=16):
     p = "0.1" if attention_dropout else "0"
     ir = small_ir(name, (*DROPOUT, f"dropout.attention={p}"))
-    torch.manual_seed(0)
-    model = load_generated(generate_source(ir)).Model(
-        checkpoint=None if policy == "none" else policy
-    )
+    model = built_model(ir, checkpoint=None if policy == "none" else policy)
     has_head = ir.root.part("lm_head") is not None
 
     def loss(out, targets):
@@ -129,7 +126,7 @@ def test_recomputation_gives_the_same_gradients(policy: str) -> None:
 
 
 def test_checkpoint_policy_is_checked() -> None:
-    model_class = load_generated(generate_source(small_ir("gpt2"))).Model
+    model_class = generated_module(small_ir("gpt2")).Model
     with pytest.raises(ValueError, match="selective"):
         model_class(checkpoint="attention")
     model = model_class()

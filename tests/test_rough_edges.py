@@ -34,7 +34,6 @@ def test_special_files_given_as_a_spec_say_what_they_are(tmp_path: Path) -> None
 
 
 def test_bench_refuses_what_the_device_cannot_hold_before_allocating() -> None:
-    pytest.importorskip("torch")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
     result = runner.invoke(app, ["bench", "llama-2-70b", "--device", "cpu"])
     refused(result, "llama-2-70b", "needs about", "GiB", "available on cpu", "--force")
@@ -43,7 +42,6 @@ def test_bench_refuses_what_the_device_cannot_hold_before_allocating() -> None:
 
 
 def test_bench_force_overrides_the_memory_guard(monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("torch")
     import archspec.bench.guards as guards
 
     monkeypatch.setattr(guards, "available_bytes", lambda device: 1)  # a device with 1 byte
@@ -169,7 +167,6 @@ def test_flops_by_module_add_up_to_the_forward(spec: str) -> None:
 
 
 def test_bench_says_when_a_speedup_is_within_the_noise() -> None:
-    pytest.importorskip("torch")
     from archspec.bench.runner import speedup_spread
 
     # archspec's steps 10-13 ms, transformers' 12-18 ms: one of theirs beat one of ours.
@@ -183,7 +180,6 @@ def test_bench_says_when_a_speedup_is_within_the_noise() -> None:
 
 def test_bench_is_not_silent_in_a_log() -> None:
     """Without a terminal (no progress bar) each phase still says it has started."""
-    pytest.importorskip("torch")
     args = ["bench", "gpt2", "--set", "n_layers=1", "--device", "cpu", "--mode", "forward",
             "--seq", "8", "--steps", "2", "--warmup", "1"]  # fmt: skip
     result = runner.invoke(app, args)

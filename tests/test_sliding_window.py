@@ -26,20 +26,13 @@ from archspec.hf.export_config import hf_config_dict
 from archspec.hf.import_config import import_config
 from archspec.ir.build import build_ir
 from archspec.spec.resolve import load_spec
+from tests.tiny import tiny_sizes
 
 transformers = pytest.importorskip("transformers")
 masking_utils = pytest.importorskip("transformers.masking_utils")
 
 WINDOW = 4
-TINY = [
-    "d_model=64",
-    "n_heads=4",
-    "n_kv_heads=2",
-    "d_ff=128",
-    "vocab_size=99",
-    "max_seq_len=64",
-    "n_layers=3",
-]
+TINY = tiny_sizes("n_kv_heads=2", n_layers=3, d_model=64, d_ff=128, vocab_size=99, max_seq_len=64)
 
 
 def windowed(pattern: str = "L", window: int = WINDOW):

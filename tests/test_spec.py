@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -14,6 +12,7 @@ from archspec import SpecError, build_ir, load_spec
 from archspec.backends.count.params import parameter_count
 from archspec.cli import app
 from archspec.spec.resolve import deep_merge
+from tests.hostile import run_main, run_python
 
 runner = CliRunner()
 
@@ -200,28 +199,22 @@ def test_cli_list_and_validate(tmp_path: Path) -> None:
     assert runner.invoke(app, ["validate", str(good)]).exit_code == 0
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "archspec", *args], capture_output=True, text=True)
-
-
 def test_user_error_exit_code_2_one_message_no_traceback(tmp_path: Path) -> None:
     bad = write(tmp_path / "bad.yaml", "extends: gpt2\nnorm: {kind: batchnorm}\n")
-    result = run_cli("count", str(bad))
+    result = run_main(["count", str(bad)], text=True)
     assert result.returncode == 2
     assert result.stdout == ""
     assert "Traceback" not in result.stderr
     assert f"{bad}:2:14: error: at 'norm.kind'" in result.stderr
-    assert run_cli("count", "bert-bsae").stderr.strip().endswith("did you mean 'bert-base'?")
-    debug = run_cli("count", str(bad), "--debug")
+    typo = run_main(["count", "bert-bsae"], text=True)
+    assert typo.stderr.strip().endswith("did you mean 'bert-base'?")
+    debug = run_main(["count", str(bad), "--debug"], text=True)
     assert debug.returncode != 0 and "Traceback" in debug.stderr
 
 
 def test_count_does_not_import_torch() -> None:
-    code = (
-        "import sys; from archspec.cli import app\n"
-        "try:\n    app(['count', 'llama-2-70b', '--json'])\nexcept SystemExit:\n    pass\n"
-        "assert 'torch' not in sys.modules, 'torch imported'\n"
-        "assert 'sympy' not in sys.modules, 'sympy imported for a plain count'\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+    code = "from archspec.cli import app\n"
+    code += "try:\n    app(['count', 'llama-2-70b', '--json'])\nexcept SystemExit:\n    pass\n"
+    _, modules = run_python(code)
+    assert "torch" not in modules, "torch imported"
+    assert "sympy" not in modules, "sympy imported for a plain count"

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 
 import pytest
 
 from archspec.cli import COMMAND_MODULES, command_in
+from tests.hostile import run_main, run_python
 
 
 def _registered_names(app) -> list[str]:
@@ -51,15 +50,11 @@ def test_the_command_of_an_argument_list(argv: list[str], command: str | None) -
 
 def _modules_after(args: list[str]) -> set[str]:
     code = (
-        "import sys\n"
         f"sys.argv = ['archspec', *{args!r}]\n"
         "from archspec.cli import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print(' '.join(sorted(sys.modules)))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
-    return set(result.stdout.splitlines()[-1].split())
+    return run_python(code)[1]
 
 
 def test_count_imports_its_own_command_module_only() -> None:
@@ -71,9 +66,7 @@ def test_count_imports_its_own_command_module_only() -> None:
 
 
 def test_an_unknown_command_still_gets_a_suggestion() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "archspec", "cuont", "gpt2"], capture_output=True, text=True
-    )
+    result = run_main(["cuont", "gpt2"], text=True)
     assert result.returncode == 2
     assert "count" in result.stderr
 

@@ -28,6 +28,9 @@ from archspec.cli import app
 from archspec.ir.classes import class_name, class_names
 from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm, Repeat
 from archspec.spec.resolve import builtin_names
+from tests.tiny import scaled_down, tiny_sizes
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models
 
 SPECS = builtin_names()
 
@@ -93,28 +96,8 @@ CASE_IDS = SPECS + list(VARIANTS)
 def small(name: str, overrides: list[str]) -> list[str]:
     """Overrides that shrink a spec to a CPU-sized model of the same architecture (keys set in
     `overrides` keep their value)."""
-    spec = load_spec(name, overrides)
-    shrink = ["n_layers=2", "d_model=64", "n_heads=4", "d_ff=128", "vocab_size=256"]
-    shrink.append("max_seq_len=32")
-    if spec.head_dim is not None:
-        shrink.append("head_dim=16")
-    if spec.n_kv_heads is not None:
-        shrink.append(f"n_kv_heads={min(spec.n_kv_heads, 2)}")
-    if spec.moe is not None:
-        shrink += ["moe.n_experts=4", "moe.top_k=2"]
-    if spec.position.rotary_dim is not None:
-        shrink.append("position.rotary_dim=8")  # a partial rotation of the 16-wide heads
-    given = {text.partition("=")[0] for text in overrides}
-    return [*overrides, *(text for text in shrink if text.partition("=")[0] not in given)]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """The models here are tiny: extra threads only spin, and cost much on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    sizes = tiny_sizes(d_model=64, d_ff=128, vocab_size=256, max_seq_len=32)
+    return scaled_down(name, sizes, overrides, head_dim=16, experts=(4, 2))
 
 
 @pytest.fixture(scope="session")

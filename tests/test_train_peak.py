@@ -26,14 +26,13 @@ import torch.nn.functional as F
 from archspec.backends.count.flops import S_DEC, B, S
 from archspec.backends.count.memory import memory_figures
 from archspec.backends.count.step_peak import step_peak
-from archspec.backends.torchgen import generate_source, load_generated
 from archspec.bench.memory import LiveTensors, resident_tensors
 from archspec.ir.build import build_ir
 from archspec.spec.resolve import load_spec
 from tests.test_recompute import cpu_kernel
+from tests.tiny import built_model, tiny_sizes
 
-SMALL = ["n_layers=2", "d_model=128", "n_heads=4", "d_ff=512", "vocab_size=1000"]
-SMALL += ["max_seq_len=128", "dropout.attention=0"]
+SMALL = tiny_sizes("dropout.attention=0", d_model=128, d_ff=512, vocab_size=1000, max_seq_len=128)
 KV = {"llama-2-7b": ["n_kv_heads=2"], "mixtral-8x7b": ["n_kv_heads=2"], "flan-t5-base": []}
 
 # (spec, optimizer implementation, batch, length, recompute): a small batch peaks when the
@@ -61,9 +60,8 @@ CASES = [
 
 
 def measured_peak(ir, optimizer_impl: str, b: int, s: int, recompute: str) -> int:
-    torch.manual_seed(0)
     policy = None if recompute == "none" else recompute
-    model = load_generated(generate_source(ir)).Model(checkpoint=policy)
+    model = built_model(ir, checkpoint=policy)
     model.train()
     fused = optimizer_impl == "fused"
     optimizer = torch.optim.AdamW(model.parameters(), fused=fused, foreach=not fused or None)
