@@ -167,8 +167,9 @@ def lower_latent_attention(node: Attention, x: Value, ctx: StackValues) -> Lower
     return low
 
 
-def attend(node: Attention, out: Value, q: Value, k: Value, v: Value, mask) -> Attend:
-    """The attention core, carrying what its readers need of the layer."""
+def attend(node: Attention, out: Value, q: Value, k: Value, v: Value, mask: Value | None) -> Attend:
+    """The attention core, carrying what its readers need of the layer (they never look
+    back at it): heads, widths, which keys a query sees, the scale, soft-capping, dropout."""
     return Attend(
         out,
         q,
@@ -437,7 +438,7 @@ def _like(v: Value, name: str) -> Value:
 def _cached(v: Value, rows: Rows, capacity: int | None = None) -> Value:
     """`v` at every position a KV cache holds: a view of it (nothing is cached in training)
     with the cache's rows, at most `capacity` positions of each sequence."""
+    split, limit = v.split, v.split_limit
     return Value(
-        v.name, rows, v.width, v.dtype, v, split=v.split, split_limit=v.split_limit,
-        capacity=capacity,
-    )  # fmt: skip
+        v.name, rows, v.width, v.dtype, v, split=split, split_limit=limit, capacity=capacity
+    )

@@ -244,9 +244,8 @@ def _generating_layers(ir: IR) -> tuple[int, int]:
 def kv_cache_bytes(ir: IR, bytes_per_value: int | sp.Expr = 2) -> sp.Expr:
     """Keys and values cached for generation, over the batch: what the `Cached` ops of the
     generating stack's layers hold in a decode step at `kv_len` positions. The lowering says
-    what each layer caches and how many positions it keeps (a self-attention layer `kv_len`,
-    one with a sliding window at most its window, a cross-attention layer the encoder's
-    `S`). Encoder-only models generate nothing and cache nothing."""
+    what each layer caches and how many positions it keeps (`Cached.capacity`; the encoder's
+    `S` for cross-attention). Encoder-only models generate nothing and cache nothing."""
     model = ir.root
     step = decode_pass(model.layout)
     total = sp.Integer(0)
