@@ -35,6 +35,7 @@ from archspec.ir.ops import (
     Rope,
     RopeAngles,
     Route,
+    Rows,
     Scale,
     ScoreBias,
     Select,
@@ -111,8 +112,13 @@ def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
         rotated = rotary_width(node)
         q = low.emit(Rope(q_rot, q, ctx.angles, node.n_heads, cost, rotated, node.head_dim))
         k = low.emit(Rope(k_rot, k, ctx.angles, node.n_kv_heads, cost, rotated, node.head_dim))
+    # The KV cache keeps the keys and values, rotated: every position's, or a sliding
+    # window's last `window` (a ring); cross-attention's, of the encoder output, once.
+    rows, capacity = ("memory", None) if node.cross else ("keys", node.window)
+    k = low.emit(Cached(_cached(k, rows, capacity), k))
+    v = low.emit(Cached(_cached(v, rows, capacity), v))
     mask = ctx.cross_mask if node.cross else ctx.mask
-    y = low.emit(Attend(heads("y", x.rows, q_width, node.n_heads), q, k, v, node, mask))
+    y = low.emit(attend(node, heads("y", x.rows, q_width, node.n_heads), q, k, v, mask))
     out = Value("out", x.rows, node.o.out_features)
     low.out = low.emit(LinearOp(out, y, node.o, "attn_proj"))
     return low
@@ -150,15 +156,36 @@ def lower_latent_attention(node: Attention, x: Value, ctx: StackValues) -> Lower
     latent = low.emit(NormOp(Value("latent", x.rows, lat.kv_rank), latent, lat.kv_norm))
     k_rot = low.emit(Rope(Value("k_rot", x.rows, rope), k_rot, ctx.angles, 1, cost, rope, rope))
     # Keys and values come up from every cached position's latent, at every step.
-    latent = low.emit(Cached(Value("latent", "keys", lat.kv_rank, base=latent), latent))
-    k_rot = low.emit(Cached(Value("k_rot", "keys", rope, base=k_rot), k_rot))
+    latent = low.emit(Cached(_cached(latent, "keys"), latent))
+    k_rot = low.emit(Cached(_cached(k_rot, "keys"), k_rot))
     kv_width = h * (nope + lat.v_dim)
     kv = low.emit(LinearOp(heads("kv", kv_width, "keys"), latent, node.v, "attn_proj"))
     k_pass, v = part("k_pass", kv, 0, h * nope), part("v", kv, nope, h * lat.v_dim)
     k = low.emit(Concat(heads("k", h * node.head_dim, "keys"), (k_pass, k_rot)))
-    y = low.emit(Attend(heads("y", h * lat.v_dim), q, k, v, node, ctx.mask))
+    y = low.emit(attend(node, heads("y", h * lat.v_dim), q, k, v, ctx.mask))
     low.out = low.emit(LinearOp(Value("out", x.rows, node.o.out_features), y, node.o, "attn_proj"))
     return low
+
+
+def attend(node: Attention, out: Value, q: Value, k: Value, v: Value, mask: Value | None) -> Attend:
+    """The attention core, carrying what its readers need of the layer (they never look
+    back at it): heads, widths, which keys a query sees, the scale, soft-capping, dropout."""
+    return Attend(
+        out,
+        q,
+        k,
+        v,
+        mask,
+        heads=node.n_heads,
+        kv_heads=node.n_kv_heads,
+        head_dim=node.head_dim,
+        v_head_dim=node.v_head_dim,
+        masking=node.mask,
+        scaled=node.scale_scores,
+        own_scale=node.scale_dim is not None or node.scale is not None or node.latent is not None,
+        softcap=node.softcap,
+        dropout=node.dropout,
+    )
 
 
 def lower_mlp(node: MLP, x: Value) -> Lowered:
@@ -405,4 +432,13 @@ def _like(v: Value, name: str) -> Value:
     """A new tensor shaped and split like `v`."""
     return Value(
         name, v.rows, v.width, v.dtype, copies=v.copies, split=v.split, split_limit=v.split_limit
+    )
+
+
+def _cached(v: Value, rows: Rows, capacity: int | None = None) -> Value:
+    """`v` at every position a KV cache holds: a view of it (nothing is cached in training)
+    with the cache's rows, at most `capacity` positions of each sequence."""
+    split, limit = v.split, v.split_limit
+    return Value(
+        v.name, rows, v.width, v.dtype, v, split=split, split_limit=limit, capacity=capacity
     )

@@ -17,15 +17,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from archspec.ir.nodes import Attention, Composite, Embedding, Linear, Norm, Repeat
+from archspec.ir.nodes import Composite, Embedding, Linear, Norm, Repeat
 
 if TYPE_CHECKING:
     import sympy as sp
 
+    from archspec.kinds.masks import Mask
+
 # How many rows a value has in one pass, per the lengths of the stack it belongs to:
 # tokens: B·queries; memory: B·(encoder positions); batch: B; positions: queries (shared by the
 # batch); pairs: queries·keys (shared by the batch); keys: B·keys (what a KV cache holds: the
-# queries' positions, and in a decode step the cached ones before them).
+# queries' positions, and in a decode step the cached ones before them, at most the value's
+# `capacity`).
 Rows = Literal["tokens", "memory", "batch", "positions", "pairs", "keys"]
 # Bytes per element: the compute dtype, int64 indices, fp32 statistics, or bool.
 DType = Literal["compute", "index", "stats", "bool"]
@@ -48,6 +51,9 @@ class Value:
     # are whole on every rank unless sequence parallelism splits them along the sequence.
     split: bool = False
     split_limit: sp.Expr | int | None = None
+    # Rows `keys`: the most positions per sequence the KV cache holding them keeps (a sliding
+    # window's ring keeps its window); None: every position.
+    capacity: int | None = None
 
     @property
     def storage(self) -> Value:
@@ -171,7 +177,7 @@ class Clamp(Op):
 @dataclass(frozen=True, eq=False)
 class Softcap(Op):
     """out = cap · tanh(x / cap): values squashed smoothly into (-cap, cap) (Gemma 2's logits;
-    its attention scores are capped inside `Attend`)."""
+    its attention scores are capped inside `Attend`, by its `softcap`)."""
 
     x: Value
     cap: float
@@ -229,11 +235,18 @@ class Part(Op):
 
 @dataclass(frozen=True, eq=False)
 class Cached(Op):
-    """out = x at every position the KV cache holds (rows `keys`): x itself when nothing is
-    cached, else the cache updated with x (latent attention caches its latent and rotated key
-    and projects them up again at every step)."""
+    """out = x at every position the KV cache holds (rows `keys`, or `memory` for the encoder
+    output's keys and values, projected once): x itself when nothing is cached, else the
+    cache appended with x. The cache keeps the last `capacity` positions (a sliding window's
+    ring). What a layer caches is what its Cached ops make: its keys and values, or latent
+    attention's latent and rotated key, which it projects up again at every step."""
 
     x: Value
+
+    @property
+    def capacity(self) -> int | None:
+        assert self.out is not None
+        return self.out.capacity
 
     @property
     def inputs(self):
@@ -256,14 +269,29 @@ class Concat(Op):
 class Attend(Op):
     """out = softmax(q kᵀ · scale + mask) v, heads merged back: (rows of q, heads·head_dim).
 
-    q, k and v are the projections (rotated by RoPE where it applies), split into heads.
+    q, k and v are the projections (rotated by RoPE where it applies), split into heads; k's
+    rows say which keys the queries see: `keys` (the KV cache's positions) or `memory` (the
+    encoder output's, cross-attention).
     """
 
     q: Value
     k: Value
     v: Value
-    attention: Attention
     mask: Value | None  # the additive mask or score bias (None: none, or causal in-kernel)
+    heads: sp.Expr  # query heads
+    kv_heads: sp.Expr  # key/value heads (fewer: grouped-query; one: multi-query)
+    head_dim: sp.Expr  # each head's queries and keys
+    v_head_dim: sp.Expr  # each head's values (narrower in latent attention)
+    masking: Mask  # which keys a query sees (causal, a window) and whether a bias is added
+    scaled: bool = True  # the scores are multiplied by a scale (T5's are not)
+    own_scale: bool = False  # the layer's own scale, not 1/sqrt(head_dim)
+    softcap: float | None = None  # scores soft-capped, cap·tanh(s / cap), before the mask
+    dropout: float = 0.0  # on the probabilities, in training
+
+    @property
+    def from_memory(self) -> bool:
+        """The keys and values come from the encoder output (cross-attention)."""
+        return self.k.rows == "memory"
 
     @property
     def inputs(self):

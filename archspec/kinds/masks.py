@@ -21,10 +21,20 @@ class Mask:
     window: int | None = None  # a causal query sees its own and the window - 1 keys before it
 
     @property
+    def windowed(self) -> bool:
+        return self.window is not None
+
+    @property
+    def causal_only(self) -> bool:
+        """The causal mask alone (no bias, no window): what SDPA applies itself given
+        `is_causal`."""
+        return self.causal and not self.bias and not self.windowed
+
+    @property
     def score_passes(self) -> int:
         """Elementwise passes over the score matrix besides the softmax: hiding later keys
         and adding the bias are one each."""
-        return int(self.causal) + int(self.bias) + int(self.window is not None)
+        return int(self.causal) + int(self.bias) + int(self.windowed)
 
     def visible_pairs(self, queries, keys):
         """Query-key pairs per head and sequence the mask keeps. The queries are the last

@@ -29,7 +29,7 @@ from archspec.backends.count.flops import FlopCounter
 from archspec.backends.count.passes import B, Lengths, Pass, decode_pass, forward_pass
 from archspec.ir import ops
 from archspec.ir.lower import lower_block, lower_model, lower_stack
-from archspec.ir.nodes import IR, Attention, Block
+from archspec.ir.nodes import IR, Block
 
 # Megatron-LM's cross-entropy works on fp32 logits: it reads the logits and writes and reads
 # back fp32 copies (softmax, then the loss).
@@ -127,20 +127,19 @@ class CostCounter(FlopCounter):
         return [OpCost(name.lower(), "memory", flops, moved, tp=tp)]
 
     def attend(self, op: ops.Attend, flops: sp.Expr) -> list[OpCost]:
-        node: Attention = op.attention
         L = self.lengths
         c = self.compute_bytes
-        keys = L.memory if node.cross else L.keys
-        q, d = L.queries, node.head_dim
-        heads = B * node.n_heads
+        keys = L.attended(op.k)
+        q, d = L.queries, op.head_dim
+        heads = B * op.heads
         qkv_out = (
             L.elements(op.q, computed=True)
             + 2 * L.elements(op.out, computed=True)  # q and the output have the same size
-            + ops_rows(L, op.k) * node.n_kv_heads * (node.head_dim + node.v_head_dim)
+            + L.rows(op.k) * op.kv_heads * (op.head_dim + op.v_head_dim)
         )
         if self.attn == "flash":
             # One fused kernel; a causal mask lets it skip the hidden half of the pairs.
-            visible = sp.Rational(1, 2) if node.causal else 1
+            visible = sp.Rational(1, 2) if op.masking.causal else 1
             # The backward reruns QKᵀ and the softmax: 2.5 forwards (FlashAttention-2).
             return [
                 OpCost(
@@ -156,7 +155,7 @@ class CostCounter(FlopCounter):
             ]
         scores = heads * q * keys
         matmul = 2 * scores * d
-        values = 2 * scores * node.v_head_dim
+        values = 2 * scores * op.v_head_dim
         rest = flops - matmul - values  # softmax, scale, mask and dropout work of the scores
         costs = [
             OpCost("attention.scores", "matmul", matmul, c * (qkv_out / 2 + scores),
@@ -164,23 +163,16 @@ class CostCounter(FlopCounter):
             OpCost("attention.softmax", "memory", rest, 2 * c * scores, tp="split",
                    attn_core=True),
         ]  # fmt: skip
-        if node.dropout:
+        if op.dropout:
             costs.append(
                 OpCost("attention.dropout", "memory", 0, (2 * c + 1) * scores, tp="split",
                        attn_core=True)
             )  # fmt: skip
         costs.append(
             OpCost("attention.values", "matmul", values, c * (qkv_out / 2 + scores),
-                   (q, node.v_head_dim, keys), "split", attn_core=True)
+                   (q, op.v_head_dim, keys), "split", attn_core=True)
         )  # fmt: skip
         return costs
-
-
-def ops_rows(lengths: Lengths, value: ops.Value) -> sp.Expr:
-    """Rows of keys and values an attention reads: the cache in a decode step."""
-    if value.rows == "tokens":
-        return B * lengths.keys
-    return lengths.rows(value)
 
 
 def pass_costs(ir: IR, compute_bytes: int, attn: str, run: Pass | None = None) -> PassCosts:

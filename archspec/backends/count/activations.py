@@ -249,10 +249,9 @@ class ActivationCounter:
         self.keep(op.angles)
 
     def op_attend(self, op: ops.Attend) -> None:
-        node = op.attention
         L, c = self.lengths, self.c
-        n, h, hd, vd = self.tokens, node.n_heads, node.head_dim, node.v_head_dim
-        keys = L.memory if node.cross else L.keys
+        n, h, hd, vd = self.tokens, op.heads, op.head_dim, op.v_head_dim
+        keys = L.attended(op.k)
         kv_tokens = B * keys
         if self.recompute == "selective":
             # The attention core (scores, softmax, dropout, AV) runs under a checkpoint (the
@@ -265,7 +264,7 @@ class ActivationCounter:
                 self.keep(op.mask)
             self.keep_window_mask(op)
             return
-        if node.softcap is not None:
+        if op.softcap is not None:
             # Soft-capped scores run as written (no fused kernel caps them): q·kᵀ keeps q and
             # k repeated per query head, AV the probabilities and v repeated, the tanh its
             # output; the softmax runs in float32 and keeps that, and casting to a narrower
@@ -296,16 +295,16 @@ class ActivationCounter:
         self.keep_new(n * h * hd + kv_tokens * h * (hd + vd), c, split=True)
         scores = B * h * L.queries * keys
         self.keep_new(scores, c, split=True)
-        if node.dropout:
+        if op.dropout:
             self.keep_new(scores, self.sdpa_mask_bytes + c, split=True)
 
     def keep_window_mask(self, op: ops.Attend) -> None:
         """A sliding window's mask, which each attention layer builds for itself over
         (queries, keys) from the stack's mask (as wide), kept where the core keeps its mask:
         by the fused kernel, and by the checkpoint of selective recomputation."""
-        if op.attention.window is None:
+        if not op.masking.windowed:
             return
-        keys = self.lengths.memory if op.attention.cross else self.lengths.keys
+        keys = self.lengths.attended(op.k)
         width, split = (op.mask.width, op.mask.split) if op.mask is not None else (1, False)
         self.keep_new(self.lengths.queries * keys * width, self.c, split=split, rows="pairs")
 

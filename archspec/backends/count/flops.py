@@ -220,29 +220,26 @@ class FlopCounter:
             self.add("attn_proj", OTHER, op.flops_per_element * elements)
 
     def op_attend(self, op: ops.Attend) -> None:
-        node = op.attention
         L = self.lengths
-        keys = L.memory if node.cross else L.keys
-        if L.cached and node.window is not None and not node.cross:
-            keys = sp.Min(keys, node.window)  # the generated cache keeps only the window
+        keys = L.attended(op.k)
         if self.conv.attention == "half":
             pairs = L.queries * keys / 2
         elif self.conv.attention == "causal":
-            pairs = node.mask.visible_pairs(L.queries, keys)
+            pairs = op.masking.visible_pairs(L.queries, keys)
         else:
             pairs = L.queries * keys
-        pairs = B * node.n_heads * pairs
-        self.add("attn_scores", MATMUL, 2 * pairs * node.head_dim)
-        self.add("attn_values", MATMUL, 2 * pairs * node.v_head_dim)
+        pairs = B * op.heads * pairs
+        self.add("attn_scores", MATMUL, 2 * pairs * op.head_dim)
+        self.add("attn_values", MATMUL, 2 * pairs * op.v_head_dim)
         if self.conv.elementwise:
-            # Per score: the softmax, the 1/sqrt(d) scale, and each pass of the mask (hiding
-            # later keys, adding a position bias).
-            per_score = SOFTMAX + int(node.scale_scores) + node.mask.score_passes
-            per_score += SOFTCAP if node.softcap is not None else 0
+            # Per score: the softmax, the scale, and each pass of the mask (hiding later
+            # keys, adding a position bias).
+            per_score = SOFTMAX + int(op.scaled) + op.masking.score_passes
+            per_score += SOFTCAP if op.softcap is not None else 0
             self.add("softmax", OTHER, per_score * pairs)
         elif self.conv.softmax:
             self.add("softmax", OTHER, self.conv.softmax * pairs)
-        if self.training and node.dropout:
+        if self.training and op.dropout:
             self.elementwise("dropout", DROPOUT * pairs)
 
     def op_dropout(self, op: ops.Dropout) -> None:

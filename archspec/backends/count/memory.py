@@ -15,6 +15,7 @@ gradients, then weights over them.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import sympy as sp
@@ -28,9 +29,11 @@ from archspec.backends.count.layout import (
     overlap,
     stage_params,
 )
-from archspec.backends.count.passes import KV_LEN, B, S
+from archspec.backends.count.passes import decode_pass
 from archspec.errors import SpecError
-from archspec.ir.nodes import IR, Attention, Stack
+from archspec.ir import ops
+from archspec.ir.lower import Segment, lower, lower_block, lower_model, lower_stack
+from archspec.ir.nodes import IR, Attention, Block
 from archspec.ir.visit import walk
 
 __all__ = ["Parallelism", "MemoryFigures", "activation_bytes", "kv_cache_bytes", "memory_figures"]
@@ -239,22 +242,31 @@ def _generating_layers(ir: IR) -> tuple[int, int]:
 
 
 def kv_cache_bytes(ir: IR, bytes_per_value: int | sp.Expr = 2) -> sp.Expr:
-    """Keys and values cached for generation, over the batch: every self-attention layer of the
-    generating stack holds `kv_len` positions (a layer with a sliding window at most its
-    window, as the generated cache's ring keeps them), every cross-attention layer the
-    encoder's `S`. Encoder-only models generate nothing and cache nothing."""
-    if ir.root.layout == "encoder":
-        return sp.Integer(0)
+    """Keys and values cached for generation, over the batch: what the `Cached` ops of the
+    generating stack's layers hold in a decode step at `kv_len` positions. The lowering says
+    what each layer caches and how many positions it keeps (`Cached.capacity`; the encoder's
+    `S` for cross-attention). Encoder-only models generate nothing and cache nothing."""
+    model = ir.root
+    step = decode_pass(model.layout)
     total = sp.Integer(0)
-    for placed in walk(ir.root):
-        node = placed.node
-        if not isinstance(node, Attention):
-            continue
-        if any(isinstance(a, Stack) and a.role == "encoder" for a in placed.ancestors):
-            continue
-        positions = S if node.cross else KV_LEN
-        if node.window is not None and not node.cross:
-            positions = sp.Min(KV_LEN, node.window)
-        per_position = node.cached_per_position
-        total += placed.copies * B * positions * per_position * bytes_per_value
+    if step is None:
+        return total
+    for segment in lower_model(model):
+        lengths = step.lengths(segment.role)
+        if lengths is None:
+            continue  # the encoder: its output is cached by the decoder's layers
+        for layers, cached in _cached_ops(segment):
+            total += layers * lengths.elements(cached.out) * bytes_per_value
     return total
+
+
+def _cached_ops(segment: Segment) -> Iterator[tuple[sp.Expr, ops.Cached]]:
+    """Every `Cached` op of a stack's blocks, with how many layers run it."""
+    stack_ops, ctx = lower_stack(segment.stack, segment.x, segment.memory)
+    for blocks in (op for op in stack_ops.ops if isinstance(op, ops.Blocks)):
+        for run in blocks.repeat.runs:
+            assert isinstance(run.node, Block)
+            for call in (op for op in lower_block(run.node).ops if isinstance(op, ops.Call)):
+                for op in lower(call.module, call.args[0], ctx).ops:
+                    if isinstance(op, ops.Cached):
+                        yield run.count, op

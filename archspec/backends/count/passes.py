@@ -27,8 +27,7 @@ class Lengths:
     keys: sp.Expr  # positions a self-attention query attends over (queries are the last ones)
     memory: sp.Expr = sp.Integer(0)  # encoder positions cross-attention attends over
     project_memory: bool = True  # False in a decode step: the encoder's K and V are cached
-    # The keys come from a KV cache (a decode step), where a layer with a sliding window
-    # keeps only its window: it attends over at most that many.
+    # The keys come from a KV cache (a decode step), which holds at most its capacity.
     cached: bool = False
 
     def rows(self, value: Value, computed: bool = False) -> sp.Expr:
@@ -46,10 +45,25 @@ class Lengths:
         elif kind == "pairs":
             n = self.queries * self.keys
         elif kind == "keys":
-            n = B * self.keys
+            n = B * self.held(value)
         else:
             raise ValueError(f"unknown rows {kind!r}")
         return value.copies * n
+
+    def held(self, value: Value) -> sp.Expr:
+        """Positions per sequence of a value with rows `keys`: every key, or at most the
+        capacity of the cache that holds them when they come from one."""
+        if self.cached and value.capacity is not None:
+            return sp.Min(self.keys, value.capacity)
+        return self.keys
+
+    def attended(self, keys: Value) -> sp.Expr:
+        """Positions per sequence an attention's `keys` span: the encoder output's, or the
+        positions the KV cache holds."""
+        if keys.rows == "memory":
+            return self.memory
+        assert keys.rows == "keys", "attention reads its keys from the cache or the encoder"
+        return self.held(keys)
 
     def elements(self, value: Value, computed: bool = False) -> sp.Expr:
         return self.rows(value, computed) * value.width

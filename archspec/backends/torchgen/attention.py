@@ -24,29 +24,30 @@ from archspec.backends.torchgen.leaves import assign
 from archspec.backends.torchgen.text import call, class_, docstring, method
 from archspec.ir.lower import StackValues, lower_attention
 from archspec.ir.nodes import Attention, Stack
-from archspec.ir.ops import Attend, LinearOp, NormOp, Op, Rope, Value
+from archspec.ir.ops import Attend, Cached, LinearOp, NormOp, Op, Rope, Value
 
 
-def _heads(f: Features, node: Attention) -> str:
+def _heads(f: Features, attend: Attend) -> str:
     """Multi-head, grouped-query (fewer key/value heads) or multi-query (one)."""
-    if sp.simplify(node.n_kv_heads - node.n_heads) == 0:
+    if sp.simplify(attend.kv_heads - attend.heads) == 0:
         return "multi-head"
-    return "multi-query" if f.ir.value(node.n_kv_heads) == 1 else "grouped-query"
+    return "multi-query" if f.ir.value(attend.kv_heads) == 1 else "grouped-query"
 
 
-def _summary(f: Features, node: Attention) -> str:
-    heads = _heads(f, node)
-    if node.cross:
+def _summary(f: Features, node: Attention, attend: Attend) -> str:
+    heads = _heads(f, attend)
+    if attend.from_memory:
         return (
             f"{heads.capitalize()} cross-attention: queries from the decoder, keys and values "
             "from the encoder output."
         )
-    text = f"{'Causal' if node.causal else 'Bidirectional'} {heads} self-attention"
+    text = f"{'Causal' if attend.masking.causal else 'Bidirectional'} {heads} self-attention"
     if node.rotary:
         text += " with rotary positions"
-    if node.window is not None:
-        text += f", each query seeing its own and the {node.window - 1} keys before it"
-    if node.mask.bias:
+    window = attend.masking.window
+    if window is not None:
+        text += f", each query seeing its own and the {window - 1} keys before it"
+    if attend.masking.bias:
         text += "; the stack's mask carries the bias on the scores"
     return text + "."
 
@@ -62,18 +63,19 @@ def _params(f: Features, node: Attention, stack: Stack) -> list[str]:
     return params
 
 
-def _init(node: Attention, size: ExprPrinter) -> str:
+def _init(node: Attention, attend: Attend, size: ExprPrinter) -> str:
     body = ["super().__init__()", f"self.head_dim = {size(node.head_dim)}"]
-    if node.window is not None:
-        body.append(f"self.window = {node.window}  # keys a query sees, its own included")
+    if attend.masking.window is not None:
+        window = attend.masking.window
+        body.append(f"self.window = {window}  # keys a query sees, its own included")
     if node.scale_dim is not None:
         body.append(f"self.scale = {node.scale_dim}**-0.5  # not head_dim's")
     elif node.scale is not None:
         body.append(f"self.scale = {node.scale!r}  # not 1/sqrt(head_dim)")
-    elif node.softcap is not None:
+    elif attend.softcap is not None:
         body.append("self.scale = self.head_dim**-0.5")
-    if node.softcap is not None:
-        body.append(f"self.softcap = {node.softcap!r}  # scores soft-capped to (-cap, cap)")
+    if attend.softcap is not None:
+        body.append(f"self.softcap = {attend.softcap!r}  # scores soft-capped to (-cap, cap)")
     body += [assign(part, size) for part in node.children]
     body.append("self.checkpoint: str | None = None  # Model.set_checkpoint sets it")
     return method("__init__", ["config: Config"], "None", body)
@@ -86,24 +88,24 @@ def split_heads(self, x: Tensor) -> Tensor:
 '''
 
 
-def _sdpa(f: Features, node: Attention, q: str, k: str, v: str) -> list[str]:
+def _sdpa(f: Features, op: Attend, q: str, k: str, v: str) -> list[str]:
     """The call to scaled_dot_product_attention, after a comment on each unusual argument."""
     args = [q, k, v, "attn_mask=mask"]
     before = []
-    if f.sdpa_is_causal(node):
+    if op.masking.causal_only:
         args.append("is_causal=mask is None")
         if f.cache:
             before.append("# Given no mask (no padding, nothing cached), SDPA masks causally.")
         else:
             before.append("# Given no mask (no padding), SDPA applies the causal mask itself.")
-    if node.dropout:
-        args.append(f"dropout_p={node.dropout!r} if self.training else 0.0")
-    if not node.scale_scores:
+    if op.dropout:
+        args.append(f"dropout_p={op.dropout!r} if self.training else 0.0")
+    if not op.scaled:
         args.append("scale=1.0")
         before.append("# The scores are not divided by sqrt(head_dim), as in T5.")
-    elif node.scale_dim is not None or node.scale is not None or node.latent is not None:
+    elif op.own_scale:
         args.append("scale=self.scale")
-    heads = _heads(f, node)
+    heads = _heads(f, op)
     if heads != "multi-head":
         args.append("enable_gqa=True")
         if heads == "multi-query":
@@ -132,11 +134,14 @@ class _AttentionWriter(ForwardWriter):
         values = StackValues(angles=angles, mask=mask, memory=memory, cross_mask=mask)
         x = Value("x", "tokens", node.q.in_features)
         bound = {v: v.name for v in (angles, mask, memory) if v is not None}
-        super().__init__(lower_attention(node, x, values), bound=bound, inline=False)
+        low = lower_attention(node, x, values)
+        super().__init__(low, bound=bound, inline=False)
         self.f, self.node, self.stack, self.code = f, node, stack, code
+        self.attend = next(op for op in low.ops if isinstance(op, Attend))
+        self.cached = [op for op in low.ops if isinstance(op, Cached)]  # its keys and values
         # A cached cross-attention projects the encoder output once: its key and value
         # statements wait here, to be written under a condition before attending.
-        self.memory_kv = node.cross and f.cached(stack)
+        self.memory_kv = f.cached(stack) and self.attend.from_memory
         self.projections: list[str] = []
 
     def inlines(self, op: Op) -> bool:
@@ -154,7 +159,7 @@ class _AttentionWriter(ForwardWriter):
             unflat = f"{projected.text}.unflatten(-1, (-1, self.head_dim))"
             return Expr(unflat, ATOM, projected.reads)
         heads = self._call("self.split_heads", [projected])
-        if self.memory_kv and op.module in (self.node.k, self.node.v):
+        if self.memory_kv and any(c.x is op.out for c in self.cached):
             assert op.out is not None
             self.projections.append(f"{op.out.name} = {heads.text}")
             self.names[id(op.out)] = op.out.name
@@ -178,11 +183,18 @@ class _AttentionWriter(ForwardWriter):
         self.arg(op.angles)
         return Expr(self.code.rotate(x.text), ATOM, x.reads)
 
-    def render_attend(self, op: Attend) -> Expr:
-        q, k, v = (self.arg(value).text for value in (op.q, op.k, op.v))
-        if op.mask is not None:
-            self.arg(op.mask)
-        if self.node.window is not None:
+    def render_cached(self, op: Cached) -> None:
+        """The keys and values the KV cache holds: with the last of them, the cache's update
+        (a sliding window's ring keeps `capacity` positions), or the encoder output's,
+        projected at the first step."""
+        self.arg(op.x)
+        assert op.out is not None
+        self.names[id(op.out)] = self.names[id(op.x)]
+        if op is not self.cached[-1]:
+            return None  # updated with its sibling
+        k, v = (self.names[id(c.out)] for c in self.cached)
+        q = self.names[id(self.attend.q)]
+        if self.attend.masking.windowed:
             self.lines += [
                 "# The window needs the positions of the queries and the keys.",
                 f"queries = torch.arange({q}.size(2), device={q}.device)",
@@ -197,7 +209,7 @@ class _AttentionWriter(ForwardWriter):
                 "    if cache is not None:",
                 f"        cache.memory = {k}, {v}",
             ]
-        elif self.f.cached(self.stack) and not self.node.cross:
+        elif self.f.cached(self.stack):
             update = [f"    {k}, {v} = cache.update({k}, {v})"]
             if self.f.prompt_unmasked(self.stack):
                 update = [
@@ -205,42 +217,49 @@ class _AttentionWriter(ForwardWriter):
                     "    if mask is not None:  # else: a prompt, and k and v are all the keys",
                     f"        {k}, {v} = cached",
                 ]
-            if self.node.window is not None:
+            if op.capacity is not None:
                 update = [
                     "    queries = queries + cache.length  # after the cached ones",
                     f"    {k}, {v}, keys = cache.update_window({k}, {v}, self.window)",
                 ]
             self.lines += ["if cache is not None:", *update]
-        if self.node.window is not None:
+        return None
+
+    def render_attend(self, op: Attend) -> Expr:
+        q, k, v = (self.arg(value).text for value in (op.q, op.k, op.v))
+        if op.mask is not None:
+            self.arg(op.mask)
+        if op.masking.windowed:
             window = f"sliding_window(mask, queries, keys, self.window, {q}.dtype)"
             self.lines.append(f"mask = {window}")
-        if self.node.softcap is not None:
+        if op.softcap is not None:
             # With checkpoint='selective', only q, k, v and the mask are kept, as for SDPA.
             args = ["softcapped_attention", q, k, v, "mask", "self.scale", "self.softcap"]
             selective = 'enabled=self.checkpoint == "selective"'
             self.lines += call("y = maybe_checkpoint", [*args, selective], 2).splitlines()
         else:
-            self.lines += _sdpa(self.f, self.node, q, k, v)
+            self.lines += _sdpa(self.f, op, q, k, v)
         return Expr("y.transpose(1, 2).flatten(2)", ATOM, frozenset())
 
 
-def _forward(f: Features, node: Attention, stack: Stack) -> str:
-    if node.cross:
+def _forward(f: Features, node: Attention, stack: Stack, writer: _AttentionWriter) -> str:
+    if writer.attend.from_memory:
         doc = (
             "x: (B, T, d_model) attends to encoder_out (B, S, d_model); mask: additive, "
             "broadcast to (B, heads, T, S)."
         )
     else:
         doc = "x: (B, S, d_model); mask: additive, broadcast to (B, heads, S, keys)."
-    body = _AttentionWriter(f, node, stack).write()
+    body = writer.write()
     return method("forward", _params(f, node, stack), "Tensor", docstring(doc, 2), body)
 
 
 def attention_class(f: Features, node: Attention, stack: Stack, size: ExprPrinter) -> str:
+    writer = _AttentionWriter(f, node, stack)
     return class_(
         f"class {f.cls(node)}(nn.Module):",
-        _summary(f, node),
-        _init(node, size),
+        _summary(f, node, writer.attend),
+        _init(node, writer.attend, size),
         SPLIT_HEADS.strip("\n"),
-        _forward(f, node, stack),
+        _forward(f, node, stack, writer),
     )

@@ -109,15 +109,9 @@ class Features:
         latent), which given no mask attends the prompt's own keys with `is_causal`
         (skipping the scores above the diagonal) instead of all the cache's slots."""
         return self.cached(stack) and all(
-            self.sdpa_is_causal(a) and a.softcap is None and a.latent is None
+            a.mask.causal_only and a.softcap is None and a.latent is None
             for a in (block.attn for block in stack.block_variants)
         )
-
-    @staticmethod
-    def sdpa_is_causal(node: Attention) -> bool:
-        """Its mask is the causal one alone (no score bias, no window), so that given no
-        mask SDPA can apply it itself (`is_causal`)."""
-        return node.causal and not node.mask.bias and node.window is None
 
     @cached_property
     def norms(self) -> tuple[Norm, ...]:
@@ -142,7 +136,7 @@ class Features:
     @property
     def windowed(self) -> bool:
         """Some attention layer has a sliding window."""
-        return any(isinstance(p.node, Attention) and p.node.window for p in walk(self.model))
+        return any(isinstance(p.node, Attention) and p.node.mask.windowed for p in walk(self.model))
 
     @property
     def softcapped(self) -> bool:

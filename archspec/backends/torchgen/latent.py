@@ -169,7 +169,7 @@ class _LatentWriter(ForwardWriter):
         q, k, v = (self.arg(value).text for value in (op.q, op.k, op.v))
         if op.mask is not None:
             self.arg(op.mask)
-        self.lines += _sdpa(self.f, self.node, q, k, v)
+        self.lines += _sdpa(self.f, op, q, k, v)
         return Expr("y.transpose(1, 2).flatten(2)", ATOM, frozenset())
 
 
