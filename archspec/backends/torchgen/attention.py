@@ -208,7 +208,7 @@ class _AttentionWriter(ForwardWriter):
             if self.node.window is not None:
                 update = [
                     "    queries = queries + cache.length  # after the cached ones",
-                    f"    {k}, {v}, keys = cache.update_window({k}, {v}, self.window)",
+                    f"    {k}, {v}, keys = update_window(cache, {k}, {v}, self.window)",
                 ]
             self.lines += ["if cache is not None:", *update]
         if self.node.window is not None:
