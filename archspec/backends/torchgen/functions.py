@@ -45,4 +45,5 @@ def helpers(f: Features) -> list[str]:
         out += runtime_sources("sampling", "sampling_probs", "next_token")
         out += runtime_sources("decoding", "decode")
         out += runtime_sources("beam", "beam_search")
+        out += runtime_sources("decoding", "generate_tokens")
     return [code.strip("\n") for code in out]
