@@ -79,11 +79,13 @@ def _init(node: Attention, size: ExprPrinter) -> str:
     return method("__init__", ["config: Config"], "None", body)
 
 
-SPLIT_HEADS = '''
-def split_heads(self, x: Tensor) -> Tensor:
-    """(B, S, heads * head_dim) -> (B, heads, S, head_dim)"""
-    return x.unflatten(-1, (-1, self.head_dim)).transpose(1, 2)
-'''
+SPLIT_HEADS = method(
+    "split_heads",
+    ["x: Tensor"],
+    "Tensor",
+    '"""(B, S, heads * head_dim) -> (B, heads, S, head_dim)"""',
+    "return x.unflatten(-1, (-1, self.head_dim)).transpose(1, 2)",
+)
 
 
 def _sdpa(f: Features, node: Attention, q: str, k: str, v: str) -> list[str]:
@@ -241,6 +243,6 @@ def attention_class(f: Features, node: Attention, stack: Stack, size: ExprPrinte
         f"class {f.cls(node)}(nn.Module):",
         _summary(f, node),
         _init(node, size),
-        SPLIT_HEADS.strip("\n"),
+        SPLIT_HEADS,
         _forward(f, node, stack),
     )
