@@ -14,8 +14,9 @@ from archspec.backends.torchgen.model import limited
 
 
 def helpers(f: Features) -> list[str]:
-    """The module-level functions and classes the model's code calls, in reading order:
-    masks, then what each position kind brings, dropout, checkpointing, then the KV cache."""
+    """The module-level functions and classes the model's code calls, in reading order: masks,
+    the norms torch lacks, attention helpers, what each position kind brings, dropout,
+    checkpointing, the length check, then the KV cache and the decoding loops."""
     out = runtime_sources("masks", "padding_keys")
     if True in f.causalities:
         out += runtime_sources("masks", "hidden_keys")
