@@ -163,11 +163,7 @@ def _forward(f: Features) -> str:
         if f.model.scale_tied_output:
             body.append("x = x * self.output_scale")
         body += _lm_transform(f)
-        result = "self.lm_head(x)"
-        if f.model.logits_divisor != 1:
-            result = f"{result} / {f.model.logits_divisor!r}"
-        if f.model.logit_softcap is not None:
-            result = f"softcap({result}, {f.model.logit_softcap!r})"
+        result = _head(f)
     if f.model.score is not None:
         assert f.model.score_dense is not None and f.model.score_activation is not None
         dense = kinds.activation(f.model.score_activation).render("self.score_dense(x)")
@@ -276,15 +272,21 @@ def _length_checks(f: Features) -> list[str]:
     return out
 
 
+def _head(f: Features) -> str:
+    """The logits of x, the LM head's output divided and soft-capped as the spec says."""
+    logits = "self.lm_head(x)"
+    if f.model.logits_divisor != 1:
+        logits = f"{logits} / {f.model.logits_divisor!r}"
+    if f.model.logit_softcap is not None:
+        logits = f"softcap({logits}, {f.model.logit_softcap!r})"
+    return logits
+
+
 def _logits(f: Features) -> list[str]:
-    """The lines of `step` from the decoder's last position to the logits: the same head as
-    `forward`'s (sampling and beams see the capped logits, as transformers')."""
-    out = ["x = x * self.output_scale"] if f.model.scale_tied_output else []
-    cap, divisor = f.model.logit_softcap, f.model.logits_divisor
-    logits = "self.lm_head(x)" if divisor == 1 else f"self.lm_head(x) / {divisor!r}"
-    if cap is not None:
-        logits = f"softcap({logits}, {cap!r})"
-    return [*out, f"return {logits}"]
+    """The lines of `step` from the decoder's last position to the logits, as `forward`
+    computes them (sampling and beams see the capped logits, as transformers')."""
+    scale = ["x = x * self.output_scale"] if f.model.scale_tied_output else []
+    return [*scale, f"return {_head(f)}"]
 
 
 def _decoder_body(f: Features) -> list[str]:
