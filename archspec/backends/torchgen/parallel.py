@@ -58,6 +58,12 @@ STYLES = (  # torch.distributed.tensor.parallel's names, imported as the plan us
 )
 
 
+def _styles(*names: str) -> list[str]:
+    """The parallel styles of those names (archspec.runtime.parallel), each followed by a blank
+    line, for the plan's code."""
+    return [line for code in runtime_sources("parallel", *names) for line in (code, "")]
+
+
 def block_plan(block: Block, kv_style=None) -> dict[str, str]:
     """{attribute path inside the block (`*` for any expert): style} for one block class.
     `kv_style(attention)`, when given, is the style of an attention's k and v (else they are
@@ -179,9 +185,9 @@ def _sequence_parallel(f: Features) -> list[str]:
         plans = _block_plans(f, "sequence_plans", lambda node, stack: sequence_plan(f, node, stack))
     except UnsupportedIR as error:
         return [f'raise ValueError("{error}")']
-    styles = ["gather", "whole_moe"] if any(isinstance(n, MoE) for n in walk_all(f)) else ["gather"]
+    moe = any(isinstance(node, MoE) for node in walk_all(f))
     out = [
-        *(line for code in runtime_sources("parallel", *styles) for line in (code, "")),
+        *(_styles("gather", "whole_moe") if moe else _styles("gather")),
         *plans,
         "for block in blocks:",
         "    parallelize_module(block, tp, sequence_plans[type(block)])",
@@ -240,8 +246,7 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
         ]
     grouped = _grouped(f)
     if grouped:
-        kv_styles = runtime_sources("parallel", "CopiedKVHeads", "kv_heads")
-        body += ["", *(line for code in kv_styles for line in (code, ""))]
+        body += ["", *_styles("CopiedKVHeads", "kv_heads")]
     body.append("# Inside each block: the attribute paths of its class.")
     body.append("summed = Shard(1) if sequence_parallel else Replicate()")
 
