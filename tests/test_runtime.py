@@ -19,6 +19,7 @@ import textwrap
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.distributed.tensor.parallel import ColwiseParallel
 
 import archspec.runtime
 from archspec.backends.torchgen import generate_source
@@ -28,6 +29,7 @@ from archspec.runtime.attention import softcapped_attention
 from archspec.runtime.beam import beam_search
 from archspec.runtime.kv_cache import KVCache
 from archspec.runtime.masks import hidden_keys, mask_out, padding_keys, sliding_window
+from archspec.runtime.parallel import CopiedKVHeads, kv_heads
 from archspec.runtime.sampling import next_token, sampling_probs
 from archspec.runtime.window_cache import update_window
 from archspec.spec.resolve import load_spec
@@ -248,6 +250,15 @@ def test_beam_search_is_transformers_beam_search(seed, length_penalty, early_sto
         step = history_step(cache, lambda seen: hf(seen).logits[:, -1])
         found = beam_search(step, cache, prompt, steps, eos_token_id=eos, **settings)
     assert torch.equal(found, expected)
+
+
+# Parallel styles (run on several processes in tests/test_distributed_kv_copies.py).
+
+
+def test_kv_heads_are_copied_only_beyond_the_kv_heads() -> None:
+    assert isinstance(kv_heads(4, 16, 2), ColwiseParallel)  # two kv heads per rank
+    copied = kv_heads(2, 16, 8)  # each kv head on four ranks
+    assert isinstance(copied, CopiedKVHeads) and (copied.copies, copied.head_dim) == (4, 16)
 
 
 # The copies in generated files.
