@@ -264,7 +264,15 @@ def test_kv_heads_are_copied_only_beyond_the_kv_heads() -> None:
 # The copies in generated files.
 
 
-SPECS = ["gpt2", "llama-2-7b", "t5-small", "gemma-2-2b", "mixtral-8x7b", "deepseek-v2-lite"]
+SPECS = [
+    "gpt2",
+    "llama-2-7b",
+    "t5-small",
+    "gemma-2-2b",
+    "mixtral-8x7b",
+    "deepseek-v2-lite",
+    "olmo-1b",
+]
 
 
 def runtime_objects() -> dict[str, object]:
