@@ -29,8 +29,8 @@ from archspec.runtime.attention import softcapped_attention
 from archspec.runtime.beam import beam_search
 from archspec.runtime.kv_cache import KVCache
 from archspec.runtime.masks import hidden_keys, mask_out, padding_keys, sliding_window
-from archspec.runtime.parallel import CopiedKVHeads, kv_heads
 from archspec.runtime.sampling import next_token, sampling_probs
+from archspec.runtime.tensor_parallel import CopiedKVHeads, kv_heads
 from archspec.runtime.window_cache import update_window
 from archspec.spec.resolve import load_spec
 

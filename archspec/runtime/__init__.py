@@ -11,9 +11,9 @@ place:
 - import only what the generated file imports: torch (`import torch`, `from torch
   import Tensor, nn`, `torch.nn.functional as F`, `torch.utils.checkpoint`), `math` and
   `collections.abc.Callable`; and from a sibling module the functions and classes the
-  generator copies in beside this one's (`from .masks import mask_out`). parallel.py
-  also imports torch.distributed's tensor parallelism: its code is copied into
-  `parallelize`, after the imports there;
+  generator copies in beside this one's (`from .masks import mask_out`).
+  tensor_parallel.py also imports torch.distributed's tensor parallelism: its code is
+  copied into `parallelize`, after the imports there;
 - no module-level state a copy would leave behind: constants a function needs are its
   arguments or live inside it;
 - formatted for the generated file (ruff format, 88 columns: ruff.toml here), since it

@@ -5,10 +5,10 @@ family gets one: Megatron-LM's split (Shoeybi et al. 2019) with PyTorch's DTenso
 Column-parallel q, k, v and MLP gate/up give each rank whole heads and a slice of the hidden
 units; row-parallel o and down sum the partial outputs. Beyond n_kv_heads ranks (multi-query
 attention at tp = 2, say) k and v are whole on every rank and each rank keeps a copy of the kv
-head its query heads read (`CopiedKVHeads` in `archspec.runtime.parallel`, with the other styles
-the plan copies in), as Megatron-LM and vLLM copy kv heads. Experts are split the same way
-(each expert's hidden units over the tp ranks, no expert parallelism); the router, norms,
-position tables and the pooler are replicated. The token embedding is vocabulary-parallel
+head its query heads read (`CopiedKVHeads` in `archspec.runtime.tensor_parallel`, with the
+other styles the plan copies in), as Megatron-LM and vLLM copy kv heads. Experts are split the
+same way (each expert's hidden units over the tp ranks, no expert parallelism); the router,
+norms, position tables and the pooler are replicated. The token embedding is vocabulary-parallel
 (rows split, outputs summed) and the LM head column-parallel over the vocabulary with its logits
 gathered, so the loss is computed outside as on one device (with `loss_parallel` they stay
 split, for torch's loss_parallel(), torchtitan's choice); a tied head is tied again to the
@@ -59,9 +59,9 @@ STYLES = (  # torch.distributed.tensor.parallel's names, imported as the plan us
 
 
 def _styles(*names: str) -> list[str]:
-    """The parallel styles of those names (archspec.runtime.parallel), each followed by a blank
-    line, for the plan's code."""
-    return [line for code in runtime_sources("parallel", *names) for line in (code, "")]
+    """The parallel styles of those names (archspec.runtime.tensor_parallel), each followed by
+    a blank line, for the plan's code."""
+    return [line for code in runtime_sources("tensor_parallel", *names) for line in (code, "")]
 
 
 def block_plan(block: Block, kv_style=None) -> dict[str, str]:
