@@ -90,7 +90,7 @@ def contract_model(ir: IR) -> nn.Module:
             if not node.entry.affine:  # a norm without parameters (OLMo)
                 bias = {"elementwise_affine": False}
             entry = node.entry
-            cls = getattr(nn, entry.torch_class) if entry.code is None else None
+            cls = None if entry.own else getattr(nn, entry.torch_class)
             if cls is None:  # a class of the generated file's own, named as it, over its base
                 cls = type(entry.torch_class, (getattr(nn, entry.base),), {})
             return cls(v(node.dim), eps=node.eps, **bias)

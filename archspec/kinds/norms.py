@@ -23,9 +23,9 @@ class NormKind:
     # autograd keeps the scale the norm computes from its weight (Gemma's 1 + w, float32)
     keeps_scale: bool = False
     min_torch: str | None = None  # the torch release that added the module, if recent
-    # A module the generated file defines itself (its class source), where torch has none;
-    # `torch_class` is then its name, and `base` the torch module it extends.
-    code: str | None = None
+    # A module the generated file defines itself, where torch has none: the class of that name
+    # (`torch_class`) in archspec.runtime.norms, copied in; `base` is the torch module it extends.
+    own: bool = False
     base: str | None = None
     # A learned scale (`weight`, and `bias` where allowed); False: no parameters at all (OLMo's
     # "non-parametric layer norm"), so a module of this kind owns no tensor.
@@ -34,7 +34,7 @@ class NormKind:
     @property
     def constructor(self) -> str:
         """What the generated code calls: `nn.LayerNorm`, or a class of the file's own."""
-        return self.torch_class if self.code else f"nn.{self.torch_class}"
+        return self.torch_class if self.own else f"nn.{self.torch_class}"
 
     @property
     def requires(self) -> str:
@@ -69,36 +69,6 @@ class NormKind:
             text += f", bias={bias and self.affine}"
         return text
 
-
-# Gemma's RMSNorm: the scale is 1 + weight (the weight starts at zero), and the whole norm runs
-# in float32 before casting back, as transformers' GemmaRMSNorm ("(x * w).to(float16)", not
-# LLaMA's "x.to(float16) * w").
-OFFSET_RMSNORM = '''
-class OffsetRMSNorm(nn.RMSNorm):
-    """RMSNorm scaling by 1 + weight, its weight starting at zero (Gemma), computed in
-    float32 and cast back to the input's dtype, as transformers' GemmaRMSNorm.
-    """
-
-    def reset_parameters(self) -> None:
-        nn.init.zeros_(self.weight)
-
-    def forward(self, x: Tensor) -> Tensor:
-        y = F.rms_norm(x.float(), self.normalized_shape, None, self.eps)
-        return (y * (1.0 + self.weight.float())).type_as(x)
-'''
-
-# OLMo's LayerNorm: no weight and no bias, computed in float32 and cast back, as transformers'
-# OlmoLayerNorm (which hard-codes eps 1e-5; the spec's norm.eps says it).
-NONPARAMETRIC_LAYERNORM = '''
-class NonParametricLayerNorm(nn.LayerNorm):
-    """LayerNorm without a learned scale or bias (OLMo), computed in float32 and
-    cast back to the input's dtype, as transformers' OlmoLayerNorm.
-    """
-
-    def forward(self, x: Tensor) -> Tensor:
-        y = F.layer_norm(x.float(), self.normalized_shape, None, None, self.eps)
-        return y.type_as(x)
-'''
 
 NORMS: dict[str, NormKind] = {
     kind.name: kind
@@ -138,7 +108,7 @@ NORMS: dict[str, NormKind] = {
             row_statistics=1,
             keeps_scale=True,  # y * (1 + w) keeps 1 + w for the gradient of y
             min_torch="2.4",
-            code=OFFSET_RMSNORM,
+            own=True,
             base="RMSNorm",
         ),
         NormKind(
@@ -151,7 +121,7 @@ NORMS: dict[str, NormKind] = {
             allows_bias=False,
             keeps_normalised=False,
             row_statistics=2,
-            code=NONPARAMETRIC_LAYERNORM,
+            own=True,
             base="LayerNorm",
             affine=False,
         ),

@@ -81,11 +81,13 @@ def _init(node: Attention, attend: Attend, size: ExprPrinter) -> str:
     return method("__init__", ["config: Config"], "None", body)
 
 
-SPLIT_HEADS = '''
-def split_heads(self, x: Tensor) -> Tensor:
-    """(B, S, heads * head_dim) -> (B, heads, S, head_dim)"""
-    return x.unflatten(-1, (-1, self.head_dim)).transpose(1, 2)
-'''
+SPLIT_HEADS = method(
+    "split_heads",
+    ["x: Tensor"],
+    "Tensor",
+    '"""(B, S, heads * head_dim) -> (B, heads, S, head_dim)"""',
+    "return x.unflatten(-1, (-1, self.head_dim)).transpose(1, 2)",
+)
 
 
 def _sdpa(f: Features, op: Attend, q: str, k: str, v: str) -> list[str]:
@@ -220,7 +222,7 @@ class _AttentionWriter(ForwardWriter):
             if op.capacity is not None:
                 update = [
                     "    queries = queries + cache.length  # after the cached ones",
-                    f"    {k}, {v}, keys = cache.update_window({k}, {v}, self.window)",
+                    f"    {k}, {v}, keys = update_window(cache, {k}, {v}, self.window)",
                 ]
             self.lines += ["if cache is not None:", *update]
         return None
@@ -260,6 +262,6 @@ def attention_class(f: Features, node: Attention, stack: Stack, size: ExprPrinte
         f"class {f.cls(node)}(nn.Module):",
         _summary(f, node, writer.attend),
         _init(node, writer.attend, size),
-        SPLIT_HEADS.strip("\n"),
+        SPLIT_HEADS,
         _forward(f, node, stack, writer),
     )

@@ -23,11 +23,13 @@ from archspec.ir.lower import StackValues, lower_attention
 from archspec.ir.nodes import Attention, Stack
 from archspec.ir.ops import Attend, Cached, Concat, LinearOp, NormOp, Op, Part, Rope, Value
 
-SPLIT_HEADS = '''
-def split_heads(self, x: Tensor) -> Tensor:
-    """(B, S, heads * width) -> (B, heads, S, width)"""
-    return x.unflatten(-1, (self.n_heads, -1)).transpose(1, 2)
-'''
+SPLIT_HEADS = method(
+    "split_heads",
+    ["x: Tensor"],
+    "Tensor",
+    '"""(B, S, heads * width) -> (B, heads, S, width)"""',
+    "return x.unflatten(-1, (self.n_heads, -1)).transpose(1, 2)",
+)
 
 
 def _summary(node: Attention) -> str:
@@ -181,6 +183,6 @@ def latent_attention_class(f: Features, node: Attention, stack: Stack, size: Exp
         f"class {f.cls(node)}(nn.Module):",
         _summary(node),
         _init(node, size),
-        SPLIT_HEADS.strip("\n"),
+        SPLIT_HEADS,
         forward,
     )

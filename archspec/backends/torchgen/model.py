@@ -163,11 +163,7 @@ def _forward(f: Features) -> str:
         if f.model.scale_tied_output:
             body.append("x = x * self.output_scale")
         body += _lm_transform(f)
-        result = "self.lm_head(x)"
-        if f.model.logits_divisor != 1:
-            result = f"{result} / {f.model.logits_divisor!r}"
-        if f.model.logit_softcap is not None:
-            result = f"softcap({result}, {f.model.logit_softcap!r})"
+        result = _head(f)
     if f.model.score is not None:
         assert f.model.score_dense is not None and f.model.score_activation is not None
         dense = kinds.activation(f.model.score_activation).render("self.score_dense(x)")
@@ -237,94 +233,19 @@ ENCODER_DECODER_INPUTS = (
     "begins with it. Each cross-attention projects the encoder output once."
 )
 
-BEAM_SAMPLING = """\
-    if num_beams > 1 and do_sample:
-        raise ValueError("beam sampling (num_beams > 1, do_sample) is unsupported")"""
-
-DECODER_BODY = '''
-    total = input_ids.size(1) + max_new_tokens{check}
-    cache = [KVCache(total, input_ids.device) for _ in self.decoder.blocks]
-    if attention_mask is not None:  # the new tokens are never padding
-        attention_mask = F.pad(attention_mask, (0, max_new_tokens), value=1)
-        attention_mask = attention_mask.repeat_interleave(num_beams, dim=0)
-
-    def step(tokens: Tensor) -> Tensor:
-        """The next-token logits after the newest tokens (rows, n)."""
-        x = self.decoder(self.tok_emb(tokens), attention_mask, cache=cache)[:, -1]{scale}
-        return self.lm_head(x)
-
-    if num_beams > 1:
-        return beam_search(
-            step,
-            cache,
-            input_ids,
-            max_new_tokens,
-            num_beams,
-            length_penalty,
-            early_stopping,
-            eos_token_id,
-        )
-    return decode(
-        step,
-        input_ids,
-        max_new_tokens,
-        do_sample,
-        temperature,
-        top_k,
-        top_p,
-        eos_token_id,
-        generator,
-    )
-'''
-
-ENCODER_DECODER_BODY = '''
-    if self.config.decoder_start_token is None:
-        raise ValueError(
-            "Config.decoder_start_token is None (the spec sets no "
-            "head.decoder_start_token): the decoder has no token to start from"
-        )
-    {check}encoder_out = self.encoder(self.tok_emb(input_ids), attention_mask)
-    # Each beam reads its sequence's encoder output.
-    encoder_out = encoder_out.repeat_interleave(num_beams, dim=0)
-    if attention_mask is not None:
-        attention_mask = attention_mask.repeat_interleave(num_beams, dim=0)
-    length = 1 + max_new_tokens
-    cache = [KVCache(length, input_ids.device) for _ in self.decoder.blocks]
-
-    def step(tokens: Tensor) -> Tensor:
-        """The next-token logits after the newest decoder tokens (rows, n)."""
-        x = self.decoder(
-            self.tok_emb(tokens),
-            encoder_out,
-            encoder_attention_mask=attention_mask,
-            cache=cache,
-        )[:, -1]{scale}
-        return self.lm_head(x)
-
-    start = torch.full_like(input_ids[:, :1], self.config.decoder_start_token)
-    if num_beams > 1:
-        return beam_search(
-            step,
-            cache,
-            start,
-            max_new_tokens,
-            num_beams,
-            length_penalty,
-            early_stopping,
-            eos_token_id,
-        )
-    return decode(
-        step,
-        start,
-        max_new_tokens,
-        do_sample,
-        temperature,
-        top_k,
-        top_p,
-        eos_token_id,
-        generator,
-    )
-'''
+# The arguments Model.generate hands on to `generate_tokens`, in its order.
+SEARCH_ARGS = [
+    "max_new_tokens",
+    "num_beams",
+    "length_penalty",
+    "early_stopping",
+    "do_sample",
+    "temperature",
+    "top_k",
+    "top_p",
+    "eos_token_id",
+    "generator",
+]
 
 
 def limited(stack: Stack) -> bool:
@@ -351,34 +272,91 @@ def _length_checks(f: Features) -> list[str]:
     return out
 
 
+def _head(f: Features) -> str:
+    """The logits of x, the LM head's output divided and soft-capped as the spec says."""
+    logits = "self.lm_head(x)"
+    if f.model.logits_divisor != 1:
+        logits = f"{logits} / {f.model.logits_divisor!r}"
+    if f.model.logit_softcap is not None:
+        logits = f"softcap({logits}, {f.model.logit_softcap!r})"
+    return logits
+
+
+def _logits(f: Features) -> list[str]:
+    """The lines of `step` from the decoder's last position to the logits, as `forward`
+    computes them (sampling and beams see the capped logits, as transformers')."""
+    scale = ["x = x * self.output_scale"] if f.model.scale_tied_output else []
+    return [*scale, f"return {_head(f)}"]
+
+
+def _decoder_body(f: Features) -> list[str]:
+    check = ["check_length(total, self.config.max_seq_len)"] if limited(f.stacks[0]) else []
+    decoder = "x = self.decoder(self.tok_emb(tokens), attention_mask, cache=cache)[:, -1]"
+    return [
+        "total = input_ids.size(1) + max_new_tokens",
+        *check,
+        "cache = [KVCache(total, input_ids.device) for _ in self.decoder.blocks]",
+        "if attention_mask is not None:  # the new tokens are never padding",
+        "    attention_mask = F.pad(attention_mask, (0, max_new_tokens), value=1)",
+        "    attention_mask = attention_mask.repeat_interleave(num_beams, dim=0)",
+        "",
+        "def step(tokens: Tensor) -> Tensor:",
+        '    """The next-token logits after the newest tokens (rows, n)."""',
+        f"    {decoder}",
+        *indent(lines(*_logits(f)), 1).splitlines(),
+        "",
+        call("return generate_tokens", ["step", "cache", "input_ids", *SEARCH_ARGS], 2),
+    ]
+
+
+def _encoder_decoder_body(f: Features) -> list[str]:
+    encoder, decoder = f.stacks
+    checks = []
+    if limited(encoder):
+        checks.append("check_length(input_ids.size(1), self.config.max_seq_len)")
+    if limited(decoder):
+        checks.append("check_length(1 + max_new_tokens, self.config.max_seq_len)")
+    return [
+        "if self.config.decoder_start_token is None:",
+        "    raise ValueError(",
+        '        "Config.decoder_start_token is None (the spec sets no "',
+        '        "head.decoder_start_token): the decoder has no token to start from"',
+        "    )",
+        *checks,
+        "encoder_out = self.encoder(self.tok_emb(input_ids), attention_mask)",
+        "# Each beam reads its sequence's encoder output.",
+        "encoder_out = encoder_out.repeat_interleave(num_beams, dim=0)",
+        "if attention_mask is not None:",
+        "    attention_mask = attention_mask.repeat_interleave(num_beams, dim=0)",
+        "length = 1 + max_new_tokens",
+        "cache = [KVCache(length, input_ids.device) for _ in self.decoder.blocks]",
+        "",
+        "def step(tokens: Tensor) -> Tensor:",
+        '    """The next-token logits after the newest decoder tokens (rows, n)."""',
+        "    x = self.decoder(",
+        "        self.tok_emb(tokens),",
+        "        encoder_out,",
+        "        encoder_attention_mask=attention_mask,",
+        "        cache=cache,",
+        "    )[:, -1]",
+        *indent(lines(*_logits(f)), 1).splitlines(),
+        "",
+        "start = torch.full_like(input_ids[:, :1], self.config.decoder_start_token)",
+        call("return generate_tokens", ["step", "cache", "start", *SEARCH_ARGS], 2),
+    ]
+
+
 def _generate(f: Features) -> str:
     # The head applies to the last position only: over a prompt of S tokens the full head
     # costs 2·S·d_model·vocab FLOPs, a large share of generation for small models.
-    scale = "\n        x = x * self.output_scale" if f.model.scale_tied_output else ""
     if f.encoder_decoder:
-        encoder, decoder = f.stacks
-        checks = []
-        if limited(encoder):
-            checks.append("check_length(input_ids.size(1), self.config.max_seq_len)")
-        if limited(decoder):
-            checks.append("check_length(1 + max_new_tokens, self.config.max_seq_len)")
-        check = "".join(f"{line}\n    " for line in checks)
-        body = ENCODER_DECODER_BODY.replace("{check}", check)
         what = "Decode up to max_new_tokens tokens from the encoded input_ids"
-        inputs = ENCODER_DECODER_INPUTS
+        inputs, body = ENCODER_DECODER_INPUTS, _encoder_decoder_body(f)
     else:
-        check = "\n    check_length(total, self.config.max_seq_len)" if limited(f.stacks[0]) else ""
-        body = DECODER_BODY.replace("{check}", check)
         what = "Append up to max_new_tokens tokens to input_ids"
-        inputs = DECODER_INPUTS
+        inputs, body = DECODER_INPUTS, _decoder_body(f)
     doc = docstring(f"{what}.\n\n{inputs}\n\n{CHOICE}\n\n{CACHE}", 2)
-    body = body.replace("{scale}", scale)
-    cap, divisor = f.model.logit_softcap, f.model.logits_divisor
-    logits = "self.lm_head(x)" if divisor == 1 else f"self.lm_head(x) / {divisor!r}"
-    if cap is not None:  # sampling and beams see the capped logits, as transformers'
-        logits = f"softcap({logits}, {cap!r})"
-    body = body.replace("return self.lm_head(x)", f"return {logits}")
-    return lines(SIGNATURE.strip("\n"), indent(doc, 1), BEAM_SAMPLING, body.strip("\n"))
+    return lines(SIGNATURE.strip("\n"), indent(doc, 1), indent(lines(*body), 1))
 
 
 def model_class(f: Features, size: ExprPrinter) -> str:

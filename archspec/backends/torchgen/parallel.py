@@ -5,8 +5,9 @@ family gets one: Megatron-LM's split (Shoeybi et al. 2019) with PyTorch's DTenso
 Column-parallel q, k, v and MLP gate/up give each rank whole heads and a slice of the hidden
 units; row-parallel o and down sum the partial outputs. Beyond n_kv_heads ranks (multi-query
 attention at tp = 2, say) k and v are whole on every rank and each rank keeps a copy of the kv
-head its query heads read (`KV_HEADS`), as Megatron-LM and vLLM copy kv heads. Experts are split
-the same way (each expert's hidden units over the tp ranks, no expert parallelism); the router,
+head its query heads read (`CopiedKVHeads` in `archspec.runtime.tensor_parallel`, with the
+other styles the plan copies in), as Megatron-LM and vLLM copy kv heads. Experts are split the
+same way (each expert's hidden units over the tp ranks, no expert parallelism); the router,
 norms, position tables and the pooler are replicated. The token embedding is vocabulary-parallel
 (rows split, outputs summed) and the LM head column-parallel over the vocabulary with its logits
 gathered, so the loss is computed outside as on one device (with `loss_parallel` they stay
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import re
 
+from archspec.backends.torchgen.copied import runtime_sources
 from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features, UnsupportedIR
 from archspec.backends.torchgen.text import INDENT, call, docstring, indent, lines
@@ -56,58 +58,10 @@ STYLES = (  # torch.distributed.tensor.parallel's names, imported as the plan us
 )
 
 
-GATHER = """def gather(n: int, split: Placement, whole: Placement) -> ParallelStyle:
-    # A module's first input from `split` to `whole`; its n - 1 others
-    # (masks, angles) pass as they are.
-    rest = (None,) * (n - 1)
-    return PrepareModuleInput(
-        input_layouts=(split, *rest),
-        desired_input_layouts=(whole, *rest),
-        use_local_output=True,
-    )"""
-# An MoE routes every token of the sequence and hands back the rank's share of it.
-WHOLE_MOE = """def whole_moe() -> ParallelStyle:
-    return PrepareModuleInputOutput(
-        input_layouts=Shard(1),
-        desired_input_layouts=Replicate(),
-        use_local_input=True,
-        output_layouts=Replicate(),
-        desired_output_layouts=Shard(1),
-    )"""
-
-# k and v over more ranks than kv heads. Megatron-LM's layout (and vLLM's): each rank computes
-# the kv head its query heads read, from the whole k or v weight. The weight is a Replicate
-# DTensor; the projection's output, repeated tp / n_kv_heads times per head, is split by heads
-# (Replicate -> Shard: each rank keeps its slice). In backward the split gathers the slices'
-# gradients and the repeat sums the copies, so every rank gets the weight's whole gradient.
-KV_HEADS = """class CopiedKVHeads(ParallelStyle):
-    # k or v when tp exceeds the kv heads (Megatron-LM's layout): the weight
-    # whole on every rank, each rank computing the kv head its query heads read.
-    def __init__(self, copies: int, head_dim: int) -> None:
-        self.copies, self.head_dim = copies, head_dim
-
-    def _apply(self, module: nn.Module, mesh) -> nn.Module:
-        # No partition_fn: every parameter a Replicate DTensor.
-        return distribute_module(module, mesh, None, self.whole, self.own_head)
-
-    @staticmethod
-    def whole(module: nn.Module, inputs: tuple, mesh) -> tuple:
-        (x,) = inputs
-        return (DTensor.from_local(x, mesh, [Replicate()], run_check=False),)
-
-    def own_head(self, module: nn.Module, y: DTensor, mesh) -> Tensor:
-        # (B, S, kv heads * head_dim), whole; each head `copies` times; the
-        # rank's slice. Backward: gather the slices' gradients, sum the copies.
-        heads = y.unflatten(-1, (-1, 1, self.head_dim))
-        shape = (*heads.shape[:-2], self.copies, self.head_dim)
-        copied = heads.expand(shape).flatten(-3)
-        return copied.redistribute(mesh, [Shard(-1)]).to_local()
-
-def kv_heads(n_kv_heads: int, head_dim: int) -> ParallelStyle:
-    # Whole kv heads on each rank where tp divides them, else copies.
-    if n_kv_heads % tp.size():
-        return CopiedKVHeads(tp.size() // n_kv_heads, head_dim)
-    return ColwiseParallel()"""
+def _styles(*names: str) -> list[str]:
+    """The parallel styles of those names (archspec.runtime.tensor_parallel), each followed by
+    a blank line, for the plan's code."""
+    return [line for code in runtime_sources("tensor_parallel", *names) for line in (code, "")]
 
 
 def block_plan(block: Block, kv_style=None) -> dict[str, str]:
@@ -231,11 +185,9 @@ def _sequence_parallel(f: Features) -> list[str]:
         plans = _block_plans(f, "sequence_plans", lambda node, stack: sequence_plan(f, node, stack))
     except UnsupportedIR as error:
         return [f'raise ValueError("{error}")']
-    helpers = [GATHER, ""]
-    if any(isinstance(node, MoE) for node in walk_all(f)):
-        helpers += [WHOLE_MOE, ""]
+    moe = any(isinstance(node, MoE) for node in walk_all(f))
     out = [
-        *helpers,
+        *(_styles("gather", "whole_moe") if moe else _styles("gather")),
         *plans,
         "for block in blocks:",
         "    parallelize_module(block, tp, sequence_plans[type(block)])",
@@ -294,14 +246,14 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
         ]
     grouped = _grouped(f)
     if grouped:
-        body += ["", KV_HEADS, ""]
+        body += ["", *_styles("CopiedKVHeads", "kv_heads")]
     body.append("# Inside each block: the attribute paths of its class.")
     body.append("summed = Shard(1) if sequence_parallel else Replicate()")
 
     def kv_style(attention: Attention) -> str:
         if attention not in grouped:
             return COLWISE
-        return f"kv_heads({size(attention.n_kv_heads)}, {size(attention.head_dim)})"
+        return f"kv_heads({size(attention.n_kv_heads)}, {size(attention.head_dim)}, tp.size())"
 
     body += _block_plans(f, "block_plans", lambda node, stack: block_plan(node, kv_style))
     body += [

@@ -1,19 +1,26 @@
-"""The generated file's beam search, with transformers' finishing rules.
+"""Beam search, with transformers' finishing rules.
 
-transformers (`GenerationMixin._beam_search`, vectorised, as in 5.x) keeps, per sequence, the
-`num_beams` running beams and the `num_beams` best finished hypotheses. Each step ranks
-2·num_beams candidates; those that end (eos, or the last position) and rank among the first
-num_beams become hypotheses scored by log-probability / length**length_penalty, the best
-num_beams that do not end continue. A sequence stops improving when its best running beam,
-at the current length (or at the final one, with early_stopping="never" and a positive
-length penalty), could no longer beat its worst hypothesis; with early_stopping=True it
-stops as soon as it has num_beams hypotheses. The template follows those steps in the same
-order and with the same arithmetic, so that ties and rounding fall the same way.
+transformers (`GenerationMixin._beam_search`, vectorised, as in 5.x) keeps, per
+sequence, the `num_beams` running beams and the `num_beams` best finished hypotheses.
+Each step ranks 2·num_beams candidates; those that end (eos, or the last position) and
+rank among the first num_beams become hypotheses scored by log-probability /
+length**length_penalty, the best num_beams that do not end continue. A sequence stops
+improving when its best running beam, at the current length (or at the final one, with
+early_stopping="never" and a positive length penalty), could no longer beat its worst
+hypothesis; with early_stopping=True it stops as soon as it has num_beams hypotheses.
+`beam_search` follows those steps in the same order and with the same arithmetic, so
+that ties and rounding fall the same way.
 """
 
-from __future__ import annotations
+from collections.abc import Callable
 
-BEAM_SEARCH = """
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .kv_cache import KVCache
+
+
 def beam_search(
     step: Callable[[Tensor], Tensor],
     cache: list[KVCache],
@@ -24,14 +31,14 @@ def beam_search(
     early_stopping: bool | str = False,
     eos_token_id: int | None = None,
 ) -> Tensor:
-    \"\"\"The most likely continuation of each of tokens (B, S) under beam search, as
+    """The most likely continuation of each of tokens (B, S) under beam search, as
     transformers' generate(num_beams=..., do_sample=False) finds it: the best finished
     hypothesis by sum of log-probabilities / (new tokens ** length_penalty), padded with
     eos_token_id to the longest of the batch.
 
     step(new) takes the newest tokens of every beam, (B * num_beams, n), and returns
     their next-token logits; the caches it fills are reordered as beams are picked.
-    \"\"\"
+    """
     batch, prompt = tokens.shape
     total = prompt + max_new_tokens
     pad = eos_token_id if eos_token_id is not None else -1
@@ -103,4 +110,3 @@ def beam_search(
             break
         new = running[:, :, length : length + 1].flatten(0, 1)
     return best[:, 0, : prompt + int(best_lengths[:, 0].max())]
-"""

@@ -1,0 +1,83 @@
+"""Parallel styles the generated `parallelize` builds its plan from, beyond torch's own.
+
+`parallelize` imports torch.distributed inside itself (a single-device user never loads
+it), so the generator copies these into its body, after those imports, at the depth
+where the plan uses them: each fits in 88 columns at that depth (`kv_heads` and
+`CopiedKVHeads` two levels in, `gather` and `whole_moe` three), as the ruff check of
+generated files confirms.
+"""
+
+from torch import Tensor, nn
+from torch.distributed.tensor import (
+    DTensor,
+    Placement,
+    Replicate,
+    Shard,
+    distribute_module,
+)
+from torch.distributed.tensor.parallel import (
+    ColwiseParallel,
+    ParallelStyle,
+    PrepareModuleInput,
+    PrepareModuleInputOutput,
+)
+
+
+# k and v over more ranks than kv heads. Megatron-LM's layout (and vLLM's): each rank
+# computes the kv head its query heads read, from the whole k or v weight. The weight is
+# a Replicate DTensor; the projection's output, repeated tp / n_kv_heads times per head,
+# is split by heads (Replicate -> Shard: each rank keeps its slice). In backward the
+# split gathers the slices' gradients and the repeat sums the copies, so every rank gets
+# the weight's whole gradient.
+class CopiedKVHeads(ParallelStyle):
+    # k or v when tp exceeds the kv heads (Megatron-LM's layout): the weight
+    # whole on every rank, each rank computing the kv head its query heads read.
+    def __init__(self, copies: int, head_dim: int) -> None:
+        self.copies, self.head_dim = copies, head_dim
+
+    def _apply(self, module: nn.Module, mesh) -> nn.Module:
+        # No partition_fn: every parameter a Replicate DTensor.
+        return distribute_module(module, mesh, None, self.whole, self.own_head)
+
+    @staticmethod
+    def whole(module: nn.Module, inputs: tuple, mesh) -> tuple:
+        (x,) = inputs
+        return (DTensor.from_local(x, mesh, [Replicate()], run_check=False),)
+
+    def own_head(self, module: nn.Module, y: DTensor, mesh) -> Tensor:
+        # (B, S, kv heads * head_dim), whole; each head `copies` times; the
+        # rank's slice. Backward: gather the slices' gradients, sum the copies.
+        heads = y.unflatten(-1, (-1, 1, self.head_dim))
+        shape = (*heads.shape[:-2], self.copies, self.head_dim)
+        copied = heads.expand(shape).flatten(-3)
+        return copied.redistribute(mesh, [Shard(-1)]).to_local()
+
+
+def kv_heads(n_kv_heads: int, head_dim: int, tp_size: int) -> ParallelStyle:
+    # Whole kv heads on each rank where tp divides them, else copies.
+    if n_kv_heads % tp_size:
+        return CopiedKVHeads(tp_size // n_kv_heads, head_dim)
+    return ColwiseParallel()
+
+
+# Sequence parallelism: a sublayer gathers the sequence on entry.
+def gather(n: int, split: Placement, whole: Placement) -> ParallelStyle:
+    # A module's first input from `split` to `whole`; its n - 1 others
+    # (masks, angles) pass as they are.
+    rest = (None,) * (n - 1)
+    return PrepareModuleInput(
+        input_layouts=(split, *rest),
+        desired_input_layouts=(whole, *rest),
+        use_local_output=True,
+    )
+
+
+# An MoE routes every token of the sequence and hands back the rank's share of it.
+def whole_moe() -> ParallelStyle:
+    return PrepareModuleInputOutput(
+        input_layouts=Shard(1),
+        desired_input_layouts=Replicate(),
+        use_local_input=True,
+        output_layouts=Replicate(),
+        desired_output_layouts=Shard(1),
+    )
