@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from archspec.cli.application import app
 from archspec.cli.common import (
@@ -32,6 +30,8 @@ from archspec.cli.options import (
     ComparePlot,
     CompareSeq,
     CompareSpecsArg,
+    DiffFromArg,
+    DiffToArg,
     PlotForce,
 )  # fmt: skip
 
@@ -136,8 +136,8 @@ def _render_compare(report: dict[str, Any]) -> None:
 
 @app.command()
 def diff(
-    a: Annotated[str, typer.Argument(help="The spec to start from: a built-in name or a path.")],
-    b: Annotated[str, typer.Argument(help="The spec to compare it with.")],
+    a: DiffFromArg,
+    b: DiffToArg,
     json_: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:

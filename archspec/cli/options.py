@@ -360,4 +360,133 @@ CompareDtype = Annotated[
     _opt("--dtype", help="Weight dtype: fp32, bf16, fp16, int8, int4 (weight-only; the KV "
          "cache stays bf16).", metavar="DTYPE", panel=_COSTS),
 ]  # fmt: skip
+DiffFromArg = Annotated[
+    str, typer.Argument(help="The spec to start from: a built-in name or a path.")
+]
+DiffToArg = Annotated[str, typer.Argument(help="The spec to compare it with.")]
 CompareMarkdown = Annotated[bool, _opt("--markdown", help="Print the table as GitHub markdown.")]
+
+
+# `archspec build`.
+
+BuildOutput = Annotated[
+    Path | None,
+    typer.Option(
+        "-o",
+        "--output",
+        help="Write the code to this file (atomically) instead of printing it.",
+        metavar="FILE",
+        dir_okay=False,
+    ),
+]
+BuildHfWeights = Annotated[
+    Path | None,
+    typer.Option(
+        "--hf-weights",
+        help="A transformers checkpoint folder (or file): convert its weights to the "
+        "generated names and write them next to FILE, as FILE's stem + .safetensors.",
+        metavar="DIR",
+    ),
+]
+BuildHfIgnore = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--hf-ignore",
+        help="Drop checkpoint tensors matching this glob on purpose (repeatable).",
+        metavar="PATTERN",
+    ),
+]
+
+
+# `archspec draw`.
+
+DrawOutput = Annotated[
+    Path | None,
+    typer.Option(
+        "-o",
+        "--output",
+        help="Write the diagram to FILE: .svg, .png (needs matplotlib) or .mmd (Mermaid).",
+        metavar="FILE",
+    ),
+]
+DrawFormat = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        help="svg, png or mmd (default: from FILE's name; Mermaid on stdout without -o).",
+        metavar="FORMAT",
+    ),
+]
+DrawParams = Annotated[
+    bool, typer.Option("--params", help="Label every box with its parameter count.")
+]
+
+
+# `archspec import-hf`.
+
+ImportConfigArg = Annotated[
+    Path, typer.Argument(help="A transformers config.json (or the folder holding it).")
+]
+ImportOutput = Annotated[
+    Path | None,
+    typer.Option(
+        "-o",
+        "--output",
+        help="Write the spec to this file (atomically) instead of to stdout.",
+        metavar="FILE",
+        dir_okay=False,
+    ),
+]
+ImportArchitecture = Annotated[
+    str | None,
+    typer.Option(
+        "--architecture",
+        help="Use this transformers class instead of the config's `architectures[0]`, "
+        "e.g. `BertModel` for a BertForMaskedLM checkpoint.",
+    ),
+]
+ImportJson = Annotated[
+    bool, typer.Option("--json", help="Print the spec's fields as JSON instead of YAML.")
+]
+
+
+# `archspec print`.
+
+PrintParams = Annotated[
+    bool,
+    typer.Option(
+        "--params",
+        help="End each module's line with its parameter count. Inside a folded "
+        "`(0-11): 12 x Block` entry counts are per copy; the entry's own line shows the "
+        "total and `(12 x per copy)`.",
+    ),
+]
+PrintDepth = Annotated[
+    int | None,
+    typer.Option(
+        "--depth",
+        min=0,
+        help="Show modules down to this depth (the model is depth 0); deeper children are "
+        "elided as `Name(...)`.",
+    ),
+]
+PrintTree = Annotated[
+    bool, typer.Option("--tree", help="Draw the modules as a tree instead of torch's repr.")
+]
+
+
+# `archspec report`.
+
+ReportSpecsArg = Annotated[
+    list[str],
+    typer.Argument(
+        help="Built-in spec names or .yaml files; several are also compared side by side.",
+        metavar="SPEC...",
+    ),
+]
+ReportOutput = Annotated[
+    Path | None,
+    typer.Option(
+        "-o", "--output", help="Write the HTML to FILE (default: stdout).", metavar="FILE"
+    ),
+]
