@@ -244,8 +244,7 @@ def _bench_distributed(spec, set_, nproc, tp, zero, device, batch, seq, steps, w
 
     with user_errors(debug):
         ir = build_ir(resolve_spec(spec, set_))
-        seq = seq or min(512, ir.value(ir.root.max_seq_len))
-        r = run_distributed(ir, nproc, tp, zero, device or "cpu", batch, seq, steps, warmup, seed)
+        r = run_distributed(ir, nproc, tp, zero, device, batch, seq, steps, warmup, seed)
     if json_:
         print_json(r)
         return

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from archspec.cli.application import app
-from archspec.cli.common import human, print_json, stderr, stdout, user_errors
+from archspec.cli.common import compile_spec, human, print_json, stderr, stdout, user_errors
 from archspec.cli.options import (
     DebugOpt,
     JsonOpt,
@@ -64,7 +64,6 @@ def plan(
 
         archspec plan llama-2-70b --mode serve --gpu h100-sxm --gpus 8 --tp 8 --batch 16 --prompt 2048 --new-tokens 256
     """  # noqa: E501
-    from archspec.cli.common import compile_spec
     from archspec.plan import request
 
     with user_errors(debug, json_):
