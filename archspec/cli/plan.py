@@ -210,21 +210,9 @@ def _render_serve(r: dict[str, Any]) -> None:
 
 
 def _list_systems(catalogue, json_: bool) -> None:
-    rows = []
-    for key, s in catalogue.items():
-        a = s.accelerator
-        rows.append({
-            "name": key,
-            "accelerator": a.name,
-            "peak_tflops": a.peak_tflops,
-            "memory_gib": a.memory_gib,
-            "memory_bandwidth_gbs": a.memory_bandwidth_gbs,
-            "gpus_per_node": s.gpus_per_node,
-            "intra_node_gbs": s.intra_node_gbs,
-            "inter_node_gbs": s.inter_node_gbs,
-            "accelerator_source": a.source,
-            "system_source": s.source,
-        })  # fmt: skip
+    from archspec.plan.hardware import catalogue_rows
+
+    rows = catalogue_rows(catalogue)
     if json_:
         print_json(rows)
         return

@@ -149,3 +149,24 @@ def get_system(name: str, extra: list[Path] | None = None) -> System:
             hint=did_you_mean(name, catalogue) or "see `archspec plan --list-systems`",
         )
     return catalogue[name]
+
+
+def catalogue_rows(catalogue: dict[str, System]) -> list[dict[str, Any]]:
+    """`plan --list-systems --json`: one row per system, its accelerator's figures beside the
+    node's, with both sources."""
+    rows = []
+    for key, s in catalogue.items():
+        a = s.accelerator
+        rows.append({
+            "name": key,
+            "accelerator": a.name,
+            "peak_tflops": a.peak_tflops,
+            "memory_gib": a.memory_gib,
+            "memory_bandwidth_gbs": a.memory_bandwidth_gbs,
+            "gpus_per_node": s.gpus_per_node,
+            "intra_node_gbs": s.intra_node_gbs,
+            "inter_node_gbs": s.inter_node_gbs,
+            "accelerator_source": a.source,
+            "system_source": s.source,
+        })  # fmt: skip
+    return rows
