@@ -105,13 +105,17 @@ def predicted(
 
 
 def run_distributed(
-    ir: IR, nproc: int, tp: int, zero: int, device: str, batch: int, seq: int, steps: int,
-    warmup: int, seed: int,
+    ir: IR, nproc: int, tp: int, zero: int, device: str | None, batch: int, seq: int | None,
+    steps: int, warmup: int, seed: int,
 ) -> dict[str, Any]:  # fmt: skip
+    """`bench --nproc`: torchrun on this machine (on the CPU unless `device` says cuda), at
+    `seq` positions (default: 512, or the model's context if shorter)."""
     import torch
 
     from archspec.backends.torchgen import generate_source
 
+    device = device or "cpu"
+    seq = seq or min(512, ir.value(ir.root.max_seq_len))
     gpus = torch.cuda.device_count()
     check_layout(nproc, tp, zero, device, gpus)
     check_heads(ir, tp)

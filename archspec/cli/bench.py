@@ -3,17 +3,11 @@ memory, and optionally against the transformers implementation of the same archi
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from archspec.backends.compare.numbers import three_digits
 from archspec.cli.application import app
 from archspec.cli.common import (
-    DebugOpt,
-    JsonOpt,
-    SetOpt,
-    SpecArg,
     human,
     print_json,
     resolve_spec,
@@ -22,142 +16,42 @@ from archspec.cli.common import (
     stdout,
     user_errors,
 )
-
-_RUN = "Run"
-_MEASURE = "Measurement"
+from archspec.cli.options import (
+    BenchBatch,
+    BenchCompile,
+    BenchDevice,
+    BenchDtype,
+    BenchForce,
+    BenchHfFirst,
+    BenchMode,
+    BenchNewTokens,
+    BenchNproc,
+    BenchPeakTflops,
+    BenchSeed,
+    BenchSeq,
+    BenchSteps,
+    BenchThreads,
+    BenchTp,
+    BenchVsHf,
+    BenchWarmup,
+    BenchZero,
+    DebugOpt,
+    JsonOpt,
+    SetOpt,
+    SpecArg,
+)  # fmt: skip
 
 
 @app.command()
 def bench(
-    spec: SpecArg,
-    device: Annotated[
-        str | None,
-        typer.Option(
-            "--device",
-            help="cuda or cpu (default: cuda when there is one).",
-            metavar="cuda|cpu",
-            rich_help_panel=_RUN,
-        ),
-    ] = None,  # fmt: skip
-    dtype: Annotated[
-        str | None,
-        typer.Option(
-            "--dtype",
-            help="bf16, fp16 or fp32 (default: bf16 on cuda, fp32 on "
-            "cpu). Training keeps fp32 weights under autocast; forward and generate "
-            "cast the weights.",
-            metavar="bf16|fp16|fp32",
-            rich_help_panel=_RUN,
-        ),
-    ] = None,  # fmt: skip
-    batch: Annotated[
-        int, typer.Option("--batch", "-b", help="Sequences per step.", rich_help_panel=_RUN)
-    ] = 1,
-    seq: Annotated[
-        int | None,
-        typer.Option(
-            "--seq",
-            "-s",
-            help="Positions per sequence; the prompt in generate mode "
-            "(default: 512, or less for a model built for less).",
-            rich_help_panel=_RUN,
-        ),
-    ] = None,  # fmt: skip
-    mode: Annotated[
-        str,
-        typer.Option(
-            "--mode",
-            help="forward (inference), train (forward, backward, AdamW "
-            "step) or generate (greedy, with a KV cache).",
-            metavar="forward|train|generate",
-            rich_help_panel=_RUN,
-        ),
-    ] = "train",  # fmt: skip
-    compile_: Annotated[
-        bool, typer.Option("--compile", help="torch.compile the model(s).", rich_help_panel=_RUN)
-    ] = False,
-    steps: Annotated[int, typer.Option("--steps", help="Timed steps.", rich_help_panel=_RUN)] = 10,
-    warmup: Annotated[
-        int, typer.Option("--warmup", help="Untimed steps first.", rich_help_panel=_RUN)
-    ] = 3,
-    new_tokens: Annotated[
-        int,
-        typer.Option(
-            "--new-tokens", help="Tokens generated per step in generate mode.", rich_help_panel=_RUN
-        ),
-    ] = 32,  # fmt: skip
-    threads: Annotated[
-        int | None,
-        typer.Option(
-            "--threads", help="CPU threads for torch (default: torch's).", rich_help_panel=_RUN
-        ),
-    ] = None,  # fmt: skip
-    seed: Annotated[
-        int, typer.Option("--seed", help="Seed for the weights and tokens.", rich_help_panel=_RUN)
-    ] = 0,
-    vs_hf: Annotated[
-        bool,
-        typer.Option(
-            "--vs-hf",
-            help="Also run the spec's transformers class (same weights, "
-            "dtype, shapes, SDPA attention and compile setting), alternating steps, "
-            "and report the speedup.",
-            rich_help_panel=_MEASURE,
-        ),
-    ] = False,  # fmt: skip
-    hf_first: Annotated[
-        bool,
-        typer.Option(
-            "--hf-first",
-            help="With --vs-hf on CPU: build transformers' model before ours. The model "
-            "built second ran 1-1.5% faster on average on our test machine; runs that "
-            "alternate the order cancel it (benchmarks/paired_ratio.py pools them).",
-            rich_help_panel=_MEASURE,
-        ),
-    ] = False,  # fmt: skip
-    peak_tflops: Annotated[
-        float | None,
-        typer.Option(
-            "--peak-tflops",
-            help="The device's peak dense TFLOP/s for the dtype, "
-            "for MFU on a device missing from the built-in table.",
-            rich_help_panel=_MEASURE,
-        ),
-    ] = None,  # fmt: skip
-    nproc: Annotated[
-        int | None,
-        typer.Option(
-            "--nproc",
-            help="Train across N processes on this machine with torchrun (gloo on CPU, NCCL "
-            "on GPUs), the model laid out by its generated parallelize().",
-            rich_help_panel=_RUN,
-        ),
-    ] = None,  # fmt: skip
-    tp: Annotated[
-        int,
-        typer.Option("--tp", help="Tensor-parallel ranks (with --nproc).", rich_help_panel=_RUN),
-    ] = 1,
-    zero: Annotated[
-        int,
-        typer.Option(
-            "--zero",
-            help="3: FSDP2 over the data-parallel ranks (with --nproc).",
-            rich_help_panel=_RUN,
-        ),
-    ] = 0,  # fmt: skip
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Run even when the predicted memory exceeds what the device has (it may "
-            "swap or be killed).",
-            rich_help_panel=_RUN,
-        ),
-    ] = False,
-    set_: SetOpt = None,
-    json_: JsonOpt = False,
-    debug: DebugOpt = False,
-) -> None:
+    spec: SpecArg, device: BenchDevice = None, dtype: BenchDtype = None, batch: BenchBatch = 1,
+    seq: BenchSeq = None, mode: BenchMode = "train", compile_: BenchCompile = False,
+    steps: BenchSteps = 10, warmup: BenchWarmup = 3, new_tokens: BenchNewTokens = 32,
+    threads: BenchThreads = None, seed: BenchSeed = 0, vs_hf: BenchVsHf = False,
+    hf_first: BenchHfFirst = False, peak_tflops: BenchPeakTflops = None,
+    nproc: BenchNproc = None, tp: BenchTp = 1, zero: BenchZero = 0, force: BenchForce = False,
+    set_: SetOpt = None, json_: JsonOpt = False, debug: DebugOpt = False,
+) -> None:  # fmt: skip
     """Time the spec's generated PyTorch model in this process: median, min and max step
     time, tokens/s, achieved FLOP/s from the analytic FLOPs, MFU against the GPU's peak dense
     throughput for the dtype (not on CPU), and the peak memory measured beside the memory
@@ -311,6 +205,13 @@ def _render(r: dict[str, Any]) -> None:
         table.add_row("[bold]speedup[/bold]", f"[bold]{r['speedup']:.2f}×[/bold]", "1.00×")
         table.add_row("speedup, slowest to fastest step", f"{low:.2f}× – {high:.2f}×", "")
     stdout().print(table)
+    for note in _notes(r, hf):
+        stderr().print(f"[dim]{note}[/dim]")
+
+
+def _notes(r: dict[str, Any], hf: bool) -> list[str]:
+    """What the table leaves out: the FLOPs and memory it measured against, and why a figure
+    is missing or within the noise."""
     notes = [
         f"FLOPs per step {human(r['flops_per_step'])} (analysis, convention executed); "
         f"{r['tokens_per_step']:,} tokens per step",
@@ -330,8 +231,7 @@ def _render(r: dict[str, Any]) -> None:
             f"the {r['speedup']:.2f}× speedup is within the noise: the two sides' step times "
             f"overlap over {r['steps']} steps; more --steps (or --threads 1) may tell them apart"
         )
-    for note in notes:
-        stderr().print(f"[dim]{note}[/dim]")
+    return notes
 
 
 def _bench_distributed(spec, set_, nproc, tp, zero, device, batch, seq, steps, warmup, seed,
@@ -344,8 +244,7 @@ def _bench_distributed(spec, set_, nproc, tp, zero, device, batch, seq, steps, w
 
     with user_errors(debug):
         ir = build_ir(resolve_spec(spec, set_))
-        seq = seq or min(512, ir.value(ir.root.max_seq_len))
-        r = run_distributed(ir, nproc, tp, zero, device or "cpu", batch, seq, steps, warmup, seed)
+        r = run_distributed(ir, nproc, tp, zero, device, batch, seq, steps, warmup, seed)
     if json_:
         print_json(r)
         return

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Annotated
-
-import typer
 
 from archspec.cli.application import app
 from archspec.cli.common import (
@@ -22,48 +19,18 @@ from archspec.cli.common import (
     user_errors,
     write_stdout,
 )
+from archspec.cli.options import BuildHfIgnore, BuildHfWeights, BuildOutput
 from archspec.errors import SpecError
 from archspec.safety.text import visible
 from archspec.safety.writing import Output, check_places, write_files
 
-OutputOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "-o",
-        "--output",
-        help="Write the code to this file (atomically) instead of printing it.",
-        metavar="FILE",
-        dir_okay=False,
-    ),
-]
-
 
 @app.command()
 def build(
-    spec: SpecArg,
-    output: OutputOpt = None,
-    force: ForceOpt = False,
-    set_: SetOpt = None,
-    hf_weights: Annotated[
-        Path | None,
-        typer.Option(
-            "--hf-weights",
-            help="A transformers checkpoint folder (or file): convert its weights to the "
-            "generated names and write them next to FILE, as FILE's stem + .safetensors.",
-            metavar="DIR",
-        ),
-    ] = None,
-    hf_ignore: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--hf-ignore",
-            help="Drop checkpoint tensors matching this glob on purpose (repeatable).",
-            metavar="PATTERN",
-        ),
-    ] = None,
-    json_: JsonOpt = False,
+    spec: SpecArg, output: BuildOutput = None, force: ForceOpt = False, set_: SetOpt = None,
+    hf_weights: BuildHfWeights = None, hf_ignore: BuildHfIgnore = None, json_: JsonOpt = False,
     debug: DebugOpt = False,
-) -> None:
+) -> None:  # fmt: skip
     """Generate one standalone PyTorch file for a spec: a `Config` dataclass with the spec's
     values and `class Model(nn.Module)`, needing nothing but torch.
 
@@ -98,21 +65,7 @@ def build(
         if output is not None:
             outputs.append(Output(output, source.encode(), "the generated code"))
         if hf_weights is not None:
-            from archspec.hf.weights import (
-                checkpoint_inputs,
-                convert,
-                read_state_dict,
-                state_dict_bytes,
-            )
-
-            if output is None:
-                raise SpecError("--hf-weights needs -o FILE: the weights are written next to it")
-            weights = output.with_suffix(".safetensors")
-            inputs += checkpoint_inputs(hf_weights)
-            check_places([output, weights], inputs)  # before the slow part: the conversion
-            converted = convert(ir, read_state_dict(hf_weights), ignore=hf_ignore or ())
-            data = state_dict_bytes(converted, ir.name)
-            outputs.append(Output(weights, data, "the converted weights"))
+            weights = _add_weights(ir, hf_weights, hf_ignore, output, outputs, inputs)
         # The code and the weights are written together or not at all.
         written = write_files(outputs, force=force, inputs=inputs)
     total = ir.value(parameter_count(ir.root))
@@ -131,6 +84,23 @@ def build(
         if weights is not None:
             what = "wrote" if written[1] else "unchanged:"
             say(f"{what} {weights} (converted from {hf_weights})")
+
+
+def _add_weights(ir, hf_weights: Path, hf_ignore: list[str] | None, output: Path | None,
+                 outputs: list[Output], inputs: list[Path]) -> Path:  # fmt: skip
+    """Convert the checkpoint's weights to the generated names: one more output, written next
+    to the code, and the checkpoint's files among the inputs no output may replace."""
+    from archspec.hf.weights import checkpoint_inputs, convert, read_state_dict, state_dict_bytes
+
+    if output is None:
+        raise SpecError("--hf-weights needs -o FILE: the weights are written next to it")
+    weights = output.with_suffix(".safetensors")
+    inputs += checkpoint_inputs(hf_weights)
+    check_places([output, weights], inputs)  # before the slow part: the conversion
+    converted = convert(ir, read_state_dict(hf_weights), ignore=hf_ignore or ())
+    data = state_dict_bytes(converted, ir.name)
+    outputs.append(Output(weights, data, "the converted weights"))
+    return weights
 
 
 def _spec_inputs(spec: str) -> list[Path]:

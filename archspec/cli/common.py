@@ -1,4 +1,5 @@
-"""What every command shares: the options, error handling, spec compilation and output."""
+"""What every command shares: error handling, spec compilation and output (the options are in
+options.py)."""
 
 from __future__ import annotations
 
@@ -7,33 +8,16 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
+# The options every command shares are declared in options.py; imported here for the commands
+# that take them from common.
+from archspec.cli.options import DebugOpt, ForceOpt, JsonOpt, SetOpt, SpecArg  # noqa: F401
 from archspec.cli.streams import GuardedStdout, say, write_stdout  # noqa: F401 (re-exported)
 from archspec.errors import SpecError
 from archspec.safety.text import visible
-
-SpecArg = Annotated[
-    str,
-    typer.Argument(help="A built-in spec name (see `archspec list`) or a path to a .yaml spec."),
-]
-SetOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set",
-        help="Override a spec field, e.g. `--set n_layers=48` (repeatable).",
-        metavar="KEY=VALUE",
-    ),
-]
-JsonOpt = Annotated[
-    bool, typer.Option("--json", help="Print JSON for machines instead of a table.")
-]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show the full traceback on errors.")]
-ForceOpt = Annotated[
-    bool, typer.Option("--force", help="Replace FILE even if it holds different content.")
-]
 
 
 def stdout():

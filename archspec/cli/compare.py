@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any
-
-import typer
+from typing import Any
 
 from archspec.cli.application import app
 from archspec.cli.common import (
@@ -25,73 +23,27 @@ from archspec.cli.common import (
     user_errors,
     write_stdout,
 )
+from archspec.cli.options import (
+    CompareBatch,
+    CompareDtype,
+    CompareMarkdown,
+    ComparePlot,
+    CompareSeq,
+    CompareSpecsArg,
+    DiffFromArg,
+    DiffToArg,
+    PlotForce,
+)  # fmt: skip
 
-SpecsArg = Annotated[
-    list[str],
-    typer.Argument(
-        help="Built-in spec names (see `archspec list`) or paths to .yaml specs, one column each.",
-        show_default=False,
-    ),
-]
-PlotOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--plot",
-        help="Also draw the charts to this .png or .svg file (needs `pip install "
-        "'archspec[plot]'`).",
-        metavar="FILE",
-    ),
-]
-
-
-_COSTS = "FLOPs and memory"
 METADATA = ("source", "family", "hf_class")
 
 
 @app.command()
 def compare(
-    specs: SpecsArg,
-    seq: Annotated[
-        int | None,
-        typer.Option(
-            "--seq",
-            "-s",
-            help="Sequence length S for the FLOPs, the same for every spec (default: the "
-            "shortest max_seq_len among them, so that each model is defined there).",
-            rich_help_panel=_COSTS,
-        ),
-    ] = None,
-    batch: Annotated[
-        int,
-        typer.Option(
-            "--batch",
-            "-b",
-            help="Sequences per step (the per-token figures do not depend on it; the "
-            "`memory` totals of --json do).",
-            rich_help_panel=_COSTS,
-        ),
-    ] = 1,
-    dtype: Annotated[
-        str,
-        typer.Option(
-            "--dtype",
-            help="Weight dtype: fp32, bf16, fp16, int8, int4 (weight-only; the KV cache stays "
-            "bf16).",
-            metavar="DTYPE",
-            rich_help_panel=_COSTS,
-        ),
-    ] = "fp32",
-    markdown: Annotated[
-        bool, typer.Option("--markdown", help="Print the table as GitHub markdown.")
-    ] = False,
-    plot: PlotOpt = None,
-    force: Annotated[
-        bool,
-        typer.Option("--force", help="Replace the --plot FILE even if it holds another chart."),
-    ] = False,
-    json_: JsonOpt = False,
-    debug: DebugOpt = False,
-) -> None:
+    specs: CompareSpecsArg, seq: CompareSeq = None, batch: CompareBatch = 1,
+    dtype: CompareDtype = "fp32", markdown: CompareMarkdown = False, plot: ComparePlot = None,
+    force: PlotForce = False, json_: JsonOpt = False, debug: DebugOpt = False,
+) -> None:  # fmt: skip
     """Compare specs side by side: one column per spec, computed from each spec exactly.
 
     Rows: architecture type, layers, d_model, heads / kv heads, head_dim, attention variant
@@ -127,8 +79,7 @@ def compare(
 
         archspec compare llama-2-7b ./my-model.yaml --json
     """
-    from archspec.backends.compare.table import compare_report
-    from archspec.backends.compare.table import markdown as to_markdown
+    from archspec.backends.compare.table import common_seq, compare_report
     from archspec.backends.count.flops_report import Workload
 
     with user_errors(debug, json_):
@@ -138,36 +89,34 @@ def compare(
             check_path(plot)
         irs = [compile_spec(spec, None) for spec in specs]
         if seq is None:
-            # One S for every column: per-token FLOPs at 1,024 beside ones at 32,768 compare
-            # unlike things.
-            seq = min(ir.value(ir.root.max_seq_len) for ir in irs)
+            seq = common_seq(irs)
             if len(irs) > 1:
                 say(f"note: FLOPs and memory at S = {seq:,} for every spec (the shortest "
                     "context among them); --seq S to choose another")  # fmt: skip
         report = compare_report(irs, Workload(batch=batch, seq=seq, dtype=dtype))
         if plot is not None:
             _plot(irs, report, plot, seq, force)
+    _print_compare(report, json_, markdown)
+    if plot is not None:
+        say(f"wrote {plot}")
+
+
+def _plot(irs: list, report: dict[str, Any], path: Path, seq: int, force: bool) -> None:
+    from archspec.backends.compare.plot import plot_compare
+    from archspec.backends.compare.sweep import forward_curves
+
+    plot_compare(report, path, forward_curves(irs, seq), seq, force)
+
+
+def _print_compare(report: dict[str, Any], json_: bool, markdown: bool) -> None:
+    from archspec.backends.compare.table import markdown as to_markdown
+
     if json_:
         print_json(report)
     elif markdown:
         write_stdout(to_markdown(report) + "\n")
     else:
         _render_compare(report)
-    if plot is not None:
-        say(f"wrote {plot}")
-
-
-def _plot(irs: list, report: dict[str, Any], path: Path, seq: int | None, force: bool) -> None:
-    from archspec.backends.compare.plot import plot_compare
-    from archspec.backends.compare.sweep import curve_lengths, forward_curve
-
-    contexts = [ir.value(ir.root.max_seq_len) for ir in irs]
-    longest = max([*contexts, seq or 0])
-    curves = {
-        ir.name: forward_curve(ir, curve_lengths(longest, context))
-        for ir, context in zip(irs, contexts, strict=True)
-    }
-    plot_compare(report, path, curves, seq, force)
 
 
 def _render_compare(report: dict[str, Any]) -> None:
@@ -187,8 +136,8 @@ def _render_compare(report: dict[str, Any]) -> None:
 
 @app.command()
 def diff(
-    a: Annotated[str, typer.Argument(help="The spec to start from: a built-in name or a path.")],
-    b: Annotated[str, typer.Argument(help="The spec to compare it with.")],
+    a: DiffFromArg,
+    b: DiffToArg,
     json_: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:

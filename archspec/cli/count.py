@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from archspec.backends.compare.numbers import three_digits
+from archspec.backends.count import request
 from archspec.backends.count.conventions import NO_RECOMPUTE
+from archspec.cli import sweep
 from archspec.cli.application import app
 from archspec.cli.common import (
     DebugOpt,
@@ -24,180 +25,47 @@ from archspec.cli.common import (
     user_errors,
     write_stdout,
 )
-from archspec.errors import SpecError
-from archspec.safety.limits import MAX_SIZE
+from archspec.cli.options import (
+    CountAttn,
+    CountBatch,
+    CountBy,
+    CountConvention,
+    CountDecSeq,
+    CountDtype,
+    CountEngine,
+    CountGlobalBatch,
+    CountGpus,
+    CountGradDtype,
+    CountInterleave,
+    CountKvLen,
+    CountNames,
+    CountOptimizer,
+    CountPlot,
+    CountPp,
+    CountRecompute,
+    CountSeq,
+    CountSp,
+    CountSymbolic,
+    CountTp,
+    CountZero,
+    PlotForce,
+)  # fmt: skip
 from archspec.safety.text import markup_safe
-
-# FLOPs and memory: any of these options adds them to `archspec count`. They default to None
-# so that the command can tell "not given" (parameters only) from a value.
-_FLOPS = "FLOPs and memory"
-BatchOpt = Annotated[
-    int | None,
-    typer.Option("--batch", "-b", help="Sequences per optimizer step over all replicas "
-                 "(default 1); with --global-batch, the micro-batch one device runs at a time.",
-                 rich_help_panel=_FLOPS),
-]  # fmt: skip
-GlobalBatchOpt = Annotated[
-    int | None,
-    typer.Option("--global-batch", help="Sequences per optimizer step; the micro-batches per "
-                 "step are G / (batch × data-parallel replicas).", metavar="G",
-                 rich_help_panel=_FLOPS),
-]  # fmt: skip
-SpOpt = Annotated[
-    bool | None,
-    typer.Option("--sp/--no-sp", help="Sequence parallelism: split what tensor parallelism "
-                 "leaves whole along the sequence (off by default, as in Megatron-LM).",
-                 rich_help_panel=_FLOPS, show_default=False),
-]  # fmt: skip
-EngineOpt = Annotated[
-    str | None,
-    typer.Option("--engine", help="Whose layout: megatron (the default: Megatron-LM, the "
-                 "vocabulary padded to 128·tp) or torch (the generated parallelize on DTensor "
-                 "and FSDP2: no padding, k and v whole on each rank beyond n_kv_heads ranks, SP "
-                 "only inside the blocks).",
-                 metavar="megatron|torch", rich_help_panel=_FLOPS),
-]  # fmt: skip
-InterleaveOpt = Annotated[
-    int | None,
-    typer.Option("--interleave", help="Virtual pipeline stages per device (interleaved 1F1B).",
-                 metavar="V", rich_help_panel=_FLOPS),
-]  # fmt: skip
-GradDtypeOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--grad-dtype",
-        help="The dtype gradients are kept and reduced in: fp32, "
-        "bf16, fp16 (default: the compute dtype; Megatron-LM keeps fp32).",
-        metavar="DTYPE",
-        rich_help_panel=_FLOPS,
-    ),
-]
-SeqOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--seq",
-        "-s",
-        help="Positions per sequence (default: max_seq_len); a comma-separated list "
-        "(512,1024,2048) sweeps them in one table.",
-        metavar="S[,S...]",
-        rich_help_panel=_FLOPS,
-    ),
-]
-DecSeqOpt = Annotated[
-    int | None,
-    typer.Option("--dec-seq", help="Decoder positions, encoder-decoders (default: --seq).",
-                 rich_help_panel=_FLOPS),
-]  # fmt: skip
-KvLenOpt = Annotated[
-    int | None,
-    typer.Option("--kv-len", help="Positions in the KV cache for one decode step, the new one "
-                 "included (default: the sequence length).", rich_help_panel=_FLOPS),
-]  # fmt: skip
-ConventionOpt = Annotated[
-    str | None,
-    typer.Option("--convention", help="What a FLOP count counts: executed (default), causal, "
-                 "kaplan, chinchilla, palm, megatron.", metavar="NAME", rich_help_panel=_FLOPS),
-]  # fmt: skip
-DtypeOpt = Annotated[
-    str | None,
-    typer.Option("--dtype", help="Weight dtype: fp32 (default), bf16, fp16 (mixed precision), "
-                 "fp8 (torchao.float8 training), int8, int4 (weight-only).", metavar="DTYPE",
-                 rich_help_panel=_FLOPS),
-]  # fmt: skip
-OptimizerOpt = Annotated[
-    str | None,
-    typer.Option("--optimizer", help="adamw (default), adamw8bit or sgd (with momentum).",
-                 metavar="NAME", rich_help_panel=_FLOPS),
-]  # fmt: skip
-RecomputeOpt = Annotated[
-    str | None,
-    typer.Option("--recompute", help="Activation recomputation: none (default), selective, full.",
-                 metavar="POLICY", rich_help_panel=_FLOPS),
-]  # fmt: skip
-AttnOpt = Annotated[
-    str | None,
-    typer.Option("--attn", help="Attention kernel: flash (default: the fused SDPA kernel the "
-                 "generated code runs; keeps no B·h·S² probabilities) or eager (the math path).",
-                 metavar="KERNEL", rich_help_panel=_FLOPS),
-]  # fmt: skip
-GpusOpt = Annotated[
-    int | None, typer.Option("--gpus", help="Devices (default 1).", rich_help_panel=_FLOPS)
-]
-TpOpt = Annotated[
-    int | None, typer.Option("--tp", help="Tensor-parallel degree.", rich_help_panel=_FLOPS)
-]
-PpOpt = Annotated[
-    int | None, typer.Option("--pp", help="Pipeline-parallel degree.", rich_help_panel=_FLOPS)
-]
-ZeroOpt = Annotated[
-    int | None,
-    typer.Option("--zero", help="ZeRO stage over data-parallel replicas: 0-3.",
-                 rich_help_panel=_FLOPS),
-]  # fmt: skip
 
 
 @app.command()
 def count(
-    spec: SpecArg,
-    set_: SetOpt = None,
-    symbolic: Annotated[
-        bool,
-        typer.Option("--symbolic", help="Also show the total and group subtotals as formulas."),
-    ] = False,
-    names: Annotated[
-        str,
-        typer.Option(
-            "--names",
-            help="`hf`: also show each module's name in the spec's transformers class.",
-            metavar="ours|hf",
-        ),
-    ] = "ours",
-    batch: BatchOpt = None,
-    seq: SeqOpt = None,
-    dec_seq: DecSeqOpt = None,
-    kv_len: KvLenOpt = None,
-    convention: ConventionOpt = None,
-    dtype: DtypeOpt = None,
-    optimizer: OptimizerOpt = None,
-    recompute: RecomputeOpt = None,
-    attn: AttnOpt = None,
-    gpus: GpusOpt = None,
-    tp: TpOpt = None,
-    pp: PpOpt = None,
-    zero: ZeroOpt = None,
-    sp_: SpOpt = None,
-    engine: EngineOpt = None,
-    interleave: InterleaveOpt = None,
-    global_batch: GlobalBatchOpt = None,
-    grad_dtype: GradDtypeOpt = None,
-    by: Annotated[
-        str | None,
-        typer.Option(
-            "--by",
-            help="`module`: also the forward FLOPs of each module (the matmuls of each Linear, "
-            "the attention core in its attention module), as profilers list them.",
-            metavar="module",
-            rich_help_panel=_FLOPS,
-        ),
-    ] = None,
-    plot: Annotated[
-        Path | None,
-        typer.Option(
-            "--plot",
-            help="Draw FLOPs per token and memory against S to this .png or .svg file (the "
-            "--seq list, else doublings up to max_seq_len; needs `pip install "
-            "'archspec[plot]'`).",
-            metavar="FILE",
-            rich_help_panel=_FLOPS,
-        ),
-    ] = None,
-    force: Annotated[
-        bool,
-        typer.Option("--force", help="Replace the --plot FILE even if it holds another chart."),
-    ] = False,
-    json_: JsonOpt = False,
-    debug: DebugOpt = False,
-) -> None:
+    spec: SpecArg, set_: SetOpt = None, symbolic: CountSymbolic = False,
+    names: CountNames = "ours", batch: CountBatch = None, seq: CountSeq = None,
+    dec_seq: CountDecSeq = None, kv_len: CountKvLen = None, convention: CountConvention = None,
+    dtype: CountDtype = None, optimizer: CountOptimizer = None,
+    recompute: CountRecompute = None, attn: CountAttn = None, gpus: CountGpus = None,
+    tp: CountTp = None, pp: CountPp = None, zero: CountZero = None, sp_: CountSp = None,
+    engine: CountEngine = None, interleave: CountInterleave = None,
+    global_batch: CountGlobalBatch = None, grad_dtype: CountGradDtype = None,
+    by: CountBy = None, plot: CountPlot = None, force: PlotForce = False,
+    json_: JsonOpt = False, debug: DebugOpt = False,
+) -> None:  # fmt: skip
     """Count a spec's parameters exactly, row by row; with `--seq` or `--batch` (or any
     option below them), also its FLOPs and memory. A list of lengths (`--seq 512,1024`)
     gives one row per length, and `--json` a `sweep` list of `{workload, flops, memory}`.
@@ -224,58 +92,34 @@ def count(
 
         archspec count llama-2-7b --seq 512,1024,2048,4096 --plot llama.png
     """
-    from archspec.backends.count.report import param_report
-
     with user_errors(debug, json_):
-        if names not in ("ours", "hf"):
-            raise SpecError(f"--names takes ours or hf, not {names!r}")
-        if by not in (None, "module", "component"):
-            raise SpecError(f"--by takes module (or component, the default), not {by!r}")
-        from archspec.cli import sweep
-
+        request.check_options(names, by)
         lengths = sweep.parse_lengths(seq)
-        workload = _workload(
-            batch, lengths[0] if lengths else None, dec_seq, kv_len, convention, dtype,
-            optimizer, recompute, attn, gpus, tp, pp, zero, sp_, interleave, global_batch,
-            grad_dtype, engine,
+        workload = request.requested_workload(
+            by, engine, batch=batch, seq=lengths[0] if lengths else None, dec_seq=dec_seq,
+            kv_len=kv_len, convention=convention, dtype=dtype, optimizer=optimizer,
+            recompute=recompute, attn=attn, global_batch=global_batch, grad_dtype=grad_dtype,
+            gpus=gpus, tp=tp, pp=pp, zero=zero, sp=sp_, interleave=interleave,
         )  # fmt: skip
-        if by == "module" and workload is None:
-            from archspec.backends.count.flops_report import Workload
-
-            workload = Workload()  # at the spec's max_seq_len, as --seq would default
         # Plain parameter counts need no formulas: an integer IR spares the sympy import.
         formulas = symbolic or workload is not None or plot is not None or names == "hf"
         ir = compile_spec(spec, set_, symbolic=formulas)
-        report = param_report(ir, symbolic=symbolic)
-        report["overrides"] = list(set_ or [])  # what was asked, beside what it resolved to
-        if names == "hf":
-            from archspec.hf.names import hf_module_names
-
-            hf_names = hf_module_names(ir)
-            for row in report["params"]["rows"]:
-                row["hf_name"] = hf_names[row["name"]]
+        report = request.params_report(ir, symbolic, names, set_)
         _beyond_context(ir, lengths)
-        if lengths is not None and len(lengths) > 1:
-            sweep.add_sweep(report, ir, workload, lengths)
-        elif workload is not None:
-            _add_workload(report, ir, workload, symbolic)
-        if by == "module":
-            from archspec.backends.count.by_module import module_flops
-            from archspec.backends.count.conventions import get_convention
-
-            conv = get_convention(workload.convention)
-            report["flops_by_module"] = module_flops(ir, conv, workload.values(ir))
+        request.add_costs(report, ir, workload, lengths, symbolic, by)
         if plot is not None:
-            from archspec.backends.count.flops_report import Workload
-
-            sweep.chart_sweep(report, ir, workload or Workload(), plot, force)
+            sweep.chart_sweep(report, ir, workload, plot, force)
     if json_:
         print_json(report)
-        return
+    else:
+        _render(report)
+
+
+def _render(report: dict[str, Any]) -> None:
     _render_params(report)
     if "sweep" in report:
         sweep.render_sweep(report)
-    elif workload is not None:
+    elif "workload" in report:
         _render_workload(report)
     if "flops_by_module" in report:
         _render_by_module(report)
@@ -472,46 +316,6 @@ def validate(
         )
 
 
-# FLOPs and memory (`archspec count --seq ...`).
-
-
-def _workload(
-    batch, seq, dec_seq, kv_len, convention, dtype, optimizer, recompute, attn, gpus, tp, pp,
-    zero, sp, interleave, global_batch, grad_dtype, engine=None,
-):  # fmt: skip
-    """The workload the options describe, or None when none of them was given."""
-    given = {
-        "batch": batch, "seq": seq, "dec_seq": dec_seq, "kv_len": kv_len,
-        "convention": convention, "dtype": dtype, "optimizer": optimizer,
-        "recompute": recompute, "attn": attn, "global_batch": global_batch,
-        "grad_dtype": grad_dtype,
-    }  # fmt: skip
-    parallel = {
-        "gpus": gpus, "tp": tp, "pp": pp, "zero": zero, "sp": sp, "interleave": interleave,
-        "engine": engine,
-    }  # fmt: skip
-    if all(v is None for v in (*given.values(), *parallel.values())):
-        return None
-    for option, value in (*given.items(), *parallel.items()):
-        if isinstance(value, int) and abs(value) > MAX_SIZE:
-            name = option.replace("_", "-")
-            raise SpecError(f"--{name} must be at most {MAX_SIZE:,}, got {value:,}")
-    from archspec.backends.count.flops_report import Workload
-    from archspec.backends.count.memory import Parallelism
-
-    par = Parallelism(**{k: v for k, v in parallel.items() if v is not None})
-    return Workload(**{k: v for k, v in given.items() if v is not None}, parallel=par)
-
-
-def _add_workload(report: dict[str, Any], ir, workload, symbolic: bool) -> None:
-    from archspec.backends.count.flops_report import flops_report
-
-    extra = flops_report(ir, workload, symbolic=symbolic)
-    if "symbolic" in extra:
-        report.setdefault("symbolic", {}).update(extra.pop("symbolic"))
-    report.update(extra)
-
-
 def _flops(n: int) -> str:
     """human() with room for training runs: 1.44P rather than 1.44e+03T."""
     for unit, size in (("E", 1e18), ("P", 1e15)):
@@ -529,11 +333,22 @@ def _bytes(n: int) -> str:
 
 def _render_workload(report: dict[str, Any]) -> None:
     from rich.columns import Columns
+
+    out = stdout()
+    out.print(Columns([_flops_table(report), _memory_table(report)]))
+    w, memory = report["workload"], report["memory"]
+    if "training_assumes" in memory:
+        say(f"note: the {w['dtype']} training total assumes {memory['training_assumes']}")
+    if "flops" in report.get("symbolic", {}):
+        out.print(_formulas_table(report))
+
+
+def _flops_table(report: dict[str, Any]):
     from rich.table import Table
 
     from archspec.backends.count.flops import COMPONENTS
 
-    w, flops, memory = report["workload"], report["flops"], report["memory"]
+    w, flops = report["workload"], report["flops"]
     conv = flops["convention"]
     lengths = f"B={w['batch']}, S={w['seq']}"
     if w["dec_seq"] is not None:
@@ -566,7 +381,10 @@ def _render_workload(report: dict[str, Any]) -> None:
     row("forward per token", flops["forward_per_token"])
     if flops["decode"] is not None:
         row(f"decode step, kv {w['kv_len']}", flops["decode"], flops["decode_matmul"])
+    return table
 
+
+def _memory_title(w: dict[str, Any], memory: dict[str, Any]) -> str:
     devices = f"{w['gpus']} device" + ("s" if w["gpus"] > 1 else "")
     if w["gpus"] > 1:
         devices += f": tp={w['tp']} pp={w['pp']} dp={w['dp']} ZeRO-{w['zero']}"
@@ -580,7 +398,14 @@ def _render_workload(report: dict[str, Any]) -> None:
             devices += f"; stage {memory['stage']} of {w['pp']}, the most loaded"
     if w["micro_batches"] > 1 or w["gpus"] > 1:
         devices += f"; micro-batch {w['micro_batch']} × {w['micro_batches']}"
-    mem = Table(title=f"memory per device ({devices})", title_justify="left")
+    return f"memory per device ({devices})"
+
+
+def _memory_table(report: dict[str, Any]):
+    from rich.table import Table
+
+    w, memory = report["workload"], report["memory"]
+    mem = Table(title=_memory_title(w, memory), title_justify="left")
     mem.add_column("")
     mem.add_column("bytes", justify="right")
     mem.add_column("", justify="right")
@@ -611,26 +436,29 @@ def _render_workload(report: dict[str, Any]) -> None:
         mem.add_row(cache, f"{memory['kv_cache']:,}", _bytes(memory["kv_cache"]))
     total = memory["inference_total"]
     mem.add_row("[bold]inference total[/bold]", f"{total:,}", _bytes(total))
+    return mem
 
-    out = stdout()
-    out.print(Columns([table, mem]))
-    if "training_assumes" in memory:
-        say(f"note: the {w['dtype']} training total assumes {memory['training_assumes']}")
-    if "flops" in report.get("symbolic", {}):
-        formulas = Table(
-            title=f"formulas (B, S, S_dec, kv_len; convention {conv})",
-            title_justify="left",
-            show_header=False,
-        )
-        formulas.add_column("figure")
-        formulas.add_column("expression")
-        for name, expr in report["symbolic"]["flops"].items():
-            label = COMPONENTS[name.split(".", 1)[1]] if name.startswith("component.") else name
-            formulas.add_row(f"FLOPs {label}", expr)
-        formulas.add_section()
-        for name, expr in report["symbolic"]["memory"].items():
-            formulas.add_row(f"bytes {name}", expr)
-        out.print(formulas)
+
+def _formulas_table(report: dict[str, Any]):
+    from rich.table import Table
+
+    from archspec.backends.count.flops import COMPONENTS
+
+    conv = report["flops"]["convention"]
+    formulas = Table(
+        title=f"formulas (B, S, S_dec, kv_len; convention {conv})",
+        title_justify="left",
+        show_header=False,
+    )
+    formulas.add_column("figure")
+    formulas.add_column("expression")
+    for name, expr in report["symbolic"]["flops"].items():
+        label = COMPONENTS[name.split(".", 1)[1]] if name.startswith("component.") else name
+        formulas.add_row(f"FLOPs {label}", expr)
+    formulas.add_section()
+    for name, expr in report["symbolic"]["memory"].items():
+        formulas.add_row(f"bytes {name}", expr)
+    return formulas
 
 
 def _replayed(w: dict[str, Any], conv: str) -> str:

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
-import typer
-
 from archspec.cli.application import app
 from archspec.cli.common import (
     DebugOpt,
@@ -21,78 +16,15 @@ from archspec.cli.common import (
     user_errors,
     write_stdout,
 )
-from archspec.errors import SpecError
-
-FORMATS = {".svg": "svg", ".png": "png", ".mmd": "mmd", ".mermaid": "mmd"}
-
-
-def output_format(output: Path | None, fmt: str | None) -> str:
-    """The format `-o` and `--format` ask for (they must agree); Mermaid by default."""
-    if fmt is not None and fmt not in FORMATS.values():
-        raise SpecError(f"--format takes svg, png or mmd, not {fmt!r}")
-    if output is None:
-        chosen = fmt or "mmd"
-        if chosen == "png":
-            raise SpecError("a PNG is not text: give a file for it", hint="-o diagram.png")
-        return chosen
-    by_name = FORMATS.get(output.suffix.lower())
-    if by_name is None:
-        raise SpecError(
-            f"cannot tell what to draw into '{shown(output)}': the name must end in .svg, .png "
-            "or .mmd",
-            hint="for example -o model.svg",
-        )
-    if fmt is not None and fmt != by_name:
-        raise SpecError(f"--format {fmt} does not match the file name '{shown(output)}'")
-    return by_name
-
-
-def render(diagram, fmt: str) -> bytes:
-    """The diagram in `fmt` (svg, png or mmd), as the bytes of a file."""
-    if fmt == "mmd":
-        from archspec.backends.draw.mermaid import render as mermaid
-
-        return mermaid(diagram).encode()
-    from archspec.backends.draw.layout import layout
-
-    canvas = layout(diagram)
-    if fmt == "png":
-        from archspec.backends.draw.png import render as png
-
-        return png(canvas)
-    from archspec.backends.draw.svg import render as svg
-
-    return svg(canvas).encode()
+from archspec.cli.options import DrawFormat, DrawOutput, DrawParams
 
 
 @app.command()
 def draw(
-    spec: SpecArg,
-    set_: SetOpt = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "-o",
-            "--output",
-            help="Write the diagram to FILE: .svg, .png (needs matplotlib) or .mmd (Mermaid).",
-            metavar="FILE",
-        ),
-    ] = None,  # fmt: skip
-    fmt: Annotated[
-        str | None,
-        typer.Option(
-            "--format",
-            help="svg, png or mmd (default: from FILE's name; Mermaid on stdout without -o).",
-            metavar="FORMAT",
-        ),
-    ] = None,  # fmt: skip
-    params: Annotated[
-        bool, typer.Option("--params", help="Label every box with its parameter count.")
-    ] = False,
-    force: ForceOpt = False,
-    json_: JsonOpt = False,
+    spec: SpecArg, set_: SetOpt = None, output: DrawOutput = None, fmt: DrawFormat = None,
+    params: DrawParams = False, force: ForceOpt = False, json_: JsonOpt = False,
     debug: DebugOpt = False,
-) -> None:
+) -> None:  # fmt: skip
     """Draw a spec's block diagram the way papers do: the stacks side by side (cross-attention
     arrows in encoder-decoders), one block with its sublayers in order and its residual
     wiring, "× N" on the repeat, each block variant on its own, MoE as router and experts,
@@ -112,6 +44,7 @@ def draw(
         archspec draw gpt2 --set n_layers=48 --json
     """
     from archspec.backends.draw.build import build_diagram
+    from archspec.backends.draw.formats import output_format, render
 
     with user_errors(debug, json_):
         chosen = output_format(output, fmt)

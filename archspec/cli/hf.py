@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
-import typer
-
 from archspec.cli.application import app
 from archspec.cli.common import (
     DebugOpt,
@@ -17,41 +12,16 @@ from archspec.cli.common import (
     write_output,
     write_stdout,
 )
+from archspec.cli.options import ImportArchitecture, ImportConfigArg, ImportJson, ImportOutput
 from archspec.errors import SpecError
 from archspec.safety.text import has_unsafe
 
 
 @app.command("import-hf")
 def import_hf(
-    config: Annotated[
-        Path,
-        typer.Argument(help="A transformers config.json (or the folder holding it)."),
-    ],
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "-o",
-            "--output",
-            help="Write the spec to this file (atomically) instead of to stdout.",
-            metavar="FILE",
-            dir_okay=False,
-        ),
-    ] = None,
-    force: ForceOpt = False,
-    architecture: Annotated[
-        str | None,
-        typer.Option(
-            "--architecture",
-            help="Use this transformers class instead of the config's `architectures[0]`, "
-            "e.g. `BertModel` for a BertForMaskedLM checkpoint.",
-        ),
-    ] = None,
-    json_: Annotated[
-        bool,
-        typer.Option("--json", help="Print the spec's fields as JSON instead of YAML."),
-    ] = False,
-    debug: DebugOpt = False,
-) -> None:
+    config: ImportConfigArg, output: ImportOutput = None, force: ForceOpt = False,
+    architecture: ImportArchitecture = None, json_: ImportJson = False, debug: DebugOpt = False,
+) -> None:  # fmt: skip
     """Turn a transformers config.json into a readable, minimal spec that `extends:` the
     matching built-in family base. `architectures[0]` picks the head (BertModel: pooler;
     *ForCausalLM, *LMHeadModel, *ForConditionalGeneration: LM head). A model_type or a field

@@ -5,9 +5,7 @@ The module is not named `print.py` so that importing it does not shadow the buil
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
-
-import typer
+from typing import TYPE_CHECKING
 
 from archspec.cli.application import app
 from archspec.cli.common import (
@@ -21,6 +19,7 @@ from archspec.cli.common import (
     user_errors,
     write_stdout,
 )
+from archspec.cli.options import PrintDepth, PrintParams, PrintTree
 
 if TYPE_CHECKING:
     from archspec.backends.printer import Module
@@ -28,32 +27,9 @@ if TYPE_CHECKING:
 
 @app.command("print")
 def print_tree(
-    spec: SpecArg,
-    set_: SetOpt = None,
-    params: Annotated[
-        bool,
-        typer.Option(
-            "--params",
-            help="End each module's line with its parameter count. Inside a folded "
-            "`(0-11): 12 x Block` entry counts are per copy; the entry's own line shows the "
-            "total and `(12 x per copy)`.",
-        ),
-    ] = False,
-    depth: Annotated[
-        int | None,
-        typer.Option(
-            "--depth",
-            min=0,
-            help="Show modules down to this depth (the model is depth 0); deeper children are "
-            "elided as `Name(...)`.",
-        ),
-    ] = None,
-    tree: Annotated[
-        bool, typer.Option("--tree", help="Draw the modules as a tree instead of torch's repr.")
-    ] = False,
-    json_: JsonOpt = False,
-    debug: DebugOpt = False,
-) -> None:
+    spec: SpecArg, set_: SetOpt = None, params: PrintParams = False, depth: PrintDepth = None,
+    tree: PrintTree = False, json_: JsonOpt = False, debug: DebugOpt = False,
+) -> None:  # fmt: skip
     """Print the module tree of the PyTorch model archspec generates for a spec: exactly what
     `print(model)` shows, without importing torch. Identical consecutive modules fold the way
     torch folds them, e.g. `(0-11): 12 x Block(`.

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
-
-import typer
-
 from archspec.cli.application import app
 from archspec.cli.common import (
     DebugOpt,
@@ -20,6 +15,7 @@ from archspec.cli.common import (
     user_errors,
     write_stdout,
 )
+from archspec.cli.options import ReportOutput, ReportSpecsArg
 from archspec.errors import SpecError
 
 MAX_SPECS = 8  # a page wider than this is not read side by side
@@ -27,24 +23,9 @@ MAX_SPECS = 8  # a page wider than this is not read side by side
 
 @app.command()
 def report(
-    specs: Annotated[
-        list[str],
-        typer.Argument(
-            help="Built-in spec names or .yaml files; several are also compared side by side.",
-            metavar="SPEC...",
-        ),
-    ],  # fmt: skip
-    set_: SetOpt = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "-o", "--output", help="Write the HTML to FILE (default: stdout).", metavar="FILE"
-        ),
-    ] = None,  # fmt: skip
-    force: ForceOpt = False,
-    json_: JsonOpt = False,
-    debug: DebugOpt = False,
-) -> None:
+    specs: ReportSpecsArg, set_: SetOpt = None, output: ReportOutput = None,
+    force: ForceOpt = False, json_: JsonOpt = False, debug: DebugOpt = False,
+) -> None:  # fmt: skip
     """Write one HTML file (no network needed: inline SVG, CSS and script) with each spec's
     block diagram, parameter table, collapsible module tree, FLOPs and memory against
     sequence length and memory per device for a few layouts; for several specs, a

@@ -42,18 +42,15 @@ def parse_lengths(text: str | None) -> list[int] | None:
     return lengths
 
 
-def add_sweep(report: dict[str, Any], ir, workload, lengths: list[int]) -> None:
-    """`report["sweep"]`: one `{"workload", "flops", "memory"}` entry per length, in order."""
-    from archspec.backends.compare.sweep import seq_sweep
-
-    report["sweep"] = seq_sweep(ir, workload, lengths)
-
-
 def chart_sweep(report: dict[str, Any], ir, workload, path: Path, force: bool = False) -> None:
     """Draw the sweep to `path`; without one, sweep the doublings from 128 up to the spec's
-    context window first (`count SPEC --plot f.png` alone draws the usual picture)."""
+    context window first (`count SPEC --plot f.png` alone draws the usual picture, at the
+    default workload when no option gave one)."""
     from archspec.backends.compare.plot import check_path, plot_sweep
     from archspec.backends.compare.sweep import chart_lengths, seq_sweep
+    from archspec.backends.count.flops_report import Workload
+
+    workload = workload or Workload()
 
     check_path(path)
     sweep = report.get("sweep") or seq_sweep(

@@ -95,38 +95,49 @@ def _check(entry: Any, fields: tuple[str, ...], what: str, where: str) -> None:
         raise SpecError(f"{where}: {what} has unknown field(s) {', '.join(unknown)}")
 
 
-def load_catalogue(extra: list[Path] | None = None) -> dict[str, System]:
-    """Systems by name: the built-in catalogue, then each `--system FILE` over it."""
+def _entries(extra: list[Path] | None) -> tuple[dict[str, Accelerator], dict[str, dict]]:
+    """Accelerators and raw system entries: the built-in catalogue, then each `--system FILE`
+    over it."""
     texts = [(resources.files("archspec.plan").joinpath("systems.yaml").read_text(), "systems")]
     for path in extra or []:
         if not Path(path).is_file():
             raise SpecError(f"--system {path}: no such file")
         texts.append((Path(path).read_text(), str(path)))
-    accels: dict[str, dict] = {}
+    accels: dict[str, Accelerator] = {}
     systems: dict[str, dict] = {}
     for text, where in texts:
         data = _read(text, where)
-        for key, entry in (data.get("accelerators") or {}).items():
-            _check(entry, _ACCEL_FIELDS, f"accelerator '{key}'", where)
-            accels[key] = entry
+        for key, a in (data.get("accelerators") or {}).items():
+            _check(a, _ACCEL_FIELDS, f"accelerator '{key}'", where)
+            accels[key] = Accelerator(
+                key,
+                a["name"],
+                {k: float(v) for k, v in a["peak_tflops"].items()},
+                float(a["memory_gib"]),
+                float(a["memory_bandwidth_gbs"]),
+                a["source"],
+            )
         for key, entry in (data.get("systems") or {}).items():
             _check(entry, _SYSTEM_FIELDS, f"system '{key}'", where)
             systems[key] = entry
+    return accels, systems
+
+
+def load_accelerators() -> dict[str, Accelerator]:
+    """The built-in accelerators by key, those no system names included (bench's MFU reads
+    them)."""
+    return _entries(None)[0]
+
+
+def load_catalogue(extra: list[Path] | None = None) -> dict[str, System]:
+    """Systems by name: the built-in catalogue, then each `--system FILE` over it."""
+    accels, systems = _entries(extra)
     out = {}
     for key, entry in systems.items():
         if entry["accelerator"] not in accels:
             raise SpecError(f"system '{key}' names an unknown accelerator '{entry['accelerator']}'")
-        a = accels[entry["accelerator"]]
-        accel = Accelerator(
-            entry["accelerator"],
-            a["name"],
-            {k: float(v) for k, v in a["peak_tflops"].items()},
-            float(a["memory_gib"]),
-            float(a["memory_bandwidth_gbs"]),
-            a["source"],
-        )
         fields = {f: entry[f] for f in _SYSTEM_FIELDS if f != "accelerator"}
-        out[key] = System(key=key, accelerator=accel, **fields)
+        out[key] = System(key=key, accelerator=accels[entry["accelerator"]], **fields)
     return out
 
 
@@ -138,3 +149,24 @@ def get_system(name: str, extra: list[Path] | None = None) -> System:
             hint=did_you_mean(name, catalogue) or "see `archspec plan --list-systems`",
         )
     return catalogue[name]
+
+
+def catalogue_rows(catalogue: dict[str, System]) -> list[dict[str, Any]]:
+    """`plan --list-systems --json`: one row per system, its accelerator's figures beside the
+    node's, with both sources."""
+    rows = []
+    for key, s in catalogue.items():
+        a = s.accelerator
+        rows.append({
+            "name": key,
+            "accelerator": a.name,
+            "peak_tflops": a.peak_tflops,
+            "memory_gib": a.memory_gib,
+            "memory_bandwidth_gbs": a.memory_bandwidth_gbs,
+            "gpus_per_node": s.gpus_per_node,
+            "intra_node_gbs": s.intra_node_gbs,
+            "inter_node_gbs": s.inter_node_gbs,
+            "accelerator_source": a.source,
+            "system_source": s.source,
+        })  # fmt: skip
+    return rows

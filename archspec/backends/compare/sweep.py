@@ -42,3 +42,14 @@ def seq_sweep(ir: IR, workload: Workload, lengths: list[int]) -> list[dict[str, 
     from dataclasses import replace
 
     return [flops_report(ir, replace(workload, seq=s)) for s in lengths]
+
+
+def forward_curves(irs: list[IR], seq: int | None) -> dict[str, list]:
+    """Each spec's forward FLOPs per token by spec name, at the doublings up to the longest
+    context (or `seq`, if longer) and at its own context."""
+    contexts = [ir.value(ir.root.max_seq_len) for ir in irs]
+    longest = max([*contexts, seq or 0])
+    return {
+        ir.name: forward_curve(ir, curve_lengths(longest, context))
+        for ir, context in zip(irs, contexts, strict=True)
+    }

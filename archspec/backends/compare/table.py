@@ -52,6 +52,12 @@ def compare_report(irs: list[IR], workload: Workload | None = None) -> dict[str,
     return {"specs": [compare_entry(ir, workload) for ir in irs]}
 
 
+def common_seq(irs: list[IR]) -> int:
+    """One S for every column, the shortest context among them: per-token FLOPs at 1,024
+    beside ones at 32,768 compare unlike things, and each model is defined there."""
+    return min(ir.value(ir.root.max_seq_len) for ir in irs)
+
+
 Cell = Callable[[dict[str, Any]], str]
 
 
