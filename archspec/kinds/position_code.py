@@ -12,40 +12,31 @@ The lines are written already in `ruff format` style for the indentation of a me
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import import_module
 from typing import TYPE_CHECKING
-
-from archspec.runtime.position_tables import (
-    alibi_bias,
-    alibi_slopes,
-    relative_position_bucket,
-    sinusoids,
-)
-from archspec.runtime.rope import (
-    apply_interleaved_rope,
-    apply_partially,
-    apply_rope,
-    interleaved_rope_angles,
-    llama3_rope,
-    longrope_angles,
-    longrope_tables,
-    ntk_rope_tables,
-    rope_angles,
-    rope_at,
-    yarn_rope,
-)
 
 if TYPE_CHECKING:
     from archspec.ir.nodes import Position
     from archspec.kinds.positions import PositionKind
 
 
-def source_of(*objects: Callable) -> str:
-    """torchgen's `source_of`, imported when called: torchgen imports the kinds."""
+def rope(*names: str) -> str:
+    """The source of functions of `archspec.runtime.rope`, for the generated file."""
+    return _copied("rope", names)
+
+
+def tables(*names: str) -> str:
+    """The source of functions of `archspec.runtime.position_tables`."""
+    return _copied("position_tables", names)
+
+
+def _copied(module: str, names: tuple[str, ...]) -> str:
+    # Imported when code is generated only: counting and comparing do not import torch.
     from archspec.backends.torchgen.copied import source_of
 
-    return source_of(*objects)
+    runtime = import_module(f"archspec.runtime.{module}")
+    return source_of(*(getattr(runtime, name) for name in names))
 
 
 @dataclass(frozen=True)
@@ -134,7 +125,7 @@ class Learned(PositionCode):
 
 class Sinusoidal(PositionCode):
     def helpers(self, causalities):
-        return [source_of(sinusoids)]
+        return [tables("sinusoids")]
 
     def added(self, ctx, positions):
         return f"sinusoids({positions}, x.size(-1)).to(x.dtype)"
@@ -150,8 +141,8 @@ ROPE_TABLES = [
 class Rotary(PositionCode):
     angles = ("rope", "tuple[Tensor, Tensor]")
     # The angle and rotation functions.
-    angle_function = staticmethod(rope_angles)
-    apply = staticmethod(apply_rope)
+    angle_function = "rope_angles"
+    apply = "apply_rope"
     # Only the first `rope_dim` channels of a head turn (a partial rotation).
     partial = False
 
@@ -167,8 +158,8 @@ class Rotary(PositionCode):
         return [f for spec, f in entry.parameters if spec != "rotary_dim" or self.partial]
 
     def helpers(self, causalities):
-        partially = [source_of(apply_partially)] if self.partial else []
-        return [source_of(self.angle_function, self.apply), source_of(rope_at), *partially]
+        partially = [rope("apply_partially")] if self.partial else []
+        return [rope(self.angle_function, self.apply), rope("rope_at"), *partially]
 
     def positions(self) -> str:
         """The positions the table rows are computed at."""
@@ -178,7 +169,7 @@ class Rotary(PositionCode):
         """Lines computing `cos, sin` for `positions`, over `width` rotated channels."""
         return [
             "theta = config.rope_theta",
-            f"cos, sin = {self.angle_function.__name__}(positions, {width}, theta)",
+            f"cos, sin = {self.angle_function}(positions, {width}, theta)",
         ]
 
     def init(self, ctx):
@@ -198,15 +189,15 @@ class Rotary(PositionCode):
         return 2 * max_seq_len * rotated  # rope_cos and rope_sin
 
     def rotate(self, x):
-        apply = self.apply.__name__
+        apply = self.apply
         return f"apply_partially({apply}, {x}, rope)" if self.partial else f"{apply}({x}, rope)"
 
 
 class InterleavedRotary(Rotary):
     """GPT-J's rotation: pairs of neighbouring channels (rotate_every_two)."""
 
-    angle_function = staticmethod(interleaved_rope_angles)
-    apply = staticmethod(apply_interleaved_rope)
+    angle_function = "interleaved_rope_angles"
+    apply = "apply_interleaved_rope"
 
 
 class LinearRotary(Rotary):
@@ -218,7 +209,7 @@ class LinearRotary(Rotary):
 
 class Llama3Rotary(Rotary):
     def helpers(self, causalities):
-        return [*super().helpers(causalities), source_of(llama3_rope)]
+        return [*super().helpers(causalities), rope("llama3_rope")]
 
     def table(self, width):
         return [
@@ -235,7 +226,7 @@ class Llama3Rotary(Rotary):
 
 class YarnRotary(Rotary):
     def helpers(self, causalities):
-        return [*super().helpers(causalities), source_of(yarn_rope)]
+        return [*super().helpers(causalities), rope("yarn_rope")]
 
     def table(self, width):
         return [
@@ -257,7 +248,7 @@ class DynamicRotary(Rotary):
     is refused: sequences beyond max_seq_len (the context trained on) are what it is for."""
 
     def helpers(self, causalities):
-        return [*super().helpers(causalities), source_of(ntk_rope_tables)]
+        return [*super().helpers(causalities), rope("ntk_rope_tables")]
 
     def init(self, ctx):
         width = "config.rope_dim" if self.partial else ctx.head_dim
@@ -282,7 +273,7 @@ class LongRotary(Rotary):
     short and the long factors; each forward picks one (longrope_tables)."""
 
     def helpers(self, causalities):
-        return [*super().helpers(causalities), source_of(longrope_angles, longrope_tables)]
+        return [*super().helpers(causalities), rope("longrope_angles", "longrope_tables")]
 
     def init(self, ctx):
         width = "config.rope_dim" if self.partial else ctx.head_dim
@@ -313,8 +304,8 @@ class LongRotary(Rotary):
 class InterleavedYarnRotary(YarnRotary):
     """DeepSeek-V2's rotation: YaRN's frequencies, turning channel pairs (2i, 2i + 1)."""
 
-    angle_function = staticmethod(interleaved_rope_angles)
-    apply = staticmethod(apply_interleaved_rope)
+    angle_function = "interleaved_rope_angles"
+    apply = "apply_interleaved_rope"
 
     def table(self, width):
         return [
@@ -328,7 +319,7 @@ class InterleavedYarnRotary(YarnRotary):
 
 class Alibi(PositionCode):
     def helpers(self, causalities):
-        return [source_of(alibi_slopes, alibi_bias)]
+        return [tables("alibi_slopes", "alibi_bias")]
 
     def init(self, ctx):
         return [f"self.n_heads = {ctx.heads}"]
@@ -349,7 +340,7 @@ class RelativeBias(PositionCode):
     absolute = False
 
     def helpers(self, causalities):
-        return [source_of(relative_position_bucket)]
+        return [tables("relative_position_bucket")]
 
     def init(self, ctx):
         return ["self.num_buckets = config.num_buckets", "self.max_distance = config.max_distance"]
