@@ -231,10 +231,6 @@ POSITIONS: dict[str, PositionKind] = {
 }
 
 
-# The scheme of a layer positions do not reach (cross-attention).
-NO_POSITION = POSITIONS["none"].name
-
-
 def yarn_attention(factor: float, mscale: float = 1.0) -> float:
     """YaRN's default scale on cos and sin, as transformers' get_mscale: 0.1 ln(factor) + 1;
     with `mscale`, 0.1 mscale ln(factor) + 1 (DeepSeek's yarn_get_mscale; 0 gives 1)."""
@@ -245,15 +241,3 @@ def longrope_attention(factor: float, original: int) -> float:
     """LongRoPE's default scale on cos and sin, as transformers' _compute_longrope_parameters:
     sqrt(1 + ln(factor) / ln(original)), 1 when factor <= 1."""
     return math.sqrt(1 + math.log(factor) / math.log(original)) if factor > 1 else 1.0
-
-
-def scaled_kind(kind: str, scaling: str, interleaved: bool = False) -> str:
-    """The IR's kind for a spec's `position.kind`, `scaling` and `interleaved`: a scaled or
-    interleaved RoPE is a kind of its own (`rope_llama3`, `rope_interleaved`), with its
-    parameters and angle code; other kinds ignore them (validation allows no mix)."""
-    if interleaved and scaling != "none" and f"{kind}_{scaling}_interleaved" in POSITIONS:
-        return f"{kind}_{scaling}_interleaved"
-    if interleaved and f"{kind}_interleaved" in POSITIONS:
-        return f"{kind}_interleaved"
-    scaled = f"{kind}_{scaling}"
-    return scaled if scaling != "none" and scaled in POSITIONS else kind
