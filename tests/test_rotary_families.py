@@ -132,7 +132,7 @@ def test_what_transformers_computes_otherwise_is_refused_naming_the_field(
         (["position.rotary_dim=130"], "rotary_dim"),
         (["position.kind=alibi", "position.rotary_dim=null", "position.interleaved=true"],
          "interleaved"),
-        (["position.interleaved=true", "position.scaling=linear"], "interleaved"),
+        (["position.interleaved=true", "position.scaling=llama3"], "interleaved"),
     ],
 )  # fmt: skip
 def test_rotation_settings_are_validated(overrides: list[str], field: str) -> None:

@@ -207,6 +207,10 @@ class LinearRotary(Rotary):
         return "torch.arange(config.max_seq_len) / config.rope_factor"
 
 
+class InterleavedLinearRotary(InterleavedRotary, LinearRotary):
+    """GPT-J's rotation at positions divided by `factor` (linear scaling)."""
+
+
 class Llama3Rotary(Rotary):
     def helpers(self, causalities):
         return [*super().helpers(causalities), rope("llama3_rope")]

@@ -15,6 +15,7 @@ from typing import Literal
 from archspec.kinds.position_code import (
     Alibi,
     DynamicRotary,
+    InterleavedLinearRotary,
     InterleavedRotary,
     InterleavedYarnRotary,
     Learned,
@@ -132,6 +133,17 @@ POSITIONS: dict[str, PositionKind] = {
             parameters=(("theta", "rope_theta"), ("factor", "rope_factor"), ROTARY_DIM),
             flops_per_element=3,
             code=LinearRotary(),
+            length_limited=True,
+        ),
+        PositionKind(
+            "rope_linear_interleaved",
+            "RoPE (linear scaling, interleaved)",
+            "rotary positions on interleaved channel pairs, divided by a factor (applied in "
+            "attention)",
+            acts_on="queries_keys",
+            parameters=(("theta", "rope_theta"), ("factor", "rope_factor"), ROTARY_DIM),
+            flops_per_element=3,
+            code=InterleavedLinearRotary(),
             length_limited=True,
         ),
         PositionKind(

@@ -54,6 +54,7 @@ class LinearScaling(Scaling):
     type: Literal["linear"] = field(default="linear", metadata=doc("positions divided"))
     factor: float = field(default=1.0, metadata=doc("positions divided by it"))
     entry_name = "rope_linear"
+    interleaved_entry_name = "rope_linear_interleaved"
 
 
 @dataclass(frozen=True)
