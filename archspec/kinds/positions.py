@@ -46,7 +46,8 @@ class PositionKind:
     # Its table or encodings are sized (or its angles were trained) for max_seq_len positions:
     # the generated model refuses longer inputs rather than index past a table.
     length_limited: bool = False
-    # The spec's `position.*` fields this kind reads, as (spec field, generated Config field).
+    # The parameters this kind reads, as (field of its record, or of its scaling's,
+    # `archspec.spec.position`; generated Config field).
     parameters: tuple[tuple[str, str], ...] = ()
     flops_per_element: int = 0  # per element it acts on (an add, or RoPE's two muls and add)
     # The PyTorch code the kind contributes to a generated stack and its attention layers.
