@@ -64,7 +64,8 @@ def nest_position(
         nested = {"type": scaling_type}
         aliases[(*SECTION, "scaling", "type")] = (*SECTION, "scaling")
     nested = dict(nested)
-    chosen = _names(SCALINGS[scaling_type]) if scaling_type in SCALINGS else set()
+    known = isinstance(scaling_type, str) and scaling_type in SCALINGS
+    chosen = _names(SCALINGS[scaling_type]) if known else set()
     for key in sorted(moved & chosen):
         nested[key] = section[key]
         aliases[(*SECTION, "scaling", key)] = (*SECTION, key)
