@@ -1,6 +1,7 @@
 """The spec language: typed dataclasses that a validated YAML spec becomes.
 
-Every field a spec may carry is declared here, with its type, default and a one-line meaning.
+Every field a spec may carry is declared here, with its type, default and a one-line meaning
+(the `position` section's, one record per kind, in `position.py`).
 Structure is expressed as named choices (`residual: pre | post | parallel`) rather than a pile of
 booleans, and the canonical dimension names sit at the top level of a spec.
 """
