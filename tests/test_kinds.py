@@ -13,13 +13,14 @@ import pytest
 
 from archspec import kinds
 from archspec.spec import schema
+from archspec.spec.position import POSITION_KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 
 CATEGORIES = [
     (schema.NormKind, kinds.NORMS),
     (schema.Activation, kinds.ACTIVATIONS),
-    (schema.PositionKind, kinds.POSITIONS),
+    (typing.Literal[tuple(POSITION_KINDS)], kinds.POSITIONS),
     (schema.Residual, kinds.RESIDUALS),
 ]
 

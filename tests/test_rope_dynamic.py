@@ -72,7 +72,8 @@ def test_config_round_trips_through_export() -> None:
         "rope_scaling": {"type": "dynamic", "factor": 2.0},
     }
     spec = import_config(config).spec
-    assert (spec.position.scaling, spec.position.factor, spec.max_seq_len) == ("dynamic", 2.0, 2048)
+    scaling = spec.position.scaling
+    assert (scaling.type, scaling.factor, spec.max_seq_len) == ("dynamic", 2.0, 2048)
     exported = hf_config_dict(spec)
     assert exported["rope_parameters"] == {
         "rope_type": "dynamic",

@@ -132,7 +132,7 @@ def test_what_transformers_computes_otherwise_is_refused_naming_the_field(
         (["position.rotary_dim=130"], "rotary_dim"),
         (["position.kind=alibi", "position.rotary_dim=null", "position.interleaved=true"],
          "interleaved"),
-        (["position.interleaved=true", "position.scaling=linear"], "interleaved"),
+        (["position.interleaved=true", "position.scaling=llama3"], "interleaved"),
     ],
 )  # fmt: skip
 def test_rotation_settings_are_validated(overrides: list[str], field: str) -> None:
@@ -193,13 +193,13 @@ def test_phi3_longrope_imports_exports_and_reimports(name: str) -> None:
     """Phi3Config reads su and yarn as longrope, and its top-level
     original_max_position_embeddings; the factor defaults to 131072 / 4096."""
     config = {**PHI_3_MINI_128K, "rope_scaling": {**PHI_3_MINI_128K["rope_scaling"], "type": name}}
-    p = import_config(config).spec.position
-    assert (p.scaling, p.original_max_seq_len, p.factor) == ("longrope", 4096, 32.0)
+    p = import_config(config).spec.position.scaling
+    assert (p.type, p.original_max_seq_len, p.factor) == ("longrope", 4096, 32.0)
     assert p.short_factor == tuple(SHORT) and p.long_factor == tuple(LONG)
     exported = hf_config_dict(import_config(config).spec)
     assert exported["original_max_position_embeddings"] == 4096
     assert exported["rope_parameters"]["long_factor"] == LONG
-    again = import_config(exported).spec.position
+    again = import_config(exported).spec.position.scaling
     assert dataclasses.replace(again) == p
 
 
@@ -266,10 +266,11 @@ def test_longrope_spec_lists_are_checked_item_by_item(tmp_path) -> None:
     refused naming the field. The default attention factor is transformers':
     sqrt(1 + ln(factor) / ln(original))."""
     spec = _longrope_spec(tmp_path, "[1, 1.5, 2, 2.5]")
-    assert spec.position.short_factor == (1.0, 1.5, 2.0, 2.5)
+    assert spec.position.scaling.short_factor == (1.0, 1.5, 2.0, 2.5)
     position = build_ir(spec).root.stacks[0].position
-    assert position.kind == "rope_longrope" and position.long_factor == (1.0, 2.0, 3.0, 4.0)
-    assert position.attention_factor == pytest.approx((1 + math.log(4.0) / math.log(1024)) ** 0.5)
+    values = position.values()
+    assert position.entry.name == "rope_longrope" and values["long_factor"] == (1.0, 2.0, 3.0, 4.0)
+    assert values["attention_factor"] == pytest.approx((1 + math.log(4.0) / math.log(1024)) ** 0.5)
     with pytest.raises(SpecError, match=r"position.short_factor\[1\]") as bad:
         _longrope_spec(tmp_path, "[1, x, 2, 2.5]")
     assert "expected a number" in str(bad.value)

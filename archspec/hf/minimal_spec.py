@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from archspec.errors import Location, SpecError
+from archspec.spec.flat_position import flat_value
 from archspec.spec.resolve import _load_chain, builtin_dir, deep_merge
 from archspec.spec.schema import MoESpec, Spec
 from archspec.spec.validate import validate
@@ -77,6 +78,9 @@ def _effective(spec: Spec, path: tuple[str, ...]) -> Any:
         return spec.norm.has_bias
     if path[0] in ("encoder", "decoder") and path[1:] == ("n_layers",):
         return spec.stack_layers(path[0])
+    if path[0] == "position" and len(path) == 2:  # the importers write the flat form
+        value = flat_value(spec.position, path[1])
+        return list(value) if isinstance(value, tuple) else value
     value: Any = spec
     for key in path:
         if value is None:

@@ -22,19 +22,14 @@ from archspec.ir.nodes import (
     Model,
     MoE,
     Norm,
-    Position,
     Repeat,
     Run,
     Stack,
     Sublayer,
 )
-from archspec.kinds.positions import (
-    NO_POSITION,
-    longrope_attention,
-    scaled_kind,
-    yarn_attention,
-)
-from archspec.spec.schema import PositionSpec, Spec
+from archspec.kinds.positions import yarn_attention
+from archspec.spec.position import NoPosition
+from archspec.spec.schema import Spec
 
 if TYPE_CHECKING:
     import sympy as sp
@@ -150,46 +145,12 @@ def _norm(spec: Spec, d: _Dims, name: str, width: sp.Expr | None = None) -> Norm
     return Norm(name, spec.norm.kind, dim, spec.norm.has_bias, spec.norm.eps)
 
 
-def _position(spec: Spec) -> Position:
-    p = spec.position
-    return Position(
-        scaled_kind(p.kind, p.scaling, p.interleaved),
-        p.offset,
-        p.rotary_dim if p.rotary_dim != spec.resolved_head_dim else None,
-        p.theta,
-        p.factor,
-        p.low_freq_factor,
-        p.high_freq_factor,
-        p.original_max_seq_len,
-        p.beta_fast,
-        p.beta_slow,
-        _attention_factor(p),
-        p.short_factor or (),
-        p.long_factor or (),
-        num_buckets=p.num_buckets,
-        max_distance=p.max_distance,
-        from_mask=p.from_mask,
-    )
-
-
-def _attention_factor(p: PositionSpec) -> float:
-    """YaRN's or LongRoPE's scale on cos and sin: the spec's, else transformers' default for
-    the factor."""
-    if p.attention_factor is not None and p.scaling in ("yarn", "longrope"):
-        return p.attention_factor
-    if p.scaling == "yarn":
-        return yarn_attention(p.factor)
-    if p.scaling == "longrope":
-        return longrope_attention(p.factor, p.original_max_seq_len)
-    return 1.0
-
-
 def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
     # In an encoder-decoder the decoder is causal and attends to the encoder; a decoder-only
     # model is a lone causal stack; an encoder sees the whole sequence.
     causal = role == "decoder"
     cross = role == "decoder" and spec.layout == "encoder-decoder"
-    position = _position(spec)
+    position = spec.position
     table = position.entry.table
     around = spec.embedding.dim is not None and spec.embedding.projection == "around_stack"
     pos_emb = rel_bias = None
@@ -329,7 +290,7 @@ def _attention(
         causal=causal and not cross,
         cross=cross,
         scale_scores=spec.attention.scale_scores,
-        position=_position(spec) if not cross else Position(NO_POSITION),
+        position=spec.position if not cross else NoPosition(),
         dropout=spec.dropout.attention,
         window=window,
         softcap=spec.attention.softcap if not cross else None,
@@ -377,7 +338,7 @@ def _latent_attention(spec: Spec, d: _Dims, name: str) -> Attention:
         causal=True,
         cross=False,
         scale_scores=True,
-        position=_position(spec),
+        position=spec.position,
         dropout=spec.dropout.attention,
         latent=Latent(
             kv_norm=Norm("kv_down_norm", "rmsnorm", kv_rank, False, eps),
@@ -385,7 +346,10 @@ def _latent_attention(spec: Spec, d: _Dims, name: str) -> Attention:
             rope_dim=rope,
             nope_dim=nope,
             v_dim=v_dim,
-            mscale=yarn_attention(spec.position.factor, lat.yarn_mscale or 0.0),
+            # validation allows yarn_mscale with YaRN's scaling only
+            mscale=yarn_attention(spec.position.scaling.factor, lat.yarn_mscale)
+            if lat.yarn_mscale
+            else 1.0,
             q_down=q_down,
             q_norm=q_norm,
         ),

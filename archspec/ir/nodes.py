@@ -25,15 +25,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from archspec import kinds
-from archspec.kinds import ActivationKind, Mask, NormKind, PositionKind, ResidualKind
+from archspec.kinds import ActivationKind, Mask, NormKind, ResidualKind
+from archspec.spec.position import Position
 from archspec.spec.schema import Activation, Layout, Residual
 from archspec.spec.schema import NormKind as NormName
-from archspec.spec.schema import PositionKind as PositionName
 
 if TYPE_CHECKING:
     import sympy as sp
-
-    from archspec.kinds.position_code import PositionCode
 
 
 @dataclass(frozen=True)
@@ -84,40 +82,6 @@ class Norm(Node):
 
 class Composite(Node):
     """A module the generated code defines as a class of its own."""
-
-
-@dataclass(frozen=True)
-class Position:
-    """How positions enter a stack; shared by the stack and its attention layers."""
-
-    kind: PositionName  # a spec kind, or a rope variant's kind (`rope_llama3`, ...)
-    offset: int = 0
-    rotary_dim: int | None = None  # rope: the first channels of a head rotated; None: all
-    theta: float = 10000.0
-    factor: float = 1.0
-    low_freq_factor: float = 1.0
-    high_freq_factor: float = 4.0
-    original_max_seq_len: int = 8192
-    beta_fast: float = 32.0
-    beta_slow: float = 1.0
-    attention_factor: float = 1.0  # yarn, longrope: resolved (the spec's, or from the factor)
-    # longrope: each rotated channel pair's wavelength multiplier, for sequences up to
-    # original_max_seq_len (short) and longer ones (long)
-    short_factor: tuple[float, ...] = ()
-    long_factor: tuple[float, ...] = ()
-    num_buckets: int = 32
-    max_distance: int = 128
-    from_mask: bool = False  # learned: positions count the real tokens of attention_mask
-
-    @property
-    def entry(self) -> PositionKind:
-        return kinds.position(self.kind)
-
-    @property
-    def code(self) -> PositionCode:
-        """The kind's PyTorch code for these values (a partial rotation rotates fewer
-        channels)."""
-        return self.entry.code.configured(self)
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,30 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from archspec.ir.nodes import Position
     from archspec.kinds.positions import PositionKind
+
+
+def rope(*names: str) -> str:
+    """The source of functions of `archspec.runtime.rope`, for the generated file."""
+    return _copied("rope", names)
+
+
+def tables(*names: str) -> str:
+    """The source of functions of `archspec.runtime.position_tables`."""
+    return _copied("position_tables", names)
+
+
+def _copied(module: str, names: tuple[str, ...]) -> str:
+    # Imported when code is generated only: counting and comparing do not import torch.
+    from archspec.backends.torchgen.copied import source_of
+
+    runtime = import_module(f"archspec.runtime.{module}")
+    return source_of(*(getattr(runtime, name) for name in names))
 
 
 @dataclass(frozen=True)
@@ -104,62 +123,13 @@ class Learned(PositionCode):
         return f"self.{ctx.table}({positions}{offset})"
 
 
-SINUSOIDS = '''
-def sinusoids(positions: Tensor, dim: int) -> Tensor:
-    """The fixed position encodings of Vaswani et al., (..., S, dim) for positions
-    (..., S): channel 2i holds sin(p / 10000 ** (2i / dim)) at position p, channel
-    2i + 1 the cosine (an odd dim ends with a sine).
-    """
-    channels = torch.arange(0, dim, 2, device=positions.device).float()
-    angles = positions.float()[..., None] * (1.0 / 10000 ** (channels / dim))
-    return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(-2)[..., :dim]
-'''
-
-
 class Sinusoidal(PositionCode):
     def helpers(self, causalities):
-        return [SINUSOIDS]
+        return [tables("sinusoids")]
 
     def added(self, ctx, positions):
         return f"sinusoids({positions}, x.size(-1)).to(x.dtype)"
 
-
-ROPE = '''
-def rope_angles(
-    positions: Tensor,
-    head_dim: int,
-    theta: float,
-) -> tuple[Tensor, Tensor]:
-    """cos and sin of the rotary angles, (..., S, head_dim) for positions (..., S), in
-    float32, as in transformers' Llama.
-
-    Channels i and i + head_dim / 2 of a head turn together, at position p by the angle
-    p / theta ** (2i / head_dim).
-    """
-    channels = torch.arange(0, head_dim, 2, device=positions.device).float()
-    inv_freq = 1.0 / theta ** (channels / head_dim)
-    angles = positions.float()[..., None] * inv_freq
-    angles = torch.cat([angles, angles], dim=-1)
-    return angles.cos(), angles.sin()
-
-
-def apply_rope(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
-    """Rotate the channel pairs (i, i + head_dim / 2) of x (B, heads, S, head_dim)."""
-    cos, sin = rope
-    x1, x2 = x.chunk(2, dim=-1)
-    return x * cos + torch.cat([-x2, x1], dim=-1) * sin
-'''
-
-ROPE_AT = '''
-def rope_at(
-    cos: Tensor, sin: Tensor, positions: Tensor, dtype: torch.dtype
-) -> tuple[Tensor, Tensor]:
-    """The tables' rows at positions (S) or (B, S) (a padded batch), with an axis for
-    the heads: (1, S, dim) or (B, 1, S, dim), in dtype.
-    """
-    cos, sin = cos[positions].unsqueeze(-3), sin[positions].unsqueeze(-3)
-    return cos.to(dtype), sin.to(dtype)
-'''
 
 # The tables' comment, in a stack's __init__.
 ROPE_TABLES = [
@@ -168,26 +138,9 @@ ROPE_TABLES = [
 ]
 
 
-def _partially(apply: str) -> str:
-    return f'''
-def {apply}_partially(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
-    """Rotate the first channels of each head of x, as many as the angles have, and
-    keep the rest (GPT-NeoX's rotary_pct, Phi's partial_rotary_factor, GPT-J's
-    rotary_dim).
-
-    Written into a copy of x, which keeps x's memory layout (torch.cat would not), so
-    that attention's output still merges its heads without a copy.
-    """
-    width = rope[0].size(-1)
-    out = x.clone()
-    out[..., :width] = {apply}(x[..., :width], rope)
-    return out
-'''
-
-
 class Rotary(PositionCode):
     angles = ("rope", "tuple[Tensor, Tensor]")
-    functions = ROPE  # the angle and rotation helpers
+    # The angle and rotation functions.
     angle_function = "rope_angles"
     apply = "apply_rope"
     # Only the first `rope_dim` channels of a head turn (a partial rotation).
@@ -205,8 +158,8 @@ class Rotary(PositionCode):
         return [f for spec, f in entry.parameters if spec != "rotary_dim" or self.partial]
 
     def helpers(self, causalities):
-        partially = [_partially(self.apply)] if self.partial else []
-        return [self.functions, ROPE_AT, *partially]
+        partially = [rope("apply_partially")] if self.partial else []
+        return [rope(self.angle_function, self.apply), rope("rope_at"), *partially]
 
     def positions(self) -> str:
         """The positions the table rows are computed at."""
@@ -236,39 +189,13 @@ class Rotary(PositionCode):
         return 2 * max_seq_len * rotated  # rope_cos and rope_sin
 
     def rotate(self, x):
-        return f"{self.apply}_partially({x}, rope)" if self.partial else f"{self.apply}({x}, rope)"
-
-
-ROPE_INTERLEAVED = '''
-def interleaved_rope_angles(
-    positions: Tensor,
-    dim: int,
-    theta: float,
-) -> tuple[Tensor, Tensor]:
-    """cos and sin of the rotary angles, (..., S, dim) for positions (..., S), in
-    float32, as in transformers' GPT-J.
-
-    Channels 2i and 2i + 1 of a head turn together, at position p by the angle
-    p / theta ** (2i / dim).
-    """
-    channels = torch.arange(0, dim, 2, device=positions.device).float()
-    inv_freq = 1.0 / theta ** (channels / dim)
-    angles = (positions.float()[..., None] * inv_freq).repeat_interleave(2, dim=-1)
-    return angles.cos(), angles.sin()
-
-
-def apply_interleaved_rope(x: Tensor, rope: tuple[Tensor, Tensor]) -> Tensor:
-    """Rotate the channel pairs (2i, 2i + 1) of x (B, heads, S, dim)."""
-    cos, sin = rope
-    turned = torch.stack([-x[..., 1::2], x[..., ::2]], dim=-1).flatten(-2)
-    return x * cos + turned * sin
-'''
+        apply = self.apply
+        return f"apply_partially({apply}, {x}, rope)" if self.partial else f"{apply}({x}, rope)"
 
 
 class InterleavedRotary(Rotary):
     """GPT-J's rotation: pairs of neighbouring channels (rotate_every_two)."""
 
-    functions = ROPE_INTERLEAVED
     angle_function = "interleaved_rope_angles"
     apply = "apply_interleaved_rope"
 
@@ -280,38 +207,13 @@ class LinearRotary(Rotary):
         return "torch.arange(config.max_seq_len) / config.rope_factor"
 
 
-ROPE_LLAMA3 = '''
-def llama3_rope(
-    positions: Tensor,
-    head_dim: int,
-    theta: float,
-    scaling: tuple[float, float, float, int],
-) -> tuple[Tensor, Tensor]:
-    """RoPE's cos and sin with Llama 3.1's frequency scaling, as transformers computes
-    it (float32, like rope_angles).
-
-    Wavelengths shorter than original / high_freq_factor keep their frequency, those
-    longer than original / low_freq_factor are divided by `factor`, and those between
-    blend the two.
-    """
-    factor, low, high, original = scaling
-    channels = torch.arange(0, head_dim, 2, device=positions.device).float()
-    inv_freq = 1.0 / theta ** (channels / head_dim)
-    wavelen = 2 * math.pi / inv_freq
-    scaled = torch.where(wavelen > original / low, inv_freq / factor, inv_freq)
-    smooth = (original / wavelen - low) / (high - low)
-    smoothed = (1 - smooth) * scaled / factor + smooth * scaled
-    medium = (wavelen >= original / high) & (wavelen <= original / low)
-    inv_freq = torch.where(medium, smoothed, scaled)
-    angles = positions.float()[..., None] * inv_freq
-    angles = torch.cat([angles, angles], dim=-1)
-    return angles.cos(), angles.sin()
-'''
+class InterleavedLinearRotary(InterleavedRotary, LinearRotary):
+    """GPT-J's rotation at positions divided by `factor` (linear scaling)."""
 
 
 class Llama3Rotary(Rotary):
     def helpers(self, causalities):
-        return [*super().helpers(causalities), ROPE_LLAMA3]
+        return [*super().helpers(causalities), rope("llama3_rope")]
 
     def table(self, width):
         return [
@@ -326,44 +228,9 @@ class Llama3Rotary(Rotary):
         ]
 
 
-ROPE_YARN = '''
-def yarn_rope(
-    positions: Tensor,
-    dim: int,
-    theta: float,
-    scaling: tuple[float, int, float, float, float],
-) -> tuple[Tensor, Tensor]:
-    """RoPE's cos and sin with YaRN's scaling (Peng et al. 2023), as transformers
-    computes it (float32, like rope_angles).
-
-    Channels turning more than beta_fast times over the original context keep their
-    frequency, those turning fewer than beta_slow times are divided by `factor`, a
-    linear ramp blends the channels between; cos and sin are multiplied by
-    attention_factor.
-    """
-    factor, original, beta_fast, beta_slow, attention_factor = scaling
-
-    def channel(rotations: float) -> float:
-        turns = math.log(original / (rotations * 2 * math.pi))
-        return dim * turns / (2 * math.log(theta))
-
-    low = max(math.floor(channel(beta_fast)), 0)
-    high = min(math.ceil(channel(beta_slow)), dim - 1)
-    high = high + 0.001 if low == high else high
-    channels = torch.arange(0, dim, 2, device=positions.device).float()
-    frequencies = theta ** (channels / dim)
-    pairs = torch.arange(dim // 2, device=positions.device).float()
-    kept = 1 - ((pairs - low) / (high - low)).clamp(0, 1)
-    inv_freq = (1 - kept) / (factor * frequencies) + kept / frequencies
-    angles = positions.float()[..., None] * inv_freq
-    angles = torch.cat([angles, angles], dim=-1)
-    return angles.cos() * attention_factor, angles.sin() * attention_factor
-'''
-
-
 class YarnRotary(Rotary):
     def helpers(self, causalities):
-        return [*super().helpers(causalities), ROPE_YARN]
+        return [*super().helpers(causalities), rope("yarn_rope")]
 
     def table(self, width):
         return [
@@ -379,40 +246,13 @@ class YarnRotary(Rotary):
         ]
 
 
-ROPE_DYNAMIC = '''
-def ntk_rope_tables(stack: nn.Module, positions: Tensor) -> tuple[Tensor, Tensor]:
-    """The stack's RoPE tables under dynamic NTK scaling, kept as transformers'
-    dynamic_rope_update keeps its frequencies: a sequence (its last position + 1) longer
-    than the context trained on and than any sequence before gets frequencies for its
-    length; one that fits that context again after longer ones gets the original
-    frequencies back. A sequence in between keeps those of the longest so far.
-
-    The scaling raises the base to theta * (factor * length / original - (factor - 1))
-    ** (dim / (dim - 2)), computed in float32 as transformers computes it.
-    """
-    dim, theta, factor, original = stack.rope_settings
-    length = int(positions.max()) + 1
-    if length > stack.rope_length:
-        stretch = factor * torch.tensor(length) / original - (factor - 1)
-        theta = theta * stretch ** (dim / (dim - 2))
-        stack.rope_length = length
-    elif length < original < stack.rope_length:
-        stack.rope_length = original
-    else:
-        return stack.rope_cos, stack.rope_sin
-    rows = torch.arange(max(length, stack.rope_cos.size(0)), device=positions.device)
-    stack.rope_cos, stack.rope_sin = rope_angles(rows, dim, theta)
-    return stack.rope_cos, stack.rope_sin
-'''
-
-
 class DynamicRotary(Rotary):
     """transformers' dynamic NTK scaling: the frequencies depend on the longest sequence
     seen, so the tables are recomputed during the forward (ntk_rope_tables), and no length
     is refused: sequences beyond max_seq_len (the context trained on) are what it is for."""
 
     def helpers(self, causalities):
-        return [*super().helpers(causalities), ROPE_DYNAMIC]
+        return [*super().helpers(causalities), rope("ntk_rope_tables")]
 
     def init(self, ctx):
         width = "config.rope_dim" if self.partial else ctx.head_dim
@@ -432,45 +272,12 @@ class DynamicRotary(Rotary):
         return f"rope_at(*ntk_rope_tables(self, {positions}), {positions}, x.dtype)"
 
 
-ROPE_LONG = '''
-def longrope_angles(
-    positions: Tensor,
-    dim: int,
-    theta: float,
-    factors: tuple[float, ...],
-    attention_factor: float,
-) -> tuple[Tensor, Tensor]:
-    """RoPE's cos and sin with LongRoPE's per-channel factors, as transformers computes
-    them (float32, like rope_angles): channel pair i turns at position p by the angle
-    p / (factors[i] * theta ** (2i / dim)); cos and sin are multiplied by
-    attention_factor.
-    """
-    channels = torch.arange(0, dim, 2, device=positions.device).float()
-    scale = torch.tensor(factors, dtype=torch.float32, device=positions.device)
-    inv_freq = 1.0 / (scale * theta ** (channels / dim))
-    angles = positions.float()[..., None] * inv_freq
-    angles = torch.cat([angles, angles], dim=-1)
-    return angles.cos() * attention_factor, angles.sin() * attention_factor
-
-
-def longrope_tables(stack: nn.Module, positions: Tensor) -> tuple[Tensor, Tensor]:
-    """The stack's tables for this call: the long factors' when the sequence (its last
-    position + 1) is longer than the context trained on, else the short factors'. As in
-    transformers' longrope_frequency_update, the choice is made anew for every forward
-    call, with no memory of earlier ones.
-    """
-    if int(positions.max()) + 1 > stack.rope_original:
-        return stack.rope_long_cos, stack.rope_long_sin
-    return stack.rope_cos, stack.rope_sin
-'''
-
-
 class LongRotary(Rotary):
     """LongRoPE (Phi-3's long-context models): two pairs of tables, built once from the
     short and the long factors; each forward picks one (longrope_tables)."""
 
     def helpers(self, causalities):
-        return [*super().helpers(causalities), ROPE_LONG]
+        return [*super().helpers(causalities), rope("longrope_angles", "longrope_tables")]
 
     def init(self, ctx):
         width = "config.rope_dim" if self.partial else ctx.head_dim
@@ -501,7 +308,6 @@ class LongRotary(Rotary):
 class InterleavedYarnRotary(YarnRotary):
     """DeepSeek-V2's rotation: YaRN's frequencies, turning channel pairs (2i, 2i + 1)."""
 
-    functions = ROPE_INTERLEAVED
     angle_function = "interleaved_rope_angles"
     apply = "apply_interleaved_rope"
 
@@ -515,74 +321,16 @@ class InterleavedYarnRotary(YarnRotary):
         ]
 
 
-ALIBI_SLOPES = '''
-def alibi_slopes(n_heads: int, device: torch.device) -> Tensor:
-    """ALiBi's slope for each head, as BLOOM computes them.
-
-    For n, the largest power of two up to n_heads, the slopes are 2 ** (-8 k / n) for
-    k = 1 .. n; any further heads take every other slope of the sequence for 2n heads.
-    """
-    n = 2 ** math.floor(math.log2(n_heads))
-    base = torch.tensor(2 ** (-8 / n), device=device)
-    slopes = base ** torch.arange(1, n + 1, device=device)
-    if n < n_heads:
-        base = torch.tensor(2 ** (-4 / n), device=device)
-        odd = torch.arange(1, 2 * (n_heads - n), 2, device=device)
-        slopes = torch.cat([slopes, base**odd])
-    return slopes
-'''
-
-ALIBI_CAUSAL = '''
-def alibi_bias(n_heads: int, keys: Tensor) -> Tensor:
-    """slope * key position for key positions (K) or (B, K): (n_heads, 1, K) or
-    (B, n_heads, 1, K). Under softmax this equals slope * (key - query), ALiBi's linear
-    penalty on distance (BLOOM's formulation).
-    """
-    return alibi_slopes(n_heads, keys.device)[:, None, None] * keys[..., None, None, :]
-'''
-
-ALIBI_BIDIRECTIONAL = '''
-def alibi_bias(n_heads: int, positions: Tensor) -> Tensor:
-    """ALiBi's linear penalty, -slope * |key - query|: (n_heads, S, S) for positions
-    (S).
-    """
-    distance = (positions[None, :] - positions[:, None]).abs()
-    return -alibi_slopes(n_heads, positions.device)[:, None, None] * distance
-'''
-
-ALIBI_BOTH = '''
-def alibi_bias(n_heads: int, positions: Tensor, causal: bool) -> Tensor:
-    """ALiBi's linear penalty on distance, -slope * |key - query|, (n_heads, S, S) for
-    positions (S).
-
-    Causal attention only sees earlier keys, so slope * key position does the same under
-    softmax (BLOOM's formulation), as (n_heads, 1, K), or (B, n_heads, 1, K) for key
-    positions (B, K).
-    """
-    slopes = alibi_slopes(n_heads, positions.device)[:, None, None]
-    if causal:
-        return slopes * positions[..., None, None, :]
-    return -slopes * (positions[None, :] - positions[:, None]).abs()
-'''
-
-
 class Alibi(PositionCode):
     def helpers(self, causalities):
-        if len(causalities) > 1:
-            bias = ALIBI_BOTH
-        elif True in causalities:
-            bias = ALIBI_CAUSAL
-        else:
-            bias = ALIBI_BIDIRECTIONAL
-        return [ALIBI_SLOPES, bias]
+        return [tables("alibi_slopes", "alibi_bias")]
 
     def init(self, ctx):
         return [f"self.n_heads = {ctx.heads}"]
 
     def bias(self, ctx):
-        # The helper takes `causal` only when the model has stacks of both kinds; the
-        # stack's own direction is then a constant of its class.
-        causal = f", causal={ctx.causal}" if len(ctx.causalities) > 1 else ""
+        # The stack's direction is a constant of its class; causal is the helper's default.
+        causal = "" if ctx.causal else ", causal=False"
         lines = [f"keys = torch.arange({ctx.keys}, device=x.device)"]
         if ctx.cache:
             lines += [
@@ -592,36 +340,11 @@ class Alibi(PositionCode):
         return [*lines, f"bias = alibi_bias(self.n_heads, keys{causal}).to(x.dtype)"]
 
 
-RELATIVE_BUCKETS = '''
-def relative_position_bucket(
-    offset: Tensor, num_buckets: int, max_distance: int, bidirectional: bool
-) -> Tensor:
-    """T5's bucket for each key-minus-query offset.
-
-    Half the buckets hold one distance each, the other half cover distances up to
-    max_distance on a log scale (and everything beyond). Bidirectional buckets (encoder)
-    are split between keys before and after the query; causal ones only look back.
-    """
-    bucket = torch.zeros_like(offset)
-    if bidirectional:
-        num_buckets //= 2
-        bucket += (offset > 0).long() * num_buckets
-        distance = offset.abs()
-    else:
-        distance = -offset.clamp(max=0)
-    exact = num_buckets // 2
-    log_ratio = torch.log(distance.float() / exact) / math.log(max_distance / exact)
-    far = exact + (log_ratio * (num_buckets - exact)).long()
-    far = far.clamp(max=num_buckets - 1)
-    return bucket + torch.where(distance < exact, distance, far)
-'''
-
-
 class RelativeBias(PositionCode):
     absolute = False
 
     def helpers(self, causalities):
-        return [RELATIVE_BUCKETS]
+        return [tables("relative_position_bucket")]
 
     def init(self, ctx):
         return ["self.num_buckets = config.num_buckets", "self.max_distance = config.max_distance"]

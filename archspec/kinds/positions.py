@@ -15,6 +15,7 @@ from typing import Literal
 from archspec.kinds.position_code import (
     Alibi,
     DynamicRotary,
+    InterleavedLinearRotary,
     InterleavedRotary,
     InterleavedYarnRotary,
     Learned,
@@ -45,7 +46,8 @@ class PositionKind:
     # Its table or encodings are sized (or its angles were trained) for max_seq_len positions:
     # the generated model refuses longer inputs rather than index past a table.
     length_limited: bool = False
-    # The spec's `position.*` fields this kind reads, as (spec field, generated Config field).
+    # The parameters this kind reads, as (field of its record, or of its scaling's,
+    # `archspec.spec.position`; generated Config field).
     parameters: tuple[tuple[str, str], ...] = ()
     flops_per_element: int = 0  # per element it acts on (an add, or RoPE's two muls and add)
     # The PyTorch code the kind contributes to a generated stack and its attention layers.
@@ -132,6 +134,17 @@ POSITIONS: dict[str, PositionKind] = {
             parameters=(("theta", "rope_theta"), ("factor", "rope_factor"), ROTARY_DIM),
             flops_per_element=3,
             code=LinearRotary(),
+            length_limited=True,
+        ),
+        PositionKind(
+            "rope_linear_interleaved",
+            "RoPE (linear scaling, interleaved)",
+            "rotary positions on interleaved channel pairs, divided by a factor (applied in "
+            "attention)",
+            acts_on="queries_keys",
+            parameters=(("theta", "rope_theta"), ("factor", "rope_factor"), ROTARY_DIM),
+            flops_per_element=3,
+            code=InterleavedLinearRotary(),
             length_limited=True,
         ),
         PositionKind(
@@ -231,10 +244,6 @@ POSITIONS: dict[str, PositionKind] = {
 }
 
 
-# The scheme of a layer positions do not reach (cross-attention).
-NO_POSITION = POSITIONS["none"].name
-
-
 def yarn_attention(factor: float, mscale: float = 1.0) -> float:
     """YaRN's default scale on cos and sin, as transformers' get_mscale: 0.1 ln(factor) + 1;
     with `mscale`, 0.1 mscale ln(factor) + 1 (DeepSeek's yarn_get_mscale; 0 gives 1)."""
@@ -245,15 +254,3 @@ def longrope_attention(factor: float, original: int) -> float:
     """LongRoPE's default scale on cos and sin, as transformers' _compute_longrope_parameters:
     sqrt(1 + ln(factor) / ln(original)), 1 when factor <= 1."""
     return math.sqrt(1 + math.log(factor) / math.log(original)) if factor > 1 else 1.0
-
-
-def scaled_kind(kind: str, scaling: str, interleaved: bool = False) -> str:
-    """The IR's kind for a spec's `position.kind`, `scaling` and `interleaved`: a scaled or
-    interleaved RoPE is a kind of its own (`rope_llama3`, `rope_interleaved`), with its
-    parameters and angle code; other kinds ignore them (validation allows no mix)."""
-    if interleaved and scaling != "none" and f"{kind}_{scaling}_interleaved" in POSITIONS:
-        return f"{kind}_{scaling}_interleaved"
-    if interleaved and f"{kind}_interleaved" in POSITIONS:
-        return f"{kind}_interleaved"
-    scaled = f"{kind}_{scaling}"
-    return scaled if scaling != "none" and scaled in POSITIONS else kind

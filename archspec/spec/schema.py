@@ -1,6 +1,7 @@
 """The spec language: typed dataclasses that a validated YAML spec becomes.
 
-Every field a spec may carry is declared here, with its type, default and a one-line meaning.
+Every field a spec may carry is declared here, with its type, default and a one-line meaning
+(the `position` section's, one record per kind, in `position.py`).
 Structure is expressed as named choices (`residual: pre | post | parallel`) rather than a pile of
 booleans, and the canonical dimension names sit at the top level of a spec.
 """
@@ -12,12 +13,12 @@ from typing import Literal
 
 from archspec import kinds
 from archspec.safety.text import UNSAFE_CLASS
+from archspec.spec.fields import doc
+from archspec.spec.position import POSITION_KINDS, Learned, Position
 
 Layout = Literal["encoder", "decoder", "encoder-decoder"]
 Residual = Literal["pre", "post", "parallel", "parallel_two_norms", "sandwich", "output_norm"]
 NormKind = Literal["layernorm", "rmsnorm", "offset_rmsnorm", "nonparametric_layernorm"]
-PositionKind = Literal["learned", "sinusoidal", "rope", "alibi", "relative_bias", "none"]
-RopeScaling = Literal["none", "linear", "dynamic", "llama3", "yarn", "longrope"]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
 QKNormScope = Literal["head", "all"]
 EmbeddingProjection = Literal["after_norm", "around_stack"]
@@ -31,11 +32,6 @@ IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,99}"  # a Python class name
 TEXT_WORDS = "one line of visible text without quotes, backslashes or backticks"
 TEXT_PATTERN = f'[^{UNSAFE_CLASS}\\\\"`]{{0,300}}'
 WINDOW_PATTERN = r"[LG]{1,64}"  # a sliding window's layers, cycled: L windowed, G full
-
-
-def doc(text: str, **meta: object) -> dict[str, object]:
-    """Field metadata: a description for docs and errors, plus constraints (e.g. positive=True)."""
-    return {"doc": text, **meta}
 
 
 @dataclass(frozen=True)
@@ -55,91 +51,6 @@ class NormSpec:
     @property
     def has_bias(self) -> bool:
         return self.bias if self.bias is not None else kinds.norm(self.kind).bias_by_default
-
-
-@dataclass(frozen=True)
-class PositionSpec:
-    kind: PositionKind = field(default="learned", metadata=doc("how token positions enter"))
-    offset: int = field(
-        default=0,
-        metadata=doc("learned: extra table rows before position 0 (BART, RoBERTa: 2)", min=0),
-    )
-    from_mask: bool = field(
-        default=False,
-        metadata=doc(
-            "learned: positions count the tokens attention_mask keeps (OPT), so left padding "
-            "does not shift them"
-        ),
-    )
-    theta: float = field(
-        default=10000.0, metadata=doc("rope: base of the frequencies", positive=True)
-    )
-    scaling: RopeScaling = field(
-        default="none",
-        metadata=doc(
-            "rope: frequency scaling, as transformers' rope_type (linear, dynamic, llama3, "
-            "yarn, longrope); dynamic NTK raises the base past max_seq_len, the context "
-            "trained on"
-        ),
-    )
-    factor: float = field(
-        default=1.0,
-        metadata=doc(
-            "rope scaling: positions (linear) or long wavelengths divided by; dynamic: how fast "
-            "the base grows with length past max_seq_len"
-        ),
-    )
-    low_freq_factor: float = field(default=1.0, metadata=doc("llama3 scaling", positive=True))
-    high_freq_factor: float = field(default=4.0, metadata=doc("llama3 scaling", positive=True))
-    original_max_seq_len: int = field(
-        default=8192,
-        metadata=doc("llama3, yarn, longrope scaling: the context trained on", positive=True),
-    )
-    rotary_dim: int | None = field(
-        default=None,
-        metadata=doc(
-            "rope: channels of each head rotated, the first ones (GPT-NeoX rotary_pct, Phi "
-            "partial_rotary_factor, GPT-J rotary_dim); default: all of head_dim",
-            positive=True,
-        ),
-    )
-    interleaved: bool = field(
-        default=False,
-        metadata=doc("rope: rotate channel pairs (2i, 2i+1) as GPT-J, not (i, i + half)"),
-    )
-    beta_fast: float = field(
-        default=32.0, metadata=doc("yarn: rotations above which a channel keeps its frequency")
-    )
-    beta_slow: float = field(
-        default=1.0, metadata=doc("yarn: rotations below which a channel is interpolated")
-    )
-    attention_factor: float | None = field(
-        default=None,
-        metadata=doc(
-            "yarn, longrope: cos and sin scaled by it; default 0.1 ln(factor) + 1 (yarn), "
-            "sqrt(1 + ln(factor) / ln(original_max_seq_len)) (longrope; 1 when factor <= 1)",
-            positive=True,
-        ),
-    )
-    short_factor: tuple[float, ...] | None = field(
-        default=None,
-        metadata=doc(
-            "longrope: each rotated channel pair's wavelength multiplied by it, for sequences "
-            "up to original_max_seq_len (rotated channels / 2 numbers)",
-            positive=True,
-        ),
-    )
-    long_factor: tuple[float, ...] | None = field(
-        default=None,
-        metadata=doc(
-            "longrope: the same for sequences longer than original_max_seq_len",
-            positive=True,
-        ),
-    )
-    num_buckets: int = field(default=32, metadata=doc("relative_bias: buckets", positive=True))
-    max_distance: int = field(
-        default=128, metadata=doc("relative_bias: distance of the last bucket", positive=True)
-    )
 
 
 @dataclass(frozen=True)
@@ -482,7 +393,14 @@ class Spec:
         default=None, metadata=doc("a norm after the last block; default: not for post-norm")
     )
     norm: NormSpec = field(default_factory=NormSpec, metadata=doc("normalisation layers"))
-    position: PositionSpec = field(default_factory=PositionSpec, metadata=doc("positions"))
+    position: Position = field(
+        default_factory=Learned,
+        metadata=doc(
+            "positions: a record chosen by kind (" + ", ".join(POSITION_KINDS) + ")",
+            tag="kind",
+            choices=POSITION_KINDS,
+        ),
+    )
     embedding: EmbeddingSpec = field(default_factory=EmbeddingSpec, metadata=doc("embeddings"))
     attention: AttentionSpec = field(default_factory=AttentionSpec, metadata=doc("attention"))
     mlp: MLPSpec = field(default_factory=MLPSpec, metadata=doc("feed-forward network"))

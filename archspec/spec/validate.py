@@ -16,6 +16,8 @@ from typing import Any, Literal, Union
 from archspec import kinds
 from archspec.errors import Location, SpecError, did_you_mean
 from archspec.safety.limits import MAX_SIZE
+from archspec.spec.flat_position import nest_position
+from archspec.spec.position import SCALINGS, LongRopeScaling, Rope, YarnScaling
 from archspec.spec.schema import Spec
 from archspec.spec.yaml_loader import KEY, YamlPath, format_path
 
@@ -48,10 +50,16 @@ class _Validator:
     def __init__(self, locations: Locations, fallback: Location) -> None:
         self.locations = locations
         self.fallback = fallback
+        # Paths validated under other names than the user wrote (`flat_position`): new -> old.
+        self.aliases: dict[YamlPath, YamlPath] = {}
 
     def error(
         self, path: YamlPath, message: str, hint: str | None = None, at_key: bool = False
     ) -> SpecError:
+        for new, old in self.aliases.items():
+            if path[: len(new)] == new:
+                path = (*old, *path[len(new) :])
+                break
         location = self.locations.get((*path, KEY)) if at_key else None
         # An error about a missing key points at the nearest enclosing value that exists.
         where = path
@@ -94,10 +102,28 @@ class _Validator:
                         (*path, name), f"missing required key '{name}' ({f.metadata['doc']})"
                     )
                 continue
-            value = self.value(hints[name], data[name], (*path, name))
+            if "choices" in f.metadata:
+                value = self.tagged(f, data[name], (*path, name))
+            else:
+                value = self.value(hints[name], data[name], (*path, name))
             self.constraints(f, value, (*path, name))
             values[name] = value
         return cls(**values)
+
+    def tagged(self, f: dataclasses.Field, data: Any, path: YamlPath) -> Any:
+        """One of a catalogue's records (`metadata["choices"]`), chosen by the mapping's tag
+        (`metadata["tag"]`: `kind`, `type`); left out, the tag of the field's default."""
+        if not isinstance(data, dict):
+            raise self.error(path, f"expected a mapping, got {_describe(data)}")
+        tag, choices = f.metadata["tag"], f.metadata["choices"]
+        chosen = data.get(tag, getattr(f.default_factory(), tag))
+        if not isinstance(chosen, str) or chosen not in choices:
+            raise self.error(
+                (*path, tag),
+                f"expected one of {' | '.join(choices)}, got {_describe(chosen)}",
+                did_you_mean(str(chosen), list(choices)),
+            )
+        return self.dataclass_(choices[chosen], data, path)
 
     def value(self, hint: Any, data: Any, path: YamlPath) -> Any:
         origin = typing.get_origin(hint)
@@ -179,6 +205,9 @@ class _Validator:
 def validate(data: Any, locations: Locations, fallback: Location) -> Spec:
     """Check a merged spec mapping against the schema and the rules between its fields."""
     v = _Validator(locations, fallback)
+    if isinstance(data, dict) and isinstance(data.get("position"), dict):
+        position, v.aliases = nest_position(data["position"], v.error)
+        data = {**data, "position": position}
     spec = v.dataclass_(Spec, data, ())
     _check_shapes(spec, v)
     return _resolve_defaults(spec)
@@ -194,6 +223,10 @@ def _resolve_defaults(spec: Spec) -> Spec:
         spec = dataclasses.replace(spec, embedding=dataclasses.replace(spec.embedding, dim=None))
     if spec.layer_groups == spec.n_layers:  # a block per layer: no sharing
         spec = dataclasses.replace(spec, layer_groups=None)
+    if spec.position.rotary_dim == spec.resolved_head_dim:  # every channel: a full rotation
+        spec = dataclasses.replace(
+            spec, position=dataclasses.replace(spec.position, rotary_dim=None)
+        )
     return spec
 
 
@@ -222,12 +255,6 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
         raise v.error_between(
             [("moe", "shared_gate"), ("moe", "shared_d_ff")],
             "moe.shared_gate gates a shared expert; set moe.shared_d_ff",
-        )
-    if spec.position.from_mask and spec.position.kind != "learned":
-        raise v.error(
-            ("position", "from_mask"),
-            f"from_mask numbers the rows of a learned table; position.kind is "
-            f"{spec.position.kind!r}",
         )
     _check_rotary(spec, v, head_dim)
     if spec.position.kind == "relative_bias":
@@ -403,49 +430,42 @@ def _check_sharing(spec: Spec, v: _Validator) -> None:
 
 
 def _check_rotary(spec: Spec, v: _Validator, head_dim: int) -> None:
-    """Partial and interleaved rotation: only for rope, on an even number of a head's channels;
-    interleaved pairs come without scaling (GPT-J) or with YaRN's (DeepSeek-V2)."""
+    """Partial and interleaved rotation, on an even number of a head's channels; interleaved
+    pairs come with the scalings that name an interleaved catalogue entry."""
     p = spec.position
-    if p.kind != "rope":
-        for name in ("rotary_dim", "interleaved"):
-            if getattr(p, name) not in (None, False):
-                raise v.error(("position", name), f"{name} needs position.kind: rope")
-        _check_longrope(spec, v, head_dim)
+    if not isinstance(p, Rope):
         return
     if p.rotary_dim is not None and (p.rotary_dim % 2 or p.rotary_dim > head_dim):
         raise v.error(
             ("position", "rotary_dim"),
             f"rotary_dim ({p.rotary_dim}) must be even and at most head_dim ({head_dim})",
         )
-    if p.interleaved and p.scaling not in ("none", "yarn"):
+    if p.interleaved and p.scaling.interleaved_entry_name is None:
+        built = [name for name, s in SCALINGS.items() if s.interleaved_entry_name]
         raise v.error(
             ("position", "interleaved"),
-            f"interleaved rope with {p.scaling} scaling is not supported (yarn is: DeepSeek-V2)",
+            f"interleaved rope with {p.scaling.type} scaling is not supported (these are: "
+            f"{', '.join(built)})",
         )
-    _check_longrope(spec, v, p.rotary_dim or head_dim)
+    if isinstance(p.scaling, LongRopeScaling):
+        _check_longrope(spec, p.scaling, v, p.rotary_dim or head_dim)
 
 
-def _check_longrope(spec: Spec, v: _Validator, rotated: int) -> None:
-    """LongRoPE's factors: one per rotated channel pair, each list, and only with it."""
-    p = spec.position
+def _check_longrope(spec: Spec, s: LongRopeScaling, v: _Validator, rotated: int) -> None:
+    """LongRoPE's factors: one per rotated channel pair, in each list."""
+    where = ("position", "scaling")
     for name in ("short_factor", "long_factor"):
-        factors = getattr(p, name)
-        if p.scaling != "longrope":
-            if factors is not None:
-                raise v.error(("position", name), f"{name} needs position.scaling: longrope")
-            continue
+        factors = getattr(s, name)
         if factors is None:
-            raise v.error(("position", "scaling"), f"longrope scaling needs position.{name}")
+            raise v.error(where, f"longrope scaling needs position.{name}")
         if len(factors) != rotated // 2:
             raise v.error(
-                ("position", name),
+                (*where, name),
                 f"{name} has {len(factors)} numbers; longrope needs one per rotated channel "
                 f"pair: {rotated // 2} (rotated channels {rotated} / 2)",
             )
-    if p.scaling == "longrope" and spec.attention.latent is not None:
-        raise v.error(
-            ("position", "scaling"), "longrope scaling with latent attention is not supported"
-        )
+    if spec.attention.latent is not None:
+        raise v.error(where, "longrope scaling with latent attention is not supported")
 
 
 def _check_latent(spec: Spec, v: _Validator) -> None:
@@ -481,7 +501,7 @@ def _check_latent(spec: Spec, v: _Validator) -> None:
         )
     lat = spec.attention.latent
     assert lat is not None
-    if lat.yarn_mscale is not None and spec.position.scaling != "yarn":
+    if lat.yarn_mscale is not None and not isinstance(spec.position.scaling, YarnScaling):
         raise v.error_between(
             [(*where, "yarn_mscale"), ("position", "scaling")],
             "attention.latent.yarn_mscale scales the scores by YaRN's factor: it needs "

@@ -124,8 +124,10 @@ def _settings(ir: IR, module: _Module, shapes: dict[str, str]) -> dict[str, Any]
                 continue
             if isinstance(value, Position):
                 # Only the settings the position kind uses: a learned table has no theta.
-                used = ("kind", *(field for field, _ in value.entry.parameters))
-                out.update({f"{prefix}{f.name}.{k}": getattr(value, k) for k in used})
+                values = value.values()
+                out[f"{prefix}{f.name}.kind"] = value.entry.name
+                used = (field for field, _ in value.entry.parameters)
+                out.update({f"{prefix}{f.name}.{k}": values[k] for k in used})
             elif dataclasses.is_dataclass(value):
                 add(f"{prefix}{f.name}.", value)
             else:

@@ -52,7 +52,7 @@ def structure(ir: IR) -> dict[str, Any]:
         "gated": mlp.gated,
         "norm": norm.kind,
         "residual": block.residual,
-        "position": stacks[0].position.kind,
+        "position": stacks[0].position.entry.name,
         "moe": None
         if moe is None
         else {"n_experts": ir.value(moe.n_experts), "top_k": ir.value(moe.top_k)},

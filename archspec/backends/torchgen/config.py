@@ -8,7 +8,7 @@ sizes are written in) followed by the constants the forward pass reads (`norm_ep
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from archspec.backends.torchgen.exprs import DIM_ORDER, ExprPrinter
 from archspec.backends.torchgen.features import Features, UnsupportedIR
@@ -76,10 +76,10 @@ def _position_fields(f: Features) -> list[Field]:
     for stack in f.stacks:
         position = stack.position
         entry = position.entry
-        values = {spec: getattr(position, spec) for spec, _ in entry.parameters}
+        values = position.values()
         spec_field = {c: s for s, c in entry.parameters}
         # "int", "float" ("int | None" for a value the code asks for only when it is set)
-        types = {field.name: str(field.type).removesuffix(" | None") for field in fields(position)}
+        types = {name: kind.removesuffix(" | None") for name, kind in position.types().items()}
         for name in f.position_code(stack).config_fields(entry, values):
             spec = spec_field[name]
             field = Field(name, types[spec], values[spec])

@@ -75,9 +75,9 @@ def _init(f: Features, stack: Stack, size: ExprPrinter) -> str:
         body.append(f"self.embed_scale = math.sqrt({size(stack.width)})")
     # Integer terms of a table's size that are position parameters print as Config fields.
     entry = position.entry
-    constants = {}
+    constants, values = {}, position.values()
     for spec, field in reversed(entry.parameters):
-        value = getattr(position, spec)
+        value = values[spec]
         if isinstance(value, int) and value:
             constants[value] = f"config.{field}"
     for part in stack.children:

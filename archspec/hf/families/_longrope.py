@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from archspec.hf.config_fields import Fields
-from archspec.spec.schema import PositionSpec
+from archspec.spec.position import LongRopeScaling
 
 OPTIONAL = ("factor", "attention_factor")
 
@@ -33,7 +33,7 @@ def read_longrope(f: Fields, key: str, found: dict[str, Any], max_positions: int
     return out
 
 
-def write_longrope(p: PositionSpec) -> dict[str, Any]:
+def write_longrope(p: LongRopeScaling) -> dict[str, Any]:
     out: dict[str, Any] = {
         "short_factor": list(p.short_factor or ()),
         "long_factor": list(p.long_factor or ()),

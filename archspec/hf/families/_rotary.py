@@ -89,11 +89,11 @@ def rotary_fraction(spec: Spec) -> float:
 
 def rope_parameters(spec: Spec) -> dict[str, Any]:
     """`read_rope`'s inverse, in transformers 5's rope_parameters."""
-    p = spec.position
-    kind = "default" if p.scaling == "none" else p.scaling
+    p, scaling = spec.position, spec.position.scaling
+    kind = "default" if scaling.type == "none" else scaling.type
     out: dict[str, Any] = {"rope_type": kind, "rope_theta": p.theta}
     out["partial_rotary_factor"] = rotary_fraction(spec)
     if kind == "yarn":
-        out |= yarn.write_yarn(p)
-    out |= {hf: getattr(p, key) for hf, key in _SCALINGS[kind]}
-    return out | longrope.write_longrope(p) if kind == "longrope" else out
+        out |= yarn.write_yarn(scaling)
+    out |= {hf: getattr(scaling, key) for hf, key in _SCALINGS[kind]}
+    return out | longrope.write_longrope(scaling) if kind == "longrope" else out

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from archspec.hf.config_fields import Fields
-from archspec.spec.schema import PositionSpec
+from archspec.spec.position import YarnScaling
 
 OPTIONAL = ("beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim", "truncate")
 
@@ -35,7 +35,7 @@ def read_yarn(f: Fields, key: str, found: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def write_yarn(p: PositionSpec) -> dict[str, Any]:
+def write_yarn(p: YarnScaling) -> dict[str, Any]:
     out: dict[str, Any] = {"beta_fast": p.beta_fast, "beta_slow": p.beta_slow}
     if p.attention_factor is not None:
         out["attention_factor"] = p.attention_factor
