@@ -24,7 +24,7 @@ from archspec.backends.count.memory import (
     OPTIMIZER_BYTES,
     WEIGHT_BYTES,
 )
-from archspec.backends.count.passes import KV_LEN, S_DEC, B, S
+from archspec.backends.count.passes import B, whole_sequences
 from archspec.ir.nodes import IR
 
 
@@ -63,7 +63,7 @@ class MemoryModel:
     def __init__(self, ir: IR, seq: int, dtype: str, grad_dtype: str, attn: str,
                  optimizer: str = "adamw"):  # fmt: skip
         self.ir = ir
-        self.values = {**ir.env, S: seq, S_DEC: seq, KV_LEN: seq}
+        self.values = {**ir.env, **whole_sequences(seq)}
         self.dtype, self.grad_dtype, self.attn, self.optimizer = dtype, grad_dtype, attn, optimizer
         self.parts = lru_cache(maxsize=None)(self._parts)
         self.params = lru_cache(maxsize=None)(self._params)

@@ -23,7 +23,7 @@ import sympy as sp
 from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.layout import Parallelism
 from archspec.backends.count.memory import COMPUTE_BYTES, GRAD_BYTES
-from archspec.backends.count.passes import B, S
+from archspec.backends.count.passes import B, whole_sequences
 from archspec.ir.nodes import IR
 from archspec.plan.collectives import all_gather, all_reduce, group_link, reduce_scatter, send
 from archspec.plan.efficiency import CALIBRATED, Efficiency
@@ -102,7 +102,7 @@ class StepModel:
     # Costs as numbers.
 
     def _numbers(self, micro: int):
-        values = {B: micro, S: self.run.seq}
+        values = {B: micro, **whole_sequences(self.run.seq)}
 
         def num(cost: OpCost):
             shape = tuple(float(sp.sympify(x).xreplace(values)) for x in cost.shape or ())
