@@ -3,13 +3,19 @@ that grow with depth, and config values import-hf must refuse plainly."""
 
 from __future__ import annotations
 
+import collections
+import io
 import json
+import pickle
+import warnings
+import zipfile
+from pathlib import Path
 
 import pytest
 
 from archspec import build_ir, load_spec
 from archspec.spec.resolve import builtin_names
-from tests.hostile import cli
+from tests.hostile import cli, run_python
 
 ENCODER_DECODERS = [
     name for name in builtin_names() if build_ir(load_spec(name)).root.layout == "encoder-decoder"
@@ -48,3 +54,94 @@ def test_plan_of_t5_small_against_its_config() -> None:
     # the decoder's self-attention caches its start token and the 128 it generates.
     per_position = 2 * T5_SMALL_DECODER_LAYERS * T5_SMALL_INNER * 2  # K and V, bf16
     assert serve["memory"]["kv_cache"] == per_position * (512 + 1 + 128)
+
+
+# --- A pickled checkpoint that declares more than it holds ------------------------------------
+
+
+def _pickled_checkpoint(path: Path, declared: int, data: bytes, compress: bool) -> Path:
+    """A torch.save zip whose one tensor declares `declared` bytes, backed by `data` in a
+    record stored as is or deflated (what torch.save writes, field by field)."""
+    import torch
+
+    numel = declared // 4
+    storage = object()
+
+    class Tensor:
+        def __reduce__(self):
+            args = (storage, 0, (numel,), (1,), False, collections.OrderedDict())
+            return torch._utils._rebuild_tensor_v2, args
+
+    class Pickler(pickle.Pickler):
+        def persistent_id(self, obj):
+            return ("storage", torch.FloatStorage, "0", "cpu", numel) if obj is storage else None
+
+    pickled = io.BytesIO()
+    Pickler(pickled, protocol=2).dump({"transformer.wte.weight": Tensor()})
+    how = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    with zipfile.ZipFile(path, "w", compression=how, compresslevel=1) as archive:
+        archive.writestr("archive/data.pkl", pickled.getvalue())
+        archive.writestr("archive/version", "3\n")
+        with archive.open("archive/data/0", "w", force_zip64=True) as record:
+            for start in range(0, len(data), 2**24):
+                record.write(data[start : start + 2**24])
+    return path
+
+
+def _peak_growth_reading(path: Path) -> tuple[str, int]:
+    """What reading `path` says, and how far it raised the peak resident memory (bytes)."""
+    printed, _ = run_python(
+        "import resource\n"
+        "from archspec import SpecError\n"
+        "from archspec.hf.weights import read_state_dict\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "try:\n"
+        f"    read_state_dict({str(path)!r})\n"
+        "    print('read')\n"
+        "except SpecError as exc:\n"
+        "    print(exc)\n"
+        "print(1024 * (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before))\n"
+    )
+    said, _, growth = printed.rstrip("\n").rpartition("\n")
+    return said, int(growth)
+
+
+def test_a_compressed_checkpoint_is_refused_before_it_inflates(tmp_path: Path) -> None:
+    bomb = _pickled_checkpoint(tmp_path / "pytorch_model.bin", 2**27, bytes(2**27), True)
+    assert bomb.stat().st_size < 2**20
+    said, growth = _peak_growth_reading(bomb)
+    assert "is compressed" in said and "Traceback" not in said, said
+    assert growth < 2**25, growth  # a quarter of what it declares
+
+
+def test_a_checkpoint_declaring_more_than_its_data_is_refused_unread(tmp_path: Path) -> None:
+    short = _pickled_checkpoint(tmp_path / "pytorch_model.bin", 2**33, bytes(2**20), False)
+    said, growth = _peak_growth_reading(short)
+    assert "declares more data than the file holds" in said, said
+    assert growth < 2**25, growth
+
+
+def test_a_legacy_checkpoint_declaring_more_than_its_file_is_refused(tmp_path: Path) -> None:
+    import torch
+
+    legacy = tmp_path / "pytorch_model.bin"  # the pre-1.6 format; a meta tensor saves no data
+    weight = torch.empty(2**31, device="meta")
+    torch.save({"transformer.wte.weight": weight}, legacy, _use_new_zipfile_serialization=False)
+    said, growth = _peak_growth_reading(legacy)
+    assert "declares 8,589,934,592 bytes of tensors in a file of" in said, said
+    assert growth < 2**25, growth
+
+
+def test_a_refused_pickle_is_the_only_message(tmp_path: Path) -> None:
+    import torch
+
+    from archspec import SpecError
+    from archspec.hf.weights import read_state_dict
+
+    path = tmp_path / "pytorch_model.bin"
+    torch.save({"w": torch.zeros(1), "x": Path("x")}, path, pickle_protocol=4)
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        with pytest.raises(SpecError, match="arbitrary code"):
+            read_state_dict(path)
+    assert [str(w.message) for w in said] == []  # torch's "Detected pickle protocol 4"
