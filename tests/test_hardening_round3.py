@@ -7,6 +7,7 @@ import collections
 import io
 import json
 import pickle
+import time
 import warnings
 import zipfile
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 
 from archspec import build_ir, load_spec
 from archspec.spec.resolve import builtin_names
-from tests.hostile import cli, run_python
+from tests.hostile import cli, refused, run_python
 
 ENCODER_DECODERS = [
     name for name in builtin_names() if build_ir(load_spec(name)).root.layout == "encoder-decoder"
@@ -145,3 +146,62 @@ def test_a_refused_pickle_is_the_only_message(tmp_path: Path) -> None:
         with pytest.raises(SpecError, match="arbitrary code"):
             read_state_dict(path)
     assert [str(w.message) for w in said] == []  # torch's "Detected pickle protocol 4"
+
+
+# --- Depth: a Repeat stays one multiplier ----------------------------------------------------
+
+DEEP = "n_layers=1000000000"
+
+
+def _timed(*args: str):
+    start = time.perf_counter()
+    result = cli(*args)
+    seconds = time.perf_counter() - start
+    assert seconds < 10, (args, seconds)
+    return result
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("count", "gpt2", "--names", "hf"),
+        ("draw", "gpt2", "-o", "{tmp}/gpt2.svg"),
+        ("report", "gpt2", "-o", "{tmp}/gpt2.html"),
+    ],
+    ids=["names", "draw", "report"],
+)
+def test_a_billion_layers_are_described_without_listing_them(args, tmp_path: Path) -> None:
+    result = _timed(*(a.format(tmp=tmp_path) for a in args), "--set", DEEP)
+    assert result.exit_code == 0, (result.output, result.exception)
+
+
+def test_the_diagram_of_a_billion_layers_names_their_range(tmp_path: Path) -> None:
+    _timed("draw", "gpt2", "-o", str(tmp_path / "gpt2.svg"), "--set", DEEP)
+    assert "layers 0–999999999" in (tmp_path / "gpt2.svg").read_text()
+
+
+def test_naming_every_module_copy_is_bounded() -> None:
+    from archspec import SpecError
+    from archspec.hf.names import leaves
+
+    ir = build_ir(load_spec("gpt2", [DEEP]))
+    with pytest.raises(SpecError, match="more than 1,000,000 parameter-owning modules"):
+        list(leaves(ir))
+
+
+@pytest.mark.parametrize("command", ["count", "build"])
+def test_a_mixed_window_pattern_over_a_million_layers_is_refused(command, tmp_path) -> None:
+    args = ["gemma-2-2b", "--set", "n_layers=1000000"]
+    result = _timed(command, *args, *(["-o", str(tmp_path / "g.py")] if command == "build" else []))
+    refused(result, "window_pattern 'LG'", "at most 1,000 layers", "1,000,000")
+
+
+def test_one_window_letter_stays_a_formula_at_any_depth() -> None:
+    result = _timed("count", "mistral-7b", "--set", DEEP)
+    assert result.exit_code == 0, (result.output, result.exception)
+
+
+def test_plan_costs_the_same_at_any_depth() -> None:
+    deep = ("--set", "n_layers=10000000", "--gpu", "h100-sxm")
+    refused(_timed("plan", "gpt2", "--global-batch", "8", *deep), "no layout fits")
+    assert _timed("plan", "gpt2", "--mode", "serve", *deep).exit_code == 0

@@ -44,14 +44,14 @@ class ServePrediction:
 
 def _pass_time(costs: PassCosts, values, tp: int, model: Roofline, per_layer_comm: float) -> float:
     total = 0.0
-    items = costs.before + [c for n, cs in costs.layers for c in cs * n] + costs.after
-    for cost in items:
+    runs = [(1, costs.before), *costs.layers, (1, costs.after)]  # a run's time times its layers
+    for n, cost in ((n, cost) for n, each in runs for cost in each):
         if cost.label == "loss":
             continue  # serving computes no loss
         shape = tuple(float(sp.sympify(x).xreplace(values)) for x in cost.shape or ())
         item = (cost, float(sp.sympify(cost.flops).xreplace(values)),
                 float(sp.sympify(cost.bytes).xreplace(values)), shape)  # fmt: skip
-        total += model.op_time(item, tp, False)
+        total += n * model.op_time(item, tp, False)
     layers = sum(n for n, _ in costs.layers)
     return total + layers * per_layer_comm
 
