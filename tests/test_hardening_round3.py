@@ -205,3 +205,68 @@ def test_plan_costs_the_same_at_any_depth() -> None:
     deep = ("--set", "n_layers=10000000", "--gpu", "h100-sxm")
     refused(_timed("plan", "gpt2", "--global-batch", "8", *deep), "no layout fits")
     assert _timed("plan", "gpt2", "--mode", "serve", *deep).exit_code == 0
+
+
+# --- Config values import-hf must refuse plainly ---------------------------------------------
+
+GPT2_CONFIG = {
+    "model_type": "gpt2",
+    "architectures": ["GPT2LMHeadModel"],
+    "n_embd": 768,
+    "n_layer": 12,
+    "n_head": 12,
+    "vocab_size": 50257,
+    "n_positions": 1024,
+}
+
+
+def _config(tmp_path: Path, **fields) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**GPT2_CONFIG, **fields}))
+    return path
+
+
+def test_a_list_where_a_name_belongs_is_refused(tmp_path: Path) -> None:
+    config = str(_config(tmp_path, activation_function=["gelu"]))
+    refused(cli("import-hf", config), "activation ['gelu'] is not supported")
+    refused(cli("diff", config, "gpt2"), "activation ['gelu'] is not supported")
+
+
+def test_a_null_size_is_refused_naming_the_field(tmp_path: Path) -> None:
+    transformers = pytest.importorskip("transformers")
+    # transformers keeps the null (its default is for an absent field) and cannot use it.
+    with pytest.raises(Exception, match="n_embd"):
+        transformers.GPT2Config.from_dict({"n_embd": None}).n_embd + 1
+    refused(cli("import-hf", str(_config(tmp_path, n_embd=None))), "at 'n_embd'", "null")
+
+
+@pytest.mark.parametrize(("family", "field"), [("FalconConfig", "num_kv_heads"),
+                                               ("T5Config", "num_decoder_layers")])  # fmt: skip
+def test_a_null_transformers_reads_as_its_default_imports_as_it(family, field) -> None:
+    transformers = pytest.importorskip("transformers")
+    from archspec.hf.export_config import hf_config_dict
+    from archspec.hf.import_config import import_config
+
+    name = {"FalconConfig": "falcon-7b", "T5Config": "t5-small"}[family]
+    config = {**hf_config_dict(load_spec(name)), field: None}
+    if family == "FalconConfig":
+        config["new_decoder_architecture"] = True
+    theirs = getattr(transformers, family).from_dict(config)
+    spec = import_config(config).spec
+    if family == "FalconConfig":
+        assert spec.kv_heads == theirs.num_kv_heads
+    else:
+        assert spec.stack_layers("decoder") == theirs.num_decoder_layers
+
+
+def test_a_huge_field_value_is_echoed_cut_short(tmp_path: Path) -> None:
+    for fields in ({"activation_function": "x" * 900_000}, {"x" * 1000: "y" * 900_000}):
+        err = refused(cli("import-hf", str(_config(tmp_path, **fields))), "characters)")
+        assert len(err) < 1_000, len(err)
+
+
+def test_any_message_stays_a_few_lines_whatever_it_echoes() -> None:
+    from archspec import SpecError
+
+    shown = str(SpecError("value " + "v" * 10**6, hint="h" * 10**6))
+    assert len(shown) < 5_000 and "1,000,006 characters" in shown
