@@ -205,6 +205,9 @@ def test_plan_costs_the_same_at_any_depth() -> None:
     deep = ("--set", "n_layers=10000000", "--gpu", "h100-sxm")
     refused(_timed("plan", "gpt2", "--global-batch", "8", *deep), "no layout fits")
     assert _timed("plan", "gpt2", "--mode", "serve", *deep).exit_code == 0
+    # The search's pipeline depths divide the devices too, not only the billion layers.
+    wide = ("--gpus", "64", "--global-batch", "64", "--set", DEEP, "--gpu", "h100-sxm")
+    refused(_timed("plan", "t5-small", *wide), "no layout fits")
 
 
 # --- Config values import-hf must refuse plainly ---------------------------------------------
