@@ -7,7 +7,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from archspec.safety.text import visible
+from archspec.safety.text import shortened, visible
+
+# The most of one message (or hint) shown: whatever it echoes, an error stays a few lines.
+MAX_MESSAGE_CHARS = 2_000
+MAX_PATH_CHARS = 200  # the field a message is about: a key may be as long as any value
 
 
 @dataclass(frozen=True)
@@ -55,10 +59,10 @@ class SpecError(Exception):
         # visible on one line, so no control character reaches the terminal and no newline in
         # a key can forge a line of the message. The hint's line break is archspec's own.
         where = f"{self.location}: " if self.location else ""
-        at = f"at '{visible(self.path)}': " if self.path else ""
-        text = f"{where}error: {at}{visible(self.message)}"
+        at = f"at '{visible(shortened(self.path, MAX_PATH_CHARS))}': " if self.path else ""
+        text = f"{where}error: {at}{visible(shortened(self.message, MAX_MESSAGE_CHARS))}"
         if self.hint:
-            text += f"\n  hint: {visible(self.hint)}"
+            text += f"\n  hint: {visible(shortened(self.hint, MAX_MESSAGE_CHARS))}"
         return text
 
 

@@ -155,8 +155,8 @@ def test_full_recomputation_replays_the_forward_of_the_blocks(gpt3) -> None:
     full = model.step(Layout(8, 1, 1, 1, False, "full")).breakdown
     # By hand: every op of the 96 blocks forward once, and their two all-reduces, for each of
     # the 8 micro-batches.
-    _, layers, _ = model.numbers(1)
-    forward = sum(model.roofline.op_time(op, 8) for layer in layers for op in layer)
+    _, runs, _ = model.numbers(1)  # (layers, the op costs of one)
+    forward = sum(n * model.roofline.op_time(op, 8) for n, layer in runs for op in layer)
     link = group_link(A100, 8, 1, CALIBRATED.network_peak)
     comm = 96 * 2 * all_reduce(2048 * 12288 * 2, 8, link)
     assert full["recompute"] == pytest.approx(8 * (forward + comm))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from archspec.errors import Location, SpecError
 from archspec.hf.family import HFClass
 from archspec.safety.json_file import read_json
+from archspec.safety.text import shortened
 
 if TYPE_CHECKING:
     from archspec.spec.schema import Spec
@@ -66,6 +67,14 @@ ACTIVATIONS = {
 EXPORT_ACTIVATIONS = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "silu": "silu"}
 
 _MISSING = object()
+# The most of a field's value an error echoes.
+SHOWN_CHARS = 80
+
+
+def shown(value: Any, as_json: bool = False) -> str:
+    """A config value as Python writes it (or as its JSON), cut short: what an error says the
+    file holds."""
+    return shortened(json.dumps(value) if as_json else repr(value), SHOWN_CHARS)
 
 
 class Fields:
@@ -92,17 +101,31 @@ class Fields:
             if self.data.get(name) is not None:
                 found.append((name, self.data[name]))
         if len({json.dumps(v, sort_keys=True) for _, v in found}) > 1:
-            listed = ", ".join(f"{k} = {v!r}" for k, v in found)
+            listed = ", ".join(f"{k} = {shown(v)}" for k, v in found)
             raise self.error(key, f"fields that mean the same disagree: {listed}")
         return found[0][1] if found else default
 
     def int(self, key: str, default: Any = _MISSING, *aliases: str) -> int:
+        self._not_null(key, *aliases)
         value = self.get(key, default, *aliases)
         if value is _MISSING:
             raise self.error(key, f"config.json has no '{key}'")
         if isinstance(value, bool) or not isinstance(value, int):
-            raise self.error(key, f"expected an integer, got {value!r}")
+            raise self.error(key, f"expected an integer, got {shown(value)}")
         return value
+
+    def _not_null(self, key: str, *aliases: str) -> None:
+        """A size transformers has a default for only when the field is absent: null is kept
+        as None, and its config class refuses it (or its model fails to build)."""
+        names = (key, *aliases)
+        if any(n in self.data and self.data[n] is None for n in names) and not any(
+            self.data.get(n) is not None for n in names
+        ):
+            raise self.error(
+                key,
+                f"{key} is null; transformers takes its default only when the field is absent",
+                hint=f"give {key} a value, or leave it out",
+            )
 
     def size(self, key: str, default: int | None) -> int | None:
         """An optional size: absent or null gives `default`; anything else must be a
@@ -111,39 +134,45 @@ class Fields:
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise self.error(key, f"expected a positive integer, got {value!r}")
+            raise self.error(key, f"expected a positive integer, got {shown(value)}")
         return value
 
     def float(self, key: str, default: Any, *aliases: str) -> float:
         value = self.get(key, default, *aliases)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise self.error(key, f"expected a number, got {value!r}")
+            raise self.error(key, f"expected a number, got {shown(value)}")
         return float(value)
 
     def bool(self, key: str, default: bool) -> bool:
         value = self.get(key, default)
         if not isinstance(value, bool):
-            raise self.error(key, f"expected true or false, got {value!r}")
+            raise self.error(key, f"expected true or false, got {shown(value)}")
         return value
 
     def expect(self, key: str, allowed: Any, default: Any, why: str) -> Any:
         """A field archspec supports only at some values: refuse the others, saying why."""
         value = self.get(key, default)
-        ok = value in allowed if isinstance(allowed, (set, tuple, list)) else value == allowed
+        if isinstance(allowed, (set, tuple, list)):
+            try:
+                ok = value in allowed
+            except TypeError:  # a list or mapping asked of a set: none of its scalars
+                ok = False
+        else:
+            ok = value == allowed
         if not ok:
             raise self.error(
                 key,
-                f"{key} = {json.dumps(value)} is not supported: {why}",
+                f"{key} = {shown(value, as_json=True)} is not supported: {why}",
                 hint="archspec refuses a config it cannot reproduce exactly",
             )
         return value
 
     def activation(self, key: str, default: str, table: dict[str, str] = ACTIVATIONS) -> str:
         value = self.get(key, default)
-        if value not in table:
+        if not isinstance(value, str) or value not in table:
             raise self.error(
                 key,
-                f"activation {value!r} is not supported",
+                f"activation {shown(value)} is not supported",
                 hint=f"supported: {', '.join(table)}",
             )
         return table[value]

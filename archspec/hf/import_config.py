@@ -15,15 +15,15 @@ over the base that needs the fewest overrides. This module ties them together.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from archspec.errors import Location, SpecError
 from archspec.hf.classes import HFClass, hf_class
-from archspec.hf.config_fields import Fields, read_config
+from archspec.hf.config_fields import SHOWN_CHARS, Fields, read_config, shown
 from archspec.hf.families import FAMILIES
 from archspec.hf.minimal_spec import Imported, fewest_overrides
+from archspec.safety.text import shortened
 
 __all__ = ["FAMILIES", "Imported", "import_config", "read_config"]
 
@@ -124,7 +124,7 @@ def import_config(
     if not isinstance(model_type, str) or model_type not in FAMILIES:
         hint = _same_architecture(model_type) or f"supported: {', '.join(FAMILIES)}"
         message = (
-            f"model_type {model_type!r} is not supported by import-hf"
+            f"model_type {shown(model_type)} is not supported by import-hf"
             if model_type
             else "config.json has no model_type"
         )
@@ -139,10 +139,12 @@ def import_config(
     unknown = f.leftovers()
     if unknown:
         key = unknown[0]
+        value = shown(data[key], as_json=True)
         raise f.error(
             key,
-            f"field '{key}' (= {json.dumps(data[key])}) is not understood for model_type "
-            f"'{model_type}'; archspec cannot tell whether it changes the architecture",
+            f"field '{shortened(key, SHOWN_CHARS)}' (= {value}) is not understood "
+            f"for model_type '{model_type}'; archspec cannot tell whether it changes the "
+            "architecture",
             hint="if it does not change the model, delete it from config.json",
         )
     src = source or _source(data, path)

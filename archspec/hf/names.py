@@ -11,6 +11,7 @@ does.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
@@ -20,6 +21,7 @@ from archspec.hf.families import family_of
 from archspec.hf.family import Family, Target, Where
 from archspec.ir.nodes import IR, MLP, Block, Embedding, Linear, Node, Norm, Repeat
 from archspec.ir.visit import walk
+from archspec.safety.limits import MAX_NAMED_COPIES
 
 # --- Walking the IR ----------------------------------------------------------------------
 
@@ -61,6 +63,7 @@ def leaves(ir: IR, concrete: bool = True, symbolic_names: bool = True) -> Iterat
     once per row of the count table, named with index letters (`symbolic_names`) or as the
     table names it (a run of one keeps its index: a lone dense first block, `blocks.0`)."""
     roles = tuple(p.name for p in ir.root.parts if p.name in ("encoder", "decoder"))
+    named = 0  # concrete places so far
     for placed in walk(ir.root):
         node = placed.node
         if not isinstance(node, (Embedding, Linear, Norm)):
@@ -71,12 +74,6 @@ def leaves(ir: IR, concrete: bool = True, symbolic_names: bool = True) -> Iterat
         chain = (*placed.ancestors, node)
         indexed = [isinstance(parent, Repeat) for parent in chain[:-1]]
         symbolic = placed.path.split(".")
-        ranges = []
-        for parent, child in zip(chain, chain[1:], strict=False):
-            if isinstance(parent, Repeat):
-                run = next(r for r in parent.runs if r.node is child)
-                start = ir.value(run.start)
-                ranges.append([str(n) for n in range(start, start + ir.value(run.count))])
         if not concrete:
             segments = symbolic if symbolic_names else placed.concrete_path.split(".")
             yield Leaf(
@@ -86,11 +83,25 @@ def leaves(ir: IR, concrete: bool = True, symbolic_names: bool = True) -> Iterat
                 _where(segments, indexed, placed.ancestors, roles),
             )
             continue
+        ranges = []
+        for parent, child in zip(chain, chain[1:], strict=False):
+            if isinstance(parent, Repeat):
+                run = next(r for r in parent.runs if r.node is child)
+                start = ir.value(run.start)
+                ranges.append(range(start, start + ir.value(run.count)))
+        named += math.prod(map(len, ranges))
+        if named > MAX_NAMED_COPIES:
+            raise SpecError(
+                f"{ir.name} has more than {MAX_NAMED_COPIES:,} parameter-owning modules to name "
+                "one by one",
+                hint="a spec this deep or wide is beyond any real checkpoint; count it without "
+                "naming its modules",
+            )
         positions = [k for k, is_index in enumerate(indexed) if is_index]
         for combo in itertools.product(*ranges):
             segments = list(symbolic)
             for k, value in zip(positions, combo, strict=True):
-                segments[k] = value
+                segments[k] = str(value)
             yield Leaf(
                 node,
                 ".".join(segments),

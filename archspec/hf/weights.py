@@ -10,7 +10,6 @@ fills a generated model with the result.
 from __future__ import annotations
 
 import fnmatch
-import pickle
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import torch
 
 from archspec.errors import SpecError
 from archspec.hf.names import Naming, naming
+from archspec.hf.pickled import first_line, load_pickled
 from archspec.hf.tensor_rules import TensorRule, describe_shape, tensor_rules
 from archspec.ir.nodes import IR
 from archspec.safety.json_file import read_json
@@ -56,27 +56,8 @@ def _load_file(path: Path) -> dict[str, torch.Tensor]:
         try:
             return _safetensors().load_file(str(path))
         except Exception as exc:  # truncated, or not a safetensors file
-            raise SpecError(f"cannot read {path}: {_first_line(exc)}") from None
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError:
-        # torch's message suggests weights_only=False, which runs the pickle's code: no.
-        raise SpecError(
-            f"cannot read {path}: it holds Python objects beyond tensors, and loading them "
-            "could run arbitrary code; archspec does not",
-            hint="convert the checkpoint to safetensors with a tool you trust",
-        ) from None
-    except Exception as exc:  # a corrupt or foreign file
-        raise SpecError(f"cannot read {path}: {_first_line(exc)}") from None
-    if not isinstance(state, Mapping):
-        raise SpecError(f"{path} does not hold a state dict")
-    return dict(state)
-
-
-def _first_line(exc: BaseException) -> str:
-    """A library's error, short: its first line, visible characters only."""
-    lines = str(exc).strip().splitlines()
-    return visible(lines[0][:200]) if lines else type(exc).__name__
+            raise SpecError(f"cannot read {path}: {first_line(exc)}") from None
+    return load_pickled(path)
 
 
 def _shard_path(index: Path, shard: object) -> Path:

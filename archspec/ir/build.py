@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from archspec import kinds
+from archspec.errors import SpecError
 from archspec.ir.nodes import (
     IR,
     MLP,
@@ -28,6 +29,7 @@ from archspec.ir.nodes import (
     Sublayer,
 )
 from archspec.kinds.positions import yarn_attention
+from archspec.safety.limits import MAX_LAYER_RUNS
 from archspec.spec.position import NoPosition
 from archspec.spec.schema import Spec
 
@@ -217,18 +219,29 @@ def _runs(spec: Spec, d: _Dims, role: str, causal: bool, cross: bool) -> list[Ru
                 Run(n_dense, n_layers - n_dense, block(True, windowed)),
             ]
         return [Run(0, n_layers, block(spec.moe is not None, windowed))]
-    # Windowed and full layers take turns: one run per stretch of equal layers, in numbers.
-    layers = [
-        block(spec.moe is not None and i >= dense, spec.windowed(i))
-        for i in range(spec.stack_layers(role))
-    ]
+    # Windowed and full layers take turns: one run per stretch of equal layers, in numbers,
+    # which every backend then walks; a bound keeps the walk short.
+    n = spec.stack_layers(role)
+    if n > MAX_LAYER_RUNS:
+        raise SpecError(
+            f"attention.window_pattern '{spec.attention.window_pattern}' mixes windowed and "
+            f"full layers, which archspec spells out one stretch at a time: at most "
+            f"{MAX_LAYER_RUNS:,} layers, and this {role} has {n:,}",
+            hint="fewer layers, or a pattern of one letter",
+        )
     runs: list[Run] = []
-    for i, node in enumerate(layers):
-        if runs and runs[-1].node == node:
-            runs[-1] = Run(runs[-1].start, runs[-1].count + 1, node)
-        else:
-            runs.append(Run(i, 1, node))
+    kinds = [_kind(spec, i, dense) for i in range(n)]
+    for i, kind in enumerate(kinds):
+        if i and kind == kinds[i - 1]:
+            runs[-1] = Run(runs[-1].start, runs[-1].count + 1, runs[-1].node)
+        else:  # each run its own node: a walk tells the runs apart by identity
+            runs.append(Run(i, 1, block(*kind)))
     return runs
+
+
+def _kind(spec: Spec, layer: int, dense: int) -> tuple[bool, bool]:
+    """(experts, windowed) of a layer: what makes its block differ from another's."""
+    return spec.moe is not None and layer >= dense, spec.windowed(layer)
 
 
 def _block(

@@ -24,8 +24,9 @@ from archspec.backends.count.memory import (
     OPTIMIZER_BYTES,
     WEIGHT_BYTES,
 )
-from archspec.backends.count.passes import KV_LEN, S_DEC, B, S
+from archspec.backends.count.passes import B, whole_sequences
 from archspec.ir.nodes import IR
+from archspec.plan.layers import stage_runs
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ class MemoryModel:
     def __init__(self, ir: IR, seq: int, dtype: str, grad_dtype: str, attn: str,
                  optimizer: str = "adamw"):  # fmt: skip
         self.ir = ir
-        self.values = {**ir.env, S: seq, S_DEC: seq, KV_LEN: seq}
+        self.values = {**ir.env, **whole_sequences(seq)}
         self.dtype, self.grad_dtype, self.attn, self.optimizer = dtype, grad_dtype, attn, optimizer
         self.parts = lru_cache(maxsize=None)(self._parts)
         self.params = lru_cache(maxsize=None)(self._params)
@@ -72,12 +73,10 @@ class MemoryModel:
         parts = activation_parts(
             self.ir, COMPUTE_BYTES[self.dtype], self.attn, recompute, tp, sp_ and tp > 1
         )
-        per_layer = []
-        for count, each in parts.layers:
-            per_layer += [_linear(each, self.values)] * self.ir.value(count)
+        runs = [(self.ir.value(count), _linear(each, self.values)) for count, each in parts.layers]
         return (
             _linear(parts.before, self.values),
-            per_layer,
+            runs,
             _linear(parts.after, self.values),
             _linear(parts.rebuilt, self.values),
         )
@@ -88,12 +87,13 @@ class MemoryModel:
 
     def stages(self, par: Parallelism, micro: int, recompute: str) -> list[StageBytes]:
         """Bytes per device on every stage, as memory_figures counts them."""
-        before, per_layer, after, rebuilt = self.parts(par.tp, par.sp, recompute)
+        before, runs, after, rebuilt = self.parts(par.tp, par.sp, recompute)
         states = OPTIMIZER_BYTES[self.optimizer] + (MASTER_BYTES if self.dtype != "fp32" else 0)
         out = []
         for stage, ((first, last), params) in enumerate(self.params(par.tp, par.pp)):
             chunks, per_chunk = par.in_flight(stage)
-            acts = chunks * sum(x.at(micro) for x in per_layer[first:last]) / per_chunk
+            layers = stage_runs(runs, first, last)
+            acts = chunks * sum(n * x.at(micro) for n, x in layers) / per_chunk
             if stage == 0:
                 if par.interleave == 1:
                     held = min(par.pp, par.micro_batches)

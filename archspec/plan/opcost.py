@@ -100,6 +100,8 @@ class CostCounter(FlopCounter):
         name = type(op).__name__
         if isinstance(op, ops.LinearOp):
             m = L.rows(op.x, computed=True)
+            if m == 0:
+                return []  # a decode step's cross-attention K and V: cached, never computed
             k, n = op.module.in_features, op.module.out_features
             split = op.out is not None and op.out.split
             row = op.x.split and not split  # attention output, MLP down: split inputs

@@ -7,7 +7,7 @@ from typing import Any
 from archspec.backends.count.conventions import NO_RECOMPUTE, get_convention
 from archspec.backends.count.flops import flop_figures
 from archspec.backends.count.flops_report import whole
-from archspec.backends.count.passes import KV_LEN, S_DEC, B, S
+from archspec.backends.count.passes import B, whole_sequences
 from archspec.ir.nodes import IR
 from archspec.plan.hardware import System
 from archspec.plan.search import USABLE_MEMORY, Candidate, SearchResult
@@ -20,7 +20,7 @@ def step_flops(ir: IR, run: Training, recompute: str) -> tuple[int, int]:
     forward and backward as executed (every query-key pair, as FlopCounterMode counts them),
     without recomputation: the MFU of Chowdhery et al. 2022 (Appendix B) and Korthikanti et al.
     2022. Hardware FLOPs add what recomputation and the attention kernel replay."""
-    values = {**ir.env, B: run.global_batch, S: run.seq, S_DEC: run.seq, KV_LEN: run.seq}
+    values = {**ir.env, B: run.global_batch, **whole_sequences(run.seq)}
     conv = get_convention("executed")
     model = flop_figures(ir, conv, "eager", NO_RECOMPUTE).train_step
     hardware = flop_figures(ir, conv, run.attn, recompute).train_step

@@ -64,7 +64,8 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                          if gpus % t == 0 and (t & (t - 1)) == 0])  # fmt: skip
     if "tp" in only:
         tps = list(only["tp"])
-    pps = allowed("pp", [p for p in range(1, layers + 1) if layers % p == 0])
+    # Stages divide the layers and the devices: at most one stage per device, whatever the depth.
+    pps = allowed("pp", [p for p in range(1, min(layers, gpus) + 1) if layers % p == 0])
     if "pp" in only:
         pps = list(only["pp"])
     for tp, pp in product(tps, pps):

@@ -44,14 +44,14 @@ class ServePrediction:
 
 def _pass_time(costs: PassCosts, values, tp: int, model: Roofline, per_layer_comm: float) -> float:
     total = 0.0
-    items = costs.before + [c for n, cs in costs.layers for c in cs * n] + costs.after
-    for cost in items:
+    runs = [(1, costs.before), *costs.layers, (1, costs.after)]  # a run's time times its layers
+    for n, cost in ((n, cost) for n, each in runs for cost in each):
         if cost.label == "loss":
             continue  # serving computes no loss
         shape = tuple(float(sp.sympify(x).xreplace(values)) for x in cost.shape or ())
         item = (cost, float(sp.sympify(cost.flops).xreplace(values)),
                 float(sp.sympify(cost.bytes).xreplace(values)), shape)  # fmt: skip
-        total += model.op_time(item, tp, False)
+        total += n * model.op_time(item, tp, False)
     layers = sum(n for n, _ in costs.layers)
     return total + layers * per_layer_comm
 
@@ -82,18 +82,21 @@ def predict_serving(
     model = Roofline.of(system.accelerator, dtype, eff)
     link = group_link(system, tp, 1, eff.network_peak)
     d = ir.value(ir.root.d_model)
-    prefill_values = {B: batch, S: prompt, S_DEC: prompt, KV_LEN: prompt}
+    # An encoder-decoder reads the prompt with its encoder; its decoder starts from one start
+    # token and caches only the positions it generates (the encoder's are cross-attention's S).
+    fed = 1 if ir.root.layout == "encoder-decoder" else prompt
+    prefill_values = {B: batch, S: prompt, S_DEC: fed, KV_LEN: fed}
     prefill_comm = 2 * all_reduce(batch * prompt * d * c, tp, link)
     prefill = _pass_time(pass_costs(ir, c, "flash"), prefill_values, tp, model, prefill_comm)
     dec = decode_costs(ir, c)
     if dec is None:
         raise SpecError(f"{ir.name} is encoder-only: it generates no tokens")
-    middle = prompt + (new_tokens + 1) // 2
-    decode_values = {B: batch, S: prompt, S_DEC: prompt, KV_LEN: middle}
+    middle = fed + (new_tokens + 1) // 2
+    decode_values = {B: batch, S: prompt, S_DEC: fed, KV_LEN: middle}
     decode_comm = 2 * all_reduce(batch * d * c, tp, link)
     decode = _pass_time(dec, decode_values, tp, model, decode_comm)
     figures = memory_figures(ir, dtype, parallel=Parallelism(gpus=tp, tp=tp))
-    full = {**ir.env, B: batch, S: prompt, S_DEC: prompt, KV_LEN: prompt + new_tokens}
+    full = {**ir.env, B: batch, S: prompt, S_DEC: fed, KV_LEN: fed + new_tokens}
     weights = float(figures.weights.xreplace(full))
     kv = float(figures.kv_cache.xreplace(full))
     replicas = gpus // tp

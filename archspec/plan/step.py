@@ -23,11 +23,12 @@ import sympy as sp
 from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.layout import Parallelism
 from archspec.backends.count.memory import COMPUTE_BYTES, GRAD_BYTES
-from archspec.backends.count.passes import B, S
+from archspec.backends.count.passes import B, whole_sequences
 from archspec.ir.nodes import IR
 from archspec.plan.collectives import all_gather, all_reduce, group_link, reduce_scatter, send
 from archspec.plan.efficiency import CALIBRATED, Efficiency
 from archspec.plan.hardware import System
+from archspec.plan.layers import stage_runs
 from archspec.plan.opcost import OpCost, PassCosts, pass_costs
 from archspec.plan.roofline import Roofline
 
@@ -102,17 +103,15 @@ class StepModel:
     # Costs as numbers.
 
     def _numbers(self, micro: int):
-        values = {B: micro, S: self.run.seq}
+        values = {B: micro, **whole_sequences(self.run.seq)}
 
         def num(cost: OpCost):
             shape = tuple(float(sp.sympify(x).xreplace(values)) for x in cost.shape or ())
             return (cost, float(sp.sympify(cost.flops).xreplace(values)),
                     float(sp.sympify(cost.bytes).xreplace(values)), shape)  # fmt: skip
 
-        per_layer = []
-        for n, costs in self.costs.layers:
-            per_layer += [[num(c) for c in costs]] * n
-        return [num(c) for c in self.costs.before], per_layer, [num(c) for c in self.costs.after]
+        runs = [(n, [num(c) for c in costs]) for n, costs in self.costs.layers]
+        return [num(c) for c in self.costs.before], runs, [num(c) for c in self.costs.after]
 
     # The step.
 
@@ -121,12 +120,12 @@ class StepModel:
         tp, pp, v = layout.tp, layout.pp, layout.interleave
         dp = run.gpus // (tp * pp)
         m = run.global_batch // (layout.micro_batch * dp)
-        before, per_layer, after = self.numbers(layout.micro_batch)
+        before, runs, after = self.numbers(layout.micro_batch)
         net = self.eff.network_peak
         tp_link = group_link(sysm, tp, 1, net)
         activation = layout.micro_batch * run.seq * self.d_model * self.c
         # Tensor-parallel collectives: one per row-parallel projection, forward and backward.
-        row_parallel = sum(1 for c, *_ in per_layer[0] if c.tp == "row") if per_layer else 0
+        row_parallel = sum(1 for c, *_ in runs[0][1] if c.tp == "row") if runs else 0
         if layout.sp and tp > 1:
             one = reduce_scatter(activation, tp, tp_link) + all_gather(activation, tp, tp_link)
         else:
@@ -138,19 +137,20 @@ class StepModel:
         vocab_tp = all_reduce(activation, tp, tp_link)
         stages = []
         for st in range(pp):
-            layers = [op for layer in per_layer[st * per_stage:(st + 1) * per_stage]
-                      for op in layer]  # fmt: skip
+            layers = stage_runs(runs, st * per_stage, (st + 1) * per_stage)
             ends = (before if st == 0 else []) + (after if st == pp - 1 else [])
             compute = rec = 0.0
-            for i, item in enumerate(layers + ends):
+            # Recomputation replays the blocks' forward only, not the embeddings or the head.
+            for n, item, in_block in [(n, op, True) for n, ops in layers for op in ops] + [
+                (1, op, False) for op in ends
+            ]:
                 t = self.roofline.op_time(item, tp, layout.sp)
-                compute += (1 + item[0].backward) * t
-                # Recomputation replays the blocks' forward only (the first len(layers) ops).
+                compute += n * (1 + item[0].backward) * t
                 replay = layout.recompute == "full" or (
                     layout.recompute == "selective" and item[0].attn_core and run.attn != "flash"
                 )
-                if replay and i < len(layers):
-                    rec += t
+                if replay and in_block:
+                    rec += n * t
             tp_comm = per_stage * layer_tp + vocab_tp * ((st == 0) + (st == pp - 1))
             rec_comm = per_stage * layer_tp_recompute
             stages.append((compute, rec + rec_comm, tp_comm, rec_comm))

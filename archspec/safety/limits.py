@@ -15,3 +15,9 @@ MAX_INT_DIGITS = 30  # an integer in config.json; int64 has 19 digits
 MAX_EXTENDS = 32  # files in one `extends:` chain; the built-in specs use 2
 MAX_SIZE = 10**9  # any integer size in a spec or a workload option (vocab, width, batch, ...)
 MAX_LENGTHS = 64  # sequence lengths in one `--seq` sweep
+# Modules named one by one (a checkpoint's tensors): DeepSeek-V3's 58 layers of 256 experts
+# have under 50,000.
+MAX_NAMED_COPIES = 1_000_000
+# Layers spelled out one stretch at a time (a mixed window pattern cycled over them): Gemma
+# 2's 46 layers make 46 stretches.
+MAX_LAYER_RUNS = 1_000

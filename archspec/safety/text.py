@@ -44,6 +44,14 @@ def visible_lines(text: object) -> str:
     return _UNSAFE_EXCEPT_LAYOUT.sub(_escape, str(text))
 
 
+def shortened(text: str, limit: int) -> str:
+    """`text`, or its first `limit` characters and how many there were: a value echoed in a
+    message (a config field, a spec's string) may be megabytes long."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
+
 def has_unsafe(text: str) -> bool:
     return _UNSAFE.search(text) is not None
 

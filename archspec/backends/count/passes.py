@@ -81,6 +81,12 @@ class Pass:
         return self.encoder if role == "encoder" else self.decoder
 
 
+def whole_sequences(seq: int) -> dict[sp.Symbol, int]:
+    """The lengths of a step over sequences of `seq` positions: an encoder-decoder's decoder runs
+    as many positions as its encoder (count's `--dec-seq` default), and a cache holds them all."""
+    return {S: seq, S_DEC: seq, KV_LEN: seq}
+
+
 def forward_pass(layout: str) -> Pass:
     """A forward over whole sequences: training, or the prefill of inference."""
     if layout == "encoder-decoder":

@@ -6,6 +6,8 @@ comparing their names, so a kind added to the catalogue is drawn without an edit
 
 from __future__ import annotations
 
+import itertools
+
 from archspec.ir.nodes import IR, MLP, Attention, Embedding, Linear, MoE, Norm, Stack
 
 
@@ -81,11 +83,15 @@ def linear(
 def layers(runs: list[tuple[int, int]]) -> str:
     """Where a block variant sits, from its (start, count) runs: "layers 0–31", "layer 0",
     "layers 1, 3, 5, …, 31"."""
-    indices = [start + i for start, count in runs for i in range(count)]
-    if len(indices) == 1:
-        return f"layer {indices[0]}"
-    if indices == list(range(indices[0], indices[-1] + 1)):
-        return f"layers {indices[0]}–{indices[-1]}"
-    if len(indices) <= 4:
-        return "layers " + ", ".join(map(str, indices))
-    return "layers " + ", ".join(map(str, indices[:3])) + f", …, {indices[-1]}"
+    # Arithmetic on the runs, never a list of every layer: a run may hold a billion.
+    runs = [(start, count) for start, count in runs if count > 0]
+    total = sum(count for _, count in runs)
+    first, last = runs[0][0], runs[-1][0] + runs[-1][1] - 1
+    if total == 1:
+        return f"layer {first}"
+    if last - first + 1 == total:
+        return f"layers {first}–{last}"
+    shown = list(itertools.islice((s + i for s, c in runs for i in range(c)), 4))
+    if total <= 4:
+        return "layers " + ", ".join(map(str, shown))
+    return "layers " + ", ".join(map(str, shown[:3])) + f", …, {last}"

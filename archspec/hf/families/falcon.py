@@ -38,7 +38,7 @@ def import_falcon(f: Fields, cls: HFClass) -> dict[str, Any]:
     f.expect("hidden_dropout", (0, 0.0), 0.0, "dropout on the sum of attention and MLP")
     f.expect("attention_dropout", (0, 0.0), 0.0, "Falcon's attention dropout placement")
     if new:
-        kv = f.int("num_kv_heads", heads)
+        kv = f.size("num_kv_heads", heads)  # null: one per head, as FalconConfig reads it
         f.harmless("multi_query")  # the new architecture reads num_kv_heads alone
         norms = f.expect("num_ln_in_parallel_attn", (None, 1, 2), None, "1 or 2 norms") or 2
         f.expect("parallel_attn", True, True, "the new architecture's block is parallel")

@@ -52,7 +52,7 @@ def import_t5(f: Fields, cls: HFClass, v: T5Variant = T5) -> dict[str, Any]:
     )
     f.expect("is_gated_act", (None, gated), None, f"feed_forward_proj {proj!r} implies {gated}")
     n_layers = f.int("num_layers", v.n_layers, "num_hidden_layers")
-    decoder_layers = f.int("num_decoder_layers", n_layers)
+    decoder_layers = f.size("num_decoder_layers", n_layers)  # null: as many (T5Config)
     d = f.int("d_model", 512, "hidden_size")
     spec: dict[str, Any] = {
         "d_model": d,

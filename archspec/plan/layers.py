@@ -1,0 +1,24 @@
+"""A stack's layers as runs of identical ones, and a pipeline stage's share of them.
+
+The plan keeps a run as (layers, what one layer costs) and multiplies, never listing one entry
+per layer: a search over a model of ten million layers costs what one of ten does.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def stage_runs(runs: list[tuple[int, T]], first: int, last: int) -> list[tuple[int, T]]:
+    """The runs of layers `first` to `last` (excluded), each with how many of its layers
+    fall there."""
+    out = []
+    start = 0
+    for n, each in runs:
+        inside = min(last, start + n) - max(first, start)
+        if inside > 0:
+            out.append((inside, each))
+        start += n
+    return out
