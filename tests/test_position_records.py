@@ -137,3 +137,18 @@ def test_a_kind_switched_by_override_drops_the_flat_fields_it_does_not_read() ->
     # As before: t5's buckets and llama's theta do not follow the kind they belonged to.
     assert load_spec("t5-small", ["position.kind=rope"]).position == Rope()
     assert load_spec("llama-3.1-8b", ["position.kind=alibi"]).position.kind == "alibi"
+
+
+@pytest.mark.parametrize(
+    ("tagged", "flat"),
+    [
+        ("position.scaling.factor=4", "position.factor=4"),
+        ("position.scaling.type=linear", "position.scaling=linear"),
+    ],
+)
+def test_a_tagged_override_applies_to_a_flat_spec(tagged: str, flat: str) -> None:
+    # `validate --resolved` shows position.scaling.factor, so that is the path a user copies
+    # into --set, and llama-3.1-8b's file is written in the flat form.
+    spec = load_spec("llama-3.1-8b", [tagged])
+    assert spec == load_spec("llama-3.1-8b", [flat])
+    assert spec != load_spec("llama-3.1-8b")

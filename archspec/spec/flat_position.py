@@ -72,6 +72,25 @@ def nest_position(
     return out | {"scaling": nested}, aliases
 
 
+def flat_override_keys(data: dict[str, Any], keys: list[str]) -> list[str]:
+    """Where an override `--set position.scaling.<field>=...` belongs in `data`.
+
+    `validate --resolved` shows the tagged form, so that is the path a user copies; over a
+    spec written in the flat form (`scaling: llama3` beside `factor: 8`, as the built-ins
+    are) the same field is the flat `position.<field>`, and the scaling's type is
+    `position.scaling` itself. Any other path is unchanged.
+    """
+    position = data.get("position")
+    if keys[:2] != ["position", "scaling"] or len(keys) != 3 or not isinstance(position, dict):
+        return keys
+    scaling = position.get("scaling")
+    if keys[2] == "type" and isinstance(scaling, str):
+        return ["position", "scaling"]
+    if scaling in SCALINGS and keys[2] in _names(SCALINGS[scaling]):
+        return ["position", keys[2]]
+    return keys  # the tagged form, or a field its scaling lacks: the record says so
+
+
 def _refuse_foreign(section: dict[str, Any], kind: str, scaling: Any, error: Error) -> None:
     """The flat form's refusals of a field its kind or scaling does not read."""
     if kind != "rope":

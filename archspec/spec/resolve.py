@@ -21,6 +21,7 @@ from typing import Any
 
 from archspec.errors import Location, SpecError, did_you_mean
 from archspec.safety.limits import MAX_EXTENDS
+from archspec.spec.flat_position import flat_override_keys
 from archspec.spec.schema import Spec
 from archspec.spec.validate import Locations, validate
 from archspec.spec.yaml_loader import NotYaml, load_yaml_file, load_yaml_text
@@ -164,6 +165,7 @@ def apply_overrides(
     locations = dict(locations)
     for text in overrides:
         keys, value = parse_override(text)
+        keys = flat_override_keys(data, keys)
         patch: Any = value
         for key in reversed(keys):
             patch = {key: patch}
