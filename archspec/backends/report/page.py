@@ -184,6 +184,17 @@ def _comparison(specs: list[dict[str, Any]], diagrams: list[str]) -> str:
     )
 
 
+# What a script element's text must not hold raw: "<" (no "</script>" or "<!--" can end or
+# hide the element), ">" and "&" (kept out for HTML parsers that read them), and U+2028/U+2029
+# (line terminators to older JavaScript). JSON allows each as a \u escape.
+_SCRIPT_UNSAFE = str.maketrans({c: f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"})
+
+
+def script_json(value: Any) -> str:
+    """`value` as JSON that can stand inside <script>...</script> and parse to the same value."""
+    return json.dumps(value).translate(_SCRIPT_UNSAFE)
+
+
 def render_page(
     specs: list[dict[str, Any]], diagrams: list[str], trees: list[dict], side: list[str]
 ) -> str:
@@ -197,9 +208,7 @@ def render_page(
     sections = "".join(
         _spec_section(s, d, t) for s, d, t in zip(specs, diagrams, trees, strict=True)
     )
-    # The figures as data too, for whoever reads the file with a program; "</" is escaped so
-    # that no string inside can close the script element.
-    data = json.dumps({"archspec": __version__, "specs": specs}).replace("</", "<\\/")
+    data = script_json({"archspec": __version__, "specs": specs})
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
