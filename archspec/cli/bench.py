@@ -40,6 +40,7 @@ from archspec.cli.options import (
     SetOpt,
     SpecArg,
 )  # fmt: skip
+from archspec.cli.tables import print_table
 
 
 @app.command()
@@ -204,7 +205,7 @@ def _render(r: dict[str, Any]) -> None:
         low, high = r["speedup_range"]
         table.add_row("[bold]speedup[/bold]", f"[bold]{r['speedup']:.2f}×[/bold]", "1.00×")
         table.add_row("speedup, slowest to fastest step", f"{low:.2f}× – {high:.2f}×", "")
-    stdout().print(table)
+    print_table(table)
     for note in _notes(r, hf):
         stderr().print(f"[dim]{note}[/dim]")
 
@@ -265,7 +266,7 @@ def _bench_distributed(spec, set_, nproc, tp, zero, device, batch, seq, steps, w
             _bytes(rank["saved_tensor_bytes"]), _bytes(pred["activations"]),
             _bytes(rank["peak_memory_bytes"]), _bytes(pred["total"]),
         )  # fmt: skip
-    stdout().print(table)
+    print_table(table)
     stdout().print(
         f"predicted: count --engine torch, {pred['attn']} attention. Predicted memory is "
         "weights, gradients, AdamW moments and the activations autograd keeps (saved "

@@ -21,7 +21,6 @@ from archspec.cli.common import (
     print_json,
     say,
     stderr,
-    stdout,
     user_errors,
     write_stdout,
 )
@@ -50,6 +49,7 @@ from archspec.cli.options import (
     CountZero,
     PlotForce,
 )  # fmt: skip
+from archspec.cli.tables import Column, make_table, print_table, print_tables
 from archspec.safety.text import markup_safe
 
 
@@ -126,7 +126,6 @@ def _render(report: dict[str, Any]) -> None:
 
 
 def _render_by_module(report: dict[str, Any]) -> None:
-    from archspec.cli.tables import Column, print_table
 
     w = report["workload"]
     rows = [
@@ -136,14 +135,15 @@ def _render_by_module(report: dict[str, Any]) -> None:
     ]  # fmt: skip
     total = sum(r["flops"] for r in report["flops_by_module"])
     rows.append(["[bold]forward total[/bold]", "", "", f"{total:,}", _flops(total), "100.0%"])
-    print_table(
+    table = make_table(
         f"forward FLOPs by module at B={w['batch']}, S={w['seq']} ({w['convention']}; a "
         "repeated module's row counts all its copies)",
-        [Column("module", "left", label=True), Column("shape", "left"), Column("×"),
+        [Column("module", "left"), Column("shape", "left"), Column("×"),
          Column("FLOPs"), Column(""), Column("share")],
         rows,
         sections=[len(rows) - 1],
     )  # fmt: skip
+    print_table(table)
 
 
 def _beyond_context(ir, lengths: list[int] | None) -> None:
@@ -199,8 +199,7 @@ def _render_params(report: dict[str, Any]) -> None:
         active = params["active"]
         share = f"{active / total:.1%}"
         table.add_row("active per token", *pad, "(top-k experts)", "", f"{active:,}", share)
-    out = stdout()
-    out.print(table)
+    print_table(table)
     if "symbolic" in report:
         formulas = Table(title="formulas", title_justify="left", show_header=False)
         formulas.add_column("group")
@@ -211,7 +210,7 @@ def _render_params(report: dict[str, Any]) -> None:
         formulas.add_row("[bold]total[/bold]", report["symbolic"]["total"])
         if "active" in report["symbolic"]:
             formulas.add_row("active", report["symbolic"]["active"])
-        out.print(formulas)
+        print_table(formulas)
 
 
 @app.command("list")
@@ -245,16 +244,14 @@ def list_(json_: JsonOpt = False) -> None:
     if json_:
         print_json(entries)
         return
-    from archspec.cli.tables import Column, print_table
 
-    columns = [Column("name", "left", label=True), Column("family", "left", label=True),
-               Column("layout", "left", label=True),
-               Column("transformers class", "left", label=True), Column("parameters")]  # fmt: skip
+    columns = [Column("name", "left"), Column("family", "left"), Column("layout", "left"),
+               Column("transformers class", "left"), Column("parameters")]  # fmt: skip
     rows = [
         [e["name"], e["family"], e["layout"], e["hf_class"] or "-", f"{e['params']:,}"]
         for e in entries
     ]
-    print_table("built-in specs", columns, rows, keys=1)
+    print_table(make_table("built-in specs", columns, rows))
 
 
 @app.command()
@@ -332,15 +329,12 @@ def _bytes(n: int) -> str:
 
 
 def _render_workload(report: dict[str, Any]) -> None:
-    from rich.columns import Columns
-
-    out = stdout()
-    out.print(Columns([_flops_table(report), _memory_table(report)]))
+    print_tables(_flops_table(report), _memory_table(report))
     w, memory = report["workload"], report["memory"]
     if "training_assumes" in memory:
         say(f"note: the {w['dtype']} training total assumes {memory['training_assumes']}")
     if "flops" in report.get("symbolic", {}):
-        out.print(_formulas_table(report))
+        print_table(_formulas_table(report))
 
 
 def _flops_table(report: dict[str, Any]):

@@ -33,6 +33,7 @@ from archspec.cli.options import (
     PlanZero,
     SetOpt,
 )  # fmt: skip
+from archspec.cli.tables import print_table
 
 
 @app.command()
@@ -132,7 +133,6 @@ def _layout_text(lay: dict[str, Any]) -> str:
 def _render_train(r: dict[str, Any]) -> None:
     from rich.table import Table
 
-    out = stdout()
     title = (f"{r['model']} on {r['gpus']} × {r['system']} ({r['accelerator']}): "
              f"{r['global_batch']} × {r['seq']} tokens per step, {r['dtype']}")  # fmt: skip
     table = Table(title=title, title_justify="left", show_header=False)
@@ -149,7 +149,7 @@ def _render_train(r: dict[str, Any]) -> None:
     ]
     for name, value in rows:
         table.add_row(name, value)
-    out.print(table)
+    print_table(table)
     parts = Table(title="where the step goes", title_justify="left")
     parts.add_column("part")
     parts.add_column("time", justify="right")
@@ -162,8 +162,8 @@ def _render_train(r: dict[str, Any]) -> None:
     memory.add_column("bytes", justify="right")
     for name in ("weights", "gradients", "optimizer", "activations", "total"):
         memory.add_row(name, _gib(mem[name]))
-    out.print(parts)
-    out.print(memory)
+    print_table(parts)
+    print_table(memory)
     if r["searched"]:
         ranked = Table(title=f"fastest of {r['search']['fit']} layouts that fit",
                        title_justify="left")  # fmt: skip
@@ -179,7 +179,7 @@ def _render_train(r: dict[str, Any]) -> None:
                 str(lay["zero"]), _seconds(c["step_time_s"]), human(c["tokens_per_s"]),
                 f"{c['mfu']:.1%}", _gib(c["memory"]["total"]),
             )  # fmt: skip
-        out.print(ranked)
+        print_table(ranked)
         s = r["search"]
         dropped = ", ".join(f"{n} {why}" for why, n in s["dropped"].items())
         stderr().print(f"searched {s['considered']} layouts: {s['fit']} fit"
@@ -206,7 +206,7 @@ def _render_serve(r: dict[str, Any]) -> None:
         ("memory", f"{_gib(mem['total'])} of {_gib(mem['usable'])} usable: {fits}"),
     ):
         table.add_row(name, value)
-    stdout().print(table)
+    print_table(table)
 
 
 def _list_systems(catalogue, json_: bool) -> None:
@@ -229,5 +229,5 @@ def _list_systems(catalogue, json_: bool) -> None:
             f"{r['memory_gib']:g} GiB", f"{r['memory_bandwidth_gbs']:g}",
             str(r["gpus_per_node"]), f"{r['intra_node_gbs']:g}", f"{r['inter_node_gbs']:g}",
         )  # fmt: skip
-    stdout().print(table)
+    print_table(table)
     stdout().print("sources: `archspec plan --list-systems --json`, or archspec/plan/systems.yaml")

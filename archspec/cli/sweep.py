@@ -62,7 +62,7 @@ def chart_sweep(report: dict[str, Any], ir, workload, path: Path, force: bool = 
 
 def render_sweep(report: dict[str, Any]) -> None:
     from archspec.backends.compare.table import binary_bytes
-    from archspec.cli.tables import Column, print_table
+    from archspec.cli.tables import Column, make_table, print_table
 
     sweep = report["sweep"]
     w = sweep[0]["workload"]
@@ -87,10 +87,11 @@ def render_sweep(report: dict[str, Any]) -> None:
             binary_bytes(memory["total"]),
             binary_bytes(memory["inference_total"]),
         ])  # fmt: skip
-    print_table(
+    table = make_table(
         f"{report['name']} across sequence lengths: batch {w['batch']}, {w['dtype']}, "
         f"{w['convention']} FLOPs",
         [Column(h) for h in headers],
         rows,
         caption="[dim]FLOPs: K 10³, M 10⁶, B 10⁹, T 10¹²; memory per device; exact: --json[/dim]",
     )
+    print_table(table)
