@@ -145,9 +145,20 @@ def _shrunk(sizes: list[tuple[int, int]], room: int, keys: int) -> list[int] | N
     return widths
 
 
+def _copy(table):
+    """A copy whose columns can be changed; the box is shared, as rich finds its variants by
+    identity (a deep copy would show a header rule on a table without a header)."""
+    part = copy.copy(table)
+    part.columns = [copy.copy(column) for column in table.columns]
+    for column in part.columns:
+        column._cells = list(column._cells)
+    part.rows = list(table.rows)
+    return part
+
+
 def _only(table, keep: Sequence[int], title: str | None = None):
     """A copy of `table` with only the columns `keep`."""
-    part = copy.deepcopy(table)
+    part = _copy(table)
     part.columns = [part.columns[i] for i in keep]
     for i, column in enumerate(part.columns):
         column._index = i
@@ -177,13 +188,13 @@ def _fitted(table, room: int, keys: int, wrap: bool = True):
 
 def fit(table, room: int, keys: int = 1) -> list:
     """`table` as the tables that show all of it within `room` columns (the rule above)."""
-    whole = _fitted(copy.deepcopy(table), room, keys, wrap=False)
+    whole = _fitted(_copy(table), room, keys, wrap=False)
     if whole is not None:
         return [whole]
     kept = [i for i, c in enumerate(table.columns) if str(c.header) not in DROPPABLE]
     if len(kept) < len(table.columns):
         table = _only(table, kept)
-    whole = _fitted(copy.deepcopy(table), room, keys)
+    whole = _fitted(_copy(table), room, keys)
     if whole is not None:
         return [whole]
     return _stacked(table, room, keys)
@@ -203,7 +214,7 @@ def _stacked(table, room: int, keys: int) -> list:
         part = _only(table, [*range(keys), *group], title)
         if n < len(groups) - 1:
             part.caption = None
-        parts.append(_fitted(copy.deepcopy(part), room, keys) or part)  # too narrow: rich folds
+        parts.append(_fitted(_copy(part), room, keys) or part)  # too narrow: rich folds
     return parts
 
 
