@@ -397,7 +397,7 @@ def run(*args: str):
 def test_build_prints_the_source() -> None:
     result = run("gpt2", "--set", "n_layers=2")
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith('"""gpt2 in PyTorch')
+    assert result.stdout.startswith('"""gpt2 (n_layers=2) in PyTorch')
     assert "archspec build gpt2 --set n_layers=2\n" in result.stdout
     compile(result.stdout, "model.py", "exec")
 

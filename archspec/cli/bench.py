@@ -15,6 +15,7 @@ from archspec.cli.common import (
     stderr,
     stdout,
     user_errors,
+    with_overrides,
 )
 from archspec.cli.options import (
     BenchBatch,
@@ -41,6 +42,7 @@ from archspec.cli.options import (
     SpecArg,
 )  # fmt: skip
 from archspec.cli.tables import print_table
+from archspec.ir.title import titled
 
 
 @app.command()
@@ -85,7 +87,7 @@ def bench(
     )  # fmt: skip
     with user_errors(debug, json_):
         resolved = resolve_spec(spec, set_)
-        ir = build_ir(resolved)
+        ir = with_overrides(build_ir(resolved), set_)
         # The transformers side is built from the spec's exported config.json, which refuses
         # an inexpressible spec before any work.
         hf_config = hf_config_dict(resolved) if vs_hf else None
@@ -171,7 +173,8 @@ def _render(r: dict[str, Any]) -> None:
         where += f", {r['threads']} thread" + ("s" if r["threads"] > 1 else "")
     compiled = "torch.compile" if r["compile"] else "eager"
     table = Table(
-        title=f"{r['name']}: {r['mode']}, {shape}, {r['dtype']}, {compiled} ({where})",
+        title=f"{titled(r['name'], r['overrides'])}: {r['mode']}, {shape}, {r['dtype']}, "
+        f"{compiled} ({where})",
         caption=f"{r['steps']} timed steps after {r['warmup']} warm-up; torch {r['torch']}"
         + (f", transformers {r['transformers']}" if hf else ""),
         title_justify="left",
@@ -244,15 +247,16 @@ def _bench_distributed(spec, set_, nproc, tp, zero, device, batch, seq, steps, w
     from archspec.ir.build import build_ir
 
     with user_errors(debug):
-        ir = build_ir(resolve_spec(spec, set_))
+        ir = with_overrides(build_ir(resolve_spec(spec, set_)), set_)
         r = run_distributed(ir, nproc, tp, zero, device, batch, seq, steps, warmup, seed)
     if json_:
         print_json(r)
         return
     pred = r["predicted_bytes"]
     table = Table(
-        title=f"{r['name']}: train on {r['nproc']} {r['device']} processes, tp={r['tp']}, "
-        f"dp={r['dp']}, zero={r['zero']}, B={r['batch']} per replica, S={r['seq']}, fp32",
+        title=f"{titled(r['name'], r['overrides'])}: train on {r['nproc']} {r['device']} "
+        f"processes, tp={r['tp']}, dp={r['dp']}, zero={r['zero']}, B={r['batch']} per replica, "
+        f"S={r['seq']}, fp32",
         title_justify="left",
     )
     # Measured beside predicted: parameters, activations (saved tensors), the peak.

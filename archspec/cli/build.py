@@ -72,7 +72,8 @@ def build(
     size = len(source.encode())
     if json_:
         path = str(output) if output is not None else None
-        summary = {"name": ir.name, "path": path, "params": total, "bytes": size}
+        summary = {"name": ir.name, "overrides": list(ir.identity.overrides), "path": path,
+                   "params": total, "bytes": size}  # fmt: skip
         if weights is not None:
             summary["weights"] = str(weights)
         print_json(summary)
@@ -80,7 +81,10 @@ def build(
         write_stdout(source)
     else:
         what = "wrote" if written[0] else "unchanged:"
-        say(f"{what} {output} ({ir.name}, {total:,} parameters ({human(total)}), {size:,} bytes)")
+        say(
+            f"{what} {output} ({ir.identity.title}, {total:,} parameters ({human(total)}), "
+            f"{size:,} bytes)"
+        )
         if weights is not None:
             what = "wrote" if written[1] else "unchanged:"
             say(f"{what} {weights} (converted from {hf_weights})")

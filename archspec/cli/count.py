@@ -50,6 +50,7 @@ from archspec.cli.options import (
     PlotForce,
 )  # fmt: skip
 from archspec.cli.tables import Column, make_table, print_table, print_tables
+from archspec.ir.title import titled
 from archspec.safety.text import markup_safe
 
 
@@ -165,7 +166,8 @@ def _render_params(report: dict[str, Any]) -> None:
     params = report["params"]
     total = params["total"]
     table = Table(
-        title=f"{report['name']}: {total:,} parameters ({human(total)})",
+        title=f"{titled(report['name'], report['overrides'])}: {total:,} parameters "
+        f"({human(total)})",
         caption=f"source: {markup_safe(report['source'])}",
         title_justify="left",
     )
@@ -282,12 +284,12 @@ def validate(
         archspec validate my-model.yaml --set n_heads=16 --json
     """
     from archspec.backends.count.params import parameter_count
-    from archspec.cli.common import resolve_spec
+    from archspec.cli.common import resolve_spec, with_overrides
     from archspec.ir.build import build_ir
 
     with user_errors(debug, json_):
         parsed = resolve_spec(spec, set_)
-        ir = build_ir(parsed, symbolic=False)
+        ir = with_overrides(build_ir(parsed, symbolic=False), set_)
     total = ir.value(parameter_count(ir.root))
     if resolved:
         from dataclasses import asdict
@@ -305,10 +307,14 @@ def validate(
             write_stdout(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
         return
     if json_:
-        print_json({"name": ir.name, "valid": True, "params": total})
+        print_json(
+            {"name": ir.name, "overrides": list(ir.identity.overrides), "valid": True,
+             "params": total}
+        )  # fmt: skip
     else:
         stderr().print(
-            f"[green]ok[/green]: {markup_safe(spec)} is a valid spec ({markup_safe(ir.name)}, "
+            f"[green]ok[/green]: {markup_safe(spec)} is a valid spec "
+            f"({markup_safe(ir.identity.title)}, "
             f"{total:,} parameters)"
         )
 

@@ -34,6 +34,7 @@ from archspec.cli.options import (
     SetOpt,
 )  # fmt: skip
 from archspec.cli.tables import print_table
+from archspec.ir.title import titled
 
 
 @app.command()
@@ -133,7 +134,8 @@ def _layout_text(lay: dict[str, Any]) -> str:
 def _render_train(r: dict[str, Any]) -> None:
     from rich.table import Table
 
-    title = (f"{r['model']} on {r['gpus']} × {r['system']} ({r['accelerator']}): "
+    model = titled(r["model"], r["overrides"])
+    title = (f"{model} on {r['gpus']} × {r['system']} ({r['accelerator']}): "
              f"{r['global_batch']} × {r['seq']} tokens per step, {r['dtype']}")  # fmt: skip
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column("", style="bold")
@@ -189,7 +191,8 @@ def _render_train(r: dict[str, Any]) -> None:
 def _render_serve(r: dict[str, Any]) -> None:
     from rich.table import Table
 
-    title = (f"{r['model']} serving on {r['gpus']} × {r['system']} (tp {r['tp']}): "
+    model = titled(r["model"], r["overrides"])
+    title = (f"{model} serving on {r['gpus']} × {r['system']} (tp {r['tp']}): "
              f"batch {r['batch']}, {r['prompt']}-token prompts, "
              f"{r['new_tokens']} new tokens")  # fmt: skip
     table = Table(title=title, title_justify="left", show_header=False)

@@ -13,6 +13,7 @@ from typing import Any
 
 from archspec.cli.common import human, say
 from archspec.errors import SpecError
+from archspec.ir.title import titled
 from archspec.safety.limits import MAX_LENGTHS, MAX_SIZE
 
 
@@ -56,7 +57,8 @@ def chart_sweep(report: dict[str, Any], ir, workload, path: Path, force: bool = 
     sweep = report.get("sweep") or seq_sweep(
         ir, workload, chart_lengths(ir.value(ir.root.max_seq_len))
     )
-    plot_sweep(report["name"], sorted(sweep, key=lambda e: e["workload"]["seq"]), path, force)
+    title = titled(report["name"], report["overrides"])
+    plot_sweep(title, sorted(sweep, key=lambda e: e["workload"]["seq"]), path, force)
     say(f"wrote {path}")
 
 
@@ -88,7 +90,8 @@ def render_sweep(report: dict[str, Any]) -> None:
             binary_bytes(memory["inference_total"]),
         ])  # fmt: skip
     table = make_table(
-        f"{report['name']} across sequence lengths: batch {w['batch']}, {w['dtype']}, "
+        f"{titled(report['name'], report['overrides'])} across sequence lengths: "
+        f"batch {w['batch']}, {w['dtype']}, "
         f"{w['convention']} FLOPs",
         [Column(h) for h in headers],
         rows,
