@@ -120,7 +120,7 @@ def compile_spec(spec: str, overrides: list[str] | None, symbolic: bool = True):
 def with_overrides(ir, overrides: list[str] | None):
     """`ir` whose identity names the `--set` options it was built with (titles, JSON and
     diagrams then say what was asked)."""
-    asked = tuple(o.strip() for o in overrides or ())
+    asked = tuple(overrides or ())
     return dataclasses.replace(ir, identity=dataclasses.replace(ir.identity, overrides=asked))
 
 

@@ -105,7 +105,7 @@ def count(
         # Plain parameter counts need no formulas: an integer IR spares the sympy import.
         formulas = symbolic or workload is not None or plot is not None or names == "hf"
         ir = compile_spec(spec, set_, symbolic=formulas)
-        report = request.params_report(ir, symbolic, names, set_)
+        report = request.params_report(ir, symbolic, names)
         _beyond_context(ir, lengths)
         request.add_costs(report, ir, workload, lengths, symbolic, by)
         if plot is not None:
