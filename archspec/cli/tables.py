@@ -214,7 +214,11 @@ def _stacked(table, room: int, keys: int) -> list:
         part = _only(table, [*range(keys), *group], title)
         if n < len(groups) - 1:
             part.caption = None
-        parts.append(_fitted(_copy(part), room, keys) or part)  # too narrow: rich folds
+        fitted = _fitted(_copy(part), room, keys)
+        if fitted is None:  # narrower than a key and a figure: folded, still never cut
+            for column in part.columns:
+                column.overflow = "fold"
+        parts.append(fitted or part)
     return parts
 
 
@@ -232,9 +236,19 @@ def print_tables(*tables, keys: int = 1) -> None:
     out = stdout()
     room = console_width(out)
     parts = [part for table in tables for part in fit(table, room, keys)]
+    for part in parts:  # a title or caption wider than its table (a long URL) folds too
+        part.title, part.caption = _folding(part.title), _folding(part.caption)
     shown: Any = parts[0] if len(parts) == 1 else Columns(parts)
     out.width = min(room, Measurement.get(out, out.options.update_width(room), shown).maximum)
     out.print(shown)
+
+
+def _folding(annotation: Any):
+    from rich.text import Text
+
+    if isinstance(annotation, str):
+        return Text.from_markup(annotation, overflow="fold")
+    return annotation
 
 
 def print_table(table, keys: int = 1) -> None:
