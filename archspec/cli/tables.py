@@ -27,13 +27,13 @@ from typing import Any
 from archspec.cli.common import stdout
 
 WIDEST_PIPE = 160  # to a file or a pipe with no COLUMNS: as wide as a table needs, up to this
-DROPPABLE = ("share",)  # headers of columns derived from others, dropped before stacking
+DROPPABLE = ("share",)  # headers of columns derived from others: dropped before any wrapping
 
-# A number followed by a short unit word: "11.56 s", "40 GiB", "989.4 TFLOP/s", "21.4%".
+# A number followed by a short unit word: "11.56 s", "40 GiB", "1.5 TFLOP/s", "21.4%".
 _UNIT = re.compile(r"[A-Za-zµ%/]{1,8}[),;:]*")
 # A break inside a word: after . - _ before a letter (not "1.5", "1e-5"), or before a
 # capital that follows a lowercase letter (CamelCase).
-_INNER = re.compile(r"(?<=[A-Za-z0-9\]])[._-](?=[A-Za-z])|(?<=[a-z])(?=[A-Z])")
+_INNER = re.compile(r"(?<=[A-Za-z0-9])[._-](?=[A-Za-z])|(?<=[a-z])(?=[A-Z])")
 
 
 @dataclass
