@@ -101,3 +101,8 @@ def test_a_config_is_named_after_its_folder_or_hub_id(tmp_path: Path) -> None:
     result = runner.invoke(app, ["count", str(config)])
     assert re.search(r"imported as a spec \(my-llama: \w+", result.stderr), result.stderr
     assert "imported" not in result.stdout
+
+
+def test_an_override_is_shown_as_written_never_as_markup() -> None:
+    title = _run("count", "gpt2", "--set", "source=[red]x[/red]").splitlines()[0]
+    assert title.startswith("gpt2 (source=[red]x[/red]): 124,439,808 parameters")

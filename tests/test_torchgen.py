@@ -426,6 +426,7 @@ def test_build_json(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert data == {
         "name": "t5-small",
+        "overrides": [],
         "path": str(path),
         "params": 60_506_624,
         "bytes": len(path.read_bytes()),

@@ -8,6 +8,7 @@ from typing import Any
 from archspec.backends.compare.numbers import three_digits
 from archspec.cli.application import app
 from archspec.cli.common import (
+    asked_title,
     human,
     print_json,
     resolve_spec,
@@ -42,7 +43,6 @@ from archspec.cli.options import (
     SpecArg,
 )  # fmt: skip
 from archspec.cli.tables import print_table
-from archspec.ir.title import titled
 
 
 @app.command()
@@ -173,7 +173,7 @@ def _render(r: dict[str, Any]) -> None:
         where += f", {r['threads']} thread" + ("s" if r["threads"] > 1 else "")
     compiled = "torch.compile" if r["compile"] else "eager"
     table = Table(
-        title=f"{titled(r['name'], r['overrides'])}: {r['mode']}, {shape}, {r['dtype']}, "
+        title=f"{asked_title(r['name'], r['overrides'])}: {r['mode']}, {shape}, {r['dtype']}, "
         f"{compiled} ({where})",
         caption=f"{r['steps']} timed steps after {r['warmup']} warm-up; torch {r['torch']}"
         + (f", transformers {r['transformers']}" if hf else ""),
@@ -254,7 +254,7 @@ def _bench_distributed(spec, set_, nproc, tp, zero, device, batch, seq, steps, w
         return
     pred = r["predicted_bytes"]
     table = Table(
-        title=f"{titled(r['name'], r['overrides'])}: train on {r['nproc']} {r['device']} "
+        title=f"{asked_title(r['name'], r['overrides'])}: train on {r['nproc']} {r['device']} "
         f"processes, tp={r['tp']}, dp={r['dp']}, zero={r['zero']}, B={r['batch']} per replica, "
         f"S={r['seq']}, fp32",
         title_justify="left",

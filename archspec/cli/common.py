@@ -117,6 +117,15 @@ def compile_spec(spec: str, overrides: list[str] | None, symbolic: bool = True):
     return with_overrides(build_ir(resolve_spec(spec, overrides), symbolic=symbolic), overrides)
 
 
+def asked_title(name: str, overrides: list[str]) -> str:
+    """A model's name and its overrides for a rich title: visible, and never read as markup
+    (an override's text is the user's)."""
+    from archspec.ir.title import titled
+    from archspec.safety.text import markup_safe
+
+    return markup_safe(titled(name, overrides))
+
+
 def with_overrides(ir, overrides: list[str] | None):
     """`ir` whose identity names the `--set` options it was built with (titles, JSON and
     diagrams then say what was asked)."""

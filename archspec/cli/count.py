@@ -16,6 +16,7 @@ from archspec.cli.common import (
     JsonOpt,
     SetOpt,
     SpecArg,
+    asked_title,
     compile_spec,
     human,
     print_json,
@@ -50,7 +51,6 @@ from archspec.cli.options import (
     PlotForce,
 )  # fmt: skip
 from archspec.cli.tables import Column, make_table, print_table, print_tables
-from archspec.ir.title import titled
 from archspec.safety.text import markup_safe
 
 
@@ -166,7 +166,7 @@ def _render_params(report: dict[str, Any]) -> None:
     params = report["params"]
     total = params["total"]
     table = Table(
-        title=f"{titled(report['name'], report['overrides'])}: {total:,} parameters "
+        title=f"{asked_title(report['name'], report['overrides'])}: {total:,} parameters "
         f"({human(total)})",
         caption=f"source: {markup_safe(report['source'])}",
         title_justify="left",

@@ -6,7 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from archspec.cli.application import app
-from archspec.cli.common import compile_spec, human, print_json, stderr, stdout, user_errors
+from archspec.cli.common import (
+    asked_title,
+    compile_spec,
+    human,
+    print_json,
+    stderr,
+    stdout,
+    user_errors,
+)
 from archspec.cli.options import (
     DebugOpt,
     JsonOpt,
@@ -34,7 +42,6 @@ from archspec.cli.options import (
     SetOpt,
 )  # fmt: skip
 from archspec.cli.tables import print_table
-from archspec.ir.title import titled
 
 
 @app.command()
@@ -134,7 +141,7 @@ def _layout_text(lay: dict[str, Any]) -> str:
 def _render_train(r: dict[str, Any]) -> None:
     from rich.table import Table
 
-    model = titled(r["model"], r["overrides"])
+    model = asked_title(r["model"], r["overrides"])
     title = (f"{model} on {r['gpus']} × {r['system']} ({r['accelerator']}): "
              f"{r['global_batch']} × {r['seq']} tokens per step, {r['dtype']}")  # fmt: skip
     table = Table(title=title, title_justify="left", show_header=False)
@@ -191,7 +198,7 @@ def _render_train(r: dict[str, Any]) -> None:
 def _render_serve(r: dict[str, Any]) -> None:
     from rich.table import Table
 
-    model = titled(r["model"], r["overrides"])
+    model = asked_title(r["model"], r["overrides"])
     title = (f"{model} serving on {r['gpus']} × {r['system']} (tp {r['tp']}): "
              f"batch {r['batch']}, {r['prompt']}-token prompts, "
              f"{r['new_tokens']} new tokens")  # fmt: skip

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from archspec.cli.common import human, say
+from archspec.cli.common import asked_title, human, say
 from archspec.errors import SpecError
 from archspec.ir.title import titled
 from archspec.safety.limits import MAX_LENGTHS, MAX_SIZE
@@ -57,7 +57,8 @@ def chart_sweep(report: dict[str, Any], ir, workload, path: Path, force: bool = 
     sweep = report.get("sweep") or seq_sweep(
         ir, workload, chart_lengths(ir.value(ir.root.max_seq_len))
     )
-    title = titled(report["name"], report["overrides"])
+    # matplotlib reads $...$ as mathematics; an override's text is the user's.
+    title = titled(report["name"], report["overrides"]).replace("$", r"\$")
     plot_sweep(title, sorted(sweep, key=lambda e: e["workload"]["seq"]), path, force)
     say(f"wrote {path}")
 
@@ -90,7 +91,7 @@ def render_sweep(report: dict[str, Any]) -> None:
             binary_bytes(memory["inference_total"]),
         ])  # fmt: skip
     table = make_table(
-        f"{titled(report['name'], report['overrides'])} across sequence lengths: "
+        f"{asked_title(report['name'], report['overrides'])} across sequence lengths: "
         f"batch {w['batch']}, {w['dtype']}, "
         f"{w['convention']} FLOPs",
         [Column(h) for h in headers],
