@@ -127,7 +127,9 @@ def _columns_measured(table) -> list[tuple[int, int]]:
 
 
 def _overhead(table) -> int:
-    """Borders and padding: the table's width beyond its cells'."""
+    """Borders and padding: the table's width beyond its cells'. (rich keeps these, and a
+    column's cells, in private fields; tests/test_tables_never_cut.py renders every command's
+    tables, so a rich that moves them fails there.)"""
     padding = sum(table._get_padding_width(i) for i in range(len(table.columns)))
     return table._extra_width + padding
 
