@@ -276,7 +276,7 @@ def test_cli_print_matches_module_repr() -> None:
 
 def test_cli_options_run() -> None:
     data = json.loads(runner.invoke(app, ["print", "bert-base", "--json"]).stdout)
-    assert set(data) == {"name", "params", "repr", "tree"}
+    assert set(data) == {"name", "overrides", "params", "repr", "tree"}
     assert data["params"] == 109_482_240 and "(0-11): 12 x Block(" in data["repr"]
     depth = runner.invoke(app, ["print", "gpt2", "--depth", "2", "--set", "n_layers=3"])
     assert depth.exit_code == 0 and "(blocks): ModuleList(...)" in depth.stdout

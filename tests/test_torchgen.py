@@ -397,7 +397,7 @@ def run(*args: str):
 def test_build_prints_the_source() -> None:
     result = run("gpt2", "--set", "n_layers=2")
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith('"""gpt2 in PyTorch')
+    assert result.stdout.startswith('"""gpt2 (n_layers=2) in PyTorch')
     assert "archspec build gpt2 --set n_layers=2\n" in result.stdout
     compile(result.stdout, "model.py", "exec")
 
@@ -426,6 +426,7 @@ def test_build_json(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert data == {
         "name": "t5-small",
+        "overrides": [],
         "path": str(path),
         "params": 60_506_624,
         "bytes": len(path.read_bytes()),

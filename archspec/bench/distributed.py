@@ -148,7 +148,8 @@ def run_distributed(
         r["step_time_s"] = statistics.median(r["step_times_s"])
         r["tokens_per_s"] = batch * seq / r["step_time_s"]
     return {
-        "name": ir.name, "nproc": nproc, "tp": tp, "dp": nproc // tp, "zero": zero,
+        "name": ir.name, "overrides": list(ir.identity.overrides), "nproc": nproc, "tp": tp,
+        "dp": nproc // tp, "zero": zero,
         "device": "cuda" if device == "cuda" else "cpu", "batch": batch, "seq": seq,
         "predicted_bytes": prediction, "ranks": ranks,
     }  # fmt: skip

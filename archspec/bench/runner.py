@@ -274,6 +274,7 @@ def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None)
     peak = _peak(s, device, dtype)
     result: dict[str, Any] = {
         "name": ir.name,
+        "overrides": list(ir.identity.overrides),
         "mode": s.mode,
         "device": str(device),
         "device_name": _device_name(device),

@@ -8,6 +8,7 @@ from typing import Any
 from archspec.backends.compare.numbers import three_digits
 from archspec.cli.application import app
 from archspec.cli.common import (
+    asked_title,
     human,
     print_json,
     resolve_spec,
@@ -15,6 +16,7 @@ from archspec.cli.common import (
     stderr,
     stdout,
     user_errors,
+    with_overrides,
 )
 from archspec.cli.options import (
     BenchBatch,
@@ -40,6 +42,7 @@ from archspec.cli.options import (
     SetOpt,
     SpecArg,
 )  # fmt: skip
+from archspec.cli.tables import print_table
 
 
 @app.command()
@@ -84,7 +87,7 @@ def bench(
     )  # fmt: skip
     with user_errors(debug, json_):
         resolved = resolve_spec(spec, set_)
-        ir = build_ir(resolved)
+        ir = with_overrides(build_ir(resolved), set_)
         # The transformers side is built from the spec's exported config.json, which refuses
         # an inexpressible spec before any work.
         hf_config = hf_config_dict(resolved) if vs_hf else None
@@ -170,7 +173,8 @@ def _render(r: dict[str, Any]) -> None:
         where += f", {r['threads']} thread" + ("s" if r["threads"] > 1 else "")
     compiled = "torch.compile" if r["compile"] else "eager"
     table = Table(
-        title=f"{r['name']}: {r['mode']}, {shape}, {r['dtype']}, {compiled} ({where})",
+        title=f"{asked_title(r['name'], r['overrides'])}: {r['mode']}, {shape}, {r['dtype']}, "
+        f"{compiled} ({where})",
         caption=f"{r['steps']} timed steps after {r['warmup']} warm-up; torch {r['torch']}"
         + (f", transformers {r['transformers']}" if hf else ""),
         title_justify="left",
@@ -204,7 +208,7 @@ def _render(r: dict[str, Any]) -> None:
         low, high = r["speedup_range"]
         table.add_row("[bold]speedup[/bold]", f"[bold]{r['speedup']:.2f}×[/bold]", "1.00×")
         table.add_row("speedup, slowest to fastest step", f"{low:.2f}× – {high:.2f}×", "")
-    stdout().print(table)
+    print_table(table)
     for note in _notes(r, hf):
         stderr().print(f"[dim]{note}[/dim]")
 
@@ -243,15 +247,16 @@ def _bench_distributed(spec, set_, nproc, tp, zero, device, batch, seq, steps, w
     from archspec.ir.build import build_ir
 
     with user_errors(debug):
-        ir = build_ir(resolve_spec(spec, set_))
+        ir = with_overrides(build_ir(resolve_spec(spec, set_)), set_)
         r = run_distributed(ir, nproc, tp, zero, device, batch, seq, steps, warmup, seed)
     if json_:
         print_json(r)
         return
     pred = r["predicted_bytes"]
     table = Table(
-        title=f"{r['name']}: train on {r['nproc']} {r['device']} processes, tp={r['tp']}, "
-        f"dp={r['dp']}, zero={r['zero']}, B={r['batch']} per replica, S={r['seq']}, fp32",
+        title=f"{asked_title(r['name'], r['overrides'])}: train on {r['nproc']} {r['device']} "
+        f"processes, tp={r['tp']}, dp={r['dp']}, zero={r['zero']}, B={r['batch']} per replica, "
+        f"S={r['seq']}, fp32",
         title_justify="left",
     )
     # Measured beside predicted: parameters, activations (saved tensors), the peak.
@@ -265,7 +270,7 @@ def _bench_distributed(spec, set_, nproc, tp, zero, device, batch, seq, steps, w
             _bytes(rank["saved_tensor_bytes"]), _bytes(pred["activations"]),
             _bytes(rank["peak_memory_bytes"]), _bytes(pred["total"]),
         )  # fmt: skip
-    stdout().print(table)
+    print_table(table)
     stdout().print(
         f"predicted: count --engine torch, {pred['attn']} attention. Predicted memory is "
         "weights, gradients, AdamW moments and the activations autograd keeps (saved "

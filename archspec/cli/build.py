@@ -36,7 +36,7 @@ def build(
 
     Without `-o` the code goes to stdout. With `-o FILE` it is written atomically; an existing
     FILE with different content is kept (exit code 2) unless `--force`. `--json` prints a
-    summary instead (name, path, params, bytes); without `-o` nothing is written then.
+    summary instead (name, overrides, path, params, bytes); without `-o` nothing is written then.
 
     Examples:
 
@@ -71,16 +71,17 @@ def build(
     total = ir.value(parameter_count(ir.root))
     size = len(source.encode())
     if json_:
-        path = str(output) if output is not None else None
-        summary = {"name": ir.name, "path": path, "params": total, "bytes": size}
+        summary = {"name": ir.name, "overrides": list(ir.identity.overrides),
+                   "path": str(output) if output is not None else None, "params": total,
+                   "bytes": size}  # fmt: skip
         if weights is not None:
             summary["weights"] = str(weights)
         print_json(summary)
     elif output is None:
         write_stdout(source)
     else:
-        what = "wrote" if written[0] else "unchanged:"
-        say(f"{what} {output} ({ir.name}, {total:,} parameters ({human(total)}), {size:,} bytes)")
+        say(f"{'wrote' if written[0] else 'unchanged:'} {output} ({ir.identity.title}, "
+            f"{total:,} parameters ({human(total)}), {size:,} bytes)")  # fmt: skip
         if weights is not None:
             what = "wrote" if written[1] else "unchanged:"
             say(f"{what} {weights} (converted from {hf_weights})")

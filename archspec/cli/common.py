@@ -3,6 +3,7 @@ options.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Iterator
@@ -85,21 +86,51 @@ def _imported(config: str, overrides: list[str] | None):
     from archspec.spec.resolve import load_mapping
 
     imported = import_config(config)
+    name = _config_name(config)
     say(
-        f"note: {shown(config)} imported as a spec ({imported.hf_class}, extends "
+        f"note: {shown(config)} imported as a spec ({name}: {imported.hf_class}, extends "
         f"{imported.base}); `archspec import-hf {shown(config)} -o FILE.yaml` saves it"
     )
     if not overrides:
-        return imported.spec
-    data = {"name": imported.spec.name, **imported.data}
+        return dataclasses.replace(imported.spec, name=name)
+    data = {"name": name, **imported.data}
     return load_mapping(imported.base, data, imported.config_path, overrides)
 
 
+def _config_name(config: str) -> str:
+    """What a config.json is called: its Hub id's last part (`_name_or_path`), else its
+    folder's name (a config.json) or its file's (`tiny.json`)."""
+    from archspec.hf.config_fields import read_config
+    from archspec.spec.resolve import name_from_text
+
+    data, path = read_config(config)
+    hub_id = data.get("_name_or_path")
+    if isinstance(hub_id, str) and hub_id and hub_id.count("/") <= 1 and hub_id[0] not in "/.":
+        return name_from_text(hub_id.rsplit("/", 1)[-1])
+    return name_from_text(path.resolve().parent.name if path.name == "config.json" else path.stem)
+
+
 def compile_spec(spec: str, overrides: list[str] | None, symbolic: bool = True):
-    """Resolve, validate and compile a spec reference to the IR."""
+    """Resolve, validate and compile a spec reference to the IR, which names the overrides."""
     from archspec.ir.build import build_ir
 
-    return build_ir(resolve_spec(spec, overrides), symbolic=symbolic)
+    return with_overrides(build_ir(resolve_spec(spec, overrides), symbolic=symbolic), overrides)
+
+
+def asked_title(name: str, overrides: list[str]) -> str:
+    """A model's name and its overrides for a rich title: visible, and never read as markup
+    (an override's text is the user's)."""
+    from archspec.ir.title import titled
+    from archspec.safety.text import markup_safe
+
+    return markup_safe(titled(name, overrides))
+
+
+def with_overrides(ir, overrides: list[str] | None):
+    """`ir` whose identity names the `--set` options it was built with (titles, JSON and
+    diagrams then say what was asked)."""
+    asked = tuple(overrides or ())
+    return dataclasses.replace(ir, identity=dataclasses.replace(ir.identity, overrides=asked))
 
 
 def print_json(data: Any) -> None:

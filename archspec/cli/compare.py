@@ -6,7 +6,6 @@ them), so a column of `compare --json` equals that spec's `count --json`.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -121,17 +120,17 @@ def _print_compare(report: dict[str, Any], json_: bool, markdown: bool) -> None:
 
 def _render_compare(report: dict[str, Any]) -> None:
     from archspec.backends.compare.table import sections
-    from archspec.cli.tables import Column, print_table
+    from archspec.cli.tables import Column, make_table, print_table
 
     names = [entry["name"] for entry in report["specs"]]
-    columns = [Column("", "left", label=True), *(Column(name) for name in names)]
+    columns = [Column("", "left"), *(Column(name) for name in names)]
     rows: list[list[str]] = []
     starts = []
     for title, section in sections(report):
         starts.append(len(rows))
         rows.append([f"[bold]{title}[/bold]", *[""] * len(names)])
         rows += [[name, *cells] for name, cells in section]
-    print_table("comparison", columns, rows, sections=starts[1:])
+    print_table(make_table("comparison", columns, rows, sections=starts[1:]))
 
 
 @app.command()
@@ -233,7 +232,7 @@ def _render_diff(report: dict[str, Any]) -> None:
     a, b = report["a"], report["b"]
     fields = Table(title=f"spec fields: {a} → {b}", title_justify="left")
     for column in ("field", a, b):
-        fields.add_column(column, overflow="fold")
+        fields.add_column(column)
     # Where the numbers come from (source, family, transformers class) says little about the
     # architecture: those rows go last, dimmed.
     spec = sorted(report["spec"], key=lambda f: f["field"] in METADATA)
@@ -241,13 +240,13 @@ def _render_diff(report: dict[str, Any]) -> None:
         style = "dim" if f["field"] in METADATA else None
         a_text, b_text = _value(f["a"], f["a_default"]), _value(f["b"], f["b_default"])
         fields.add_row(f["field"], a_text, b_text, style=style)
-    print_wide(fields if report["spec"] else "spec fields: identical")
+    _print_or_say(fields if report["spec"] else "spec fields: identical")
 
     modules = Table(title=f"modules: {a} → {b}", title_justify="left")
-    modules.add_column("module", overflow="fold")
-    modules.add_column("change", overflow="fold")
+    modules.add_column("module")
+    modules.add_column("change")
     for column in (a, b, "Δ"):
-        modules.add_column(column, justify="right", no_wrap=True)
+        modules.add_column(column, justify="right")
     for m in report["modules"]:
         # Rounded here (the exact counts are in --json and in the groups below): the table is
         # about where parameters moved, and stays narrow enough for a terminal.
@@ -258,12 +257,12 @@ def _render_diff(report: dict[str, Any]) -> None:
             human(m["b"]),
             _signed(m["delta"], exact=False),
         )
-    print_wide(modules if report["modules"] else "modules: identical")
+    _print_or_say(modules if report["modules"] else "modules: identical")
 
     groups = Table(title=f"where the parameters went: {a} → {b}", title_justify="left")
     groups.add_column("group")
     for column in (a, b, "Δ parameters"):
-        groups.add_column(column, justify="right", overflow="fold")
+        groups.add_column(column, justify="right")
     for g in report["groups"]:
         groups.add_row(g["group"], f"{g['a']:,}", f"{g['b']:,}", _signed(g["delta"]))
     groups.add_section()
@@ -272,17 +271,14 @@ def _render_diff(report: dict[str, Any]) -> None:
     if "active" in report:
         x = report["active"]
         groups.add_row("active per token", f"{x['a']:,}", f"{x['b']:,}", _signed(x["delta"]))
-    print_wide(groups)
+    _print_or_say(groups)
 
 
-def print_wide(renderable: Any) -> None:
-    """Print to stdout; to a file or a pipe, as wide as the table needs (up to 160 columns,
-    beyond which cells fold onto more lines), not rich's default of 80."""
-    from rich.measure import Measurement
+def _print_or_say(renderable: Any) -> None:
+    """A table by the rule of archspec/cli/tables.py; a line of text as it is."""
+    from archspec.cli.tables import print_table
 
-    out = stdout()
-    # An explicit COLUMNS is the user's choice of width, as for any rich output.
-    if not out.is_terminal and "COLUMNS" not in os.environ and not isinstance(renderable, str):
-        needed = Measurement.get(out, out.options.update_width(160), renderable).maximum
-        out.width = max(out.width, needed)
-    out.print(renderable)
+    if isinstance(renderable, str):
+        stdout().print(renderable)
+    else:
+        print_table(renderable)

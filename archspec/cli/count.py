@@ -16,12 +16,12 @@ from archspec.cli.common import (
     JsonOpt,
     SetOpt,
     SpecArg,
+    asked_title,
     compile_spec,
     human,
     print_json,
     say,
     stderr,
-    stdout,
     user_errors,
     write_stdout,
 )
@@ -50,6 +50,7 @@ from archspec.cli.options import (
     CountZero,
     PlotForce,
 )  # fmt: skip
+from archspec.cli.tables import Column, make_table, print_table, print_tables
 from archspec.safety.text import markup_safe
 
 
@@ -104,7 +105,7 @@ def count(
         # Plain parameter counts need no formulas: an integer IR spares the sympy import.
         formulas = symbolic or workload is not None or plot is not None or names == "hf"
         ir = compile_spec(spec, set_, symbolic=formulas)
-        report = request.params_report(ir, symbolic, names, set_)
+        report = request.params_report(ir, symbolic, names)
         _beyond_context(ir, lengths)
         request.add_costs(report, ir, workload, lengths, symbolic, by)
         if plot is not None:
@@ -126,7 +127,6 @@ def _render(report: dict[str, Any]) -> None:
 
 
 def _render_by_module(report: dict[str, Any]) -> None:
-    from archspec.cli.tables import Column, print_table
 
     w = report["workload"]
     rows = [
@@ -136,14 +136,15 @@ def _render_by_module(report: dict[str, Any]) -> None:
     ]  # fmt: skip
     total = sum(r["flops"] for r in report["flops_by_module"])
     rows.append(["[bold]forward total[/bold]", "", "", f"{total:,}", _flops(total), "100.0%"])
-    print_table(
+    table = make_table(
         f"forward FLOPs by module at B={w['batch']}, S={w['seq']} ({w['convention']}; a "
         "repeated module's row counts all its copies)",
-        [Column("module", "left", label=True), Column("shape", "left"), Column("×"),
+        [Column("module", "left"), Column("shape", "left"), Column("×"),
          Column("FLOPs"), Column(""), Column("share")],
         rows,
         sections=[len(rows) - 1],
     )  # fmt: skip
+    print_table(table)
 
 
 def _beyond_context(ir, lengths: list[int] | None) -> None:
@@ -165,7 +166,8 @@ def _render_params(report: dict[str, Any]) -> None:
     params = report["params"]
     total = params["total"]
     table = Table(
-        title=f"{report['name']}: {total:,} parameters ({human(total)})",
+        title=f"{asked_title(report['name'], report['overrides'])}: {total:,} parameters "
+        f"({human(total)})",
         caption=f"source: {markup_safe(report['source'])}",
         title_justify="left",
     )
@@ -199,8 +201,7 @@ def _render_params(report: dict[str, Any]) -> None:
         active = params["active"]
         share = f"{active / total:.1%}"
         table.add_row("active per token", *pad, "(top-k experts)", "", f"{active:,}", share)
-    out = stdout()
-    out.print(table)
+    print_table(table)
     if "symbolic" in report:
         formulas = Table(title="formulas", title_justify="left", show_header=False)
         formulas.add_column("group")
@@ -211,7 +212,7 @@ def _render_params(report: dict[str, Any]) -> None:
         formulas.add_row("[bold]total[/bold]", report["symbolic"]["total"])
         if "active" in report["symbolic"]:
             formulas.add_row("active", report["symbolic"]["active"])
-        out.print(formulas)
+        print_table(formulas)
 
 
 @app.command("list")
@@ -245,16 +246,14 @@ def list_(json_: JsonOpt = False) -> None:
     if json_:
         print_json(entries)
         return
-    from archspec.cli.tables import Column, print_table
 
-    columns = [Column("name", "left", label=True), Column("family", "left", label=True),
-               Column("layout", "left", label=True),
-               Column("transformers class", "left", label=True), Column("parameters")]  # fmt: skip
+    columns = [Column("name", "left"), Column("family", "left"), Column("layout", "left"),
+               Column("transformers class", "left"), Column("parameters")]  # fmt: skip
     rows = [
         [e["name"], e["family"], e["layout"], e["hf_class"] or "-", f"{e['params']:,}"]
         for e in entries
     ]
-    print_table("built-in specs", columns, rows, keys=1)
+    print_table(make_table("built-in specs", columns, rows))
 
 
 @app.command()
@@ -285,12 +284,12 @@ def validate(
         archspec validate my-model.yaml --set n_heads=16 --json
     """
     from archspec.backends.count.params import parameter_count
-    from archspec.cli.common import resolve_spec
+    from archspec.cli.common import resolve_spec, with_overrides
     from archspec.ir.build import build_ir
 
     with user_errors(debug, json_):
         parsed = resolve_spec(spec, set_)
-        ir = build_ir(parsed, symbolic=False)
+        ir = with_overrides(build_ir(parsed, symbolic=False), set_)
     total = ir.value(parameter_count(ir.root))
     if resolved:
         from dataclasses import asdict
@@ -308,10 +307,14 @@ def validate(
             write_stdout(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
         return
     if json_:
-        print_json({"name": ir.name, "valid": True, "params": total})
+        print_json(
+            {"name": ir.name, "overrides": list(ir.identity.overrides), "valid": True,
+             "params": total}
+        )  # fmt: skip
     else:
         stderr().print(
-            f"[green]ok[/green]: {markup_safe(spec)} is a valid spec ({markup_safe(ir.name)}, "
+            f"[green]ok[/green]: {markup_safe(spec)} is a valid spec "
+            f"({markup_safe(ir.identity.title)}, "
             f"{total:,} parameters)"
         )
 
@@ -332,15 +335,12 @@ def _bytes(n: int) -> str:
 
 
 def _render_workload(report: dict[str, Any]) -> None:
-    from rich.columns import Columns
-
-    out = stdout()
-    out.print(Columns([_flops_table(report), _memory_table(report)]))
+    print_tables(_flops_table(report), _memory_table(report))
     w, memory = report["workload"], report["memory"]
     if "training_assumes" in memory:
         say(f"note: the {w['dtype']} training total assumes {memory['training_assumes']}")
     if "flops" in report.get("symbolic", {}):
-        out.print(_formulas_table(report))
+        print_table(_formulas_table(report))
 
 
 def _flops_table(report: dict[str, Any]):

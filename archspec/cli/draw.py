@@ -58,9 +58,6 @@ def draw(
             check_places([output])
         ir = compile_spec(spec, set_, symbolic=False)
         diagram = build_diagram(ir, params=params)
-        if set_:
-            # A diagram with overrides must not pass for the published model.
-            diagram.subtitle += " · " + " ".join(f"--set {o}" for o in set_)
         data = render(diagram, chosen) if output is not None or not json_ else b""
         if output is not None:
             from archspec.safety.writing import Output, write_files
@@ -74,6 +71,7 @@ def draw(
         from archspec.backends.draw.diagram import to_json
 
         result = to_json(diagram)
+        result["overrides"] = list(ir.identity.overrides)
         result["format"] = chosen if output is not None else None
         result["output"] = str(output) if output is not None else None
         print_json(result)

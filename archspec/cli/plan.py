@@ -6,7 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from archspec.cli.application import app
-from archspec.cli.common import compile_spec, human, print_json, stderr, stdout, user_errors
+from archspec.cli.common import (
+    asked_title,
+    compile_spec,
+    human,
+    print_json,
+    stderr,
+    stdout,
+    user_errors,
+)
 from archspec.cli.options import (
     DebugOpt,
     JsonOpt,
@@ -33,6 +41,7 @@ from archspec.cli.options import (
     PlanZero,
     SetOpt,
 )  # fmt: skip
+from archspec.cli.tables import print_table
 
 
 @app.command()
@@ -132,8 +141,8 @@ def _layout_text(lay: dict[str, Any]) -> str:
 def _render_train(r: dict[str, Any]) -> None:
     from rich.table import Table
 
-    out = stdout()
-    title = (f"{r['model']} on {r['gpus']} × {r['system']} ({r['accelerator']}): "
+    model = asked_title(r["model"], r["overrides"])
+    title = (f"{model} on {r['gpus']} × {r['system']} ({r['accelerator']}): "
              f"{r['global_batch']} × {r['seq']} tokens per step, {r['dtype']}")  # fmt: skip
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column("", style="bold")
@@ -149,7 +158,7 @@ def _render_train(r: dict[str, Any]) -> None:
     ]
     for name, value in rows:
         table.add_row(name, value)
-    out.print(table)
+    print_table(table)
     parts = Table(title="where the step goes", title_justify="left")
     parts.add_column("part")
     parts.add_column("time", justify="right")
@@ -162,8 +171,8 @@ def _render_train(r: dict[str, Any]) -> None:
     memory.add_column("bytes", justify="right")
     for name in ("weights", "gradients", "optimizer", "activations", "total"):
         memory.add_row(name, _gib(mem[name]))
-    out.print(parts)
-    out.print(memory)
+    print_table(parts)
+    print_table(memory)
     if r["searched"]:
         ranked = Table(title=f"fastest of {r['search']['fit']} layouts that fit",
                        title_justify="left")  # fmt: skip
@@ -179,7 +188,7 @@ def _render_train(r: dict[str, Any]) -> None:
                 str(lay["zero"]), _seconds(c["step_time_s"]), human(c["tokens_per_s"]),
                 f"{c['mfu']:.1%}", _gib(c["memory"]["total"]),
             )  # fmt: skip
-        out.print(ranked)
+        print_table(ranked)
         s = r["search"]
         dropped = ", ".join(f"{n} {why}" for why, n in s["dropped"].items())
         stderr().print(f"searched {s['considered']} layouts: {s['fit']} fit"
@@ -189,7 +198,8 @@ def _render_train(r: dict[str, Any]) -> None:
 def _render_serve(r: dict[str, Any]) -> None:
     from rich.table import Table
 
-    title = (f"{r['model']} serving on {r['gpus']} × {r['system']} (tp {r['tp']}): "
+    model = asked_title(r["model"], r["overrides"])
+    title = (f"{model} serving on {r['gpus']} × {r['system']} (tp {r['tp']}): "
              f"batch {r['batch']}, {r['prompt']}-token prompts, "
              f"{r['new_tokens']} new tokens")  # fmt: skip
     table = Table(title=title, title_justify="left", show_header=False)
@@ -206,7 +216,7 @@ def _render_serve(r: dict[str, Any]) -> None:
         ("memory", f"{_gib(mem['total'])} of {_gib(mem['usable'])} usable: {fits}"),
     ):
         table.add_row(name, value)
-    stdout().print(table)
+    print_table(table)
 
 
 def _list_systems(catalogue, json_: bool) -> None:
@@ -229,5 +239,5 @@ def _list_systems(catalogue, json_: bool) -> None:
             f"{r['memory_gib']:g} GiB", f"{r['memory_bandwidth_gbs']:g}",
             str(r["gpus_per_node"]), f"{r['intra_node_gbs']:g}", f"{r['inter_node_gbs']:g}",
         )  # fmt: skip
-    stdout().print(table)
+    print_table(table)
     stdout().print("sources: `archspec plan --list-systems --json`, or archspec/plan/systems.yaml")

@@ -58,6 +58,7 @@ def print_tree(
         print_json(
             {
                 "name": ir.name,
+                "overrides": list(ir.identity.overrides),
                 "params": root.total,
                 "repr": render(root, depth),
                 "tree": root.to_dict(depth),

@@ -62,8 +62,8 @@ def report(
             from archspec.safety.writing import Output, write_files
 
             written = write_files([Output(output, page.encode(), "the report")], force=force)[0]
-            say(f"{'wrote' if written else 'unchanged:'} {shown(output)} (report on "
-                f"{', '.join(s['name'] for s in figures['specs'])})")  # fmt: skip
+            names = ", ".join(ir.identity.title for _, _, ir in entries)
+            say(f"{'wrote' if written else 'unchanged:'} {shown(output)} (report on {names})")
     if json_:
         print_json(figures)
     elif output is None:

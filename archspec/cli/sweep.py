@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from archspec.cli.common import human, say
+from archspec.cli.common import asked_title, human, say
 from archspec.errors import SpecError
+from archspec.ir.title import titled
 from archspec.safety.limits import MAX_LENGTHS, MAX_SIZE
 
 
@@ -56,13 +57,15 @@ def chart_sweep(report: dict[str, Any], ir, workload, path: Path, force: bool = 
     sweep = report.get("sweep") or seq_sweep(
         ir, workload, chart_lengths(ir.value(ir.root.max_seq_len))
     )
-    plot_sweep(report["name"], sorted(sweep, key=lambda e: e["workload"]["seq"]), path, force)
+    # matplotlib reads $...$ as mathematics; an override's text is the user's.
+    title = titled(report["name"], report["overrides"]).replace("$", r"\$")
+    plot_sweep(title, sorted(sweep, key=lambda e: e["workload"]["seq"]), path, force)
     say(f"wrote {path}")
 
 
 def render_sweep(report: dict[str, Any]) -> None:
     from archspec.backends.compare.table import binary_bytes
-    from archspec.cli.tables import Column, print_table
+    from archspec.cli.tables import Column, make_table, print_table
 
     sweep = report["sweep"]
     w = sweep[0]["workload"]
@@ -87,10 +90,12 @@ def render_sweep(report: dict[str, Any]) -> None:
             binary_bytes(memory["total"]),
             binary_bytes(memory["inference_total"]),
         ])  # fmt: skip
-    print_table(
-        f"{report['name']} across sequence lengths: batch {w['batch']}, {w['dtype']}, "
+    table = make_table(
+        f"{asked_title(report['name'], report['overrides'])} across sequence lengths: "
+        f"batch {w['batch']}, {w['dtype']}, "
         f"{w['convention']} FLOPs",
         [Column(h) for h in headers],
         rows,
         caption="[dim]FLOPs: K 10³, M 10⁶, B 10⁹, T 10¹²; memory per device; exact: --json[/dim]",
     )
+    print_table(table)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from archspec import kinds
+from archspec.ir.title import titled
 from archspec.kinds import ActivationKind, Mask, NormKind, ResidualKind
 from archspec.spec.position import Position
 from archspec.spec.schema import Activation, Layout, Residual
@@ -425,6 +426,12 @@ class Identity:
     source: str = ""
     family: str = ""
     hf_class: str | None = None
+    overrides: tuple[str, ...] = ()  # the `--set` options it was built with, as given
+
+    @property
+    def title(self) -> str:
+        """The name with what was asked: `gpt2 (n_layers=48)`."""
+        return titled(self.name, self.overrides)
 
 
 @dataclass(frozen=True)

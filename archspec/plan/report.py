@@ -56,6 +56,7 @@ def candidate_report(ir: IR, system: System, run: Training, c: Candidate) -> dic
 def header(ir: IR, system: System, run: Training) -> dict[str, Any]:
     return {
         "model": ir.name,
+        "overrides": list(ir.identity.overrides),
         "system": system.key,
         "accelerator": system.accelerator.name,
         "gpus": run.gpus,
@@ -87,6 +88,7 @@ def search_report(
 def serve_report(ir: IR, system: System, p: ServePrediction, settings: dict) -> dict[str, Any]:
     return {
         "model": ir.name,
+        "overrides": list(ir.identity.overrides),
         "system": system.key,
         "accelerator": system.accelerator.name,
         **settings,

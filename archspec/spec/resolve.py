@@ -177,8 +177,13 @@ def apply_overrides(
 def name_from_file(path: Path) -> str:
     """A spec's default name, from its file name: `my model (v2)é.yaml` -> `my-model-v2e`;
     allowed by NAME_PATTERN whatever the file is called."""
-    ascii_stem = unicodedata.normalize("NFKD", path.stem).encode("ascii", "ignore").decode()
-    name = re.sub(r"[^A-Za-z0-9._-]+", "-", ascii_stem).strip("-.")
+    return name_from_text(path.stem)
+
+
+def name_from_text(text: str) -> str:
+    """`text` as a spec name: the characters NAME_PATTERN allows, at most 64."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", ascii_text).strip("-.")
     return name[:64].rstrip("-.") or "spec"
 
 

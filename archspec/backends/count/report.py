@@ -63,6 +63,7 @@ def param_report(ir: IR, symbolic: bool = False) -> dict[str, Any]:
     total_expr = parameter_count(ir.root)
     report: dict[str, Any] = {
         "name": who.name,
+        "overrides": list(who.overrides),
         "family": who.family,
         "layout": ir.root.layout,
         "hf_class": who.hf_class,

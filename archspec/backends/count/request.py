@@ -42,13 +42,12 @@ def requested_workload(by: str | None = None, engine: str | None = None, **optio
     return Workload(**{k: v for k, v in given.items() if v is not None}, parallel=par)
 
 
-def params_report(ir: IR, symbolic: bool, names: str, overrides: list[str] | None) -> dict:
-    """The parameter report, with what was asked beside what it resolved to, and with
+def params_report(ir: IR, symbolic: bool, names: str) -> dict:
+    """The parameter report (what was asked is in it: the IR names its overrides), and with
     `--names hf` each row's module name in the transformers class."""
     from archspec.backends.count.report import param_report
 
     report = param_report(ir, symbolic=symbolic)
-    report["overrides"] = list(overrides or [])
     if names == "hf":
         from archspec.hf.names import hf_module_names
 

@@ -190,4 +190,4 @@ def build_diagram(ir: IR, params: bool = False) -> Diagram:
         f"{layout} · d_model {ir.value(model.d_model):,} · vocab {ir.value(model.vocab_size):,}"
         f" · {total:,} parameters"
     )
-    return Diagram(visible(ir.name), subtitle, columns, cross, total)
+    return Diagram(visible(ir.identity.title), subtitle, columns, cross, total)

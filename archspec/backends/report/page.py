@@ -16,6 +16,7 @@ from typing import Any
 from archspec.backends.compare.plot import binary, human, seq_label, si
 from archspec.backends.report.chart import line_chart
 from archspec.backends.report.style import CSS, SCRIPT
+from archspec.ir.title import titled
 from archspec.safety.text import visible
 
 
@@ -137,11 +138,14 @@ def _tree(module: dict[str, Any], depth: int = 0) -> str:
             f"</summary>{inner}</details>")  # fmt: skip
 
 
+def _title(spec: dict[str, Any]) -> str:
+    return titled(spec["name"], spec["overrides"])
+
+
 def _spec_section(spec: dict[str, Any], diagram_svg: str, tree: dict[str, Any]) -> str:
-    sets = "".join(f" --set {o}" for o in spec["overrides"])
     return (
         f'<section class="spec" id="spec-{e(spec["ref"])}" data-spec="{e(spec["ref"])}">'
-        f"<h2>{e(spec['name'])}<small>{e(spec['layout'])} · {e(spec['family'])}{e(sets)}"
+        f"<h2>{e(_title(spec))}<small>{e(spec['layout'])} · {e(spec['family'])}"
         f"</small></h2><p class='source'>{e(spec['source'])}</p>"
         f'<div class="overview"><figure class="diagram">{diagram_svg}</figure>'
         f"<div><h3>Parameters</h3>{_param_table(spec)}</div></div>"
@@ -154,7 +158,7 @@ def _spec_section(spec: dict[str, Any], diagram_svg: str, tree: dict[str, Any]) 
 
 def _comparison(specs: list[dict[str, Any]], diagrams: list[str]) -> str:
     seq = specs[0]["seq"]
-    head = "".join(f"<th>{e(s['name'])}</th>" for s in specs)
+    head = "".join(f"<th>{e(_title(s))}</th>" for s in specs)
     groups = list(dict.fromkeys(g for s in specs for g in s["params"]["groups"]))
 
     def row(label: str, key: str, values: list[int | None], fmt=None) -> str:
@@ -171,7 +175,7 @@ def _comparison(specs: list[dict[str, Any]], diagrams: list[str]) -> str:
     one = [s["layouts"][0].get("total") for s in specs]
     rows.append(row("training memory, 1 device", "layout.0.total", one, binary))
     figures = "".join(
-        f'<figure class="diagram small"><figcaption>{e(s["name"])}</figcaption>{d}</figure>'
+        f'<figure class="diagram small"><figcaption>{e(_title(s))}</figcaption>{d}</figure>'
         for s, d in zip(specs, diagrams, strict=True)
     )
     named = f" ({seq_label(seq)})" if seq_label(seq) != f"{seq:,}" else ""
@@ -202,8 +206,8 @@ def render_page(
     view), `trees` the module trees as dicts."""
     from archspec import __version__
 
-    title = "archspec report: " + ", ".join(s["name"] for s in specs)
-    nav = "".join(f'<a href="#spec-{e(s["ref"])}">{e(s["name"])}</a>' for s in specs)
+    title = "archspec report: " + ", ".join(_title(s) for s in specs)
+    nav = "".join(f'<a href="#spec-{e(s["ref"])}">{e(_title(s))}</a>' for s in specs)
     compare = _comparison(specs, side) if len(specs) > 1 else ""
     sections = "".join(
         _spec_section(s, d, t) for s, d, t in zip(specs, diagrams, trees, strict=True)
