@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from archspec.cli import app
 from tests.hostile import cli, refused
 
 PARENT = "extends: gpt2\nn_layers: 2\n"
@@ -64,3 +66,116 @@ def test_a_new_run_forgets_the_last_runs_inputs(tmp_path) -> None:
     other.write_text(PARENT)
     result = cli("build", str(other), "-o", str(spec), "--force")
     assert result.exit_code == 0, result.output
+
+
+# --- `--system` files: the one YAML reader, every number checked where it enters -------------
+
+ACCELERATOR = {"name": "My Accelerator", "peak_tflops": "{bf16: 100, fp32: 10}",
+               "memory_gib": "80", "memory_bandwidth_gbs": "2000", "source": "a test"}  # fmt: skip
+SYSTEM = {"accelerator": "myacc", "name": "my system", "gpus_per_node": "8",
+          "intra_node_gbs": "300", "inter_node_gbs": "25", "intra_node_latency_us": "1",
+          "inter_node_latency_us": "5", "source": "a test"}  # fmt: skip
+
+
+def _system_file(tmp_path: Path, accelerator=None, system=None) -> Path:
+    """A `--system` file of one accelerator (myacc) and one system (mysys), fields replaced."""
+    lines = ["accelerators:", "  myacc:"]
+    lines += [f"    {k}: {v}" for k, v in {**ACCELERATOR, **(accelerator or {})}.items()]
+    lines += ["systems:", "  mysys:"]
+    lines += [f"    {k}: {v}" for k, v in {**SYSTEM, **(system or {})}.items()]
+    path = tmp_path / "system.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _plan_on(path: Path, *args: str):
+    return cli("plan", "gpt2", "--gpu", "mysys", "--system", str(path), "--gpus", "8",
+               "--global-batch", "8", "--seq", "128", *args)  # fmt: skip
+
+
+def test_a_good_system_file_plans() -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        result = _plan_on(_system_file(Path(folder)), "--json")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "system", "words"),
+    [
+        ({"peak_tflops": "{bf16: -100}"}, None, ["peak_tflops.bf16", "above zero"]),
+        ({"peak_tflops": "{bf16: .inf}"}, None, ["peak_tflops.bf16", "finite"]),
+        ({"peak_tflops": "{bf16: .nan}"}, None, ["peak_tflops.bf16", "finite"]),
+        ({"peak_tflops": "{bf16: 1.0e+400}"}, None, ["peak_tflops.bf16", "finite"]),
+        ({"peak_tflops": "[100]"}, None, ["peak_tflops", "mapping"]),
+        ({"memory_gib": "0"}, None, ["memory_gib", "above zero"]),
+        ({"memory_gib": "'80'"}, None, ["memory_gib", "expected a number"]),
+        ({"memory_bandwidth_gbs": "[1, 2]"}, None, ["memory_bandwidth_gbs", "a list"]),
+        ({"name": "[a, b]"}, None, ["name", "expected text"]),
+        ({"memory_gbi": "80"}, None, ["memory_gbi", "did you mean 'memory_gib'"]),
+        (None, {"inter_node_gbs": "-25"}, ["inter_node_gbs", "above zero"]),
+        (None, {"intra_node_gbs": "true"}, ["intra_node_gbs", "true/false"]),
+        (None, {"gpus_per_node": "1000000000"}, ["gpus_per_node", "over the limit"]),
+        (None, {"gpus_per_node": "0"}, ["gpus_per_node", "above zero"]),
+        (None, {"gpus_per_node": "8.5"}, ["gpus_per_node", "whole number"]),
+        (None, {"intra_node_latency_us": ".nan"}, ["intra_node_latency_us", "finite"]),
+        (None, {"intra_node_latency_us": "null"}, ["intra_node_latency_us", "null"]),
+    ],
+)
+def test_every_field_of_a_system_file_is_checked(tmp_path, accelerator, system, words) -> None:
+    path = _system_file(tmp_path, accelerator, system)
+    err = refused(_plan_on(path), *words)
+    assert f"{path.name}:" in err  # the file and line of the value
+
+
+def test_a_system_file_is_read_by_the_spec_reader(tmp_path) -> None:
+    bomb = tmp_path / "bomb.yaml"
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    bomb.write_text("\n".join(lines) + "\n")
+    refused(_plan_on(bomb), "YAML nodes")
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("accelerators: " + "[" * 200 + "]" * 200 + "\n")
+    refused(_plan_on(deep), "nested more than")
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"accelerators: {}\n# caf\xe9\n")
+    refused(_plan_on(latin), "not UTF-8")
+    big = tmp_path / "big.yaml"
+    with big.open("wb") as file:
+        file.truncate(50_000_000)  # sparse: read only up to the limit
+    refused(_plan_on(big), "over the limit")
+    refused(_plan_on(tmp_path / "missing.yaml"), "missing.yaml")
+
+
+def test_a_huge_node_neither_hangs_nor_is_refused_below_the_limit(tmp_path) -> None:
+    import time
+
+    path = _system_file(tmp_path, system={"gpus_per_node": "4096"})
+    start = time.monotonic()
+    result = cli("plan", "gpt2", "--gpu", "mysys", "--system", str(path), "--gpus", "1000000",
+                 "--global-batch", "1000000", "--seq", "128", "--json")  # fmt: skip
+    assert result.exit_code in (0, 2), result.output
+    assert time.monotonic() - start < 10
+
+
+def test_names_from_a_system_file_reach_the_terminal_escaped(tmp_path) -> None:
+    path = _system_file(
+        tmp_path,
+        {"name": '"\\e[31mred [bold]loud[/bold]"'},
+        {"name": '"\\e]8;;http://x\\e\\\\link"'},
+    )
+    wide = CliRunner(env={"COLUMNS": "400"})  # each name on one line of its cell
+    listed = wide.invoke(app, ["plan", "--list-systems", "--system", str(path)])
+    for result in (_plan_on(path), listed):
+        assert result.exit_code == 0, result.output
+        assert "\x1b" not in result.output
+        assert "[bold]loud[/bold]" in result.stdout.replace("\n", "")
+
+
+def test_diff_shows_a_spec_source_as_written(tmp_path) -> None:
+    spec = tmp_path / "marked.yaml"
+    spec.write_text('extends: gpt2\nsource: "[bold]mine[/bold] [link=http://x]here[/link]"\n')
+    result = CliRunner(env={"COLUMNS": "400"}).invoke(app, ["diff", "gpt2", str(spec)])
+    assert result.exit_code == 0, result.output
+    assert "[bold]mine[/bold] [link=http://x]here[/link]" in result.stdout

@@ -33,6 +33,7 @@ from archspec.cli.options import (
     PlanZero,
     SetOpt,
 )  # fmt: skip
+from archspec.safety.text import markup_safe
 
 
 @app.command()
@@ -133,7 +134,9 @@ def _render_train(r: dict[str, Any]) -> None:
     from rich.table import Table
 
     out = stdout()
-    title = (f"{r['model']} on {r['gpus']} × {r['system']} ({r['accelerator']}): "
+    # The names may come from a spec or a --system file: shown as written, never as markup.
+    title = (f"{markup_safe(r['model'])} on {r['gpus']} × {markup_safe(r['system'])} "
+             f"({markup_safe(r['accelerator'])}): "
              f"{r['global_batch']} × {r['seq']} tokens per step, {r['dtype']}")  # fmt: skip
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column("", style="bold")
@@ -189,7 +192,8 @@ def _render_train(r: dict[str, Any]) -> None:
 def _render_serve(r: dict[str, Any]) -> None:
     from rich.table import Table
 
-    title = (f"{r['model']} serving on {r['gpus']} × {r['system']} (tp {r['tp']}): "
+    title = (f"{markup_safe(r['model'])} serving on {r['gpus']} × {markup_safe(r['system'])} "
+             f"(tp {r['tp']}): "
              f"batch {r['batch']}, {r['prompt']}-token prompts, "
              f"{r['new_tokens']} new tokens")  # fmt: skip
     table = Table(title=title, title_justify="left", show_header=False)
@@ -225,7 +229,8 @@ def _list_systems(catalogue, json_: bool) -> None:
         table.add_column(col, justify="left" if col in ("name", "accelerator") else "right")
     for r in rows:
         table.add_row(
-            r["name"], r["accelerator"], f"{r['peak_tflops'].get('bf16', 0):g}",
+            markup_safe(r["name"]), markup_safe(r["accelerator"]),
+            f"{r['peak_tflops'].get('bf16', 0):g}",
             f"{r['memory_gib']:g} GiB", f"{r['memory_bandwidth_gbs']:g}",
             str(r["gpus_per_node"]), f"{r['intra_node_gbs']:g}", f"{r['inter_node_gbs']:g}",
         )  # fmt: skip

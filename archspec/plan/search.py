@@ -60,8 +60,9 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
     def allowed(name, values):
         return [v for v in values if name not in only or v in only[name]]
 
-    tps = allowed("tp", [t for t in range(1, system.gpus_per_node + 1)
-                         if gpus % t == 0 and (t & (t - 1)) == 0])  # fmt: skip
+    # Powers of two within a node that divide the devices: a few, however large the node.
+    widest = min(system.gpus_per_node, gpus)
+    tps = allowed("tp", [2**k for k in range(widest.bit_length()) if gpus % 2**k == 0])
     if "tp" in only:
         tps = list(only["tp"])
     # Stages divide the layers and the devices: at most one stage per device, whatever the depth.
