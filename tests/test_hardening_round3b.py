@@ -179,3 +179,61 @@ def test_diff_shows_a_spec_source_as_written(tmp_path) -> None:
     result = CliRunner(env={"COLUMNS": "400"}).invoke(app, ["diff", "gpt2", str(spec)])
     assert result.exit_code == 0, result.output
     assert "[bold]mine[/bold] [link=http://x]here[/link]" in result.stdout
+
+
+# --- Zero and out-of-range values that gave wrong results with exit 0 --------------------------
+
+
+@pytest.mark.parametrize("field", ["attention.softcap", "head.softcap"])
+@pytest.mark.parametrize("value", ["0", "-30"])
+def test_a_softcap_is_positive_or_left_out(tmp_path, field, value) -> None:
+    # transformers caps whenever the cap is not None: a cap of 0 divides by zero (NaN).
+    out = tmp_path / "model.py"
+    refused(cli("build", "gemma-2-2b", "--set", f"{field}={value}", "-o", str(out)),
+            field, "positive")  # fmt: skip
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("kind", ["linear", "dynamic", "yarn", "longrope"])
+def test_a_rope_scaling_factor_of_zero_is_refused(kind) -> None:
+    sets = ["--set", f"position.scaling.type={kind}", "--set", "position.scaling.factor=0"]
+    refused(cli("count", "llama-2-7b", *sets), "position.scaling.factor", "positive")
+
+
+def test_a_configs_rope_scaling_factor_of_zero_is_refused(tmp_path) -> None:
+    (tmp_path / "config.json").write_text(
+        '{"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64, '
+        '"intermediate_size": 128, "num_attention_heads": 4, "num_hidden_layers": 1, '
+        '"vocab_size": 100, "max_position_embeddings": 128, '
+        '"rope_scaling": {"rope_type": "linear", "factor": 0.0}}'
+    )
+    refused(cli("count", str(tmp_path / "config.json")), "positive", "0.0")
+
+
+def test_plan_top_shows_that_many_or_is_refused() -> None:
+    args = ["plan", "gpt2", "--gpu", "h100-sxm", "--gpus", "8", "--global-batch", "64"]
+    refused(cli(*args, "--top", "-1"), "--top must be at least 1")
+    refused(cli(*args, "--top", "0"), "--top must be at least 1")
+    import json
+
+    result = cli(*args, "--top", "3", "--json")
+    assert result.exit_code == 0 and len(json.loads(result.stdout)["ranked"]) == 3
+
+
+@pytest.mark.parametrize("option", ["--batch", "--tp"])
+def test_plan_serve_refuses_zero_not_turns_it_into_one(option) -> None:
+    args = ["plan", "gpt2", "--gpu", "h100-sxm", "--mode", "serve", option, "0"]
+    refused(cli(*args), f"{option} must be at least 1")
+
+
+@pytest.mark.parametrize(
+    ("given", "reason"),
+    [
+        (["--zero", "3"], "ZeRO shards over data-parallel replicas"),
+        (["--sp"], "needs tensor parallelism"),
+    ],  # fmt: skip
+)
+def test_no_layout_runs_says_why(given, reason) -> None:
+    args = ["plan", "gpt2", "--gpu", "h100-sxm", "--gpus", "1", "--global-batch", "8", *given]
+    err = refused(cli(*args), "no layout runs: ", reason)
+    assert "no layout runs: \n" not in err

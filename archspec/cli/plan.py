@@ -78,7 +78,7 @@ def plan(
         if mode == "serve":
             report = request.serving_report(ir, system, gpus, tp, batch, prompt, new_tokens, dtype)
         else:
-            run = request.training_run(ir, gpus, global_batch, seq, dtype, grad_dtype, attn)
+            run = request.training_run(ir, gpus, global_batch, seq, dtype, grad_dtype, attn, top)
             given = {"tp": tp, "pp": pp, "interleave": interleave, "sp": sp_,
                      "micro_batch": batch, "recompute": recompute, "zero": zero}  # fmt: skip
             only = request.given_layout(ir, system, run, given)

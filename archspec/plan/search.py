@@ -88,11 +88,17 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                 if v > 1 and m % pp:
                     yield None, "interleaving needs micro-batches a multiple of the stages"
                     continue
-                for sp_, rc, zero in product(
-                    allowed("sp", [False, True] if tp > 1 else [False]),
-                    allowed("recompute", recomputes),
-                    allowed("zero", [0, 1, 2, 3] if dp > 1 else [0]),
-                ):
+                # Given, --sp and --zero are tried as given: a layout they cannot run in is
+                # left out with its reason, not silently (which left "no layout runs: ").
+                sps = list(only["sp"]) if "sp" in only else [False, True] if tp > 1 else [False]
+                zeros = list(only["zero"]) if "zero" in only else [0, 1, 2, 3] if dp > 1 else [0]
+                for sp_, rc, zero in product(sps, allowed("recompute", recomputes), zeros):
+                    if sp_ and tp == 1:
+                        yield None, "sequence parallelism (--sp) needs tensor parallelism (tp > 1)"
+                        continue
+                    if zero and dp == 1:
+                        yield None, "ZeRO shards over data-parallel replicas: it needs dp > 1"
+                        continue
                     if zero >= 2 and pp > 1:
                         yield None, "ZeRO-2 and -3 are not combined with pipeline parallelism"
                         continue
