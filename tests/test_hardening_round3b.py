@@ -237,3 +237,84 @@ def test_no_layout_runs_says_why(given, reason) -> None:
     args = ["plan", "gpt2", "--gpu", "h100-sxm", "--gpus", "1", "--global-batch", "8", *given]
     err = refused(cli(*args), "no layout runs: ", reason)
     assert "no layout runs: \n" not in err
+
+
+# --- `bench --nproc`: the single-process bench's guards, before any launch ----------------------
+
+BENCH_TINY = ["--set", "n_layers=1", "--set", "d_model=8", "--set", "n_heads=2",
+              "--set", "d_ff=16", "--set", "vocab_size=16", "--set", "max_seq_len=8"]  # fmt: skip
+
+
+@pytest.fixture
+def no_launch(monkeypatch):
+    """torchrun must not start: a refusal comes first."""
+    import archspec.bench.distributed as distributed
+
+    def launched(*args, **kwargs):
+        raise AssertionError(f"torchrun was launched: {args}")
+
+    monkeypatch.setattr(distributed.subprocess, "run", launched)
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["llama-2-70b", "--nproc", "2", "--zero", "3", "--device", "cpu"], ["needs about"]),
+        (["gpt2", *BENCH_TINY, "--nproc", "2", "--tp", "2", "--batch", "100000000"],
+         ["needs about"]),
+        (["gpt2", *BENCH_TINY, "--nproc", "100000", "--zero", "3"], ["at most 128"]),
+        (["gpt2", *BENCH_TINY, "--nproc", "2", "--tp", "2", "--threads", "100000000000"],
+         ["--threads must be between"]),
+        (["gpt2", *BENCH_TINY, "--nproc", "2", "--tp", "2", "--steps", "100000000"],
+         ["--steps must be at most"]),
+        (["gpt2", *BENCH_TINY, "--nproc", "2", "--tp", "2", "--steps", "0"],
+         ["--steps must be at least 1"]),
+        (["gpt2", *BENCH_TINY, "--nproc", "2", "--tp", "2", "--seq", "0"],
+         ["--seq must be at least 1"]),
+        (["gpt2", *BENCH_TINY, "--nproc", "2", "--tp", "2", "--seq", "9"],
+         ["longer than the 8 positions"]),
+    ],
+)  # fmt: skip
+def test_bench_nproc_runs_the_guards_before_the_launch(no_launch, args, words) -> None:
+    refused(cli("bench", *args), *words)
+
+
+def test_the_single_process_bench_refuses_the_same_run() -> None:
+    # The refusal bench --nproc now shares (about 1,028 GiB on one process).
+    refused(cli("bench", "llama-2-70b", "--device", "cpu"), "needs about")
+
+
+def test_a_failed_rank_says_its_own_error(monkeypatch) -> None:
+    import subprocess
+
+    import archspec.bench.distributed as distributed
+
+    def failing(command, **kwargs):
+        # What torchrun leaves when rank 1 fails: the rank's record, and ChildFailedError.
+        Path(command[-1]).with_name("rank1.error").write_text("RuntimeError: gloo ran dry")
+        stderr = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n"
+        return subprocess.CompletedProcess(command, 1, "", stderr)
+
+    monkeypatch.setattr(distributed.subprocess, "run", failing)
+    refused(cli("bench", "gpt2", *BENCH_TINY, "--nproc", "2", "--tp", "2", "--steps", "1"),
+            "rank 1: RuntimeError: gloo ran dry")  # fmt: skip
+
+
+def test_a_rank_records_its_error_where_the_launcher_finds_it(tmp_path) -> None:
+    # A rank started without torchrun's rendezvous fails in init_process_group.
+    import os
+    import subprocess
+    import sys
+
+    settings = tmp_path / "settings.json"
+    settings.write_text('{"device": "cpu", "seed": 0}')
+    env = {**os.environ, "RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1",
+           "PYTHONPATH": str(Path(__file__).resolve().parents[1])}  # fmt: skip
+    env.pop("MASTER_ADDR", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "archspec.bench.distributed_rank", "model.py", str(settings)],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert done.returncode != 0
+    error = (tmp_path / "rank1.error").read_text()
+    assert "MASTER_ADDR" in error or "Error" in error.split(":")[0], error
