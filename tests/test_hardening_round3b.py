@@ -114,6 +114,7 @@ def test_a_good_system_file_plans() -> None:
         ({"memory_bandwidth_gbs": "[1, 2]"}, None, ["memory_bandwidth_gbs", "a list"]),
         ({"name": "[a, b]"}, None, ["name", "expected text"]),
         ({"memory_gbi": "80"}, None, ["memory_gbi", "did you mean 'memory_gib'"]),
+        (None, {"accelerator": "myac"}, ["systems.mysys.accelerator", "did you mean 'myacc'"]),
         (None, {"inter_node_gbs": "-25"}, ["inter_node_gbs", "above zero"]),
         (None, {"intra_node_gbs": "true"}, ["intra_node_gbs", "true/false"]),
         (None, {"gpus_per_node": "1000000000"}, ["gpus_per_node", "over the limit"]),

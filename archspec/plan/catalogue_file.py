@@ -8,6 +8,7 @@ MFU, an infinite one an MFU of 0, and a billion accelerators per node hung the s
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,9 +133,12 @@ def _words(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
-def read_catalogue(path: Path | None) -> tuple[dict[str, dict], dict[str, dict]]:
+def read_catalogue(
+    path: Path | None, known: Iterable[str] = ()
+) -> tuple[dict[str, dict], dict[str, dict]]:
     """The accelerators and systems of one catalogue file (None: the built-in one), every field
-    checked: (accelerators by key, systems by key), as plain field mappings."""
+    checked, each system's accelerator among `known` (earlier files') or this file's:
+    (accelerators by key, systems by key), as plain field mappings."""
     if path is None:
         from importlib import resources
 
@@ -162,4 +166,13 @@ def read_catalogue(path: Path | None) -> tuple[dict[str, dict], dict[str, dict]]
             file.text(key, (section,)): file.entry(e, fields, (section, key), f"{what} '{key}'")
             for key, e in entries.items()
         })  # fmt: skip
-    return found[0], found[1]
+    accelerators, systems = found
+    names = {*known, *accelerators}
+    for key, system in systems.items():
+        if system["accelerator"] not in names:
+            raise file.error(
+                f"system '{key}' names an unknown accelerator '{system['accelerator']}'",
+                ("systems", key, "accelerator"),
+                hint=did_you_mean(system["accelerator"], names),
+            )
+    return accelerators, systems

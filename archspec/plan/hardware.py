@@ -63,7 +63,7 @@ def _entries(extra: list[Path] | None) -> tuple[dict[str, Accelerator], dict[str
     accels: dict[str, Accelerator] = {}
     systems: dict[str, dict] = {}
     for path in [None, *(extra or [])]:
-        file_accels, file_systems = read_catalogue(path)
+        file_accels, file_systems = read_catalogue(path, accels)
         for key, a in file_accels.items():
             accels[key] = Accelerator(
                 key,
@@ -88,11 +88,6 @@ def load_catalogue(extra: list[Path] | None = None) -> dict[str, System]:
     accels, systems = _entries(extra)
     out = {}
     for key, entry in systems.items():
-        if entry["accelerator"] not in accels:
-            raise SpecError(
-                f"system '{key}' names an unknown accelerator '{entry['accelerator']}'",
-                hint=did_you_mean(entry["accelerator"], accels),
-            )
         fields = {f: v for f, v in entry.items() if f != "accelerator"}
         out[key] = System(key=key, accelerator=accels[entry["accelerator"]], **fields)
     return out
