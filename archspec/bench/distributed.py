@@ -19,11 +19,15 @@ from typing import Any
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 
+# Processes on one machine: more than any node's GPUs (8, or 72 in a rack-scale NVLink domain),
+# and each process imports torch and holds the whole model until it is sharded.
+MAX_NPROC = 128
+
 
 def check_layout(nproc: int, tp: int, zero: int, device: str, gpus: int) -> None:
     """One clear message per impossible request."""
-    if nproc < 2:
-        raise SpecError("--nproc takes 2 or more processes")
+    if not 2 <= nproc <= MAX_NPROC:
+        raise SpecError(f"--nproc takes 2 or more processes, at most {MAX_NPROC} (got {nproc:,})")
     if tp < 1 or nproc % tp:
         raise SpecError(f"--tp {tp} does not divide --nproc {nproc}")
     if zero not in (0, 3):
@@ -104,26 +108,51 @@ def predicted(
     return {**figures, "total": sum(figures.values()), "attn": attn}  # type: ignore[dict-item]
 
 
-def run_distributed(
-    ir: IR, nproc: int, tp: int, zero: int, device: str | None, batch: int, seq: int | None,
-    steps: int, warmup: int, seed: int,
-) -> dict[str, Any]:  # fmt: skip
-    """`bench --nproc`: torchrun on this machine (on the CPU unless `device` says cuda), at
-    `seq` positions (default: 512, or the model's context if shorter)."""
+def _why(folder: str, stderr: str) -> str:
+    """Why a run failed: the first failing rank's own error (distributed_rank.py records it;
+    the others usually fail only because it left the collectives), else torchrun's last
+    error line."""
+    failed = sorted(Path(folder).glob("rank*.error"), key=lambda p: p.stat().st_mtime_ns)
+    if failed:
+        rank = failed[0].name.removeprefix("rank").removesuffix(".error")
+        return f"rank {rank}: {failed[0].read_text(errors='replace').strip()}"
+    errors = [line for line in stderr.splitlines() if "Error" in line]
+    return errors[-1] if errors else stderr.strip()[-500:]
+
+
+def run_distributed(ir: IR, nproc: int, tp: int, zero: int, s: Any) -> dict[str, Any]:
+    """`bench --nproc`: fp32 training under torchrun on this machine (on the CPU unless
+    `s.device` says cuda), with the bench's Settings `s` (`s.seq` positions, default 512 or the
+    model's context if shorter). Every guard of the single-process bench runs first."""
     import torch
 
     from archspec.backends.torchgen import generate_source
+    from archspec.bench.guards import (
+        check_fits,
+        check_options,
+        check_settings,
+        device_of,
+        least_bytes,
+    )
 
-    device = device or "cpu"
-    seq = seq or min(512, ir.value(ir.root.max_seq_len))
+    check_options(s)
+    on = device_of(s.device or "cpu")
+    device = on.type
+    _, seq = check_settings(ir, s, on)
+    batch = s.batch
     gpus = torch.cuda.device_count()
     check_layout(nproc, tp, zero, device, gpus)
     check_heads(ir, tp)
     # Refuses what cannot be split.
-    prediction = predicted(ir, nproc, tp, zero, batch, seq, "cuda" if device == "cuda" else "cpu")
+    prediction = predicted(ir, nproc, tp, zero, batch, seq, device)
+    if not s.force:
+        # Per device, with what any step holds besides; CPU processes share the machine's RAM.
+        vocab, width = ir.value(ir.root.vocab_size), ir.value(ir.root.d_model)
+        each = prediction["total"] + least_bytes(vocab, width, batch, seq, 4)
+        check_fits(ir.name, each * (nproc if device == "cpu" else 1), on)
     settings = {
-        "device": device, "tp": tp, "batch": batch, "seq": seq, "steps": steps,
-        "warmup": warmup, "seed": seed, "vocab": ir.value(ir.root.vocab_size),
+        "device": device, "tp": tp, "batch": batch, "seq": seq, "steps": s.steps,
+        "warmup": s.warmup, "seed": s.seed, "vocab": ir.value(ir.root.vocab_size),
         "encoder_decoder": ir.root.layout == "encoder-decoder",
     }  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
@@ -138,18 +167,14 @@ def run_distributed(
         ]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:
-            errors = [line for line in done.stderr.splitlines() if "Error" in line]
-            raise SpecError(
-                f"torchrun failed (exit {done.returncode}): "
-                + (errors[-1] if errors else done.stderr.strip()[-500:])
-            )
+            why = _why(folder, done.stderr)
+            raise SpecError(f"torchrun failed (exit {done.returncode}): {why}")
         ranks = [json.loads(Path(folder, f"rank{r}.json").read_text()) for r in range(nproc)]
     for r in ranks:
         r["step_time_s"] = statistics.median(r["step_times_s"])
         r["tokens_per_s"] = batch * seq / r["step_time_s"]
     return {
         "name": ir.name, "overrides": list(ir.identity.overrides), "nproc": nproc, "tp": tp,
-        "dp": nproc // tp, "zero": zero,
-        "device": "cuda" if device == "cuda" else "cpu", "batch": batch, "seq": seq,
+        "dp": nproc // tp, "zero": zero, "device": device, "batch": batch, "seq": seq,
         "predicted_bytes": prediction, "ranks": ranks,
     }  # fmt: skip

@@ -151,5 +151,17 @@ def main(source: str, settings_path: str) -> None:
     dist.destroy_process_group()
 
 
+def record_failure(settings_path: str, exc: Exception) -> None:
+    """The rank's own error, next to its results: torchrun reports only that a child failed
+    (ChildFailedError), and the command's message should say why."""
+    rank = os.environ.get("RANK", "unknown")
+    error = Path(settings_path).with_name(f"rank{rank}.error")
+    error.write_text(f"{type(exc).__name__}: {exc}")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    try:
+        main(sys.argv[1], sys.argv[2])
+    except Exception as exc:
+        record_failure(sys.argv[2], exc)
+        raise

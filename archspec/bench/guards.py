@@ -3,7 +3,8 @@
 A benchmark really runs the model: `--threads 10**20` overflows torch's int, a spec of 10^12
 layers or a batch of 10^8 asks for more memory than the machine has (the allocation then
 fails deep inside torch, or the machine swaps for hours), and `--new-tokens` in the millions
-turns the prediction alone into minutes. Each is refused here with the limit it broke.
+turns the prediction alone into minutes. Each is refused here with the limit it broke, for the
+single-process run and for `--nproc` alike, before any launch, process or allocation.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from typing import Any
 
 import torch
 
+from archspec.bench import steps
 from archspec.errors import SpecError
+from archspec.ir.nodes import IR
+from archspec.safety.limits import MAX_SIZE
 
 MAX_THREADS = 4096
 MAX_STEPS = 100_000  # --steps, --warmup
@@ -29,13 +33,70 @@ def check_options(s: Any) -> None:
         raise SpecError("--hf-first orders the two models of --vs-hf; add --vs-hf")
     if s.peak_tflops is not None and not (math.isfinite(s.peak_tflops) and s.peak_tflops > 0):
         raise SpecError(f"--peak-tflops must be a positive number (got {s.peak_tflops})")
-    for option, value, most in (
-        ("steps", s.steps, MAX_STEPS),
-        ("warmup", s.warmup, MAX_STEPS),
-        ("new-tokens", s.new_tokens, MAX_NEW_TOKENS),
+    for option, value, least, most in (
+        ("batch", s.batch, 1, MAX_SIZE),
+        ("steps", s.steps, 1, MAX_STEPS),
+        ("warmup", s.warmup, 0, MAX_STEPS),
+        ("new-tokens", s.new_tokens, 1, MAX_NEW_TOKENS),
     ):
+        if value < least:
+            raise SpecError(f"--{option} must be at least {least} (got {value})")
         if value > most:
             raise SpecError(f"--{option} must be at most {most:,} (got {value:,})")
+
+
+def device_of(name: str | None) -> torch.device:
+    """The device `--device` names (default: cuda when there is one), or a clear refusal."""
+    if name is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise SpecError(f"--device takes cpu or cuda (or cuda:N), not {name!r}") from None
+    if device.type not in ("cpu", "cuda"):
+        raise SpecError(f"--device takes cpu or cuda (or cuda:N), not {name!r}")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SpecError(
+            f"--device cuda: no CUDA device is available to this torch ({torch.__version__})",
+            hint="run on a machine with an NVIDIA GPU and a CUDA build of torch, or use "
+            "--device cpu",
+        )
+    return device
+
+
+def check_settings(ir: IR, s: Any, device: torch.device) -> tuple[str, int]:
+    """The settings against the spec and the device: the dtype and sequence length."""
+    if s.mode not in steps.MODES:
+        raise SpecError(f"--mode takes one of: {', '.join(steps.MODES)} (got {s.mode!r})")
+    dtype = s.dtype or ("bf16" if device.type == "cuda" else "fp32")
+    if dtype not in steps.DTYPES:
+        raise SpecError(f"--dtype takes one of: {', '.join(steps.DTYPES)} (got {dtype!r})")
+    if dtype == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        raise SpecError(
+            f"{torch.cuda.get_device_name(device)} has no bf16", hint="use --dtype fp16"
+        )
+    limit = ir.value(ir.root.max_seq_len)
+    layout = ir.root.layout
+    generate = s.mode == "generate"
+    reserve = s.new_tokens if generate and layout == "decoder" else 0
+    seq = s.seq if s.seq is not None else max(1, min(512, limit - reserve))
+    if seq < 1:
+        raise SpecError(f"--seq must be at least 1 (got {seq})")
+    if seq + reserve > limit:
+        what = f"--seq {seq} + --new-tokens {reserve}" if reserve else f"--seq {seq}"
+        raise SpecError(
+            f"{what} is longer than the {limit} positions '{ir.name}' is built for",
+            hint="use a shorter --seq, or --set max_seq_len=N",
+        )
+    if generate and layout == "encoder-decoder" and s.new_tokens + 1 > limit:
+        raise SpecError(f"--new-tokens {s.new_tokens} is more than the decoder's {limit} positions")
+    if generate and (layout == "encoder" or ir.root.lm_head is None):
+        raise SpecError(
+            f"--mode generate needs a decoder with a language-model head; '{ir.name}' "
+            f"is {'an encoder' if layout == 'encoder' else 'a model without an LM head'}",
+            hint="use --mode forward or --mode train",
+        )
+    return dtype, seq
 
 
 def available_bytes(device: torch.device) -> int | None:

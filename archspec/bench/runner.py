@@ -26,7 +26,13 @@ import torch
 from archspec.backends.count.report import has_moe
 from archspec.bench import devices, memory, steps
 from archspec.bench.analysis import predict
-from archspec.bench.guards import check_fits, check_options, least_bytes
+from archspec.bench.guards import (
+    check_fits,
+    check_options,
+    check_settings,
+    device_of,
+    least_bytes,
+)
 from archspec.bench.timing import Times, synchronize, time_step
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
@@ -51,67 +57,6 @@ class Settings:
     threads: int | None = None  # CPU threads for torch (default: torch's choice)
     force: bool = False  # run even when the predicted memory exceeds the device's
     hf_first: bool = False  # with vs_hf: build transformers' model before ours
-
-
-def _device(name: str | None) -> torch.device:
-    if name is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(name)
-    except RuntimeError:
-        raise SpecError(f"--device takes cpu or cuda (or cuda:N), not {name!r}") from None
-    if device.type not in ("cpu", "cuda"):
-        raise SpecError(f"--device takes cpu or cuda (or cuda:N), not {name!r}")
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise SpecError(
-            f"--device cuda: no CUDA device is available to this torch ({torch.__version__})",
-            hint="run on a machine with an NVIDIA GPU and a CUDA build of torch, or use "
-            "--device cpu",
-        )
-    return device
-
-
-def _check(ir: IR, s: Settings, device: torch.device) -> tuple[str, int]:
-    """Validate the settings against the spec; return the dtype and sequence length."""
-    if s.mode not in steps.MODES:
-        raise SpecError(f"--mode takes one of: {', '.join(steps.MODES)} (got {s.mode!r})")
-    dtype = s.dtype or ("bf16" if device.type == "cuda" else "fp32")
-    if dtype not in steps.DTYPES:
-        raise SpecError(f"--dtype takes one of: {', '.join(steps.DTYPES)} (got {dtype!r})")
-    if dtype == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
-        raise SpecError(
-            f"{torch.cuda.get_device_name(device)} has no bf16", hint="use --dtype fp16"
-        )
-    for option, value, least in (
-        ("batch", s.batch, 1),
-        ("steps", s.steps, 1),
-        ("warmup", s.warmup, 0),
-        ("new-tokens", s.new_tokens, 1),
-    ):
-        if value < least:
-            raise SpecError(f"--{option} must be at least {least} (got {value})")
-    limit = ir.value(ir.root.max_seq_len)
-    layout = ir.root.layout
-    generate = s.mode == "generate"
-    reserve = s.new_tokens if generate and layout == "decoder" else 0
-    seq = s.seq if s.seq is not None else max(1, min(512, limit - reserve))
-    if seq < 1:
-        raise SpecError(f"--seq must be at least 1 (got {seq})")
-    if seq + reserve > limit:
-        what = f"--seq {seq} + --new-tokens {reserve}" if reserve else f"--seq {seq}"
-        raise SpecError(
-            f"{what} is longer than the {limit} positions '{ir.name}' is built for",
-            hint="use a shorter --seq, or --set max_seq_len=N",
-        )
-    if generate and layout == "encoder-decoder" and s.new_tokens + 1 > limit:
-        raise SpecError(f"--new-tokens {s.new_tokens} is more than the decoder's {limit} positions")
-    if generate and (layout == "encoder" or ir.root.lm_head is None):
-        raise SpecError(
-            f"--mode generate needs a decoder with a language-model head; '{ir.name}' "
-            f"is {'an encoder' if layout == 'encoder' else 'a model without an LM head'}",
-            hint="use --mode forward or --mode train",
-        )
-    return dtype, seq
 
 
 def _generated_model(ir: IR, device: torch.device, folder: str) -> torch.nn.Module:
@@ -218,8 +163,8 @@ def _compile(model: torch.nn.Module, mode: str) -> None:
 
 
 def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None) -> dict[str, Any]:
-    device = _device(s.device)
-    dtype, seq = _check(ir, s, device)
+    device = device_of(s.device)
+    dtype, seq = check_settings(ir, s, device)
     pred = predict(ir, s.mode, s.batch, seq, dtype, s.new_tokens, device.type)
     hf_data = hf_config
     if s.vs_hf and hf_data is None:

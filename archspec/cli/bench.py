@@ -77,8 +77,10 @@ def bench(
     from archspec.ir.build import build_ir
 
     if nproc is not None:
-        _bench_distributed(spec, set_, nproc, tp, zero, device, batch, seq, steps, warmup, seed,
-                           json_, debug)  # fmt: skip
+        # fp32 training, as each rank runs it; the single-process bench's guards run first.
+        settings = Settings(device=device, dtype="fp32", batch=batch, seq=seq, steps=steps,
+                            warmup=warmup, seed=seed, threads=threads, force=force)  # fmt: skip
+        _bench_distributed(spec, set_, nproc, tp, zero, settings, json_, debug)
         return
     settings = Settings(
         device=device, dtype=dtype, batch=batch, seq=seq, mode=mode, compile=compile_,
@@ -238,8 +240,7 @@ def _notes(r: dict[str, Any], hf: bool) -> list[str]:
     return notes
 
 
-def _bench_distributed(spec, set_, nproc, tp, zero, device, batch, seq, steps, warmup, seed,
-                       json_, debug) -> None:  # fmt: skip
+def _bench_distributed(spec, set_, nproc, tp, zero, settings, json_, debug) -> None:
     """`--nproc`: torchrun on this machine; a row per rank beside the per-device prediction."""
     from rich.table import Table
 
@@ -248,7 +249,7 @@ def _bench_distributed(spec, set_, nproc, tp, zero, device, batch, seq, steps, w
 
     with user_errors(debug):
         ir = with_overrides(build_ir(resolve_spec(spec, set_)), set_)
-        r = run_distributed(ir, nproc, tp, zero, device, batch, seq, steps, warmup, seed)
+        r = run_distributed(ir, nproc, tp, zero, settings)
     if json_:
         print_json(r)
         return

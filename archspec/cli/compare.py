@@ -33,6 +33,7 @@ from archspec.cli.options import (
     DiffToArg,
     PlotForce,
 )  # fmt: skip
+from archspec.safety.text import markup_safe
 
 METADATA = ("source", "family", "hf_class")
 
@@ -178,6 +179,8 @@ def diff(
 
 
 def _value(value: Any, derived: bool = False) -> str:
+    """A spec value as a cell: the spec's text (its `source`, a name) as written, never as
+    rich markup or terminal escapes."""
     if value is None:
         return "—"
     if isinstance(value, bool):
@@ -185,9 +188,9 @@ def _value(value: Any, derived: bool = False) -> str:
     elif isinstance(value, int):
         text = f"{value:,}"
     elif isinstance(value, dict):
-        text = ", ".join(f"{k}: {_value(v)}" for k, v in value.items())
+        text = ", ".join(f"{markup_safe(k)}: {_value(v)}" for k, v in value.items())
     else:
-        text = str(value)
+        text = markup_safe(value)
     return f"{text} [dim](default)[/dim]" if derived else text
 
 
@@ -226,10 +229,10 @@ def _leaf(shape: list | None, copies: list | None, side: int) -> str:
 
 
 def _render_diff(report: dict[str, Any]) -> None:
-    from rich.markup import escape
     from rich.table import Table
 
     a, b = report["a"], report["b"]
+    a, b = markup_safe(a), markup_safe(b)
     fields = Table(title=f"spec fields: {a} → {b}", title_justify="left")
     for column in ("field", a, b):
         fields.add_column(column)
@@ -239,7 +242,7 @@ def _render_diff(report: dict[str, Any]) -> None:
     for f in spec:
         style = "dim" if f["field"] in METADATA else None
         a_text, b_text = _value(f["a"], f["a_default"]), _value(f["b"], f["b_default"])
-        fields.add_row(f["field"], a_text, b_text, style=style)
+        fields.add_row(markup_safe(f["field"]), a_text, b_text, style=style)
     _print_or_say(fields if report["spec"] else "spec fields: identical")
 
     modules = Table(title=f"modules: {a} → {b}", title_justify="left")
@@ -251,7 +254,7 @@ def _render_diff(report: dict[str, Any]) -> None:
         # Rounded here (the exact counts are in --json and in the groups below): the table is
         # about where parameters moved, and stays narrow enough for a terminal.
         modules.add_row(
-            escape(m["module"] or "(model)"),
+            markup_safe(m["module"] or "(model)"),
             _change_text(m),
             human(m["a"]),
             human(m["b"]),

@@ -42,6 +42,7 @@ from archspec.cli.options import (
     SetOpt,
 )  # fmt: skip
 from archspec.cli.tables import print_table
+from archspec.safety.text import markup_safe
 
 
 @app.command()
@@ -86,7 +87,7 @@ def plan(
         if mode == "serve":
             report = request.serving_report(ir, system, gpus, tp, batch, prompt, new_tokens, dtype)
         else:
-            run = request.training_run(ir, gpus, global_batch, seq, dtype, grad_dtype, attn)
+            run = request.training_run(ir, gpus, global_batch, seq, dtype, grad_dtype, attn, top)
             given = {"tp": tp, "pp": pp, "interleave": interleave, "sp": sp_,
                      "micro_batch": batch, "recompute": recompute, "zero": zero}  # fmt: skip
             only = request.given_layout(ir, system, run, given)
@@ -142,7 +143,9 @@ def _render_train(r: dict[str, Any]) -> None:
     from rich.table import Table
 
     model = asked_title(r["model"], r["overrides"])
-    title = (f"{model} on {r['gpus']} × {r['system']} ({r['accelerator']}): "
+    # The system's names may come from a --system file: shown as written, never as markup.
+    title = (f"{model} on {r['gpus']} × {markup_safe(r['system'])} "
+             f"({markup_safe(r['accelerator'])}): "
              f"{r['global_batch']} × {r['seq']} tokens per step, {r['dtype']}")  # fmt: skip
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column("", style="bold")
@@ -199,7 +202,7 @@ def _render_serve(r: dict[str, Any]) -> None:
     from rich.table import Table
 
     model = asked_title(r["model"], r["overrides"])
-    title = (f"{model} serving on {r['gpus']} × {r['system']} (tp {r['tp']}): "
+    title = (f"{model} serving on {r['gpus']} × {markup_safe(r['system'])} (tp {r['tp']}): "
              f"batch {r['batch']}, {r['prompt']}-token prompts, "
              f"{r['new_tokens']} new tokens")  # fmt: skip
     table = Table(title=title, title_justify="left", show_header=False)
@@ -235,7 +238,8 @@ def _list_systems(catalogue, json_: bool) -> None:
         table.add_column(col, justify="left" if col in ("name", "accelerator") else "right")
     for r in rows:
         table.add_row(
-            r["name"], r["accelerator"], f"{r['peak_tflops'].get('bf16', 0):g}",
+            markup_safe(r["name"]), markup_safe(r["accelerator"]),
+            f"{r['peak_tflops'].get('bf16', 0):g}",
             f"{r['memory_gib']:g} GiB", f"{r['memory_bandwidth_gbs']:g}",
             str(r["gpus_per_node"]), f"{r['intra_node_gbs']:g}", f"{r['inter_node_gbs']:g}",
         )  # fmt: skip

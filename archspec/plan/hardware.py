@@ -1,19 +1,18 @@
 """The hardware catalogue: accelerators, and the nodes and networks they come in.
 
 The built-in catalogue is package data (systems.yaml); `--system FILE` adds entries in the same
-format, replacing built-in ones of the same name. Every entry needs its `source`.
+format, replacing built-in ones of the same name. Every entry needs its `source`; every file is
+read and checked by catalogue_file.py.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from archspec.errors import SpecError, did_you_mean
+from archspec.plan.catalogue_file import read_catalogue
 
 GIB = 2**30
 
@@ -58,68 +57,23 @@ class System:
     source: str
 
 
-_ACCEL_FIELDS = ("name", "peak_tflops", "memory_gib", "memory_bandwidth_gbs", "source")
-_SYSTEM_FIELDS = (
-    "accelerator",
-    "name",
-    "gpus_per_node",
-    "intra_node_gbs",
-    "inter_node_gbs",
-    "intra_node_latency_us",
-    "inter_node_latency_us",
-    "source",
-)
-
-
-def _read(text: str, where: str) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{where}: not valid YAML: {exc}") from None
-    if not isinstance(data, dict) or not set(data) <= {"accelerators", "systems"}:
-        raise SpecError(f"{where}: expected a mapping with `accelerators:` and/or `systems:`")
-    return data
-
-
-def _check(entry: Any, fields: tuple[str, ...], what: str, where: str) -> None:
-    if not isinstance(entry, dict):
-        raise SpecError(f"{where}: {what} must be a mapping")
-    missing = [f for f in fields if f not in entry]
-    if missing:
-        raise SpecError(
-            f"{where}: {what} lacks {', '.join(missing)}",
-            hint="every number needs its `source`" if "source" in missing else None,
-        )
-    unknown = [f for f in entry if f not in fields]
-    if unknown:
-        raise SpecError(f"{where}: {what} has unknown field(s) {', '.join(unknown)}")
-
-
 def _entries(extra: list[Path] | None) -> tuple[dict[str, Accelerator], dict[str, dict]]:
     """Accelerators and raw system entries: the built-in catalogue, then each `--system FILE`
-    over it."""
-    texts = [(resources.files("archspec.plan").joinpath("systems.yaml").read_text(), "systems")]
-    for path in extra or []:
-        if not Path(path).is_file():
-            raise SpecError(f"--system {path}: no such file")
-        texts.append((Path(path).read_text(), str(path)))
+    over it, each file read and checked by catalogue_file.py."""
     accels: dict[str, Accelerator] = {}
     systems: dict[str, dict] = {}
-    for text, where in texts:
-        data = _read(text, where)
-        for key, a in (data.get("accelerators") or {}).items():
-            _check(a, _ACCEL_FIELDS, f"accelerator '{key}'", where)
+    for path in [None, *(extra or [])]:
+        file_accels, file_systems = read_catalogue(path, accels)
+        for key, a in file_accels.items():
             accels[key] = Accelerator(
                 key,
                 a["name"],
-                {k: float(v) for k, v in a["peak_tflops"].items()},
+                {dtype: float(v) for dtype, v in a["peak_tflops"].items()},
                 float(a["memory_gib"]),
                 float(a["memory_bandwidth_gbs"]),
                 a["source"],
             )
-        for key, entry in (data.get("systems") or {}).items():
-            _check(entry, _SYSTEM_FIELDS, f"system '{key}'", where)
-            systems[key] = entry
+        systems.update(file_systems)
     return accels, systems
 
 
@@ -134,9 +88,7 @@ def load_catalogue(extra: list[Path] | None = None) -> dict[str, System]:
     accels, systems = _entries(extra)
     out = {}
     for key, entry in systems.items():
-        if entry["accelerator"] not in accels:
-            raise SpecError(f"system '{key}' names an unknown accelerator '{entry['accelerator']}'")
-        fields = {f: entry[f] for f in _SYSTEM_FIELDS if f != "accelerator"}
+        fields = {f: v for f, v in entry.items() if f != "accelerator"}
         out[key] = System(key=key, accelerator=accels[entry["accelerator"]], **fields)
     return out
 

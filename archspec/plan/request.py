@@ -41,10 +41,13 @@ def checked_system(
 
 def training_run(
     ir: IR, gpus: int, global_batch: int | None, seq: int | None, dtype: str,
-    grad_dtype: str | None, attn: str,
+    grad_dtype: str | None, attn: str, top: int = 1,
 ) -> Training:  # fmt: skip
     """The training run the options describe: the sequence length defaults to the context."""
     from archspec.backends.count.memory import GRAD_BYTES
+
+    if top < 1:
+        raise SpecError(f"--top must be at least 1 (got {top}): the layouts a search shows")
 
     if global_batch is None:
         raise SpecError("--global-batch (sequences per optimizer step) is needed to train")
@@ -138,8 +141,9 @@ def serving_report(
     from archspec.plan.report import serve_report
     from archspec.plan.serve import predict_serving
 
-    tp = tp or 1
-    batch = batch or 1
+    # Left out, each is 1; given, each is checked (0 is not "left out").
+    tp = 1 if tp is None else tp
+    batch = 1 if batch is None else batch
     p = predict_serving(ir, system, batch, prompt, new_tokens, tp, gpus, dtype)
     settings = {"gpus": gpus, "tp": tp, "batch": batch, "prompt": prompt,
                 "new_tokens": new_tokens, "dtype": dtype}  # fmt: skip

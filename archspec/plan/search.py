@@ -60,8 +60,9 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
     def allowed(name, values):
         return [v for v in values if name not in only or v in only[name]]
 
-    tps = allowed("tp", [t for t in range(1, system.gpus_per_node + 1)
-                         if gpus % t == 0 and (t & (t - 1)) == 0])  # fmt: skip
+    # Powers of two within a node that divide the devices: a few, however large the node.
+    widest = min(system.gpus_per_node, gpus)
+    tps = allowed("tp", [2**k for k in range(widest.bit_length()) if gpus % 2**k == 0])
     if "tp" in only:
         tps = list(only["tp"])
     # Stages divide the layers and the devices: at most one stage per device, whatever the depth.
@@ -87,11 +88,17 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                 if v > 1 and m % pp:
                     yield None, "interleaving needs micro-batches a multiple of the stages"
                     continue
-                for sp_, rc, zero in product(
-                    allowed("sp", [False, True] if tp > 1 else [False]),
-                    allowed("recompute", recomputes),
-                    allowed("zero", [0, 1, 2, 3] if dp > 1 else [0]),
-                ):
+                # Given, --sp and --zero are tried as given: a layout they cannot run in is
+                # left out with its reason, not silently (which left "no layout runs: ").
+                sps = list(only["sp"]) if "sp" in only else [False, True] if tp > 1 else [False]
+                zeros = list(only["zero"]) if "zero" in only else [0, 1, 2, 3] if dp > 1 else [0]
+                for sp_, rc, zero in product(sps, allowed("recompute", recomputes), zeros):
+                    if sp_ and tp == 1:
+                        yield None, "sequence parallelism (--sp) needs tensor parallelism (tp > 1)"
+                        continue
+                    if zero and dp == 1:
+                        yield None, "ZeRO shards over data-parallel replicas: it needs dp > 1"
+                        continue
                     if zero >= 2 and pp > 1:
                         yield None, "ZeRO-2 and -3 are not combined with pipeline parallelism"
                         continue

@@ -67,6 +67,10 @@ def predict_serving(
     dtype: str = "bf16",
     eff: Efficiency = CALIBRATED,
 ) -> ServePrediction:
+    for name, value in (("tp", tp), ("batch", batch), ("prompt", prompt),
+                        ("new-tokens", new_tokens)):  # fmt: skip
+        if value < 1:
+            raise SpecError(f"--{name} must be at least 1")
     gpus = gpus or tp
     if gpus % tp:
         raise SpecError(f"--gpus {gpus} is not a multiple of --tp {tp}")
@@ -75,9 +79,6 @@ def predict_serving(
             f"--tp {tp} spans more than one node of {system.gpus_per_node} accelerators",
             hint="serving keeps a tensor-parallel group inside a node",
         )
-    for name, value in (("batch", batch), ("prompt", prompt), ("new-tokens", new_tokens)):
-        if value < 1:
-            raise SpecError(f"--{name} must be at least 1")
     c = COMPUTE_BYTES[dtype]
     model = Roofline.of(system.accelerator, dtype, eff)
     link = group_link(system, tp, 1, eff.network_peak)

@@ -4,6 +4,10 @@
 (`/proc/self/pagemap` reports size 0 and never ends) streams forever; a directory or an
 unreadable file raises OSError. Each becomes one clear SpecError here, and at most `limit`
 bytes are ever read.
+
+Every file checked here is recorded as an input of the run (`inputs_read`): the one writer
+(writing.py) refuses to replace any of them, with or without `--force`, so that no output
+lands on a spec's `extends:` parent, a config.json, a checkpoint shard or a `--system` file.
 """
 
 from __future__ import annotations
@@ -13,6 +17,19 @@ import stat
 from pathlib import Path
 
 from archspec.errors import Location, SpecError
+
+# The real paths of every file this run has read; a run starts it afresh (`forget_inputs`).
+_inputs_read: set[Path] = set()
+
+
+def inputs_read() -> frozenset[Path]:
+    """The real paths of the files read since the run began."""
+    return frozenset(_inputs_read)
+
+
+def forget_inputs() -> None:
+    """A new run begins (the command line's start): earlier runs' inputs are not its own."""
+    _inputs_read.clear()
 
 
 def check_regular(path: Path, what: str = "file") -> os.stat_result:
@@ -31,6 +48,7 @@ def check_regular(path: Path, what: str = "file") -> os.stat_result:
             f"the {what} is not a regular file (a pipe, socket or device)",
             location=Location(str(path)),
         )
+    _inputs_read.add(Path(os.path.realpath(path)))
     return info
 
 

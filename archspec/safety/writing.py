@@ -5,7 +5,9 @@ Its promises:
 - atomic: each file's bytes go to a temporary file in the same folder, synced, then linked or
   renamed into place; a reader never sees a half-written file;
 - never onto an input: an output that is one of the command's inputs, or lies inside an input
-  folder (the checkpoint being converted), is refused;
+  folder (the checkpoint being converted), is refused; the inputs are those the command names
+  and every file the run has read (reading.py records each: `extends:` parents, config.json,
+  checkpoint shards, `--system` files), with or without `force`;
 - never replacing a different file without `force`; never writing through a symbolic link or
   into a device, pipe or socket (with or without `force`: `--force` onto /dev/sda is a typo);
 - all or none: every output is checked and written to its temporary file before the first one
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from archspec.errors import SpecError
+from archspec.safety.reading import inputs_read
 
 
 @dataclass(frozen=True)
@@ -162,10 +165,16 @@ def _create(temporary: Path, path: Path) -> None:
     temporary.unlink(missing_ok=True)
 
 
+def _sources(inputs: Iterable[Path]) -> list[Path]:
+    """The real paths no output may take: the inputs named, and every file the run has read."""
+    named = {Path(os.path.realpath(p)) for p in inputs}
+    return sorted(named | inputs_read())
+
+
 def check_places(paths: Iterable[Path], inputs: Iterable[Path] = ()) -> None:
     """The checks of `write_files` that need no content: run before slow work (converting a
     checkpoint), so that a refused output is refused at once."""
-    sources = [Path(os.path.realpath(p)) for p in inputs]
+    sources = _sources(inputs)
     for path in paths:
         _check_place(Path(path), sources)
 
@@ -176,7 +185,7 @@ def write_files(
     """Write every output or none (see the module's docstring); for each, whether it was
     written (False: it already held exactly these bytes)."""
     outputs = list(outputs)
-    sources = [Path(os.path.realpath(p)) for p in inputs]
+    sources = _sources(inputs)
     seen: dict[Path, Output] = {}
     for out in outputs:
         key = Path(os.path.realpath(out.path))

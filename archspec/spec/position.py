@@ -52,7 +52,7 @@ class NoScaling(Scaling):
 @dataclass(frozen=True)
 class LinearScaling(Scaling):
     type: Literal["linear"] = field(default="linear", metadata=doc("positions divided"))
-    factor: float = field(default=1.0, metadata=doc("positions divided by it"))
+    factor: float = field(default=1.0, metadata=doc("positions divided by it", positive=True))
     entry_name = "rope_linear"
     interleaved_entry_name = "rope_linear_interleaved"
 
@@ -64,7 +64,8 @@ class DynamicScaling(Scaling):
         metadata=doc("dynamic NTK: the base raised past max_seq_len, the context trained on"),
     )
     factor: float = field(
-        default=1.0, metadata=doc("how fast the base grows with length past max_seq_len")
+        default=1.0,
+        metadata=doc("how fast the base grows with length past max_seq_len", positive=True),
     )
     entry_name = "rope_dynamic"
 
@@ -72,7 +73,9 @@ class DynamicScaling(Scaling):
 @dataclass(frozen=True)
 class Llama3Scaling(Scaling):
     type: Literal["llama3"] = field(default="llama3", metadata=doc("Llama 3.1's scaling"))
-    factor: float = field(default=1.0, metadata=doc("long wavelengths divided by it"))
+    factor: float = field(
+        default=1.0, metadata=doc("long wavelengths divided by it", positive=True)
+    )
     low_freq_factor: float = field(default=1.0, metadata=doc("llama3 scaling", positive=True))
     high_freq_factor: float = field(default=4.0, metadata=doc("llama3 scaling", positive=True))
     original_max_seq_len: int = field(
@@ -84,7 +87,9 @@ class Llama3Scaling(Scaling):
 @dataclass(frozen=True)
 class YarnScaling(Scaling):
     type: Literal["yarn"] = field(default="yarn", metadata=doc("YaRN (Peng et al. 2023)"))
-    factor: float = field(default=1.0, metadata=doc("long wavelengths divided by it"))
+    factor: float = field(
+        default=1.0, metadata=doc("long wavelengths divided by it", positive=True)
+    )
     original_max_seq_len: int = field(
         default=8192, metadata=doc("the context trained on", positive=True)
     )
@@ -115,7 +120,8 @@ class LongRopeScaling(Scaling):
         metadata=doc("LongRoPE (Phi-3): per-channel factors, short or long by the length"),
     )
     factor: float = field(
-        default=1.0, metadata=doc("max_seq_len / original_max_seq_len, for the scale")
+        default=1.0,
+        metadata=doc("max_seq_len / original_max_seq_len, for the scale", positive=True),
     )
     original_max_seq_len: int = field(
         default=8192, metadata=doc("the context trained on", positive=True)

@@ -159,7 +159,12 @@ class AttentionSpec:
     )
     softcap: float | None = field(
         default=None,
-        metadata=doc("soft-cap the scores, cap·tanh(scores / cap), before the mask (Gemma 2: 50)"),
+        # Positive: transformers caps whenever the cap is not None, and a cap of 0 divides
+        # by zero (NaN scores); a negative cap is the positive one written oddly.
+        metadata=doc(
+            "soft-cap the scores, cap·tanh(scores / cap), before the mask (Gemma 2: 50)",
+            positive=True,
+        ),
     )
     scale_dim: int | None = field(
         default=None,
@@ -318,7 +323,8 @@ class HeadSpec:
         ),
     )
     softcap: float | None = field(
-        default=None, metadata=doc("soft-cap the logits, cap·tanh(logits / cap) (Gemma 2: 30)")
+        default=None,
+        metadata=doc("soft-cap the logits, cap·tanh(logits / cap) (Gemma 2: 30)", positive=True),
     )
     logits_divisor: float = field(
         default=1.0,

@@ -141,7 +141,9 @@ class Features:
     @property
     def softcapped(self) -> bool:
         """Some attention layer soft-caps its scores."""
-        return any(isinstance(p.node, Attention) and p.node.softcap for p in walk(self.model))
+        return any(
+            isinstance(p.node, Attention) and p.node.softcap is not None for p in walk(self.model)
+        )
 
     def position_code(self, stack: Stack) -> PositionCode:
         return stack.position.code
