@@ -84,7 +84,9 @@ def flat_override_keys(data: dict[str, Any], keys: list[str]) -> list[str]:
     if keys[:2] != ["position", "scaling"] or len(keys) != 3 or not isinstance(position, dict):
         return keys
     scaling = position.get("scaling")
-    if keys[2] == "type" and isinstance(scaling, str):
+    if not isinstance(scaling, str):
+        return keys
+    if keys[2] == "type":
         return ["position", "scaling"]
     if scaling in SCALINGS and keys[2] in _names(SCALINGS[scaling]):
         return ["position", keys[2]]
