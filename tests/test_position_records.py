@@ -17,7 +17,8 @@ from archspec.backends.count.params import parameter_count
 from archspec.backends.torchgen import generate_source
 from archspec.cli import app
 from archspec.ir.build import build_ir
-from archspec.spec.position import POSITION_KINDS, SCALINGS, Rope
+from archspec.kinds.positions import POSITION_KINDS, SCALINGS
+from archspec.kinds.positions.rope import Rope
 
 runner = CliRunner()
 

@@ -28,9 +28,9 @@ from archspec.ir.nodes import (
     Stack,
     Sublayer,
 )
-from archspec.kinds.positions import yarn_attention
+from archspec.kinds.positions.none import NoPosition
+from archspec.kinds.positions.rope_yarn import yarn_attention
 from archspec.safety.limits import MAX_LAYER_RUNS
-from archspec.spec.position import NoPosition
 from archspec.spec.schema import Spec
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from archspec import kinds
 from archspec.ir.title import titled
 from archspec.kinds import ActivationKind, Mask, NormKind, ResidualKind
-from archspec.spec.position import Position
+from archspec.kinds.positions import Position
 from archspec.spec.schema import Activation, Layout, Residual
 from archspec.spec.schema import NormKind as NormName
 

@@ -4,7 +4,7 @@ Each kind is one object holding everything true of it (parameters, FLOPs, what a
 the code it generates, its label). The spec schema names the choices (`NormKind`, ...); the IR
 carries the kind's name; backends look the kind up here instead of comparing strings.
 Adding a kind is one entry in its table here plus its literal in `archspec/spec/schema.py`
-(a position kind or RoPE scaling: its parameter record in `archspec/spec/position.py`).
+(a position kind or RoPE scaling is instead one module of `archspec/kinds/positions/`).
 """
 
 from __future__ import annotations

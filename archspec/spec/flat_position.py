@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
-from archspec.spec.position import POSITION_KINDS, SCALINGS, Position
+from archspec.kinds.positions import POSITION_KINDS, SCALINGS, Position
 from archspec.spec.yaml_loader import YamlPath
 
 Error = Callable[[YamlPath, str], Exception]

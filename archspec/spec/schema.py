@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from archspec import kinds
+from archspec.kinds.positions import POSITION_KINDS, Position
+from archspec.kinds.positions.learned import Learned
 from archspec.safety.text import UNSAFE_CLASS
 from archspec.spec.fields import doc
-from archspec.spec.position import POSITION_KINDS, Learned, Position
 
 Layout = Literal["encoder", "decoder", "encoder-decoder"]
 Residual = Literal["pre", "post", "parallel", "parallel_two_norms", "sandwich", "output_norm"]

@@ -15,9 +15,12 @@ from typing import Any, Literal, Union
 
 from archspec import kinds
 from archspec.errors import Location, SpecError, did_you_mean
+from archspec.kinds.positions import SCALINGS
+from archspec.kinds.positions.rope import Rope
+from archspec.kinds.positions.rope_longrope import LongRopeScaling
+from archspec.kinds.positions.rope_yarn import YarnScaling
 from archspec.safety.limits import MAX_SIZE
 from archspec.spec.flat_position import nest_position
-from archspec.spec.position import SCALINGS, LongRopeScaling, Rope, YarnScaling
 from archspec.spec.schema import Spec
 from archspec.spec.yaml_loader import KEY, YamlPath, format_path
 

@@ -27,7 +27,7 @@ from archspec.ir.nodes import (
     Stack,
 )
 from archspec.ir.visit import walk
-from archspec.kinds.position_code import PositionCode
+from archspec.kinds.positions import PositionCode
 
 
 class UnsupportedIR(ValueError):

@@ -1,5 +1,5 @@
 """The generated file's module-level helpers: masks, the norms torch lacks, the functions the
-position kinds bring (`archspec.kinds.position_code`) and, for models that generate, the KV
+position kinds bring (`archspec.kinds.positions`) and, for models that generate, the KV
 cache and the decoding loops.
 
 Each helper is emitted only when the model uses it, copied from `archspec.runtime` (where it is

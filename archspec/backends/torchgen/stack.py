@@ -2,7 +2,7 @@
 
 A stack turns token embeddings into hidden states. It owns what depends on positions (the
 position table or encodings, RoPE's angles, ALiBi's or T5's bias: the code each position kind
-brings, `archspec.kinds.position_code`) and builds the one attention mask all its blocks share.
+brings, `archspec.kinds.positions`) and builds the one attention mask all its blocks share.
 An encoder-decoder's encoder and decoder are different nodes, hence two classes.
 
 The forward is written from the stack's lowering (`lower_stack`), so the order of its steps
@@ -30,7 +30,7 @@ from archspec.ir.ops import (
     Sinusoids,
     Value,
 )
-from archspec.kinds.position_code import StackContext
+from archspec.kinds.positions import StackContext
 
 
 def _context(f: Features, stack: Stack, size: ExprPrinter) -> StackContext:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from archspec.hf.config_fields import Fields
-from archspec.spec.position import LongRopeScaling
+from archspec.kinds.positions.rope_longrope import LongRopeScaling
 
 OPTIONAL = ("factor", "attention_factor")
 

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from archspec.hf.config_fields import Fields
-from archspec.spec.position import YarnScaling
+from archspec.kinds.positions.rope_yarn import YarnScaling
 
 OPTIONAL = ("beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim", "truncate")
 
