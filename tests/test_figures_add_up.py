@@ -7,6 +7,7 @@ their y-axes at zero and keep their legends off the lines.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -106,3 +107,82 @@ def test_a_shared_embedding_is_counted_once() -> None:
     diagram = build_diagram(compile_spec("t5-small", [], symbolic=False), params=True)
     encoder, decoder = (column.items[0] for column in diagram.columns)
     assert encoder.params == 32_128 * 512 and decoder.params == 0
+
+
+# The charts: matplotlib figures, checked in display coordinates after a draw.
+
+CHART_SPECS = ["bert-base", "gpt2", "t5-base", "llama-2-7b", "llama-2-70b", "mixtral-8x7b"]
+
+
+def sweep_chart():
+    from archspec.backends.compare.plot import sweep_figure
+    from archspec.backends.compare.sweep import seq_sweep
+    from archspec.backends.count.flops_report import Workload
+
+    ir = compile_spec("llama-2-7b", [])
+    return sweep_figure(
+        "llama-2-7b", seq_sweep(ir, Workload(dtype="bf16"), [512, 1024, 2048, 4096])
+    )
+
+
+def compare_chart():
+    from archspec.backends.compare.plot import compare_figure
+    from archspec.backends.compare.sweep import forward_curves
+    from archspec.backends.compare.table import compare_report
+    from archspec.backends.count.flops_report import Workload
+
+    irs = [compile_spec(spec, []) for spec in CHART_SPECS]
+    report = compare_report(irs, Workload(seq=2048, dtype="bf16"))
+    return compare_figure(report, forward_curves(irs, 2048), 2048)
+
+
+@pytest.fixture(params=["sweep", "compare"])
+def chart(request):
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    fig = sweep_chart() if request.param == "sweep" else compare_chart()
+    fig.canvas.draw()
+    yield fig
+    plt.close(fig)
+
+
+def value_axes(fig):
+    """Each panel's value axis: y for the line charts, x for the horizontal bars."""
+    for axes in fig.axes:
+        if axes.lines and not axes.patches:
+            yield axes, "y", axes.get_ylim(), axes.get_yscale(), axes.get_ylabel()
+        else:
+            yield axes, "x", axes.get_xlim(), axes.get_xscale(), axes.get_xlabel()
+
+
+def test_a_charts_value_axis_starts_at_zero_or_says_it_is_logarithmic(chart) -> None:
+    for axes, which, (low, _), scale, label in value_axes(chart):
+        if scale == "log":
+            assert "log scale" in label or "log scale" in axes.get_title(), (which, label)
+        else:
+            assert low == 0, (axes.get_title(), which, low)
+
+
+def drawn_points(line, steps: int = 50):
+    """Points along a drawn line in display coordinates: its data points and the segments
+    between them (straight on the canvas, whatever the axes' scales)."""
+    import numpy as np
+
+    points = line.get_transform().transform(line.get_xydata())
+    if line.get_linestyle() in ("None", ""):
+        return list(points)
+    t = np.linspace(0, 1, steps)[:, None]
+    return [p for a, b in itertools.pairwise(points) for p in a + t * (b - a)] or list(points)
+
+
+def test_no_legend_covers_a_line(chart) -> None:
+    renderer = chart.canvas.get_renderer()
+    legends = [*chart.legends, *(a.get_legend() for a in chart.axes if a.get_legend())]
+    assert legends
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        for axes in chart.axes:
+            for line in axes.lines:
+                covered = [p for p in drawn_points(line) if box.contains(*p)]
+                assert not covered, (line.get_label(), covered)
