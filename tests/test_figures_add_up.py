@@ -186,3 +186,47 @@ def test_no_legend_covers_a_line(chart) -> None:
             for line in axes.lines:
                 covered = [p for p in drawn_points(line) if box.contains(*p)]
                 assert not covered, (line.get_label(), covered)
+
+
+# The report's SVG charts.
+
+
+def report_chart(series):
+    from archspec.backends.compare.plot import binary
+    from archspec.backends.report.chart import line_chart
+
+    return ET.fromstring(line_chart("Memory", series, binary, unit=1024))
+
+
+def test_a_report_charts_linear_axis_starts_at_zero() -> None:
+    # Inference memory at 25-27 GiB and training at 40-60 GiB: once the inference line sat
+    # on an axis starting at 25 GiB.
+    gib = 2**30
+    svg_root = report_chart(
+        [
+            ("training", [(512, 40 * gib), (1024, 48 * gib), (2048, 60 * gib)], False),
+            ("inference", [(512, 25 * gib), (1024, 26 * gib), (2048, 27 * gib)], True),
+        ]
+    )
+    ticks = [
+        e for e in svg_root.iter() if e.get("class") == "tick" and e.get("text-anchor") == "end"
+    ]
+    lowest = max(ticks, key=lambda e: float(e.get("y")))
+    assert lowest.text == "0 B"
+    title = next(e for e in svg_root.iter() if e.get("class") == "chart-title")
+    assert "log scale" not in title.text
+
+
+def test_a_report_charts_legend_is_below_every_point() -> None:
+    series = [
+        (f"spec {i}", [(512, 10.0 * (i + 1)), (4096, 1000.0 * (i + 1))], i % 2 == 1)
+        for i in range(4)
+    ]
+    svg_root = report_chart(series)
+    title = next(e for e in svg_root.iter() if e.get("class") == "chart-title")
+    assert title.text.endswith("(log scale)")
+    points = [float(e.get("cy")) for e in svg_root.iter() if e.tag.endswith("circle")]
+    legend = [float(e.get("y")) for e in svg_root.iter() if e.get("class") == "legend"]
+    assert len(legend) == 4 and min(legend) > max(points)
+    height = float(svg_root.get("viewBox").split()[3])
+    assert max(legend) < height
