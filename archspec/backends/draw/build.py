@@ -11,7 +11,7 @@ from archspec.backends.count.params import parameter_count
 from archspec.backends.draw import labels
 from archspec.backends.draw.diagram import Add, Box, Column, Cross, Diagram, Group, Item, Parallel
 from archspec.ir.classes import class_name, class_names
-from archspec.ir.nodes import IR, MLP, Attention, Block, MoE, Node, Norm, Stack
+from archspec.ir.nodes import IR, MLP, Attention, Block, Linear, MoE, Node, Norm, Stack
 
 
 class _Builder:
@@ -30,9 +30,7 @@ class _Builder:
             return None
         return sum(self.ir.value(parameter_count(node)) for node in nodes if node is not None)
 
-    def box(
-        self, role: str, text: tuple[str, str], node: Node | None, path: str, **kw
-    ) -> Box:
+    def box(self, role: str, text: tuple[str, str], node: Node | None, path: str, **kw) -> Box:
         params = self.count(node) if node is not None else None
         return Box(self.id(role[:3]), role, text[0], text[1], params, path, **kw)
 
@@ -106,7 +104,7 @@ class _Builder:
 
     # A stack and the model around it.
 
-    def projection(self, stack: Stack, node, title: str) -> Box:
+    def projection(self, stack: Stack, node: Linear, title: str) -> Box:
         text = labels.linear(self.ir, node, title)
         return self.box("embedding", text, node, f"{stack.name}.{node.name}")
 
