@@ -82,7 +82,7 @@ def test_box_parameters_add_up_to_count(spec: str) -> None:
     total = 0
     for column in d.columns:
         for item in column.items:
-            total += item.repeat * item.params if isinstance(item, Group) else item.params
+            total += item.modules * item.params if isinstance(item, Group) else item.params
     assert total == d.params
     count = json.loads(runner.invoke(app, ["count", spec, "--json"]).stdout)
     assert d.params == count["params"]["total"]
@@ -94,7 +94,7 @@ def test_svg_is_well_formed_and_self_contained() -> None:
     assert root.tag.endswith("svg")
     assert "<script" not in text and "href" not in text
     assert text.count("http") == 1  # the SVG namespace only: no fonts, images or links
-    for label in ("Cross-attention", "× 6", "EncoderBlock", "16.4M parameters"):
+    for label in ("Cross-attention", "× 6", "EncoderBlock", "16,449,536 parameters"):
         assert label in text
 
 

@@ -9,7 +9,7 @@ Each command lives in its own module in this package and registers itself on the
 application (`application.py`). A run imports only the module of the command it runs:
 `bench` and `build` pull in torch, `plan` the cluster model, `count` only the spec, the IR and
 rich, and importing every module on every start would make `archspec count` several times
-slower to start. To add a command, write its module and name it in `COMMAND_MODULES`.
+slower to start. To add a command, write its module and name it in `COMMANDS`.
 """
 
 from __future__ import annotations
@@ -21,21 +21,26 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import typer
 
-# Command name -> the module of this package that registers it, in the order `--help` lists them.
-COMMAND_MODULES = {
-    "bench": "bench",
-    "build": "build",
-    "compare": "compare",
-    "diff": "compare",
-    "count": "count",
-    "list": "count",
-    "validate": "count",
-    "draw": "draw",
-    "import-hf": "hf",
-    "plan": "plan",
-    "print": "printing",
-    "report": "report",
+# `--help` groups the commands in panels, in this order.
+INSPECT, BUILD_AND_RUN, PLAN = "Inspect a spec", "Build and run", "Plan"
+
+# Command name -> the module of this package that registers it, its panel and its line in
+# `--help` (the command's own --help has the full text), in the order `--help` lists them.
+COMMANDS = {
+    "count": ("count", INSPECT, "Parameters, exactly; FLOPs and memory with --seq or --batch."),
+    "print": ("printing", INSPECT, "The generated model's module tree, as print(model) shows."),
+    "validate": ("count", INSPECT, "Check a spec; --resolved shows every default it leaves out."),
+    "list": ("count", INSPECT, "The built-in specs, with family and parameter count."),
+    "diff": ("compare", INSPECT, "What differs between two specs: fields, modules, parameters."),
+    "compare": ("compare", INSPECT, "Specs side by side: parameters, FLOPs, memory; --plot."),
+    "draw": ("draw", INSPECT, "The block diagram, as papers draw it: SVG, PNG, Mermaid, JSON."),
+    "report": ("report", INSPECT, "One offline HTML file: diagram, tables, module tree, charts."),
+    "build": ("build", BUILD_AND_RUN, "One standalone PyTorch file for a spec (only torch)."),
+    "bench": ("bench", BUILD_AND_RUN, "Time the generated model here: step time, MFU, memory."),
+    "import-hf": ("hf", BUILD_AND_RUN, "A transformers config.json as a short spec."),
+    "plan": ("plan", PLAN, "Predict a training step or serving on a cluster (no GPU needed)."),
 }
+COMMAND_MODULES = {name: module for name, (module, _, _) in COMMANDS.items()}
 
 
 def register_commands(command: str | None = None) -> None:
@@ -47,6 +52,20 @@ def register_commands(command: str | None = None) -> None:
         modules = list(dict.fromkeys(COMMAND_MODULES.values()))
     for module in modules:
         importlib.import_module(f"archspec.cli.{module}")
+    _arrange()
+
+
+def _arrange() -> None:
+    """Put the registered commands in `COMMANDS`' order, panels and lines."""
+    from archspec.cli.application import app
+
+    def name(info) -> str:
+        return info.name or info.callback.__name__.replace("_", "-")
+
+    order = list(COMMANDS)
+    app.registered_commands.sort(key=lambda info: order.index(name(info)))
+    for info in app.registered_commands:
+        _, info.rich_help_panel, info.short_help = COMMANDS[name(info)]
 
 
 def command_in(argv: list[str]) -> str | None:

@@ -233,9 +233,11 @@ def _notes(r: dict[str, Any], hf: bool) -> list[str]:
             f"with the same weights: {r['hf_max_abs_diff']:.2g}"
         )
     if hf and r["speedup_within_noise"]:
+        # One CPU thread steadies the timings; suggested only where the run used more.
+        threads = " (or --threads 1)" if (r["threads"] or 1) > 1 else ""
         notes.append(
             f"the {r['speedup']:.2f}× speedup is within the noise: the two sides' step times "
-            f"overlap over {r['steps']} steps; more --steps (or --threads 1) may tell them apart"
+            f"overlap over {r['steps']} steps; more --steps{threads} may tell them apart"
         )
     return notes
 

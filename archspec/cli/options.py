@@ -41,6 +41,16 @@ def _opt(*names: str, help: str, panel: str | None = None, **kw):
     return typer.Option(*names, help=help, rich_help_panel=panel, **kw)
 
 
+# torch's names of the dtypes, accepted wherever a dtype option is and turned here, in one
+# place, into the short names every layer below uses (`bfloat16` is `bf16`).
+DTYPE_NAMES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+
+
+def dtype_name(value: str | None) -> str | None:
+    """A dtype option's value in the short form: `bfloat16` → `bf16`; others unchanged."""
+    return DTYPE_NAMES.get(value.lower(), value) if value is not None else None
+
+
 # `archspec count`.
 
 # FLOPs and memory: any of these options adds them to `archspec count`. They default to None
@@ -85,6 +95,7 @@ CountGradDtype = Annotated[
         "bf16, fp16 (default: the compute dtype; Megatron-LM keeps fp32).",
         metavar="DTYPE",
         rich_help_panel=_FLOPS,
+        callback=dtype_name,
     ),
 ]
 CountSeq = Annotated[
@@ -117,7 +128,7 @@ CountDtype = Annotated[
     str | None,
     typer.Option("--dtype", help="Weight dtype: fp32 (default), bf16, fp16 (mixed precision), "
                  "fp8 (torchao.float8 training), int8, int4 (weight-only).", metavar="DTYPE",
-                 rich_help_panel=_FLOPS),
+                 rich_help_panel=_FLOPS, callback=dtype_name),
 ]  # fmt: skip
 CountOptimizer = Annotated[
     str | None,
@@ -200,7 +211,7 @@ BenchDtype = Annotated[
     str | None,
     _opt("--dtype", help="bf16, fp16 or fp32 (default: bf16 on cuda, fp32 on cpu). Training "
          "keeps fp32 weights under autocast; forward and generate cast the weights.",
-         metavar="bf16|fp16|fp32", panel=_RUN),
+         metavar="bf16|fp16|fp32", panel=_RUN, callback=dtype_name),
 ]  # fmt: skip
 BenchBatch = Annotated[int, _opt("--batch", "-b", help="Sequences per step.", panel=_RUN)]
 BenchSeq = Annotated[
@@ -307,12 +318,13 @@ PlanRecompute = Annotated[
 ]
 PlanZero = Annotated[int | None, _opt("--zero", help="ZeRO stage 0-3.", panel=_LAYOUT)]
 PlanDtype = Annotated[
-    str, _opt("--dtype", help="Compute dtype: bf16, fp16, fp32.", metavar="DTYPE")
+    str,
+    _opt("--dtype", help="Compute dtype: bf16, fp16, fp32.", metavar="DTYPE", callback=dtype_name),
 ]
 PlanGradDtype = Annotated[
     str | None,
     _opt("--grad-dtype", help="Gradient dtype (default: --dtype; Megatron-LM keeps fp32).",
-         metavar="DTYPE"),
+         metavar="DTYPE", callback=dtype_name),
 ]  # fmt: skip
 PlanAttn = Annotated[
     str,
@@ -358,7 +370,7 @@ CompareBatch = Annotated[
 CompareDtype = Annotated[
     str,
     _opt("--dtype", help="Weight dtype: fp32, bf16, fp16, int8, int4 (weight-only; the KV "
-         "cache stays bf16).", metavar="DTYPE", panel=_COSTS),
+         "cache stays bf16).", metavar="DTYPE", panel=_COSTS, callback=dtype_name),
 ]  # fmt: skip
 DiffFromArg = Annotated[
     str, typer.Argument(help="The spec to start from: a built-in name or a path.")

@@ -202,7 +202,13 @@ def _flops_lines(
     axes.set_ylabel("forward FLOPs per token (log scale)")
     axes.set_title("Forward FLOPs per token vs sequence length (dotted: beyond the context window)")
     axes.grid(alpha=0.3)
-    axes.legend(fontsize=9, ncols=2 if len(curves) > 4 else 1)
+    _legend_beside(axes, ncols=2 if len(curves) > 8 else 1)
+
+
+def _legend_beside(axes: Any, **kw) -> None:
+    """The legend right of the axes, where it cannot cover a line (the constrained layout
+    makes room for it)."""
+    axes.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1), borderaxespad=0, **kw)
 
 
 def plot_compare(
@@ -215,6 +221,13 @@ def plot_compare(
     """The comparison chart: parameters by component (absolute and share) and, given
     `flops` ({spec: [(S, forward FLOPs per token)]}), FLOPs per token against S."""
     check_path(path)
+    _save(compare_figure(report, flops, seq), path, force)
+
+
+def compare_figure(
+    report: dict[str, Any], flops: dict[str, list[tuple[int, int]]] | None, seq: int | None
+) -> Any:
+    """The matplotlib figure `plot_compare` writes."""
     plt = _pyplot()
     specs = report["specs"]
     bar_height = max(3.0, 0.45 * len(specs) + 1.5)
@@ -232,7 +245,7 @@ def plot_compare(
     if flops:
         context = {e["name"]: e["structure"]["max_seq_len"] for e in specs}
         _flops_lines(fig.add_subplot(grid[1, :]), flops, context, seq)
-    _save(fig, path, force)
+    return fig
 
 
 def _save(fig: Any, path: Path, force: bool) -> None:
@@ -257,6 +270,11 @@ def plot_sweep(name: str, sweep: list[dict[str, Any]], path: Path, force: bool =
     """`count --seq a,b,c --plot`: FLOPs per token and memory against S, from the FLOP and
     memory reports at each length (`count --json`'s `workload`, `flops`, `memory`)."""
     check_path(path)
+    _save(sweep_figure(name, sweep), path, force)
+
+
+def sweep_figure(name: str, sweep: list[dict[str, Any]]) -> Any:
+    """The matplotlib figure `plot_sweep` writes."""
     plt = _pyplot()
     seqs = [e["workload"]["seq"] for e in sweep]
     w = sweep[0]["workload"]
@@ -295,8 +313,10 @@ def plot_sweep(name: str, sweep: list[dict[str, Any]], path: Path, force: bool =
     for ax in (flops, memory):
         _seq_axis(ax, seqs)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=9)
-    _save(fig, path, force)
+    # Below the panels, each under its own, where no line can be covered.
+    for ax, corner in ((flops, "outside lower left"), (memory, "outside lower right")):
+        fig.legend(*ax.get_legend_handles_labels(), loc=corner, ncols=2, fontsize=9)
+    return fig
 
 
 def _cover(axes: Any, values: Sequence[float], ticks_for) -> None:

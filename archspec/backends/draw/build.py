@@ -11,7 +11,7 @@ from archspec.backends.count.params import parameter_count
 from archspec.backends.draw import labels
 from archspec.backends.draw.diagram import Add, Box, Column, Cross, Diagram, Group, Item, Parallel
 from archspec.ir.classes import class_name, class_names
-from archspec.ir.nodes import IR, MLP, Attention, Block, MoE, Node, Norm, Stack
+from archspec.ir.nodes import IR, MLP, Attention, Block, Linear, MoE, Node, Norm, Stack
 
 
 class _Builder:
@@ -25,8 +25,10 @@ class _Builder:
         self.ids[stem] = self.ids.get(stem, 0) + 1
         return f"{stem}{self.ids[stem]}"
 
-    def count(self, node: Node) -> int | None:
-        return self.ir.value(parameter_count(node)) if self.params else None
+    def count(self, *nodes: Node | None) -> int | None:
+        if not self.params:
+            return None
+        return sum(self.ir.value(parameter_count(node)) for node in nodes if node is not None)
 
     def box(self, role: str, text: tuple[str, str], node: Node | None, path: str, **kw) -> Box:
         params = self.count(node) if node is not None else None
@@ -54,9 +56,20 @@ class _Builder:
                 where + ".experts",
                 copies=experts,
             ),
+            *self.shared_expert(node, where),
         ]
 
-    def block(self, block: Block, stack: Stack, runs: list[tuple[int, int]]) -> Group:
+    def shared_expert(self, node: MoE, where: str) -> list[Box]:
+        """The MLP every token goes through (Qwen2-MoE, DeepSeek), with its gate if any."""
+        if node.shared is None:
+            return []
+        title, detail = labels.mlp(self.ir, node.shared)
+        box = self.box("mlp", (f"Shared expert: {title}", detail), node.shared, where + ".shared")
+        box.params = self.count(node.shared, node.shared_gate)
+        return [box]
+
+    def block(self, block: Block, stack: Stack, runs: list[tuple[int, int, int]]) -> Group:
+        """`runs`: (first layer, calls, modules) of each run the block variant serves."""
         path = f"{stack.name}.{stack.blocks.name}.i"
         items: list[Item] = []
         skips: list[tuple[int, int]] = []
@@ -72,7 +85,7 @@ class _Builder:
         else:
             for sub in block.sublayers:
                 start = len(items)
-                if position == "before" and sub.norm is not None:
+                if position in ("before", "per_branch") and sub.norm is not None:
                     items.append(self.norm(sub.norm, path))
                 items.extend(self.layer(sub.layer, stack, path))
                 if sub.post_norm is not None:  # sandwich, output-norm
@@ -82,12 +95,18 @@ class _Builder:
                 if position == "after" and sub.norm is not None:
                     items.append(self.norm(sub.norm, path))
         title = f"{class_name(self.names, block)} · {block.entry.label}"
-        repeat = sum(count for _, count in runs)
+        repeat = sum(calls for _, calls, _ in runs)
+        modules = sum(count for _, _, count in runs)
+        layers = labels.layers([(start, calls) for start, calls, _ in runs])
         return Group(
-            self.id("blk"), title, repeat, labels.layers(runs), items, skips, self.count(block)
+            self.id("blk"), title, repeat, layers, items, skips, self.count(block), modules
         )
 
     # A stack and the model around it.
+
+    def projection(self, stack: Stack, node: Linear, title: str) -> Box:
+        text = labels.linear(self.ir, node, title)
+        return self.box("embedding", text, node, f"{stack.name}.{node.name}")
 
     def column(self, stack: Stack, encoder_decoder: bool) -> Column:
         model, ir = self.ir.root, self.ir
@@ -99,14 +118,15 @@ class _Builder:
             source = "input tokens"
         column = Column(role, title, source, "hidden states")
         shared = " (shared)" if encoder_decoder else ""
-        column.items.append(
-            self.box(
-                "embedding",
-                labels.embedding(ir, model.tok_emb, "Token embedding" + shared),
-                model.tok_emb,
-                model.tok_emb.name,
-            )
+        embedding = self.box(
+            "embedding",
+            labels.embedding(ir, model.tok_emb, "Token embedding" + shared),
+            model.tok_emb,
+            model.tok_emb.name,
         )
+        if self.params and stack is not model.stacks[0]:
+            embedding.params = 0  # counted once, in the first column
+        column.items.append(embedding)
         if model.type_emb is not None and role == model.stacks[0].role:
             column.items.append(
                 self.box(
@@ -117,6 +137,8 @@ class _Builder:
                 )
             )
         position = stack.position.entry
+        if stack.proj_first:
+            column.items.append(self.projection(stack, stack.emb_proj, "Embedding projection"))
         if stack.pos_emb is not None:
             text = labels.embedding(ir, stack.pos_emb, f"+ {position.description}")
             path = f"{stack.name}.{stack.pos_emb.name}"
@@ -132,9 +154,19 @@ class _Builder:
                     f"{stack.name}.{stack.emb_norm.name}",
                 )
             )
+        if stack.emb_proj is not None and not stack.proj_first:
+            column.items.append(self.projection(stack, stack.emb_proj, "Embedding projection"))
+        if stack.rel_bias is not None:  # one table of score biases, read by every layer
+            table = stack.rel_bias
+            text = (
+                f"Bias table: {position.label}",
+                f"{ir.value(table.num):,} buckets × {ir.value(table.dim):,} heads",
+            )
+            path = f"{stack.name}.{stack.rel_bias.name}"
+            column.items.append(self.box("position", text, stack.rel_bias, path))
         for variant in stack.block_variants:
             runs = [  # layers a block serves: ALBERT's shared block serves them all
-                (ir.value(run.start), ir.value(run.calls))
+                (ir.value(run.start), ir.value(run.calls), ir.value(run.count))
                 for run in stack.blocks.runs
                 if run.node == variant
             ]
@@ -148,11 +180,25 @@ class _Builder:
                     f"{stack.name}.{stack.final_norm.name}",
                 )
             )
+        if stack.out_proj is not None:
+            column.items.append(self.projection(stack, stack.out_proj, "Output projection"))
         last = stack is model.stacks[-1]
         if last and model.pooler is not None:
             text = labels.linear(ir, model.pooler, "Pooler (first token, tanh)")
             column.items.append(self.box("pooler", text, model.pooler, model.pooler.name))
             column.output = "pooled output"
+        if last and model.lm_transform is not None:  # a masked-LM head's transform
+            text = labels.linear(ir, model.lm_transform, "LM transform")
+            column.items.append(self.box("head", text, model.lm_transform, model.lm_transform.name))
+            if model.lm_norm is not None:
+                text = labels.norm(model.lm_norm, "LM head")
+                column.items.append(self.box("norm", text, model.lm_norm, model.lm_norm.name))
+        if last and model.score is not None:  # ELECTRA's discriminator
+            text = labels.linear(ir, model.score, "Discriminator score")
+            box = self.box("head", text, model.score, model.score.name)
+            box.params = self.count(model.score_dense, model.score)
+            column.items.append(box)
+            column.output = "a score per token"
         if last and model.lm_head is not None:
             text = labels.linear(ir, model.lm_head, "LM head")
             column.items.append(self.box("head", text, model.lm_head, model.lm_head.name))

@@ -53,7 +53,14 @@ class Group:
     layers: str  # "layers 0–31", or "layers 1, 3, 5, …" for interleaved variants
     items: list[Item]
     skips: list[tuple[int, int]]  # (index the skipped stream enters, index of its Add)
-    params: int | None = None  # of one block; the group holds repeat × params
+    params: int | None = None  # of one block; the group holds modules × params
+    # Blocks holding their own weights: `repeat`, or fewer when layers share a block's
+    # weights (ALBERT's one block serves all 12 layers).
+    modules: int = 1
+
+    def boxes(self):
+        """The block's boxes, a parallel pair's included."""
+        return _boxes(self)
 
 
 @dataclass

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archspec.backends.compare.plot import human
 from archspec.backends.draw.diagram import Add, Box, Column, Diagram, Group, Parallel
 from archspec.backends.draw.shapes import (
     INK,
@@ -34,11 +33,12 @@ HEADER = 56.0
 
 
 def _params(box: Box) -> str:
+    # Exact figures, so the boxes visibly add up to the total in the subtitle.
     if box.params is None:
         return ""
     if box.params == 0:
-        return "no parameters of its own (tied)"
-    return f"{human(box.params)} parameters"
+        return "no parameters of its own"
+    return f"{box.params:,} parameters"
 
 
 def _lines(box: Box) -> list[tuple[str, float]]:
@@ -157,7 +157,9 @@ def _place_group(col: _Column, group: Group) -> None:
     col.shapes.append(Text(right, middle + 10, f"× {group.repeat}", 22, "bold", "start"))
     col.shapes.append(Text(right, middle - 14, group.layers, 10, anchor="start", color=MUTED))
     if group.params is not None:
-        each = f"{human(group.params)} each"
+        each = f"{group.params:,} each"
+        if group.modules != group.repeat:  # layers sharing a block's weights (ALBERT)
+            each = f"{group.params:,} × {group.modules}, shared by the layers"
         col.shapes.append(Text(right, middle - 28, each, 10, anchor="start", color=MUTED))
     col.top = top
 

@@ -7,7 +7,6 @@ encoder's last box. Labels are sanitised and quoted so that no spec text can bre
 
 from __future__ import annotations
 
-from archspec.backends.compare.plot import human
 from archspec.backends.draw.diagram import Add, Box, Diagram, Parallel
 from archspec.safety.text import visible
 
@@ -22,7 +21,7 @@ def _quote(text: str) -> str:
 def _label(box: Box) -> str:
     parts = [box.title, box.detail]
     if box.params is not None:
-        parts.append(f"{human(box.params)} parameters" if box.params else "tied")
+        parts.append(f"{box.params:,} parameters" if box.params else "no parameters of its own")
     return "<br/>".join(_quote(p)[1:-1] for p in parts if p)
 
 

@@ -2,8 +2,9 @@
 
 The axes always cover the data: the y ticks are chosen from the lowest and highest values,
 rounded outwards to a readable step, so no line sits below the lowest label or above the top
-one. Values spanning more than a factor of 30 (gpt2 beside Mixtral) get a log axis, where
-both stay readable.
+one. A linear axis starts at zero, so heights compare; values spanning more than a factor of
+30 (gpt2 beside Mixtral) get a log axis, said in the title, where both stay readable. The
+legend sits below the plot, where it cannot cover a line.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from archspec.backends.compare.plot import seq_label
 from archspec.backends.compare.ticks import linear_ticks, log_ticks
 from archspec.safety.text import visible
 
-WIDTH, HEIGHT = 520.0, 280.0
+WIDTH, HEIGHT = 520.0, 280.0  # the plot and its axes; a legend row below for each line
+LEGEND_ROW = 15.0
 LEFT, RIGHT, TOP, BOTTOM = 72.0, 16.0, 34.0, 44.0
 COLORS = ("#3f7fbf", "#d9782d", "#4f9a4f", "#8e5fa8", "#c2557a", "#b8952a", "#52606d")
 
@@ -36,7 +38,7 @@ def line_chart(
         ticks = log_ticks(min(ys), max(ys))
     else:
         scale = unit ** max(0, math.floor(math.log(max(abs(y) for y in ys) or 1, unit)))
-        ticks = [t * scale for t in linear_ticks(min(ys) / scale, max(ys) / scale)]
+        ticks = [t * scale for t in linear_ticks(min(0, min(ys)) / scale, max(ys) / scale)]
     y0, y1 = ticks[0], ticks[-1]
     x0, x1 = math.log2(xs[0]), math.log2(xs[-1]) if len(xs) > 1 else math.log2(xs[0]) + 1
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
@@ -48,9 +50,10 @@ def line_chart(
         a, b, v = (math.log10(y0), math.log10(y1), math.log10(y)) if log else (y0, y1, y)
         return TOP + plot_h - (v - a) / ((b - a) or 1) * plot_h
 
+    height = HEIGHT + LEGEND_ROW * len(series)
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {WIDTH:.0f} '
-        f'{HEIGHT:.0f}" role="img"><title>{escape(visible(title))}</title>',
+        f'{height:.0f}" role="img"><title>{escape(visible(title))}</title>',
         f'<text x="{LEFT}" y="18" class="chart-title">{escape(visible(title))}'
         f"{' (log scale)' if log else ''}</text>",
     ]
@@ -75,7 +78,7 @@ def line_chart(
         )
         out += [f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="2.6" fill="{color}"/>'
                 for x, y in points]  # fmt: skip
-        ly = TOP + 4 + 15 * i
+        ly = HEIGHT + LEGEND_ROW * (i + 0.5)
         out.append(f'<line x1="{LEFT + 10}" x2="{LEFT + 30}" y1="{ly}" y2="{ly}" '
                    f'stroke="{color}" stroke-width="2"{dash}/>')  # fmt: skip
         out.append(f'<text x="{LEFT + 36}" y="{ly}" class="legend" dominant-baseline="central">'
