@@ -43,6 +43,8 @@ def import_phi3(f: Fields, cls: HFClass) -> dict[str, Any]:
     window = f.get("sliding_window")
     if window is not None and (not isinstance(window, int) or window < 1):
         raise f.error("sliding_window", f"expected a positive integer or null, got {window!r}")
+    # Phi-3.5's and Phi-4's files say attention_bias: false; Phi3Attention has no biases.
+    f.ignored("attention_bias", "Phi3Config and Phi3Model")
     attention: dict[str, Any] = {"bias": False, "scale_scores": True}
     if window is not None:
         attention["sliding_window"] = window
