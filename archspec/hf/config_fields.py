@@ -180,6 +180,17 @@ class Fields:
     def harmless(self, *keys: str) -> None:
         self.used.update(keys)
 
+    def ignored(self, key: str, reader: str) -> None:
+        """A field real files carry that no transformers code for this model_type reads
+        (`reader`, the config and model classes that would), so any value builds the same
+        model: accepted, and reported once as ignored."""
+        self.used.add(key)
+        if key in self.data:
+            self.notes.append(
+                f"field '{key}' (= {shown(self.data[key], as_json=True)}) is ignored, as "
+                f"{reader} ignore it"
+            )
+
     def leftovers(self) -> list[str]:
         return [
             k

@@ -41,6 +41,7 @@ def helpers(f: Features) -> list[str]:
         out += runtime_sources("lengths", "check_length")
     if f.cache:
         out += runtime_sources("kv_cache", "static_address", "KVCache")
+        out += f.position_code(f.stacks[0]).generation_helpers()
         if f.windowed:
             out += runtime_sources("window_cache", "update_window")
         out += runtime_sources("sampling", "sampling_probs", "next_token")

@@ -292,6 +292,8 @@ def _logits(f: Features) -> list[str]:
 def _decoder_body(f: Features) -> list[str]:
     check = ["check_length(total, self.config.max_seq_len)"] if limited(f.stacks[0]) else []
     decoder = "x = self.decoder(self.tok_emb(tokens), attention_mask, cache=cache)[:, -1]"
+    generation = f.position_code(f.stacks[0]).generation()
+    reordered = "reordered" if generation else "cache"
     return [
         "total = input_ids.size(1) + max_new_tokens",
         *check,
@@ -305,7 +307,8 @@ def _decoder_body(f: Features) -> list[str]:
         f"    {decoder}",
         *indent(lines(*_logits(f)), 1).splitlines(),
         "",
-        call("return generate_tokens", ["step", "cache", "input_ids", *SEARCH_ARGS], 2),
+        *generation,
+        call("return generate_tokens", ["step", reordered, "input_ids", *SEARCH_ARGS], 2),
     ]
 
 

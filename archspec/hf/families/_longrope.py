@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from archspec.errors import SpecError
 from archspec.hf.config_fields import Fields
 from archspec.kinds.positions.rope_longrope import LongRopeScaling
 
@@ -33,7 +34,18 @@ def read_longrope(f: Fields, key: str, found: dict[str, Any], max_positions: int
     return out
 
 
-def write_longrope(p: LongRopeScaling) -> dict[str, Any]:
+def write_longrope(p: LongRopeScaling, recompute_cache: bool = False) -> dict[str, Any]:
+    """The rope_parameters of `p`, for a model type whose generation recomputes its cache
+    past the original context (`recompute_cache`, Phi-3) or keeps it (Llama's): a spec
+    that says otherwise is refused, since transformers would generate other tokens."""
+    if p.recompute_cache != recompute_cache:
+        does = "recomputes" if recompute_cache else "keeps"
+        raise SpecError(
+            f"transformers' generation {does} the cached keys of this model type when a "
+            f"sequence outgrows original_max_seq_len; the spec says recompute_cache: "
+            f"{str(p.recompute_cache).lower()}",
+            path="position.scaling.recompute_cache",
+        )
     out: dict[str, Any] = {
         "short_factor": list(p.short_factor or ()),
         "long_factor": list(p.long_factor or ()),

@@ -87,8 +87,9 @@ def rotary_fraction(spec: Spec) -> float:
     return fraction
 
 
-def rope_parameters(spec: Spec) -> dict[str, Any]:
-    """`read_rope`'s inverse, in transformers 5's rope_parameters."""
+def rope_parameters(spec: Spec, recompute_cache: bool = False) -> dict[str, Any]:
+    """`read_rope`'s inverse, in transformers 5's rope_parameters; `recompute_cache` is
+    write_longrope's."""
     p, scaling = spec.position, spec.position.scaling
     kind = "default" if scaling.type == "none" else scaling.type
     out: dict[str, Any] = {"rope_type": kind, "rope_theta": p.theta}
@@ -96,4 +97,6 @@ def rope_parameters(spec: Spec) -> dict[str, Any]:
     if kind == "yarn":
         out |= yarn.write_yarn(scaling)
     out |= {hf: getattr(scaling, key) for hf, key in _SCALINGS[kind]}
-    return out | longrope.write_longrope(scaling) if kind == "longrope" else out
+    if kind == "longrope":
+        out |= longrope.write_longrope(scaling, recompute_cache)
+    return out

@@ -30,6 +30,8 @@ def import_distilbert(f: Fields, cls: HFClass) -> dict[str, Any]:
         False,
         "a position table initialised to fixed sinusoids; archspec initialises it at random",
     )
+    # An old training flag in distilbert-base's file; the head is tied by tie_word_embeddings.
+    f.ignored("tie_weights_", "DistilBertConfig and DistilBertForMaskedLM")
     spec: dict[str, Any] = {
         "d_model": f.int("dim", 768, "hidden_size"),
         "n_layers": f.int("n_layers", 6, "num_hidden_layers"),

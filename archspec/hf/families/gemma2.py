@@ -44,6 +44,8 @@ def import_gemma2(f: Fields, cls: HFClass) -> dict[str, Any]:
     # An explicit null is no window; only an absent field takes Gemma2Config's 4096.
     window = f.size("sliding_window", 4096) if f.data.get("sliding_window", 0) is not None else None
     f.harmless("sliding_window")
+    # Gemma-2's files repeat the window as sliding_window_size; only sliding_window is read.
+    f.ignored("sliding_window_size", "Gemma2Config and Gemma2Model")
     pattern = _pattern(f, spec["n_layers"])
     if window is None and "L" in pattern:
         raise f.error("sliding_window", "sliding_attention layers need a sliding_window")

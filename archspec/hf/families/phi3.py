@@ -27,6 +27,12 @@ DROPOUT: dropouts.Places = {
 }
 
 
+# Phi3ForCausalLM.prepare_inputs_for_generation drops the cache when a sequence first
+# outgrows original_max_position_embeddings, so that every key is computed again with
+# LongRoPE's long factors (LlamaForCausalLM keeps it).
+RECOMPUTE_CACHE = True
+
+
 def import_phi3(f: Fields, cls: HFClass) -> dict[str, Any]:
     d = f.int("hidden_size", 3072)
     heads = f.int("num_attention_heads", 32)
@@ -37,6 +43,8 @@ def import_phi3(f: Fields, cls: HFClass) -> dict[str, Any]:
     window = f.get("sliding_window")
     if window is not None and (not isinstance(window, int) or window < 1):
         raise f.error("sliding_window", f"expected a positive integer or null, got {window!r}")
+    # Phi-3.5's and Phi-4's files say attention_bias: false; Phi3Attention has no biases.
+    f.ignored("attention_bias", "Phi3Config and Phi3Model")
     attention: dict[str, Any] = {"bias": False, "scale_scores": True}
     if window is not None:
         attention["sliding_window"] = window
@@ -48,6 +56,8 @@ def import_phi3(f: Fields, cls: HFClass) -> dict[str, Any]:
         aliases={"su": "longrope", "yarn": "longrope"},
         outer={"original_max_position_embeddings": original},
     )
+    if position.get("scaling") == "longrope":
+        position["recompute_cache"] = RECOMPUTE_CACHE
     return {
         "d_model": d,
         "n_layers": f.int("num_hidden_layers", 32),
@@ -70,7 +80,7 @@ def import_phi3(f: Fields, cls: HFClass) -> dict[str, Any]:
 
 
 def export_phi3(spec: Spec) -> dict[str, Any]:
-    parameters = rope_parameters(spec)
+    parameters = rope_parameters(spec, RECOMPUTE_CACHE)
     return {
         "hidden_size": spec.d_model,
         "num_hidden_layers": spec.n_layers,

@@ -67,6 +67,9 @@ def export_window(spec: Spec) -> dict[str, Any]:
 
 
 def import_qwen2(f: Fields, cls: HFClass) -> dict[str, Any]:
+    # Qwen2.5's files say use_mrope: false; the multimodal rotation is Qwen2-VL's (model_type
+    # qwen2_vl), which Qwen2's classes never build.
+    f.ignored("use_mrope", "Qwen2Config and Qwen2Model")
     window = read_window(f)
     spec = import_llama_like(f, cls, VARIANT)
     spec["attention"] = {**spec["attention"], "bias": False, "qkv_bias": True, **window}

@@ -150,6 +150,17 @@ class PositionCode:
         """Lines ending in `bias = ...`: the additive bias on every attention score."""
         return []
 
+    def generation(self) -> list[str]:
+        """Lines of a decoder's `generate` between its `step` and the decoding loop, for a
+        kind whose cached keys go stale as the sequence grows: they may wrap `step` and
+        end by naming `reordered`, the KV caches beam search reorders. None by default."""
+        return []
+
+    def generation_helpers(self) -> list[str]:
+        """The module-level functions `generation`'s lines call, placed after the KV
+        cache."""
+        return []
+
     def buffer_elements(self, max_seq_len, rotated):
         """Elements of the buffers `init` registers (tables built once), given the stack's
         max_seq_len and the channels of a head that turn."""

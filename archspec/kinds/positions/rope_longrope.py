@@ -4,11 +4,12 @@ original_max_seq_len or not. max_seq_len is the long context."""
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from archspec.kinds.positions.base import PositionKind, Scaling
+from archspec.kinds.positions.base import PositionKind, Scaling, copied
 from archspec.kinds.positions.rotary import ROPE_TABLES, ROTARY_DIM, Rotary, rope
 from archspec.spec.fields import doc
 
@@ -52,6 +53,14 @@ class LongRopeScaling(Scaling):
         default=None,
         metadata=doc("the same for sequences longer than original_max_seq_len", positive=True),
     )
+    recompute_cache: bool = field(
+        default=False,
+        metadata=doc(
+            "generation recomputes every cached key with the long factors when the "
+            "sequence first outgrows original_max_seq_len (transformers' Phi-3); false "
+            "keeps the keys the short factors rotated (transformers' Llama)"
+        ),
+    )
     entry_name = "rope_longrope"
 
     def values(self) -> dict[str, Any]:
@@ -65,8 +74,36 @@ class LongRotary(Rotary):
     """LongRoPE: two pairs of tables, built once from the short and the long factors; each
     forward picks one (longrope_tables)."""
 
+    # Generation recomputes the cache when the sequence outgrows the original context.
+    recompute_cache = False
+
+    def configured(self, position):
+        code = super().configured(position)
+        if not position.scaling.recompute_cache:
+            return code
+        code = copy.copy(code)
+        code.recompute_cache = True
+        return code
+
     def helpers(self, causalities):
         return [*super().helpers(causalities), rope("longrope_angles", "longrope_tables")]
+
+    def generation_helpers(self):
+        if not self.recompute_cache:
+            return []
+        return [copied("longrope_cache", ("recomputing_step",))]
+
+    def generation(self):
+        if not self.recompute_cache:
+            return []
+        return [
+            "# As transformers' Phi-3, the keys cached before the sequence outgrows the",
+            "# original context are computed again with the long factors.",
+            "seen = KVCache(total, input_ids.device)",
+            "original = self.config.rope_original_max_seq_len",
+            "step = recomputing_step(step, cache, seen, original)",
+            "reordered = [*cache, seen]",
+        ]
 
     def init(self, ctx):
         width = "config.rope_dim" if self.partial else ctx.head_dim
