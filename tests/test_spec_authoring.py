@@ -4,14 +4,19 @@ once, and the README's table of keys listing every key the schema accepts."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
+import typing
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from archspec.cli import app
+from archspec.kinds.positions import POSITION_KINDS, SCALINGS
 from archspec.spec.resolve import load_spec
+from archspec.spec.schema import Spec
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -150,3 +155,54 @@ def test_one_error_is_reported_as_before(tmp_path: Path) -> None:
         "error",
         "errors",
     ]
+
+
+# --- d. the README's table of keys ------------------------------------------------------------
+
+
+def _key_table() -> dict[str, str]:
+    """The README's table of spec keys: each key of the first column -> its row's text."""
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("| key | meaning |") :].split("\n\n")[0]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        first, meaning = line.strip("|").split(" | ", 1)
+        for key in re.findall(r"`([^`]+)`", first):
+            for name in key.split(", "):
+                rows[name] = meaning
+    return rows
+
+
+def _records(cls: type) -> list[type]:
+    """The records a field of type `cls` holds (`MoESpec | None`: MoESpec)."""
+    return [part for part in (*typing.get_args(cls), cls) if dataclasses.is_dataclass(part)]
+
+
+def _sections(cls: type = Spec, prefix: str = "") -> dict[str, set[str]]:
+    """Each section of the schema (`attention.latent` too) -> the keys it accepts; the
+    position section's are every kind's and every scaling's."""
+    sections = {}
+    for name, hint in typing.get_type_hints(cls).items():
+        if name == "position" and cls is Spec:
+            records = [*POSITION_KINDS.values(), *SCALINGS.values()]
+        else:
+            records = _records(hint)
+        for record in records:
+            keys = sections.setdefault(prefix + name, set())
+            keys |= {f.name for f in dataclasses.fields(record)}
+            if record not in (*POSITION_KINDS.values(), *SCALINGS.values()):
+                sections |= _sections(record, f"{prefix}{name}.")
+    return sections
+
+
+def test_the_readme_lists_every_key_the_schema_accepts() -> None:
+    rows = _key_table()
+    top = {f.name for f in dataclasses.fields(Spec)}
+    sections = _sections()
+    assert sorted(top - set(rows)) == [], "top-level keys missing from the README's table"
+    assert set(rows) - top - {"extends"} == {"attention.latent"}
+    for section, keys in sections.items():
+        shown = set(re.findall(r"`(\w+)", rows[section]))  # `eps` or `kind: rmsnorm`
+        nested = {key.split(".")[-1] for key in sections if key.startswith(section + ".")}
+        missing = keys - shown - nested
+        assert sorted(missing) == [], f"{section}: missing from the README's table"
