@@ -66,6 +66,28 @@ class SpecError(Exception):
         return text
 
 
+class SpecErrors(SpecError):
+    """Several mistakes in one spec, each in the usual format, one after the other. It reads
+    as its first error where one is expected (`message`, `location`, `path`, `hint`)."""
+
+    def __init__(self, errors: list[SpecError], stopped: bool) -> None:
+        first = errors[0]
+        super().__init__(first.message, location=first.location, path=first.path, hint=first.hint)
+        self.errors = errors
+        self.stopped = stopped  # there may be more: checking stopped at len(errors)
+
+    def __str__(self) -> str:
+        text = "\n".join(str(e) for e in self.errors)
+        if self.stopped:
+            text += f"\nerror: stopped after {len(self.errors)} errors; fix these and run again"
+        return text
+
+
+def all_errors(exc: SpecError) -> list[SpecError]:
+    """The mistakes an error stands for: its list, or itself."""
+    return exc.errors if isinstance(exc, SpecErrors) else [exc]
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
     """A 'did you mean' hint for a misspelt name, or None when nothing is close."""
     close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)

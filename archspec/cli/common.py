@@ -17,7 +17,7 @@ import typer
 # that take them from common.
 from archspec.cli.options import DebugOpt, ForceOpt, JsonOpt, SetOpt, SpecArg  # noqa: F401
 from archspec.cli.streams import GuardedStdout, say, write_stdout  # noqa: F401 (re-exported)
-from archspec.errors import SpecError
+from archspec.errors import SpecError, all_errors
 from archspec.safety.text import visible
 
 
@@ -35,9 +35,18 @@ def stderr():
 
 def json_error(exc: SpecError) -> None:
     """With `--json`, a mistake is also a JSON object on stdout, so that a program reading
-    the output always gets JSON: {"error": {"message", "hint", "file", "line", "key"}}."""
+    the output always gets JSON: {"error": {"message", "hint", "file", "line", "key"}}, and
+    every mistake found (a spec's structural checks report them all) in "errors"."""
+    errors = [_json_error(e) for e in all_errors(exc)]
+    try:
+        write_stdout(json.dumps({"error": errors[0], "errors": errors}, indent=2) + "\n")
+    except SpecError:
+        pass  # stdout itself failed: the message on stderr is all there is
+
+
+def _json_error(exc: SpecError) -> dict[str, object]:
     loc = exc.location
-    error = {
+    return {
         "message": visible(exc.message),
         "hint": visible(exc.hint) if exc.hint else None,
         "file": visible(loc.file) if loc is not None else None,
@@ -45,10 +54,6 @@ def json_error(exc: SpecError) -> None:
         "key": visible(exc.path) if exc.path else None,
         "exit_code": 2,
     }
-    try:
-        write_stdout(json.dumps({"error": error}, indent=2) + "\n")
-    except SpecError:
-        pass  # stdout itself failed: the message on stderr is all there is
 
 
 @contextmanager

@@ -168,7 +168,7 @@ def _render_params(report: dict[str, Any]) -> None:
     table = Table(
         title=f"{asked_title(report['name'], report['overrides'])}: {total:,} parameters "
         f"({human(total)})",
-        caption=f"source: {markup_safe(report['source'])}",
+        caption=f"source: {markup_safe(report['source'])}" if report["source"] else None,
         title_justify="left",
     )
     table.add_column("module")

@@ -423,7 +423,7 @@ class Identity:
     """Who the model is: the spec's name and provenance, carried beside the tree."""
 
     name: str
-    source: str = ""
+    source: str | None = None  # where the numbers come from; None when the spec does not say
     family: str = ""
     hf_class: str | None = None
     overrides: tuple[str, ...] = ()  # the `--set` options it was built with, as given

@@ -14,6 +14,7 @@ file, and at most MAX_EXTENDS files deep.
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 from importlib import resources
 from pathlib import Path
@@ -23,10 +24,12 @@ from archspec.errors import Location, SpecError, did_you_mean
 from archspec.safety.limits import MAX_EXTENDS
 from archspec.spec.flat_position import flat_override_keys
 from archspec.spec.schema import Spec
+from archspec.spec.shorthand import expand_shorthands, override_keys
 from archspec.spec.validate import Locations, validate
 from archspec.spec.yaml_loader import NotYaml, load_yaml_file, load_yaml_text
 
 NOT_INHERITED = ("name", "abstract")
+_WARNED_NO_SOURCE: set[Path] = set()
 
 
 def builtin_dir() -> Path:
@@ -115,7 +118,7 @@ def _load_chain(path: Path, chain: tuple[Path, ...]) -> tuple[dict[str, Any], Lo
         raise SpecError(
             "a spec must be a YAML mapping of keys to values", location=Location(str(path))
         )
-    data = dict(data)
+    data, locations = expand_shorthands(dict(data), locations)
     parent_ref = data.pop("extends", None)
     if parent_ref is None:
         return data, locations
@@ -165,7 +168,7 @@ def apply_overrides(
     locations = dict(locations)
     for text in overrides:
         keys, value = parse_override(text)
-        keys = flat_override_keys(data, keys)
+        keys = flat_override_keys(data, override_keys(keys, value))
         patch: Any = value
         for key in reversed(keys):
             patch = {key: patch}
@@ -208,4 +211,13 @@ def load_spec(ref: str | Path, overrides: list[str] | None = None) -> Spec:
             f"'{data['name']}' is an abstract family base; use one of the specs that extend it",
             location=locations.get(("abstract",), Location(str(path))),
         )
-    return validate(data, locations, Location(str(path)))
+    spec = validate(data, locations, Location(str(path)))
+    if spec.source is None and path not in _WARNED_NO_SOURCE:
+        _WARNED_NO_SOURCE.add(path)  # once per file, however often a command loads it
+        # Allowed, so that a first spec is quick to write; but every built-in says where its
+        # numbers come from, and so should a spec that is shared.
+        sys.stderr.write(
+            f"{Location(str(path))}: warning: no `source:` (where the numbers "
+            "come from, a URL or paper)\n"
+        )
+    return spec

@@ -350,12 +350,16 @@ class Spec:
 
     # Strings end up in generated code and file names, so each one has an allow-list pattern.
     name: str = field(metadata=doc("the spec's name", pattern=NAME_PATTERN))
-    source: str = field(
+    # Optional (a spec without it gets a warning): keyword-only, so that the required
+    # dimensions after it keep no default.
+    source: str | None = field(
+        default=None,
+        kw_only=True,
         metadata=doc(
             "where the numbers come from (a URL or paper)",
             pattern=TEXT_PATTERN,
             expects=TEXT_WORDS,
-        )
+        ),
     )
     layout: Layout = field(metadata=doc("encoder, decoder or encoder-decoder"))
     d_model: int = field(metadata=doc("width of the residual stream", positive=True))

@@ -1,7 +1,9 @@
-"""Turn a merged spec mapping into a typed `Spec`, or fail with one precise message.
+"""Turn a merged spec mapping into a typed `Spec`, or fail with precise messages.
 
 Validation is driven by the dataclasses in `schema.py`: their fields say which keys exist, their
-types, defaults and constraints. Cross-field checks (heads dividing the width, ...) follow.
+types, defaults and constraints. These structural checks go on past a mistake, so that a file's
+mistakes are reported together (up to MAX_ERRORS). Cross-field checks (heads dividing the width,
+...) follow, on a spec that passed them, and stop at the first.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import typing
 from typing import Any, Literal, Union
 
 from archspec import kinds
-from archspec.errors import Location, SpecError, did_you_mean
+from archspec.errors import Location, SpecError, SpecErrors, did_you_mean
 from archspec.kinds.positions import SCALINGS
 from archspec.kinds.positions.rope import Rope
 from archspec.kinds.positions.rope_longrope import LongRopeScaling
@@ -22,9 +24,12 @@ from archspec.kinds.positions.rope_yarn import YarnScaling
 from archspec.safety.limits import MAX_SIZE
 from archspec.spec.flat_position import nest_position
 from archspec.spec.schema import Spec
+from archspec.spec.shorthand import expand_shorthands
 from archspec.spec.yaml_loader import KEY, YamlPath, format_path
 
 Locations = dict[YamlPath, Location]
+
+MAX_ERRORS = 20  # the most mistakes of one spec reported at once
 
 _TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
 
@@ -33,6 +38,13 @@ def _describe(value: Any) -> str:
     """The value, briefly: a long one (a 10**5-character string) is cut."""
     text = _describe_in_full(value)
     return text if len(text) <= 100 else text[:97] + "..."
+
+
+def _expected_mapping(data: Any, kinds: Any) -> str:
+    """What a section takes: a mapping, or for a section with kinds a kind's name alone."""
+    if kinds:
+        return f"expected a mapping or a kind's name ({' | '.join(kinds)}), got {_describe(data)}"
+    return f"expected a mapping, got {_describe(data)}"
 
 
 def _describe_in_full(value: Any) -> str:
@@ -49,12 +61,38 @@ def _describe_in_full(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
+class _Reported(Exception):
+    """A part of the spec failed; its errors are already in `_Validator.errors`."""
+
+
+class _Stopped(Exception):
+    """MAX_ERRORS errors are collected: checking stops there."""
+
+
 class _Validator:
     def __init__(self, locations: Locations, fallback: Location) -> None:
         self.locations = locations
         self.fallback = fallback
         # Paths validated under other names than the user wrote (`flat_position`): new -> old.
         self.aliases: dict[YamlPath, YamlPath] = {}
+        self.errors: list[SpecError] = []
+
+    def collect(self, exc: SpecError | _Reported) -> None:
+        """Note a failed part and go on with the next, up to MAX_ERRORS."""
+        if isinstance(exc, SpecError):
+            self.errors.append(exc)
+        if len(self.errors) >= MAX_ERRORS:
+            raise _Stopped
+
+    def structure(self, data: Any) -> Spec:
+        """The Spec `data` describes, or every structural mistake in it as one error."""
+        try:
+            return self.dataclass_(Spec, data, ())
+        except (_Reported, _Stopped) as exc:
+            if len(self.errors) == 1:
+                raise self.errors[0] from None
+            self.errors.sort(key=self.in_file_order)
+            raise SpecErrors(self.errors, stopped=isinstance(exc, _Stopped)) from None
 
     def error(
         self, path: YamlPath, message: str, hint: str | None = None, at_key: bool = False
@@ -81,44 +119,64 @@ class _Validator:
 
         return self.error(min(paths, key=rank), message)
 
+    def in_file_order(self, exc: SpecError) -> tuple:
+        """The spec file's lines first, top to bottom; then the files it extends and --set."""
+        where = exc.location or self.fallback
+        own = str(where.file) == str(self.fallback.file)
+        return (not own, str(where.file), where.line or 0, where.column or 0)
+
     def dataclass_(self, cls: type, data: Any, path: YamlPath) -> Any:
-        if not isinstance(data, dict):
-            raise self.error(path, f"expected a mapping, got {_describe(data)}")
         fields = {f.name: f for f in dataclasses.fields(cls)}
         hints = typing.get_type_hints(cls)
+        if not isinstance(data, dict):
+            kind = hints.get("kind")
+            kinds = typing.get_args(kind) if typing.get_origin(kind) is Literal else None
+            raise self.error(path, _expected_mapping(data, kinds))
+        failed = False
         for key in data:
             if not isinstance(key, str):  # a YAML file refuses these; a --set mapping may not
-                raise self.error(path, f"keys must be strings, got {_describe(key)}")
-            if key not in fields:
-                raise self.error(
-                    (*path, key),
-                    f"unknown key '{key}'",
-                    did_you_mean(key, fields) or f"expected one of: {', '.join(fields)}",
-                    at_key=True,
+                self.collect(self.error(path, f"keys must be strings, got {_describe(key)}"))
+                failed = True
+            elif key not in fields:
+                self.collect(
+                    self.error(
+                        (*path, key),
+                        f"unknown key '{key}'",
+                        did_you_mean(key, fields) or f"expected one of: {', '.join(fields)}",
+                        at_key=True,
+                    )
                 )
+                failed = True
         values = {}
         for name, f in fields.items():
-            if name not in data:
-                no_default = f.default is dataclasses.MISSING
-                if no_default and f.default_factory is dataclasses.MISSING:
-                    raise self.error(
-                        (*path, name), f"missing required key '{name}' ({f.metadata['doc']})"
-                    )
-                continue
-            if "choices" in f.metadata:
-                value = self.tagged(f, data[name], (*path, name))
-            else:
-                value = self.value(hints[name], data[name], (*path, name))
-            self.constraints(f, value, (*path, name))
-            values[name] = value
+            try:
+                if name not in data:
+                    no_default = f.default is dataclasses.MISSING
+                    if no_default and f.default_factory is dataclasses.MISSING:
+                        raise self.error(
+                            (*path, name), f"missing required key '{name}' ({f.metadata['doc']})"
+                        )
+                    continue
+                if "choices" in f.metadata:
+                    value = self.tagged(f, data[name], (*path, name))
+                else:
+                    value = self.value(hints[name], data[name], (*path, name))
+                self.constraints(f, value, (*path, name))
+                values[name] = value
+            except (SpecError, _Reported) as exc:
+                self.collect(exc)
+                failed = True
+        if failed:
+            raise _Reported
         return cls(**values)
 
     def tagged(self, f: dataclasses.Field, data: Any, path: YamlPath) -> Any:
         """One of a catalogue's records (`metadata["choices"]`), chosen by the mapping's tag
         (`metadata["tag"]`: `kind`, `type`); left out, the tag of the field's default."""
-        if not isinstance(data, dict):
-            raise self.error(path, f"expected a mapping, got {_describe(data)}")
         tag, choices = f.metadata["tag"], f.metadata["choices"]
+        if not isinstance(data, dict):
+            kinds = list(choices) if tag == "kind" else None
+            raise self.error(path, _expected_mapping(data, kinds))
         chosen = data.get(tag, getattr(f.default_factory(), tag))
         if not isinstance(chosen, str) or chosen not in choices:
             raise self.error(
@@ -156,7 +214,16 @@ class _Validator:
         item, _ = typing.get_args(hint)
         if not isinstance(data, (list, tuple)) or not data:
             raise self.error(path, f"expected a non-empty list, got {_describe(data)}")
-        return tuple(self.value(item, x, (*path, i)) for i, x in enumerate(data))
+        values, failed = [], False
+        for i, x in enumerate(data):
+            try:
+                values.append(self.value(item, x, (*path, i)))
+            except (SpecError, _Reported) as exc:
+                self.collect(exc)
+                failed = True
+        if failed:
+            raise _Reported
+        return tuple(values)
 
     def scalar(self, hint: type, data: Any, path: YamlPath) -> Any:
         if hint is float and isinstance(data, str):
@@ -207,11 +274,13 @@ class _Validator:
 
 def validate(data: Any, locations: Locations, fallback: Location) -> Spec:
     """Check a merged spec mapping against the schema and the rules between its fields."""
+    if isinstance(data, dict):
+        data, locations = expand_shorthands(data, locations)
     v = _Validator(locations, fallback)
     if isinstance(data, dict) and isinstance(data.get("position"), dict):
         position, v.aliases = nest_position(data["position"], v.error)
         data = {**data, "position": position}
-    spec = v.dataclass_(Spec, data, ())
+    spec = v.structure(data)
     _check_shapes(spec, v)
     return _resolve_defaults(spec)
 

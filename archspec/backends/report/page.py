@@ -146,7 +146,7 @@ def _spec_section(spec: dict[str, Any], diagram_svg: str, tree: dict[str, Any]) 
     return (
         f'<section class="spec" id="spec-{e(spec["ref"])}" data-spec="{e(spec["ref"])}">'
         f"<h2>{e(_title(spec))}<small>{e(spec['layout'])} · {e(spec['family'])}"
-        f"</small></h2><p class='source'>{e(spec['source'])}</p>"
+        f"</small></h2><p class='source'>{e(spec['source'] or '')}</p>"
         f'<div class="overview"><figure class="diagram">{diagram_svg}</figure>'
         f"<div><h3>Parameters</h3>{_param_table(spec)}</div></div>"
         f"<h3>FLOPs and memory against sequence length</h3>{_sweep(spec)}"
