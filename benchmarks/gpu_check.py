@@ -24,7 +24,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import platform
+import signal
 import subprocess
 import sys
 import time
@@ -57,6 +59,9 @@ TINY = ["n_layers=2", "d_model=64", "n_heads=4", "d_ff=128", "vocab_size=256", "
 # --dry-run: the same runs on CPU at tiny sizes. torch.compile runs with backend="eager"
 # (dynamo traces the model, no kernels are generated) to stay within seconds; there are no
 # CUDA graphs on CPU, so the "cuda graphs" run is a compiled run there.
+DRY_NOTE = ("dry run: CPU, tiny sizes, torch.compile with backend='eager', no CUDA graphs "
+            "(the 'cuda graphs' run is a plain compiled run); the figures only show that "
+            "the code paths work")  # fmt: skip
 DRY = {
     "options": {"device": "cpu", "dtype": "bf16", "steps": 2, "warmup": 1, "threads": 1},
     "models": {
@@ -187,38 +192,59 @@ def decode_run(p: dict, run: dict) -> dict:
     return result
 
 
-def fp8_run(p: dict, run: dict) -> dict:
-    """torchao.float8 training (convert_to_float8_training on bf16 weights), timed with
-    bench's own step, inputs and timer."""
+def _fp8_conversion(p: dict):
+    """torchao's convert_to_float8_training, or why fp8 cannot run here. In a dry run (CPU)
+    the conversion is left out (None) and the rest of the path runs in bf16."""
     import torch
 
+    if p["options"]["device"] == "cpu":
+        return None, None
     try:
         from torchao.float8 import convert_to_float8_training
     except ImportError:
-        return {"skipped": "torchao is not installed (pip install torchao)"}
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (8, 9):
-        return {"skipped": "fp8 matmuls need an NVIDIA GPU of compute capability 8.9 or more"}
+        return None, "torchao is not installed (pip install torchao)"
+    if torch.cuda.get_device_capability() < (8, 9):
+        return None, "fp8 matmuls need an NVIDIA GPU of compute capability 8.9 or more"
+    return convert_to_float8_training, None
+
+
+def fp8_run(p: dict, run: dict) -> dict:
+    """torchao.float8 training (convert_to_float8_training on bf16 weights, compiled), timed
+    with bench's own inputs, step and timer; the loss of one forward after the timed steps."""
+    import tempfile
+
+    import torch
+
     from archspec.bench import steps
+    from archspec.bench.guards import device_of
     from archspec.bench.runner import _generated_model
     from archspec.bench.timing import Times, time_step
 
+    convert, why_not = _fp8_conversion(p)
+    if why_not:
+        return {"skipped": why_not}
     _, ir = _ir(p, run["model"])
-    s, device = _settings(p, run), torch.device("cuda")
-    vocab = ir.value(ir.root.vocab_size)
+    s = _settings(p, run)
+    device = device_of(s.device)
     inputs, targets = steps.make_inputs(ir, "train", s.batch, s.seq, device, s.seed)
-    model = _generated_model(ir, device, str(Path(p["out"]) / "fp8-model")).to(torch.bfloat16)
-    convert_to_float8_training(model)
-    model.compile()
-    side = steps.Side("ours", model, inputs, targets, optimizer=steps.adamw(model))
-    step = steps.make_step(side, "train", device, "bf16", vocab, 0)
-    for _ in range(s.warmup):
-        step()
-    times = Times(tuple(time_step(step, device) for _ in range(s.steps)))
-    with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
-        logits = steps.output_of(side)(inputs)
-        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
-    return {"step_time_s": times.median, "tokens_per_s": s.batch * s.seq / times.median,
-            "loss": loss.item(), "loss_finite": math.isfinite(loss.item())}  # fmt: skip
+    # The generated module's file stays while the model runs (compile reads its source).
+    with tempfile.TemporaryDirectory(prefix="gpu-check-fp8-") as folder:
+        torch.manual_seed(s.seed)
+        model = _generated_model(ir, device, folder).to(torch.bfloat16)
+        if convert is not None:
+            convert(model)
+        model.compile(backend=s.compile_backend)
+        side = steps.Side("ours", model, inputs, targets, optimizer=steps.adamw(model))
+        step = steps.make_step(side, "train", device, "bf16", ir.value(ir.root.vocab_size), 0)
+        for _ in range(s.warmup):
+            step()
+        times = Times(tuple(time_step(step, device) for _ in range(s.steps)))
+        with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16):
+            logits = steps.output_of(side)(inputs).float()
+    loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten()).item()
+    return {"fp8": convert is not None, "step_time_s": times.median,
+            "tokens_per_s": s.batch * s.seq / times.median, "loss": loss,
+            "loss_finite": math.isfinite(loss)}  # fmt: skip
 
 
 def plan_run(p: dict, run: dict) -> dict:
@@ -265,24 +291,44 @@ def child(p: dict, run: dict) -> None:
 
 
 def run_in_child(p: dict, run: dict, timeout: float) -> dict:
+    """The run's figures, its error, or why it was cut off. The child leads its own process
+    group, so a timeout also ends what it started (torch.compile's worker processes)."""
     start = time.monotonic()
     command = [sys.executable, __file__, "--child", json.dumps({"profile": p, "run": run})]
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)  # fmt: skip
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        stdout, stderr = child.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
         return {"skipped": f"killed after {timeout:.0f} s, the rest of its part's budget"}
     seconds = time.monotonic() - start
-    if done.returncode != 0:
-        return {"error": done.stderr.strip().splitlines()[-1:] or ["(no message)"],
-                "stderr_tail": done.stderr[-3000:], "wall_s": seconds}  # fmt: skip
-    return {**json.loads(done.stdout.strip().splitlines()[-1]), "wall_s": seconds}
+    if child.returncode != 0:
+        return {"error": stderr.strip().splitlines()[-1:] or [f"exit {child.returncode}"],
+                "stderr_tail": stderr[-3000:], "wall_s": seconds}  # fmt: skip
+    return {**json.loads(stdout.strip().splitlines()[-1]), "wall_s": seconds}
+
+
+def _runs(results: dict, part: str) -> list[dict]:
+    return results["parts"].get(part, {}).get("runs", [])
+
+
+def fp8_against_bf16(results: dict) -> None:
+    """Put the fp8 run beside the bf16 compiled training run of the same model and shape."""
+    measured = {r["label"]: r for r in _runs(results, "train")}
+    bf16 = measured.get("train llama-1b compiled", {})
+    for r in _runs(results, "fp8"):
+        if "tokens_per_s" in r and "tokens_per_s" in bf16:
+            r["bf16_tokens_per_s"] = bf16["tokens_per_s"]
+            r["speedup_over_bf16"] = r["tokens_per_s"] / bf16["tokens_per_s"]
 
 
 def plan_against_measured(results: dict) -> None:
     """Put each plan prediction beside the measured step times of the same training run,
     eager and compiled."""
-    measured = {r["label"]: r for r in results["parts"].get("train", {}).get("runs", [])}
-    for r in results["parts"].get("plan", {}).get("runs", []):
+    measured = {r["label"]: r for r in _runs(results, "train")}
+    for r in _runs(results, "plan"):
         if "predicted_step_time_s" not in r:
             continue
         for way in ("eager", "compiled"):
@@ -303,6 +349,7 @@ def environment(p: dict) -> dict:
         "python": platform.python_version(),
         "dry_run": p["options"]["device"] == "cpu",
         "compile_backend": p["compile_backend"],
+        "note": DRY_NOTE if p["options"]["device"] == "cpu" else None,
     }
 
 
@@ -325,6 +372,7 @@ def main_run(p: dict, out: Path) -> dict:
                 row = run_in_child(p, run, left)
             entry["runs"].append({"label": run["label"], **row})
             plan_against_measured(results)
+            fp8_against_bf16(results)
             write(results, out)
     return results
 
@@ -353,8 +401,12 @@ def _row(r: dict) -> str:
         figures.append(f"{r['speedup']:.2f}× transformers")
     if "fraction_of_roofline" in r:
         figures.append(f"{_pct(r['fraction_of_roofline'])} of HBM roofline")
+    if r.get("fp8") is False:
+        figures.append("bf16: fp8 conversion left out in a dry run")
     if "loss_finite" in r:
         figures.append(f"loss {r['loss']:.3f}")
+    if "speedup_over_bf16" in r:
+        figures.append(f"{r['speedup_over_bf16']:.2f}× bf16")
     if "predicted_step_time_s" in r:
         figures.append(f"predicted step {r['predicted_step_time_s'] * 1e3:.3g} ms")
     for way in ("eager", "compiled"):
@@ -366,7 +418,7 @@ def _row(r: dict) -> str:
 def markdown(results: dict) -> str:
     env = results["environment"]
     lines = [f"Device: {env['device_name']}; torch {env['torch']}, CUDA {env['cuda']}"
-             + (" (dry run on CPU, tiny sizes)" if env["dry_run"] else ""), "",
+             + (f" ({env['note']})" if env["note"] else ""), "",
              "| run | figures |", "|---|---|"]  # fmt: skip
     for entry in results["parts"].values():
         lines += [_row(r) for r in entry["runs"]]
