@@ -44,3 +44,18 @@ def test_dry_run_measures_every_part(tmp_path: Path) -> None:
     labels = [r["label"] for e in results["parts"].values() for r in e["runs"]]
     rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
     assert [row.split(" | ")[0][2:] for row in rows[1:]] == labels
+
+
+def test_a_run_cut_off_or_failing_is_recorded_with_why(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_check
+
+    p = {**gpu_check.DRY, "out": str(tmp_path)}
+    run = gpu_check.train_runs(p)[0]
+    cut = gpu_check.run_in_child(p, run, timeout=0.5)
+    assert cut["skipped"].startswith("killed after")
+    failed = gpu_check.run_in_child(p, {**run, "model": "no-such-model"}, timeout=60)
+    assert failed["error"] == ["KeyError: 'no-such-model'"]
+    rows = gpu_check.markdown({"environment": gpu_check.environment(p), "parts": {
+        "train": {"runs": [{"label": "a", **cut}, {"label": "b", **failed}]}}})  # fmt: skip
+    assert "| a | killed after" in rows and "| b | error: KeyError" in rows
