@@ -150,14 +150,16 @@ def run_bench(
         torch.set_num_threads(threads)
 
 
-def _compile(model: torch.nn.Module, s: Settings) -> None:
+def _compile(
+    model: torch.nn.Module, mode: str, compile_mode: str | None = None, backend: str = "inductor"
+) -> None:
     """torch.compile in place. The generated `generate` calls the stacks and the head itself,
     not the model's forward, so in generate mode the stacks are what is compiled. Their
     shapes are fixed (the KV cache is read whole at every step), so they compile with
     dynamic=False: one graph for the prefill and one for every decode step (two for an
     encoder-decoder's decoder: its first step also projects the encoder output)."""
-    options = {"mode": s.compile_mode, "backend": s.compile_backend}
-    if s.mode == "generate":
+    options = {"mode": compile_mode, "backend": backend}
+    if mode == "generate":
         for name in ("encoder", "decoder"):
             stack = getattr(model, name, None)
             if isinstance(stack, torch.nn.Module):
@@ -195,7 +197,7 @@ def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None)
         ours = steps.Side("ours", _generated_model(ir, device, folder), inputs, targets)
         steps.prepare(ours, s.mode, device, dtype)
         if s.compile:
-            _compile(ours.model, s)
+            _compile(ours.model, s.mode, s.compile_mode, s.compile_backend)
         ours_step = steps.make_step(ours, s.mode, device, dtype, vocab, s.new_tokens)
         _warm_up(ours_step, s.warmup, "warm-up", progress)
         ours_memory = _measure_memory(ours, ours_step, device, base)
