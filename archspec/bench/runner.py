@@ -57,6 +57,9 @@ class Settings:
     threads: int | None = None  # CPU threads for torch (default: torch's choice)
     force: bool = False  # run even when the predicted memory exceeds the device's
     hf_first: bool = False  # with vs_hf: build transformers' model before ours
+    # torch.compile's mode (e.g. "reduce-overhead": CUDA graphs) and backend, for both sides.
+    compile_mode: str | None = None
+    compile_backend: str = "inductor"
 
 
 def _generated_model(ir: IR, device: torch.device, folder: str) -> torch.nn.Module:
@@ -147,19 +150,22 @@ def run_bench(
         torch.set_num_threads(threads)
 
 
-def _compile(model: torch.nn.Module, mode: str) -> None:
+def _compile(
+    model: torch.nn.Module, mode: str, compile_mode: str | None = None, backend: str = "inductor"
+) -> None:
     """torch.compile in place. The generated `generate` calls the stacks and the head itself,
     not the model's forward, so in generate mode the stacks are what is compiled. Their
     shapes are fixed (the KV cache is read whole at every step), so they compile with
     dynamic=False: one graph for the prefill and one for every decode step (two for an
     encoder-decoder's decoder: its first step also projects the encoder output)."""
+    options = {"mode": compile_mode, "backend": backend}
     if mode == "generate":
         for name in ("encoder", "decoder"):
             stack = getattr(model, name, None)
             if isinstance(stack, torch.nn.Module):
-                stack.compile(dynamic=False)
+                stack.compile(dynamic=False, **options)
     else:
-        model.compile()
+        model.compile(**options)
 
 
 def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None) -> dict[str, Any]:
@@ -191,7 +197,7 @@ def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None)
         ours = steps.Side("ours", _generated_model(ir, device, folder), inputs, targets)
         steps.prepare(ours, s.mode, device, dtype)
         if s.compile:
-            _compile(ours.model, s.mode)
+            _compile(ours.model, s.mode, s.compile_mode, s.compile_backend)
         ours_step = steps.make_step(ours, s.mode, device, dtype, vocab, s.new_tokens)
         _warm_up(ours_step, s.warmup, "warm-up", progress)
         ours_memory = _measure_memory(ours, ours_step, device, base)
@@ -307,7 +313,7 @@ def _hf_side(ir, hf_built, s, device, dtype, ours, inputs, targets, progress):
     steps.prepare(hf, s.mode, device, dtype)
     diff = _agreement(ours, hf, inputs, device, dtype)
     if s.compile:
-        model.compile()
+        model.compile(mode=s.compile_mode, backend=s.compile_backend)
     step = steps.make_step(hf, s.mode, device, dtype, ir.value(ir.root.vocab_size), s.new_tokens)
     _warm_up(step, s.warmup, "warm-up transformers", progress)
     peak = _measure_memory(hf, step, device, base)
