@@ -25,6 +25,9 @@ from archspec.hf.families import (
     gptj,
     granite,
     llama,
+    m2m_100,
+    marian,
+    mbart,
     mistral,
     mixtral,
     mt5,
@@ -32,6 +35,7 @@ from archspec.hf.families import (
     olmo2,
     openai_gpt,
     opt,
+    pegasus,
     phi,
     phi3,
     qwen2,
@@ -75,6 +79,10 @@ _MODULES = (
     olmo2,
     granite,
     deepseek_v2,
+    mbart,
+    marian,
+    pegasus,
+    m2m_100,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
