@@ -257,6 +257,8 @@ def test_legacy_fields_of_real_files_are_accepted() -> None:
     assert imported.spec.n_layers == 16
     marian = import_config(OPUS_MT_EN_VI)
     assert any("extra_pos_embeddings" in note for note in marian.notes)
+    # and what transformers' num_parameters() counts beyond archspec is said
+    assert any("2 x 512 x 512 = 524,288" in note for note in marian.notes)
 
 
 # --- full-size public configs, counted on the meta device -----------------------------------

@@ -74,6 +74,16 @@ def read_legacy(f: Fields, v: Seq2Seq, sinusoidal: bool) -> None:
     f.harmless("force_bos_token_to_be_generated")  # a generation setting
 
 
+def note_frozen_sinusoids(f: Fields) -> None:
+    """Marian and Pegasus: what transformers counts that archspec does not."""
+    rows, width = f.int("max_position_embeddings", 1024), f.int("d_model", 1024)
+    f.notes.append(
+        f"transformers keeps the fixed sinusoids as frozen parameters, 2 x {rows} x {width} "
+        f"= {2 * rows * width:,} in num_parameters() but not trainable; archspec computes "
+        "them and counts the trainable parameters"
+    )
+
+
 def import_seq2seq(f: Fields, cls: HFClass, v: Seq2Seq) -> dict[str, Any]:
     f.expect("is_decoder", False, False, f"a decoder-only {f.model_type}")
     f.expect("is_encoder_decoder", True, True, f"{f.model_type} is an encoder-decoder")

@@ -19,6 +19,7 @@ from archspec.hf.families._fairseq_seq2seq import (
     Seq2Seq,
     export_seq2seq,
     import_seq2seq,
+    note_frozen_sinusoids,
     read_legacy,
 )
 from archspec.hf.family import Family, HFClass
@@ -38,6 +39,7 @@ VARIANT = Seq2Seq(
 
 def import_marian(f: Fields, cls: HFClass) -> dict[str, Any]:
     read_legacy(f, VARIANT, sinusoidal=True)
+    note_frozen_sinusoids(f)
     f.expect(
         "share_encoder_decoder_embeddings",
         True,

@@ -16,6 +16,7 @@ from archspec.hf.families._fairseq_seq2seq import (
     Seq2Seq,
     export_seq2seq,
     import_seq2seq,
+    note_frozen_sinusoids,
     read_legacy,
 )
 from archspec.hf.families.marian import SINUSOIDS_IN_HALVES
@@ -33,6 +34,7 @@ VARIANT = Seq2Seq(
 
 def import_pegasus(f: Fields, cls: HFClass) -> dict[str, Any]:
     read_legacy(f, VARIANT, sinusoidal=True)
+    note_frozen_sinusoids(f)
     return import_seq2seq(f, cls, VARIANT)
 
 
