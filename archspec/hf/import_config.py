@@ -23,6 +23,7 @@ from archspec.hf.classes import HFClass, hf_class
 from archspec.hf.config_fields import SHOWN_CHARS, Fields, read_config, shown
 from archspec.hf.families import FAMILIES
 from archspec.hf.minimal_spec import Imported, fewest_overrides
+from archspec.hf.unsupported import refusal
 from archspec.safety.text import shortened
 
 __all__ = ["FAMILIES", "Imported", "import_config", "read_config"]
@@ -122,6 +123,9 @@ def import_config(
     where = Location(path)
     model_type = data.get("model_type")
     if not isinstance(model_type, str) or model_type not in FAMILIES:
+        why = refusal(model_type, data) if isinstance(model_type, str) else None
+        if why is not None:  # not a text model, or one the spec cannot express yet
+            raise SpecError(why.message, location=where, path="model_type", hint=why.hint)
         hint = _same_architecture(model_type) or f"supported: {', '.join(FAMILIES)}"
         message = (
             f"model_type {shown(model_type)} is not supported by import-hf"
