@@ -693,5 +693,18 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                 "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4,
                 "decoder_attention_heads": 4, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128,
                 "max_position_embeddings": 32},
+    "plbart": {"architectures": ["PLBartForConditionalGeneration"], **_SMALL, "d_model": 64,
+               "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4,
+               "decoder_attention_heads": 4, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128,
+               "max_position_embeddings": 32},
+    "mvp": {"architectures": ["MvpForConditionalGeneration"], **_SMALL, "d_model": 64,
+            "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4,
+            "decoder_attention_heads": 4, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128,
+            "max_position_embeddings": 32},
+    "blenderbot": {"architectures": ["BlenderbotForConditionalGeneration"], **_SMALL,
+                   "d_model": 64, "encoder_layers": 1, "decoder_layers": 3,
+                   "encoder_attention_heads": 4, "decoder_attention_heads": 4,
+                   "encoder_ffn_dim": 128, "decoder_ffn_dim": 128,
+                   "max_position_embeddings": 32},
 }
 # fmt: on

@@ -12,6 +12,7 @@ from archspec.hf.families import (
     albert,
     bart,
     bert,
+    blenderbot,
     bloom,
     deepseek_v2,
     distilbert,
@@ -31,6 +32,7 @@ from archspec.hf.families import (
     mistral,
     mixtral,
     mt5,
+    mvp,
     olmo,
     olmo2,
     openai_gpt,
@@ -38,6 +40,7 @@ from archspec.hf.families import (
     pegasus,
     phi,
     phi3,
+    plbart,
     qwen2,
     qwen2_moe,
     qwen3,
@@ -83,6 +86,9 @@ _MODULES = (
     marian,
     pegasus,
     m2m_100,
+    plbart,
+    mvp,
+    blenderbot,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

@@ -1,14 +1,15 @@
-"""BART and its relatives (mBART, Marian, Pegasus, M2M100/NLLB): fairseq-derived
-encoder-decoders under one set of config fields (`d_model`, `encoder_layers`,
-`encoder_ffn_dim`, ...) and one vocabulary of module names (`self_attn.q_proj`, `fc1`,
-`final_layer_norm`, `embed_positions`, `layernorm_embedding`, `layer_norm`).
+"""BART and its relatives (mBART, PLBart, MVP, Blenderbot, Marian, Pegasus, M2M100/NLLB):
+fairseq-derived encoder-decoders under one set of config fields (`d_model`,
+`encoder_layers`, `encoder_ffn_dim`, ...) and one vocabulary of module names
+(`self_attn.q_proj`, `fc1`, `final_layer_norm`, `embed_positions`, `layernorm_embedding`,
+`layer_norm`).
 
-They differ in where their norms are (post-norm BART and Marian; pre-norm mBART, Pegasus and
-M2M100 with a final norm on each stack; a norm after the embeddings in BART and mBART), in
-their positions (BART's and mBART's learned table offset by 2, Marian's and Pegasus' fixed
-sinusoids in halves, M2M100's fairseq sinusoids from the padding index + 1) and in their
-config classes' defaults: a `Seq2Seq` record says which.
-"""
+They differ in where their norms are (post-norm BART, PLBart, MVP and Marian; pre-norm
+mBART, Blenderbot, Pegasus and M2M100 with a final norm on each stack; a norm after the
+embeddings in BART, PLBart, MVP and mBART), in their positions (a learned table offset by
+2, by 0 in Blenderbot; Marian's and Pegasus' fixed sinusoids in halves; M2M100's fairseq
+sinusoids from the padding index + 1) and in their config classes' defaults: a `Seq2Seq`
+record says which."""
 
 from __future__ import annotations
 
@@ -37,11 +38,17 @@ class Seq2Seq:
     write_position: Callable[[Spec], dict[str, Any]]
     activation: str = "gelu"
     scale_embedding: bool = False
+    # sizes: d_model, encoder and decoder layers, heads, FFN width, positions
+    d_model: int = 1024
+    layers: tuple[int, int] = (12, 12)
+    heads: int = 16
+    ffn: int = 4096
+    max_positions: int = 1024
     bos: int = 0  # bos_token_id's default
     dropout: Places = field(default_factory=lambda: dropouts.BART)
 
 
-def read_legacy(f: Fields, v: Seq2Seq, sinusoidal: bool) -> None:
+def read_legacy(f: Fields, v: Seq2Seq, sinusoidal: bool, offset: int = 2) -> None:
     """Fields of transformers 3's shared BartConfig that real files of these families still
     carry (pegasus-large, mbart-large-cc25, the OPUS-MT models) and transformers 5 reads no
     more: accepted where they describe what the family computes, refused where the file
@@ -70,13 +77,19 @@ def read_legacy(f: Fields, v: Seq2Seq, sinusoidal: bool) -> None:
     if sinusoidal:  # a fixed table has no extra rows: whatever the value, it is unread
         f.ignored("extra_pos_embeddings", f"transformers' {f.model_type} classes")
     else:
-        f.expect("extra_pos_embeddings", 2, 2, f"{f.model_type}'s position offset is 2")
+        f.expect(
+            "extra_pos_embeddings",
+            offset,
+            offset,
+            f"{f.model_type}'s position offset is {offset}",
+        )
     f.harmless("force_bos_token_to_be_generated")  # a generation setting
 
 
-def note_frozen_sinusoids(f: Fields) -> None:
+def note_frozen_sinusoids(f: Fields, v: Seq2Seq) -> None:
     """Marian and Pegasus: what transformers counts that archspec does not."""
-    rows, width = f.int("max_position_embeddings", 1024), f.int("d_model", 1024)
+    rows = f.int("max_position_embeddings", v.max_positions)
+    width = f.int("d_model", v.d_model)
     f.notes.append(
         f"transformers keeps the fixed sinusoids as frozen parameters, 2 x {rows} x {width} "
         f"= {2 * rows * width:,} in num_parameters() but not trainable; archspec computes "
@@ -87,17 +100,17 @@ def note_frozen_sinusoids(f: Fields) -> None:
 def import_seq2seq(f: Fields, cls: HFClass, v: Seq2Seq) -> dict[str, Any]:
     f.expect("is_decoder", False, False, f"a decoder-only {f.model_type}")
     f.expect("is_encoder_decoder", True, True, f"{f.model_type} is an encoder-decoder")
-    enc_layers = f.int("encoder_layers", 12, "num_hidden_layers")
-    dec_layers = f.int("decoder_layers", 12)
-    heads = f.int("encoder_attention_heads", 16, "num_attention_heads")
-    ffn = f.int("encoder_ffn_dim", 4096)
-    if f.int("decoder_attention_heads", 16) != heads:
+    enc_layers = f.int("encoder_layers", v.layers[0], "num_hidden_layers")
+    dec_layers = f.int("decoder_layers", v.layers[1])
+    heads = f.int("encoder_attention_heads", v.heads, "num_attention_heads")
+    ffn = f.int("encoder_ffn_dim", v.ffn)
+    if f.int("decoder_attention_heads", v.heads) != heads:
         raise f.error(
             "decoder_attention_heads",
             f"decoder_attention_heads ({f.get('decoder_attention_heads')}) differs from "
             f"encoder_attention_heads ({heads}); a spec has one n_heads",
         )
-    if f.int("decoder_ffn_dim", 4096) != ffn:
+    if f.int("decoder_ffn_dim", v.ffn) != ffn:
         raise f.error(
             "decoder_ffn_dim",
             f"decoder_ffn_dim ({f.get('decoder_ffn_dim')}) differs from encoder_ffn_dim "
@@ -109,12 +122,12 @@ def import_seq2seq(f: Fields, cls: HFClass, v: Seq2Seq) -> dict[str, Any]:
     if isinstance(start, bool) or not isinstance(start, int):
         raise f.error("decoder_start_token_id", f"expected an integer, got {start!r}")
     spec: dict[str, Any] = {
-        "d_model": f.int("d_model", 1024, "hidden_size"),
+        "d_model": f.int("d_model", v.d_model, "hidden_size"),
         "n_layers": enc_layers,
         "n_heads": heads,
         "d_ff": ffn,
         "vocab_size": f.int("vocab_size", v.vocab_size),
-        "max_seq_len": f.int("max_position_embeddings", 1024),
+        "max_seq_len": f.int("max_position_embeddings", v.max_positions),
         "layout": "encoder-decoder",
         "residual": "pre" if v.pre_norm else "post",
         "final_norm": v.pre_norm,

@@ -39,7 +39,7 @@ VARIANT = Seq2Seq(
 
 def import_marian(f: Fields, cls: HFClass) -> dict[str, Any]:
     read_legacy(f, VARIANT, sinusoidal=True)
-    note_frozen_sinusoids(f)
+    note_frozen_sinusoids(f, VARIANT)
     f.expect(
         "share_encoder_decoder_embeddings",
         True,

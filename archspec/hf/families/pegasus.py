@@ -34,7 +34,7 @@ VARIANT = Seq2Seq(
 
 def import_pegasus(f: Fields, cls: HFClass) -> dict[str, Any]:
     read_legacy(f, VARIANT, sinusoidal=True)
-    note_frozen_sinusoids(f)
+    note_frozen_sinusoids(f, VARIANT)
     return import_seq2seq(f, cls, VARIANT)
 
 
