@@ -14,9 +14,11 @@ from archspec.hf.families import (
     bert,
     blenderbot,
     bloom,
+    data2vec_text,
     deepseek_v2,
     distilbert,
     electra,
+    ernie,
     falcon,
     gemma,
     gemma2,
@@ -89,6 +91,8 @@ _MODULES = (
     plbart,
     mvp,
     blenderbot,
+    ernie,
+    data2vec_text,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
