@@ -1,5 +1,6 @@
 """Issue 28, encoders that are BERT or RoBERTa under other names: ERNIE (`ernie.`, BERT's
-modules) and data2vec-text (`data2vec_text.`, RoBERTa's), against transformers' own classes:
+modules), data2vec-text (`data2vec_text.`, RoBERTa's) and Megatron-BERT (BERT made pre-norm),
+against transformers' own classes:
 a tiny random model saved by transformers gives the same hidden states or masked-LM logits
 (fp32) after `load_weights`, counts the same parameters, and a full-size config counts
 exactly on the meta device."""
@@ -32,6 +33,8 @@ CLASSES = [
     ("ErnieForMaskedLM", "ErnieConfig"),
     ("Data2VecTextModel", "Data2VecTextConfig"),
     ("Data2VecTextForMaskedLM", "Data2VecTextConfig"),
+    ("MegatronBertModel", "MegatronBertConfig"),
+    ("MegatronBertForMaskedLM", "MegatronBertConfig"),
 ]
 
 
@@ -43,7 +46,8 @@ def tiny(cls: str, config_cls: str):
     with torch.no_grad():  # biases and norms away from their init, so a misplaced one shows
         for name, param in hf.named_parameters():
             if param.dim() == 1:
-                param.normal_(1.0 if "LayerNorm.weight" in name else 0.0, 0.3)
+                norm = "LayerNorm.weight" in name or name.endswith("ln.weight")
+                param.normal_(1.0 if norm else 0.0, 0.3)
     return hf
 
 
@@ -77,6 +81,8 @@ ERNIE_3_BASE = {
 # Data2VecTextConfig's defaults, which transformers documents as facebook/data2vec-text-base's
 # (`@auto_docstring(checkpoint=...)`).
 DATA2VEC_TEXT_BASE = {"model_type": "data2vec-text", "architectures": ["Data2VecTextModel"]}
+# MegatronBertConfig's defaults, documented as nvidia/megatron-bert-uncased-345m's.
+MEGATRON_BERT_345M = {"model_type": "megatron-bert", "architectures": ["MegatronBertForMaskedLM"]}
 
 
 def test_ernie_task_type_embeddings_are_refused() -> None:
@@ -85,7 +91,9 @@ def test_ernie_task_type_embeddings_are_refused() -> None:
 
 
 @pytest.mark.parametrize(
-    "data", [{**ERNIE_3_BASE, "use_task_id": False}, DATA2VEC_TEXT_BASE], ids=["ernie", "d2v"]
+    "data",
+    [{**ERNIE_3_BASE, "use_task_id": False}, DATA2VEC_TEXT_BASE, MEGATRON_BERT_345M],
+    ids=["ernie", "d2v", "megatron"],
 )
 def test_full_size_configs_count_like_transformers_on_meta(data: dict[str, Any]) -> None:
     ir = build_ir(import_config(data).spec)

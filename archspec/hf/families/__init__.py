@@ -31,6 +31,7 @@ from archspec.hf.families import (
     m2m_100,
     marian,
     mbart,
+    megatron_bert,
     mistral,
     mixtral,
     mt5,
@@ -93,6 +94,7 @@ _MODULES = (
     blenderbot,
     ernie,
     data2vec_text,
+    megatron_bert,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
