@@ -1,5 +1,6 @@
 """Issue 28, encoders that are BERT or RoBERTa under other names: ERNIE (`ernie.`, BERT's
-modules), data2vec-text (`data2vec_text.`, RoBERTa's) and Megatron-BERT (BERT made pre-norm),
+modules), data2vec-text (`data2vec_text.`, RoBERTa's), CamemBERT (RoBERTa's, `roberta.`) and
+Megatron-BERT (BERT made pre-norm),
 against transformers' own classes:
 a tiny random model saved by transformers gives the same hidden states or masked-LM logits
 (fp32) after `load_weights`, counts the same parameters, and a full-size config counts
@@ -35,6 +36,8 @@ CLASSES = [
     ("Data2VecTextForMaskedLM", "Data2VecTextConfig"),
     ("MegatronBertModel", "MegatronBertConfig"),
     ("MegatronBertForMaskedLM", "MegatronBertConfig"),
+    ("CamembertModel", "CamembertConfig"),
+    ("CamembertForMaskedLM", "CamembertConfig"),
 ]
 
 

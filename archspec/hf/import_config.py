@@ -73,20 +73,13 @@ def _choose_class(f: Fields, model_type: str, architecture: str | None) -> HFCla
     return cls
 
 
-# model_types transformers implements with another family's architecture, module for module
-# and under the same checkpoint names (CamembertModel is RobertaModel with prefix "roberta").
-SAME_ARCHITECTURE = {"camembert": "roberta"}
-
-
 def _same_architecture(model_type: object) -> str | None:
     """A family to suggest for an unsupported model_type: only one that computes the same
     function. A close name is no reason (gptj is not gpt2, albert is not bert), but the same
-    name spelt with other case or separators is (xlm_roberta is xlm-roberta)."""
+    name spelt with other case or separators is (xlm_roberta is xlm-roberta). A model_type
+    transformers implements with another's architecture (camembert) is a family of its own."""
     if not isinstance(model_type, str):
         return None
-    same = SAME_ARCHITECTURE.get(model_type)
-    if same is not None:
-        return f"{model_type} has the architecture of {same!r}: set model_type to {same!r}"
 
     def key(name: str) -> str:
         return name.lower().replace("-", "").replace("_", "")

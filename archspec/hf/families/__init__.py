@@ -14,6 +14,7 @@ from archspec.hf.families import (
     bert,
     blenderbot,
     bloom,
+    camembert,
     data2vec_text,
     deepseek_v2,
     distilbert,
@@ -95,6 +96,7 @@ _MODULES = (
     ernie,
     data2vec_text,
     megatron_bert,
+    camembert,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
