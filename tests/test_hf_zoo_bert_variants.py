@@ -1,6 +1,6 @@
 """Issue 28, encoders that are BERT or RoBERTa under other names: ERNIE (`ernie.`, BERT's
-modules), data2vec-text (`data2vec_text.`, RoBERTa's), CamemBERT (RoBERTa's, `roberta.`) and
-Megatron-BERT (BERT made pre-norm),
+modules), data2vec-text (`data2vec_text.`, RoBERTa's), CamemBERT (RoBERTa's, `roberta.`),
+BertGeneration (BERT without token types or pooler) and Megatron-BERT (BERT made pre-norm),
 against transformers' own classes:
 a tiny random model saved by transformers gives the same hidden states or masked-LM logits
 (fp32) after `load_weights`, counts the same parameters, and a full-size config counts
@@ -38,6 +38,7 @@ CLASSES = [
     ("MegatronBertForMaskedLM", "MegatronBertConfig"),
     ("CamembertModel", "CamembertConfig"),
     ("CamembertForMaskedLM", "CamembertConfig"),
+    ("BertGenerationEncoder", "BertGenerationConfig"),
 ]
 
 
@@ -86,6 +87,8 @@ ERNIE_3_BASE = {
 DATA2VEC_TEXT_BASE = {"model_type": "data2vec-text", "architectures": ["Data2VecTextModel"]}
 # MegatronBertConfig's defaults, documented as nvidia/megatron-bert-uncased-345m's.
 MEGATRON_BERT_345M = {"model_type": "megatron-bert", "architectures": ["MegatronBertForMaskedLM"]}
+# BertGenerationConfig's defaults, documented as google/bert_for_seq_generation_L-24_bbc_encoder's.
+BERT_GENERATION_L24 = {"model_type": "bert-generation", "architectures": ["BertGenerationEncoder"]}
 
 
 def test_ernie_task_type_embeddings_are_refused() -> None:
@@ -95,8 +98,13 @@ def test_ernie_task_type_embeddings_are_refused() -> None:
 
 @pytest.mark.parametrize(
     "data",
-    [{**ERNIE_3_BASE, "use_task_id": False}, DATA2VEC_TEXT_BASE, MEGATRON_BERT_345M],
-    ids=["ernie", "d2v", "megatron"],
+    [
+        {**ERNIE_3_BASE, "use_task_id": False},
+        DATA2VEC_TEXT_BASE,
+        MEGATRON_BERT_345M,
+        BERT_GENERATION_L24,
+    ],
+    ids=["ernie", "d2v", "megatron", "bert-generation"],
 )
 def test_full_size_configs_count_like_transformers_on_meta(data: dict[str, Any]) -> None:
     ir = build_ir(import_config(data).spec)

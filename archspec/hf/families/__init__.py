@@ -12,6 +12,7 @@ from archspec.hf.families import (
     albert,
     bart,
     bert,
+    bert_generation,
     blenderbot,
     bloom,
     camembert,
@@ -97,6 +98,7 @@ _MODULES = (
     data2vec_text,
     megatron_bert,
     camembert,
+    bert_generation,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
