@@ -56,6 +56,9 @@ def test_a_vision_language_model_points_at_its_text_config() -> None:
     [
         ("modernbert", ["local_attention", "local_rope_theta", "first layer has no attention"]),
         ("deberta-v2", ["disentangled attention", "pos_att_type"]),
+        ("blenderbot-small", ["layernorm_embedding", "before adding its positions"]),
+        ("fsmt", ["src_vocab_size", "tgt_vocab_size"]),
+        ("umt5", ["relative-position bias table of its own"]),
     ],
 )
 def test_text_models_the_spec_cannot_express_name_what_is_missing(

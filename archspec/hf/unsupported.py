@@ -26,6 +26,15 @@ class Refusal:
 
 # Text model types whose architectures need what the spec language lacks.
 MISSING: dict[str, str] = {
+    "blenderbot-small": (
+        "BlenderbotSmall's decoder normalises the token embeddings before adding its "
+        "positions (layernorm_embedding), its encoder after adding them; archspec's norm "
+        "after the embeddings follows the positions in both stacks"
+    ),
+    "fsmt": (
+        "FSMT has separate source and target vocabularies (src_vocab_size, tgt_vocab_size), "
+        "each with its own embeddings; a spec has one vocabulary"
+    ),
     "modernbert": (
         "ModernBERT's local layers attend within a window on both sides of each token "
         "(local_attention) and rotate by their own rope base (local_rope_theta, beside "
@@ -41,6 +50,10 @@ MISSING: dict[str, str] = {
         "DeBERTa's disentangled attention adds content-to-position and position-to-content "
         "scores from relative position embeddings (pos_att_type), which archspec's "
         "attention cannot express"
+    ),
+    "umt5": (
+        "UMT5 gives every self-attention layer a relative-position bias table of its own; "
+        "archspec's relative bias is one table per stack, as T5's"
     ),
 }
 
