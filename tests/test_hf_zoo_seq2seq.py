@@ -22,11 +22,13 @@ import torch
 from archspec.backends.count.conventions import CONVENTIONS
 from archspec.backends.count.flops import S_DEC, B, S, flop_figures
 from archspec.backends.count.params import parameter_count
+from archspec.backends.printer import module_repr
 from archspec.errors import SpecError
 from archspec.hf.import_config import import_config
 from archspec.hf.weights import load_weights
 from archspec.ir.build import build_ir
 from archspec.runtime.position_tables import sinusoids_fairseq, sinusoids_halves
+from archspec.spec.resolve import load_spec
 from tests.test_generation_hf import hf_generate
 from tests.test_hf_weights import generated
 
@@ -92,7 +94,8 @@ def tiny_hf(family: str):
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
-    """family -> (transformers model, generated model with its weights), built once."""
+    """family -> (transformers model, generated model with its weights, its spec file),
+    built once."""
     built: dict[str, Any] = {}
 
     def get(family: str):
@@ -100,8 +103,9 @@ def pair(tmp_path_factory):
             tmp = tmp_path_factory.mktemp(family)
             hf = tiny_hf(family)
             hf.save_pretrained(tmp / "checkpoint")
-            module, _ = generated(tmp / "checkpoint", tmp)
-            built[family] = hf, load_weights(module.Model().eval(), tmp / "checkpoint")
+            module, spec = generated(tmp / "checkpoint", tmp)
+            model = load_weights(module.Model().eval(), tmp / "checkpoint")
+            built[family] = hf, model, spec
         return built[family]
 
     return get
@@ -119,7 +123,7 @@ def encoder_batch(pad: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 @pytest.mark.parametrize("family", list(TINY))
 def test_trainable_parameters_equal_transformers(family: str, pair) -> None:
-    hf, model = pair(family)
+    hf, model, _ = pair(family)
     trainable = sum(p.numel() for p in hf.parameters() if p.requires_grad)
     frozen = sum(p.numel() for p in hf.parameters() if not p.requires_grad)
     assert sum(p.numel() for p in model.parameters()) == trainable
@@ -127,8 +131,14 @@ def test_trainable_parameters_equal_transformers(family: str, pair) -> None:
 
 
 @pytest.mark.parametrize("family", list(TINY))
+def test_print_of_the_generated_model_equals_the_printer(family: str, pair) -> None:
+    _, model, spec = pair(family)
+    assert repr(model) == module_repr(build_ir(load_spec(spec)))
+
+
+@pytest.mark.parametrize("family", list(TINY))
 def test_logits_equal_transformers(family: str, pair) -> None:
-    hf, model = pair(family)
+    hf, model, _ = pair(family)
     ids, mask = encoder_batch(hf.config.pad_token_id)
     torch.manual_seed(2)
     decoder_ids = torch.randint(3, VOCAB - 2, (2, 7))
@@ -143,7 +153,7 @@ def test_logits_equal_transformers(family: str, pair) -> None:
 
 @pytest.mark.parametrize("family", list(TINY))
 def test_greedy_and_beam_search_equal_transformers(family: str, pair) -> None:
-    hf, model = pair(family)
+    hf, model, _ = pair(family)
     ids, mask = encoder_batch(hf.config.pad_token_id)
     # transformers starts from its own choice (decoder_start_token_id, else bos_token_id)
     greedy = model.generate(ids, STEPS, attention_mask=mask)
@@ -183,7 +193,7 @@ def test_forward_flops_equal_flop_counter_on_the_transformers_class(family: str)
 def test_m2m_100_left_padded_encoder_equals_transformers(pair) -> None:
     """M2M100 numbers positions over the non-padding tokens (from padding_idx + 1): a
     left-padded input is encoded as the same input unpadded."""
-    hf, model = pair("m2m_100")
+    hf, model, _ = pair("m2m_100")
     ids, mask = encoder_batch(hf.config.pad_token_id)
     ids, mask = ids.flip(1), mask.flip(1)
     real = mask.bool()
@@ -215,7 +225,7 @@ def test_fairseq_sinusoids_equal_m2m_100_table(dim: int) -> None:
 
 
 def test_a_checkpoint_table_that_is_not_the_sinusoids_is_refused(pair, tmp_path: Path) -> None:
-    hf, model = pair("pegasus")
+    hf, model, _ = pair("pegasus")
     with torch.no_grad():
         hf.model.encoder.embed_positions.weight.mul_(2)
     try:
