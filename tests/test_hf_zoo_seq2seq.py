@@ -224,6 +224,11 @@ def test_fairseq_sinusoids_equal_m2m_100_table(dim: int) -> None:
     assert torch.equal(sinusoids_fairseq(torch.arange(600), dim), table)
 
 
+def test_fairseq_sinusoids_need_four_channels() -> None:
+    with pytest.raises(SpecError, match="at least 4 wide"):
+        load_spec("transformer-base", ["position.layout=fairseq", "d_model=2", "n_heads=1"])
+
+
 def test_a_checkpoint_table_that_is_not_the_sinusoids_is_refused(pair, tmp_path: Path) -> None:
     hf, model, _ = pair("pegasus")
     with torch.no_grad():
