@@ -40,8 +40,8 @@ def checkpoint_and_model(hf, tmp_path: Path):
 
 @pytest.mark.parametrize(
     ("model_type", "offered"),
-    [("megatron-bert", None), ("gpt_neo", None), ("codegen", None),
-     ("camembert", "'roberta'"), ("xlm_roberta", "'xlm-roberta'"), ("GPT2", "'gpt2'")],
+    [("mpnet", None), ("gpt_neo", None), ("codegen", None),
+     ("xlm_roberta", "'xlm-roberta'"), ("GPT2", "'gpt2'")],
 )  # fmt: skip
 def test_a_hint_offers_only_the_same_architecture(model_type: str, offered: str | None) -> None:
     with pytest.raises(SpecError) as caught:

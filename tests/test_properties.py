@@ -115,6 +115,12 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
     position: dict[str, Any] = {"kind": kind}
     if kind == "learned":
         position["offset"] = draw(optional(st.integers(0, 3)))
+    if kind == "sinusoidal":
+        # Marian's and Pegasus' halves, fairseq's (M2M100) frequencies, which need 4 channels
+        layouts = ["interleaved", "halves", *(["fairseq"] if d_model >= 4 else [])]
+        position["layout"] = draw(optional(st.sampled_from(layouts)))
+        position["offset"] = draw(optional(st.integers(0, 3)))
+        position["from_mask"] = draw(optional(st.booleans()))
     if rope:
         position["theta"] = draw(optional(st.floats(1.0, 1e6)))
         # A partial rotation (GPT-NeoX, Phi) of an even number of the head's channels, and

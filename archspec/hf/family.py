@@ -120,7 +120,7 @@ class NameRules:
 # --- Buffers ---------------------------------------------------------------------------------
 
 # The checks a stored buffer may need (implemented in tensor_rules.CHECKS, with torch).
-BufferCheck = Literal["anything", "zeros", "arange", "causal_mask", "rope_inv_freq"]
+BufferCheck = Literal["anything", "zeros", "arange", "causal_mask", "rope_inv_freq", "sinusoids"]
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from archspec.hf.classes import HFClass, hf_class
 from archspec.hf.config_fields import SHOWN_CHARS, Fields, read_config, shown
 from archspec.hf.families import FAMILIES
 from archspec.hf.minimal_spec import Imported, fewest_overrides
+from archspec.hf.unsupported import refusal
 from archspec.safety.text import shortened
 
 __all__ = ["FAMILIES", "Imported", "import_config", "read_config"]
@@ -72,20 +73,13 @@ def _choose_class(f: Fields, model_type: str, architecture: str | None) -> HFCla
     return cls
 
 
-# model_types transformers implements with another family's architecture, module for module
-# and under the same checkpoint names (CamembertModel is RobertaModel with prefix "roberta").
-SAME_ARCHITECTURE = {"camembert": "roberta"}
-
-
 def _same_architecture(model_type: object) -> str | None:
     """A family to suggest for an unsupported model_type: only one that computes the same
     function. A close name is no reason (gptj is not gpt2, albert is not bert), but the same
-    name spelt with other case or separators is (xlm_roberta is xlm-roberta)."""
+    name spelt with other case or separators is (xlm_roberta is xlm-roberta). A model_type
+    transformers implements with another's architecture (camembert) is a family of its own."""
     if not isinstance(model_type, str):
         return None
-    same = SAME_ARCHITECTURE.get(model_type)
-    if same is not None:
-        return f"{model_type} has the architecture of {same!r}: set model_type to {same!r}"
 
     def key(name: str) -> str:
         return name.lower().replace("-", "").replace("_", "")
@@ -122,6 +116,9 @@ def import_config(
     where = Location(path)
     model_type = data.get("model_type")
     if not isinstance(model_type, str) or model_type not in FAMILIES:
+        why = refusal(model_type, data) if isinstance(model_type, str) else None
+        if why is not None:  # not a text model, or one the spec cannot express yet
+            raise SpecError(why.message, location=where, path="model_type", hint=why.hint)
         hint = _same_architecture(model_type) or f"supported: {', '.join(FAMILIES)}"
         message = (
             f"model_type {shown(model_type)} is not supported by import-hf"

@@ -19,6 +19,8 @@ import torch
 from archspec.hf.family import BufferCheck, Shape
 from archspec.hf.names import Naming, leaves
 from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm
+from archspec.kinds.positions.sinusoidal import FUNCTIONS
+from archspec.runtime import position_tables
 
 # --- Buffers that some checkpoints store ---------------------------------------------------
 #
@@ -67,6 +69,22 @@ def _is_inv_freq(ir: IR) -> Check:
     return check
 
 
+def _is_sinusoids(ir: IR) -> Check:
+    position = ir.root.stacks[0].position
+    encodings = getattr(position_tables, FUNCTIONS[position.layout])
+
+    def check(t: torch.Tensor) -> str | None:
+        if t.is_meta or t.dim() != 2:
+            return None
+        rows, dim = t.shape
+        expected = encodings(torch.arange(rows) + position.offset, dim)
+        if torch.allclose(t.float(), expected, atol=1e-6):
+            return None
+        return f"does not hold the spec's fixed sinusoids ({position.layout})"
+
+    return check
+
+
 # A family's check names -> the check for one spec (RoPE's frequencies depend on its theta).
 CHECKS: dict[BufferCheck, Callable[[IR], Check]] = {
     "anything": lambda ir: _anything,
@@ -74,6 +92,7 @@ CHECKS: dict[BufferCheck, Callable[[IR], Check]] = {
     "arange": lambda ir: _is_arange,
     "causal_mask": lambda ir: _is_causal_mask,
     "rope_inv_freq": _is_inv_freq,
+    "sinusoids": _is_sinusoids,
 }
 
 

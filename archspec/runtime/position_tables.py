@@ -17,6 +17,32 @@ def sinusoids(positions: Tensor, dim: int) -> Tensor:
     return torch.stack([angles.sin(), angles.cos()], dim=-1).flatten(-2)[..., :dim]
 
 
+def sinusoids_halves(positions: Tensor, dim: int) -> Tensor:
+    """Marian's and Pegasus' encodings (transformers'
+    MarianSinusoidalPositionalEmbedding), (..., S, dim) for positions (..., S): channel
+    j turns at p / 10000 ** (2 (j // 2) / dim); the sines of the even channels come
+    first, the cosines of the odd ones after. Computed in float64, as that table is
+    (with numpy), then rounded to float32.
+    """
+    channels = torch.arange(dim, device=positions.device, dtype=torch.float64)
+    angles = positions.double()[..., None] / 10000 ** (2 * (channels // 2) / dim)
+    return torch.cat([angles[..., 0::2].sin(), angles[..., 1::2].cos()], -1).float()
+
+
+def sinusoids_fairseq(positions: Tensor, dim: int) -> Tensor:
+    """fairseq's (tensor2tensor's) encodings, M2M100's and NLLB's, (..., S, dim) for
+    positions (..., S): frequency i of dim // 2 is exp(-i ln(10000) / (dim // 2 - 1)),
+    sines then cosines, and a zero channel last when dim is odd. In float32, as
+    transformers' M2M100SinusoidalPositionalEmbedding computes them.
+    """
+    half = dim // 2
+    step = math.log(10000) / (half - 1)
+    rates = torch.exp(torch.arange(half, device=positions.device).float() * -step)
+    angles = positions.float()[..., None] * rates
+    encodings = torch.cat([angles.sin(), angles.cos()], -1)
+    return torch.nn.functional.pad(encodings, (0, dim % 2))
+
+
 def alibi_slopes(n_heads: int, device: torch.device) -> Tensor:
     """ALiBi's slope for each head, as BLOOM computes them.
 

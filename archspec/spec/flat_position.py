@@ -99,10 +99,11 @@ def _refuse_foreign(section: dict[str, Any], kind: str, scaling: Any, error: Err
         for name in ("rotary_dim", "interleaved"):
             if section.get(name) not in (None, False):
                 raise error((*SECTION, name), f"{name} needs position.kind: rope")
-    if kind != "learned" and section.get("from_mask"):
+    if kind not in ("learned", "sinusoidal") and section.get("from_mask"):
         raise error(
             (*SECTION, "from_mask"),
-            f"from_mask numbers the rows of a learned table; position.kind is {kind!r}",
+            f"from_mask numbers absolute positions (learned or sinusoidal); position.kind "
+            f"is {kind!r}",
         )
     if scaling != "longrope":
         for name in ("short_factor", "long_factor"):

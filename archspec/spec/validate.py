@@ -322,6 +322,14 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
         head_dim = spec.attention.latent.rope_dim  # what RoPE turns
     if spec.position.kind == "rope" and head_dim % 2:
         raise v.error(("position", "kind"), f"rope needs an even head_dim, got {head_dim}")
+    if spec.position.kind == "sinusoidal" and spec.position.layout == "fairseq":
+        width = min(spec.d_model, spec.embedding.dim or spec.d_model)
+        if width < 4:  # fairseq divides by width // 2 - 1, as transformers' M2M100 does
+            raise v.error(
+                ("position", "layout"),
+                "fairseq's sinusoids space their frequencies over width // 2 - 1 steps: "
+                f"they need embeddings at least 4 wide, got {width}",
+            )
     _check_sharing(spec, v)
     if spec.moe is not None and spec.moe.shared_gate and not spec.moe.shared_d_ff:
         raise v.error_between(

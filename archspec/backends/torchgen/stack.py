@@ -173,12 +173,12 @@ class _StackWriter(ForwardWriter):
         # of the table's offset; clamped to 0 where there is none). With a cache the mask
         # covers every slot: the new tokens are its columns at `queries`.
         low = "" if self.ctx.offset else ".clamp(min=0)"
-        counted = f"(attention_mask.long().cumsum(-1) * attention_mask.long() - 1){low}"
         new = "queries" if self.cached else "-seq_len:"
         self.lines += [
             f"positions = {arange}",
             "if attention_mask is not None:  # count the tokens the mask keeps",
-            f"    positions = {counted}[:, {new}]",
+            "    kept = attention_mask.long()",
+            f"    positions = (kept.cumsum(-1) * kept - 1){low}[:, {new}]",
         ]
         assert op.out is not None
         self.names[id(op.out)] = "positions"

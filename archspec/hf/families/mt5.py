@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from archspec.hf.config_fields import Fields
 from archspec.hf.families.t5 import NAMES, T5Variant, export_t5, import_t5
 from archspec.hf.family import Family, HFClass
 from archspec.spec.schema import Spec
 
-# MT5Config's defaults (transformers 5: a tied head; real mT5 configs say tie_word_embeddings:
-# false, and their checkpoints keep a separate lm_head.weight).
+# MT5Config's defaults (transformers 5: a tied head, forced whatever config.json says; real
+# mT5 configs say tie_word_embeddings: false, and their checkpoints keep a separate
+# lm_head.weight, which from_pretrained keeps untied).
 VARIANT = T5Variant(
     n_layers=8,
     n_heads=6,
@@ -21,6 +23,23 @@ VARIANT = T5Variant(
     tie=True,
     scales_output=False,
 )
+
+
+def import_mt5(f: Fields, cls: HFClass) -> dict[str, Any]:
+    spec = import_t5(f, cls, VARIANT)
+    if spec["head"].get("lm_head") and not spec["head"].get("tied"):
+        # MT5Config.__post_init__ drops the field and sets True ("official weights have False
+        # serialized, but we have to tie always"); from_pretrained then unties the head when
+        # the checkpoint stores a lm_head.weight that differs from shared.weight.
+        extra = spec["vocab_size"] * spec["d_model"]
+        f.notes.append(
+            "config.json says tie_word_embeddings: false, which archspec follows, as "
+            "from_pretrained does on the real mT5 checkpoints (they store a separate "
+            "lm_head.weight); transformers' MT5Config forces the tie, so a model built from "
+            f"this config alone (meta device, from_config) ties the head and counts "
+            f"{extra:,} parameters fewer"
+        )
+    return spec
 
 
 def export_mt5(spec: Spec) -> dict[str, Any]:
@@ -35,7 +54,7 @@ FAMILY = Family(
         HFClass("MT5EncoderModel", "mt5", "none", base=True, layout="encoder"),
     ),
     bases=("_mt5",),
-    import_config=lambda f, cls: import_t5(f, cls, VARIANT),
+    import_config=import_mt5,
     export_config=export_mt5,
     names=NAMES,
 )
