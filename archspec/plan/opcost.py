@@ -52,6 +52,7 @@ class OpCost:
     tp: str = "whole"  # "split", "column", "row" (matmuls over split heads/units) or "whole"
     attn_core: bool = False  # QKᵀ, softmax, dropout, AV: what selective recompute replays
     backward: float = 2.0  # backward time / forward time (input and weight gradients)
+    weights: sp.Expr = sp.Integer(0)  # weight elements among `bytes` (weight-only quantization)
 
 
 @dataclass
@@ -123,7 +124,8 @@ class CostCounter(FlopCounter):
                 weights = distinct_experts(self.route, m / op.x.copies)
             moved = c * (m * k + weights * k * n + m * n)
             shape = (m / weights, n, k)
-            return [OpCost(f"{op.component}.linear", "matmul", flops, moved, shape, tp)]
+            return [OpCost(f"{op.component}.linear", "matmul", flops, moved, shape, tp,
+                           weights=weights * k * n)]  # fmt: skip
         if isinstance(op, ops.Attend):
             return self.attend(op, flops)
         if isinstance(op, ops.Loss):
@@ -245,4 +247,4 @@ def _subs(cost: OpCost, env) -> OpCost:
 
     shape = tuple(put(x) for x in cost.shape) if cost.shape else None
     return OpCost(cost.label, cost.kind, put(cost.flops), put(cost.bytes), shape, cost.tp,
-                  cost.attn_core, cost.backward)  # fmt: skip
+                  cost.attn_core, cost.backward, put(cost.weights))  # fmt: skip
