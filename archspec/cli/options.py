@@ -319,7 +319,8 @@ PlanRecompute = Annotated[
 PlanZero = Annotated[int | None, _opt("--zero", help="ZeRO stage 0-3.", panel=_LAYOUT)]
 PlanDtype = Annotated[
     str,
-    _opt("--dtype", help="Compute dtype: bf16, fp16, fp32.", metavar="DTYPE", callback=dtype_name),
+    _opt("--dtype", help="Compute dtype: bf16, fp16, fp32; serving also int8, int4 (weight-only).",
+         metavar="DTYPE", callback=dtype_name),
 ]
 PlanGradDtype = Annotated[
     str | None,
@@ -335,6 +336,17 @@ PlanPrompt = Annotated[int, _opt("--prompt", help="Prompt positions.", panel=_SE
 PlanNewTokens = Annotated[
     int, _opt("--new-tokens", help="Tokens generated per sequence.", panel=_SERVE)
 ]
+PlanServeEngine = Annotated[
+    str | None,
+    _opt("--engine", help="Serving: the engine whose calibrated profile times the kernels "
+         "(gpt-fast, tensorrt-llm, transformers, tinychat, exllama; default ideal: the roofline "
+         "alone).", metavar="NAME", panel=_SERVE),
+]  # fmt: skip
+PlanGroup = Annotated[
+    int | None,
+    _opt("--group", help="Serving at --dtype int4: weights per quantization group.",
+         metavar="G", panel=_SERVE),
+]  # fmt: skip
 
 
 # `archspec compare`.

@@ -25,6 +25,7 @@ from archspec.cli.options import (
     PlanGpu,
     PlanGpus,
     PlanGradDtype,
+    PlanGroup,
     PlanInterleave,
     PlanListSystems,
     PlanMode,
@@ -33,6 +34,7 @@ from archspec.cli.options import (
     PlanPrompt,
     PlanRecompute,
     PlanSeq,
+    PlanServeEngine,
     PlanSp,
     PlanSpecArg,
     PlanSystemFiles,
@@ -54,8 +56,8 @@ def plan(
     interleave: PlanInterleave = None, sp_: PlanSp = None, batch: PlanBatch = None,
     recompute: PlanRecompute = None, zero: PlanZero = None, dtype: PlanDtype = "bf16",
     grad_dtype: PlanGradDtype = None, attn: PlanAttn = "flash", top: PlanTop = 5,
-    prompt: PlanPrompt = 512, new_tokens: PlanNewTokens = 128, json_: JsonOpt = False,
-    debug: DebugOpt = False,
+    prompt: PlanPrompt = 512, new_tokens: PlanNewTokens = 128, engine: PlanServeEngine = None,
+    group: PlanGroup = None, json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Predict a training step (time, tokens/s, MFU, memory per device and where the time goes)
     on a named cluster, searching the layouts that fit when none is given; or, with `--mode
@@ -73,6 +75,8 @@ def plan(
         archspec plan llama-2-7b --gpu h100-sxm --gpus 8 --global-batch 256 --seq 4096 --json
 
         archspec plan llama-2-70b --mode serve --gpu h100-sxm --gpus 8 --tp 8 --batch 16 --prompt 2048 --new-tokens 256
+
+        archspec plan llama-2-7b --mode serve --gpu a100-80g --engine gpt-fast --dtype int4 --group 32
     """  # noqa: E501
     from archspec.plan import request
 
@@ -85,7 +89,8 @@ def plan(
         system = request.checked_system(spec, gpu, system_files, mode, attn, dtype, gpus)
         ir = compile_spec(spec, set_)
         if mode == "serve":
-            report = request.serving_report(ir, system, gpus, tp, batch, prompt, new_tokens, dtype)
+            report = request.serving_report(ir, system, gpus, tp, batch, prompt, new_tokens,
+                                            dtype, engine, group)  # fmt: skip
         else:
             run = request.training_run(ir, gpus, global_batch, seq, dtype, grad_dtype, attn, top)
             given = {"tp": tp, "pp": pp, "interleave": interleave, "sp": sp_,
@@ -204,15 +209,16 @@ def _render_serve(r: dict[str, Any]) -> None:
     model = asked_title(r["model"], r["overrides"])
     title = (f"{model} serving on {r['gpus']} × {markup_safe(r['system'])} (tp {r['tp']}): "
              f"batch {r['batch']}, {r['prompt']}-token prompts, "
-             f"{r['new_tokens']} new tokens")  # fmt: skip
+             f"{r['new_tokens']} new tokens, {r['dtype']}, engine {r['engine']}")  # fmt: skip
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column("", style="bold")
     table.add_column("", justify="right")
     mem = r["memory"]
     fits = "[green]fits[/green]" if r["fits"] else "[red]does not fit[/red]"
     for name, value in (
-        ("prefill", _seconds(r["prefill_s"])),
+        ("time to first token", _seconds(r["prefill_s"])),
         ("per-token decode", _seconds(r["decode_token_s"])),
+        ("whole request", _seconds(r["generate_s"])),
         ("generated tokens/s", human(r["tokens_per_s"])),
         ("weights per device", _gib(mem["weights"])),
         ("KV cache per device", _gib(mem["kv_cache"])),

@@ -32,8 +32,10 @@ def checked_system(
         raise SpecError(f"--mode takes train or serve (got '{mode}')")
     if attn not in ("flash", "eager"):
         raise SpecError(f"--attn takes flash or eager (got '{attn}')")
-    if dtype not in ("bf16", "fp16", "fp32"):
-        raise SpecError(f"--dtype takes bf16, fp16 or fp32 (got '{dtype}')")
+    served = ("int8", "int4") if mode == "serve" else ()
+    if dtype not in ("bf16", "fp16", "fp32", *served):
+        also = ", or int8 or int4 weights when serving" if mode == "train" else ", int8, int4"
+        raise SpecError(f"--dtype takes bf16, fp16, fp32{also} (got '{dtype}')")
     if gpus < 1:
         raise SpecError("--gpus must be at least 1")
     return system
@@ -135,16 +137,22 @@ def training_report(
 
 def serving_report(
     ir: IR, system: System, gpus: int, tp: int | None, batch: int | None, prompt: int,
-    new_tokens: int, dtype: str,
+    new_tokens: int, dtype: str, engine: str | None = None, group: int | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Prefill and per-token decode for `--mode serve` (tp and batch default to 1)."""
     from archspec.plan.report import serve_report
     from archspec.plan.serve import predict_serving
+    from archspec.plan.serve_engine import get_engine
 
     # Left out, each is 1; given, each is checked (0 is not "left out").
     tp = 1 if tp is None else tp
     batch = 1 if batch is None else batch
-    p = predict_serving(ir, system, batch, prompt, new_tokens, tp, gpus, dtype)
+    if group is not None and group < 1:
+        raise SpecError("--group must be at least 1")
+    profile = get_engine(engine or "ideal")
+    p = predict_serving(ir, system, batch, prompt, new_tokens, tp, gpus, dtype,
+                        engine=profile, group=group)  # fmt: skip
     settings = {"gpus": gpus, "tp": tp, "batch": batch, "prompt": prompt,
-                "new_tokens": new_tokens, "dtype": dtype}  # fmt: skip
+                "new_tokens": new_tokens, "dtype": dtype, "group": group,
+                "engine": profile.key}  # fmt: skip
     return serve_report(ir, system, p, settings)

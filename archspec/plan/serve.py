@@ -132,12 +132,16 @@ def _pass_parts(costs: PassCosts, values, tp: int, peak: float, eff: Efficiency,
     return PassParts(tuple(ops), layers, calls * layers, bytes_s * layers, ring_s * layers)
 
 
-def serve_parts(ir: IR, system: System, batch: int, prompt: int, new_tokens: int, tp: int = 1,
-                dtype: str = "bf16", eff: Efficiency = CALIBRATED) -> ServeParts:  # fmt: skip
+def check_counts(tp: int, batch: int, prompt: int, new_tokens: int) -> None:
     for name, value in (("tp", tp), ("batch", batch), ("prompt", prompt),
                         ("new-tokens", new_tokens)):  # fmt: skip
         if value < 1:
             raise SpecError(f"--{name} must be at least 1")
+
+
+def serve_parts(ir: IR, system: System, batch: int, prompt: int, new_tokens: int, tp: int = 1,
+                dtype: str = "bf16", eff: Efficiency = CALIBRATED) -> ServeParts:  # fmt: skip
+    check_counts(tp, batch, prompt, new_tokens)
     if tp > system.gpus_per_node:
         raise SpecError(
             f"--tp {tp} spans more than one node of {system.gpus_per_node} accelerators",
@@ -191,6 +195,7 @@ def predict_serving(
     engine: ServeEngine = IDEAL,
     group: int | None = None,
 ) -> ServePrediction:
+    check_counts(tp, batch, prompt, new_tokens)
     gpus = gpus or tp
     if gpus % tp:
         raise SpecError(f"--gpus {gpus} is not a multiple of --tp {tp}")
