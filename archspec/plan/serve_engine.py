@@ -5,7 +5,8 @@ real engine reaches a fraction of it (its kernels' achieved bandwidth: lower for
 weights, whose kernels dequantize as they read), and adds time the roofline does not see:
 
 - per layer of every forward pass, kernel launches and synchronisation the host issues, which
-  CUDA graphs (gpt-fast's `reduce-overhead`, TensorRT-LLM's runtime) all but remove;
+  CUDA graphs (gpt-fast's `reduce-overhead`) remove but for each kernel's own start and drain
+  on the device (a few microseconds a kernel);
 - per tensor-parallel all-reduce (two a layer), its latency, beyond the bytes over the link;
 - per request (or static batch), a fixed overhead: scheduling, sampling, the first token's
   return.

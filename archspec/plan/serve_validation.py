@@ -32,10 +32,12 @@ from archspec.plan.hardware import System, load_accelerators, load_catalogue
 from archspec.plan.serve import ServeParts, serve_parts
 from archspec.plan.serve_engine import PRECISION_CLASSES, ServeEngine
 
-# Engines without a per-layer host overhead: gpt-fast decodes in CUDA graphs, TensorRT-LLM in
-# its C++ runtime; TinyChat and ExLlama have too few figures (two or three, all at batch 1 on
-# one GPU) to tell it from the bandwidth, which absorbs it.
-NO_LAYER_OVERHEAD = {"gpt-fast", "tensorrt-llm", "tinychat", "exllama"}
+# Engines whose per-layer overhead is not fitted: TensorRT-LLM's figures are mostly compute-
+# bound prefills and large batches, where a per-layer term would stand in for the matmuls'
+# efficiency; TinyChat and ExLlama have too few figures (two or three, all at batch 1 on one
+# GPU) to tell it from the bandwidth, which absorbs it. gpt-fast decodes in CUDA graphs, so its
+# per-layer term is what each kernel still costs on the device (start and drain).
+NO_LAYER_OVERHEAD = {"tensorrt-llm", "tinychat", "exllama"}
 ENGINE_NAMES = {
     "gpt-fast": "compiled PyTorch, static KV cache, CUDA graphs (gpt-fast)",
     "tensorrt-llm": "TensorRT-LLM (static batches, fused kernels)",
