@@ -53,7 +53,9 @@ USABLE = {
     "exllama": (0.9, "assumed: the README advises about 20 GB of a 24 GB GPU (0.83) for the model"),
 }  # fmt: skip
 DECODE_ONLY = ("decode_token_ms", "generate_decode_tokens_per_s")
-EFFICIENCY_GRID = [x / 200 for x in range(40, 201)]  # 0.20 to 1.00
+# Achieved bandwidth from 20% to 90% of the peak: streaming copies reach 80-90% on A100 and
+# H100 (efficiency.py's sources), and no kernel that also computes does better.
+EFFICIENCY_GRID = [x / 200 for x in range(40, 181)]
 
 
 @dataclass(frozen=True)
@@ -189,32 +191,34 @@ def _least_squares(columns: list[list[float]], target: list[float]) -> list[floa
     return [a[r][k] / a[r][r] for r in range(k)]
 
 
-def fit_engine(key: str, figures: list[Figure], rounds: int = 6) -> ServeEngine:
-    """The profile that best predicts `figures` (all of one engine)."""
+def _with_overheads(engine: ServeEngine, figures: list[Figure], free: list[str]
+                    ) -> tuple[ServeEngine, float]:  # fmt: skip
+    """The engine with its free overheads fitted (the relative residuals are linear in them:
+    non-negative least squares), and the squared error left."""
+    zero = replace(engine, layer_overhead_us=0.0, allreduce_us=0.0, request_overhead_ms=0.0)
+    if free:
+        base = [f.predicted_s(parts_of(f), zero) for f in figures]
+        target = [1 - b / f.published_s for f, b in zip(figures, base, strict=True)]
+        cols = [[_overhead_counts(f, name) / f.published_s for f in figures]
+                for name in free]  # fmt: skip
+        zero = replace(zero, **dict(zip(free, _nnls(cols, target), strict=True)))
+    return zero, sum(e * e for e in _errors(figures, zero))
+
+
+def fit_engine(key: str, figures: list[Figure], rounds: int = 3) -> ServeEngine:
+    """The profile that best predicts `figures` (all of one engine): each precision's
+    bandwidth on a grid in turn, every candidate with the overheads fitted to all figures."""
     classes = sorted({PRECISION_CLASSES[f.precision] for f in figures})
     engine = ServeEngine(key, ENGINE_NAMES[key], dict.fromkeys(classes, 0.8),
                          allreduce_us=0.0, usable_memory=USABLE[key][0],
                          calibrated_on=sorted({f.source for f in figures}))  # fmt: skip
     free = _free_overheads(key, figures)
-    for _ in range(rounds):
-        for cls in classes:  # each precision's bandwidth, its own figures' squared error
-            mine = [f for f in figures if PRECISION_CLASSES[f.precision] == cls]
-
-            def loss(eta: float, mine=mine, cls=cls, now=engine) -> float:
-                trial = replace(now, memory_efficiency={**now.memory_efficiency, cls: eta})
-                return sum(e * e for e in _errors(mine, trial))
-
-            best = min(EFFICIENCY_GRID, key=loss)
-            engine = replace(engine, memory_efficiency={**engine.memory_efficiency, cls: best})
-        if free:  # the overheads: relative residuals are linear in them
-            zero = replace(engine, layer_overhead_us=0.0, allreduce_us=0.0,
-                           request_overhead_ms=0.0)  # fmt: skip
-            base = [f.predicted_s(parts_of(f), zero) for f in figures]
-            target = [1 - b / f.published_s for f, b in zip(figures, base, strict=True)]
-            cols = [[_overhead_counts(f, name) / f.published_s for f in figures]
-                    for name in free]  # fmt: skip
-            x = _nnls(cols, target)
-            engine = replace(engine, **dict(zip(free, x, strict=True)))
+    for _ in range(rounds if len(classes) > 1 else 1):
+        for cls in classes:
+            trials = (replace(engine, memory_efficiency={**engine.memory_efficiency, cls: eta})
+                      for eta in EFFICIENCY_GRID)  # fmt: skip
+            engine = min((_with_overheads(t, figures, free) for t in trials),
+                         key=lambda fit: fit[1])[0]  # fmt: skip
     return engine
 
 
