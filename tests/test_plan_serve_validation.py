@@ -120,3 +120,21 @@ def test_serve_json_says_the_engine_and_the_whole_request() -> None:
     assert r["generate_s"] == pytest.approx(r["prefill_s"] + 199 * r["decode_token_s"])
     # gpt-fast's README: 104.9 tokens/s for this run (prefill included).
     assert 200 / r["generate_s"] == pytest.approx(104.9, rel=0.15)
+
+
+def test_an_fp8_cache_halves_the_keys_and_values_a_step_reads() -> None:
+    from archspec.backends.count.memory import kv_cache_bytes
+    from archspec.backends.count.passes import KV_LEN, B
+
+    ir = compile_spec("llama-2-7b", None)
+    system = get_system("h100-sxm")
+    args = (ir, system, 64, 2048, 128)
+    full = predict_serving(*args)
+    fp8 = predict_serving(*args, kv_dtype="fp8")
+    # count's cache at the middle step, in bf16: half of it is saved, at 80% of the bandwidth.
+    read = float(kv_cache_bytes(ir, 2).xreplace({**ir.env, B: 64, KV_LEN: 2048 + 64}))
+    saved = full.decode_token_s - fp8.decode_token_s
+    assert saved == pytest.approx(read / 2 / (system.accelerator.bandwidth * 0.8), rel=0.02)
+    assert fp8.kv_cache_bytes == pytest.approx(full.kv_cache_bytes / 2)
+    with pytest.raises(Exception, match="no fp8 throughput"):
+        predict_serving(ir, get_system("a100-80g"), 1, 16, 16, dtype="fp8")

@@ -319,7 +319,8 @@ PlanRecompute = Annotated[
 PlanZero = Annotated[int | None, _opt("--zero", help="ZeRO stage 0-3.", panel=_LAYOUT)]
 PlanDtype = Annotated[
     str,
-    _opt("--dtype", help="Compute dtype: bf16, fp16, fp32; serving also int8, int4 (weight-only).",
+    _opt("--dtype", help="Compute dtype: bf16, fp16, fp32; serving also int8, int4 (weight-only) "
+         "and fp8 (weights and matmuls).",
          metavar="DTYPE", callback=dtype_name),
 ]
 PlanGradDtype = Annotated[
@@ -341,6 +342,11 @@ PlanServeEngine = Annotated[
     _opt("--engine", help="Serving: the engine whose calibrated profile times the kernels "
          "(gpt-fast, tensorrt-llm, transformers, tinychat, exllama; default ideal: the roofline "
          "alone).", metavar="NAME", panel=_SERVE),
+]  # fmt: skip
+PlanKvDtype = Annotated[
+    str | None,
+    _opt("--kv-dtype", help="Serving: the KV cache's dtype (bf16, fp16, fp8, int8; default: "
+         "16-bit).", metavar="DTYPE", panel=_SERVE),
 ]  # fmt: skip
 PlanGroup = Annotated[
     int | None,

@@ -27,6 +27,7 @@ from archspec.cli.options import (
     PlanGradDtype,
     PlanGroup,
     PlanInterleave,
+    PlanKvDtype,
     PlanListSystems,
     PlanMode,
     PlanNewTokens,
@@ -57,7 +58,8 @@ def plan(
     recompute: PlanRecompute = None, zero: PlanZero = None, dtype: PlanDtype = "bf16",
     grad_dtype: PlanGradDtype = None, attn: PlanAttn = "flash", top: PlanTop = 5,
     prompt: PlanPrompt = 512, new_tokens: PlanNewTokens = 128, engine: PlanServeEngine = None,
-    group: PlanGroup = None, json_: JsonOpt = False, debug: DebugOpt = False,
+    group: PlanGroup = None, kv_dtype: PlanKvDtype = None, json_: JsonOpt = False,
+    debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Predict a training step (time, tokens/s, MFU, memory per device and where the time goes)
     on a named cluster, searching the layouts that fit when none is given; or, with `--mode
@@ -90,7 +92,7 @@ def plan(
         ir = compile_spec(spec, set_)
         if mode == "serve":
             report = request.serving_report(ir, system, gpus, tp, batch, prompt, new_tokens,
-                                            dtype, engine, group)  # fmt: skip
+                                            dtype, engine, group, kv_dtype)  # fmt: skip
         else:
             run = request.training_run(ir, gpus, global_batch, seq, dtype, grad_dtype, attn, top)
             given = {"tp": tp, "pp": pp, "interleave": interleave, "sp": sp_,
@@ -209,7 +211,9 @@ def _render_serve(r: dict[str, Any]) -> None:
     model = asked_title(r["model"], r["overrides"])
     title = (f"{model} serving on {r['gpus']} × {markup_safe(r['system'])} (tp {r['tp']}): "
              f"batch {r['batch']}, {r['prompt']}-token prompts, "
-             f"{r['new_tokens']} new tokens, {r['dtype']}, engine {r['engine']}")  # fmt: skip
+             f"{r['new_tokens']} new tokens, {r['dtype']}"
+             + (f" (KV cache {r['kv_dtype']})" if r["kv_dtype"] else "")
+             + f", engine {r['engine']}")  # fmt: skip
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column("", style="bold")
     table.add_column("", justify="right")

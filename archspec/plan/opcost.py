@@ -53,6 +53,7 @@ class OpCost:
     attn_core: bool = False  # QKᵀ, softmax, dropout, AV: what selective recompute replays
     backward: float = 2.0  # backward time / forward time (input and weight gradients)
     weights: sp.Expr = sp.Integer(0)  # weight elements among `bytes` (weight-only quantization)
+    kv: sp.Expr = sp.Integer(0)  # key and value elements among `bytes` (a quantized KV cache)
 
 
 @dataclass
@@ -152,10 +153,11 @@ class CostCounter(FlopCounter):
         keys = L.attended(op.k)
         q, d = L.queries, op.head_dim
         heads = B * op.heads
+        kv = L.rows(op.k) * op.kv_heads * (op.head_dim + op.v_head_dim)
         qkv_out = (
             L.elements(op.q, computed=True)
             + 2 * L.elements(op.out, computed=True)  # q and the output have the same size
-            + L.rows(op.k) * op.kv_heads * (op.head_dim + op.v_head_dim)
+            + kv
         )
         if self.attn == "flash":
             # One fused kernel; a causal mask lets it skip the hidden half of the pairs.
@@ -171,6 +173,7 @@ class CostCounter(FlopCounter):
                     "split",
                     attn_core=True,
                     backward=2.5,
+                    kv=kv,
                 )
             ]
         scores = heads * q * keys
@@ -247,4 +250,4 @@ def _subs(cost: OpCost, env) -> OpCost:
 
     shape = tuple(put(x) for x in cost.shape) if cost.shape else None
     return OpCost(cost.label, cost.kind, put(cost.flops), put(cost.bytes), shape, cost.tp,
-                  cost.attn_core, cost.backward, put(cost.weights))  # fmt: skip
+                  cost.attn_core, cost.backward, put(cost.weights), put(cost.kv))  # fmt: skip

@@ -32,9 +32,9 @@ def checked_system(
         raise SpecError(f"--mode takes train or serve (got '{mode}')")
     if attn not in ("flash", "eager"):
         raise SpecError(f"--attn takes flash or eager (got '{attn}')")
-    served = ("int8", "int4") if mode == "serve" else ()
+    served = ("int8", "int4", "fp8") if mode == "serve" else ()
     if dtype not in ("bf16", "fp16", "fp32", *served):
-        also = ", or int8 or int4 weights when serving" if mode == "train" else ", int8, int4"
+        also = ", or int8, int4, fp8 when serving" if mode == "train" else ", int8, int4, fp8"
         raise SpecError(f"--dtype takes bf16, fp16, fp32{also} (got '{dtype}')")
     if gpus < 1:
         raise SpecError("--gpus must be at least 1")
@@ -138,6 +138,7 @@ def training_report(
 def serving_report(
     ir: IR, system: System, gpus: int, tp: int | None, batch: int | None, prompt: int,
     new_tokens: int, dtype: str, engine: str | None = None, group: int | None = None,
+    kv_dtype: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Prefill and per-token decode for `--mode serve` (tp and batch default to 1)."""
     from archspec.plan.report import serve_report
@@ -151,8 +152,8 @@ def serving_report(
         raise SpecError("--group must be at least 1")
     profile = get_engine(engine or "ideal")
     p = predict_serving(ir, system, batch, prompt, new_tokens, tp, gpus, dtype,
-                        engine=profile, group=group)  # fmt: skip
+                        engine=profile, group=group, kv_dtype=kv_dtype)  # fmt: skip
     settings = {"gpus": gpus, "tp": tp, "batch": batch, "prompt": prompt,
                 "new_tokens": new_tokens, "dtype": dtype, "group": group,
-                "engine": profile.key}  # fmt: skip
+                "kv_dtype": kv_dtype, "engine": profile.key}  # fmt: skip
     return serve_report(ir, system, p, settings)

@@ -10,9 +10,12 @@ cost mostly their latency. A decode step's time is linear in the cached position
 over the generated tokens is the step at the middle one.
 
 Weight-only quantization (int8, int4 in groups) stores and reads each linear's weight in fewer
-bytes (int4 adds a 16-bit scale and zero point per group) and computes in bf16. The engine
-(serve_engine.py) says what fraction of the bandwidth its kernels reach at that precision and
-what it adds per layer, per all-reduce and per request.
+bytes (int4 adds a 16-bit scale and zero point per group) and computes in bf16; fp8 stores the
+weights in one byte and runs the matmuls at the fp8 peak (TensorRT-LLM's FP8: activations cast
+to fp8 at each matmul, kept 16-bit between kernels). A quantized KV cache (fp8, int8) stores
+and reads keys and values in one byte. The engine (serve_engine.py) says what fraction of the
+bandwidth its kernels reach at that precision and what it adds per layer, per all-reduce and
+per request.
 """
 
 from __future__ import annotations
@@ -34,8 +37,42 @@ from archspec.plan.opcost import PassCosts, decode_costs, pass_costs
 from archspec.plan.roofline import Roofline
 from archspec.plan.serve_engine import IDEAL, ServeEngine
 
-WEIGHT_ONLY = ("int8", "int4")
+ONE_BYTE_WEIGHTS = ("int8", "int4", "fp8")
 GROUP_BYTES = 4  # a 16-bit scale and a 16-bit zero point per int4 group (GPTQ, AWQ, gpt-fast)
+KV_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+
+
+@dataclass(frozen=True)
+class Precision:
+    """How a served model stores its weights and KV cache."""
+
+    dtype: str = "bf16"  # the weights' (and, at fp8, the matmuls' inputs')
+    group: int | None = None  # int4: weights per scale and zero point
+    kv: str | None = None  # the KV cache's; None: the 16-bit activations'
+
+    def __post_init__(self) -> None:
+        if self.dtype == "int4" and self.group is None:
+            raise SpecError("int4 weights need a group size (--group: 32, 64, 128, ...)")
+        if self.dtype != "int4" and self.group is not None:
+            raise SpecError(f"--group {self.group} is for int4 weights; --dtype is {self.dtype}")
+        if self.kv is not None and self.kv not in KV_BYTES:
+            raise SpecError(f"--kv-dtype takes {', '.join(KV_BYTES)} (got '{self.kv}')")
+
+    @property
+    def compute(self) -> str:
+        """The matmuls' dtype: weight-only formats dequantize to bf16."""
+        return self.dtype if self.dtype in ("fp32", "bf16", "fp16", "fp8") else "bf16"
+
+    @property
+    def weight_bytes(self) -> float:
+        if self.dtype == "int4":
+            assert self.group is not None
+            return 0.5 + GROUP_BYTES / self.group
+        return 1.0 if self.dtype in ONE_BYTE_WEIGHTS else float(COMPUTE_BYTES[self.dtype])
+
+    @property
+    def kv_bytes(self) -> float:
+        return KV_BYTES[self.kv] if self.kv else float(COMPUTE_BYTES[self.dtype])
 
 
 @dataclass(frozen=True)
@@ -56,23 +93,24 @@ class ServePrediction:
 @dataclass(frozen=True)
 class PassParts:
     """One pass as numbers an engine turns into seconds: per op, (compute seconds, bytes one
-    rank moves, its weight elements) with how many layers run it, and the pass's layers and
-    all-reduces."""
+    rank moves, its weight elements, its key and value elements) with how many layers run it,
+    and the pass's layers and all-reduces."""
 
-    ops: tuple[tuple[int, float, float, float], ...]
+    ops: tuple[tuple[int, float, float, float, float], ...]
     layers: int
     allreduces: int
     allreduce_bytes_s: float  # the all-reduces' bytes over the link, all of them
     allreduce_ring_s: float  # their ring latency from the catalogue (the ideal engine's)
 
-    def seconds(self, bandwidth: float, weight_bytes: float, compute_bytes: int,
+    def seconds(self, bandwidth: float, precision: Precision, compute_bytes: int,
                 engine: ServeEngine) -> float:  # fmt: skip
-        """`weight_bytes`: bytes per stored weight element, where the ops counted
-        `compute_bytes`."""
+        """The ops counted `compute_bytes` per element; `precision` stores weights and the
+        cache in its own."""
+        w = precision.weight_bytes - compute_bytes
+        c = precision.kv_bytes - compute_bytes
         memory = 0.0
-        for n, compute, moved, weights in self.ops:
-            moved += (weight_bytes - compute_bytes) * weights
-            memory += n * max(compute, moved / bandwidth)
+        for n, compute, moved, weights, kv in self.ops:
+            memory += n * max(compute, (moved + w * weights + c * kv) / bandwidth)
         if engine.allreduce_us is None:
             latency = self.allreduce_ring_s
         else:
@@ -93,23 +131,12 @@ class ServeParts:
     kv_cache_bytes: float
     memory_bytes: float  # the device's
 
-    def seconds(self, engine: ServeEngine, dtype: str, group: int | None) -> tuple[float, float]:
+    def seconds(self, engine: ServeEngine, precision: Precision) -> tuple[float, float]:
         """(prefill with the request overhead, one mean decode step)."""
-        bandwidth = self.bandwidth * engine.efficiency(dtype)
-        w = weight_bytes(dtype, group)
-        prefill = self.prefill.seconds(bandwidth, w, self.compute_bytes, engine)
-        decode = self.decode.seconds(bandwidth, w, self.compute_bytes, engine)
+        bandwidth = self.bandwidth * engine.efficiency(precision.dtype)
+        prefill = self.prefill.seconds(bandwidth, precision, self.compute_bytes, engine)
+        decode = self.decode.seconds(bandwidth, precision, self.compute_bytes, engine)
         return prefill + engine.request_overhead_ms * 1e-3, decode
-
-
-def weight_bytes(dtype: str, group: int | None) -> float:
-    if dtype == "int8":
-        return 1.0
-    if dtype == "int4":
-        if group is None:
-            raise SpecError("int4 weights need a group size (--group: 32, 64, 128, ...)")
-        return 0.5 + GROUP_BYTES / group
-    return float(COMPUTE_BYTES[dtype])
 
 
 def _pass_parts(costs: PassCosts, values, tp: int, peak: float, eff: Efficiency,
@@ -126,7 +153,8 @@ def _pass_parts(costs: PassCosts, values, tp: int, peak: float, eff: Efficiency,
                 float(sp.sympify(cost.bytes).xreplace(values)), shape)  # fmt: skip
         ways = tp if cost.tp != "whole" else 1
         weights = float(sp.sympify(cost.weights).xreplace(values)) / ways
-        ops.append((n, compute.op_time(item, tp), moved.op_time(item, tp), weights))
+        kv = float(sp.sympify(cost.kv).xreplace(values)) / ways
+        ops.append((n, compute.op_time(item, tp), moved.op_time(item, tp), weights, kv))
     layers = sum(n for n, _ in costs.layers)
     bytes_s, ring_s, calls = allreduce
     return PassParts(tuple(ops), layers, calls * layers, bytes_s * layers, ring_s * layers)
@@ -140,16 +168,16 @@ def check_counts(tp: int, batch: int, prompt: int, new_tokens: int) -> None:
 
 
 def serve_parts(ir: IR, system: System, batch: int, prompt: int, new_tokens: int, tp: int = 1,
-                dtype: str = "bf16", eff: Efficiency = CALIBRATED) -> ServeParts:  # fmt: skip
+                precision: Precision = Precision(), eff: Efficiency = CALIBRATED
+                ) -> ServeParts:  # fmt: skip
     check_counts(tp, batch, prompt, new_tokens)
     if tp > system.gpus_per_node:
         raise SpecError(
             f"--tp {tp} spans more than one node of {system.gpus_per_node} accelerators",
             hint="serving keeps a tensor-parallel group inside a node",
         )
-    c = COMPUTE_BYTES[dtype]
-    compute_dtype = dtype if dtype in ("fp32", "bf16", "fp16") else "bf16"
-    peak = system.accelerator.peak(compute_dtype)
+    c = COMPUTE_BYTES[precision.dtype]
+    peak = system.accelerator.peak(precision.compute)
     link = group_link(system, tp, 1, eff.network_peak)
     bare = Link(link.bandwidth, 0.0)
     d = ir.value(ir.root.d_model)
@@ -173,13 +201,15 @@ def serve_parts(ir: IR, system: System, batch: int, prompt: int, new_tokens: int
     middle = fed + (new_tokens + 1) // 2
     decode_values = {B: batch, S: prompt, S_DEC: fed, KV_LEN: middle}
     decode = _pass_parts(dec, decode_values, tp, peak, eff, allreduces(batch * d * c))
-    figures = memory_figures(ir, dtype, parallel=Parallelism(gpus=tp, tp=tp))
+    stored = precision.dtype if precision.dtype in ("fp32", "bf16", "fp16") else "bf16"
+    figures = memory_figures(ir, stored, parallel=Parallelism(gpus=tp, tp=tp))
     full = {**ir.env, B: batch, S: prompt, S_DEC: fed, KV_LEN: fed + new_tokens}
-    return ServeParts(
-        prefill, decode, system.accelerator.bandwidth, c,
-        float(figures.weights.xreplace(full)), float(figures.kv_cache.xreplace(full)),
-        system.accelerator.memory_bytes,
-    )  # fmt: skip
+    weights = float(figures.weights.xreplace(full))
+    kv = float(figures.kv_cache.xreplace(full)) * precision.kv_bytes / c
+    if stored != precision.dtype:  # count's 16-bit weights, in the stored format's bytes
+        weights *= precision.weight_bytes / COMPUTE_BYTES[stored]
+    return ServeParts(prefill, decode, system.accelerator.bandwidth, c, weights, kv,
+                      system.accelerator.memory_bytes)  # fmt: skip
 
 
 def predict_serving(
@@ -194,17 +224,16 @@ def predict_serving(
     eff: Efficiency = CALIBRATED,
     engine: ServeEngine = IDEAL,
     group: int | None = None,
+    kv_dtype: str | None = None,
 ) -> ServePrediction:
     check_counts(tp, batch, prompt, new_tokens)
     gpus = gpus or tp
     if gpus % tp:
         raise SpecError(f"--gpus {gpus} is not a multiple of --tp {tp}")
-    if dtype in WEIGHT_ONLY:
-        weight_bytes(dtype, group)  # one clear message for int4 without a group
-    elif group is not None:
-        raise SpecError(f"--group {group} is for int4 weights; --dtype is {dtype}")
-    parts = serve_parts(ir, system, batch, prompt, new_tokens, tp, dtype, eff)
-    prefill, decode = parts.seconds(engine, dtype, group)
+    precision = Precision(dtype, group, kv_dtype)
+    engine.efficiency(dtype)  # one clear message for a precision the engine has no figures at
+    parts = serve_parts(ir, system, batch, prompt, new_tokens, tp, precision, eff)
+    prefill, decode = parts.seconds(engine, precision)
     replicas = gpus // tp
     return ServePrediction(
         prefill_s=prefill,

@@ -32,7 +32,7 @@ from archspec.errors import SpecError, did_you_mean
 # TensorRT-LLM's kv_cache_free_gpu_mem_fraction both default to 0.9; gpt-fast and transformers
 # allocate as they go. Not fitted: stored per engine in serve_engines.yaml with its source.
 PRECISION_CLASSES = {"bf16": "16-bit", "fp16": "16-bit", "fp32": "16-bit", "int8": "int8",
-                     "int4": "int4"}  # fmt: skip
+                     "int4": "int4", "fp8": "fp8"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,8 @@ class ServeEngine:
         return self.memory_efficiency[cls]
 
 
-IDEAL = ServeEngine("ideal", "the roofline alone", {"16-bit": 0.8, "int8": 0.8, "int4": 0.8},
+IDEAL = ServeEngine("ideal", "the roofline alone",
+                    {"16-bit": 0.8, "int8": 0.8, "int4": 0.8, "fp8": 0.8},
                     note="80% of peak bandwidth, no overheads")  # fmt: skip
 
 

@@ -29,7 +29,7 @@ from importlib import resources
 import yaml
 
 from archspec.plan.hardware import System, load_accelerators, load_catalogue
-from archspec.plan.serve import ServeParts, serve_parts
+from archspec.plan.serve import Precision, ServeParts, serve_parts
 from archspec.plan.serve_engine import PRECISION_CLASSES, ServeEngine
 
 # Engines whose per-layer overhead is not fitted: TensorRT-LLM's figures are mostly compute-
@@ -74,7 +74,12 @@ class Figure:
     metric: str
     value: float
     group: int | None = None
+    kv: str | None = None
     assumed: str = ""
+
+    @property
+    def stored(self) -> Precision:
+        return Precision(self.precision, self.group, self.kv)
 
     @property
     def published_s(self) -> float:
@@ -83,6 +88,8 @@ class Figure:
             return self.new_tokens / self.value
         if self.metric == "static_tokens_per_s":
             return self.batch * self.new_tokens / self.value
+        if self.metric == "static_tokens_per_s_per_gpu":
+            return self.batch * self.new_tokens / (self.value * self.gpus)
         if self.metric in ("ttft_ms", "decode_token_ms"):
             return self.value / 1e3
         if self.metric == "generate_decode_tokens_per_s":
@@ -90,7 +97,7 @@ class Figure:
         raise ValueError(f"unknown metric {self.metric}")
 
     def predicted_s(self, parts: ServeParts, engine: ServeEngine) -> float:
-        prefill, decode = parts.seconds(engine, self.precision, self.group)
+        prefill, decode = parts.seconds(engine, self.stored)
         if self.metric == "ttft_ms":
             return prefill
         if self.metric in DECODE_ONLY:
@@ -122,7 +129,7 @@ def parts_of(f: Figure) -> ServeParts:
 
     ir = compile_spec(f.model, None)
     return serve_parts(ir, system_for(f.gpu), f.batch, f.prompt, f.new_tokens, f.tp,
-                       f.precision)  # fmt: skip
+                       f.stored)  # fmt: skip
 
 
 def _errors(figures: list[Figure], engine: ServeEngine) -> list[float]:
@@ -136,7 +143,7 @@ def _free_overheads(key: str, figures: list[Figure]) -> list[str]:
         free.append("layer_overhead_us")
     if any(f.tp > 1 for f in figures) and len({f.tp for f in figures}) > 1:
         free.append("allreduce_us")
-    if any(f.metric in ("ttft_ms", "static_tokens_per_s") for f in figures):
+    if any(f.metric.startswith(("ttft", "static")) for f in figures):
         free.append("request_overhead_ms")
     return free
 
@@ -288,7 +295,8 @@ def table(engines: dict[str, ServeEngine], rows: list[Row]) -> str:
              "|---|---|---|---|---:|---|---|---:|---:|---:|---:|"]  # fmt: skip
     for r in rows:
         f = r.figure
-        precision = f.precision + (f" g{f.group}" if f.group else "")
+        precision = f.precision + (f" g{f.group}" if f.group else "") + (
+            f", {f.kv} cache" if f.kv else "")  # fmt: skip
         lines.append(
             f"| {f.engine} | {f.model} | {f.gpu} × {f.gpus} | {precision} | {f.batch} "
             f"| {f.prompt} → {f.new_tokens} | {f.metric} | {f.value:g} | {_pct(r.fitted)} "
