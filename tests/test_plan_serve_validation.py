@@ -138,3 +138,14 @@ def test_an_fp8_cache_halves_the_keys_and_values_a_step_reads() -> None:
     assert fp8.kv_cache_bytes == pytest.approx(full.kv_cache_bytes / 2)
     with pytest.raises(Exception, match="no fp8 throughput"):
         predict_serving(ir, get_system("a100-80g"), 1, 16, 16, dtype="fp8")
+
+
+def test_every_published_run_fits_in_its_engine_memory() -> None:
+    from archspec.plan.serve_validation import parts_of
+
+    _, figures = load_dataset()
+    engines = load_engines()
+    for f in figures:
+        parts = parts_of(f)
+        used = parts.weights_bytes + parts.kv_cache_bytes
+        assert used <= parts.memory_bytes * engines[f.engine].usable_memory, f
