@@ -348,6 +348,21 @@ PlanKvDtype = Annotated[
     _opt("--kv-dtype", help="Serving: the KV cache's dtype (bf16, fp16, fp8, int8; default: "
          "16-bit).", metavar="DTYPE", panel=_SERVE),
 ]  # fmt: skip
+PlanDraft = Annotated[
+    str | None,
+    _opt("--draft", help="Serving: a draft model (a spec) for speculative decoding.",
+         metavar="SPEC", panel=_SERVE),
+]  # fmt: skip
+PlanSpeculate = Annotated[
+    int, _opt("--speculate", help="Serving with --draft: tokens drafted a round.", metavar="K",
+              panel=_SERVE),
+]  # fmt: skip
+PlanAccept = Annotated[
+    float | None,
+    _opt("--accept", help="Serving with --draft: the probability each drafted token is "
+         "accepted (needed: it depends on the models and the text).", metavar="A",
+         panel=_SERVE),
+]  # fmt: skip
 PlanGroup = Annotated[
     int | None,
     _opt("--group", help="Serving at --dtype int4: weights per quantization group.",

@@ -18,8 +18,10 @@ from archspec.cli.common import (
 from archspec.cli.options import (
     DebugOpt,
     JsonOpt,
+    PlanAccept,
     PlanAttn,
     PlanBatch,
+    PlanDraft,
     PlanDtype,
     PlanGlobalBatch,
     PlanGpu,
@@ -38,6 +40,7 @@ from archspec.cli.options import (
     PlanServeEngine,
     PlanSp,
     PlanSpecArg,
+    PlanSpeculate,
     PlanSystemFiles,
     PlanTop,
     PlanTp,
@@ -58,7 +61,8 @@ def plan(
     recompute: PlanRecompute = None, zero: PlanZero = None, dtype: PlanDtype = "bf16",
     grad_dtype: PlanGradDtype = None, attn: PlanAttn = "flash", top: PlanTop = 5,
     prompt: PlanPrompt = 512, new_tokens: PlanNewTokens = 128, engine: PlanServeEngine = None,
-    group: PlanGroup = None, kv_dtype: PlanKvDtype = None, json_: JsonOpt = False,
+    group: PlanGroup = None, kv_dtype: PlanKvDtype = None, draft: PlanDraft = None,
+    speculate: PlanSpeculate = 4, accept: PlanAccept = None, json_: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Predict a training step (time, tokens/s, MFU, memory per device and where the time goes)
@@ -91,8 +95,10 @@ def plan(
         system = request.checked_system(spec, gpu, system_files, mode, attn, dtype, gpus)
         ir = compile_spec(spec, set_)
         if mode == "serve":
+            speculation = request.speculation(draft, speculate, accept, set_)
             report = request.serving_report(ir, system, gpus, tp, batch, prompt, new_tokens,
-                                            dtype, engine, group, kv_dtype)  # fmt: skip
+                                            dtype, engine, group, kv_dtype,
+                                            speculation)  # fmt: skip
         else:
             run = request.training_run(ir, gpus, global_batch, seq, dtype, grad_dtype, attn, top)
             given = {"tp": tp, "pp": pp, "interleave": interleave, "sp": sp_,
@@ -213,6 +219,8 @@ def _render_serve(r: dict[str, Any]) -> None:
              f"batch {r['batch']}, {r['prompt']}-token prompts, "
              f"{r['new_tokens']} new tokens, {r['dtype']}"
              + (f" (KV cache {r['kv_dtype']})" if r["kv_dtype"] else "")
+             + (f", drafted by {r['draft']['model']} (k {r['draft']['speculate']}, "
+                f"accept {r['draft']['accept']:g})" if r["draft"] else "")
              + f", engine {r['engine']}")  # fmt: skip
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column("", style="bold")

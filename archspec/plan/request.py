@@ -135,10 +135,27 @@ def training_report(
     return report
 
 
+def speculation(draft: str | None, k: int, accept: float | None, set_: list[str] | None) -> Any:
+    """The speculative decoding `--draft`, `--speculate` and `--accept` ask for, or None."""
+    if draft is None:
+        if accept is not None:
+            raise SpecError("--accept is for speculative decoding: give --draft SPEC too")
+        return None
+    if accept is None:
+        raise SpecError(
+            "--draft needs --accept: the probability each drafted token is accepted",
+            hint="it depends on the two models and the text; measure it, or try 0.6-0.8",
+        )
+    from archspec.cli.common import compile_spec
+    from archspec.plan.serve_speculative import Speculation
+
+    return Speculation(compile_spec(draft, None), k, accept)
+
+
 def serving_report(
     ir: IR, system: System, gpus: int, tp: int | None, batch: int | None, prompt: int,
     new_tokens: int, dtype: str, engine: str | None = None, group: int | None = None,
-    kv_dtype: str | None = None,
+    kv_dtype: str | None = None, speculation: Any = None,
 ) -> dict[str, Any]:  # fmt: skip
     """Prefill and per-token decode for `--mode serve` (tp and batch default to 1)."""
     from archspec.plan.report import serve_report
@@ -153,7 +170,17 @@ def serving_report(
     profile = get_engine(engine or "ideal")
     p = predict_serving(ir, system, batch, prompt, new_tokens, tp, gpus, dtype,
                         engine=profile, group=group, kv_dtype=kv_dtype)  # fmt: skip
+    draft = None
+    if speculation is not None:
+        from archspec.plan.serve import Precision
+        from archspec.plan.serve_speculative import with_speculation
+
+        p = with_speculation(p, ir, speculation, system, batch, prompt, new_tokens, tp, gpus,
+                             Precision(dtype, group, kv_dtype), profile)  # fmt: skip
+        draft = {"model": speculation.draft.name, "speculate": speculation.k,
+                 "accept": speculation.accept,
+                 "tokens_per_round": speculation.tokens_per_round}  # fmt: skip
     settings = {"gpus": gpus, "tp": tp, "batch": batch, "prompt": prompt,
                 "new_tokens": new_tokens, "dtype": dtype, "group": group,
-                "kv_dtype": kv_dtype, "engine": profile.key}  # fmt: skip
+                "kv_dtype": kv_dtype, "engine": profile.key, "draft": draft}  # fmt: skip
     return serve_report(ir, system, p, settings)
