@@ -363,6 +363,21 @@ PlanAccept = Annotated[
          "accepted (needed: it depends on the models and the text).", metavar="A",
          panel=_SERVE),
 ]  # fmt: skip
+PlanRate = Annotated[
+    float | None,
+    _opt("--rate", help="Serving: requests a second, continuously batched (the batch that keeps "
+         "up is found).", metavar="R", panel=_SERVE),
+]  # fmt: skip
+PlanConcurrency = Annotated[
+    int | None,
+    _opt("--concurrency", help="Serving: clients each with one request at a time, "
+         "continuously batched.", metavar="C", panel=_SERVE),
+]  # fmt: skip
+PlanServePlot = Annotated[
+    Path | None,
+    _opt("--plot", help="Serving: draw time per token and to first token against throughput "
+         "over the batches the cache holds (.png or .svg).", metavar="FILE", panel=_SERVE),
+]  # fmt: skip
 PlanGroup = Annotated[
     int | None,
     _opt("--group", help="Serving at --dtype int4: weights per quantization group.",

@@ -17,10 +17,12 @@ from archspec.cli.common import (
 )
 from archspec.cli.options import (
     DebugOpt,
+    ForceOpt,
     JsonOpt,
     PlanAccept,
     PlanAttn,
     PlanBatch,
+    PlanConcurrency,
     PlanDraft,
     PlanDtype,
     PlanGlobalBatch,
@@ -35,9 +37,11 @@ from archspec.cli.options import (
     PlanNewTokens,
     PlanPp,
     PlanPrompt,
+    PlanRate,
     PlanRecompute,
     PlanSeq,
     PlanServeEngine,
+    PlanServePlot,
     PlanSp,
     PlanSpecArg,
     PlanSpeculate,
@@ -62,8 +66,9 @@ def plan(
     grad_dtype: PlanGradDtype = None, attn: PlanAttn = "flash", top: PlanTop = 5,
     prompt: PlanPrompt = 512, new_tokens: PlanNewTokens = 128, engine: PlanServeEngine = None,
     group: PlanGroup = None, kv_dtype: PlanKvDtype = None, draft: PlanDraft = None,
-    speculate: PlanSpeculate = 4, accept: PlanAccept = None, json_: JsonOpt = False,
-    debug: DebugOpt = False,
+    speculate: PlanSpeculate = 4, accept: PlanAccept = None, rate: PlanRate = None,
+    concurrency: PlanConcurrency = None, plot: PlanServePlot = None, force: ForceOpt = False,
+    json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Predict a training step (time, tokens/s, MFU, memory per device and where the time goes)
     on a named cluster, searching the layouts that fit when none is given; or, with `--mode
@@ -98,7 +103,8 @@ def plan(
             speculation = request.speculation(draft, speculate, accept, set_)
             report = request.serving_report(ir, system, gpus, tp, batch, prompt, new_tokens,
                                             dtype, engine, group, kv_dtype,
-                                            speculation)  # fmt: skip
+                                            speculation, rate, concurrency, plot,
+                                            force)  # fmt: skip
         else:
             run = request.training_run(ir, gpus, global_batch, seq, dtype, grad_dtype, attn, top)
             given = {"tp": tp, "pp": pp, "interleave": interleave, "sp": sp_,
@@ -227,15 +233,28 @@ def _render_serve(r: dict[str, Any]) -> None:
     table.add_column("", justify="right")
     mem = r["memory"]
     fits = "[green]fits[/green]" if r["fits"] else "[red]does not fit[/red]"
-    for name, value in (
+    b = r["batching"]
+    timing = [
         ("time to first token", _seconds(r["prefill_s"])),
         ("per-token decode", _seconds(r["decode_token_s"])),
         ("whole request", _seconds(r["generate_s"])),
         ("generated tokens/s", human(r["tokens_per_s"])),
+    ]
+    if b is not None:
+        timing = [
+            ("continuous batching", f"{b['batch']} sequences decoding (the cache holds "
+                                    f"{b['max_batch']})"),
+            ("time to first token", _seconds(b["ttft_s"])),
+            ("time per output token", _seconds(b["tpot_s"])),
+            ("output tokens/s", human(b["tokens_per_s"])),
+            ("requests/s", f"{b['requests_per_s']:.3g}"),
+        ]  # fmt: skip
+    for name, value in [
+        *timing,
         ("weights per device", _gib(mem["weights"])),
         ("KV cache per device", _gib(mem["kv_cache"])),
         ("memory", f"{_gib(mem['total'])} of {_gib(mem['usable'])} usable: {fits}"),
-    ):
+    ]:
         table.add_row(name, value)
     print_table(table)
 
