@@ -346,7 +346,7 @@ PlanServeEngine = Annotated[
 PlanKvDtype = Annotated[
     str | None,
     _opt("--kv-dtype", help="Serving: the KV cache's dtype (bf16, fp16, fp8, int8; default: "
-         "16-bit).", metavar="DTYPE", panel=_SERVE),
+         "16-bit).", metavar="DTYPE", panel=_SERVE, callback=dtype_name),
 ]  # fmt: skip
 PlanDraft = Annotated[
     str | None,
