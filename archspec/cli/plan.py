@@ -100,8 +100,10 @@ def plan(
         system = request.checked_system(spec, gpu, system_files, mode, attn, dtype, gpus)
         ir = compile_spec(spec, set_)
         if mode == "serve":
-            speculation = request.speculation(draft, speculate, accept, set_)
-            report = request.serving_report(ir, system, gpus, tp, batch, prompt, new_tokens,
+            from archspec.plan import serve_request
+
+            speculation = serve_request.speculation(draft, speculate, accept)
+            report = serve_request.serving_report(ir, system, gpus, tp, batch, prompt, new_tokens,
                                             dtype, engine, group, kv_dtype,
                                             speculation, rate, concurrency, plot,
                                             force)  # fmt: skip
