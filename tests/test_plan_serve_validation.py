@@ -46,6 +46,7 @@ def test_stored_profiles_are_the_fit_and_its_cross_validated_error() -> None:
     stored = load_engines()
     for key, fitted in engines.items():
         assert stored[key].memory_efficiency == pytest.approx(fitted.memory_efficiency, abs=1e-3)
+        assert stored[key].compute_efficiency == pytest.approx(fitted.compute_efficiency, abs=1e-3)
         assert stored[key].allreduce_us == pytest.approx(fitted.allreduce_us, abs=0.01)
         assert stored[key].layer_overhead_us == pytest.approx(fitted.layer_overhead_us, abs=0.01)
         assert stored[key].request_overhead_ms == pytest.approx(
@@ -54,7 +55,7 @@ def test_stored_profiles_are_the_fit_and_its_cross_validated_error() -> None:
     s = summary(rows)
     # What was measured (docs/plan.md shows the table); the target is 10% and 25%.
     assert s["held_out"] == s["figures"] == len(load_dataset()[1])
-    assert s["fitted_mean"] < 0.13 and s["held_out_mean"] < 0.20
+    assert s["fitted_mean"] < 0.12 and s["held_out_mean"] < 0.16
     assert s["held_out_max"] < 0.85
 
 

@@ -108,9 +108,10 @@ class PassParts:
         cache in its own."""
         w = precision.weight_bytes - compute_bytes
         c = precision.kv_bytes - compute_bytes
+        speed = engine.compute_scale(precision.dtype)
         memory = 0.0
         for n, compute, moved, weights, kv in self.ops:
-            memory += n * max(compute, (moved + w * weights + c * kv) / bandwidth)
+            memory += n * max(compute / speed, (moved + w * weights + c * kv) / bandwidth)
         if engine.allreduce_us is None:
             latency = self.allreduce_ring_s
         else:

@@ -45,6 +45,9 @@ class ServeEngine:
     # ring latency, 2(n-1) steps of its catalogue latency)
     request_overhead_ms: float = 0.0  # per request or static batch
     usable_memory: float = 0.9
+    # By precision class: the engine's matmuls against the training-calibrated efficiency
+    # (efficiency.py); 1 where its figures say nothing of compute (batch-1 decoding).
+    compute_efficiency: dict[str, float] = field(default_factory=dict)
     calibrated_on: list[str] = field(default_factory=list)  # the figures' sources
     note: str = ""
 
@@ -58,6 +61,9 @@ class ServeEngine:
                 hint=f"its profile covers: {known}",
             )
         return self.memory_efficiency[cls]
+
+    def compute_scale(self, precision: str) -> float:
+        return self.compute_efficiency.get(PRECISION_CLASSES.get(precision, precision), 1.0)
 
 
 IDEAL = ServeEngine("ideal", "the roofline alone",

@@ -58,6 +58,8 @@ USABLE = {
     "tinychat": (0.9, "assumed: TinyChat pre-allocates its cache and states no fraction"),
     "exllama": (0.9, "assumed: the README advises about 20 GB of a 24 GB GPU for the model"),
 }  # fmt: skip
+# The engine's matmuls against the training-calibrated efficiency: half to 1.3 times.
+COMPUTE_GRID = [x / 100 for x in range(50, 131)]
 DECODE_ONLY = ("decode_token_ms", "generate_decode_tokens_per_s")
 # Achieved bandwidth from 20% to 90% of the peak: streaming copies reach 80-90% on A100 and
 # H100 (efficiency.py's sources), and no kernel that also computes does better.
@@ -218,18 +220,39 @@ def _with_overheads(engine: ServeEngine, figures: list[Figure], free: list[str]
     return zero, sum(e * e for e in _errors(figures, zero))
 
 
-def fit_engine(key: str, figures: list[Figure], rounds: int = 3) -> ServeEngine:
+def _computes(figures: list[Figure]) -> bool:
+    """Whether the figures time compute-bound work: prefills of long prompts, large batches."""
+    return any(f.metric.startswith(("ttft", "static")) and f.batch * f.prompt >= 2048
+               for f in figures)  # fmt: skip
+
+
+def fit_engine(key: str, figures: list[Figure], rounds: int = 3,
+               start: ServeEngine | None = None) -> ServeEngine:  # fmt: skip
     """The profile that best predicts `figures` (all of one engine): each precision's
-    bandwidth on a grid in turn, every candidate with the overheads fitted to all figures."""
+    bandwidth (and, where the figures time compute, its matmuls' efficiency) on a grid in turn,
+    every candidate with the overheads fitted to all figures. `start`: a fit to begin from (a
+    cross-validation's refit on one figure fewer), one round."""
     classes = sorted({PRECISION_CLASSES[f.precision] for f in figures})
     engine = ServeEngine(key, ENGINE_NAMES[key], dict.fromkeys(classes, 0.8),
                          allreduce_us=0.0, usable_memory=USABLE[key][0],
                          calibrated_on=sorted({f.source for f in figures}))  # fmt: skip
     free = _free_overheads(key, figures)
-    for _ in range(rounds if len(classes) > 1 else 1):
+    of = {c: [f for f in figures if PRECISION_CLASSES[f.precision] == c] for c in classes}
+    computes = {c for c in classes if _computes(of[c])}
+    if start is not None:  # its values as the starting point, only where these figures fit them
+        rounds = 1
+        engine = replace(engine, memory_efficiency={c: start.memory_efficiency.get(c, 0.8)
+                                                    for c in classes},
+                         compute_efficiency={c: v for c, v in start.compute_efficiency.items()
+                                             if c in computes})  # fmt: skip
+    for _ in range(rounds if len(classes) > 1 or computes else 1):
         for cls in classes:
-            trials = (replace(engine, memory_efficiency={**engine.memory_efficiency, cls: eta})
-                      for eta in EFFICIENCY_GRID)  # fmt: skip
+            trials = [replace(engine, memory_efficiency={**engine.memory_efficiency, cls: eta})
+                      for eta in EFFICIENCY_GRID]  # fmt: skip
+            if cls in computes:
+                trials += [replace(engine, compute_efficiency={**engine.compute_efficiency,
+                                                               cls: scale})
+                           for scale in COMPUTE_GRID]  # fmt: skip
             engine = min((_with_overheads(t, figures, free) for t in trials),
                          key=lambda fit: fit[1])[0]  # fmt: skip
     return engine
@@ -258,12 +281,12 @@ def validate() -> tuple[dict[str, ServeEngine], list[Row]]:
             held = None
             if rest and {PRECISION_CLASSES[g.precision] for g in rest} >= {
                     PRECISION_CLASSES[f.precision]}:  # fmt: skip
-                held = _errors([f], fit_engine(key, rest))[0]
+                held = _errors([f], fit_engine(key, rest, start=engines[key]))[0]
             out = None
             others = [g for g in mine if g.source != f.source]
             if len(sources) > 1 and {PRECISION_CLASSES[g.precision] for g in others} >= {
                     PRECISION_CLASSES[f.precision]}:  # fmt: skip
-                out = _errors([f], fit_engine(key, others))[0]
+                out = _errors([f], fit_engine(key, others, start=engines[key]))[0]
             fitted = _errors([f], engines[key])[0]
             rows.append(Row(f, -fitted / (1 + fitted), _flip(held), _flip(out)))
     return engines, rows
@@ -318,10 +341,13 @@ def table(engines: dict[str, ServeEngine], rows: list[Row]) -> str:
         f"{s['source_out_max']:.1%}."
     )
     lines.append("")
-    lines.append("| engine | bandwidth reached | per layer | per all-reduce | per request |")
-    lines.append("|---|---|---:|---:|---:|")
+    lines.append("| engine | bandwidth reached | matmuls (× calibrated) | per layer "
+                 "| per all-reduce | per request |")  # fmt: skip
+    lines.append("|---|---|---|---:|---:|---:|")
     for key, e in engines.items():
         eff = ", ".join(f"{c} {v:.0%}" for c, v in e.memory_efficiency.items())
+        eff += " | " + (", ".join(f"{c} {v:.2f}" for c, v in e.compute_efficiency.items())
+                        or "—")  # fmt: skip
         lines.append(
             f"| {key} | {eff} | {e.layer_overhead_us:.1f} µs "
             f"| {e.allreduce_us or 0:.1f} µs | {e.request_overhead_ms:.2f} ms |"
@@ -335,6 +361,7 @@ def stored(engines: dict[str, ServeEngine]) -> str:
         out[key] = {
             "name": e.name,
             "memory_efficiency": {c: round(v, 3) for c, v in e.memory_efficiency.items()},
+            "compute_efficiency": {c: round(v, 3) for c, v in e.compute_efficiency.items()},
             "layer_overhead_us": round(e.layer_overhead_us, 2),
             "allreduce_us": round(e.allreduce_us or 0.0, 2),
             "request_overhead_ms": round(e.request_overhead_ms, 3),
