@@ -72,7 +72,8 @@ def test_batching_options_each_refused_with_one_clear_message(tmp_path) -> None:
     for extra, message in (
         (["--rate", "4", "--concurrency", "8"], "not both"),
         (["--rate", "4", "--batch", "8"], "--batch is found by continuous batching"),
-        (["--rate", "0"], "--rate must be above 0"),
+        (["--rate", "0"], "--rate must be a number above 0"),
+        (["--rate", "nan"], "--rate must be a number above 0"),
         (["--rate", "1000"], "more than this server sustains"),
         (["--concurrency", "0"], "--concurrency must be at least 1"),
         (["--plot", str(tmp_path / "a.txt")], "must end in .png or .svg"),

@@ -101,8 +101,8 @@ class Server:
 
     def at_rate(self, rate: float) -> BatchingPoint:
         """`rate` requests a second over all replicas."""
-        if rate <= 0:
-            raise SpecError(f"--rate must be above 0 (got {rate:g})")
+        if not 0 < rate < math.inf:  # nan and inf too
+            raise SpecError(f"--rate must be a number above 0 (got {rate:g})")
         per_replica = rate / self.replicas
 
         def keeps_up(batch: int) -> bool:
