@@ -340,8 +340,8 @@ PlanNewTokens = Annotated[
 PlanServeEngine = Annotated[
     str | None,
     _opt("--engine", help="Serving: the engine whose calibrated profile times the kernels "
-         "(gpt-fast, tensorrt-llm, transformers, tinychat, exllama; default ideal: the roofline "
-         "alone).", metavar="NAME", panel=_SERVE),
+         "(gpt-fast, tensorrt-llm, transformers, tinychat, exllama, typical; default ideal: the "
+         "roofline alone).", metavar="NAME", panel=_SERVE),
 ]  # fmt: skip
 PlanKvDtype = Annotated[
     str | None,

@@ -45,6 +45,8 @@ ENGINE_NAMES = {
     "tinychat": "TinyChat (AWQ W4A16 kernels)",
     "exllama": "ExLlama (GPTQ 4-bit kernels, its own Llama)",
 }
+# One profile over every engine's figures: for an engine the dataset does not hold.
+TYPICAL = "typical"
 # The fraction of the device an engine fills with weights and cache. TensorRT-LLM's published
 # runs used GptSession, which sizes the cache to the batch: its largest (Llama-2-7B, batch 60
 # over 2,176 positions, FP16 on A100-80GB) holds 95.5% of the device, so 0.96. Its newer
@@ -57,6 +59,7 @@ USABLE = {
     "transformers": (0.9, "assumed: transformers allocates as it goes"),
     "tinychat": (0.9, "assumed: TinyChat pre-allocates its cache and states no fraction"),
     "exllama": (0.9, "assumed: the README advises about 20 GB of a 24 GB GPU for the model"),
+    TYPICAL: (0.9, "assumed, as most engines"),
 }  # fmt: skip
 # The engine's matmuls against the training-calibrated efficiency: half to 1.3 times.
 COMPUTE_GRID = [x / 100 for x in range(50, 131)]
@@ -233,7 +236,8 @@ def fit_engine(key: str, figures: list[Figure], rounds: int = 3,
     every candidate with the overheads fitted to all figures. `start`: a fit to begin from (a
     cross-validation's refit on one figure fewer), one round."""
     classes = sorted({PRECISION_CLASSES[f.precision] for f in figures})
-    engine = ServeEngine(key, ENGINE_NAMES[key], dict.fromkeys(classes, 0.8),
+    name = ENGINE_NAMES.get(key, "one profile fitted on every engine's figures")
+    engine = ServeEngine(key, name, dict.fromkeys(classes, 0.8),
                          allreduce_us=0.0, usable_memory=USABLE[key][0],
                          calibrated_on=sorted({f.source for f in figures}))  # fmt: skip
     free = _free_overheads(key, figures)
@@ -264,12 +268,29 @@ class Row:
     fitted: float  # error of the profile fitted on all the engine's figures
     held_out: float | None  # error of the profile fitted without this figure
     source_out: float | None  # error of the profile fitted without this figure's source
+    engine_out: float | None  # error of the typical profile fitted without this engine
+
+
+def _engine_out(figures: list[Figure], typical: ServeEngine) -> dict[Figure, float]:
+    """Each figure predicted by the typical profile fitted on the other engines' figures."""
+    out = {}
+    for key in ENGINE_NAMES:
+        others = [f for f in figures if f.engine != key]
+        covered = {PRECISION_CLASSES[f.precision] for f in others}
+        mine = [f for f in figures if f.engine == key and PRECISION_CLASSES[f.precision] in covered]
+        if mine:
+            fit = fit_engine(TYPICAL, others, start=typical)
+            out.update(zip(mine, _errors(mine, fit), strict=True))
+    return out
 
 
 def validate() -> tuple[dict[str, ServeEngine], list[Row]]:
-    """The fitted profiles, and every figure's error fitted, left out and source left out."""
+    """The fitted profiles, and every figure's error fitted, left out (the figure, its source,
+    its engine)."""
     _, figures = load_dataset()
     engines, rows = {}, []
+    typical = fit_engine(TYPICAL, figures)
+    engine_out = _engine_out(figures, typical)
     for key in ENGINE_NAMES:
         mine = [f for f in figures if f.engine == key]
         if not mine:
@@ -288,7 +309,9 @@ def validate() -> tuple[dict[str, ServeEngine], list[Row]]:
                     PRECISION_CLASSES[f.precision]}:  # fmt: skip
                 out = _errors([f], fit_engine(key, others, start=engines[key]))[0]
             fitted = _errors([f], engines[key])[0]
-            rows.append(Row(f, -fitted / (1 + fitted), _flip(held), _flip(out)))
+            rows.append(Row(f, -fitted / (1 + fitted), _flip(held), _flip(out),
+                            _flip(engine_out.get(f))))  # fmt: skip
+    engines[TYPICAL] = typical
     return engines, rows
 
 
@@ -300,8 +323,12 @@ def _flip(e: float | None) -> float | None:
 def summary(rows: list[Row]) -> dict[str, float]:
     held = [abs(r.held_out) for r in rows if r.held_out is not None]
     out = [abs(r.source_out) for r in rows if r.source_out is not None]
+    other = [abs(r.engine_out) for r in rows if r.engine_out is not None]
     fitted = [abs(r.fitted) for r in rows]
     return {
+        "engine_out": len(other),
+        "engine_out_mean": sum(other) / len(other),
+        "engine_out_max": max(other),
         "figures": len(rows),
         "fitted_mean": sum(fitted) / len(fitted),
         "fitted_max": max(fitted),
@@ -320,8 +347,8 @@ def _pct(e: float | None) -> str:
 
 def table(engines: dict[str, ServeEngine], rows: list[Row]) -> str:
     lines = ["| engine | model | gpu × n | precision | batch | prompt → new | metric | published "
-             "| fitted | left out | source left out |",
-             "|---|---|---|---|---:|---|---|---:|---:|---:|---:|"]  # fmt: skip
+             "| fitted | left out | source left out | typical, engine left out |",
+             "|---|---|---|---|---:|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
     for r in rows:
         f = r.figure
         precision = f.precision + (f" g{f.group}" if f.group else "") + (
@@ -329,7 +356,7 @@ def table(engines: dict[str, ServeEngine], rows: list[Row]) -> str:
         lines.append(
             f"| {f.engine} | {f.model} | {f.gpu} × {f.gpus} | {precision} | {f.batch} "
             f"| {f.prompt} → {f.new_tokens} | {f.metric} | {f.value:g} | {_pct(r.fitted)} "
-            f"| {_pct(r.held_out)} | {_pct(r.source_out)} |"
+            f"| {_pct(r.held_out)} | {_pct(r.source_out)} | {_pct(r.engine_out)} |"
         )
     s = summary(rows)
     lines.append("")
@@ -338,7 +365,9 @@ def table(engines: dict[str, ServeEngine], rows: list[Row]) -> str:
         f"{s['fitted_max']:.1%}. Left out one at a time ({s['held_out']} figures): mean "
         f"{s['held_out_mean']:.1%}, largest {s['held_out_max']:.1%}. Source left out "
         f"({s['source_out']} figures): mean {s['source_out_mean']:.1%}, largest "
-        f"{s['source_out_max']:.1%}."
+        f"{s['source_out_max']:.1%}. The typical profile, each engine left out "
+        f"({s['engine_out']} figures): mean {s['engine_out_mean']:.1%}, largest "
+        f"{s['engine_out_max']:.1%}."
     )
     lines.append("")
     lines.append("| engine | bandwidth reached | matmuls (× calibrated) | per layer "
