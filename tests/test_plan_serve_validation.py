@@ -150,3 +150,13 @@ def test_every_published_run_fits_in_its_engine_memory() -> None:
         parts = parts_of(f)
         used = parts.weights_bytes + parts.kv_cache_bytes
         assert used <= parts.memory_bytes * engines[f.engine].usable_memory, f
+
+
+def test_any_accelerator_serves_alone_without_a_system() -> None:
+    result = invoke("llama-2-7b", "--mode", "serve", "--gpu", "rtx-4090", "--engine",
+                    "transformers", "--dtype", "fp16", "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)
+    assert r["memory"]["capacity"] == 24 * 2**30 and r["system"] == "rtx-4090"
+    result = invoke("llama-2-7b", "--gpu", "rtx-4090", "--global-batch", "8")
+    assert result.exit_code == 2 and "unknown system" in result.stderr

@@ -27,9 +27,14 @@ def checked_system(
         raise SpecError("give a spec (see `archspec list`), or --list-systems")
     if gpu is None:
         raise SpecError("--gpu names the system to plan on", hint="see --list-systems")
-    system = get_system(gpu, system_files)
     if mode not in ("train", "serve"):
         raise SpecError(f"--mode takes train or serve (got '{mode}')")
+    if mode == "serve":  # one device of any accelerator serves: no system needed
+        from archspec.plan.serve_engine import serving_system
+
+        system = serving_system(gpu, system_files)
+    else:
+        system = get_system(gpu, system_files)
     if attn not in ("flash", "eager"):
         raise SpecError(f"--attn takes flash or eager (got '{attn}')")
     served = ("int8", "int4", "fp8") if mode == "serve" else ()

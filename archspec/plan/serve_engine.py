@@ -23,10 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
+from pathlib import Path
 
 import yaml
 
 from archspec.errors import SpecError, did_you_mean
+from archspec.plan.hardware import System, get_system, load_accelerators
 
 # What counts as usable memory is the engine's own setting: vLLM's gpu_memory_utilization and
 # TensorRT-LLM's kv_cache_free_gpu_mem_fraction both default to 0.9; gpt-fast and transformers
@@ -89,3 +91,16 @@ def get_engine(name: str) -> ServeEngine:
             hint=did_you_mean(name, engines) or f"known: {', '.join(engines)}",
         )
     return engines[name]
+
+
+def serving_system(name: str, extra: list[Path] | None = None) -> System:
+    """The system of that name; or, for an accelerator no system holds (an RTX 4090), that one
+    device alone: serving on one needs no links (tensor parallelism over it is refused)."""
+    try:
+        return get_system(name, extra)
+    except SpecError:
+        accels = load_accelerators()
+        if name not in accels:
+            raise
+        a = accels[name]
+        return System(name, a.name, a, 1, 0.0, 0.0, 0.0, 0.0, f"one device alone: {a.source}")

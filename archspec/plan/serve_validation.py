@@ -28,9 +28,8 @@ from importlib import resources
 
 import yaml
 
-from archspec.plan.hardware import System, load_accelerators, load_catalogue
 from archspec.plan.serve import Precision, ServeParts, serve_parts
-from archspec.plan.serve_engine import PRECISION_CLASSES, ServeEngine
+from archspec.plan.serve_engine import PRECISION_CLASSES, ServeEngine, serving_system
 
 # Engines whose per-layer overhead is not fitted: TensorRT-LLM's figures are mostly compute-
 # bound prefills and large batches, where a per-layer term would stand in for the matmuls'
@@ -124,22 +123,12 @@ def load_dataset() -> tuple[dict[str, dict], list[Figure]]:
     return sources, figures
 
 
-def system_for(gpu: str) -> System:
-    """The catalogue's system of that name, or one device alone (an accelerator without a
-    system: a single-GPU figure needs no links)."""
-    catalogue = load_catalogue()
-    if gpu in catalogue:
-        return catalogue[gpu]
-    accel = load_accelerators()[gpu]
-    return System(gpu, accel.name, accel, 1, 0.0, 0.0, 0.0, 0.0, accel.source)
-
-
 @cache
 def parts_of(f: Figure) -> ServeParts:
     from archspec.cli.common import compile_spec
 
     ir = compile_spec(f.model, None)
-    return serve_parts(ir, system_for(f.gpu), f.batch, f.prompt, f.new_tokens, f.tp,
+    return serve_parts(ir, serving_system(f.gpu), f.batch, f.prompt, f.new_tokens, f.tp,
                        f.stored)  # fmt: skip
 
 
