@@ -319,7 +319,9 @@ PlanRecompute = Annotated[
 PlanZero = Annotated[int | None, _opt("--zero", help="ZeRO stage 0-3.", panel=_LAYOUT)]
 PlanDtype = Annotated[
     str,
-    _opt("--dtype", help="Compute dtype: bf16, fp16, fp32.", metavar="DTYPE", callback=dtype_name),
+    _opt("--dtype", help="Compute dtype: bf16, fp16, fp32; serving also int8, int4 (weight-only) "
+         "and fp8 (weights and matmuls).",
+         metavar="DTYPE", callback=dtype_name),
 ]
 PlanGradDtype = Annotated[
     str | None,
@@ -335,6 +337,52 @@ PlanPrompt = Annotated[int, _opt("--prompt", help="Prompt positions.", panel=_SE
 PlanNewTokens = Annotated[
     int, _opt("--new-tokens", help="Tokens generated per sequence.", panel=_SERVE)
 ]
+PlanServeEngine = Annotated[
+    str | None,
+    _opt("--engine", help="Serving: the engine whose calibrated profile times the kernels "
+         "(gpt-fast, tensorrt-llm, transformers, tinychat, exllama, typical; default ideal: the "
+         "roofline alone).", metavar="NAME", panel=_SERVE),
+]  # fmt: skip
+PlanKvDtype = Annotated[
+    str | None,
+    _opt("--kv-dtype", help="Serving: the KV cache's dtype (bf16, fp16, fp8, int8; default: "
+         "16-bit).", metavar="DTYPE", panel=_SERVE, callback=dtype_name),
+]  # fmt: skip
+PlanDraft = Annotated[
+    str | None,
+    _opt("--draft", help="Serving: a draft model (a spec) for speculative decoding.",
+         metavar="SPEC", panel=_SERVE),
+]  # fmt: skip
+PlanSpeculate = Annotated[
+    int, _opt("--speculate", help="Serving with --draft: tokens drafted a round.", metavar="K",
+              panel=_SERVE),
+]  # fmt: skip
+PlanAccept = Annotated[
+    float | None,
+    _opt("--accept", help="Serving with --draft: the probability each drafted token is "
+         "accepted (needed: it depends on the models and the text).", metavar="A",
+         panel=_SERVE),
+]  # fmt: skip
+PlanRate = Annotated[
+    float | None,
+    _opt("--rate", help="Serving: requests a second, continuously batched (the batch that keeps "
+         "up is found).", metavar="R", panel=_SERVE),
+]  # fmt: skip
+PlanConcurrency = Annotated[
+    int | None,
+    _opt("--concurrency", help="Serving: clients each with one request at a time, "
+         "continuously batched.", metavar="C", panel=_SERVE),
+]  # fmt: skip
+PlanServePlot = Annotated[
+    Path | None,
+    _opt("--plot", help="Serving: draw time per token and to first token against throughput "
+         "over the batches the cache holds (.png or .svg).", metavar="FILE", panel=_SERVE),
+]  # fmt: skip
+PlanGroup = Annotated[
+    int | None,
+    _opt("--group", help="Serving at --dtype int4: weights per quantization group.",
+         metavar="G", panel=_SERVE),
+]  # fmt: skip
 
 
 # `archspec compare`.

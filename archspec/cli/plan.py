@@ -17,24 +17,34 @@ from archspec.cli.common import (
 )
 from archspec.cli.options import (
     DebugOpt,
+    ForceOpt,
     JsonOpt,
+    PlanAccept,
     PlanAttn,
     PlanBatch,
+    PlanConcurrency,
+    PlanDraft,
     PlanDtype,
     PlanGlobalBatch,
     PlanGpu,
     PlanGpus,
     PlanGradDtype,
+    PlanGroup,
     PlanInterleave,
+    PlanKvDtype,
     PlanListSystems,
     PlanMode,
     PlanNewTokens,
     PlanPp,
     PlanPrompt,
+    PlanRate,
     PlanRecompute,
     PlanSeq,
+    PlanServeEngine,
+    PlanServePlot,
     PlanSp,
     PlanSpecArg,
+    PlanSpeculate,
     PlanSystemFiles,
     PlanTop,
     PlanTp,
@@ -54,8 +64,11 @@ def plan(
     interleave: PlanInterleave = None, sp_: PlanSp = None, batch: PlanBatch = None,
     recompute: PlanRecompute = None, zero: PlanZero = None, dtype: PlanDtype = "bf16",
     grad_dtype: PlanGradDtype = None, attn: PlanAttn = "flash", top: PlanTop = 5,
-    prompt: PlanPrompt = 512, new_tokens: PlanNewTokens = 128, json_: JsonOpt = False,
-    debug: DebugOpt = False,
+    prompt: PlanPrompt = 512, new_tokens: PlanNewTokens = 128, engine: PlanServeEngine = None,
+    group: PlanGroup = None, kv_dtype: PlanKvDtype = None, draft: PlanDraft = None,
+    speculate: PlanSpeculate = 4, accept: PlanAccept = None, rate: PlanRate = None,
+    concurrency: PlanConcurrency = None, plot: PlanServePlot = None, force: ForceOpt = False,
+    json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Predict a training step (time, tokens/s, MFU, memory per device and where the time goes)
     on a named cluster, searching the layouts that fit when none is given; or, with `--mode
@@ -73,6 +86,8 @@ def plan(
         archspec plan llama-2-7b --gpu h100-sxm --gpus 8 --global-batch 256 --seq 4096 --json
 
         archspec plan llama-2-70b --mode serve --gpu h100-sxm --gpus 8 --tp 8 --batch 16 --prompt 2048 --new-tokens 256
+
+        archspec plan llama-2-7b --mode serve --gpu a100-80g --engine gpt-fast --dtype int4 --group 32
     """  # noqa: E501
     from archspec.plan import request
 
@@ -85,7 +100,13 @@ def plan(
         system = request.checked_system(spec, gpu, system_files, mode, attn, dtype, gpus)
         ir = compile_spec(spec, set_)
         if mode == "serve":
-            report = request.serving_report(ir, system, gpus, tp, batch, prompt, new_tokens, dtype)
+            from archspec.plan import serve_request
+
+            speculation = serve_request.speculation(draft, speculate, accept)
+            report = serve_request.serving_report(ir, system, gpus, tp, batch, prompt, new_tokens,
+                                            dtype, engine, group, kv_dtype,
+                                            speculation, rate, concurrency, plot,
+                                            force)  # fmt: skip
         else:
             run = request.training_run(ir, gpus, global_batch, seq, dtype, grad_dtype, attn, top)
             given = {"tp": tp, "pp": pp, "interleave": interleave, "sp": sp_,
@@ -204,20 +225,38 @@ def _render_serve(r: dict[str, Any]) -> None:
     model = asked_title(r["model"], r["overrides"])
     title = (f"{model} serving on {r['gpus']} × {markup_safe(r['system'])} (tp {r['tp']}): "
              f"batch {r['batch']}, {r['prompt']}-token prompts, "
-             f"{r['new_tokens']} new tokens")  # fmt: skip
+             f"{r['new_tokens']} new tokens, {r['dtype']}"
+             + (f" (KV cache {r['kv_dtype']})" if r["kv_dtype"] else "")
+             + (f", drafted by {r['draft']['model']} (k {r['draft']['speculate']}, "
+                f"accept {r['draft']['accept']:g})" if r["draft"] else "")
+             + f", engine {r['engine']}")  # fmt: skip
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column("", style="bold")
     table.add_column("", justify="right")
     mem = r["memory"]
     fits = "[green]fits[/green]" if r["fits"] else "[red]does not fit[/red]"
-    for name, value in (
-        ("prefill", _seconds(r["prefill_s"])),
+    b = r["batching"]
+    timing = [
+        ("time to first token", _seconds(r["prefill_s"])),
         ("per-token decode", _seconds(r["decode_token_s"])),
+        ("whole request", _seconds(r["generate_s"])),
         ("generated tokens/s", human(r["tokens_per_s"])),
+    ]
+    if b is not None:
+        timing = [
+            ("continuous batching", f"{b['batch']} sequences decoding (the cache holds "
+                                    f"{b['max_batch']})"),
+            ("time to first token", _seconds(b["ttft_s"])),
+            ("time per output token", _seconds(b["tpot_s"])),
+            ("output tokens/s", human(b["tokens_per_s"])),
+            ("requests/s", f"{b['requests_per_s']:.3g}"),
+        ]  # fmt: skip
+    for name, value in [
+        *timing,
         ("weights per device", _gib(mem["weights"])),
         ("KV cache per device", _gib(mem["kv_cache"])),
         ("memory", f"{_gib(mem['total'])} of {_gib(mem['usable'])} usable: {fits}"),
-    ):
+    ]:
         table.add_row(name, value)
     print_table(table)
 

@@ -12,6 +12,12 @@ and writes them once, dropout once more, with a one-byte mask); a fused (flash) 
 k and v and writes the output, and with a causal mask skips the hidden half of the pairs
 (FlashAttention-2, Dao 2023, Section 3.1.1).
 
+A mixture of experts reads the weights of the experts its tokens are routed to: T tokens each
+choosing top_k of E experts touch E·(1 − (1 − top_k/E)^T) distinct experts on average (each
+expert escapes one token with probability 1 − top_k/E), so a decode step at batch 1 reads top_k
+experts per layer and a long prefill all E. An expert's linear carries that many copies of its
+weight, and its matmul shape is one expert's share of the routed rows.
+
 Each cost says how tensor parallelism splits it (Megatron-LM, Shoeybi et al. 2019): `split`
 ops (the projections of heads and hidden units, the attention core, the vocabulary-parallel
 head) run 1/tp of the work on each rank; `whole` ones (norms, residual adds, dropout on the
@@ -46,6 +52,8 @@ class OpCost:
     tp: str = "whole"  # "split", "column", "row" (matmuls over split heads/units) or "whole"
     attn_core: bool = False  # QKᵀ, softmax, dropout, AV: what selective recompute replays
     backward: float = 2.0  # backward time / forward time (input and weight gradients)
+    weights: sp.Expr = sp.Integer(0)  # weight elements among `bytes` (weight-only quantization)
+    kv: sp.Expr = sp.Integer(0)  # key and value elements among `bytes` (a quantized KV cache)
 
 
 @dataclass
@@ -69,6 +77,7 @@ class CostCounter(FlopCounter):
         self.runs: list[tuple[int, list[OpCost]]] = []
         self.blocks_at: int | None = None  # where the blocks sit among `costs`
         self._flops = sp.Integer(0)
+        self.route: ops.Route | None = None  # the router of the experts being costed
 
     def add(self, component: str, kind: str, flops: sp.Expr) -> None:
         super().add(component, kind, flops)
@@ -82,6 +91,10 @@ class CostCounter(FlopCounter):
             self._flops = sp.Integer(0)
             getattr(self, f"op_{type(op).__name__.lower()}")(op)
             self.costs += self.cost(op, self._flops)
+
+    def op_route(self, op: ops.Route) -> None:
+        super().op_route(op)
+        self.route = op
 
     def op_blocks(self, op: ops.Blocks) -> None:
         self.blocks_at = len(self.costs)
@@ -106,8 +119,14 @@ class CostCounter(FlopCounter):
             split = op.out is not None and op.out.split
             row = op.x.split and not split  # attention output, MLP down: split inputs
             tp = "column" if split else "row" if row else "whole"
-            moved = c * (m * k + k * n + m * n)
-            return [OpCost(f"{op.component}.linear", "matmul", flops, moved, (m, n, k), tp)]
+            weights = 1
+            if op.x.copies != 1:  # an expert's linear, on the tokens routed to it
+                assert self.route is not None, "routed tokens come after their router"
+                weights = distinct_experts(self.route, m / op.x.copies)
+            moved = c * (m * k + weights * k * n + m * n)
+            shape = (m / weights, n, k)
+            return [OpCost(f"{op.component}.linear", "matmul", flops, moved, shape, tp,
+                           weights=weights * k * n)]  # fmt: skip
         if isinstance(op, ops.Attend):
             return self.attend(op, flops)
         if isinstance(op, ops.Loss):
@@ -134,10 +153,11 @@ class CostCounter(FlopCounter):
         keys = L.attended(op.k)
         q, d = L.queries, op.head_dim
         heads = B * op.heads
+        kv = L.rows(op.k) * op.kv_heads * (op.head_dim + op.v_head_dim)
         qkv_out = (
             L.elements(op.q, computed=True)
             + 2 * L.elements(op.out, computed=True)  # q and the output have the same size
-            + L.rows(op.k) * op.kv_heads * (op.head_dim + op.v_head_dim)
+            + kv
         )
         if self.attn == "flash":
             # One fused kernel; a causal mask lets it skip the hidden half of the pairs.
@@ -153,6 +173,7 @@ class CostCounter(FlopCounter):
                     "split",
                     attn_core=True,
                     backward=2.5,
+                    kv=kv,
                 )
             ]
         scores = heads * q * keys
@@ -175,6 +196,13 @@ class CostCounter(FlopCounter):
                    (q, op.v_head_dim, keys), "split", attn_core=True)
         )  # fmt: skip
         return costs
+
+
+def distinct_experts(route: ops.Route, tokens: sp.Expr) -> sp.Expr:
+    """The expected number of experts `tokens` tokens touch, each routed to top_k of E
+    (uniformly: a balanced router's load, the case auxiliary load-balancing losses aim at)."""
+    e, k = route.n_experts, route.top_k
+    return e * (1 - (1 - sp.sympify(k) / e) ** tokens)
 
 
 def pass_costs(ir: IR, compute_bytes: int, attn: str, run: Pass | None = None) -> PassCosts:
@@ -222,4 +250,4 @@ def _subs(cost: OpCost, env) -> OpCost:
 
     shape = tuple(put(x) for x in cost.shape) if cost.shape else None
     return OpCost(cost.label, cost.kind, put(cost.flops), put(cost.bytes), shape, cost.tp,
-                  cost.attn_core, cost.backward)  # fmt: skip
+                  cost.attn_core, cost.backward, put(cost.weights), put(cost.kv))  # fmt: skip

@@ -94,6 +94,7 @@ def serve_report(ir: IR, system: System, p: ServePrediction, settings: dict) -> 
         **settings,
         "prefill_s": p.prefill_s,
         "decode_token_s": p.decode_token_s,
+        "generate_s": p.generate_s,
         "tokens_per_s": p.tokens_per_s,
         "memory": {
             "weights": round(p.weights_bytes),

@@ -27,13 +27,20 @@ def checked_system(
         raise SpecError("give a spec (see `archspec list`), or --list-systems")
     if gpu is None:
         raise SpecError("--gpu names the system to plan on", hint="see --list-systems")
-    system = get_system(gpu, system_files)
     if mode not in ("train", "serve"):
         raise SpecError(f"--mode takes train or serve (got '{mode}')")
+    if mode == "serve":  # one device of any accelerator serves: no system needed
+        from archspec.plan.serve_engine import serving_system
+
+        system = serving_system(gpu, system_files)
+    else:
+        system = get_system(gpu, system_files)
     if attn not in ("flash", "eager"):
         raise SpecError(f"--attn takes flash or eager (got '{attn}')")
-    if dtype not in ("bf16", "fp16", "fp32"):
-        raise SpecError(f"--dtype takes bf16, fp16 or fp32 (got '{dtype}')")
+    served = ("int8", "int4", "fp8") if mode == "serve" else ()
+    if dtype not in ("bf16", "fp16", "fp32", *served):
+        also = ", or int8, int4, fp8 when serving" if mode == "train" else ", int8, int4, fp8"
+        raise SpecError(f"--dtype takes bf16, fp16, fp32{also} (got '{dtype}')")
     if gpus < 1:
         raise SpecError("--gpus must be at least 1")
     return system
@@ -131,20 +138,3 @@ def training_report(
     report = search_report(ir, system, run, result, top)
     report["searched"] = searching
     return report
-
-
-def serving_report(
-    ir: IR, system: System, gpus: int, tp: int | None, batch: int | None, prompt: int,
-    new_tokens: int, dtype: str,
-) -> dict[str, Any]:  # fmt: skip
-    """Prefill and per-token decode for `--mode serve` (tp and batch default to 1)."""
-    from archspec.plan.report import serve_report
-    from archspec.plan.serve import predict_serving
-
-    # Left out, each is 1; given, each is checked (0 is not "left out").
-    tp = 1 if tp is None else tp
-    batch = 1 if batch is None else batch
-    p = predict_serving(ir, system, batch, prompt, new_tokens, tp, gpus, dtype)
-    settings = {"gpus": gpus, "tp": tp, "batch": batch, "prompt": prompt,
-                "new_tokens": new_tokens, "dtype": dtype}  # fmt: skip
-    return serve_report(ir, system, p, settings)

@@ -2,15 +2,25 @@
 
 The prefill is a forward over the prompts, every op on the roofline (compute-bound for long
 prompts). A decode step runs the same layers for one position per sequence: each weight is read
-once per step for the whole batch and each sequence's keys and values once, so at small batches
-it is bound by memory bandwidth (the op costs of the decode pass carry those bytes: a linear's
-weight, an attention's cache). Tensor parallelism splits both, and adds two all-reduces per
-layer, which for a single position cost mostly their latency. A decode step's time is linear in
-the cached positions, so the mean over the generated tokens is the step at the middle one.
+once per step for the whole batch (a mixture of experts reads the experts its tokens touch) and
+each sequence's keys and values once, so at small batches it is bound by memory bandwidth (the
+op costs of the decode pass carry those bytes: a linear's weight, an attention's cache).
+Tensor parallelism splits both, and adds two all-reduces per layer, which for a single position
+cost mostly their latency. A decode step's time is linear in the cached positions, so the mean
+over the generated tokens is the step at the middle one.
+
+Weight-only quantization (int8, int4 in groups) stores and reads each linear's weight in fewer
+bytes (int4 adds a 16-bit scale and zero point per group) and computes in bf16; fp8 stores the
+weights in one byte and runs the matmuls at the fp8 peak (TensorRT-LLM's FP8: activations cast
+to fp8 at each matmul, kept 16-bit between kernels). A quantized KV cache (fp8, int8) stores
+and reads keys and values in one byte. The engine (serve_engine.py) says what fraction of the
+bandwidth its kernels reach at that precision and what it adds per layer, per all-reduce and
+per request.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import sympy as sp
@@ -20,19 +30,57 @@ from archspec.backends.count.memory import COMPUTE_BYTES, memory_figures
 from archspec.backends.count.passes import KV_LEN, S_DEC, B, S
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
-from archspec.plan.collectives import all_reduce, group_link
+from archspec.plan.collectives import Link, all_reduce, group_link
 from archspec.plan.efficiency import CALIBRATED, Efficiency
 from archspec.plan.hardware import System
 from archspec.plan.opcost import PassCosts, decode_costs, pass_costs
 from archspec.plan.roofline import Roofline
-from archspec.plan.search import USABLE_MEMORY
+from archspec.plan.serve_engine import IDEAL, ServeEngine
+
+ONE_BYTE_WEIGHTS = ("int8", "int4", "fp8")
+GROUP_BYTES = 4  # a 16-bit scale and a 16-bit zero point per int4 group (GPTQ, AWQ, gpt-fast)
+KV_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
+
+
+@dataclass(frozen=True)
+class Precision:
+    """How a served model stores its weights and KV cache."""
+
+    dtype: str = "bf16"  # the weights' (and, at fp8, the matmuls' inputs')
+    group: int | None = None  # int4: weights per scale and zero point
+    kv: str | None = None  # the KV cache's; None: the 16-bit activations'
+
+    def __post_init__(self) -> None:
+        if self.dtype == "int4" and self.group is None:
+            raise SpecError("int4 weights need a group size (--group: 32, 64, 128, ...)")
+        if self.dtype != "int4" and self.group is not None:
+            raise SpecError(f"--group {self.group} is for int4 weights; --dtype is {self.dtype}")
+        if self.kv is not None and self.kv not in KV_BYTES:
+            raise SpecError(f"--kv-dtype takes {', '.join(KV_BYTES)} (got '{self.kv}')")
+
+    @property
+    def compute(self) -> str:
+        """The matmuls' dtype: weight-only formats dequantize to bf16."""
+        return self.dtype if self.dtype in ("fp32", "bf16", "fp16", "fp8") else "bf16"
+
+    @property
+    def weight_bytes(self) -> float:
+        if self.dtype == "int4":
+            assert self.group is not None
+            return 0.5 + GROUP_BYTES / self.group
+        return 1.0 if self.dtype in ONE_BYTE_WEIGHTS else float(COMPUTE_BYTES[self.dtype])
+
+    @property
+    def kv_bytes(self) -> float:
+        return KV_BYTES[self.kv] if self.kv else float(COMPUTE_BYTES[self.dtype])
 
 
 @dataclass(frozen=True)
 class ServePrediction:
-    prefill_s: float
+    prefill_s: float  # time to first token: the prefill, plus the engine's per-request overhead
     decode_token_s: float  # one decode step (a token for every sequence), mean over generation
-    tokens_per_s: float  # generated tokens per second, all replicas
+    tokens_per_s: float  # generated tokens per second in steady decoding, all replicas
+    generate_s: float  # one whole request (or static batch): prefill and every decode step
     weights_bytes: float
     kv_cache_bytes: float
     capacity_bytes: float
@@ -42,8 +90,61 @@ class ServePrediction:
         return self.weights_bytes + self.kv_cache_bytes <= self.capacity_bytes
 
 
-def _pass_time(costs: PassCosts, values, tp: int, model: Roofline, per_layer_comm: float) -> float:
-    total = 0.0
+@dataclass(frozen=True)
+class PassParts:
+    """One pass as numbers an engine turns into seconds: per op, (compute seconds, bytes one
+    rank moves, its weight elements, its key and value elements) with how many layers run it,
+    and the pass's layers and all-reduces."""
+
+    ops: tuple[tuple[int, float, float, float, float], ...]
+    layers: int
+    allreduces: int
+    allreduce_bytes_s: float  # the all-reduces' bytes over the link, all of them
+    allreduce_ring_s: float  # their ring latency from the catalogue (the ideal engine's)
+
+    def seconds(self, bandwidth: float, precision: Precision, compute_bytes: int,
+                engine: ServeEngine) -> float:  # fmt: skip
+        """The ops counted `compute_bytes` per element; `precision` stores weights and the
+        cache in its own."""
+        w = precision.weight_bytes - compute_bytes
+        c = precision.kv_bytes - compute_bytes
+        speed = engine.compute_scale(precision.dtype)
+        memory = 0.0
+        for n, compute, moved, weights, kv in self.ops:
+            memory += n * max(compute / speed, (moved + w * weights + c * kv) / bandwidth)
+        if engine.allreduce_us is None:
+            latency = self.allreduce_ring_s
+        else:
+            latency = self.allreduces * engine.allreduce_us * 1e-6
+        overhead = self.layers * engine.layer_overhead_us * 1e-6
+        return memory + self.allreduce_bytes_s + latency + overhead
+
+
+@dataclass(frozen=True)
+class ServeParts:
+    """A serving run as numbers, before an engine is chosen (validation fits engines on them)."""
+
+    prefill: PassParts
+    decode: PassParts  # the mean decode step
+    bandwidth: float  # peak, bytes/s
+    compute_bytes: int
+    weights_bytes: float  # memory, per device
+    kv_cache_bytes: float
+    memory_bytes: float  # the device's
+
+    def seconds(self, engine: ServeEngine, precision: Precision) -> tuple[float, float]:
+        """(prefill with the request overhead, one mean decode step)."""
+        bandwidth = self.bandwidth * engine.efficiency(precision.dtype)
+        prefill = self.prefill.seconds(bandwidth, precision, self.compute_bytes, engine)
+        decode = self.decode.seconds(bandwidth, precision, self.compute_bytes, engine)
+        return prefill + engine.request_overhead_ms * 1e-3, decode
+
+
+def _pass_parts(costs: PassCosts, values, tp: int, peak: float, eff: Efficiency,
+                allreduce: tuple[float, float, int]) -> PassParts:  # fmt: skip
+    compute = Roofline(peak, math.inf, eff)  # compute time only
+    moved = Roofline(math.inf, 1.0, eff)  # bytes one rank moves, as "seconds" at 1 byte/s
+    ops = []
     runs = [(1, costs.before), *costs.layers, (1, costs.after)]  # a run's time times its layers
     for n, cost in ((n, cost) for n, each in runs for cost in each):
         if cost.label == "loss":
@@ -51,9 +152,65 @@ def _pass_time(costs: PassCosts, values, tp: int, model: Roofline, per_layer_com
         shape = tuple(float(sp.sympify(x).xreplace(values)) for x in cost.shape or ())
         item = (cost, float(sp.sympify(cost.flops).xreplace(values)),
                 float(sp.sympify(cost.bytes).xreplace(values)), shape)  # fmt: skip
-        total += n * model.op_time(item, tp, False)
+        ways = tp if cost.tp != "whole" else 1
+        weights = float(sp.sympify(cost.weights).xreplace(values)) / ways
+        kv = float(sp.sympify(cost.kv).xreplace(values)) / ways
+        ops.append((n, compute.op_time(item, tp), moved.op_time(item, tp), weights, kv))
     layers = sum(n for n, _ in costs.layers)
-    return total + layers * per_layer_comm
+    bytes_s, ring_s, calls = allreduce
+    return PassParts(tuple(ops), layers, calls * layers, bytes_s * layers, ring_s * layers)
+
+
+def check_counts(tp: int, batch: int, prompt: int, new_tokens: int) -> None:
+    for name, value in (("tp", tp), ("batch", batch), ("prompt", prompt),
+                        ("new-tokens", new_tokens)):  # fmt: skip
+        if value < 1:
+            raise SpecError(f"--{name} must be at least 1")
+
+
+def serve_parts(ir: IR, system: System, batch: int, prompt: int, new_tokens: int, tp: int = 1,
+                precision: Precision = Precision(), eff: Efficiency = CALIBRATED
+                ) -> ServeParts:  # fmt: skip
+    check_counts(tp, batch, prompt, new_tokens)
+    if tp > system.gpus_per_node:
+        raise SpecError(
+            f"--tp {tp} spans more than one node of {system.gpus_per_node} accelerators",
+            hint="serving keeps a tensor-parallel group inside a node",
+        )
+    c = COMPUTE_BYTES[precision.dtype]
+    peak = system.accelerator.peak(precision.compute)
+    link = group_link(system, tp, 1, eff.network_peak)
+    bare = Link(link.bandwidth, 0.0)
+    d = ir.value(ir.root.d_model)
+
+    def allreduces(size: float) -> tuple[float, float, int]:
+        """Two all-reduces a layer: (their bytes' seconds, their ring latency, calls)."""
+        if tp == 1:
+            return 0.0, 0.0, 0
+        data = all_reduce(size, tp, bare)
+        return 2 * data, 2 * (all_reduce(size, tp, link) - data), 2
+
+    # An encoder-decoder reads the prompt with its encoder; its decoder starts from one start
+    # token and caches only the positions it generates (the encoder's are cross-attention's S).
+    fed = 1 if ir.root.layout == "encoder-decoder" else prompt
+    prefill_values = {B: batch, S: prompt, S_DEC: fed, KV_LEN: fed}
+    prefill = _pass_parts(pass_costs(ir, c, "flash"), prefill_values, tp, peak, eff,
+                          allreduces(batch * prompt * d * c))  # fmt: skip
+    dec = decode_costs(ir, c)
+    if dec is None:
+        raise SpecError(f"{ir.name} is encoder-only: it generates no tokens")
+    middle = fed + (new_tokens + 1) // 2
+    decode_values = {B: batch, S: prompt, S_DEC: fed, KV_LEN: middle}
+    decode = _pass_parts(dec, decode_values, tp, peak, eff, allreduces(batch * d * c))
+    stored = precision.dtype if precision.dtype in ("fp32", "bf16", "fp16") else "bf16"
+    figures = memory_figures(ir, stored, parallel=Parallelism(gpus=tp, tp=tp))
+    full = {**ir.env, B: batch, S: prompt, S_DEC: fed, KV_LEN: fed + new_tokens}
+    weights = float(figures.weights.xreplace(full))
+    kv = float(figures.kv_cache.xreplace(full)) * precision.kv_bytes / c
+    if stored != precision.dtype:  # count's 16-bit weights, in the stored format's bytes
+        weights *= precision.weight_bytes / COMPUTE_BYTES[stored]
+    return ServeParts(prefill, decode, system.accelerator.bandwidth, c, weights, kv,
+                      system.accelerator.memory_bytes)  # fmt: skip
 
 
 def predict_serving(
@@ -66,46 +223,25 @@ def predict_serving(
     gpus: int | None = None,
     dtype: str = "bf16",
     eff: Efficiency = CALIBRATED,
+    engine: ServeEngine = IDEAL,
+    group: int | None = None,
+    kv_dtype: str | None = None,
 ) -> ServePrediction:
-    for name, value in (("tp", tp), ("batch", batch), ("prompt", prompt),
-                        ("new-tokens", new_tokens)):  # fmt: skip
-        if value < 1:
-            raise SpecError(f"--{name} must be at least 1")
+    check_counts(tp, batch, prompt, new_tokens)
     gpus = gpus or tp
     if gpus % tp:
         raise SpecError(f"--gpus {gpus} is not a multiple of --tp {tp}")
-    if tp > system.gpus_per_node:
-        raise SpecError(
-            f"--tp {tp} spans more than one node of {system.gpus_per_node} accelerators",
-            hint="serving keeps a tensor-parallel group inside a node",
-        )
-    c = COMPUTE_BYTES[dtype]
-    model = Roofline.of(system.accelerator, dtype, eff)
-    link = group_link(system, tp, 1, eff.network_peak)
-    d = ir.value(ir.root.d_model)
-    # An encoder-decoder reads the prompt with its encoder; its decoder starts from one start
-    # token and caches only the positions it generates (the encoder's are cross-attention's S).
-    fed = 1 if ir.root.layout == "encoder-decoder" else prompt
-    prefill_values = {B: batch, S: prompt, S_DEC: fed, KV_LEN: fed}
-    prefill_comm = 2 * all_reduce(batch * prompt * d * c, tp, link)
-    prefill = _pass_time(pass_costs(ir, c, "flash"), prefill_values, tp, model, prefill_comm)
-    dec = decode_costs(ir, c)
-    if dec is None:
-        raise SpecError(f"{ir.name} is encoder-only: it generates no tokens")
-    middle = fed + (new_tokens + 1) // 2
-    decode_values = {B: batch, S: prompt, S_DEC: fed, KV_LEN: middle}
-    decode_comm = 2 * all_reduce(batch * d * c, tp, link)
-    decode = _pass_time(dec, decode_values, tp, model, decode_comm)
-    figures = memory_figures(ir, dtype, parallel=Parallelism(gpus=tp, tp=tp))
-    full = {**ir.env, B: batch, S: prompt, S_DEC: fed, KV_LEN: fed + new_tokens}
-    weights = float(figures.weights.xreplace(full))
-    kv = float(figures.kv_cache.xreplace(full))
+    precision = Precision(dtype, group, kv_dtype)
+    engine.efficiency(dtype)  # one clear message for a precision the engine has no figures at
+    parts = serve_parts(ir, system, batch, prompt, new_tokens, tp, precision, eff)
+    prefill, decode = parts.seconds(engine, precision)
     replicas = gpus // tp
     return ServePrediction(
         prefill_s=prefill,
         decode_token_s=decode,
         tokens_per_s=replicas * batch / decode,
-        weights_bytes=weights,
-        kv_cache_bytes=kv,
-        capacity_bytes=system.accelerator.memory_bytes * USABLE_MEMORY,
+        generate_s=prefill + (new_tokens - 1) * decode,
+        weights_bytes=parts.weights_bytes,
+        kv_cache_bytes=parts.kv_cache_bytes,
+        capacity_bytes=parts.memory_bytes * engine.usable_memory,
     )

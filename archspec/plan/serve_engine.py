@@ -1,0 +1,106 @@
+"""Serving engines: what a real inference engine adds to the roofline of its kernels.
+
+A decode step on the roofline reads every weight and the KV cache at the memory bandwidth. A
+real engine reaches a fraction of it (its kernels' achieved bandwidth: lower for quantized
+weights, whose kernels dequantize as they read), and adds time the roofline does not see:
+
+- per layer of every forward pass, kernel launches and synchronisation the host issues, which
+  CUDA graphs (gpt-fast's `reduce-overhead`) remove but for each kernel's own start and drain
+  on the device (a few microseconds a kernel);
+- per tensor-parallel all-reduce (two a layer), its latency, beyond the bytes over the link;
+- per request (or static batch), a fixed overhead: scheduling, sampling, the first token's
+  return.
+
+Each engine's numbers are fitted on its own published figures (archspec/plan/
+published_serving.yaml) by `python -m archspec.plan.serve_validation --write`, which stores them
+in serve_engines.yaml with the figures they came from; docs/plan.md shows the fit and its
+leave-one-out error. `ideal` is the plain roofline (80% of the bandwidth, no overheads): what
+`predict_serving` assumes when no engine is named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from archspec.errors import SpecError, did_you_mean
+from archspec.plan.hardware import System, get_system, load_accelerators
+
+# What counts as usable memory is the engine's own setting: vLLM's gpu_memory_utilization and
+# TensorRT-LLM's kv_cache_free_gpu_mem_fraction both default to 0.9; gpt-fast and transformers
+# allocate as they go. Not fitted: stored per engine in serve_engines.yaml with its source.
+PRECISION_CLASSES = {"bf16": "16-bit", "fp16": "16-bit", "fp32": "16-bit", "int8": "int8",
+                     "int4": "int4", "fp8": "fp8"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ServeEngine:
+    key: str
+    name: str
+    memory_efficiency: dict[str, float]  # by precision class: achieved / peak HBM bandwidth
+    layer_overhead_us: float = 0.0  # per layer of every forward pass
+    allreduce_us: float | None = None  # per tensor-parallel all-reduce (None: the system's
+    # ring latency, 2(n-1) steps of its catalogue latency)
+    request_overhead_ms: float = 0.0  # per request or static batch
+    usable_memory: float = 0.9
+    # By precision class: the engine's matmuls against the training-calibrated efficiency
+    # (efficiency.py); 1 where its figures say nothing of compute (batch-1 decoding).
+    compute_efficiency: dict[str, float] = field(default_factory=dict)
+    calibrated_on: list[str] = field(default_factory=list)  # the figures' sources
+    note: str = ""
+
+    def efficiency(self, precision: str) -> float:
+        cls = PRECISION_CLASSES.get(precision, precision)
+        if cls not in self.memory_efficiency:
+            known = ", ".join(p for p, c in PRECISION_CLASSES.items()
+                              if c in self.memory_efficiency)  # fmt: skip
+            raise SpecError(
+                f"the {self.key} engine has no published figures at {precision}",
+                hint=f"its profile covers: {known}",
+            )
+        return self.memory_efficiency[cls]
+
+    def compute_scale(self, precision: str) -> float:
+        return self.compute_efficiency.get(PRECISION_CLASSES.get(precision, precision), 1.0)
+
+
+IDEAL = ServeEngine("ideal", "the roofline alone",
+                    {"16-bit": 0.8, "int8": 0.8, "int4": 0.8, "fp8": 0.8},
+                    note="80% of peak bandwidth, no overheads")  # fmt: skip
+
+
+@cache
+def load_engines() -> dict[str, ServeEngine]:
+    """The calibrated engines (serve_engines.yaml) and `ideal`."""
+    text = (resources.files("archspec") / "plan" / "serve_engines.yaml").read_text()
+    engines = {"ideal": IDEAL}
+    for key, entry in (yaml.safe_load(text) or {}).items():
+        engines[key] = ServeEngine(key=key, **entry)
+    return engines
+
+
+def get_engine(name: str) -> ServeEngine:
+    engines = load_engines()
+    if name not in engines:
+        raise SpecError(
+            f"unknown serving engine '{name}'",
+            hint=did_you_mean(name, engines) or f"known: {', '.join(engines)}",
+        )
+    return engines[name]
+
+
+def serving_system(name: str, extra: list[Path] | None = None) -> System:
+    """The system of that name; or, for an accelerator no system holds (an RTX 4090), that one
+    device alone: serving on one needs no links (tensor parallelism over it is refused)."""
+    try:
+        return get_system(name, extra)
+    except SpecError:
+        accels = load_accelerators()
+        if name not in accels:
+            raise
+        a = accels[name]
+        return System(name, a.name, a, 1, 0.0, 0.0, 0.0, 0.0, f"one device alone: {a.source}")

@@ -1,0 +1,116 @@
+"""What `archspec plan --mode serve` is asked: its serving options checked (one clear message
+each), turned into a prediction (plain, speculative, or continuously batched) and a report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from archspec.errors import SpecError
+from archspec.ir.nodes import IR
+from archspec.plan.hardware import System
+
+
+def speculation(draft: str | None, k: int, accept: float | None) -> Any:
+    """The speculative decoding `--draft`, `--speculate` and `--accept` ask for, or None."""
+    if draft is None:
+        if accept is not None:
+            raise SpecError("--accept is for speculative decoding: give --draft SPEC too")
+        return None
+    if accept is None:
+        raise SpecError(
+            "--draft needs --accept: the probability each drafted token is accepted",
+            hint="it depends on the two models and the text; measure it, or try 0.6-0.8",
+        )
+    from archspec.cli.common import compile_spec
+    from archspec.plan.serve_speculative import Speculation
+
+    return Speculation(compile_spec(draft, None), k, accept)
+
+
+def _continuous(
+    ir: IR, system: System, gpus: int, tp: int, batch: int | None, prompt: int,
+    new_tokens: int, dtype: str, engine: Any, group: int | None, kv_dtype: str | None,
+    speculation: Any, rate: float | None, concurrency: int | None, plot: Path | None,
+    force: bool,
+) -> tuple[dict[str, Any] | None, int]:  # fmt: skip
+    """Continuous batching at `--rate` or `--concurrency` (and its `--plot`): the point, and the
+    batch the rest of the report is for."""
+    from archspec.plan.serve import Precision
+    from archspec.plan.serve_batching import Server
+
+    if rate is not None and concurrency is not None:
+        raise SpecError("give --rate or --concurrency, not both")
+    if batch != 1:
+        raise SpecError("--batch is found by continuous batching: leave it out with --rate, "
+                        "--concurrency or --plot")  # fmt: skip
+    if speculation is not None:
+        raise SpecError("speculative decoding (--draft) with continuous batching is not "
+                        "modelled")  # fmt: skip
+    if plot is not None:
+        from archspec.backends.compare.plot import check_path
+
+        check_path(plot)  # before any work
+    server = Server(ir, system, prompt, new_tokens, tp, gpus, Precision(dtype, group, kv_dtype),
+                    engine)  # fmt: skip
+    point = None
+    if rate is not None:
+        point = server.at_rate(rate)
+    elif concurrency is not None:
+        point = server.at_concurrency(concurrency)
+    if plot is not None:
+        from archspec.cli.common import say
+        from archspec.plan.serve_plot import plot_serving
+
+        title = (f"{ir.name} on {system.key} × {gpus} (tp {tp}), {prompt} → {new_tokens} "
+                 f"tokens, {dtype}, engine {engine.key}")  # fmt: skip
+        plot_serving(title, [p.as_dict() for p in server.sweep()], plot, force)
+        say(f"wrote {plot}")
+    if point is None:
+        return None, 1
+    mode = {"rate": rate} if rate is not None else {"concurrency": concurrency}
+    return {**mode, **point.as_dict()}, point.batch
+
+
+def serving_report(
+    ir: IR, system: System, gpus: int, tp: int | None, batch: int | None, prompt: int,
+    new_tokens: int, dtype: str, engine: str | None = None, group: int | None = None,
+    kv_dtype: str | None = None, speculation: Any = None, rate: float | None = None,
+    concurrency: int | None = None, plot: Path | None = None, force: bool = False,
+) -> dict[str, Any]:  # fmt: skip
+    """Prefill and per-token decode for `--mode serve` (tp and batch default to 1)."""
+    from archspec.plan.report import serve_report
+    from archspec.plan.serve import check_counts, predict_serving
+    from archspec.plan.serve_engine import get_engine
+
+    # Left out, each is 1; given, each is checked (0 is not "left out").
+    tp = 1 if tp is None else tp
+    batch = 1 if batch is None else batch
+    check_counts(tp, batch, prompt, new_tokens)
+    if gpus % tp:
+        raise SpecError(f"--gpus {gpus} is not a multiple of --tp {tp}")
+    if group is not None and group < 1:
+        raise SpecError("--group must be at least 1")
+    profile = get_engine(engine or "ideal")
+    batching = None
+    if rate is not None or concurrency is not None or plot is not None:
+        batching, batch = _continuous(ir, system, gpus, tp, batch, prompt, new_tokens, dtype,
+                                      profile, group, kv_dtype, speculation, rate, concurrency,
+                                      plot, force)  # fmt: skip
+    p = predict_serving(ir, system, batch, prompt, new_tokens, tp, gpus, dtype,
+                        engine=profile, group=group, kv_dtype=kv_dtype)  # fmt: skip
+    draft = None
+    if speculation is not None:
+        from archspec.plan.serve import Precision
+        from archspec.plan.serve_speculative import with_speculation
+
+        p = with_speculation(p, ir, speculation, system, batch, prompt, new_tokens, tp, gpus,
+                             Precision(dtype, group, kv_dtype), profile)  # fmt: skip
+        draft = {"model": speculation.draft.name, "speculate": speculation.k,
+                 "accept": speculation.accept,
+                 "tokens_per_round": speculation.tokens_per_round}  # fmt: skip
+    settings = {"gpus": gpus, "tp": tp, "batch": batch, "prompt": prompt,
+                "new_tokens": new_tokens, "dtype": dtype, "group": group,
+                "kv_dtype": kv_dtype, "engine": profile.key, "draft": draft,
+                "batching": batching}  # fmt: skip
+    return serve_report(ir, system, p, settings)
