@@ -81,16 +81,30 @@ class MemoryModel:
             _linear(parts.rebuilt, self.values),
         )
 
-    def _params(self, tp: int, pp: int):
-        par = Parallelism(gpus=tp * pp, tp=tp, pp=pp)
-        return [(s.layers, int(s.params.xreplace(self.values))) for s in stage_params(self.ir, par)]
+    def _params(self, tp: int, pp: int, stage_layers: tuple[int, ...] | None = None):
+        if stage_layers is None:
+            par = Parallelism(gpus=tp * pp, tp=tp, pp=pp)
+            return [(s.layers, int(s.params.xreplace(self.values)))
+                    for s in stage_params(self.ir, par)]  # fmt: skip
+        # Uneven stages: count deals layers out evenly, so take it one layer per stage (the
+        # embeddings on the first, the head on the last) and add the layers up.
+        per_layer = self._params(tp, sum(stage_layers))
+        out, first = [], 0
+        for n in stage_layers:
+            params = sum(p for _, p in per_layer[first:first + n])
+            out.append(((first, first + n), params))
+            first += n
+        return out
 
-    def stages(self, par: Parallelism, micro: int, recompute: str) -> list[StageBytes]:
+    def stages(self, par: Parallelism, micro: int, recompute: str,
+               stage_layers: tuple[int, ...] | None = None) -> list[StageBytes]:  # fmt: skip
         """Bytes per device on every stage, as memory_figures counts them."""
         before, runs, after, rebuilt = self.parts(par.tp, par.sp, recompute)
         states = OPTIMIZER_BYTES[self.optimizer] + (MASTER_BYTES if self.dtype != "fp32" else 0)
         out = []
-        for stage, ((first, last), params) in enumerate(self.params(par.tp, par.pp)):
+        for stage, ((first, last), params) in enumerate(
+            self.params(par.tp, par.pp, stage_layers)
+        ):
             chunks, per_chunk = par.in_flight(stage)
             layers = stage_runs(runs, first, last)
             acts = chunks * sum(n * x.at(micro) for n, x in layers) / per_chunk
@@ -115,8 +129,9 @@ class MemoryModel:
             out.append(StageBytes(stage, params, weights, grads, opt, acts))
         return out
 
-    def busiest(self, par: Parallelism, micro: int, recompute: str) -> StageBytes:
-        return max(self.stages(par, micro, recompute), key=lambda s: s.total)
+    def busiest(self, par: Parallelism, micro: int, recompute: str,
+                stage_layers: tuple[int, ...] | None = None) -> StageBytes:  # fmt: skip
+        return max(self.stages(par, micro, recompute, stage_layers), key=lambda s: s.total)
 
 
 def with_micro_batches(par: Parallelism, m: int) -> Parallelism:

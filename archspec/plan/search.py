@@ -21,7 +21,7 @@ from archspec.backends.count.conventions import RECOMPUTE
 from archspec.backends.count.layout import check_layout, layer_count
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
-from archspec.plan.efficiency import CALIBRATED, Efficiency
+from archspec.plan.efficiency import Efficiency
 from archspec.plan.fit import MemoryModel, StageBytes
 from archspec.plan.hardware import System
 from archspec.plan.step import Layout, StepModel, StepTime, Training
@@ -109,7 +109,7 @@ def search(
     ir: IR,
     system: System,
     run: Training,
-    eff: Efficiency = CALIBRATED,
+    eff: Efficiency | None = None,  # None: the engine's (engines.py)
     only: dict | None = None,
     progress: Callable[[int, int], None] | None = None,
     memory: MemoryModel | None = None,

@@ -1,0 +1,76 @@
+"""Training stacks: what each one overlaps with compute, and how close to peak its kernels run.
+
+The same layout runs at different speeds in different stacks, mostly for two reasons: which
+communication hides behind compute, and how well the stack's kernels and launches use the
+device. A profile states the first from each stack's documentation and fits the second (one
+matmul plateau per stack, `published.py`, cross-validated leaving one source out).
+
+- megatron: Megatron-LM as Narayanan et al. 2021 and Korthikanti et al. 2022 ran it, and
+  Megatron-DeepSpeed (MT-NLG, BLOOM): the data-parallel all-reduce runs after the last
+  backward, tensor-parallel collectives between the matmuls, nothing overlapped.
+- nemo: Megatron-Core as NeMo 24+ configures it: the distributed optimizer's gradient
+  reduce-scatter overlaps the backward and its parameter all-gather the next forward
+  (`overlap_grad_reduce`, `overlap_param_gather`), and with sequence parallelism the
+  tensor-parallel all-gathers and reduce-scatters overlap the matmuls beside them
+  (`tp_comm_overlap`, Transformer Engine's userbuffers).
+- fsdp: PyTorch FSDP (torchtitan's FSDP2, MosaicML Composer): each layer's parameter all-gather
+  is prefetched during the previous layer's compute and its gradient reduce-scatter runs
+  during the next layer's backward; tensor-parallel collectives are not overlapped.
+
+Overlapped communication costs what it exceeds the compute it hides behind (a perfect overlap
+bound: the exposed part is max(0, communication − compute)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from archspec.errors import SpecError, did_you_mean
+from archspec.plan.efficiency import CALIBRATED, Efficiency
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    overlap_dp: bool  # gradient reduce-scatter / all-reduce hidden behind the backward
+    overlap_zero3: bool  # ZeRO-3 / FSDP all-gathers and reduce-scatters behind compute
+    overlap_tp: bool  # tensor-parallel collectives behind the matmuls (with --sp)
+    description: str
+    # The matmul plateau this stack's runs reach, fitted on its published runs
+    # (published.py; docs/plan.md gives the fit and the cross-validated errors).
+    matmul_peak: float = CALIBRATED.matmul_peak
+
+    def efficiency(self) -> Efficiency:
+        return replace(CALIBRATED, matmul_peak=self.matmul_peak, matmul_half=FITTED_HALF,
+                       fp8_matmul=FITTED_FP8)  # fmt: skip
+
+
+# The half-size and fp8 factor fitted with the plateaus below on all of published.yaml.
+FITTED_HALF = 32.0
+FITTED_FP8 = 0.50
+
+ENGINES = {
+    "megatron": Engine("megatron", False, False, False,
+                       "Megatron-LM (2021-22) and Megatron-DeepSpeed: no overlap", 0.72),
+    "nemo": Engine("nemo", True, True, True,
+                   "NeMo / Megatron-Core: DP and TP communication overlapped", 0.90),
+    "fsdp": Engine("fsdp", True, True, False,
+                   "PyTorch FSDP, torchtitan, Composer: sharded DP communication overlapped",
+                   0.62),
+}  # fmt: skip
+DEFAULT_ENGINE = "megatron"
+
+
+def get_engine(name: str) -> Engine:
+    if name not in ENGINES:
+        raise SpecError(
+            f"--engine takes {', '.join(ENGINES)} (got '{name}')",
+            hint=did_you_mean(name, ENGINES) or None,
+        )
+    return ENGINES[name]
+
+
+def exposed(communication: float, compute: float, overlapped: bool) -> float:
+    """The part of `communication` a step waits for: all of it, or what the `compute` it
+    overlaps cannot hide."""
+    return max(0.0, communication - compute) if overlapped else communication
