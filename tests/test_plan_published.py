@@ -60,6 +60,7 @@ def test_the_shipped_constants_are_the_fit_on_every_run() -> None:
     fit = published.fit(published.expressible())
     assert fit.half == FITTED_HALF and fit.fp8 == FITTED_FP8
     assert fit.peaks == {name: e.matmul_peak for name, e in ENGINES.items()}
+    assert fit.on == {(name, acc): p for name, e in ENGINES.items() for acc, p in e.on}
 
 
 @pytest.mark.slow
@@ -68,8 +69,8 @@ def test_cross_validated_errors() -> None:
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
     # What docs/plan.md reports (a regression guard, not the target of 8% / 15%).
-    assert mean(errors) < 0.13
-    assert max(errors) < 0.90
+    assert mean(errors) < 0.11
+    assert max(errors) < 0.52
     megatron = [abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan",
                                                                             "Korthikanti"))]
     assert max(megatron) < 0.12

@@ -5,9 +5,13 @@ communication hides behind compute, and how well the stack's kernels and launche
 device. A profile states the first from each stack's documentation and fits the second (one
 matmul plateau per stack, `published.py`, cross-validated leaving one source out).
 
-- megatron: Megatron-LM as Narayanan et al. 2021 and Korthikanti et al. 2022 ran it, and
-  Megatron-DeepSpeed (MT-NLG, BLOOM): the data-parallel all-reduce runs after the last
-  backward, tensor-parallel collectives between the matmuls, nothing overlapped.
+- megatron: Megatron-LM as Narayanan et al. 2021 and Korthikanti et al. 2022 ran it: the data-
+  parallel all-reduce runs after the last backward, tensor-parallel collectives between the
+  matmuls, nothing overlapped; the interleaved schedule, and pipeline sends of 1/tp of the
+  activation gathered over NVLink (Narayanan et al. 2021, Section 4.1).
+- deepspeed: Megatron-DeepSpeed (MT-NLG, BLOOM): Megatron's layers under DeepSpeed's pipeline
+  engine, which has no interleaved schedule and sends each stage's whole activation; nothing
+  overlapped.
 - nemo: Megatron-Core as NeMo 24+ configures it: the distributed optimizer's gradient
   reduce-scatter overlaps the backward and its parameter all-gather the next forward
   (`overlap_grad_reduce`, `overlap_param_gather`), and with sequence parallelism the
@@ -39,26 +43,47 @@ class Engine:
     # The matmul plateau this stack's runs reach, fitted on its published runs
     # (published.py; docs/plan.md gives the fit and the cross-validated errors).
     matmul_peak: float = CALIBRATED.matmul_peak
+    # The plateau fitted on this stack's runs on one accelerator, where it has such runs.
+    on: tuple[tuple[str, float], ...] = ()
+    interleave: bool = True  # the interleaved pipeline schedule exists
+    scatter_gather: bool = True  # pipeline sends 1/tp of the activation, gathered after
 
-    def efficiency(self) -> Efficiency:
-        return replace(CALIBRATED, matmul_peak=self.matmul_peak, matmul_half=FITTED_HALF,
+    def efficiency(self, accelerator: str | None = None) -> Efficiency:
+        peak = dict(self.on).get(accelerator) or transferred(self, accelerator)
+        return replace(CALIBRATED, matmul_peak=peak, matmul_half=FITTED_HALF,
                        fp8_matmul=FITTED_FP8)  # fmt: skip
 
 
 # The half-size and fp8 factor fitted with the plateaus below on all of published.yaml.
-FITTED_HALF = 32.0
-FITTED_FP8 = 0.50
+FITTED_HALF = 128.0
+FITTED_FP8 = 0.70
 
 ENGINES = {
     "megatron": Engine("megatron", False, False, False,
-                       "Megatron-LM (2021-22) and Megatron-DeepSpeed: no overlap", 0.72),
+                       "Megatron-LM (2021-22): no overlap", 0.82, (("a100-80g", 0.82),)),
+    "deepspeed": Engine("deepspeed", False, False, False,
+                        "Megatron-DeepSpeed: DeepSpeed's pipeline, no interleaving, no overlap",
+                        0.62, (("a100-80g", 0.62),), interleave=False, scatter_gather=False),
     "nemo": Engine("nemo", True, True, True,
-                   "NeMo / Megatron-Core: DP and TP communication overlapped", 0.90),
+                   "NeMo / Megatron-Core: DP and TP communication overlapped", 0.78,
+                   (("b200", 0.78), ("gb200", 0.72), ("h100-sxm", 0.80))),
     "fsdp": Engine("fsdp", True, True, False,
                    "PyTorch FSDP, torchtitan, Composer: sharded DP communication overlapped",
-                   0.62),
+                   0.64, (("a100-80g", 0.74), ("h100-sxm", 0.52))),
 }  # fmt: skip
 DEFAULT_ENGINE = "megatron"
+
+
+def transferred(engine: Engine, accelerator: str | None) -> float:
+    """The plateau of an engine on an accelerator none of its published runs used: its
+    plateau on one it was fitted on, times how another engine fitted on both gains or loses
+    between them (published.py fits the same way); else the engine's own plateau."""
+    for fitted_on, peak in engine.on:
+        for other in ENGINES.values():
+            there, here = dict(other.on).get(accelerator), dict(other.on).get(fitted_on)
+            if other is not engine and there and here:
+                return round(peak * there / here, 2)
+    return engine.matmul_peak
 
 
 def get_engine(name: str) -> Engine:

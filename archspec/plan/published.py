@@ -175,7 +175,7 @@ def candidates(run: Run) -> Candidates:
         m = run.global_batch // (mb * dp)
         if run.interleave:
             vs = [run.interleave]
-        elif run.pp == 1 or run.stage_layers:
+        elif run.pp == 1 or run.stage_layers or not ENGINES[run.engine].interleave:
             vs = [1]
         else:
             per = layers // run.pp
@@ -235,25 +235,37 @@ def error_grid() -> dict[tuple[str, float, float, float], float]:
     }  # fmt: skip
 
 
+@cache
+def accelerator(run: Run) -> str:
+    return get_system(run.system).accelerator.key
+
+
 @dataclass(frozen=True)
 class Fit:
     half: float
     fp8: float
     peaks: dict[str, float]  # engine -> matmul plateau
+    on: dict[tuple[str, str], float]  # (engine, accelerator) -> matmul plateau
 
-    def efficiency(self, engine: str) -> Efficiency:
-        return replace(CALIBRATED, matmul_peak=self.peaks[engine], matmul_half=self.half,
+    def peak(self, run: Run) -> float:
+        return self.on.get((run.engine, accelerator(run)), self.peaks[run.engine])
+
+    def efficiency(self, run: Run) -> Efficiency:
+        return replace(CALIBRATED, matmul_peak=self.peak(run), matmul_half=self.half,
                        fp8_matmul=self.fp8)  # fmt: skip
 
     def error(self, run: Run) -> float:
         f = self.fp8 if run.dtype == "fp8" else 1.0
-        return error_grid()[(run.name, self.half, self.peaks[run.engine], f)]
+        return error_grid()[(run.name, self.half, self.peak(run), f)]
 
 
 def fit(runs: list[Run]) -> Fit:
-    """The half-size, fp8 factor and per-engine plateaus minimising the mean absolute error over
-    `runs`; an engine with none of them takes the plateau fitted on all of them."""
+    """The half-size, fp8 factor and plateaus minimising the mean absolute error over `runs`:
+    one plateau per engine and accelerator, fitted on that engine's runs there; an engine and
+    accelerator none of `runs` used takes the engine's plateau (fitted on its runs anywhere), an
+    engine none used the plateau fitted on all of them."""
     grid = error_grid()
+    pairs = {(r.engine, accelerator(r)) for r in expressible()}
     best: tuple[float, Fit] | None = None
     for half in HALVES:
         for f in FP8:
@@ -261,17 +273,41 @@ def fit(runs: list[Run]) -> Fit:
                 return mean(abs(grid[(r.name, half, peak, f if r.dtype == "fp8" else 1.0)])
                             for r in rs)  # fmt: skip
 
-            shared = min(PEAKS, key=lambda p: mae(runs, p))
-            peaks = {}
-            for engine in ENGINES:
-                own = [r for r in runs if r.engine == engine]
-                peaks[engine] = min(PEAKS, key=lambda p: mae(own, p)) if own else shared
-            candidate = Fit(half, f, peaks)
+            def best_peak(rs: list[Run], fallback: float, mae=mae) -> float:
+                return min(PEAKS, key=lambda p: mae(rs, p)) if rs else fallback
+
+            shared = best_peak(runs, 0.0)
+            peaks = {e: best_peak([r for r in runs if r.engine == e], shared) for e in ENGINES}
+            fitted = {}
+            for e, a in sorted(pairs):
+                own = [r for r in runs if (r.engine, accelerator(r)) == (e, a)]
+                if own:
+                    fitted[(e, a)] = best_peak(own, 0.0)
+            on = {pair: fitted.get(pair) or transferred(pair, fitted, peaks[pair[0]])
+                  for pair in sorted(pairs)}  # fmt: skip
+            candidate = Fit(half, f, peaks, on)
             total = mean(abs(candidate.error(r)) for r in runs)
             if best is None or total < best[0]:
                 best = (total, candidate)
     assert best is not None
     return best[1]
+
+
+def transferred(pair: tuple[str, str], fitted: dict[tuple[str, str], float],
+                fallback: float) -> float:
+    """The plateau of an engine on an accelerator none of its fitted runs used: its plateau on
+    an accelerator it was fitted on, times how another engine fitted on both accelerators
+    gains or loses between them (so an H100 is not taken to run like an A100); else the
+    engine's plateau. On the grid of PEAKS."""
+    engine, acc = pair
+    for (e, b), peak in sorted(fitted.items()):
+        if e != engine:
+            continue
+        for (e2, a2), there in sorted(fitted.items()):
+            if a2 == acc and (e2, b) in fitted and e2 != engine:
+                ratio = there / fitted[(e2, b)]
+                return min(PEAKS, key=lambda p: abs(p - peak * ratio))
+    return fallback
 
 
 def cross_validated() -> dict[str, tuple[float, Fit]]:
@@ -301,7 +337,7 @@ def table() -> list[dict[str, Any]]:
         if reason:
             row["not_expressible"] = reason
         else:
-            seconds, layout = predict(run, full.efficiency(run.engine))
+            seconds, layout = predict(run, full.efficiency(run))
             row.update(published_s=published_step(run, cands_ir(run)), predicted_s=seconds,
                        fitted_error=full.error(run),
                        cv_error=cv[run.name][0], layout=layout,
@@ -348,6 +384,8 @@ def markdown() -> str:
         + "; ".join(f"{w['run']} {w['cv_error']:+.1%}" for w in worst)
         + f"). Constants fitted on all: d½ = {full.half:g}, fp8 factor {full.fp8:.2f}, plateaus "
         + ", ".join(f"{e} {p:.2f}" for e, p in full.peaks.items())
+        + "; on one accelerator: "
+        + ", ".join(f"{e} on {a} {p:.2f}" for (e, a), p in full.on.items())
         + ".",
     ]
     return "\n".join(lines)

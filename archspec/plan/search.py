@@ -22,6 +22,7 @@ from archspec.backends.count.layout import check_layout, layer_count
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 from archspec.plan.efficiency import Efficiency
+from archspec.plan.engines import get_engine
 from archspec.plan.fit import MemoryModel, StageBytes
 from archspec.plan.hardware import System
 from archspec.plan.step import Layout, StepModel, StepTime, Training
@@ -75,7 +76,7 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                 yield None, f"--gpus {gpus} is not a multiple of tp {tp} × pp {pp}"
             continue  # not a layout of this many devices
         dp = gpus // (tp * pp)
-        if pp == 1:
+        if pp == 1 or not get_engine(run.engine).interleave:
             interleaves = [1]
         else:
             interleaves = [v for v in range(1, MAX_INTERLEAVE + 1) if (layers // pp) % v == 0]

@@ -120,7 +120,7 @@ class StepModel:
 
     def __init__(self, ir: IR, system: System, run: Training, eff: Efficiency | None = None):
         self.engine = get_engine(run.engine)
-        eff = eff or self.engine.efficiency()
+        eff = eff or self.engine.efficiency(system.accelerator.key)
         self.ir, self.system, self.run, self.eff = ir, system, run, eff
         self.c = COMPUTE_BYTES[run.dtype]
         self.roofline = Roofline.of(system.accelerator, run.dtype, eff)
@@ -219,8 +219,11 @@ class StepModel:
         # p2p: each micro-batch crosses every chunk boundary forward and back.
         if pp > 1:
             pp_link = group_link(sysm, pp, tp * cp * dp, net)
-            share = activation / tp
-            p2p = 2 * v * (send(share, pp_link) + all_gather(activation, tp, tp_link))
+            if engine.scatter_gather:
+                gather = all_gather(activation, tp, tp_link)
+                p2p = 2 * v * (send(activation / tp, pp_link) + gather)
+            else:
+                p2p = 2 * v * send(activation, pp_link)
         else:
             p2p = 0.0
         compute, rec, tp_comm, rec_comm = max(stages, key=lambda st: st[0] + st[1] + st[2])
