@@ -71,6 +71,7 @@ def test_cross_validated_errors() -> None:
     # What docs/plan.md reports (a regression guard, not the target of 8% / 15%).
     assert mean(errors) < 0.11
     assert max(errors) < 0.52
-    megatron = [abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan",
-                                                                            "Korthikanti"))]
+    megatron = [
+        abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
+    ]
     assert max(megatron) < 0.12

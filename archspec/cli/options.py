@@ -319,7 +319,13 @@ PlanRecompute = Annotated[
 PlanZero = Annotated[int | None, _opt("--zero", help="ZeRO stage 0-3.", panel=_LAYOUT)]
 PlanDtype = Annotated[
     str,
-    _opt("--dtype", help="Compute dtype: bf16, fp16, fp32.", metavar="DTYPE", callback=dtype_name),
+    _opt(
+        "--dtype",
+        help="Compute dtype: bf16, fp16, fp32 (training also fp8: the projections "
+        "in fp8, the rest bf16).",
+        metavar="DTYPE",
+        callback=dtype_name,
+    ),
 ]
 PlanGradDtype = Annotated[
     str | None,
@@ -331,6 +337,39 @@ PlanAttn = Annotated[
     _opt("--attn", help="flash (fused kernel) or eager (materialised scores).", metavar="KERNEL"),
 ]
 PlanTop = Annotated[int, _opt("--top", help="Layouts to show from a search.")]
+PlanCp = Annotated[
+    int | None,
+    _opt("--cp", help="Context-parallel degree: ranks sharing each sequence.", panel=_LAYOUT),
+]
+PlanStageLayers = Annotated[
+    str | None,
+    _opt("--stage-layers", help="Layers on each pipeline stage, e.g. 5,6,6,5 (uneven stages).",
+         metavar="N,N,...", panel=_LAYOUT),
+]  # fmt: skip
+PlanEngine = Annotated[
+    str,
+    _opt("--engine", help="Training stack: megatron, deepspeed, nemo or fsdp (what it overlaps "
+         "and its fitted efficiency).", metavar="STACK"),
+]  # fmt: skip
+PlanTokens = Annotated[
+    str | None,
+    _opt("--tokens", help="Tokens to train on (e.g. 15T, 300B): training days and "
+         "accelerator-hours.", metavar="N"),
+]  # fmt: skip
+PlanPrice = Annotated[
+    float | None,
+    _opt("--price", help="Price per accelerator-hour, for the cost of --tokens.", metavar="P"),
+]
+PlanMfu = Annotated[
+    float | None,
+    _opt("--mfu", help="What-if: the step time this MFU (0-1) would give, for the layout "
+         "found.", metavar="X"),
+]  # fmt: skip
+PlanEfficiency = Annotated[
+    float | None,
+    _opt("--efficiency", help="What-if: the fraction (0-1) of peak a large matmul reaches, in "
+         "place of the stack's fitted one.", metavar="X"),
+]  # fmt: skip
 PlanPrompt = Annotated[int, _opt("--prompt", help="Prompt positions.", panel=_SERVE)]
 PlanNewTokens = Annotated[
     int, _opt("--new-tokens", help="Tokens generated per sequence.", panel=_SERVE)

@@ -20,22 +20,29 @@ from archspec.cli.options import (
     JsonOpt,
     PlanAttn,
     PlanBatch,
+    PlanCp,
     PlanDtype,
+    PlanEfficiency,
+    PlanEngine,
     PlanGlobalBatch,
     PlanGpu,
     PlanGpus,
     PlanGradDtype,
     PlanInterleave,
     PlanListSystems,
+    PlanMfu,
     PlanMode,
     PlanNewTokens,
     PlanPp,
+    PlanPrice,
     PlanPrompt,
     PlanRecompute,
     PlanSeq,
     PlanSp,
     PlanSpecArg,
+    PlanStageLayers,
     PlanSystemFiles,
+    PlanTokens,
     PlanTop,
     PlanTp,
     PlanZero,
@@ -55,7 +62,9 @@ def plan(
     recompute: PlanRecompute = None, zero: PlanZero = None, dtype: PlanDtype = "bf16",
     grad_dtype: PlanGradDtype = None, attn: PlanAttn = "flash", top: PlanTop = 5,
     prompt: PlanPrompt = 512, new_tokens: PlanNewTokens = 128, json_: JsonOpt = False,
-    debug: DebugOpt = False,
+    debug: DebugOpt = False, cp: PlanCp = None, stage_layers: PlanStageLayers = None,
+    engine: PlanEngine = "megatron", tokens: PlanTokens = None, price: PlanPrice = None,
+    mfu: PlanMfu = None, efficiency: PlanEfficiency = None,
 ) -> None:  # fmt: skip
     """Predict a training step (time, tokens/s, MFU, memory per device and where the time goes)
     on a named cluster, searching the layouts that fit when none is given; or, with `--mode
@@ -72,6 +81,10 @@ def plan(
 
         archspec plan llama-2-7b --gpu h100-sxm --gpus 8 --global-batch 256 --seq 4096 --json
 
+        archspec plan llama-3-8b --gpu h100-sxm --gpus 64 --global-batch 512 --seq 8192 --dtype fp8 --engine nemo --tokens 15T --price 2.5
+
+        archspec plan bloom-176b --gpu a100-80g --gpus 384 --global-batch 2048 --seq 2048 --tp 4 --pp 12 --stage-layers 5,6,6,6,6,6,6,6,6,6,6,5 --batch 2 --recompute full --zero 1 --engine deepspeed
+
         archspec plan llama-2-70b --mode serve --gpu h100-sxm --gpus 8 --tp 8 --batch 16 --prompt 2048 --new-tokens 256
     """  # noqa: E501
     from archspec.plan import request
@@ -87,12 +100,17 @@ def plan(
         if mode == "serve":
             report = request.serving_report(ir, system, gpus, tp, batch, prompt, new_tokens, dtype)
         else:
-            run = request.training_run(ir, gpus, global_batch, seq, dtype, grad_dtype, attn, top)
+            what_if = request.checked_what_if(tokens, price, mfu, efficiency)
+            run = request.training_run(ir, gpus, global_batch, seq, dtype, grad_dtype, attn, top,
+                                       engine)  # fmt: skip
             given = {"tp": tp, "pp": pp, "interleave": interleave, "sp": sp_,
-                     "micro_batch": batch, "recompute": recompute, "zero": zero}  # fmt: skip
+                     "micro_batch": batch, "recompute": recompute, "zero": zero, "cp": cp,
+                     "stage_layers": stage_layers}  # fmt: skip
             only = request.given_layout(ir, system, run, given)
-            result = _run_search(ir, system, run, only, quiet=json_)
-            report = request.training_report(ir, system, run, result, top, only is None)
+            eff = request.efficiency_override(system, run, efficiency)
+            result = _run_search(ir, system, run, only, quiet=json_, eff=eff)
+            report = request.training_report(ir, system, run, result, top, only is None,
+                                             what_if)  # fmt: skip
     if json_:
         print_json(report)
     elif mode == "serve":
@@ -101,17 +119,17 @@ def plan(
         _render_train(report)
 
 
-def _run_search(ir, system, run, only, quiet):
+def _run_search(ir, system, run, only, quiet, eff=None):
     from archspec.plan.search import layout_space, search
 
     total = sum(1 for _ in layout_space(ir, system, run, only))
     if total < 2000 or quiet:
-        return search(ir, system, run, only=only)
+        return search(ir, system, run, eff=eff, only=only)
     from rich.progress import Progress
 
     with Progress(console=stderr(), transient=True) as bar:
         task = bar.add_task("searching layouts", total=total)
-        return search(ir, system, run, only=only,
+        return search(ir, system, run, eff=eff, only=only,
                       progress=lambda done, _: bar.update(task, completed=done))  # fmt: skip
 
 
@@ -128,6 +146,10 @@ def _seconds(s: float) -> str:
 
 def _layout_text(lay: dict[str, Any]) -> str:
     text = f"tp {lay['tp']} · pp {lay['pp']} · dp {lay['dp']}"
+    if lay.get("cp", 1) > 1:
+        text += f" · cp {lay['cp']}"
+    if lay.get("stage_layers"):
+        text += f" · stages {','.join(map(str, lay['stage_layers']))}"
     if lay["interleave"] > 1:
         text += f" · interleave {lay['interleave']}"
     text += f" · micro-batch {lay['micro_batch']} × {lay['micro_batches']}"
@@ -159,6 +181,16 @@ def _render_train(r: dict[str, Any]) -> None:
         ("hardware FLOPs utilisation", f"{r['hfu']:.1%}"),
         ("memory per device", f"{_gib(mem['total'])} of {_gib(mem['usable'])} usable"),
     ]
+    if "what_if" in r:
+        rows.append(("what-if", f"MFU set to {r['what_if']['mfu']:.1%} (predicted "
+                                f"{r['what_if']['predicted_mfu']:.1%})"))  # fmt: skip
+    if "training" in r:
+        t = r["training"]
+        text = (f"{human(t['tokens'])} tokens: {t['steps']:,} steps, {t['days']:.1f} days, "
+                f"{human(t['accelerator_hours'])} accelerator-hours")  # fmt: skip
+        if "cost" in t:
+            text += f", cost {human(t['cost'])}"
+        rows.append(("training run", text))
     for name, value in rows:
         table.add_row(name, value)
     print_table(table)

@@ -91,7 +91,7 @@ class MemoryModel:
         per_layer = self._params(tp, sum(stage_layers))
         out, first = [], 0
         for n in stage_layers:
-            params = sum(p for _, p in per_layer[first:first + n])
+            params = sum(p for _, p in per_layer[first : first + n])
             out.append(((first, first + n), params))
             first += n
         return out
@@ -102,9 +102,7 @@ class MemoryModel:
         before, runs, after, rebuilt = self.parts(par.tp, par.sp, recompute)
         states = OPTIMIZER_BYTES[self.optimizer] + (MASTER_BYTES if self.dtype != "fp32" else 0)
         out = []
-        for stage, ((first, last), params) in enumerate(
-            self.params(par.tp, par.pp, stage_layers)
-        ):
+        for stage, ((first, last), params) in enumerate(self.params(par.tp, par.pp, stage_layers)):
             chunks, per_chunk = par.in_flight(stage)
             layers = stage_runs(runs, first, last)
             acts = chunks * sum(n * x.at(micro) for n, x in layers) / per_chunk

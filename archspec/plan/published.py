@@ -269,6 +269,7 @@ def fit(runs: list[Run]) -> Fit:
     best: tuple[float, Fit] | None = None
     for half in HALVES:
         for f in FP8:
+
             def mae(rs: list[Run], peak: float, half=half, f=f) -> float:
                 return mean(abs(grid[(r.name, half, peak, f if r.dtype == "fp8" else 1.0)])
                             for r in rs)  # fmt: skip
@@ -293,8 +294,9 @@ def fit(runs: list[Run]) -> Fit:
     return best[1]
 
 
-def transferred(pair: tuple[str, str], fitted: dict[tuple[str, str], float],
-                fallback: float) -> float:
+def transferred(
+    pair: tuple[str, str], fitted: dict[tuple[str, str], float], fallback: float
+) -> float:
     """The plateau of an engine on an accelerator none of its fitted runs used: its plateau on
     an accelerator it was fitted on, times how another engine fitted on both accelerators
     gains or loses between them (so an H100 is not taken to run like an A100); else the
