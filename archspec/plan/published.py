@@ -332,7 +332,8 @@ def table() -> list[dict[str, Any]]:
     cv = cross_validated()
     rows = []
     for run in data.runs:
-        row: dict[str, Any] = {"run": run.name, "source": data.sources[run.source]["cite"],
+        row: dict[str, Any] = {"run": run.name, "key": run.source,
+                               "source": data.sources[run.source]["cite"],
                                "where": run.where, "engine": run.engine,
                                "figure": run.figure}  # fmt: skip
         reason = run.not_expressible()
@@ -365,12 +366,12 @@ def markdown() -> str:
     for r in rows:
         published = _figure(*r["figure"])
         if "not_expressible" in r:
-            lines.append(f"| {r['run']} | {r['where']} | {r['engine']} | {published} | "
+            lines.append(f"| {r['run']} | {r['key']}, {r['where']} | {r['engine']} | {published} | "
                          f"not expressible: {r['not_expressible']} | | |")  # fmt: skip
             continue
         flag = "" if r["fits"] else f" (needs {r['memory_gib']:.0f} GiB)"
         lines.append(
-            f"| {r['run']} | {r['where']} | {r['engine']} | {published} | "
+            f"| {r['run']} | {r['key']}, {r['where']} | {r['engine']} | {published} | "
             f"{r['predicted_s']:.4g} s{flag} | {r['fitted_error']:+.1%} | {r['cv_error']:+.1%} |"
         )
     timed = [r for r in rows if "cv_error" in r]
