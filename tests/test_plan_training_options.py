@@ -141,3 +141,59 @@ def test_count_parallelism_is_unchanged_by_context_parallel_ranks() -> None:
     lay = Layout(tp=2, pp=1, cp=2)
     assert lay.dp(16) == 4
     assert lay.parallelism(16 // 2, 1) == Parallelism(8, 2, 1, 0, False, 1, 1)
+
+
+def test_expert_parallelism_deals_out_the_experts_and_adds_all_to_alls() -> None:
+    ir = compile_spec("mixtral-8x7b", None)
+    memory = MemoryModel(ir, 4096, "bf16", "fp32", "flash")
+    # Mixtral 8x7B: 32 layers of 8 experts of three 4096 × 14336 projections (its config.json).
+    experts = 32 * 8 * 3 * 4096 * 14336
+    whole = memory.params(1, 1)[0][1]
+    assert whole - memory.params(1, 1, None, 8)[0][1] == pytest.approx(experts * 7 / 8)
+    model = StepModel(ir, get_system("h100-sxm"), Training(16, 32, 4096))
+    one = model.step(Layout(zero=1))
+    eight = model.step(Layout(zero=1, ep=8))
+    # Without expert parallelism no all-to-all; with it, the routed tokens cross NVLink.
+    assert one.breakdown["tp_comm"] == 0 < eight.breakdown["tp_comm"]
+    # The experts' gradients are reduced over 2 ranks, not 16: less to reduce.
+    assert eight.breakdown["dp_comm"] < one.breakdown["dp_comm"]
+    report = json.loads(
+        runner.invoke(
+            app,
+            [
+                "plan",
+                "mixtral-8x7b",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "16",
+                "--global-batch",
+                "32",
+                "--seq",
+                "4096",
+                "--zero",
+                "1",
+                "--ep",
+                "8",
+                "--recompute",
+                "full",
+                "--json",
+            ],
+        ).stdout
+    )
+    assert report["layout"]["ep"] == 8
+
+
+@pytest.mark.parametrize(
+    ("spec", "args", "message"),
+    [
+        ("mixtral-8x7b", ["--ep", "3"], "--ep 3 does not divide the 8 experts"),
+        ("mixtral-8x7b", ["--ep", "8", "--tp", "4"], "--ep 8 does not divide the 4 data-parallel"),
+        ("llama-2-7b", ["--ep", "2"], "llama-2-7b has no mixture-of-experts layer"),
+    ],
+)  # fmt: skip
+def test_expert_parallelism_refusals(spec: str, args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["plan", spec, "--gpu", "h100-sxm", "--gpus", "16",
+                                 "--global-batch", "32", "--seq", "4096", *args])  # fmt: skip
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())

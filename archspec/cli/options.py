@@ -341,6 +341,14 @@ PlanCp = Annotated[
     int | None,
     _opt("--cp", help="Context-parallel degree: ranks sharing each sequence.", panel=_LAYOUT),
 ]
+PlanEp = Annotated[
+    int | None,
+    _opt(
+        "--ep",
+        help="Expert-parallel degree: data-parallel ranks sharing each layer's experts.",
+        panel=_LAYOUT,
+    ),
+]
 PlanStageLayers = Annotated[
     str | None,
     _opt("--stage-layers", help="Layers on each pipeline stage, e.g. 5,6,6,5 (uneven stages).",

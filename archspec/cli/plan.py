@@ -24,6 +24,7 @@ from archspec.cli.options import (
     PlanDtype,
     PlanEfficiency,
     PlanEngine,
+    PlanEp,
     PlanGlobalBatch,
     PlanGpu,
     PlanGpus,
@@ -62,7 +63,8 @@ def plan(
     recompute: PlanRecompute = None, zero: PlanZero = None, dtype: PlanDtype = "bf16",
     grad_dtype: PlanGradDtype = None, attn: PlanAttn = "flash", top: PlanTop = 5,
     prompt: PlanPrompt = 512, new_tokens: PlanNewTokens = 128, json_: JsonOpt = False,
-    debug: DebugOpt = False, cp: PlanCp = None, stage_layers: PlanStageLayers = None,
+    debug: DebugOpt = False, cp: PlanCp = None, ep: PlanEp = None,
+    stage_layers: PlanStageLayers = None,
     engine: PlanEngine = "megatron", tokens: PlanTokens = None, price: PlanPrice = None,
     mfu: PlanMfu = None, efficiency: PlanEfficiency = None,
 ) -> None:  # fmt: skip
@@ -105,7 +107,7 @@ def plan(
                                        engine)  # fmt: skip
             given = {"tp": tp, "pp": pp, "interleave": interleave, "sp": sp_,
                      "micro_batch": batch, "recompute": recompute, "zero": zero, "cp": cp,
-                     "stage_layers": stage_layers}  # fmt: skip
+                     "ep": ep, "stage_layers": stage_layers}  # fmt: skip
             only = request.given_layout(ir, system, run, given)
             eff = request.efficiency_override(system, run, efficiency)
             result = _run_search(ir, system, run, only, quiet=json_, eff=eff)
@@ -148,6 +150,8 @@ def _layout_text(lay: dict[str, Any]) -> str:
     text = f"tp {lay['tp']} · pp {lay['pp']} · dp {lay['dp']}"
     if lay.get("cp", 1) > 1:
         text += f" · cp {lay['cp']}"
+    if lay.get("ep", 1) > 1:
+        text += f" · ep {lay['ep']}"
     if lay.get("stage_layers"):
         text += f" · stages {','.join(map(str, lay['stage_layers']))}"
     if lay["interleave"] > 1:

@@ -67,10 +67,7 @@ class Run:
 
     def not_expressible(self) -> str | None:
         """Why archspec cannot time this run as published, or None."""
-        reasons = list(self.needs)
-        if self.ep > 1 and not self.needs:
-            reasons.append(f"expert parallelism (--ep {self.ep}) is not modelled")
-        return "; ".join(reasons) or None
+        return "; ".join(self.needs) or None
 
 
 @dataclass
@@ -166,6 +163,8 @@ def candidates(run: Run) -> Candidates:
     system = get_system(run.system)
     layers = model_layers(ir)
     dp = run.gpus // (run.tp * run.pp * run.cp)
+    if dp % run.ep:
+        raise SpecError(f"--ep {run.ep} does not divide the {dp} data-parallel ranks")
     micro = [run.micro_batch] if run.micro_batch else [
         b for b in MICRO_BATCHES if run.global_batch % (b * dp) == 0]  # fmt: skip
     memory = MemoryModel(ir, run.seq // run.cp, run.dtype, run.grad_dtype, run.attn)
@@ -183,9 +182,9 @@ def candidates(run: Run) -> Candidates:
                   if per % v == 0 and (v == 1 or m % run.pp == 0)]  # fmt: skip
         for v in vs:
             layout = Layout(run.tp, run.pp, v, mb, run.sp, run.recompute, run.zero, run.cp,
-                            run.stage_layers)  # fmt: skip
+                            run.stage_layers, run.ep)  # fmt: skip
             par = Parallelism(run.gpus // run.cp, run.tp, run.pp, run.zero, run.sp, v, m)
-            need = memory.busiest(par, mb, run.recompute, run.stage_layers).total
+            need = memory.busiest(par, mb, run.recompute, run.stage_layers, run.ep).total
             leanest = min(leanest, need)
             everything.append(layout)
             if need <= capacity:

@@ -17,7 +17,7 @@ from archspec.plan.step import Training
 # A given layout's options left out take these values (a search tries them all instead).
 LAYOUT_DEFAULTS = {"tp": 1, "pp": 1, "interleave": 1, "sp": False, "micro_batch": 1,
                    "recompute": NO_RECOMPUTE, "zero": 0, "cp": 1,
-                   "stage_layers": None}  # fmt: skip
+                   "stage_layers": None, "ep": 1}  # fmt: skip
 
 
 def checked_system(
@@ -109,6 +109,27 @@ def check_stage_layers(ir: IR, pp: int, interleave: int, stage_layers: tuple[int
         raise SpecError("--stage-layers with --interleave is not modelled: give one or the other")
 
 
+def check_expert_parallelism(ir: IR, ep: int, dp: int) -> None:
+    from archspec.ir.nodes import MoE
+    from archspec.ir.visit import walk
+
+    if ep == 1:
+        return
+    if ep < 1:
+        raise SpecError(f"--ep must be at least 1 (got {ep})")
+    moe = next((p.node for p in walk(ir.root) if isinstance(p.node, MoE)), None)
+    if moe is None:
+        raise SpecError(f"--ep {ep}: {ir.name} has no mixture-of-experts layer to split")
+    experts = ir.value(moe.n_experts)
+    if experts % ep:
+        raise SpecError(f"--ep {ep} does not divide the {experts} experts")
+    if dp % ep:
+        raise SpecError(
+            f"--ep {ep} does not divide the {dp} data-parallel ranks",
+            hint="expert-parallel ranks are data-parallel ranks that share the experts",
+        )
+
+
 def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, list]) -> None:
     """One clear message for a layout that cannot be: what the search would skip quietly."""
     from archspec.backends.count.layout import Parallelism, check_layout
@@ -131,6 +152,7 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
                         f"--interleave {only['interleave'][0]} cannot run")  # fmt: skip
     if stage_layers is not None:
         check_stage_layers(ir, pp, only["interleave"][0], stage_layers)
+    check_expert_parallelism(ir, only["ep"][0], run.gpus // (tp * pp * cp))
     if only["recompute"][0] not in RECOMPUTE:
         raise SpecError(f"--recompute takes one of: {', '.join(RECOMPUTE)}")
     if only["micro_batch"][0] < 1:

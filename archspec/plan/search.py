@@ -72,6 +72,7 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
         pps = list(only["pp"])
     # Context parallelism and uneven stages are tried as given, never searched.
     cp = only.get("cp", [1])[0]
+    ep = only.get("ep", [1])[0]
     stage_layers = only.get("stage_layers", [None])[0]
     for tp, pp in product(tps, pps):
         if gpus % (tp * pp * cp):
@@ -106,7 +107,10 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                     if zero >= 2 and pp > 1:
                         yield None, "ZeRO-2 and -3 are not combined with pipeline parallelism"
                         continue
-                    yield Layout(tp, pp, v, mb, sp_, rc, zero, cp, stage_layers), None
+                    if dp % ep:
+                        yield None, f"--ep {ep} does not divide the {dp} data-parallel ranks"
+                        continue
+                    yield Layout(tp, pp, v, mb, sp_, rc, zero, cp, stage_layers, ep), None
 
 
 def search(
@@ -147,7 +151,9 @@ def search(
         if checked[key] is not None:
             result.dropped[checked[key]] += 1
             continue
-        busiest = memory.busiest(par, layout.micro_batch, layout.recompute, layout.stage_layers)
+        busiest = memory.busiest(
+            par, layout.micro_batch, layout.recompute, layout.stage_layers, layout.ep
+        )
         if busiest.total > capacity:
             result.dropped["do not fit in memory"] += 1
             result.least_unfit = min(result.least_unfit or busiest.total, busiest.total)

@@ -20,6 +20,13 @@ overlapped with the attention core. Gradients are reduced over dp × cp ranks.
 
 Uneven pipeline stages (`stage_layers`, e.g. BLOOM's 5, 6, ..., 6, 5) put that many layers on
 each stage; the slowest stage sets the pace.
+
+Expert parallelism (ep ranks of the data-parallel group share each MoE layer's experts,
+Megatron-Core's and DeepSpeed-MoE's layout) leaves the compute as it is with tokens spread
+evenly over the experts (no routing imbalance is modelled), adds an all-to-all of the routed
+tokens before the experts and one after them, forward and backward ((ep − 1)/ep of
+tokens × top_k × d_model each, not overlapped), and reduces the experts' gradients over the
+dp/ep ranks holding the same experts.
 """
 
 from __future__ import annotations
@@ -34,9 +41,16 @@ from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.layout import Parallelism
 from archspec.backends.count.memory import COMPUTE_BYTES, GRAD_BYTES
 from archspec.backends.count.passes import B, whole_sequences
-from archspec.ir.nodes import IR, Attention
+from archspec.ir.nodes import IR, Attention, MoE
 from archspec.ir.visit import walk
-from archspec.plan.collectives import all_gather, all_reduce, group_link, reduce_scatter, send
+from archspec.plan.collectives import (
+    all_gather,
+    all_reduce,
+    all_to_all,
+    group_link,
+    reduce_scatter,
+    send,
+)
 from archspec.plan.efficiency import Efficiency
 from archspec.plan.engines import DEFAULT_ENGINE, exposed, get_engine
 from archspec.plan.hardware import System
@@ -62,6 +76,7 @@ class Layout:
     zero: int = 0
     cp: int = 1  # context parallelism: ranks sharing each sequence
     stage_layers: tuple[int, ...] | None = None  # layers per pipeline stage; None: even
+    ep: int = 1  # expert parallelism: data-parallel ranks sharing each layer's experts
 
     def parallelism(self, gpus: int, micro_batches: int) -> Parallelism:
         """count's layout: context-parallel ranks are data-parallel replicas to it (each holds
@@ -83,6 +98,7 @@ class Layout:
             "tp": self.tp,
             "pp": self.pp,
             "cp": self.cp,
+            "ep": self.ep,
             "dp": self.dp(gpus),
             "stage_layers": list(self.stage_layers) if self.stage_layers else None,
             "interleave": self.interleave,
@@ -129,6 +145,8 @@ class StepModel:
         self.d_model = ir.value(ir.root.d_model)
         self.layers = sum(n for n, _ in self.costs.layers)
         attn = next((p.node for p in walk(ir.root) if isinstance(p.node, Attention)), None)
+        moe = next((p.node for p in walk(ir.root) if isinstance(p.node, MoE)), None)
+        self.top_k = ir.value(moe.top_k) if moe else 0
         # Bytes of one position's keys and values (what context parallelism passes round).
         self.kv_width = (
             2 * ir.value(attn.n_kv_heads) * ir.value(attn.head_dim) * self.c if attn else 0
@@ -187,6 +205,12 @@ class StepModel:
         kv = layout.micro_batch * run.seq * self.kv_width / max(tp, 1)
         cp_link = group_link(sysm, cp, tp, net)
         layer_cp = 3 * all_gather(kv, cp, cp_link)
+        # Expert parallelism: the routed tokens to their experts' ranks and back, forward and
+        # backward (and again in a full recomputation's forward), per MoE layer.
+        ep_link = group_link(sysm, layout.ep, tp * cp, net)
+        routed = tokens * self.top_k * self.d_model * self.c / max(tp, 1)
+        a2a = all_to_all(routed, layout.ep, ep_link)
+        passes = 4 + 2 * (layout.recompute == "full")
         # The embedding's forward and the head's backward all-reduce over the vocabulary.
         vocab_tp = all_reduce(activation, tp, tp_link)
         stages = []
@@ -209,12 +233,14 @@ class StepModel:
                 if replay and in_block:
                     rec += n * t
             tp_comm = per_stage * layer_tp + vocab_tp * ((st == 0) + (st == pp - 1))
+            moe_layers = sum(n for n, ops in layers for op in ops if op[0].label == "dispatch")
+            ep_comm = moe_layers * passes * a2a
             rec_comm = per_stage * layer_tp_recompute
             # Overlapped collectives cost what the compute beside them cannot hide: the
             # tensor-parallel ones the matmuls (with sp, engines that overlap them), the
             # ring's passes the attention core.
             tp_comm = exposed(tp_comm, compute + rec, engine.overlap_tp and layout.sp)
-            tp_comm += exposed(per_stage * layer_cp, attn_core, True)
+            tp_comm += exposed(per_stage * layer_cp, attn_core, True) + ep_comm
             stages.append((compute, rec + rec_comm, tp_comm, rec_comm))
         # p2p: each micro-batch crosses every chunk boundary forward and back.
         if pp > 1:
@@ -234,12 +260,18 @@ class StepModel:
         # the context-parallel ranks, which hold the same weights.
         replicas = dp * cp
         dp_link = group_link(sysm, replicas, tp, net)
-        params = max(self.params_per_device(tp, pp, layout.stage_layers))
+        params = max(self.params_per_device(tp, pp, layout.stage_layers, layout.ep))
         grads = params * GRAD_BYTES[run.grad_dtype]
+        # The experts' gradients are reduced only over the dp/ep ranks that hold the same ones.
+        experts = self.expert_params(tp, pp, layout) * GRAD_BYTES[run.grad_dtype]
+        expert_link = group_link(sysm, replicas // layout.ep, tp * layout.ep, net)
+        reduction = all_reduce(grads - experts, replicas, dp_link) + all_reduce(
+            experts, replicas // layout.ep, expert_link
+        )
         # Overlapped, the reduction runs during the last micro-batch's backward (about two
         # thirds of its compute, and its recomputation).
         last_backward = 2 / 3 * compute + rec
-        dp_comm = exposed(all_reduce(grads, replicas, dp_link), last_backward, engine.overlap_dp)
+        dp_comm = exposed(reduction, last_backward, engine.overlap_dp)
         if layout.zero >= 3:
             # Weights gathered for the forward and again for the backward of every micro-batch,
             # gradients reduce-scattered after each backward; prefetched, they hide behind the
@@ -261,10 +293,20 @@ class StepModel:
         }
         return StepTime(layout, m, sum(breakdown.values()), breakdown)
 
-    def params_per_device(self, tp: int, pp: int, stage_layers=None) -> list[int]:
+    def params_per_device(self, tp: int, pp: int, stage_layers=None, ep: int = 1) -> list[int]:
+        return [p for _, p in self._memory_model().params(tp, pp, stage_layers, ep)]
+
+    def expert_params(self, tp: int, pp: int, layout: Layout) -> float:
+        """Expert parameters one device of the stage holding the most parameters holds."""
+        memory = self._memory_model()
+        stages = memory.params(tp, pp, layout.stage_layers, layout.ep)
+        bounds, _ = max(stages, key=lambda s: s[1])
+        return (bounds[1] - bounds[0]) * memory.expert_per_layer / tp / layout.ep
+
+    def _memory_model(self):
         from archspec.plan.fit import MemoryModel  # the cached stage parameters
 
         if not hasattr(self, "_memory"):
             self._memory = MemoryModel(self.ir, self.run.seq, self.run.dtype,
                                        self.run.grad_dtype, self.run.attn)  # fmt: skip
-        return [p for _, p in self._memory.params(tp, pp, stage_layers)]
+        return self._memory
