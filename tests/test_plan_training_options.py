@@ -154,7 +154,7 @@ def test_expert_parallelism_deals_out_the_experts_and_adds_all_to_alls() -> None
     one = model.step(Layout(zero=1))
     eight = model.step(Layout(zero=1, ep=8))
     # Without expert parallelism no all-to-all; with it, the routed tokens cross NVLink.
-    assert one.breakdown["tp_comm"] == 0 < eight.breakdown["tp_comm"]
+    assert one.breakdown["ep_comm"] == 0 < eight.breakdown["ep_comm"]
     # The experts' gradients are reduced over 2 ranks, not 16: less to reduce.
     assert eight.breakdown["dp_comm"] < one.breakdown["dp_comm"]
     report = json.loads(

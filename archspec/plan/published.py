@@ -6,10 +6,12 @@ source leaves open (Narayanan et al.'s micro-batch and interleaving) is searched
 that fits in memory taken, as the authors tuned it. Error is the published step time over the
 predicted one, minus one (positive: archspec predicts faster than was measured).
 
-The fitted constants are one matmul plateau per engine (engines.py) and the matmul half-size
-d½ shared by all (efficiency.py). Cross-validation leaves each source out in turn: the
-constants are fitted on the other sources (an engine none of them ran takes the plateau fitted
-on all of them) and the left-out source's runs predicted with them. `python -m
+The fitted constants (`fit`) are one matmul plateau per engine and accelerator, one per engine
+(engines.py), the matmul half-size d½ and the fp8 factor (efficiency.py). Cross-validation
+leaves each source out in turn: the constants are fitted on the other sources (an engine and
+accelerator none of them ran takes the engine's plateau carried over by another engine's ratio
+between the accelerators, `transferred`, else the engine's; an engine none of them ran the
+plateau fitted on all) and the left-out source's runs predicted with them. `python -m
 archspec.plan.published` prints the table of docs/plan.md; tests/test_plan_published.py checks
 the dataset and the errors.
 """

@@ -62,7 +62,8 @@ from archspec.plan.roofline import Roofline
 # three written back, and the low-precision weight copy written (mixed precision).
 OPTIMIZER_BYTES_PER_PARAM = 4 + 4 + 8 + 4 + 8 + 2
 
-BREAKDOWN = ("compute", "recompute", "tp_comm", "pp_comm", "bubble", "dp_comm", "optimizer")
+BREAKDOWN = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "bubble",
+             "dp_comm", "optimizer")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -240,8 +241,8 @@ class StepModel:
             # tensor-parallel ones the matmuls (with sp, engines that overlap them), the
             # ring's passes the attention core.
             tp_comm = exposed(tp_comm, compute + rec, engine.overlap_tp and layout.sp)
-            tp_comm += exposed(per_stage * layer_cp, attn_core, True) + ep_comm
-            stages.append((compute, rec + rec_comm, tp_comm, rec_comm))
+            cp_comm = exposed(per_stage * layer_cp, attn_core, True)
+            stages.append((compute, rec + rec_comm, tp_comm, cp_comm, ep_comm))
         # p2p: each micro-batch crosses every chunk boundary forward and back.
         if pp > 1:
             pp_link = group_link(sysm, pp, tp * cp * dp, net)
@@ -252,8 +253,8 @@ class StepModel:
                 p2p = 2 * v * send(activation, pp_link)
         else:
             p2p = 0.0
-        compute, rec, tp_comm, rec_comm = max(stages, key=lambda st: st[0] + st[1] + st[2])
-        per_micro = compute + rec + tp_comm + p2p
+        compute, rec, tp_comm, cp_comm, ep_comm = max(stages, key=sum)
+        per_micro = compute + rec + tp_comm + cp_comm + ep_comm + p2p
         bubble = (pp - 1) / v * per_micro
         # Data parallelism: gradients reduced once per step over the replicas (ZeRO 1-2: a
         # reduce-scatter and an all-gather of the updated weights, the same volume), and over
@@ -286,6 +287,8 @@ class StepModel:
             "compute": m * compute,
             "recompute": m * rec,
             "tp_comm": m * tp_comm,
+            "cp_comm": m * cp_comm,
+            "ep_comm": m * ep_comm,
             "pp_comm": m * p2p,
             "bubble": bubble,
             "dp_comm": dp_comm,
