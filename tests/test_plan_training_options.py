@@ -197,3 +197,18 @@ def test_expert_parallelism_refusals(spec: str, args: list[str], message: str) -
                                  "--global-batch", "32", "--seq", "4096", *args])  # fmt: skip
     assert result.exit_code == 2
     assert message in " ".join(result.output.split())
+
+
+def test_plateaus_carry_over_between_accelerators_as_the_data_shows() -> None:
+    from archspec.plan.efficiency import MAX_PLATEAU
+    from archspec.plan.engines import ENGINES
+
+    fsdp, megatron, nemo = ENGINES["fsdp"], ENGINES["megatron"], ENGINES["nemo"]
+    # Megatron-LM has runs on A100 only: on H100 it loses what FSDP loses between the two.
+    ratio = dict(fsdp.on)["h100-sxm"] / dict(fsdp.on)["a100-80g"]
+    expected = round(dict(megatron.on)["a100-80g"] * ratio, 2)
+    assert megatron.efficiency("h100-sxm").matmul_peak == expected
+    # The H200 has the H100's tensor cores: the same plateau.
+    assert megatron.efficiency("h200").matmul_peak == expected
+    # Never above what a GEMM reaches.
+    assert nemo.efficiency("a100-80g").matmul_peak <= MAX_PLATEAU

@@ -41,6 +41,10 @@ class Efficiency:
         return eff
 
 
+# The highest matmul plateau a fit may give (published.py's grid stops there): cuBLAS GEMMs
+# of large shapes reach about 0.9 of the dense peak, never all of it.
+MAX_PLATEAU = 0.90
+
 # The constants `archspec plan` uses: the fit of validation.calibrate() on the calibration
 # cases (docs/plan.md gives the fit and the held-out errors).
 CALIBRATED = Efficiency()

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from archspec.errors import SpecError, did_you_mean
-from archspec.plan.efficiency import CALIBRATED, Efficiency
+from archspec.plan.efficiency import CALIBRATED, MAX_PLATEAU, Efficiency
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,15 @@ class Engine:
     scatter_gather: bool = True  # pipeline sends 1/tp of the activation, gathered after
 
     def efficiency(self, accelerator: str | None = None) -> Efficiency:
+        accelerator = SAME_TENSOR_CORES.get(accelerator, accelerator)
         peak = dict(self.on).get(accelerator) or transferred(self, accelerator)
         return replace(CALIBRATED, matmul_peak=peak, matmul_half=FITTED_HALF,
                        fp8_matmul=FITTED_FP8)  # fmt: skip
 
+
+# Parts with another part's tensor cores and clocks (systems.yaml's sources say so): a matmul
+# reaches the same share of their peak, so they take its fitted plateaus.
+SAME_TENSOR_CORES = {"h200": "h100-sxm", "a100-40g": "a100-80g"}
 
 # The half-size and fp8 factor fitted with the plateaus below on all of published.yaml.
 FITTED_HALF = 128.0
@@ -82,7 +87,7 @@ def transferred(engine: Engine, accelerator: str | None) -> float:
         for other in ENGINES.values():
             there, here = dict(other.on).get(accelerator), dict(other.on).get(fitted_on)
             if other is not engine and there and here:
-                return round(peak * there / here, 2)
+                return min(MAX_PLATEAU, round(peak * there / here, 2))
     return engine.matmul_peak
 
 

@@ -217,7 +217,7 @@ def expressible() -> list[Run]:
 
 # The fit.
 
-PEAKS = tuple(round(0.40 + 0.02 * i, 2) for i in range(26))  # 0.40 .. 0.90
+PEAKS = tuple(round(0.40 + 0.02 * i, 2) for i in range(26))  # 0.40 .. 0.90 (MAX_PLATEAU)
 HALVES = (0.0, 16.0, 32.0, 64.0, 128.0)
 FP8 = tuple(round(0.40 + 0.05 * i, 2) for i in range(13))  # 0.40 .. 1.00
 
