@@ -212,3 +212,10 @@ def test_plateaus_carry_over_between_accelerators_as_the_data_shows() -> None:
     assert megatron.efficiency("h200").matmul_peak == expected
     # Never above what a GEMM reaches.
     assert nemo.efficiency("a100-80g").matmul_peak <= MAX_PLATEAU
+
+
+def test_training_options_are_reported_as_ignored_when_serving() -> None:
+    result = runner.invoke(app, ["plan", "llama-2-7b", "--mode", "serve", "--gpu", "h100",
+                                 "--tokens", "1T", "--cp", "2", "--json"])  # fmt: skip
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["ignored"] == ["--cp", "--tokens"]

@@ -101,6 +101,13 @@ def plan(
         ir = compile_spec(spec, set_)
         if mode == "serve":
             report = request.serving_report(ir, system, gpus, tp, batch, prompt, new_tokens, dtype)
+            ignored = request.training_only(
+                {"--cp": cp, "--ep": ep, "--stage-layers": stage_layers, "--tokens": tokens,
+                 "--price": price, "--mfu": mfu, "--efficiency": efficiency,
+                 "--engine": None if engine == "megatron" else engine})  # fmt: skip
+            if ignored:
+                report["ignored"] = ignored
+                stderr().print(f"ignored with --mode serve: {', '.join(ignored)} (training only)")
         else:
             what_if = request.checked_what_if(tokens, price, mfu, efficiency)
             run = request.training_run(ir, gpus, global_batch, seq, dtype, grad_dtype, attn, top,

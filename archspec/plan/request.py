@@ -188,6 +188,11 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
         )
 
 
+def training_only(options: dict[str, Any]) -> list[str]:
+    """The training options given to a serving plan, which change nothing there."""
+    return [name for name, value in options.items() if value is not None]
+
+
 def checked_what_if(
     tokens: str | None, price: float | None, mfu: float | None, efficiency: float | None
 ) -> dict[str, Any]:
