@@ -95,7 +95,8 @@ def get_engine(name: str) -> Engine:
     if name not in ENGINES:
         raise SpecError(
             f"--engine takes {', '.join(ENGINES)} (got '{name}')",
-            hint=did_you_mean(name, ENGINES) or None,
+            hint=did_you_mean(name, ENGINES)
+            or "; ".join(f"{e.name}: {e.description}" for e in ENGINES.values()),
         )
     return ENGINES[name]
 
