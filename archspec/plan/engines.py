@@ -57,7 +57,7 @@ class Engine:
 
 # Parts with another part's tensor cores and clocks (systems.yaml's sources say so): a matmul
 # reaches the same share of their peak, so they take its fitted plateaus.
-SAME_TENSOR_CORES = {"h200": "h100-sxm", "a100-40g": "a100-80g"}
+SAME_TENSOR_CORES = {"h200": "h100-sxm", "h800": "h100-sxm", "a100-40g": "a100-80g"}
 
 # The half-size and fp8 factor fitted with the plateaus below on all of published.yaml.
 FITTED_HALF = 128.0

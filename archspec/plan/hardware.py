@@ -103,7 +103,7 @@ ALIASES = {
     "a100-sxm-80gb": "a100-80g", "a100-40gb": "a100-40g", "a100-sxm4-40gb": "a100-40g",
     "dgx-a100": "a100-80g", "h200-sxm": "h200", "h200-141g": "h200", "hgx-h200": "h200",
     "b200-180g": "b200", "dgx-b200": "b200", "hgx-b200": "b200", "gb200": "gb200-nvl72",
-    "instinct-mi300x": "mi300x",
+    "instinct-mi300x": "mi300x", "h800-sxm": "h800", "h800-80g": "h800",
 }  # fmt: skip
 
 
