@@ -235,8 +235,9 @@ def test_one_given_layout_is_timed_as_given() -> None:
     result = invoke(*base, "--tp", "8", "--pp", "8", "--sp", "--recompute", "selective", "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert report["layout"] == {"tp": 8, "pp": 8, "dp": 1, "interleave": 1, "micro_batch": 1,
-                                "sp": True, "recompute": "selective", "zero": 0,
+    assert report["layout"] == {"tp": 8, "pp": 8, "cp": 1, "ep": 1, "dp": 1, "stage_layers": None,
+                                "interleave": 1, "micro_batch": 1, "sp": True,
+                                "recompute": "selective", "zero": 0,
                                 "micro_batches": 64}  # fmt: skip
     assert len(report["ranked"]) == 1
 

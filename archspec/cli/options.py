@@ -319,9 +319,14 @@ PlanRecompute = Annotated[
 PlanZero = Annotated[int | None, _opt("--zero", help="ZeRO stage 0-3.", panel=_LAYOUT)]
 PlanDtype = Annotated[
     str,
-    _opt("--dtype", help="Compute dtype: bf16, fp16, fp32; serving also int8, int4 (weight-only) "
-         "and fp8 (weights and matmuls).",
-         metavar="DTYPE", callback=dtype_name),
+    _opt(
+        "--dtype",
+        help="Compute dtype: bf16, fp16, fp32; fp8 (training: the projections in fp8, "
+        "the rest bf16; serving: weights and matmuls); serving also int8, int4 "
+        "(weight-only).",
+        metavar="DTYPE",
+        callback=dtype_name,
+    ),
 ]
 PlanGradDtype = Annotated[
     str | None,
@@ -333,16 +338,53 @@ PlanAttn = Annotated[
     _opt("--attn", help="flash (fused kernel) or eager (materialised scores).", metavar="KERNEL"),
 ]
 PlanTop = Annotated[int, _opt("--top", help="Layouts to show from a search.")]
+PlanCp = Annotated[
+    int | None,
+    _opt("--cp", help="Context-parallel degree: ranks sharing each sequence.", panel=_LAYOUT),
+]
+PlanEp = Annotated[
+    int | None,
+    _opt(
+        "--ep",
+        help="Expert-parallel degree: data-parallel ranks sharing each layer's experts.",
+        panel=_LAYOUT,
+    ),
+]
+PlanStageLayers = Annotated[
+    str | None,
+    _opt("--stage-layers", help="Layers on each pipeline stage, e.g. 5,6,6,5 (uneven stages).",
+         metavar="N,N,...", panel=_LAYOUT),
+]  # fmt: skip
+PlanEngine = Annotated[
+    str | None,
+    _opt("--engine", help="The stack whose fitted profile times the step. Training: megatron "
+         "(default), deepspeed, nemo or fsdp (what it overlaps and its efficiency). Serving: "
+         "gpt-fast, tensorrt-llm, transformers, tinychat, exllama or typical (default ideal: "
+         "the roofline alone).", metavar="NAME"),
+]  # fmt: skip
+PlanTokens = Annotated[
+    str | None,
+    _opt("--tokens", help="Tokens to train on (e.g. 15T, 300B): training days and "
+         "accelerator-hours.", metavar="N"),
+]  # fmt: skip
+PlanPrice = Annotated[
+    float | None,
+    _opt("--price", help="Price per accelerator-hour, for the cost of --tokens.", metavar="P"),
+]
+PlanMfu = Annotated[
+    float | None,
+    _opt("--mfu", help="What-if: the step time this MFU (0-1) would give, for the layout "
+         "found.", metavar="X"),
+]  # fmt: skip
+PlanEfficiency = Annotated[
+    float | None,
+    _opt("--efficiency", help="What-if: the fraction (0-1) of peak a large matmul reaches, in "
+         "place of the stack's fitted one.", metavar="X"),
+]  # fmt: skip
 PlanPrompt = Annotated[int, _opt("--prompt", help="Prompt positions.", panel=_SERVE)]
 PlanNewTokens = Annotated[
     int, _opt("--new-tokens", help="Tokens generated per sequence.", panel=_SERVE)
 ]
-PlanServeEngine = Annotated[
-    str | None,
-    _opt("--engine", help="Serving: the engine whose calibrated profile times the kernels "
-         "(gpt-fast, tensorrt-llm, transformers, tinychat, exllama, typical; default ideal: the "
-         "roofline alone).", metavar="NAME", panel=_SERVE),
-]  # fmt: skip
 PlanKvDtype = Annotated[
     str | None,
     _opt("--kv-dtype", help="Serving: the KV cache's dtype (bf16, fp16, fp8, int8; default: "

@@ -23,8 +23,12 @@ from archspec.cli.options import (
     PlanAttn,
     PlanBatch,
     PlanConcurrency,
+    PlanCp,
     PlanDraft,
     PlanDtype,
+    PlanEfficiency,
+    PlanEngine,
+    PlanEp,
     PlanGlobalBatch,
     PlanGpu,
     PlanGpus,
@@ -33,19 +37,22 @@ from archspec.cli.options import (
     PlanInterleave,
     PlanKvDtype,
     PlanListSystems,
+    PlanMfu,
     PlanMode,
     PlanNewTokens,
     PlanPp,
+    PlanPrice,
     PlanPrompt,
     PlanRate,
     PlanRecompute,
     PlanSeq,
-    PlanServeEngine,
     PlanServePlot,
     PlanSp,
     PlanSpecArg,
     PlanSpeculate,
+    PlanStageLayers,
     PlanSystemFiles,
+    PlanTokens,
     PlanTop,
     PlanTp,
     PlanZero,
@@ -64,11 +71,13 @@ def plan(
     interleave: PlanInterleave = None, sp_: PlanSp = None, batch: PlanBatch = None,
     recompute: PlanRecompute = None, zero: PlanZero = None, dtype: PlanDtype = "bf16",
     grad_dtype: PlanGradDtype = None, attn: PlanAttn = "flash", top: PlanTop = 5,
-    prompt: PlanPrompt = 512, new_tokens: PlanNewTokens = 128, engine: PlanServeEngine = None,
+    prompt: PlanPrompt = 512, new_tokens: PlanNewTokens = 128, engine: PlanEngine = None,
     group: PlanGroup = None, kv_dtype: PlanKvDtype = None, draft: PlanDraft = None,
     speculate: PlanSpeculate = 4, accept: PlanAccept = None, rate: PlanRate = None,
-    concurrency: PlanConcurrency = None, plot: PlanServePlot = None, force: ForceOpt = False,
-    json_: JsonOpt = False, debug: DebugOpt = False,
+    concurrency: PlanConcurrency = None, plot: PlanServePlot = None, cp: PlanCp = None,
+    ep: PlanEp = None, stage_layers: PlanStageLayers = None, tokens: PlanTokens = None,
+    price: PlanPrice = None, mfu: PlanMfu = None, efficiency: PlanEfficiency = None,
+    force: ForceOpt = False, json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Predict a training step (time, tokens/s, MFU, memory per device and where the time goes)
     on a named cluster, searching the layouts that fit when none is given; or, with `--mode
@@ -84,6 +93,10 @@ def plan(
         archspec plan gpt3-175b --gpu a100-80g --gpus 64 --global-batch 64 --seq 2048 --tp 8 --pp 8 --sp --recompute selective --dtype fp16 --grad-dtype fp32 --attn eager
 
         archspec plan llama-2-7b --gpu h100-sxm --gpus 8 --global-batch 256 --seq 4096 --json
+
+        archspec plan llama-3-8b --gpu h100-sxm --gpus 64 --global-batch 512 --seq 8192 --dtype fp8 --engine nemo --tokens 15T --price 2.5
+
+        archspec plan bloom-176b --gpu a100-80g --gpus 384 --global-batch 2048 --seq 2048 --tp 4 --pp 12 --stage-layers 5,6,6,6,6,6,6,6,6,6,6,5 --batch 2 --recompute full --zero 1 --engine deepspeed
 
         archspec plan llama-2-70b --mode serve --gpu h100-sxm --gpus 8 --tp 8 --batch 16 --prompt 2048 --new-tokens 256
 
@@ -107,13 +120,24 @@ def plan(
                                             dtype, engine, group, kv_dtype,
                                             speculation, rate, concurrency, plot,
                                             force)  # fmt: skip
+            ignored = request.training_only(
+                {"--cp": cp, "--ep": ep, "--stage-layers": stage_layers, "--tokens": tokens,
+                 "--price": price, "--mfu": mfu, "--efficiency": efficiency})  # fmt: skip
+            if ignored:
+                report["ignored"] = ignored
+                stderr().print(f"ignored with --mode serve: {', '.join(ignored)} (training only)")
         else:
-            run = request.training_run(ir, gpus, global_batch, seq, dtype, grad_dtype, attn, top)
+            what_if = request.checked_what_if(tokens, price, mfu, efficiency)
+            run = request.training_run(ir, gpus, global_batch, seq, dtype, grad_dtype, attn, top,
+                                       engine)  # fmt: skip
             given = {"tp": tp, "pp": pp, "interleave": interleave, "sp": sp_,
-                     "micro_batch": batch, "recompute": recompute, "zero": zero}  # fmt: skip
+                     "micro_batch": batch, "recompute": recompute, "zero": zero, "cp": cp,
+                     "ep": ep, "stage_layers": stage_layers}  # fmt: skip
             only = request.given_layout(ir, system, run, given)
-            result = _run_search(ir, system, run, only, quiet=json_)
-            report = request.training_report(ir, system, run, result, top, only is None)
+            eff = request.efficiency_override(system, run, efficiency)
+            result = _run_search(ir, system, run, only, quiet=json_, eff=eff)
+            report = request.training_report(ir, system, run, result, top, only is None,
+                                             what_if)  # fmt: skip
     if json_:
         print_json(report)
     elif mode == "serve":
@@ -122,17 +146,17 @@ def plan(
         _render_train(report)
 
 
-def _run_search(ir, system, run, only, quiet):
+def _run_search(ir, system, run, only, quiet, eff=None):
     from archspec.plan.search import layout_space, search
 
     total = sum(1 for _ in layout_space(ir, system, run, only))
     if total < 2000 or quiet:
-        return search(ir, system, run, only=only)
+        return search(ir, system, run, eff=eff, only=only)
     from rich.progress import Progress
 
     with Progress(console=stderr(), transient=True) as bar:
         task = bar.add_task("searching layouts", total=total)
-        return search(ir, system, run, only=only,
+        return search(ir, system, run, eff=eff, only=only,
                       progress=lambda done, _: bar.update(task, completed=done))  # fmt: skip
 
 
@@ -149,6 +173,12 @@ def _seconds(s: float) -> str:
 
 def _layout_text(lay: dict[str, Any]) -> str:
     text = f"tp {lay['tp']} · pp {lay['pp']} · dp {lay['dp']}"
+    if lay.get("cp", 1) > 1:
+        text += f" · cp {lay['cp']}"
+    if lay.get("ep", 1) > 1:
+        text += f" · ep {lay['ep']}"
+    if lay.get("stage_layers"):
+        text += f" · stages {','.join(map(str, lay['stage_layers']))}"
     if lay["interleave"] > 1:
         text += f" · interleave {lay['interleave']}"
     text += f" · micro-batch {lay['micro_batch']} × {lay['micro_batches']}"
@@ -180,6 +210,16 @@ def _render_train(r: dict[str, Any]) -> None:
         ("hardware FLOPs utilisation", f"{r['hfu']:.1%}"),
         ("memory per device", f"{_gib(mem['total'])} of {_gib(mem['usable'])} usable"),
     ]
+    if "what_if" in r:
+        rows.append(("what-if", f"MFU set to {r['what_if']['mfu']:.1%} (predicted "
+                                f"{r['what_if']['predicted_mfu']:.1%})"))  # fmt: skip
+    if "training" in r:
+        t = r["training"]
+        text = (f"{human(t['tokens'])} tokens: {t['steps']:,} steps, {t['days']:.1f} days, "
+                f"{human(t['accelerator_hours'])} accelerator-hours")  # fmt: skip
+        if "cost" in t:
+            text += f", cost {human(t['cost'])}"
+        rows.append(("training run", text))
     for name, value in rows:
         table.add_row(name, value)
     print_table(table)

@@ -54,6 +54,14 @@ def all_gather(size: float, n: int, link: Link) -> float:
 reduce_scatter = all_gather
 
 
+def all_to_all(size: float, n: int, link: Link) -> float:
+    """Each rank sends (n-1)/n of its `size` bytes, a share to every other rank (NCCL's
+    all-to-all: n-1 point-to-point exchanges at once; an expert-parallel dispatch or combine)."""
+    if n <= 1 or size == 0:
+        return 0.0
+    return (n - 1) / n * size / link.bandwidth + (n - 1) * link.latency
+
+
 def send(size: float, link: Link) -> float:
     """A point-to-point transfer (pipeline stages)."""
     return size / link.bandwidth + link.latency if size else 0.0

@@ -28,6 +28,11 @@ class Efficiency:
     matmul_half: float = 32.0  # calibrated: a GEMM dimension of 32 halves the plateau
     memory_peak: float = 0.80
     network_peak: float = 0.80
+    # What fraction of the fp8 peak an fp8 projection reaches relative to a bf16 one at the
+    # same shape: fp8 GEMMs of training shapes fall further short of their doubled peak, and
+    # the casts to fp8 (scaling, amax) cost memory traffic. Fitted on the fp8 runs of
+    # published.yaml (published.py).
+    fp8_matmul: float = 1.0
 
     def matmul(self, m: float, n: float, k: float) -> float:
         eff = self.matmul_peak
@@ -35,6 +40,10 @@ class Efficiency:
             eff *= d / (d + self.matmul_half)
         return eff
 
+
+# The highest matmul plateau a fit may give (published.py's grid stops there): cuBLAS GEMMs
+# of large shapes reach about 0.9 of the dense peak, never all of it.
+MAX_PLATEAU = 0.90
 
 # The constants `archspec plan` uses: the fit of validation.calibrate() on the calibration
 # cases (docs/plan.md gives the fit and the held-out errors).

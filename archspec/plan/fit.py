@@ -16,7 +16,7 @@ from functools import lru_cache
 import sympy as sp
 
 from archspec.backends.count.activations import activation_parts
-from archspec.backends.count.layout import Parallelism, stage_params
+from archspec.backends.count.layout import Parallelism, layer_count, stage_params
 from archspec.backends.count.memory import (
     COMPUTE_BYTES,
     GRAD_BYTES,
@@ -68,6 +68,7 @@ class MemoryModel:
         self.dtype, self.grad_dtype, self.attn, self.optimizer = dtype, grad_dtype, attn, optimizer
         self.parts = lru_cache(maxsize=None)(self._parts)
         self.params = lru_cache(maxsize=None)(self._params)
+        self.expert_per_layer = expert_params_per_layer(ir)
 
     def _parts(self, tp: int, sp_: bool, recompute: str):
         parts = activation_parts(
@@ -81,16 +82,44 @@ class MemoryModel:
             _linear(parts.rebuilt, self.values),
         )
 
-    def _params(self, tp: int, pp: int):
-        par = Parallelism(gpus=tp * pp, tp=tp, pp=pp)
-        return [(s.layers, int(s.params.xreplace(self.values))) for s in stage_params(self.ir, par)]
+    def expert_share(self, bounds: tuple[int, int], tp: int, ep: int) -> float:
+        """Expert parameters a device on the stage of `bounds` does not hold with the experts
+        dealt over `ep` ranks (each holds n_experts / ep of them)."""
+        layers = bounds[1] - bounds[0]
+        return layers * self.expert_per_layer / tp * (1 - 1 / ep)
 
-    def stages(self, par: Parallelism, micro: int, recompute: str) -> list[StageBytes]:
-        """Bytes per device on every stage, as memory_figures counts them."""
+    def _params(self, tp: int, pp: int, stage_layers: tuple[int, ...] | None = None,
+                ep: int = 1):  # fmt: skip
+        if ep > 1:
+            return [(bounds, int(p - self.expert_share(bounds, tp, ep)))
+                    for bounds, p in self._params(tp, pp, stage_layers)]  # fmt: skip
+        if stage_layers is None:
+            par = Parallelism(gpus=tp * pp, tp=tp, pp=pp)
+            return [(s.layers, int(s.params.xreplace(self.values)))
+                    for s in stage_params(self.ir, par)]  # fmt: skip
+        # Uneven stages: count deals layers out evenly, so take it one layer per stage (the
+        # embeddings on the first, the head on the last) and add the layers up.
+        per_layer = self._params(tp, sum(stage_layers))
+        out, first = [], 0
+        for n in stage_layers:
+            params = sum(p for _, p in per_layer[first : first + n])
+            out.append(((first, first + n), params))
+            first += n
+        return out
+
+    def stages(self, par: Parallelism, micro: int, recompute: str,
+               stage_layers: tuple[int, ...] | None = None,
+               ep: int = 1) -> list[StageBytes]:  # fmt: skip
+        """Bytes per device on every stage, as memory_figures counts them. With expert
+        parallelism a device holds 1/ep of the experts' weights and gradients; ZeRO shards the
+        experts' optimizer states over the dp/ep replicas of each expert, which comes to the
+        same 1/dp of all states."""
         before, runs, after, rebuilt = self.parts(par.tp, par.sp, recompute)
         states = OPTIMIZER_BYTES[self.optimizer] + (MASTER_BYTES if self.dtype != "fp32" else 0)
         out = []
-        for stage, ((first, last), params) in enumerate(self.params(par.tp, par.pp)):
+        whole = self.params(par.tp, par.pp, stage_layers)
+        own = self.params(par.tp, par.pp, stage_layers, ep)  # less the others' experts
+        for stage, (((first, last), params), (_, full)) in enumerate(zip(own, whole, strict=True)):
             chunks, per_chunk = par.in_flight(stage)
             layers = stage_runs(runs, first, last)
             acts = chunks * sum(n * x.at(micro) for n, x in layers) / per_chunk
@@ -107,7 +136,7 @@ class MemoryModel:
             grads = float(GRAD_BYTES[self.grad_dtype] * params)
             opt = float(states * params)
             if par.zero >= 1:
-                opt /= par.dp
+                opt = float(states * full) / par.dp
             if par.zero >= 2:
                 grads /= par.dp
             if par.zero >= 3:
@@ -115,8 +144,26 @@ class MemoryModel:
             out.append(StageBytes(stage, params, weights, grads, opt, acts))
         return out
 
-    def busiest(self, par: Parallelism, micro: int, recompute: str) -> StageBytes:
-        return max(self.stages(par, micro, recompute), key=lambda s: s.total)
+    def busiest(self, par: Parallelism, micro: int, recompute: str,
+                stage_layers: tuple[int, ...] | None = None,
+                ep: int = 1) -> StageBytes:  # fmt: skip
+        return max(self.stages(par, micro, recompute, stage_layers, ep), key=lambda s: s.total)
+
+
+def expert_params_per_layer(ir: IR) -> float:
+    """Parameters of the routed experts per layer (all MoE layers' experts spread evenly over
+    the layers: exact when every layer is a MoE layer, as in Mixtral)."""
+    from archspec.backends.count.params import parameter_count
+    from archspec.ir.nodes import MoE
+    from archspec.ir.visit import walk
+
+    layers = sum(layer_count(s, ir) for s in ir.root.stacks)
+    total = sum(
+        float((placed.copies * parameter_count(placed.node.experts)).xreplace(ir.env))
+        for placed in walk(ir.root)
+        if isinstance(placed.node, MoE)
+    )
+    return total / layers if layers else 0.0
 
 
 def with_micro_batches(par: Parallelism, m: int) -> Parallelism:

@@ -93,8 +93,33 @@ def load_catalogue(extra: list[Path] | None = None) -> dict[str, System]:
     return out
 
 
+# Common spellings of the catalogue's names (one scheme: vendor part, form factor, memory where
+# parts differ only in it). Looked up after lower-casing and turning spaces and underscores
+# into hyphens, with a leading "nvidia-" or "amd-" dropped.
+ALIASES = {
+    "h100": "h100-sxm", "h100-80g": "h100-sxm", "h100-80gb": "h100-sxm", "h100-sxm5": "h100-sxm",
+    "h100-sxm5-80gb": "h100-sxm", "h100-sxm-80gb": "h100-sxm", "dgx-h100": "h100-sxm",
+    "a100": "a100-80g", "a100-80gb": "a100-80g", "a100-sxm4-80gb": "a100-80g",
+    "a100-sxm-80gb": "a100-80g", "a100-40gb": "a100-40g", "a100-sxm4-40gb": "a100-40g",
+    "dgx-a100": "a100-80g", "h200-sxm": "h200", "h200-141g": "h200", "hgx-h200": "h200",
+    "b200-180g": "b200", "dgx-b200": "b200", "hgx-b200": "b200", "gb200": "gb200-nvl72",
+    "instinct-mi300x": "mi300x", "h800-sxm": "h800", "h800-80g": "h800",
+}  # fmt: skip
+
+
+def canonical_name(name: str, catalogue: dict[str, Any]) -> str:
+    """The catalogue's name for `name` as written, or a common spelling of it."""
+    if name in catalogue:
+        return name
+    key = name.strip().lower().replace("_", "-").replace(" ", "-")
+    for prefix in ("nvidia-", "amd-"):
+        key = key.removeprefix(prefix)
+    return key if key in catalogue else ALIASES.get(key, name)
+
+
 def get_system(name: str, extra: list[Path] | None = None) -> System:
     catalogue = load_catalogue(extra)
+    name = canonical_name(name, catalogue)
     if name not in catalogue:
         raise SpecError(
             f"unknown system '{name}'",

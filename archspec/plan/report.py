@@ -29,7 +29,9 @@ def step_flops(ir: IR, run: Training, recompute: str) -> tuple[int, int]:
 
 def candidate_report(ir: IR, system: System, run: Training, c: Candidate) -> dict[str, Any]:
     t = c.time
-    peak = system.accelerator.peak(run.dtype) * run.gpus
+    # MFU against the bf16 peak when training in fp8 (only the projections run in fp8, so
+    # no single peak is the run's; NeMo's "model TFLOP/s" reads the same way).
+    peak = system.accelerator.peak("bf16" if run.dtype == "fp8" else run.dtype) * run.gpus
     model_flops, hardware_flops = step_flops(ir, run, t.layout.recompute)
     mem = c.memory
     return {
@@ -65,6 +67,7 @@ def header(ir: IR, system: System, run: Training) -> dict[str, Any]:
         "dtype": run.dtype,
         "grad_dtype": run.grad_dtype,
         "attn": run.attn,
+        "engine": run.engine,
     }
 
 

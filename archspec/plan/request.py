@@ -9,13 +9,15 @@ from typing import Any
 from archspec.backends.count.conventions import NO_RECOMPUTE, RECOMPUTE
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
+from archspec.plan.engines import DEFAULT_ENGINE, get_engine
 from archspec.plan.hardware import System, get_system
 from archspec.plan.search import USABLE_MEMORY, SearchResult
 from archspec.plan.step import Training
 
 # A given layout's options left out take these values (a search tries them all instead).
 LAYOUT_DEFAULTS = {"tp": 1, "pp": 1, "interleave": 1, "sp": False, "micro_batch": 1,
-                   "recompute": NO_RECOMPUTE, "zero": 0}  # fmt: skip
+                   "recompute": NO_RECOMPUTE, "zero": 0, "cp": 1,
+                   "stage_layers": None, "ep": 1}  # fmt: skip
 
 
 def checked_system(
@@ -37,10 +39,15 @@ def checked_system(
         system = get_system(gpu, system_files)
     if attn not in ("flash", "eager"):
         raise SpecError(f"--attn takes flash or eager (got '{attn}')")
-    served = ("int8", "int4", "fp8") if mode == "serve" else ()
-    if dtype not in ("bf16", "fp16", "fp32", *served):
-        also = ", or int8, int4, fp8 when serving" if mode == "train" else ", int8, int4, fp8"
-        raise SpecError(f"--dtype takes bf16, fp16, fp32{also} (got '{dtype}')")
+    served = ("int8", "int4") if mode == "serve" else ()
+    if dtype not in ("bf16", "fp16", "fp32", "fp8", *served):
+        also = ", or int8, int4 when serving" if mode == "train" else ", int8, int4"
+        raise SpecError(f"--dtype takes bf16, fp16, fp32, fp8{also} (got '{dtype}')")
+    if dtype == "fp8" and "fp8" not in system.accelerator.peak_tflops:
+        raise SpecError(
+            f"--dtype fp8: {system.key} has no fp8 throughput in the catalogue",
+            hint=f"it lists: {', '.join(system.accelerator.peak_tflops)}",
+        )
     if gpus < 1:
         raise SpecError("--gpus must be at least 1")
     return system
@@ -48,11 +55,15 @@ def checked_system(
 
 def training_run(
     ir: IR, gpus: int, global_batch: int | None, seq: int | None, dtype: str,
-    grad_dtype: str | None, attn: str, top: int = 1,
+    grad_dtype: str | None, attn: str, top: int = 1, engine: str | None = None,
 ) -> Training:  # fmt: skip
-    """The training run the options describe: the sequence length defaults to the context."""
+    """The training run the options describe: the sequence length defaults to the context;
+    gradients default to the dtype (bf16 under fp8, whose weights and gradients stay bf16);
+    the engine to megatron's (one --engine option serves both modes, so None means default)."""
     from archspec.backends.count.memory import GRAD_BYTES
 
+    engine = engine or DEFAULT_ENGINE
+    get_engine(engine)
     if top < 1:
         raise SpecError(f"--top must be at least 1 (got {top}): the layouts a search shows")
 
@@ -60,13 +71,13 @@ def training_run(
         raise SpecError("--global-batch (sequences per optimizer step) is needed to train")
     if global_batch < 1:
         raise SpecError("--global-batch must be at least 1")
-    grad_dtype = grad_dtype or dtype
+    grad_dtype = grad_dtype or (dtype if dtype in GRAD_BYTES else "bf16")
     if grad_dtype not in GRAD_BYTES:
         raise SpecError(f"--grad-dtype takes {', '.join(GRAD_BYTES)} (got '{grad_dtype}')")
     seq = seq if seq is not None else ir.value(ir.root.max_seq_len)
     if seq < 1:
         raise SpecError("--seq must be at least 1")
-    return Training(gpus, global_batch, seq, dtype, grad_dtype, attn)
+    return Training(gpus, global_batch, seq, dtype, grad_dtype, attn, engine)
 
 
 def given_layout(
@@ -76,9 +87,56 @@ def given_layout(
     option was given (search them all)."""
     if all(v is None for v in given.values()):
         return None
+    if given.get("stage_layers") is not None:
+        given = {**given, "stage_layers": parse_stage_layers(given["stage_layers"])}
     only = {k: [v if v is not None else LAYOUT_DEFAULTS[k]] for k, v in given.items()}
     check_given_layout(ir, system, run, only)
     return only
+
+
+def parse_stage_layers(text: str) -> tuple[int, ...]:
+    """`5,6,6,5`: whole, positive layer counts."""
+    try:
+        values = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        values = ()
+    if not values or min(values) < 1:
+        raise SpecError(f"--stage-layers takes layer counts, e.g. 5,6,6,5 (got '{text}')")
+    return values
+
+
+def check_stage_layers(ir: IR, pp: int, interleave: int, stage_layers: tuple[int, ...]) -> None:
+    from archspec.backends.count.layout import layer_count
+
+    layers = sum(layer_count(s, ir) for s in ir.root.stacks)
+    if len(stage_layers) != pp:
+        raise SpecError(f"--stage-layers gives {len(stage_layers)} stages; --pp is {pp}")
+    if sum(stage_layers) != layers:
+        raise SpecError(f"--stage-layers {','.join(map(str, stage_layers))} add up to "
+                        f"{sum(stage_layers)} layers; the model has {layers}")  # fmt: skip
+    if interleave > 1:
+        raise SpecError("--stage-layers with --interleave is not modelled: give one or the other")
+
+
+def check_expert_parallelism(ir: IR, ep: int, dp: int) -> None:
+    from archspec.ir.nodes import MoE
+    from archspec.ir.visit import walk
+
+    if ep == 1:
+        return
+    if ep < 1:
+        raise SpecError(f"--ep must be at least 1 (got {ep})")
+    moe = next((p.node for p in walk(ir.root) if isinstance(p.node, MoE)), None)
+    if moe is None:
+        raise SpecError(f"--ep {ep}: {ir.name} has no mixture-of-experts layer to split")
+    experts = ir.value(moe.n_experts)
+    if experts % ep:
+        raise SpecError(f"--ep {ep} does not divide the {experts} experts")
+    if dp % ep:
+        raise SpecError(
+            f"--ep {ep} does not divide the {dp} data-parallel ranks",
+            hint="expert-parallel ranks are data-parallel ranks that share the experts",
+        )
 
 
 def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, list]) -> None:
@@ -86,17 +144,39 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
     from archspec.backends.count.layout import Parallelism, check_layout
 
     tp, pp = only["tp"][0], only["pp"][0]
+    cp, stage_layers = only["cp"][0], only["stage_layers"][0]
+    engine = get_engine(run.engine)
+    if cp < 1:
+        raise SpecError(f"--cp must be at least 1 (got {cp})")
+    if run.seq % (2 * cp) and cp > 1:
+        raise SpecError(
+            f"--cp {cp}: the sequence of {run.seq} positions does not split into 2 × {cp} "
+            "chunks (context parallelism balances the causal mask with two chunks per rank)"
+        )
+    if run.gpus % (tp * pp * cp):
+        raise SpecError(f"--gpus {run.gpus} is not a multiple of --tp {tp} × --pp {pp} × "
+                        f"--cp {cp}")  # fmt: skip
+    if only["interleave"][0] > 1 and not engine.interleave:
+        raise SpecError(f"--engine {engine.name} has no interleaved pipeline schedule: "
+                        f"--interleave {only['interleave'][0]} cannot run")  # fmt: skip
+    if stage_layers is not None:
+        check_stage_layers(ir, pp, only["interleave"][0], stage_layers)
+    check_expert_parallelism(ir, only["ep"][0], run.gpus // (tp * pp * cp))
     if only["recompute"][0] not in RECOMPUTE:
         raise SpecError(f"--recompute takes one of: {', '.join(RECOMPUTE)}")
     if only["micro_batch"][0] < 1:
         raise SpecError("--batch must be at least 1")
-    par = Parallelism(run.gpus, tp, pp, only["zero"][0], only["sp"][0], only["interleave"][0])
+    par = Parallelism(run.gpus // cp, tp, pp, only["zero"][0], only["sp"][0],
+                      only["interleave"][0])  # fmt: skip
     if tp > system.gpus_per_node:
         raise SpecError(
             f"--tp {tp} spans more than one node of {system.gpus_per_node} accelerators",
             hint="Megatron-LM keeps a tensor-parallel group inside a node",
         )
-    check_layout(ir, par)
+    if stage_layers is None:
+        check_layout(ir, par)
+    else:  # the heads, the kv heads and the MLP split by tp as count checks them
+        check_layout(ir, Parallelism(tp, tp, 1, 0, par.sp))
     per_step = only["micro_batch"][0] * par.dp
     if run.global_batch % per_step:
         raise SpecError(
@@ -117,8 +197,44 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
         )
 
 
+def training_only(options: dict[str, Any]) -> list[str]:
+    """The training options given to a serving plan, which change nothing there."""
+    return [name for name, value in options.items() if value is not None]
+
+
+def checked_what_if(
+    tokens: str | None, price: float | None, mfu: float | None, efficiency: float | None
+) -> dict[str, Any]:
+    """--tokens, --price, --mfu and --efficiency, checked before any work."""
+    from archspec.plan.whatif import check_fraction, check_price, parse_tokens
+
+    check_fraction("--mfu", mfu)
+    check_fraction("--efficiency", efficiency)
+    check_price(price, tokens)
+    if mfu is not None and efficiency is not None:
+        raise SpecError("--mfu and --efficiency are two what-ifs of one thing: give one")
+    return {"tokens": parse_tokens(tokens) if tokens is not None else None, "price": price,
+            "mfu": mfu}  # fmt: skip
+
+
+def efficiency_override(system: System, run: Training, efficiency: float | None):
+    """The stack's fitted efficiencies, with --efficiency as the matmul plateau if given."""
+    from dataclasses import replace
+
+    if efficiency is None:
+        return None
+    fitted = get_engine(run.engine).efficiency(system.accelerator.key)
+    return replace(fitted, matmul_peak=efficiency)
+
+
 def training_report(
-    ir: IR, system: System, run: Training, result: SearchResult, top: int, searching: bool
+    ir: IR,
+    system: System,
+    run: Training,
+    result: SearchResult,
+    top: int,
+    searching: bool,
+    what_if: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The search's (or the given layout's) report; a clear message when nothing fits."""
     from archspec.plan.report import search_report
@@ -135,6 +251,13 @@ def training_report(
             hint="more GPUs, a smaller micro-batch, recomputation or ZeRO shrink what a device "
             "holds",
         )
+    from archspec.plan.whatif import training_time, with_mfu
+
     report = search_report(ir, system, run, result, top)
     report["searched"] = searching
+    what_if = what_if or {}
+    if what_if.get("mfu") is not None:
+        report = with_mfu(report, what_if["mfu"])
+    if what_if.get("tokens") is not None:
+        report["training"] = training_time(report, what_if["tokens"], what_if.get("price"))
     return report

@@ -24,15 +24,23 @@ class Roofline:
     peak: float  # FLOP/s, dense, in the compute dtype
     bandwidth: float  # bytes/s, as achieved
     eff: Efficiency
+    # The projections' matmuls: the compute dtype's peak, or fp8's when training in fp8. FP8
+    # training (Transformer Engine, torchao.float8) casts the inputs of the linear layers to
+    # fp8; the attention core, norms and elementwise ops stay bf16 (NeMo's and torchtitan's
+    # defaults), so only the projections run at the fp8 peak.
+    linear_peak: float = 0.0
 
     @classmethod
     def of(cls, accel: Accelerator, dtype: str, eff: Efficiency) -> Roofline:
-        # Weight-only int8/int4 compute in bf16 (count's memory model says the same).
+        # Weight-only int8/int4 compute in bf16 (count's memory model says the same); fp8
+        # training computes in bf16 except the projections.
         compute = dtype if dtype in ("fp32", "bf16", "fp16") else "bf16"
-        return cls(accel.peak(compute), accel.bandwidth * eff.memory_peak, eff)
+        peak = accel.peak(compute)
+        linear = accel.peak("fp8") * eff.fp8_matmul if dtype == "fp8" else peak
+        return cls(peak, accel.bandwidth * eff.memory_peak, eff, linear)
 
-    def matmul_time(self, flops: float, m: float, n: float, k: float) -> float:
-        return flops / (self.peak * self.eff.matmul(m, n, k))
+    def matmul_time(self, flops: float, m: float, n: float, k: float, peak: float = 0.0) -> float:
+        return flops / ((peak or self.peak) * self.eff.matmul(m, n, k))
 
     def op_time(self, item: Numbers, tp: int = 1, sp: bool = False) -> float:
         """Forward seconds of one op on one tensor-parallel rank (`sp`: sequence parallelism
@@ -45,7 +53,8 @@ class Roofline:
                 n /= tp
             elif cost.tp == "row":
                 k /= tp
-            compute = self.matmul_time(flops / ways, m, n, k)
+            peak = self.peak if cost.attn_core else (self.linear_peak or self.peak)
+            compute = self.matmul_time(flops / ways, m, n, k, peak)
         else:
             compute = flops / ways / (self.peak * self.eff.matmul_peak)
         return max(compute, moved / ways / self.bandwidth)

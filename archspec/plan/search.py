@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from itertools import product
 
 from archspec.backends.count.conventions import RECOMPUTE
-from archspec.backends.count.layout import check_layout, layer_count
+from archspec.backends.count.layout import Parallelism, check_layout, layer_count
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
-from archspec.plan.efficiency import CALIBRATED, Efficiency
+from archspec.plan.efficiency import Efficiency
+from archspec.plan.engines import get_engine
 from archspec.plan.fit import MemoryModel, StageBytes
 from archspec.plan.hardware import System
 from archspec.plan.step import Layout, StepModel, StepTime, Training
@@ -69,13 +70,17 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
     pps = allowed("pp", [p for p in range(1, min(layers, gpus) + 1) if layers % p == 0])
     if "pp" in only:
         pps = list(only["pp"])
+    # Context parallelism and uneven stages are tried as given, never searched.
+    cp = only.get("cp", [1])[0]
+    ep = only.get("ep", [1])[0]
+    stage_layers = only.get("stage_layers", [None])[0]
     for tp, pp in product(tps, pps):
-        if gpus % (tp * pp):
+        if gpus % (tp * pp * cp):
             if "tp" in only and "pp" in only:
-                yield None, f"--gpus {gpus} is not a multiple of tp {tp} × pp {pp}"
+                yield None, f"--gpus {gpus} is not a multiple of tp {tp} × pp {pp} × cp {cp}"
             continue  # not a layout of this many devices
-        dp = gpus // (tp * pp)
-        if pp == 1:
+        dp = gpus // (tp * pp * cp)
+        if pp == 1 or stage_layers or not get_engine(run.engine).interleave:
             interleaves = [1]
         else:
             interleaves = [v for v in range(1, MAX_INTERLEAVE + 1) if (layers // pp) % v == 0]
@@ -102,14 +107,17 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                     if zero >= 2 and pp > 1:
                         yield None, "ZeRO-2 and -3 are not combined with pipeline parallelism"
                         continue
-                    yield Layout(tp, pp, v, mb, sp_, rc, zero), None
+                    if dp % ep:
+                        yield None, f"--ep {ep} does not divide the {dp} data-parallel ranks"
+                        continue
+                    yield Layout(tp, pp, v, mb, sp_, rc, zero, cp, stage_layers, ep), None
 
 
 def search(
     ir: IR,
     system: System,
     run: Training,
-    eff: Efficiency = CALIBRATED,
+    eff: Efficiency | None = None,  # None: the engine's (engines.py)
     only: dict | None = None,
     progress: Callable[[int, int], None] | None = None,
     memory: MemoryModel | None = None,
@@ -117,7 +125,8 @@ def search(
     """Time every layout that fits, fastest first; count the others by why they were left out."""
     result = SearchResult()
     model = StepModel(ir, system, run, eff)
-    memory = memory or MemoryModel(ir, run.seq, run.dtype, run.grad_dtype, run.attn)
+    cp = (only or {}).get("cp", [1])[0]  # each rank holds the activations of seq / cp
+    memory = memory or MemoryModel(ir, run.seq // cp, run.dtype, run.grad_dtype, run.attn)
     capacity = system.accelerator.memory_bytes * USABLE_MEMORY
     space = list(layout_space(ir, system, run, only))
     checked: dict[tuple[int, int, int], str | None] = {}
@@ -128,20 +137,23 @@ def search(
         if layout is None:
             result.dropped[reason] += 1
             continue
-        dp = run.gpus // (layout.tp * layout.pp)
-        m = run.global_batch // (layout.micro_batch * dp)
-        par = layout.parallelism(run.gpus, m)
+        m = run.global_batch // (layout.micro_batch * layout.dp(run.gpus))
+        par = layout.parallelism(run.gpus // layout.cp, m)
         key = (layout.tp, layout.pp, layout.interleave)
         if key not in checked:
             try:
-                check_layout(ir, par)
+                # Uneven stages (given, checked by request.py): only tp's split to check here.
+                check_layout(ir, par if not layout.stage_layers else
+                             Parallelism(layout.tp, layout.tp, 1, 0, layout.sp))  # fmt: skip
                 checked[key] = None
             except SpecError as exc:
                 checked[key] = exc.message
         if checked[key] is not None:
             result.dropped[checked[key]] += 1
             continue
-        busiest = memory.busiest(par, layout.micro_batch, layout.recompute)
+        busiest = memory.busiest(
+            par, layout.micro_batch, layout.recompute, layout.stage_layers, layout.ep
+        )
         if busiest.total > capacity:
             result.dropped["do not fit in memory"] += 1
             result.least_unfit = min(result.least_unfit or busiest.total, busiest.total)

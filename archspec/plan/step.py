@@ -8,8 +8,25 @@ volume, in forward and backward: Korthikanti et al. 2022, Section 4.2.2), the re
 of recomputation, and pipeline sends to the next stage (1/tp of the activations each, as
 Megatron-LM's scatter-gather optimisation sends them: Narayanan et al. 2021, Section 4.1).
 A step runs m micro-batches plus the pipeline bubble, (p - 1)/(V·m) of them (Narayanan et al.
-2021, Section 2.2), then reduces gradients over data-parallel replicas (not overlapped, as in
-the published Megatron-LM runs), and updates the weights (Adam reads and writes every state).
+2021, Section 2.2), then reduces gradients over data-parallel replicas, and updates the weights
+(Adam reads and writes every state). What the stack overlaps (engines.py) hides communication
+behind the compute it runs beside.
+
+Context parallelism (cp ranks per sequence, Megatron-Core's and torchtitan's ring attention)
+gives each rank s/cp positions: every op but the attention core runs on s/cp, the attention
+core does 1/cp of the whole sequence's (load-balanced causal) work, and the keys and values go
+round the ring once forward and twice backward (keys and values, then their gradients),
+overlapped with the attention core. Gradients are reduced over dp × cp ranks.
+
+Uneven pipeline stages (`stage_layers`, e.g. BLOOM's 5, 6, ..., 6, 5) put that many layers on
+each stage; the slowest stage sets the pace.
+
+Expert parallelism (ep ranks of the data-parallel group share each MoE layer's experts,
+Megatron-Core's and DeepSpeed-MoE's layout) leaves the compute as it is with tokens spread
+evenly over the experts (no routing imbalance is modelled), adds an all-to-all of the routed
+tokens before the experts and one after them, forward and backward ((ep − 1)/ep of
+tokens × top_k × d_model each, not overlapped), and reduces the experts' gradients over the
+dp/ep ranks holding the same experts.
 """
 
 from __future__ import annotations
@@ -24,9 +41,18 @@ from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.layout import Parallelism
 from archspec.backends.count.memory import COMPUTE_BYTES, GRAD_BYTES
 from archspec.backends.count.passes import B, whole_sequences
-from archspec.ir.nodes import IR
-from archspec.plan.collectives import all_gather, all_reduce, group_link, reduce_scatter, send
-from archspec.plan.efficiency import CALIBRATED, Efficiency
+from archspec.ir.nodes import IR, Attention, MoE
+from archspec.ir.visit import walk
+from archspec.plan.collectives import (
+    all_gather,
+    all_reduce,
+    all_to_all,
+    group_link,
+    reduce_scatter,
+    send,
+)
+from archspec.plan.efficiency import Efficiency
+from archspec.plan.engines import DEFAULT_ENGINE, exposed, get_engine
 from archspec.plan.hardware import System
 from archspec.plan.layers import stage_runs
 from archspec.plan.opcost import OpCost, PassCosts, pass_costs
@@ -36,7 +62,8 @@ from archspec.plan.roofline import Roofline
 # three written back, and the low-precision weight copy written (mixed precision).
 OPTIMIZER_BYTES_PER_PARAM = 4 + 4 + 8 + 4 + 8 + 2
 
-BREAKDOWN = ("compute", "recompute", "tp_comm", "pp_comm", "bubble", "dp_comm", "optimizer")
+BREAKDOWN = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "bubble",
+             "dp_comm", "optimizer")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -48,16 +75,33 @@ class Layout:
     sp: bool = False
     recompute: str = NO_RECOMPUTE
     zero: int = 0
+    cp: int = 1  # context parallelism: ranks sharing each sequence
+    stage_layers: tuple[int, ...] | None = None  # layers per pipeline stage; None: even
+    ep: int = 1  # expert parallelism: data-parallel ranks sharing each layer's experts
 
     def parallelism(self, gpus: int, micro_batches: int) -> Parallelism:
+        """count's layout: context-parallel ranks are data-parallel replicas to it (each holds
+        the whole weights and 1/cp of the activations, which the memory model is given)."""
         return Parallelism(gpus, self.tp, self.pp, self.zero, self.sp, self.interleave,
                            micro_batches)  # fmt: skip
+
+    def dp(self, gpus: int) -> int:
+        return gpus // (self.tp * self.pp * self.cp)
+
+    def bounds(self, layers: int) -> list[tuple[int, int]]:
+        """[first, last) layer of each stage."""
+        sizes = self.stage_layers or (layers // self.pp,) * self.pp
+        starts = [sum(sizes[:i]) for i in range(len(sizes) + 1)]
+        return list(zip(starts[:-1], starts[1:], strict=True))
 
     def as_dict(self, gpus: int) -> dict[str, Any]:
         return {
             "tp": self.tp,
             "pp": self.pp,
-            "dp": gpus // (self.tp * self.pp),
+            "cp": self.cp,
+            "ep": self.ep,
+            "dp": self.dp(gpus),
+            "stage_layers": list(self.stage_layers) if self.stage_layers else None,
             "interleave": self.interleave,
             "micro_batch": self.micro_batch,
             "sp": self.sp,
@@ -76,6 +120,7 @@ class Training:
     dtype: str = "bf16"
     grad_dtype: str = "fp32"
     attn: str = "flash"
+    engine: str = DEFAULT_ENGINE  # what the stack overlaps (engines.py)
 
 
 @dataclass
@@ -90,7 +135,9 @@ class StepModel:
     """Times training steps of one model on one system, layout after layout. The op costs are
     lowered once; each micro-batch size evaluates them once."""
 
-    def __init__(self, ir: IR, system: System, run: Training, eff: Efficiency = CALIBRATED):
+    def __init__(self, ir: IR, system: System, run: Training, eff: Efficiency | None = None):
+        self.engine = get_engine(run.engine)
+        eff = eff or self.engine.efficiency(system.accelerator.key)
         self.ir, self.system, self.run, self.eff = ir, system, run, eff
         self.c = COMPUTE_BYTES[run.dtype]
         self.roofline = Roofline.of(system.accelerator, run.dtype, eff)
@@ -98,17 +145,37 @@ class StepModel:
         self.costs: PassCosts = pass_costs(ir, self.c, run.attn)
         self.d_model = ir.value(ir.root.d_model)
         self.layers = sum(n for n, _ in self.costs.layers)
+        attn = next((p.node for p in walk(ir.root) if isinstance(p.node, Attention)), None)
+        moe = next((p.node for p in walk(ir.root) if isinstance(p.node, MoE)), None)
+        self.top_k = ir.value(moe.top_k) if moe else 0
+        # Bytes of one position's keys and values (what context parallelism passes round).
+        self.kv_width = (
+            2 * ir.value(attn.n_kv_heads) * ir.value(attn.head_dim) * self.c if attn else 0
+        )
         self.numbers = lru_cache(maxsize=None)(self._numbers)
+
+    def with_efficiency(self, eff: Efficiency) -> StepModel:
+        """The same model and run under other efficiencies (a fit tries many): the lowered
+        costs and their numbers are shared."""
+        other = object.__new__(StepModel)
+        other.__dict__.update(self.__dict__)
+        other.eff = eff
+        other.roofline = Roofline.of(self.system.accelerator, self.run.dtype, eff)
+        return other
 
     # Costs as numbers.
 
-    def _numbers(self, micro: int):
-        values = {B: micro, **whole_sequences(self.run.seq)}
+    def _numbers(self, micro: int, cp: int = 1):
+        local = {B: micro, **whole_sequences(self.run.seq // cp)}
+        whole = {B: micro, **whole_sequences(self.run.seq)}
 
         def num(cost: OpCost):
+            # With context parallelism a rank's attention core is 1/cp of the whole
+            # sequence's; everything else runs on its s/cp positions.
+            values, share = (whole, cp) if cost.attn_core and cp > 1 else (local, 1)
             shape = tuple(float(sp.sympify(x).xreplace(values)) for x in cost.shape or ())
-            return (cost, float(sp.sympify(cost.flops).xreplace(values)),
-                    float(sp.sympify(cost.bytes).xreplace(values)), shape)  # fmt: skip
+            return (cost, float(sp.sympify(cost.flops).xreplace(values)) / share,
+                    float(sp.sympify(cost.bytes).xreplace(values)) / share, shape)  # fmt: skip
 
         runs = [(n, [num(c) for c in costs]) for n, costs in self.costs.layers]
         return [num(c) for c in self.costs.before], runs, [num(c) for c in self.costs.after]
@@ -116,14 +183,15 @@ class StepModel:
     # The step.
 
     def step(self, layout: Layout) -> StepTime:
-        run, sysm = self.run, self.system
-        tp, pp, v = layout.tp, layout.pp, layout.interleave
-        dp = run.gpus // (tp * pp)
+        run, sysm, engine = self.run, self.system, self.engine
+        tp, pp, v, cp = layout.tp, layout.pp, layout.interleave, layout.cp
+        dp = layout.dp(run.gpus)
         m = run.global_batch // (layout.micro_batch * dp)
-        before, runs, after = self.numbers(layout.micro_batch)
+        before, runs, after = self.numbers(layout.micro_batch, cp)
         net = self.eff.network_peak
         tp_link = group_link(sysm, tp, 1, net)
-        activation = layout.micro_batch * run.seq * self.d_model * self.c
+        tokens = layout.micro_batch * run.seq // cp  # positions a rank runs per micro-batch
+        activation = tokens * self.d_model * self.c
         # Tensor-parallel collectives: one per row-parallel projection, forward and backward.
         row_parallel = sum(1 for c, *_ in runs[0][1] if c.tp == "row") if runs else 0
         if layout.sp and tp > 1:
@@ -132,56 +200,95 @@ class StepModel:
             one = all_reduce(activation, tp, tp_link)
         layer_tp = 2 * row_parallel * one
         layer_tp_recompute = row_parallel * one if layout.recompute == "full" else 0.0
-        per_stage = self.layers // pp
+        # Context parallelism: each layer's keys and values of the whole sequence pass round
+        # the cp ring (an all-gather's volume) forward, and keys, values and their gradients
+        # backward, over NVLink or the network as the ring spans (ranks ordered tp, cp, dp).
+        kv = layout.micro_batch * run.seq * self.kv_width / max(tp, 1)
+        cp_link = group_link(sysm, cp, tp, net)
+        layer_cp = 3 * all_gather(kv, cp, cp_link)
+        # Expert parallelism: the routed tokens to their experts' ranks and back, forward and
+        # backward (and again in a full recomputation's forward), per MoE layer.
+        ep_link = group_link(sysm, layout.ep, tp * cp, net)
+        routed = tokens * self.top_k * self.d_model * self.c / max(tp, 1)
+        a2a = all_to_all(routed, layout.ep, ep_link)
+        passes = 4 + 2 * (layout.recompute == "full")
         # The embedding's forward and the head's backward all-reduce over the vocabulary.
         vocab_tp = all_reduce(activation, tp, tp_link)
         stages = []
-        for st in range(pp):
-            layers = stage_runs(runs, st * per_stage, (st + 1) * per_stage)
+        for st, (first, last) in enumerate(layout.bounds(self.layers)):
+            per_stage = last - first
+            layers = stage_runs(runs, first, last)
             ends = (before if st == 0 else []) + (after if st == pp - 1 else [])
-            compute = rec = 0.0
+            compute = rec = attn_core = 0.0
             # Recomputation replays the blocks' forward only, not the embeddings or the head.
             for n, item, in_block in [(n, op, True) for n, ops in layers for op in ops] + [
                 (1, op, False) for op in ends
             ]:
                 t = self.roofline.op_time(item, tp, layout.sp)
                 compute += n * (1 + item[0].backward) * t
+                if item[0].attn_core:
+                    attn_core += n * (1 + item[0].backward) * t
                 replay = layout.recompute == "full" or (
                     layout.recompute == "selective" and item[0].attn_core and run.attn != "flash"
                 )
                 if replay and in_block:
                     rec += n * t
             tp_comm = per_stage * layer_tp + vocab_tp * ((st == 0) + (st == pp - 1))
+            moe_layers = sum(n for n, ops in layers for op in ops if op[0].label == "dispatch")
+            ep_comm = moe_layers * passes * a2a
             rec_comm = per_stage * layer_tp_recompute
-            stages.append((compute, rec + rec_comm, tp_comm, rec_comm))
+            # Overlapped collectives cost what the compute beside them cannot hide: the
+            # tensor-parallel ones the matmuls (with sp, engines that overlap them), the
+            # ring's passes the attention core.
+            tp_comm = exposed(tp_comm, compute + rec, engine.overlap_tp and layout.sp)
+            cp_comm = exposed(per_stage * layer_cp, attn_core, True)
+            stages.append((compute, rec + rec_comm, tp_comm, cp_comm, ep_comm))
         # p2p: each micro-batch crosses every chunk boundary forward and back.
         if pp > 1:
-            pp_link = group_link(sysm, pp, tp * dp, net)
-            share = activation / tp
-            p2p = 2 * v * (send(share, pp_link) + all_gather(activation, tp, tp_link))
+            pp_link = group_link(sysm, pp, tp * cp * dp, net)
+            if engine.scatter_gather:
+                gather = all_gather(activation, tp, tp_link)
+                p2p = 2 * v * (send(activation / tp, pp_link) + gather)
+            else:
+                p2p = 2 * v * send(activation, pp_link)
         else:
             p2p = 0.0
-        compute, rec, tp_comm, rec_comm = max(stages, key=lambda st: st[0] + st[1] + st[2])
-        per_micro = compute + rec + tp_comm + p2p
+        compute, rec, tp_comm, cp_comm, ep_comm = max(stages, key=sum)
+        per_micro = compute + rec + tp_comm + cp_comm + ep_comm + p2p
         bubble = (pp - 1) / v * per_micro
         # Data parallelism: gradients reduced once per step over the replicas (ZeRO 1-2: a
-        # reduce-scatter and an all-gather of the updated weights, the same volume).
-        dp_link = group_link(sysm, dp, tp, net)
-        params = max(self.params_per_device(tp, pp))
+        # reduce-scatter and an all-gather of the updated weights, the same volume), and over
+        # the context-parallel ranks, which hold the same weights.
+        replicas = dp * cp
+        dp_link = group_link(sysm, replicas, tp, net)
+        params = max(self.params_per_device(tp, pp, layout.stage_layers, layout.ep))
         grads = params * GRAD_BYTES[run.grad_dtype]
-        dp_comm = all_reduce(grads, dp, dp_link)
+        # The experts' gradients are reduced only over the dp/ep ranks that hold the same ones.
+        experts = self.expert_params(tp, pp, layout) * GRAD_BYTES[run.grad_dtype]
+        expert_link = group_link(sysm, replicas // layout.ep, tp * layout.ep, net)
+        reduction = all_reduce(grads - experts, replicas, dp_link) + all_reduce(
+            experts, replicas // layout.ep, expert_link
+        )
+        # Overlapped, the reduction runs during the last micro-batch's backward (about two
+        # thirds of its compute, and its recomputation).
+        last_backward = 2 / 3 * compute + rec
+        dp_comm = exposed(reduction, last_backward, engine.overlap_dp)
         if layout.zero >= 3:
             # Weights gathered for the forward and again for the backward of every micro-batch,
-            # gradients reduce-scattered after each backward.
-            weights = params * self.c
-            gather, scatter = all_gather(weights, dp, dp_link), reduce_scatter(grads, dp, dp_link)
-            dp_comm = m * (2 * gather + scatter)
-        shard = dp if layout.zero >= 1 else 1
+            # gradients reduce-scattered after each backward; prefetched, they hide behind the
+            # micro-batch's compute.
+            weights = params * COMPUTE_BYTES["bf16" if run.dtype == "fp8" else run.dtype]
+            gather = all_gather(weights, replicas, dp_link)
+            scatter = reduce_scatter(grads, replicas, dp_link)
+            dp_comm = m * exposed(2 * gather + scatter, compute + rec, engine.overlap_zero3)
+        shard = replicas if layout.zero >= 1 else 1
         optimizer = params / shard * OPTIMIZER_BYTES_PER_PARAM / self.bandwidth
         breakdown = {
             "compute": m * compute,
             "recompute": m * rec,
             "tp_comm": m * tp_comm,
+            "cp_comm": m * cp_comm,
+            "ep_comm": m * ep_comm,
             "pp_comm": m * p2p,
             "bubble": bubble,
             "dp_comm": dp_comm,
@@ -189,10 +296,20 @@ class StepModel:
         }
         return StepTime(layout, m, sum(breakdown.values()), breakdown)
 
-    def params_per_device(self, tp: int, pp: int) -> list[int]:
+    def params_per_device(self, tp: int, pp: int, stage_layers=None, ep: int = 1) -> list[int]:
+        return [p for _, p in self._memory_model().params(tp, pp, stage_layers, ep)]
+
+    def expert_params(self, tp: int, pp: int, layout: Layout) -> float:
+        """Expert parameters one device of the stage holding the most parameters holds."""
+        memory = self._memory_model()
+        stages = memory.params(tp, pp, layout.stage_layers, layout.ep)
+        bounds, _ = max(stages, key=lambda s: s[1])
+        return (bounds[1] - bounds[0]) * memory.expert_per_layer / tp / layout.ep
+
+    def _memory_model(self):
         from archspec.plan.fit import MemoryModel  # the cached stage parameters
 
         if not hasattr(self, "_memory"):
             self._memory = MemoryModel(self.ir, self.run.seq, self.run.dtype,
                                        self.run.grad_dtype, self.run.attn)  # fmt: skip
-        return [p for _, p in self._memory.params(tp, pp)]
+        return self._memory

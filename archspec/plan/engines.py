@@ -1,0 +1,107 @@
+"""Training stacks: what each one overlaps with compute, and how close to peak its kernels run.
+
+The same layout runs at different speeds in different stacks, mostly for two reasons: which
+communication hides behind compute, and how well the stack's kernels and launches use the
+device. A profile states the first from each stack's documentation and fits the second (one
+matmul plateau per stack, `published.py`, cross-validated leaving one source out).
+
+- megatron: Megatron-LM as Narayanan et al. 2021 and Korthikanti et al. 2022 ran it: the data-
+  parallel all-reduce runs after the last backward, tensor-parallel collectives between the
+  matmuls, nothing overlapped; the interleaved schedule, and pipeline sends of 1/tp of the
+  activation gathered over NVLink (Narayanan et al. 2021, Section 4.1).
+- deepspeed: Megatron-DeepSpeed (MT-NLG, BLOOM): Megatron's layers under DeepSpeed's pipeline
+  engine, which has no interleaved schedule and sends each stage's whole activation; nothing
+  overlapped.
+- nemo: Megatron-Core as NeMo 24+ configures it: the distributed optimizer's gradient
+  reduce-scatter overlaps the backward and its parameter all-gather the next forward
+  (`overlap_grad_reduce`, `overlap_param_gather`), and with sequence parallelism the
+  tensor-parallel all-gathers and reduce-scatters overlap the matmuls beside them
+  (`tp_comm_overlap`, Transformer Engine's userbuffers).
+- fsdp: PyTorch FSDP (torchtitan's FSDP2, MosaicML Composer): each layer's parameter all-gather
+  is prefetched during the previous layer's compute and its gradient reduce-scatter runs
+  during the next layer's backward; tensor-parallel collectives are not overlapped.
+
+Overlapped communication costs what it exceeds the compute it hides behind (a perfect overlap
+bound: the exposed part is max(0, communication − compute)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from archspec.errors import SpecError, did_you_mean
+from archspec.plan.efficiency import CALIBRATED, MAX_PLATEAU, Efficiency
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    overlap_dp: bool  # gradient reduce-scatter / all-reduce hidden behind the backward
+    overlap_zero3: bool  # ZeRO-3 / FSDP all-gathers and reduce-scatters behind compute
+    overlap_tp: bool  # tensor-parallel collectives behind the matmuls (with --sp)
+    description: str
+    # The matmul plateau this stack's runs reach, fitted on its published runs
+    # (published.py; docs/plan.md gives the fit and the cross-validated errors).
+    matmul_peak: float = CALIBRATED.matmul_peak
+    # The plateau fitted on this stack's runs on one accelerator, where it has such runs.
+    on: tuple[tuple[str, float], ...] = ()
+    interleave: bool = True  # the interleaved pipeline schedule exists
+    scatter_gather: bool = True  # pipeline sends 1/tp of the activation, gathered after
+
+    def efficiency(self, accelerator: str | None = None) -> Efficiency:
+        accelerator = SAME_TENSOR_CORES.get(accelerator, accelerator)
+        peak = dict(self.on).get(accelerator) or transferred(self, accelerator)
+        return replace(CALIBRATED, matmul_peak=peak, matmul_half=FITTED_HALF,
+                       fp8_matmul=FITTED_FP8)  # fmt: skip
+
+
+# Parts with another part's tensor cores and clocks (systems.yaml's sources say so): a matmul
+# reaches the same share of their peak, so they take its fitted plateaus.
+SAME_TENSOR_CORES = {"h200": "h100-sxm", "h800": "h100-sxm", "a100-40g": "a100-80g"}
+
+# The half-size and fp8 factor fitted with the plateaus below on all of published.yaml.
+FITTED_HALF = 128.0
+FITTED_FP8 = 0.70
+
+ENGINES = {
+    "megatron": Engine("megatron", False, False, False,
+                       "Megatron-LM (2021-22): no overlap", 0.82, (("a100-80g", 0.82),)),
+    "deepspeed": Engine("deepspeed", False, False, False,
+                        "Megatron-DeepSpeed: DeepSpeed's pipeline, no interleaving, no overlap",
+                        0.62, (("a100-80g", 0.62),), interleave=False, scatter_gather=False),
+    "nemo": Engine("nemo", True, True, True,
+                   "NeMo / Megatron-Core: DP and TP communication overlapped", 0.78,
+                   (("b200", 0.78), ("gb200", 0.72), ("h100-sxm", 0.80))),
+    "fsdp": Engine("fsdp", True, True, False,
+                   "PyTorch FSDP, torchtitan, Composer: sharded DP communication overlapped",
+                   0.64, (("a100-80g", 0.74), ("h100-sxm", 0.52))),
+}  # fmt: skip
+DEFAULT_ENGINE = "megatron"
+
+
+def transferred(engine: Engine, accelerator: str | None) -> float:
+    """The plateau of an engine on an accelerator none of its published runs used: its
+    plateau on one it was fitted on, times how another engine fitted on both gains or loses
+    between them (published.py fits the same way); else the engine's own plateau."""
+    for fitted_on, peak in engine.on:
+        for other in ENGINES.values():
+            there, here = dict(other.on).get(accelerator), dict(other.on).get(fitted_on)
+            if other is not engine and there and here:
+                return min(MAX_PLATEAU, round(peak * there / here, 2))
+    return engine.matmul_peak
+
+
+def get_engine(name: str) -> Engine:
+    if name not in ENGINES:
+        raise SpecError(
+            f"--engine takes {', '.join(ENGINES)} (got '{name}')",
+            hint=did_you_mean(name, ENGINES)
+            or "; ".join(f"{e.name}: {e.description}" for e in ENGINES.values()),
+        )
+    return ENGINES[name]
+
+
+def exposed(communication: float, compute: float, overlapped: bool) -> float:
+    """The part of `communication` a step waits for: all of it, or what the `compute` it
+    overlaps cannot hide."""
+    return max(0.0, communication - compute) if overlapped else communication

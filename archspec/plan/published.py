@@ -1,0 +1,399 @@
+"""`archspec plan` over every published run of published.yaml, each with its published layout
+pinned, and the fit of the stacks' matmul plateaus with its leave-one-source-out error.
+
+A run's prediction is the step the planner times for the layout its source reports: what the
+source leaves open (Narayanan et al.'s micro-batch and interleaving) is searched, the fastest
+that fits in memory taken, as the authors tuned it. Error is the published step time over the
+predicted one, minus one (positive: archspec predicts faster than was measured).
+
+The fitted constants (`fit`) are one matmul plateau per engine and accelerator, one per engine
+(engines.py), the matmul half-size d½ and the fp8 factor (efficiency.py). Cross-validation
+leaves each source out in turn: the constants are fitted on the other sources (an engine and
+accelerator none of them ran takes the engine's plateau carried over by another engine's ratio
+between the accelerators, `transferred`, else the engine's; an engine none of them ran the
+plateau fitted on all) and the left-out source's runs predicted with them. `python -m
+archspec.plan.published` prints the table of docs/plan.md; tests/test_plan_published.py checks
+the dataset and the errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cache
+from importlib import resources
+from statistics import mean
+from typing import Any
+
+from archspec.backends.count.layout import Parallelism, check_layout
+from archspec.errors import SpecError
+from archspec.ir.build import build_ir
+from archspec.plan.efficiency import CALIBRATED, Efficiency
+from archspec.plan.engines import ENGINES
+from archspec.plan.fit import MemoryModel
+from archspec.plan.hardware import get_system
+from archspec.plan.search import MAX_INTERLEAVE, MICRO_BATCHES, USABLE_MEMORY
+from archspec.plan.step import Layout, StepModel, Training
+from archspec.spec.yaml_loader import load_yaml_text
+
+FIGURES = ("tokens_per_s_per_gpu", "step_s", "tflops_per_gpu")
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    source: str
+    where: str
+    engine: str
+    system: str
+    model: str
+    sets: tuple[str, ...]
+    dtype: str
+    seq: int
+    gpus: int
+    global_batch: int
+    figure: tuple[str, float]
+    flops: str | None = None
+    grad_dtype: str = "fp32"
+    attn: str = "flash"
+    micro_batch: int | None = None
+    interleave: int | None = None
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    sp: bool = False
+    recompute: str = "none"
+    zero: int = 0
+    stage_layers: tuple[int, ...] | None = None
+    needs: tuple[str, ...] = ()
+
+    def not_expressible(self) -> str | None:
+        """Why archspec cannot time this run as published, or None."""
+        return "; ".join(self.needs) or None
+
+
+@dataclass
+class Dataset:
+    sources: dict[str, dict[str, str]]
+    models: dict[str, dict[str, Any]]
+    runs: list[Run] = field(default_factory=list)
+
+
+@cache
+def dataset() -> Dataset:
+    text = resources.files("archspec.plan").joinpath("published.yaml").read_text()
+    data, _ = load_yaml_text(text, "published.yaml")
+    out = Dataset(data["sources"], data["models"])
+    for r in data["runs"]:
+        (kind, value), *_ = [(k, v) for k, v in r["figure"].items() if k in FIGURES]
+        fields = {k: v for k, v in r.items() if k not in ("figure", "set", "needs",
+                                                           "stage_layers")}  # fmt: skip
+        out.runs.append(Run(
+            **fields,
+            sets=tuple(r.get("set", ())),
+            figure=(kind, float(value)),
+            flops=r["figure"].get("flops"),
+            stage_layers=tuple(r["stage_layers"]) if "stage_layers" in r else None,
+            needs=tuple(r.get("needs", ())),
+        ))  # fmt: skip
+    return out
+
+
+@cache
+def run_ir(model: str, sets: tuple[str, ...], seq: int):
+    from archspec.spec.resolve import load_spec
+
+    entry = dataset().models[model]
+    overrides = [*entry["set"], *sets, f"max_seq_len={seq}"]
+    return build_ir(load_spec(entry["spec"], overrides))
+
+
+def training(run: Run) -> Training:
+    return Training(run.gpus, run.global_batch, run.seq, run.dtype, run.grad_dtype, run.attn,
+                    run.engine)  # fmt: skip
+
+
+def published_step(run: Run, ir) -> float:
+    """The published figure as seconds per step."""
+    kind, value = run.figure
+    if kind == "step_s":
+        return value
+    if kind == "tokens_per_s_per_gpu":
+        return run.global_batch * run.seq / (value * run.gpus)
+    # Narayanan et al. 2021, Equation 3 (recomputation counted): 96·B·s·l·h²·(1 + s/6h + V/16lh).
+    b, s = run.global_batch, run.seq
+    h, layers = ir.value(ir.root.d_model), model_layers(ir)
+    v = ir.value(ir.root.vocab_size)
+    flops = 96 * b * s * layers * h * h * (1 + s / (6 * h) + v / (16 * layers * h))
+    return flops / (value * 1e12 * run.gpus)
+
+
+def model_layers(ir) -> int:
+    from archspec.backends.count.layout import layer_count
+
+    return sum(layer_count(s, ir) for s in ir.root.stacks)
+
+
+def check_stages(ir, run: Run) -> None:
+    """The published layout, refused with the values when archspec cannot split the model so."""
+    if run.stage_layers is None:
+        check_layout(ir, Parallelism(run.tp * run.pp, run.tp, run.pp, 0, run.sp))
+        return
+    layers = model_layers(ir)
+    if len(run.stage_layers) != run.pp or sum(run.stage_layers) != layers:
+        raise SpecError(
+            f"stage_layers {list(run.stage_layers)} are not --pp {run.pp} stages of the "
+            f"{layers} layers"
+        )
+    check_layout(ir, Parallelism(run.tp, run.tp, 1, 0, run.sp))
+
+
+@dataclass
+class Candidates:
+    model: StepModel
+    layouts: list[Layout]
+    memory_gib: float  # the leanest candidate's busiest device
+    fits: bool
+
+
+@cache
+def candidates(run: Run) -> Candidates:
+    """The layouts the published one leaves open, those that fit in memory (or all, when none
+    does: the run is still timed, and flagged)."""
+    ir = run_ir(run.model, run.sets, run.seq)
+    check_stages(ir, run)
+    system = get_system(run.system)
+    layers = model_layers(ir)
+    dp = run.gpus // (run.tp * run.pp * run.cp)
+    if dp % run.ep:
+        raise SpecError(f"--ep {run.ep} does not divide the {dp} data-parallel ranks")
+    micro = [run.micro_batch] if run.micro_batch else [
+        b for b in MICRO_BATCHES if run.global_batch % (b * dp) == 0]  # fmt: skip
+    memory = MemoryModel(ir, run.seq // run.cp, run.dtype, run.grad_dtype, run.attn)
+    capacity = system.accelerator.memory_bytes * USABLE_MEMORY
+    fitting, everything, leanest = [], [], float("inf")
+    for mb in micro:
+        m = run.global_batch // (mb * dp)
+        if run.interleave:
+            vs = [run.interleave]
+        elif run.pp == 1 or run.stage_layers or not ENGINES[run.engine].interleave:
+            vs = [1]
+        else:
+            per = layers // run.pp
+            vs = [v for v in range(1, MAX_INTERLEAVE + 1)
+                  if per % v == 0 and (v == 1 or m % run.pp == 0)]  # fmt: skip
+        for v in vs:
+            layout = Layout(run.tp, run.pp, v, mb, run.sp, run.recompute, run.zero, run.cp,
+                            run.stage_layers, run.ep)  # fmt: skip
+            par = Parallelism(run.gpus // run.cp, run.tp, run.pp, run.zero, run.sp, v, m)
+            need = memory.busiest(par, mb, run.recompute, run.stage_layers, run.ep).total
+            leanest = min(leanest, need)
+            everything.append(layout)
+            if need <= capacity:
+                fitting.append(layout)
+    model = StepModel(ir, system, training(run), CALIBRATED)
+    return Candidates(model, fitting or everything, leanest / 2**30, bool(fitting))
+
+
+def predict(run: Run, eff: Efficiency) -> tuple[float, Layout]:
+    cands = candidates(run)
+    model = cands.model.with_efficiency(eff)
+    times = [(model.step(lay).seconds, lay) for lay in cands.layouts]
+    return min(times, key=lambda t: t[0])
+
+
+def error(run: Run, eff: Efficiency) -> float:
+    seconds, _ = predict(run, eff)
+    return published_step(run, cands_ir(run)) / seconds - 1
+
+
+def cands_ir(run: Run):
+    return run_ir(run.model, run.sets, run.seq)
+
+
+def expressible() -> list[Run]:
+    return [r for r in dataset().runs if r.not_expressible() is None]
+
+
+# The fit.
+
+PEAKS = tuple(round(0.40 + 0.02 * i, 2) for i in range(26))  # 0.40 .. 0.90 (MAX_PLATEAU)
+HALVES = (0.0, 16.0, 32.0, 64.0, 128.0)
+FP8 = tuple(round(0.40 + 0.05 * i, 2) for i in range(13))  # 0.40 .. 1.00
+
+
+def _factors(run: Run) -> tuple[float, ...]:
+    return FP8 if run.dtype == "fp8" else (1.0,)
+
+
+@cache
+def error_grid() -> dict[tuple[str, float, float, float], float]:
+    """Each expressible run's error at every (half-size, plateau, fp8 factor) of the grid."""
+    return {
+        (run.name, half, peak, f): error(run, replace(
+            CALIBRATED, matmul_peak=peak, matmul_half=half, fp8_matmul=f))
+        for run in expressible() for half in HALVES for peak in PEAKS for f in _factors(run)
+    }  # fmt: skip
+
+
+@cache
+def accelerator(run: Run) -> str:
+    return get_system(run.system).accelerator.key
+
+
+@dataclass(frozen=True)
+class Fit:
+    half: float
+    fp8: float
+    peaks: dict[str, float]  # engine -> matmul plateau
+    on: dict[tuple[str, str], float]  # (engine, accelerator) -> matmul plateau
+
+    def peak(self, run: Run) -> float:
+        return self.on.get((run.engine, accelerator(run)), self.peaks[run.engine])
+
+    def efficiency(self, run: Run) -> Efficiency:
+        return replace(CALIBRATED, matmul_peak=self.peak(run), matmul_half=self.half,
+                       fp8_matmul=self.fp8)  # fmt: skip
+
+    def error(self, run: Run) -> float:
+        f = self.fp8 if run.dtype == "fp8" else 1.0
+        return error_grid()[(run.name, self.half, self.peak(run), f)]
+
+
+def fit(runs: list[Run]) -> Fit:
+    """The half-size, fp8 factor and plateaus minimising the mean absolute error over `runs`:
+    one plateau per engine and accelerator, fitted on that engine's runs there; an engine and
+    accelerator none of `runs` used takes the engine's plateau (fitted on its runs anywhere), an
+    engine none used the plateau fitted on all of them."""
+    grid = error_grid()
+    pairs = {(r.engine, accelerator(r)) for r in expressible()}
+    best: tuple[float, Fit] | None = None
+    for half in HALVES:
+        for f in FP8:
+
+            def mae(rs: list[Run], peak: float, half=half, f=f) -> float:
+                return mean(abs(grid[(r.name, half, peak, f if r.dtype == "fp8" else 1.0)])
+                            for r in rs)  # fmt: skip
+
+            def best_peak(rs: list[Run], fallback: float, mae=mae) -> float:
+                return min(PEAKS, key=lambda p: mae(rs, p)) if rs else fallback
+
+            shared = best_peak(runs, 0.0)
+            peaks = {e: best_peak([r for r in runs if r.engine == e], shared) for e in ENGINES}
+            fitted = {}
+            for e, a in sorted(pairs):
+                own = [r for r in runs if (r.engine, accelerator(r)) == (e, a)]
+                if own:
+                    fitted[(e, a)] = best_peak(own, 0.0)
+            on = {pair: fitted.get(pair) or transferred(pair, fitted, peaks[pair[0]])
+                  for pair in sorted(pairs)}  # fmt: skip
+            candidate = Fit(half, f, peaks, on)
+            total = mean(abs(candidate.error(r)) for r in runs)
+            if best is None or total < best[0]:
+                best = (total, candidate)
+    assert best is not None
+    return best[1]
+
+
+def transferred(
+    pair: tuple[str, str], fitted: dict[tuple[str, str], float], fallback: float
+) -> float:
+    """The plateau of an engine on an accelerator none of its fitted runs used: its plateau on
+    an accelerator it was fitted on, times how another engine fitted on both accelerators
+    gains or loses between them (so an H100 is not taken to run like an A100); else the
+    engine's plateau. On the grid of PEAKS."""
+    engine, acc = pair
+    for (e, b), peak in sorted(fitted.items()):
+        if e != engine:
+            continue
+        for (e2, a2), there in sorted(fitted.items()):
+            if a2 == acc and (e2, b) in fitted and e2 != engine:
+                ratio = there / fitted[(e2, b)]
+                return min(PEAKS, key=lambda p: abs(p - peak * ratio))
+    return fallback
+
+
+def cross_validated() -> dict[str, tuple[float, Fit]]:
+    """Each run's error with the constants fitted leaving its source out."""
+    runs = expressible()
+    out = {}
+    for source in dict.fromkeys(r.source for r in runs):
+        fold = fit([r for r in runs if r.source != source])
+        for r in runs:
+            if r.source == source:
+                out[r.name] = (fold.error(r), fold)
+    return out
+
+
+def table() -> list[dict[str, Any]]:
+    """One row per published run: the error fitted on everything, the cross-validated one, or
+    why it is not expressible."""
+    data = dataset()
+    full = fit(expressible())
+    cv = cross_validated()
+    rows = []
+    for run in data.runs:
+        row: dict[str, Any] = {"run": run.name, "key": run.source,
+                               "source": data.sources[run.source]["cite"],
+                               "where": run.where, "engine": run.engine,
+                               "figure": run.figure}  # fmt: skip
+        reason = run.not_expressible()
+        if reason:
+            row["not_expressible"] = reason
+        else:
+            seconds, layout = predict(run, full.efficiency(run))
+            row.update(published_s=published_step(run, cands_ir(run)), predicted_s=seconds,
+                       fitted_error=full.error(run),
+                       cv_error=cv[run.name][0], layout=layout,
+                       fits=candidates(run).fits,
+                       memory_gib=candidates(run).memory_gib)  # fmt: skip
+        rows.append(row)
+    return rows
+
+
+def _figure(kind: str, value: float) -> str:
+    return {"tokens_per_s_per_gpu": f"{value:g} tok/s/GPU", "step_s": f"{value:g} s",
+            "tflops_per_gpu": f"{value:g} TFLOP/s"}[kind]  # fmt: skip
+
+
+def markdown() -> str:
+    rows = table()
+    full = fit(expressible())
+    lines = [
+        "| run | source | engine | published | predicted step | error (fit on all) | "
+        "error (source left out) |",
+        "|---|---|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        published = _figure(*r["figure"])
+        if "not_expressible" in r:
+            lines.append(f"| {r['run']} | {r['key']}, {r['where']} | {r['engine']} | {published} | "
+                         f"not expressible: {r['not_expressible']} | | |")  # fmt: skip
+            continue
+        flag = "" if r["fits"] else f" (needs {r['memory_gib']:.0f} GiB)"
+        lines.append(
+            f"| {r['run']} | {r['key']}, {r['where']} | {r['engine']} | {published} | "
+            f"{r['predicted_s']:.4g} s{flag} | {r['fitted_error']:+.1%} | {r['cv_error']:+.1%} |"
+        )
+    timed = [r for r in rows if "cv_error" in r]
+    cv = [abs(r["cv_error"]) for r in timed]
+    fitted = [abs(r["fitted_error"]) for r in timed]
+    worst = sorted(timed, key=lambda r: -abs(r["cv_error"]))[:3]
+    lines += [
+        "",
+        f"{len(timed)} runs timed from {len({r['source'] for r in timed})} sources "
+        f"({len(rows) - len(timed)} not expressible). Fitted on all: mean absolute error "
+        f"{mean(fitted):.1%}, largest {max(fitted):.1%}. Leaving each source out: mean "
+        f"{mean(cv):.1%}, largest {max(cv):.1%} ("
+        + "; ".join(f"{w['run']} {w['cv_error']:+.1%}" for w in worst)
+        + f"). Constants fitted on all: d½ = {full.half:g}, fp8 factor {full.fp8:.2f}, plateaus "
+        + ", ".join(f"{e} {p:.2f}" for e, p in full.peaks.items())
+        + "; on one accelerator: "
+        + ", ".join(f"{e} on {a} {p:.2f}" for (e, a), p in full.on.items())
+        + ".",
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown())

@@ -1,0 +1,77 @@
+"""The dataset of published training runs (archspec/plan/published.yaml) and how far `archspec
+plan` lands from each, fitted and cross-validated leaving one source out (docs/plan.md shows
+the table; `python -m archspec.plan.published` prints it)."""
+
+from __future__ import annotations
+
+from statistics import mean
+
+import pytest
+
+from archspec.plan import published
+from archspec.plan.engines import ENGINES, FITTED_FP8, FITTED_HALF
+from archspec.plan.hardware import load_catalogue
+
+
+def test_the_dataset_spans_sources_stacks_accelerators_and_precisions() -> None:
+    data = published.dataset()
+    runs = data.runs
+    assert len(runs) >= 30
+    assert len({r.source for r in runs}) >= 8
+    assert len({data.sources[r.source]["stack"] for r in runs}) >= 4
+    catalogue = load_catalogue()
+    accelerators = {catalogue[r.system].accelerator.key for r in runs}
+    assert {"a100-80g", "h100-sxm", "b200", "gb200"} <= accelerators
+    assert {"bf16", "fp16", "fp8"} <= {r.dtype for r in runs}
+    assert any(r.ep > 1 for r in runs)  # a mixture-of-experts run, not expressible yet
+    assert min(r.gpus for r in runs) == 8 and max(r.gpus for r in runs) >= 16384
+
+
+def test_every_run_cites_a_source_that_says_where_it_was_read() -> None:
+    data = published.dataset()
+    for key, source in data.sources.items():
+        assert source["cite"] and source["read"] and source["url"].startswith("https://"), key
+    names = [r.name for r in data.runs]
+    assert len(names) == len(set(names))
+    for run in data.runs:
+        assert run.source in data.sources and run.where, run.name
+        assert run.model in data.models, run.name
+        assert run.figure[0] in published.FIGURES and run.figure[1] > 0, run.name
+        if run.figure[0] == "tflops_per_gpu":
+            assert run.flops in ("megatron", "paper"), run.name
+
+
+def test_figures_convert_to_the_step_they_imply() -> None:
+    run = next(r for r in published.dataset().runs if r.name == "MPT 7B, 8 A100, 2K")
+    # 96 sequences of 2048 tokens at 4641 tokens/s on each of 8 GPUs.
+    assert published.published_step(run, published.cands_ir(run)) == pytest.approx(
+        96 * 2048 / (4641 * 8)
+    )
+
+
+def test_runs_that_cannot_be_expressed_say_why() -> None:
+    for run in published.dataset().runs:
+        if run not in published.expressible():
+            assert run.not_expressible()
+
+
+@pytest.mark.slow
+def test_the_shipped_constants_are_the_fit_on_every_run() -> None:
+    fit = published.fit(published.expressible())
+    assert fit.half == FITTED_HALF and fit.fp8 == FITTED_FP8
+    assert fit.peaks == {name: e.matmul_peak for name, e in ENGINES.items()}
+    assert fit.on == {(name, acc): p for name, e in ENGINES.items() for acc, p in e.on}
+
+
+@pytest.mark.slow
+def test_cross_validated_errors() -> None:
+    rows = [r for r in published.table() if "cv_error" in r]
+    assert len(rows) >= 45
+    errors = [abs(r["cv_error"]) for r in rows]
+    # What docs/plan.md reports (a regression guard, not the issue's target of 8% / 15%).
+    assert mean(errors) < 0.11
+    assert max(errors) < 0.52
+    megatron = [
+        abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
+    ]
+    assert max(megatron) < 0.12

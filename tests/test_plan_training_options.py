@@ -1,0 +1,221 @@
+"""`archspec plan`'s training options beyond the layout search: fp8, engines, context
+parallelism, uneven pipeline stages, --tokens/--price, the --mfu and --efficiency what-ifs and
+the catalogue's common spellings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from archspec.backends.count.layout import Parallelism
+from archspec.backends.count.params import parameter_count
+from archspec.cli import app
+from archspec.cli.common import compile_spec
+from archspec.plan.efficiency import CALIBRATED
+from archspec.plan.fit import MemoryModel
+from archspec.plan.hardware import get_system
+from archspec.plan.roofline import Roofline
+from archspec.plan.step import Layout, StepModel, Training
+
+runner = CliRunner()
+BASE = ["plan", "llama-2-7b", "--gpu", "h100-sxm", "--gpus", "16", "--global-batch", "64",
+        "--seq", "4096"]  # fmt: skip
+
+
+def plan_json(*args: str) -> dict:
+    result = runner.invoke(app, [*BASE, *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_fp8_runs_the_projections_at_the_datasheet_fp8_peak() -> None:
+    # H100 SXM5: 1,978.9 dense fp8 against 989.4 bf16 (NVIDIA's H100 whitepaper, Table 3).
+    accel = get_system("h100-sxm").accelerator
+    bf16 = Roofline.of(accel, "bf16", CALIBRATED)
+    fp8 = Roofline.of(accel, "fp8", CALIBRATED)
+    assert fp8.peak == bf16.peak == 989.4e12
+    assert fp8.linear_peak == pytest.approx(1978.9e12 * CALIBRATED.fp8_matmul)
+
+
+def test_fp8_is_faster_and_its_mfu_is_against_the_bf16_peak() -> None:
+    bf16 = plan_json("--tp", "1", "--zero", "1")
+    fp8 = plan_json("--tp", "1", "--zero", "1", "--dtype", "fp8")
+    assert fp8["step_time_s"] < bf16["step_time_s"]
+    assert fp8["grad_dtype"] == "bf16"
+    # Same model FLOPs, same bf16 peak: MFU scales as the inverse of the step time.
+    assert fp8["mfu"] / bf16["mfu"] == pytest.approx(bf16["step_time_s"] / fp8["step_time_s"])
+
+
+def test_an_engine_that_overlaps_hides_data_parallel_communication() -> None:
+    megatron = plan_json("--tp", "1", "--zero", "3", "--engine", "megatron")
+    fsdp = plan_json("--tp", "1", "--zero", "3", "--engine", "fsdp")
+    assert megatron["engine"] == "megatron" and fsdp["engine"] == "fsdp"
+    assert fsdp["breakdown"]["dp_comm"] < megatron["breakdown"]["dp_comm"]
+
+
+def test_context_parallelism_is_a_layout_of_its_own() -> None:
+    report = plan_json("--tp", "2", "--cp", "2", "--zero", "1")
+    assert report["layout"]["cp"] == 2 and report["layout"]["dp"] == 4
+    plain = plan_json("--tp", "2", "--zero", "1")
+    # Each rank holds the activations of half the sequence.
+    assert report["memory"]["activations"] < 0.6 * plain["memory"]["activations"]
+
+
+def test_uneven_stages_hold_what_count_gives_even_stages_of_the_same_sizes() -> None:
+    ir = compile_spec("llama-2-7b", None)
+    memory = MemoryModel(ir, 4096, "bf16", "fp32", "flash")
+    even = memory.params(2, 4)
+    assert memory.params(2, 4, (8, 8, 8, 8)) == even
+    uneven = memory.params(2, 4, (7, 9, 9, 7))
+    assert [last - first for (first, last), _ in uneven] == [7, 9, 9, 7]
+    assert sum(p for _, p in uneven) == sum(p for _, p in even)
+    # With tp 1 and one stage the parameters are count's.
+    assert memory.params(1, 1)[0][1] == parameter_count(ir.root).xreplace(ir.env)
+
+
+def test_the_slowest_uneven_stage_sets_the_pace() -> None:
+    ir = compile_spec("llama-2-7b", None)
+    model = StepModel(ir, get_system("h100-sxm"), Training(8, 64, 4096))
+    even = model.step(Layout(tp=2, pp=4, micro_batch=1))
+    uneven = model.step(Layout(tp=2, pp=4, micro_batch=1, stage_layers=(6, 10, 8, 8)))
+    assert uneven.seconds > even.seconds
+
+
+def test_tokens_and_price_give_days_hours_and_cost() -> None:
+    report = plan_json("--tp", "1", "--zero", "1", "--tokens", "2T", "--price", "2")
+    t = report["training"]
+    steps = -(-2e12 // (64 * 4096))
+    assert t["steps"] == steps
+    assert t["days"] == pytest.approx(steps * report["step_time_s"] / 86400)
+    assert t["accelerator_hours"] == pytest.approx(t["days"] * 24 * 16)
+    assert t["cost"] == pytest.approx(2 * t["accelerator_hours"])
+
+
+def test_what_ifs() -> None:
+    base = plan_json("--tp", "1", "--zero", "1")
+    at = plan_json("--tp", "1", "--zero", "1", "--mfu", "0.3")
+    assert at["mfu"] == 0.3 and at["what_if"]["predicted_mfu"] == pytest.approx(base["mfu"])
+    assert at["step_time_s"] == pytest.approx(base["step_time_s"] * base["mfu"] / 0.3)
+    slower = plan_json("--tp", "1", "--zero", "1", "--efficiency", "0.3")
+    assert slower["step_time_s"] > base["step_time_s"]
+
+
+@pytest.mark.parametrize("name", ["h100", "h100-80g", "H100-SXM5", "NVIDIA H100_SXM5"])
+def test_common_spellings_resolve(name: str) -> None:
+    assert get_system(name).key == "h100-sxm"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--pp", "4", "--stage-layers", "8,8"], "--stage-layers gives 2 stages; --pp is 4"),
+        (["--pp", "2", "--stage-layers", "16,17"], "add up to 33 layers; the model has 32"),
+        (["--pp", "2", "--stage-layers", "a,b"], "--stage-layers takes layer counts"),
+        (["--cp", "3"], "--cp 3: the sequence of 4096 positions does not split into 2 × 3"),
+        (["--cp", "32"], "--gpus 16 is not a multiple of --tp 1 × --pp 1 × --cp 32"),
+        (["--mfu", "0"], "--mfu takes a fraction above 0"),
+        (["--tokens", "-5T"], "--tokens takes a positive number"),
+        (["--price", "3"], "--price costs a whole run: give --tokens too"),
+        (["--engine", "jax"], "--engine takes megatron, deepspeed, nemo, fsdp"),
+        (["--engine", "deepspeed", "--pp", "2", "--interleave", "2"],
+         "--engine deepspeed has no interleaved pipeline schedule"),
+    ],
+)  # fmt: skip
+def test_refusals_name_the_values(args: list[str], message: str) -> None:
+    result = runner.invoke(app, [*BASE, *args])
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())
+
+
+def test_fp8_on_an_accelerator_without_it_is_refused() -> None:
+    result = runner.invoke(app, ["plan", "llama-2-7b", "--gpu", "a100-80g", "--gpus", "8",
+                                 "--global-batch", "8", "--dtype", "fp8"])  # fmt: skip
+    assert result.exit_code == 2
+    assert "a100-80g has no fp8 throughput" in result.output
+
+
+def test_count_parallelism_is_unchanged_by_context_parallel_ranks() -> None:
+    # cp ranks are data-parallel replicas to count's model of weights (they hold them whole).
+    lay = Layout(tp=2, pp=1, cp=2)
+    assert lay.dp(16) == 4
+    assert lay.parallelism(16 // 2, 1) == Parallelism(8, 2, 1, 0, False, 1, 1)
+
+
+def test_expert_parallelism_deals_out_the_experts_and_adds_all_to_alls() -> None:
+    ir = compile_spec("mixtral-8x7b", None)
+    memory = MemoryModel(ir, 4096, "bf16", "fp32", "flash")
+    # Mixtral 8x7B: 32 layers of 8 experts of three 4096 × 14336 projections (its config.json).
+    experts = 32 * 8 * 3 * 4096 * 14336
+    whole = memory.params(1, 1)[0][1]
+    assert whole - memory.params(1, 1, None, 8)[0][1] == pytest.approx(experts * 7 / 8)
+    model = StepModel(ir, get_system("h100-sxm"), Training(16, 32, 4096))
+    one = model.step(Layout(zero=1))
+    eight = model.step(Layout(zero=1, ep=8))
+    # Without expert parallelism no all-to-all; with it, the routed tokens cross NVLink.
+    assert one.breakdown["ep_comm"] == 0 < eight.breakdown["ep_comm"]
+    # The experts' gradients are reduced over 2 ranks, not 16: less to reduce.
+    assert eight.breakdown["dp_comm"] < one.breakdown["dp_comm"]
+    report = json.loads(
+        runner.invoke(
+            app,
+            [
+                "plan",
+                "mixtral-8x7b",
+                "--gpu",
+                "h100-sxm",
+                "--gpus",
+                "16",
+                "--global-batch",
+                "32",
+                "--seq",
+                "4096",
+                "--zero",
+                "1",
+                "--ep",
+                "8",
+                "--recompute",
+                "full",
+                "--json",
+            ],
+        ).stdout
+    )
+    assert report["layout"]["ep"] == 8
+
+
+@pytest.mark.parametrize(
+    ("spec", "args", "message"),
+    [
+        ("mixtral-8x7b", ["--ep", "3"], "--ep 3 does not divide the 8 experts"),
+        ("mixtral-8x7b", ["--ep", "8", "--tp", "4"], "--ep 8 does not divide the 4 data-parallel"),
+        ("llama-2-7b", ["--ep", "2"], "llama-2-7b has no mixture-of-experts layer"),
+    ],
+)  # fmt: skip
+def test_expert_parallelism_refusals(spec: str, args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["plan", spec, "--gpu", "h100-sxm", "--gpus", "16",
+                                 "--global-batch", "32", "--seq", "4096", *args])  # fmt: skip
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())
+
+
+def test_plateaus_carry_over_between_accelerators_as_the_data_shows() -> None:
+    from archspec.plan.efficiency import MAX_PLATEAU
+    from archspec.plan.engines import ENGINES
+
+    fsdp, megatron, nemo = ENGINES["fsdp"], ENGINES["megatron"], ENGINES["nemo"]
+    # Megatron-LM has runs on A100 only: on H100 it loses what FSDP loses between the two.
+    ratio = dict(fsdp.on)["h100-sxm"] / dict(fsdp.on)["a100-80g"]
+    expected = round(dict(megatron.on)["a100-80g"] * ratio, 2)
+    assert megatron.efficiency("h100-sxm").matmul_peak == expected
+    # The H200 has the H100's tensor cores: the same plateau.
+    assert megatron.efficiency("h200").matmul_peak == expected
+    # Never above what a GEMM reaches.
+    assert nemo.efficiency("a100-80g").matmul_peak <= MAX_PLATEAU
+
+
+def test_training_options_are_reported_as_ignored_when_serving() -> None:
+    result = runner.invoke(app, ["plan", "llama-2-7b", "--mode", "serve", "--gpu", "h100",
+                                 "--tokens", "1T", "--cp", "2", "--json"])  # fmt: skip
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["ignored"] == ["--cp", "--tokens"]
