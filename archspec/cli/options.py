@@ -258,6 +258,19 @@ BenchNproc = Annotated[
          "CPU, NCCL on GPUs), the model laid out by its generated parallelize().", panel=_RUN),
 ]  # fmt: skip
 BenchTp = Annotated[int, _opt("--tp", help="Tensor-parallel ranks (with --nproc).", panel=_RUN)]
+BenchPp = Annotated[
+    int, _opt("--pp", help="Pipeline stages, one a process (with --nproc, the generated "
+              "pipeline()).", panel=_RUN)
+]  # fmt: skip
+StageLayers = Annotated[
+    str | None,
+    _opt("--stage-layers", help="Layers of each pipeline stage, e.g. 5,6,6,5 (default: as many "
+         "each).", metavar="N,N,...", panel=_RUN),
+]  # fmt: skip
+BenchSchedule = Annotated[
+    str, _opt("--schedule", help="Pipeline schedule: 1f1b, gpipe, interleaved-1f1b, looped-bfs, "
+              "interleaved-zb or zbv (with --pp).", panel=_RUN)
+]  # fmt: skip
 BenchZero = Annotated[
     int, _opt("--zero", help="3: FSDP2 over the data-parallel ranks (with --nproc).", panel=_RUN)
 ]
