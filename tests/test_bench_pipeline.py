@@ -20,23 +20,34 @@ TINY = tiny_sizes(n_layers=4)
 
 
 @pytest.mark.slow
-def test_pipeline_losses_equal_the_single_process_model():
-    args = ["bench", "gpt2", *as_sets([*TINY, *NO_DROPOUT]), "--device", "cpu"]
+@pytest.mark.parametrize(
+    "spec,layers", [("gpt2", None), ("llama-2-7b", "1,3")], ids=["gpt2", "llama-uneven"]
+)
+def test_pipeline_losses_and_bytes_equal_the_prediction(spec, layers):
+    """The done-when command (gpt2, tied head) and uneven stages (llama: RoPE's angles built on
+    each stage): the losses are the single process's; each rank's parameter bytes and saved
+    tensors in flight (1F1B: stage s holds 2 - s micro-batches) are count's, to the byte."""
+    args = ["bench", spec, *as_sets([*TINY, *NO_DROPOUT]), "--device", "cpu"]
     args += ["--nproc", "2", "--pp", "2", "--batch", "4", "--steps", "2", "--warmup", "1"]
+    args += ["--stage-layers", layers] if layers else []
     result = CliRunner().invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
     r = json.loads(result.stdout)
-    assert (r["pp"], r["schedule"], r["stage_layers"]) == (2, "1F1B", [2, 2])
+    counts = [int(n) for n in layers.split(",")] if layers else [2, 2]
+    assert (r["pp"], r["schedule"], r["stage_layers"]) == (2, "1F1B", counts)
     first, last = r["ranks"]
     assert first["losses"] is None  # the loss is computed on the last stage's rank
     assert len(r["reference_losses"]) == 4  # warm-up, the measured step, 2 timed steps
     assert last["losses"] == pytest.approx(r["reference_losses"], abs=1e-4)
-    # Every parameter on one rank; the tied head's copy on the last besides.
-    ir = build_ir(load_spec("gpt2", [*TINY, *NO_DROPOUT]))
-    copy = ir.value(ir.root.vocab_size) * ir.value(ir.root.d_model)
-    assert first["param_bytes"] + last["param_bytes"] == 4 * (
-        ir.value(parameter_count(ir.root)) + copy
-    )
+    for rank in r["ranks"]:
+        assert rank["param_bytes"] == rank["predicted_bytes"]["weights"]
+        assert rank["saved_tensor_bytes"] == rank["predicted_bytes"]["activations"]
+    # Every parameter on one rank; a tied head's copy on the last besides.
+    ir = build_ir(load_spec(spec, [*TINY, *NO_DROPOUT]))
+    tied = ir.root.lm_head.tied_to is not None
+    copy = ir.value(ir.root.vocab_size) * ir.value(ir.root.d_model) if tied else 0
+    total = ir.value(parameter_count(ir.root))
+    assert first["param_bytes"] + last["param_bytes"] == 4 * (total + copy)
 
 
 @pytest.mark.parametrize(

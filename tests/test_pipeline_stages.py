@@ -2,19 +2,23 @@
 later stage from its predecessor's output, give the whole generated model's output and
 gradients (families with tied heads, learned and rotary positions, segment tables, an encoder
 with a pooler, alternating windowed layers, a mixture of experts, Granite's multipliers),
-each stage holds only its own parameters, and what the stages cannot carry is refused.
+each stage holds only its own parameters, which `count --engine torch --pp --stage-layers` counts,
+and what the stages cannot carry is refused.
 The same stages under torch.distributed.pipelining's schedules: tests/test_pipeline.py."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from typer.testing import CliRunner
 
 from archspec import build_ir, load_spec
+from archspec.backends.count.layout import Parallelism, stage_params
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.pipeline import placement
+from archspec.cli import app
 from archspec.runtime.pipeline import PipelineStageModel, stage_layer_ranges
-from tests.tiny import generated_module, scaled_down, tiny_sizes
+from tests.tiny import as_sets, generated_module, scaled_down, tiny_sizes
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -138,3 +142,30 @@ def test_full_recomputation_is_refused():
     model.set_checkpoint("full")
     with pytest.raises(ValueError, match="checkpoint='full'"):
         PipelineStageModel(model, where["stack"], range(0, 1), True, False, (), (), ())
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_count_says_what_each_stage_holds(name):
+    """`count --engine torch --pp 2 --stage-layers 2,1`: each stage's parameters, a tied head's
+    copy on the last (the whole vocabulary) included."""
+    ir, _, stages, _ = _stages(name, [2, 1])
+    par = Parallelism(gpus=2, pp=2, engine="torch", stage_layers=(2, 1))
+    counted = [ir.value(stage.params) for stage in stage_params(ir, par)]
+    assert counted == [sum(p.numel() for p in stage.parameters()) for stage in stages]
+
+
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        (["--stage-layers", "1,1"], "--stage-layers 1,1 adds up to 2 layers, not the model's 3"),
+        (["--stage-layers", "3"], "--stage-layers 3 lists 1 stages, not the layout's 2"),
+        (["--stage-layers", "x"], "as whole numbers"),
+        (["--tp", "2", "--gpus", "4"], "the generated pipeline() runs alone, not with --tp 2"),
+    ],
+)
+def test_count_refuses_stages_that_do_not_fit(options, message):
+    args = ["count", "gpt2", *as_sets(tiny_sizes(n_layers=3)), "--seq", "8", "--pp", "2"]
+    args += ["--gpus", "2", "--engine", "torch"]
+    result = CliRunner().invoke(app, [*args, *options])
+    assert result.exit_code == 2, result.output
+    assert message in result.output

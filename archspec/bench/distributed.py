@@ -143,7 +143,7 @@ def run_distributed(
         device_of,
         least_bytes,
     )
-    from archspec.bench.pipeline import check_pipeline
+    from archspec.bench.pipeline import check_pipeline, stage_predictions
     from archspec.bench.training_data import reference_losses
 
     check_options(s)
@@ -155,8 +155,10 @@ def run_distributed(
     pp = pipeline["pp"] if pipeline is not None else 1
     check_layout(nproc, tp, zero, device, gpus, pp)
     stage_layers = schedule = None
+    stages: list = []
     if pp > 1:
         stage_layers, schedule = check_pipeline(ir, nproc, tp, zero, **pipeline)
+        stages = stage_predictions(ir, pp, stage_layers, schedule, batch, seq, device)
     check_heads(ir, tp)
     # Refuses what cannot be split.
     prediction = predicted(ir, nproc, tp, zero, batch, seq, device) if pp == 1 else None
@@ -190,6 +192,8 @@ def run_distributed(
         steps = s.warmup + 1 + s.steps
         module = load_generated(source.read_text(), folder)
         reference = reference_losses(module, settings, nproc // tp // pp, steps)
+    for r, predicted_bytes in zip(ranks, stages, strict=False):
+        r["predicted_bytes"] = predicted_bytes  # a pipeline rank's own stage
     for r in ranks:
         r["step_time_s"] = statistics.median(r["step_times_s"])
         r["tokens_per_s"] = batch * seq / r["step_time_s"]

@@ -55,3 +55,37 @@ def check_pipeline(
         )
     counts = parse_stage_layers(stage_layers, stages, layers)
     return counts, name
+
+
+def stage_predictions(
+    ir: IR, pp: int, counts: tuple[int, ...], schedule: str, batch: int, seq: int, device: str
+) -> list[dict[str, object] | None]:
+    """archspec's figures for each rank's stage (count --engine torch --pp --stage-layers): fp32
+    weights, gradients and AdamW moments of the stage, and, under 1F1B, the saved tensors of the
+    micro-batches it holds at its peak (stage s: min(pp - s, micro-batches), each one sequence),
+    in bytes. None where a rank holds several stages (the looped and V schedules); no
+    activations under GPipe's other timing."""
+    from archspec.backends.count.flops import KV_LEN, S_DEC, B, S
+    from archspec.backends.count.flops_report import whole_bytes
+    from archspec.backends.count.memory import Parallelism, memory_figures
+    from archspec.bench.distributed import attention_that_runs
+
+    if len(counts) != pp:
+        return [None] * pp
+    attn = attention_that_runs(ir, device)
+    par = Parallelism(
+        gpus=pp, pp=pp, engine="torch", micro_batches=batch, stage_layers=tuple(counts)
+    )
+    env = {**ir.env, B: 1, S: seq, S_DEC: seq, KV_LEN: seq}
+    out: list[dict[str, object] | None] = []
+    for stage in memory_figures(ir, attn=attn, parallel=par, device=device).stages:
+        figures = {
+            "weights": whole_bytes(stage.weights, env),
+            "gradients": whole_bytes(stage.gradients, env),
+            "optimizer": whole_bytes(stage.optimizer_states, env),
+        }
+        if schedule == "1F1B":
+            figures["activations"] = whole_bytes(stage.activations, env)
+            figures["total"] = sum(figures.values())
+        out.append({**figures, "attn": attn})
+    return out

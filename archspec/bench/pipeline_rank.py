@@ -20,27 +20,30 @@ from archspec.bench.training_data import batch, training_loss
 class InFlight:
     """The saved tensors alive at once (saved_tensors_hooks): each storage counted once from
     the first time autograd saves it until the last saved reference to it is freed (after its
-    micro-batch's backward). Weights are left out. `peak` is the most bytes at any moment: what
-    the micro-batches a schedule keeps in flight hold."""
+    micro-batch's backward). Weights are left out; a stage's input, a leaf that needs a
+    gradient like a weight, is not. The schedule's micro-batches of the `batch` tensors (token
+    ids, targets) are views of the whole batch's storage: each counts its own slice, what a
+    micro-batch adds. `peak` is the most bytes at any moment: what the micro-batches a schedule
+    keeps in flight hold."""
 
-    def __init__(self, model: torch.nn.Module) -> None:
+    def __init__(self, model: torch.nn.Module, batch: tuple[torch.Tensor, ...] = ()) -> None:
         self.weights = {_local(p).untyped_storage().data_ptr() for p in model.parameters()}
+        self.batch = {t.untyped_storage().data_ptr() for t in batch}
         self.refs: dict[int, int] = {}  # storage -> saved references alive
         self.sizes: dict[int, int] = {}
         self.live = self.peak = 0
         self.hooks = torch.autograd.graph.saved_tensors_hooks(self.pack, self.unpack)
 
     def pack(self, t: torch.Tensor) -> Any:
-        base = t if t._base is None else t._base
-        if base.is_leaf and base.requires_grad:
-            return t
         storage = _local(t).untyped_storage()
-        key = storage.data_ptr()
+        key, size = storage.data_ptr(), storage.nbytes()
         if key in self.weights:
             return t
+        if key in self.batch:  # a micro-batch's slice
+            key, size = t.data_ptr(), t.numel() * t.element_size()
         if not self.refs.get(key):
-            self.sizes[key] = storage.nbytes()
-            self.live += storage.nbytes()
+            self.sizes[key] = size
+            self.live += size
             self.peak = max(self.peak, self.live)
         self.refs[key] = self.refs.get(key, 0) + 1
         return _Saved(t, key, self)
@@ -88,7 +91,7 @@ def run_pipeline_rank(module: Any, s: dict[str, Any], device: torch.device, rank
 
     for _ in range(s["warmup"]):
         step()
-    in_flight = InFlight(pipe)
+    in_flight = InFlight(pipe, (inputs["input_ids"], targets))
     cuda = device.type == "cuda"
     if cuda:
         torch.cuda.reset_peak_memory_stats(device)

@@ -87,6 +87,11 @@ CountInterleave = Annotated[
     typer.Option("--interleave", help="Virtual pipeline stages per device (interleaved 1F1B).",
                  metavar="V", rich_help_panel=_FLOPS),
 ]  # fmt: skip
+CountStageLayers = Annotated[
+    str | None,
+    typer.Option("--stage-layers", help="Layers of each pipeline stage, e.g. 5,6,6,5 (default: "
+                 "as many each).", metavar="N,N,...", rich_help_panel=_FLOPS),
+]  # fmt: skip
 CountGradDtype = Annotated[
     str | None,
     typer.Option(
