@@ -2,7 +2,7 @@
 each schedule (1F1B, GPipe, interleaved 1F1B, interleaved zero bubble, ZBV zero bubble), with
 even and uneven stages, a tied head (gpt2) and an untied one (llama), four micro-batches give
 the single-process model's loss and gradients over two SGD steps, and each rank holds the
-parameter bytes of its stages.
+parameter bytes of its stages, as `bench --pp` predicts them.
 
 All cases run in one spawn of two processes: starting torch is most of the cost (about 20 s
 in all on 2 cores)."""
@@ -14,6 +14,7 @@ import pytest
 from archspec import build_ir, load_spec
 from archspec.backends.count.params import parameter_count
 from archspec.backends.torchgen import generate_source
+from archspec.bench.pipeline import stage_predictions
 from tests.pipeline_worker import run_pipelines
 from tests.tiny import tiny_sizes
 
@@ -63,7 +64,7 @@ def test_same_losses_and_gradients(runs, name):
 def test_each_rank_holds_its_stages(runs, case, name):
     """Every parameter of the model on exactly one rank, a tied head's copy besides."""
     irs, ranks = runs
-    key, schedule, _ = case
+    key, schedule, layers = case
     ir = irs[key]
     total = ir.value(parameter_count(ir.root))
     head = ir.root.lm_head
@@ -71,3 +72,8 @@ def test_each_rank_holds_its_stages(runs, case, name):
     assert sum(r[name]["param_bytes"] for r in ranks) == 4 * (total + copy)
     per_rank = 2 if schedule not in ("1F1B", "GPipe") else 1
     assert sorted(i for r in ranks for i in r[name]["stages"]) == list(range(2 * per_rank))
+    # Rank by rank, what `bench --pp` predicts for its stages (count --engine torch).
+    stages = 2 * per_rank
+    counts = tuple(layers) if layers else (4 // stages,) * stages
+    predicted = stage_predictions(ir, 2, counts, schedule, 4, 8, "cpu")
+    assert [r[name]["param_bytes"] for r in ranks] == [p["weights"] for p in predicted]

@@ -59,33 +59,36 @@ def check_pipeline(
 
 def stage_predictions(
     ir: IR, pp: int, counts: tuple[int, ...], schedule: str, batch: int, seq: int, device: str
-) -> list[dict[str, object] | None]:
-    """archspec's figures for each rank's stage (count --engine torch --pp --stage-layers): fp32
-    weights, gradients and AdamW moments of the stage, and, under 1F1B, the saved tensors of the
-    micro-batches it holds at its peak (stage s: min(pp - s, micro-batches), each one sequence),
-    in bytes. None where a rank holds several stages (the looped and V schedules); no
-    activations under GPipe's other timing."""
+) -> list[dict[str, object]]:
+    """archspec's figures for each rank's stages (count --engine torch --pp --stage-layers), in
+    bytes: fp32 weights, gradients and AdamW moments of the stages it holds (two under the
+    looped and V schedules, each a model copy's share, a tied head's copy with the last), and,
+    under 1F1B, the saved tensors of the micro-batches it holds at its peak (stage s:
+    min(pp - s, micro-batches), each one sequence). The other schedules keep micro-batches in
+    flight on their own timing, which count does not follow: no activations for them."""
     from archspec.backends.count.flops import KV_LEN, S_DEC, B, S
     from archspec.backends.count.flops_report import whole_bytes
     from archspec.backends.count.memory import Parallelism, memory_figures
     from archspec.bench.distributed import attention_that_runs
+    from archspec.runtime.pipeline import pipeline_stage_indices
 
-    if len(counts) != pp:
-        return [None] * pp
     attn = attention_that_runs(ir, device)
-    par = Parallelism(
-        gpus=pp, pp=pp, engine="torch", micro_batches=batch, stage_layers=tuple(counts)
-    )
+    stages = len(counts)
+    par = Parallelism(gpus=stages, pp=stages, engine="torch", micro_batches=batch,
+                      stage_layers=tuple(counts))  # fmt: skip
     env = {**ir.env, B: 1, S: seq, S_DEC: seq, KV_LEN: seq}
-    out: list[dict[str, object] | None] = []
-    for stage in memory_figures(ir, attn=attn, parallel=par, device=device).stages:
-        figures = {
-            "weights": whole_bytes(stage.weights, env),
-            "gradients": whole_bytes(stage.gradients, env),
-            "optimizer": whole_bytes(stage.optimizer_states, env),
+    figures = memory_figures(ir, attn=attn, parallel=par, device=device).stages
+    looped, v_shape = stages > pp and schedule != "ZBVZeroBubble", schedule == "ZBVZeroBubble"
+    out: list[dict[str, object]] = []
+    for rank in range(pp):
+        held = [figures[i] for i in pipeline_stage_indices(looped, v_shape, rank, pp, stages // pp)]
+        rank_bytes: dict[str, object] = {
+            "weights": sum(whole_bytes(st.weights, env) for st in held),
+            "gradients": sum(whole_bytes(st.gradients, env) for st in held),
+            "optimizer": sum(whole_bytes(st.optimizer_states, env) for st in held),
         }
         if schedule == "1F1B":
-            figures["activations"] = whole_bytes(stage.activations, env)
-            figures["total"] = sum(figures.values())
-        out.append({**figures, "attn": attn})
+            rank_bytes["activations"] = whole_bytes(held[0].activations, env)
+            rank_bytes["total"] = sum(rank_bytes.values())  # type: ignore[arg-type]
+        out.append({**rank_bytes, "attn": attn})
     return out
