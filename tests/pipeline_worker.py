@@ -4,6 +4,7 @@ Writes what it measured as JSON; the test compares. `run_pipelines` starts the r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -15,6 +16,7 @@ import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch.distributed.device_mesh import init_device_mesh
 
+from archspec.bench.pipeline_rank import InFlight
 from tests.distributed_worker import _load
 
 STEPS = 2
@@ -47,9 +49,12 @@ def run_case(path: str, schedule: str, stage_layers: list[int] | None) -> dict:
     pipe = module.pipeline(model, mesh, _loss, 4, schedule=schedule, stage_layers=stage_layers)
     optimizer = torch.optim.SGD(pipe.parameters(), lr=0.1)
     losses, grad_diff = [], 0.0
+    in_flight = InFlight(pipe, (ids, targets))
     for step in range(STEPS):
         micro: list[torch.Tensor] = []
-        pipe.step(ids, target=targets, losses=micro)
+        # The second step: the first infers the shapes the stages send each other.
+        with in_flight.hooks if step == 1 else contextlib.nullcontext():
+            pipe.step(ids, target=targets, losses=micro)
         losses.append(torch.stack(micro).mean().item() if micro else None)
         for name, p in pipe.named_parameters():
             path = name.split(".", 3)[3]  # stages.<i>.model.<the whole model's path>
@@ -64,6 +69,7 @@ def run_case(path: str, schedule: str, stage_layers: list[int] | None) -> dict:
         "ref_losses": ref_losses,
         "grad_diff": grad_diff,
         "param_bytes": sum(p.numel() * p.element_size() for p in pipe.parameters()),
+        "saved_in_flight": in_flight.peak,
         "stages": pipe.indices,
     }
 

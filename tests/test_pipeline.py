@@ -2,7 +2,8 @@
 each schedule (1F1B, GPipe, interleaved 1F1B, interleaved zero bubble, ZBV zero bubble), with
 even and uneven stages, a tied head (gpt2) and an untied one (llama), four micro-batches give
 the single-process model's loss and gradients over two SGD steps, and each rank holds the
-parameter bytes of its stages, as `bench --pp` predicts them.
+parameter bytes of its stages, as `bench --pp` predicts them, and under 1F1B and GPipe the
+saved tensors of the micro-batches in flight at its peak.
 
 All cases run in one spawn of two processes: starting torch is most of the cost (about 20 s
 in all on 2 cores)."""
@@ -77,3 +78,5 @@ def test_each_rank_holds_its_stages(runs, case, name):
     counts = tuple(layers) if layers else (4 // stages,) * stages
     predicted = stage_predictions(ir, 2, counts, schedule, 4, 8, "cpu")
     assert [r[name]["param_bytes"] for r in ranks] == [p["weights"] for p in predicted]
+    if schedule in ("1F1B", "GPipe"):  # the saved tensors in flight at each rank's peak
+        assert [r[name]["saved_in_flight"] for r in ranks] == [p["activations"] for p in predicted]

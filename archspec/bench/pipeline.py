@@ -4,6 +4,8 @@ the schedules by their command-line names."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from archspec.backends.count.layout import layer_count
 from archspec.backends.count.stages import parse_stage_layers
 from archspec.errors import SpecError
@@ -62,10 +64,10 @@ def stage_predictions(
 ) -> list[dict[str, object]]:
     """archspec's figures for each rank's stages (count --engine torch --pp --stage-layers), in
     bytes: fp32 weights, gradients and AdamW moments of the stages it holds (two under the
-    looped and V schedules, each a model copy's share, a tied head's copy with the last), and,
-    under 1F1B, the saved tensors of the micro-batches it holds at its peak (stage s:
-    min(pp - s, micro-batches), each one sequence). The other schedules keep micro-batches in
-    flight on their own timing, which count does not follow: no activations for them."""
+    looped and V schedules, each a model copy's share, a tied head's copy with the last), and
+    under 1F1B and GPipe the saved tensors of the micro-batches it holds at its peak (each one
+    sequence). The other schedules keep micro-batches in flight on their own timing, which
+    count does not follow: no activations for them."""
     from archspec.backends.count.flops import KV_LEN, S_DEC, B, S
     from archspec.backends.count.flops_report import whole_bytes
     from archspec.backends.count.memory import Parallelism, memory_figures
@@ -78,6 +80,14 @@ def stage_predictions(
                       stage_layers=tuple(counts))  # fmt: skip
     env = {**ir.env, B: 1, S: seq, S_DEC: seq, KV_LEN: seq}
     figures = memory_figures(ir, attn=attn, parallel=par, device=device).stages
+    # What each rank keeps in flight: under 1F1B (count's figure) stage s keeps
+    # min(pp - s, micro-batches); under GPipe every stage keeps every micro-batch, all the
+    # forwards running before the first backward.
+    one = memory_figures(ir, attn=attn, parallel=replace(par, micro_batches=1), device=device)
+    in_flight = {
+        "1F1B": [st.activations for st in figures],
+        "GPipe": [batch * st.activations for st in one.stages],
+    }
     looped, v_shape = stages > pp and schedule != "ZBVZeroBubble", schedule == "ZBVZeroBubble"
     out: list[dict[str, object]] = []
     for rank in range(pp):
@@ -87,8 +97,8 @@ def stage_predictions(
             "gradients": sum(whole_bytes(st.gradients, env) for st in held),
             "optimizer": sum(whole_bytes(st.optimizer_states, env) for st in held),
         }
-        if schedule == "1F1B":
-            rank_bytes["activations"] = whole_bytes(held[0].activations, env)
+        if schedule in in_flight:
+            rank_bytes["activations"] = whole_bytes(in_flight[schedule][rank], env)
             rank_bytes["total"] = sum(rank_bytes.values())  # type: ignore[arg-type]
         out.append({**rank_bytes, "attn": attn})
     return out
