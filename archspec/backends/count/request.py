@@ -25,7 +25,7 @@ def requested_workload(by: str | None = None, engine: str | None = None, **optio
     A None option is one not given. Parameters alone import no formulas (sympy)."""
     parallel_names = ("gpus", "tp", "pp", "zero", "sp", "interleave", "stage_layers")
     given = {k: v for k, v in options.items() if k not in parallel_names}
-    parallel = {k: options[k] for k in parallel_names} | {"engine": engine}
+    parallel = {k: options.get(k) for k in parallel_names} | {"engine": engine}
     nothing_given = all(v is None for v in (*given.values(), *parallel.values()))
     if nothing_given and by != "module":
         return None
