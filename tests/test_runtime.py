@@ -333,6 +333,7 @@ GENERATED_IMPORTS = {
 PARALLEL_IMPORTS = (
     "from torch.distributed.tensor import",
     "from torch.distributed.tensor.parallel",
+    "from torch.distributed.pipelining",  # inside pipeline's copies
 )
 
 

@@ -24,7 +24,7 @@ from archspec.ir.nodes import IR
 MAX_NPROC = 128
 
 
-def check_layout(nproc: int, tp: int, zero: int, device: str, gpus: int) -> None:
+def check_layout(nproc: int, tp: int, zero: int, device: str, gpus: int, pp: int = 1) -> None:
     """One clear message per impossible request."""
     if not 2 <= nproc <= MAX_NPROC:
         raise SpecError(f"--nproc takes 2 or more processes, at most {MAX_NPROC} (got {nproc:,})")
@@ -32,7 +32,13 @@ def check_layout(nproc: int, tp: int, zero: int, device: str, gpus: int) -> None
         raise SpecError(f"--tp {tp} does not divide --nproc {nproc}")
     if zero not in (0, 3):
         raise SpecError("--zero with --nproc takes 0 (replicated) or 3 (FSDP2)")
-    if nproc // tp > 1 and zero != 3:
+    if tp * pp > nproc:
+        raise SpecError(
+            f"--tp {tp} × --pp {pp} needs {tp * pp} processes, more than --nproc {nproc}"
+        )
+    if pp < 1 or nproc % (tp * pp):
+        raise SpecError(f"--tp {tp} × --pp {pp} does not divide --nproc {nproc}")
+    if nproc // (tp * pp) > 1 and zero != 3:
         raise SpecError(
             f"--nproc {nproc} with --tp {tp} leaves {nproc // tp} data-parallel replicas",
             hint="the generated parallelize shards them with FSDP2: add --zero 3",
@@ -120,13 +126,16 @@ def _why(folder: str, stderr: str) -> str:
     return errors[-1] if errors else stderr.strip()[-500:]
 
 
-def run_distributed(ir: IR, nproc: int, tp: int, zero: int, s: Any) -> dict[str, Any]:
+def run_distributed(
+    ir: IR, nproc: int, tp: int, zero: int, s: Any, pipeline: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """`bench --nproc`: fp32 training under torchrun on this machine (on the CPU unless
     `s.device` says cuda), with the bench's Settings `s` (`s.seq` positions, default 512 or the
-    model's context if shorter). Every guard of the single-process bench runs first."""
+    model's context if shorter). Every guard of the single-process bench runs first.
+    `pipeline`: {"pp", "stage_layers", "schedule"} as the command gave them, for `--pp`."""
     import torch
 
-    from archspec.backends.torchgen import generate_source
+    from archspec.backends.torchgen import generate_source, load_generated
     from archspec.bench.guards import (
         check_fits,
         check_options,
@@ -134,6 +143,8 @@ def run_distributed(ir: IR, nproc: int, tp: int, zero: int, s: Any) -> dict[str,
         device_of,
         least_bytes,
     )
+    from archspec.bench.pipeline import check_pipeline, stage_predictions
+    from archspec.bench.training_data import reference_losses
 
     check_options(s)
     on = device_of(s.device or "cpu")
@@ -141,11 +152,17 @@ def run_distributed(ir: IR, nproc: int, tp: int, zero: int, s: Any) -> dict[str,
     _, seq = check_settings(ir, s, on)
     batch = s.batch
     gpus = torch.cuda.device_count()
-    check_layout(nproc, tp, zero, device, gpus)
+    pp = pipeline["pp"] if pipeline is not None else 1
+    check_layout(nproc, tp, zero, device, gpus, pp)
+    stage_layers = schedule = None
+    stages: list = []
+    if pp > 1:
+        stage_layers, schedule = check_pipeline(ir, nproc, tp, zero, **pipeline)
+        stages = stage_predictions(ir, pp, stage_layers, schedule, batch, seq, device)
     check_heads(ir, tp)
     # Refuses what cannot be split.
-    prediction = predicted(ir, nproc, tp, zero, batch, seq, device)
-    if not s.force:
+    prediction = predicted(ir, nproc, tp, zero, batch, seq, device) if pp == 1 else None
+    if not s.force and prediction is not None:
         # Per device, with what any step holds besides; CPU processes share the machine's RAM.
         vocab, width = ir.value(ir.root.vocab_size), ir.value(ir.root.d_model)
         each = prediction["total"] + least_bytes(vocab, width, batch, seq, 4)
@@ -154,6 +171,7 @@ def run_distributed(ir: IR, nproc: int, tp: int, zero: int, s: Any) -> dict[str,
         "device": device, "tp": tp, "batch": batch, "seq": seq, "steps": s.steps,
         "warmup": s.warmup, "seed": s.seed, "vocab": ir.value(ir.root.vocab_size),
         "encoder_decoder": ir.root.layout == "encoder-decoder",
+        "pp": pp, "stage_layers": stage_layers, "schedule": schedule,
     }  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder, "model.py")
@@ -170,11 +188,18 @@ def run_distributed(ir: IR, nproc: int, tp: int, zero: int, s: Any) -> dict[str,
             why = _why(folder, done.stderr)
             raise SpecError(f"torchrun failed (exit {done.returncode}): {why}")
         ranks = [json.loads(Path(folder, f"rank{r}.json").read_text()) for r in range(nproc)]
+        # The model alone on this process, over the same steps and sequences.
+        steps = s.warmup + 1 + s.steps
+        module = load_generated(source.read_text(), folder)
+        reference = reference_losses(module, settings, nproc // tp // pp, steps)
+    for r, predicted_bytes in zip(ranks, stages, strict=False):
+        r["predicted_bytes"] = predicted_bytes  # a pipeline rank's own stage
     for r in ranks:
         r["step_time_s"] = statistics.median(r["step_times_s"])
         r["tokens_per_s"] = batch * seq / r["step_time_s"]
     return {
         "name": ir.name, "overrides": list(ir.identity.overrides), "nproc": nproc, "tp": tp,
         "dp": nproc // tp, "zero": zero, "device": device, "batch": batch, "seq": seq,
-        "predicted_bytes": prediction, "ranks": ranks,
+        "predicted_bytes": prediction, "ranks": ranks, "reference_losses": reference,
+        **({"pp": pp, "stage_layers": stage_layers, "schedule": schedule} if pp > 1 else {}),
     }  # fmt: skip

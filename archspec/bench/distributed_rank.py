@@ -16,12 +16,12 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.distributed._functional_collectives import AsyncCollectiveTensor
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor
 
 from archspec.bench import memory
+from archspec.bench.training_data import batch, training_loss
 
 
 def _local(t: torch.Tensor) -> torch.Tensor:
@@ -74,6 +74,13 @@ def main(source: str, settings_path: str) -> None:
     module = importlib.util.module_from_spec(spec)
     sys.modules["generated_model"] = module
     spec.loader.exec_module(module)
+    if s["pp"] > 1:  # stages of the model under a pipeline schedule
+        from archspec.bench.pipeline_rank import run_pipeline_rank
+
+        result = run_pipeline_rank(module, s, device, rank, world)
+        Path(settings_path).with_name(f"rank{rank}.json").write_text(json.dumps(result))
+        dist.destroy_process_group()
+        return
     torch.manual_seed(s["seed"])  # the same weights on every rank before sharding
     with device:
         model = module.Model(module.Config())
@@ -82,27 +89,20 @@ def main(source: str, settings_path: str) -> None:
     module.parallelize(model, mesh)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     # Each data-parallel replica its own sequences; the tp ranks of a replica the same ones.
-    gen = torch.Generator().manual_seed(s["seed"] + mesh["dp"].get_local_rank())
-    ids = torch.randint(0, s["vocab"], (s["batch"], s["seq"]), generator=gen).to(device)
-    inputs = {"input_ids": ids}
-    if s["encoder_decoder"]:
-        inputs["decoder_input_ids"] = ids
-    targets = torch.randint(0, s["vocab"], (s["batch"], s["seq"]), generator=gen).to(device)
+    inputs, targets = batch(s, mesh["dp"].get_local_rank(), device)
+    ids = inputs["input_ids"]
+    losses: list[float] = []
 
     def step(saved: SavedTensors | None = None, mark=lambda phase: None) -> None:
         with saved.hooks if saved is not None else contextlib.nullcontext():
-            out = model(**inputs)
-            out = out[0] if isinstance(out, tuple) else out
-            if out.size(-1) == s["vocab"]:
-                loss = F.cross_entropy(out.flatten(0, 1).float(), targets.flatten())
-            else:
-                loss = out.float().square().mean()
+            loss = training_loss(model(**inputs), targets, s["vocab"])
         mark("forward")
         loss.backward()
         mark("backward")
         optimizer.step()
         mark("optimizer")
         optimizer.zero_grad(set_to_none=False)
+        losses.append(loss.item())
 
     for _ in range(s["warmup"]):
         step()
@@ -139,6 +139,7 @@ def main(source: str, settings_path: str) -> None:
     local = sum(_local(p).numel() * p.element_size() for p in model.parameters())
     result = {
         "rank": rank,
+        "losses": losses,
         "step_times_s": times,
         "peak_memory_bytes": peak,
         "param_bytes": local,

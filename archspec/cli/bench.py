@@ -29,6 +29,8 @@ from archspec.cli.options import (
     BenchNewTokens,
     BenchNproc,
     BenchPeakTflops,
+    BenchPp,
+    BenchSchedule,
     BenchSeed,
     BenchSeq,
     BenchSteps,
@@ -41,6 +43,7 @@ from archspec.cli.options import (
     JsonOpt,
     SetOpt,
     SpecArg,
+    StageLayers,
 )  # fmt: skip
 from archspec.cli.tables import print_table
 
@@ -52,7 +55,8 @@ def bench(
     steps: BenchSteps = 10, warmup: BenchWarmup = 3, new_tokens: BenchNewTokens = 32,
     threads: BenchThreads = None, seed: BenchSeed = 0, vs_hf: BenchVsHf = False,
     hf_first: BenchHfFirst = False, peak_tflops: BenchPeakTflops = None,
-    nproc: BenchNproc = None, tp: BenchTp = 1, zero: BenchZero = 0, force: BenchForce = False,
+    nproc: BenchNproc = None, tp: BenchTp = 1, zero: BenchZero = 0, pp: BenchPp = 1,
+    stage_layers: StageLayers = None, schedule: BenchSchedule = "1f1b", force: BenchForce = False,
     set_: SetOpt = None, json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Time the spec's generated PyTorch model in this process: median, min and max step
@@ -80,7 +84,8 @@ def bench(
         # fp32 training, as each rank runs it; the single-process bench's guards run first.
         settings = Settings(device=device, dtype="fp32", batch=batch, seq=seq, steps=steps,
                             warmup=warmup, seed=seed, threads=threads, force=force)  # fmt: skip
-        _bench_distributed(spec, set_, nproc, tp, zero, settings, json_, debug)
+        pipeline = {"pp": pp, "stage_layers": stage_layers, "schedule": schedule}
+        _bench_distributed(spec, set_, nproc, tp, zero, pipeline, settings, json_, debug)
         return
     settings = Settings(
         device=device, dtype=dtype, batch=batch, seq=seq, mode=mode, compile=compile_,
@@ -242,7 +247,7 @@ def _notes(r: dict[str, Any], hf: bool) -> list[str]:
     return notes
 
 
-def _bench_distributed(spec, set_, nproc, tp, zero, settings, json_, debug) -> None:
+def _bench_distributed(spec, set_, nproc, tp, zero, pipeline, settings, json_, debug) -> None:
     """`--nproc`: torchrun on this machine; a row per rank beside the per-device prediction."""
     from rich.table import Table
 
@@ -251,31 +256,38 @@ def _bench_distributed(spec, set_, nproc, tp, zero, settings, json_, debug) -> N
 
     with user_errors(debug):
         ir = with_overrides(build_ir(resolve_spec(spec, set_)), set_)
-        r = run_distributed(ir, nproc, tp, zero, settings)
+        r = run_distributed(ir, nproc, tp, zero, settings, pipeline)
     if json_:
         print_json(r)
         return
-    pred = r["predicted_bytes"]
+    layout = f"tp={r['tp']}, dp={r['dp']}, zero={r['zero']}"
+    if "pp" in r:
+        layers = ",".join(map(str, r["stage_layers"]))
+        layout = f"pp={r['pp']} ({r['schedule']}, stages of {layers} layers)"
     table = Table(
         title=f"{asked_title(r['name'], r['overrides'])}: train on {r['nproc']} {r['device']} "
-        f"processes, tp={r['tp']}, dp={r['dp']}, zero={r['zero']}, B={r['batch']} per replica, "
-        f"S={r['seq']}, fp32",
+        f"processes, {layout}, B={r['batch']} per replica, S={r['seq']}, fp32",
+        caption=f"last step's loss alone on one process: {r['reference_losses'][-1]:.6f}",
         title_justify="left",
     )
     # Measured beside predicted: parameters, activations (saved tensors), the peak.
-    for column in ("rank", "step time", "tokens/s", "params", "predicted", "saved tensors",
-                   "predicted", "peak memory", "predicted"):  # fmt: skip
+    for column in ("rank", "step time", "tokens/s", "loss", "params", "predicted",
+                   "saved tensors", "predicted", "peak memory", "predicted"):  # fmt: skip
         table.add_column(column, justify="right")
     for rank in r["ranks"]:
+        # A pipeline predicts each rank's stages; the other layouts one figure for all.
+        pred = rank.get("predicted_bytes") or r["predicted_bytes"] or {}
+        loss = f"{rank['losses'][-1]:.6f}" if rank["losses"] else "-"
         table.add_row(
             str(rank["rank"]), _seconds(rank["step_time_s"]), f"{rank['tokens_per_s']:,.0f}",
-            _bytes(rank["param_bytes"]), _bytes(pred["weights"]),
-            _bytes(rank["saved_tensor_bytes"]), _bytes(pred["activations"]),
-            _bytes(rank["peak_memory_bytes"]), _bytes(pred["total"]),
+            loss, _bytes(rank["param_bytes"]), _bytes(pred.get("weights")),
+            _bytes(rank["saved_tensor_bytes"]), _bytes(pred.get("activations")),
+            _bytes(rank["peak_memory_bytes"]), _bytes(pred.get("total")),
         )  # fmt: skip
     print_table(table)
+    attn = (r["predicted_bytes"] or r["ranks"][0].get("predicted_bytes") or {}).get("attn")
     stdout().print(
-        f"predicted: count --engine torch, {pred['attn']} attention. Predicted memory is "
+        f"predicted: count --engine torch, {attn} attention. Predicted memory is "
         "weights, gradients, AdamW moments and the activations autograd keeps (saved "
         "tensors, measured with saved_tensors_hooks); the peak also holds what a step has "
         "alive only for a while: the logits the loss reads, the gradients flowing back and "

@@ -45,6 +45,7 @@ from archspec.cli.options import (
     CountRecompute,
     CountSeq,
     CountSp,
+    CountStageLayers,
     CountSymbolic,
     CountTp,
     CountZero,
@@ -63,7 +64,8 @@ def count(
     recompute: CountRecompute = None, attn: CountAttn = None, gpus: CountGpus = None,
     tp: CountTp = None, pp: CountPp = None, zero: CountZero = None, sp_: CountSp = None,
     engine: CountEngine = None, interleave: CountInterleave = None,
-    global_batch: CountGlobalBatch = None, grad_dtype: CountGradDtype = None,
+    stage_layers: CountStageLayers = None, global_batch: CountGlobalBatch = None,
+    grad_dtype: CountGradDtype = None,
     by: CountBy = None, plot: CountPlot = None, force: PlotForce = False,
     json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
@@ -101,6 +103,7 @@ def count(
             kv_len=kv_len, convention=convention, dtype=dtype, optimizer=optimizer,
             recompute=recompute, attn=attn, global_batch=global_batch, grad_dtype=grad_dtype,
             gpus=gpus, tp=tp, pp=pp, zero=zero, sp=sp_, interleave=interleave,
+            stage_layers=stage_layers,
         )  # fmt: skip
         # Plain parameter counts need no formulas: an integer IR spares the sympy import.
         formulas = symbolic or workload is not None or plot is not None or names == "hf"

@@ -87,6 +87,11 @@ CountInterleave = Annotated[
     typer.Option("--interleave", help="Virtual pipeline stages per device (interleaved 1F1B).",
                  metavar="V", rich_help_panel=_FLOPS),
 ]  # fmt: skip
+CountStageLayers = Annotated[
+    str | None,
+    typer.Option("--stage-layers", help="Layers of each pipeline stage, e.g. 5,6,6,5 (default: "
+                 "as many each).", metavar="N,N,...", rich_help_panel=_FLOPS),
+]  # fmt: skip
 CountGradDtype = Annotated[
     str | None,
     typer.Option(
@@ -258,6 +263,19 @@ BenchNproc = Annotated[
          "CPU, NCCL on GPUs), the model laid out by its generated parallelize().", panel=_RUN),
 ]  # fmt: skip
 BenchTp = Annotated[int, _opt("--tp", help="Tensor-parallel ranks (with --nproc).", panel=_RUN)]
+BenchPp = Annotated[
+    int, _opt("--pp", help="Pipeline stages, one a process (with --nproc, the generated "
+              "pipeline()).", panel=_RUN)
+]  # fmt: skip
+StageLayers = Annotated[
+    str | None,
+    _opt("--stage-layers", help="Layers of each pipeline stage, e.g. 5,6,6,5 (default: as many "
+         "each).", metavar="N,N,...", panel=_RUN),
+]  # fmt: skip
+BenchSchedule = Annotated[
+    str, _opt("--schedule", help="Pipeline schedule: 1f1b, gpipe, interleaved-1f1b, looped-bfs, "
+              "interleaved-zb or zbv (with --pp).", panel=_RUN)
+]  # fmt: skip
 BenchZero = Annotated[
     int, _opt("--zero", help="3: FSDP2 over the data-parallel ranks (with --nproc).", panel=_RUN)
 ]

@@ -423,6 +423,9 @@ class ActivationParts:
     layers: tuple[tuple[sp.Expr, sp.Expr], ...]  # (blocks, bytes of one), in layer order
     after: sp.Expr
     rebuilt: sp.Expr  # full recomputation: the largest block, rebuilt in the backward pass
+    # Of `before`, what the stack builds for its blocks and they keep (RoPE's angles, a mask):
+    # each pipeline stage of the generated pipeline() builds its own.
+    shared: sp.Expr = sp.Integer(0)
 
     @property
     def blocks(self) -> sp.Expr:
@@ -445,7 +448,7 @@ def activation_parts(
     loss_parallel: bool = False,
 ) -> ActivationParts:
     run = forward_pass(ir.root.layout)
-    before = after = sp.Integer(0)
+    before = after = shared = sp.Integer(0)
     layers: list[tuple[sp.Expr, sp.Expr]] = []
     rebuilt: list[sp.Expr] = []
     for segment in lower_model(ir.root):
@@ -459,6 +462,10 @@ def activation_parts(
         counter.ctx = ctx
         counter.run(stack_ops.ops)
         kept = counter.scopes[0].total()
+        stack_kept = counter.scopes[0].kept
+        for value in (ctx.angles, ctx.mask):
+            if value is not None and value.storage in stack_kept:
+                shared += stack_kept[value.storage]
         counter.run(segment.heads)
         # The final norm keeps the last block's output: it sits after the blocks, with the
         # heads. Everything else of the stack's own comes before them.
@@ -468,7 +475,8 @@ def activation_parts(
         after += counter.scopes[0].total() - kept + tail
         layers += [(count, each) for _, count, each in counter.layers]
         rebuilt += counter.rebuilt
-    return ActivationParts(before, tuple(layers), after, sp.Max(*rebuilt) if rebuilt else 0)
+    rebuilt_max = sp.Max(*rebuilt) if rebuilt else 0
+    return ActivationParts(before, tuple(layers), after, rebuilt_max, shared)
 
 
 def _final_norm_bytes(counter: ActivationCounter, norm) -> sp.Expr:

@@ -12,8 +12,9 @@ sequence parallelism (`sp`) splits what tensor parallelism leaves whole along th
 `engine="torch"` counts the generated `parallelize` on PyTorch's DTensor and FSDP2 instead: the
 vocabulary is not padded (the embedding rows and the LM head's columns split as `torch.chunk`
 does: the first ranks hold ceil(V / tp), and the device counted is the one that holds most),
-beyond n_kv_heads ranks the k and v weights are whole on every rank (`kv_ways`), there is no
-pipeline and a data-parallel layout is FSDP2 (ZeRO-3);
+beyond n_kv_heads ranks the k and v weights are whole on every rank (`kv_ways`), a pipeline is
+the generated `pipeline()` alone (1F1B, without tensor or data parallelism; a tied head's copy on
+the last stage holds the whole vocabulary) and a data-parallel layout is FSDP2 (ZeRO-3);
 its activations are `activations`' torch engine.
 
 A size that cannot be split is an error naming the values, never a fraction.
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from archspec.backends.count.params import parameter_count
+from archspec.backends.count.stages import check_stage_layers, stage_ranges
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR, MLP, Attention, Embedding, Linear, Model, MoE, Node, Stack
 from archspec.ir.visit import Placed, walk
@@ -46,6 +48,8 @@ class Parallelism:
     interleave: int = 1  # virtual pipeline stages per device
     micro_batches: int = 1  # per replica per optimizer step
     engine: str = "megatron"  # or "torch": the generated parallelize (DTensor, FSDP2)
+    # The layers of each pipeline stage, when not as many each (`--stage-layers 5,6,6,5`).
+    stage_layers: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         for name in ("gpus", "tp", "pp", "interleave", "micro_batches"):
@@ -62,8 +66,16 @@ class Parallelism:
             raise SpecError("--interleave needs pipeline parallelism (--pp 2 or more)")
         if self.engine not in ("megatron", "torch"):
             raise SpecError(f"--engine takes megatron or torch, not {self.engine!r}")
-        if self.engine == "torch" and self.pp > 1:
-            raise SpecError("--engine torch has no pipeline parallelism: use --pp 1")
+        if self.engine == "torch" and self.pp > 1 and (self.tp > 1 or self.dp > 1):
+            raise SpecError(
+                f"--engine torch: the generated pipeline() runs alone, not with --tp {self.tp} "
+                f"and {self.dp} data-parallel replicas",
+                hint=f"use --gpus {self.pp} --tp 1",
+            )
+        if self.engine == "torch" and self.interleave > 1:
+            raise SpecError("--engine torch counts the 1F1B pipeline: use --interleave 1")
+        if self.stage_layers is not None and self.interleave > 1:
+            raise SpecError("--stage-layers lists whole stages: use --interleave 1")
         if self.engine == "torch" and self.dp > 1 and self.zero != 3:
             raise SpecError(
                 f"--engine torch shards the {self.dp} data-parallel replicas with FSDP2: --zero 3"
@@ -129,7 +141,9 @@ def check_layout(ir: IR, par: Parallelism) -> None:
         )
     layers = sum(layer_count(s, ir) for s in model.stacks)
     chunks = par.pp * par.interleave
-    if layers % chunks:
+    if par.stage_layers is not None:
+        check_stage_layers(par.stage_layers, par.pp, layers)
+    elif layers % chunks:
         what = f"--pp {par.pp}" + (
             f" × --interleave {par.interleave}" if par.interleave > 1 else ""
         )
@@ -216,12 +230,14 @@ class StageParams:
 
 def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
     """Parameters per device on each pipeline stage. Layers (the encoder's, then the
-    decoder's) are dealt out in equal runs; the embeddings sit on the first stage, the final
-    norms, pooler and LM head on the last; a head tied to the embeddings on another stage keeps
-    its own copy there (Megatron-LM synchronises the two copies' gradients)."""
+    decoder's) are dealt out in equal runs, or in the runs `par.stage_layers` lists; the
+    embeddings sit on the first stage, the final norms, pooler and LM head on the last; a head
+    tied to the embeddings on another stage keeps its own copy there (Megatron-LM synchronises
+    the two copies' gradients, as the generated pipeline() does)."""
     model = ir.root
     total_layers = sum(layer_count(s, ir) for s in model.stacks)
     per_stage = total_layers // par.pp
+    ranges = stage_ranges(par.stage_layers or (per_stage,) * par.pp)
     if par.tp == 1 and par.pp == 1:
         # One device holds the whole model: keep the count a formula in the dimensions.
         return [StageParams(0, sp.sympify(parameter_count(model)), (0, total_layers))]
@@ -229,7 +245,7 @@ def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
     offset = 0  # layers of the stacks before the one being walked
 
     def stage_range(stage: int) -> tuple[int, int]:
-        return stage * per_stage, (stage + 1) * per_stage
+        return ranges[stage]
 
     for stack in model.stacks:
         for placed in walk(stack):
@@ -258,15 +274,10 @@ def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
             counts[par.pp - 1 if last else 0] += weight + bias
             if node is model.lm_head and node.tied_to and par.pp > 1:
                 # The last stage keeps its own copy of the tied matrix.
-                counts[par.pp - 1] += (
-                    padded_vocab(ir.value(model.vocab_size), par.tp)
-                    // par.tp
-                    * (ir.value(model.d_model))
-                )
-    return [
-        StageParams(s, sp.Integer(counts[s]), (s * per_stage, (s + 1) * per_stage))
-        for s in range(par.pp)
-    ]
+                counts[par.pp - 1] += vocab_rows(
+                    ir.value(model.vocab_size), par.tp, par.engine
+                ) * ir.value(model.d_model)
+    return [StageParams(s, sp.Integer(counts[s]), ranges[s]) for s in range(par.pp)]
 
 
 def overlap(a: tuple[int, int], b: tuple[int, int]) -> int:

@@ -197,6 +197,8 @@ def memory_figures(
                 else min(2 * par.pp - 1, par.micro_batches)
             )
             acts += held * parts.before
+        elif par.engine == "torch":
+            acts += chunks * parts.shared  # each stage builds the angles and mask it keeps
         if st.stage == par.pp - 1:
             acts += parts.after  # the last stage runs each micro-batch's backward at once
         acts += parts.rebuilt

@@ -23,9 +23,9 @@ def requested_workload(by: str | None = None, engine: str | None = None, **optio
     """The workload the FLOP and memory options describe (`count`'s option names: batch, seq,
     ..., gpus, tp, ...), or None when none was given and `--by module` did not ask for one.
     A None option is one not given. Parameters alone import no formulas (sympy)."""
-    parallel_names = ("gpus", "tp", "pp", "zero", "sp", "interleave")
+    parallel_names = ("gpus", "tp", "pp", "zero", "sp", "interleave", "stage_layers")
     given = {k: v for k, v in options.items() if k not in parallel_names}
-    parallel = {k: options[k] for k in parallel_names} | {"engine": engine}
+    parallel = {k: options.get(k) for k in parallel_names} | {"engine": engine}
     nothing_given = all(v is None for v in (*given.values(), *parallel.values()))
     if nothing_given and by != "module":
         return None
@@ -34,6 +34,10 @@ def requested_workload(by: str | None = None, engine: str | None = None, **optio
 
     if nothing_given:
         return Workload()  # --by module alone: at max_seq_len, as --seq would default
+    if parallel["stage_layers"] is not None:  # checked against the model's layers later
+        from archspec.backends.count.stages import read_stage_layers
+
+        parallel["stage_layers"] = read_stage_layers(parallel["stage_layers"])
     for option, value in (*given.items(), *parallel.items()):
         if isinstance(value, int) and abs(value) > MAX_SIZE:
             name = option.replace("_", "-")

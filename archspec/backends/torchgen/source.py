@@ -17,6 +17,7 @@ from archspec.backends.torchgen.functions import helpers
 from archspec.backends.torchgen.latent import latent_attention_class
 from archspec.backends.torchgen.model import model_class
 from archspec.backends.torchgen.parallel import parallelize_function
+from archspec.backends.torchgen.pipeline import pipeline_function
 from archspec.backends.torchgen.stack import stack_class
 from archspec.backends.torchgen.text import INDENT, LINE_LENGTH, docstring
 from archspec.ir.nodes import IR, MLP, Attention, Block, MoE, Stack
@@ -114,6 +115,7 @@ def generate_source(ir: IR, command: str | None = None) -> str:
         *(stack_class(f, node, size) for node, _ in f.classes(Stack)),
         model_class(f, size),
         parallelize_function(f, size),
+        pipeline_function(f),
     ]
     body = "\n\n\n".join(c for c in classes if c is not None)
     total = ir.value(parameter_count(ir.root))

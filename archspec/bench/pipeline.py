@@ -1,0 +1,104 @@
+"""`archspec bench --nproc N --pp N`: the launcher's side of a pipeline run. What is refused
+before any process starts (a layout that does not divide, a model the stages cannot carry), and
+the schedules by their command-line names."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from archspec.backends.count.layout import layer_count
+from archspec.backends.count.stages import parse_stage_layers
+from archspec.errors import SpecError
+from archspec.ir.nodes import IR
+
+# --schedule's words: torch.distributed.pipelining's schedules (get_schedule_class's names), and
+# how many stages each puts on a rank.
+SCHEDULES = {
+    "1f1b": ("1F1B", 1),
+    "gpipe": ("GPipe", 1),
+    "interleaved-1f1b": ("Interleaved1F1B", 2),
+    "looped-bfs": ("LoopedBFS", 2),
+    "interleaved-zb": ("InterleavedZeroBubble", 2),
+    "zbv": ("ZBVZeroBubble", 2),
+}
+
+
+def check_pipeline(
+    ir: IR, nproc: int, tp: int, zero: int, pp: int, stage_layers: str | None, schedule: str
+) -> tuple[tuple[int, ...], str]:
+    """(layers of each stage, torch's schedule name) for `--pp`, or one clear refusal naming the
+    values. Pipelines run alone: every process one pipeline rank."""
+    from archspec.backends.torchgen.features import Features
+    from archspec.backends.torchgen.pipeline import refusal
+
+    if schedule not in SCHEDULES:
+        raise SpecError(
+            f"--schedule {schedule!r} is not one of {', '.join(SCHEDULES)}",
+        )
+    if pp < 1:
+        raise SpecError(f"--pp takes 1 or more stages (got {pp})")
+    if pp != nproc or tp != 1 or zero != 0:
+        raise SpecError(
+            f"--pp {pp} with --nproc {nproc}, --tp {tp}, --zero {zero}: a pipeline runs on every "
+            "process, alone",
+            hint=f"use --nproc {pp} --pp {pp} (pipelines with tensor or data parallelism are "
+            "not launched yet)",
+        )
+    why = refusal(Features(ir))
+    if why is not None:
+        raise SpecError(why)
+    name, per_rank = SCHEDULES[schedule]
+    stages = pp * per_rank
+    layers = sum(layer_count(stack, ir) for stack in ir.root.stacks)
+    if per_rank > 1 and stage_layers is None and layers % stages:
+        raise SpecError(
+            f"--schedule {schedule} puts {per_rank} stages on each of the {pp} ranks: {stages} "
+            f"stages do not divide the {layers} layers"
+        )
+    counts = parse_stage_layers(stage_layers, stages, layers)
+    return counts, name
+
+
+def stage_predictions(
+    ir: IR, pp: int, counts: tuple[int, ...], schedule: str, batch: int, seq: int, device: str
+) -> list[dict[str, object]]:
+    """archspec's figures for each rank's stages (count --engine torch --pp --stage-layers), in
+    bytes: fp32 weights, gradients and AdamW moments of the stages it holds (two under the
+    looped and V schedules, each a model copy's share, a tied head's copy with the last), and
+    under 1F1B and GPipe the saved tensors of the micro-batches it holds at its peak (each one
+    sequence). The other schedules keep micro-batches in flight on their own timing, which
+    count does not follow: no activations for them."""
+    from archspec.backends.count.flops import KV_LEN, S_DEC, B, S
+    from archspec.backends.count.flops_report import whole_bytes
+    from archspec.backends.count.memory import Parallelism, memory_figures
+    from archspec.bench.distributed import attention_that_runs
+    from archspec.runtime.pipeline import pipeline_stage_indices
+
+    attn = attention_that_runs(ir, device)
+    stages = len(counts)
+    par = Parallelism(gpus=stages, pp=stages, engine="torch", micro_batches=batch,
+                      stage_layers=tuple(counts))  # fmt: skip
+    env = {**ir.env, B: 1, S: seq, S_DEC: seq, KV_LEN: seq}
+    figures = memory_figures(ir, attn=attn, parallel=par, device=device).stages
+    # What each rank keeps in flight: under 1F1B (count's figure) stage s keeps
+    # min(pp - s, micro-batches); under GPipe every stage keeps every micro-batch, all the
+    # forwards running before the first backward.
+    one = memory_figures(ir, attn=attn, parallel=replace(par, micro_batches=1), device=device)
+    in_flight = {
+        "1F1B": [st.activations for st in figures],
+        "GPipe": [batch * st.activations for st in one.stages],
+    }
+    looped, v_shape = stages > pp and schedule != "ZBVZeroBubble", schedule == "ZBVZeroBubble"
+    out: list[dict[str, object]] = []
+    for rank in range(pp):
+        held = [figures[i] for i in pipeline_stage_indices(looped, v_shape, rank, pp, stages // pp)]
+        rank_bytes: dict[str, object] = {
+            "weights": sum(whole_bytes(st.weights, env) for st in held),
+            "gradients": sum(whole_bytes(st.gradients, env) for st in held),
+            "optimizer": sum(whole_bytes(st.optimizer_states, env) for st in held),
+        }
+        if schedule in in_flight:
+            rank_bytes["activations"] = whole_bytes(in_flight[schedule][rank], env)
+            rank_bytes["total"] = sum(rank_bytes.values())  # type: ignore[arg-type]
+        out.append({**rank_bytes, "attn": attn})
+    return out
