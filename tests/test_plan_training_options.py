@@ -110,9 +110,9 @@ def test_common_spellings_resolve(name: str) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--pp", "4", "--stage-layers", "8,8"], "--stage-layers gives 2 stages; --pp is 4"),
-        (["--pp", "2", "--stage-layers", "16,17"], "add up to 33 layers; the model has 32"),
-        (["--pp", "2", "--stage-layers", "a,b"], "--stage-layers takes layer counts"),
+        (["--pp", "4", "--stage-layers", "8,8"], "lists 2 stages, not the layout's 4"),
+        (["--pp", "2", "--stage-layers", "16,17"], "adds up to 33 layers, not the model's 32"),
+        (["--pp", "2", "--stage-layers", "a,b"], "give each stage's layers as whole numbers"),
         (["--cp", "3"], "--cp 3: the sequence of 4096 positions does not split into 2 × 3"),
         (["--cp", "32"], "--gpus 16 is not a multiple of --tp 1 × --pp 1 × --cp 32"),
         (["--mfu", "0"], "--mfu takes a fraction above 0"),

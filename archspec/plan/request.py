@@ -88,32 +88,22 @@ def given_layout(
     if all(v is None for v in given.values()):
         return None
     if given.get("stage_layers") is not None:
-        given = {**given, "stage_layers": parse_stage_layers(given["stage_layers"])}
+        from archspec.backends.count.stages import read_stage_layers
+
+        given = {**given, "stage_layers": read_stage_layers(given["stage_layers"])}
     only = {k: [v if v is not None else LAYOUT_DEFAULTS[k]] for k, v in given.items()}
     check_given_layout(ir, system, run, only)
     return only
 
 
-def parse_stage_layers(text: str) -> tuple[int, ...]:
-    """`5,6,6,5`: whole, positive layer counts."""
-    try:
-        values = tuple(int(x) for x in text.split(","))
-    except ValueError:
-        values = ()
-    if not values or min(values) < 1:
-        raise SpecError(f"--stage-layers takes layer counts, e.g. 5,6,6,5 (got '{text}')")
-    return values
-
-
 def check_stage_layers(ir: IR, pp: int, interleave: int, stage_layers: tuple[int, ...]) -> None:
+    """The stages checked as count and bench check them, and refused with interleaving, which
+    plan does not time on uneven stages."""
+    from archspec.backends.count import stages
     from archspec.backends.count.layout import layer_count
 
     layers = sum(layer_count(s, ir) for s in ir.root.stacks)
-    if len(stage_layers) != pp:
-        raise SpecError(f"--stage-layers gives {len(stage_layers)} stages; --pp is {pp}")
-    if sum(stage_layers) != layers:
-        raise SpecError(f"--stage-layers {','.join(map(str, stage_layers))} add up to "
-                        f"{sum(stage_layers)} layers; the model has {layers}")  # fmt: skip
+    stages.check_stage_layers(stage_layers, pp, layers)
     if interleave > 1:
         raise SpecError("--stage-layers with --interleave is not modelled: give one or the other")
 
