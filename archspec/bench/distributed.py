@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from archspec.bench.mesh_layout import check_model_layout, mesh_dims
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 
@@ -24,21 +25,23 @@ from archspec.ir.nodes import IR
 MAX_NPROC = 128
 
 
-def check_layout(nproc: int, tp: int, zero: int, device: str, gpus: int) -> None:
-    """One clear message per impossible request."""
+def check_layout(
+    nproc: int, tp: int, zero: int, device: str, gpus: int, cp: int = 1, ep: int = 1
+) -> dict[str, int]:
+    """One clear message per impossible request; the mesh (`mesh_layout.mesh_dims`)."""
     if not 2 <= nproc <= MAX_NPROC:
         raise SpecError(f"--nproc takes 2 or more processes, at most {MAX_NPROC} (got {nproc:,})")
-    if tp < 1 or nproc % tp:
-        raise SpecError(f"--tp {tp} does not divide --nproc {nproc}")
+    dims = mesh_dims(nproc, tp=tp, cp=cp, ep=ep)
     if zero not in (0, 3):
         raise SpecError("--zero with --nproc takes 0 (replicated) or 3 (FSDP2)")
-    if nproc // tp > 1 and zero != 3:
+    if dims["dp_shard"] > 1 and zero != 3:
         raise SpecError(
-            f"--nproc {nproc} with --tp {tp} leaves {nproc // tp} data-parallel replicas",
+            f"--nproc {nproc} with --tp {tp} leaves {dims['dp_shard']} data-parallel replicas",
             hint="the generated parallelize shards them with FSDP2: add --zero 3",
         )
     if device == "cuda" and nproc > gpus:
         raise SpecError(f"--nproc {nproc} exceeds the {gpus} GPUs of this machine")
+    return dims
 
 
 def check_heads(ir: IR, tp: int) -> None:
@@ -120,7 +123,9 @@ def _why(folder: str, stderr: str) -> str:
     return errors[-1] if errors else stderr.strip()[-500:]
 
 
-def run_distributed(ir: IR, nproc: int, tp: int, zero: int, s: Any) -> dict[str, Any]:
+def run_distributed(
+    ir: IR, nproc: int, tp: int, zero: int, s: Any, cp: int = 1, ep: int = 1
+) -> dict[str, Any]:
     """`bench --nproc`: fp32 training under torchrun on this machine (on the CPU unless
     `s.device` says cuda), with the bench's Settings `s` (`s.seq` positions, default 512 or the
     model's context if shorter). Every guard of the single-process bench runs first."""
@@ -141,17 +146,19 @@ def run_distributed(ir: IR, nproc: int, tp: int, zero: int, s: Any) -> dict[str,
     _, seq = check_settings(ir, s, on)
     batch = s.batch
     gpus = torch.cuda.device_count()
-    check_layout(nproc, tp, zero, device, gpus)
+    dims = check_layout(nproc, tp, zero, device, gpus, cp=cp, ep=ep)
     check_heads(ir, tp)
-    # Refuses what cannot be split.
-    prediction = predicted(ir, nproc, tp, zero, batch, seq, device)
-    if not s.force:
+    check_model_layout(ir, dims, seq)
+    # Refuses what cannot be split. count does not lay out cp or ep yet: no prediction.
+    laid_out = cp == 1 and ep == 1
+    prediction = predicted(ir, nproc, tp, zero, batch, seq, device) if laid_out else None
+    if not s.force and prediction is not None:
         # Per device, with what any step holds besides; CPU processes share the machine's RAM.
         vocab, width = ir.value(ir.root.vocab_size), ir.value(ir.root.d_model)
         each = prediction["total"] + least_bytes(vocab, width, batch, seq, 4)
         check_fits(ir.name, each * (nproc if device == "cpu" else 1), on)
     settings = {
-        "device": device, "tp": tp, "batch": batch, "seq": seq, "steps": s.steps,
+        "device": device, "tp": tp, "mesh": dims, "batch": batch, "seq": seq, "steps": s.steps,
         "warmup": s.warmup, "seed": s.seed, "vocab": ir.value(ir.root.vocab_size),
         "encoder_decoder": ir.root.layout == "encoder-decoder",
     }  # fmt: skip
@@ -175,6 +182,7 @@ def run_distributed(ir: IR, nproc: int, tp: int, zero: int, s: Any) -> dict[str,
         r["tokens_per_s"] = batch * seq / r["step_time_s"]
     return {
         "name": ir.name, "overrides": list(ir.identity.overrides), "nproc": nproc, "tp": tp,
-        "dp": nproc // tp, "zero": zero, "device": device, "batch": batch, "seq": seq,
+        "dp": dims["dp_shard"], "cp": cp, "ep": ep, "mesh": dims, "zero": zero,
+        "device": device, "batch": batch, "seq": seq,
         "predicted_bytes": prediction, "ranks": ranks,
     }  # fmt: skip

@@ -65,7 +65,7 @@ class SavedTensors:
 def main(source: str, settings_path: str) -> None:
     s = json.loads(Path(settings_path).read_text())
     cuda = torch.cuda.is_available() and s["device"] != "cpu"
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    rank = int(os.environ["RANK"])
     device = torch.device("cuda", int(os.environ["LOCAL_RANK"])) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
@@ -77,12 +77,13 @@ def main(source: str, settings_path: str) -> None:
     torch.manual_seed(s["seed"])  # the same weights on every rank before sharding
     with device:
         model = module.Model(module.Config())
-    tp = s["tp"]
-    mesh = init_device_mesh(device.type, (world // tp, tp), mesh_dim_names=("dp", "tp"))
+    dims = s["mesh"]  # archspec.bench.mesh_layout.mesh_dims
+    mesh = init_device_mesh(device.type, tuple(dims.values()), mesh_dim_names=tuple(dims))
     module.parallelize(model, mesh)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    # Each data-parallel replica its own sequences; the tp ranks of a replica the same ones.
-    gen = torch.Generator().manual_seed(s["seed"] + mesh["dp"].get_local_rank())
+    # Each data rank (dp_shard, ep) its own sequences; its tp and cp ranks the same ones.
+    data = mesh["dp_shard"].get_local_rank() * dims["ep"] + mesh["ep"].get_local_rank()
+    gen = torch.Generator().manual_seed(s["seed"] + data)
     ids = torch.randint(0, s["vocab"], (s["batch"], s["seq"]), generator=gen).to(device)
     inputs = {"input_ids": ids}
     if s["encoder_decoder"]:

@@ -21,8 +21,10 @@ from archspec.cli.common import (
 from archspec.cli.options import (
     BenchBatch,
     BenchCompile,
+    BenchCp,
     BenchDevice,
     BenchDtype,
+    BenchEp,
     BenchForce,
     BenchHfFirst,
     BenchMode,
@@ -53,6 +55,7 @@ def bench(
     threads: BenchThreads = None, seed: BenchSeed = 0, vs_hf: BenchVsHf = False,
     hf_first: BenchHfFirst = False, peak_tflops: BenchPeakTflops = None,
     nproc: BenchNproc = None, tp: BenchTp = 1, zero: BenchZero = 0, force: BenchForce = False,
+    cp: BenchCp = 1, ep: BenchEp = 1,
     set_: SetOpt = None, json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Time the spec's generated PyTorch model in this process: median, min and max step
@@ -80,7 +83,7 @@ def bench(
         # fp32 training, as each rank runs it; the single-process bench's guards run first.
         settings = Settings(device=device, dtype="fp32", batch=batch, seq=seq, steps=steps,
                             warmup=warmup, seed=seed, threads=threads, force=force)  # fmt: skip
-        _bench_distributed(spec, set_, nproc, tp, zero, settings, json_, debug)
+        _bench_distributed(spec, set_, nproc, (tp, cp, ep), zero, settings, json_, debug)
         return
     settings = Settings(
         device=device, dtype=dtype, batch=batch, seq=seq, mode=mode, compile=compile_,
@@ -242,8 +245,10 @@ def _notes(r: dict[str, Any], hf: bool) -> list[str]:
     return notes
 
 
-def _bench_distributed(spec, set_, nproc, tp, zero, settings, json_, debug) -> None:
-    """`--nproc`: torchrun on this machine; a row per rank beside the per-device prediction."""
+def _bench_distributed(spec, set_, nproc, dims, zero, settings, json_, debug) -> None:
+    """`--nproc`: torchrun on this machine; a row per rank beside the per-device prediction.
+    dims: (tp, cp, ep)."""
+    tp, cp, ep = dims
     from rich.table import Table
 
     from archspec.bench.distributed import run_distributed
@@ -251,15 +256,17 @@ def _bench_distributed(spec, set_, nproc, tp, zero, settings, json_, debug) -> N
 
     with user_errors(debug):
         ir = with_overrides(build_ir(resolve_spec(spec, set_)), set_)
-        r = run_distributed(ir, nproc, tp, zero, settings)
+        r = run_distributed(ir, nproc, tp, zero, settings, cp=cp, ep=ep)
     if json_:
         print_json(r)
         return
-    pred = r["predicted_bytes"]
+    # count does not lay out cp or ep yet: nothing predicted.
+    pred = r["predicted_bytes"] or dict.fromkeys(("weights", "activations", "total", "attn"))
+    more = "".join(f"{k}={r[k]}, " for k in ("cp", "ep") if r[k] > 1)
     table = Table(
         title=f"{asked_title(r['name'], r['overrides'])}: train on {r['nproc']} {r['device']} "
-        f"processes, tp={r['tp']}, dp={r['dp']}, zero={r['zero']}, B={r['batch']} per replica, "
-        f"S={r['seq']}, fp32",
+        f"processes, tp={r['tp']}, dp={r['dp']}, {more}zero={r['zero']}, B={r['batch']} per "
+        f"replica, S={r['seq']}, fp32",
         title_justify="left",
     )
     # Measured beside predicted: parameters, activations (saved tensors), the peak.
@@ -274,6 +281,9 @@ def _bench_distributed(spec, set_, nproc, tp, zero, settings, json_, debug) -> N
             _bytes(rank["peak_memory_bytes"]), _bytes(pred["total"]),
         )  # fmt: skip
     print_table(table)
+    if r["predicted_bytes"] is None:
+        stdout().print("predicted: none, count does not lay out --cp or --ep yet.")
+        return
     stdout().print(
         f"predicted: count --engine torch, {pred['attn']} attention. Predicted memory is "
         "weights, gradients, AdamW moments and the activations autograd keeps (saved "

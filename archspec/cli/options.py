@@ -258,6 +258,12 @@ BenchNproc = Annotated[
          "CPU, NCCL on GPUs), the model laid out by its generated parallelize().", panel=_RUN),
 ]  # fmt: skip
 BenchTp = Annotated[int, _opt("--tp", help="Tensor-parallel ranks (with --nproc).", panel=_RUN)]
+BenchCp = Annotated[
+    int, _opt("--cp", help="Context-parallel ranks: the sequence split (with --nproc).", panel=_RUN)
+]
+BenchEp = Annotated[
+    int, _opt("--ep", help="Expert-parallel ranks: the experts split (with --nproc).", panel=_RUN)
+]
 BenchZero = Annotated[
     int, _opt("--zero", help="3: FSDP2 over the data-parallel ranks (with --nproc).", panel=_RUN)
 ]
