@@ -36,8 +36,14 @@ def _batch() -> tuple[torch.Tensor, torch.Tensor]:
     return ids, torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
 
 
-def _loss(model, ids: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    logits = model(input_ids=ids)
+def _loss(model, ids: torch.Tensor, targets: torch.Tensor, padded: bool) -> torch.Tensor:
+    # padded: the first 3 tokens of the first row are padding (left padding, as a batch of
+    # prompts has), so the stack builds a mask and counts positions from the first token.
+    mask = None
+    if padded:
+        mask = torch.ones_like(ids)
+        mask[0, :3] = 0
+    logits = model(input_ids=ids, attention_mask=mask)
     return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
 
 
@@ -55,13 +61,13 @@ def _global(model, name: str) -> str:
     return f"{found[1]}.{index}.{name[found.end() :]}"
 
 
-def _train(model, ids, targets, data_group=None) -> tuple[list[float], dict]:
+def _train(model, ids, targets, padded: bool, data_group=None) -> tuple[list[float], dict]:
     """STEPS of SGD; the losses (averaged over the data ranks) and the first step's
     gradients, whole."""
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     losses, grads = [], {}
     for step in range(STEPS):
-        loss = _loss(model, ids, targets)
+        loss = _loss(model, ids, targets, padded)
         loss.backward()
         measured = loss.detach().clone()
         if data_group is not None:
@@ -77,11 +83,11 @@ def _train(model, ids, targets, data_group=None) -> tuple[list[float], dict]:
     return losses, grads
 
 
-def run_case(path: str, dims: dict[str, int]) -> dict:
+def run_case(path: str, dims: dict[str, int], padded: bool = False) -> dict:
     module = _load(path)
     ids, targets = _batch()
     torch.manual_seed(0)
-    ref_losses, ref_grads = _train(module.Model().eval(), ids, targets)
+    ref_losses, ref_grads = _train(module.Model().eval(), ids, targets, padded)
 
     torch.manual_seed(0)
     model = module.Model().eval()
@@ -99,7 +105,7 @@ def run_case(path: str, dims: dict[str, int]) -> dict:
         rows = slice(index * share, (index + 1) * share)
         ids, targets = ids[rows].clone(), targets[rows].clone()
         group = (mesh[tuple(data)]._flatten() if len(data) > 1 else mesh[data[0]]).get_group()
-    losses, grads = _train(model, ids, targets, group)
+    losses, grads = _train(model, ids, targets, padded, group)
     # A parameter no token reached on one process has no gradient there (an expert).
     missing = sorted(n for n, g in grads.items() if g is None and ref_grads[n] is not None)
     grad_diff = max(
@@ -120,14 +126,15 @@ def worker(rank: int, world: int, port: int, cases: list, out: str) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        results = {key: run_case(path, dims) for key, path, dims in cases}
+        results = {key: run_case(*case) for key, *case in cases}
     finally:
         dist.destroy_process_group()
     Path(out, f"rank{rank}.json").write_text(json.dumps(results))
 
 
-def train_on_ranks(world: int, cases: list[tuple[str, str, dict]], folder: Path) -> list[dict]:
-    """Run `cases` (key, generated file, mesh dims) on `world` spawned gloo processes."""
+def train_on_ranks(world: int, cases: list[tuple], folder: Path) -> list[dict]:
+    """Run `cases` (key, generated file, mesh dims[, padded]) on `world` spawned gloo
+    processes."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -11,7 +11,9 @@ step's gradients equal.
   all_to_all_single on gloo, the routing the model's own.
 - Context parallelism at cp=2 (llama's RoPE, gpt2's learned positions, DeepSeek-V2's latent
   attention): 8 positions in 4 chunks, rank 0 holding chunks 0 and 3, rank 1 chunks 1 and 2
-  (causal load balancing), keys and values all-gathered.
+  (causal load balancing), keys and values all-gathered; llama again with left padding (the
+  stack's mask, its rows and key columns taken per shard).
+- On 4 processes (`long`): cp=2 with tp=2 (llama; Falcon's MQA with its kv head copied).
 
 All cases run in one spawn of two processes: starting torch is most of the cost."""
 
@@ -57,24 +59,47 @@ CASES = [
     ("llama cp=2", "llama", {"cp": 2}),
     ("gpt2 cp=2", "gpt2", {"cp": 2}),
     ("deepseek-mla cp=2", "deepseek-mla", {"cp": 2}),
+    ("llama cp=2 padded", "llama", {"cp": 2}, True),
+]
+# On 4 processes (a `long` test): context and tensor parallelism together.
+CASES_4 = [
+    ("llama cp=2 tp=2", "llama", {"cp": 2, "tp": 2}),
+    ("falcon-mqa cp=2 tp=2", "falcon-mqa", {"cp": 2, "tp": 2}),
 ]
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("cp_ep")
+def _train(folder, world: int, cases: list[tuple]) -> list[dict]:
     paths = {}
     for key, (spec, overrides) in MODELS.items():
         path = folder / f"{key.replace('-', '_')}.py"
         path.write_text(generate_source(build_ir(load_spec(spec, overrides))))
         subprocess.run([sys.executable, "-m", "ruff", "check", "-q", str(path)], check=True)
         paths[key] = str(path)
-    cases = [(name, paths[key], dims) for name, key, dims in CASES]
-    return train_on_ranks(2, cases, folder)
+    return train_on_ranks(world, [(name, paths[key], *rest) for name, key, *rest in cases], folder)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return _train(tmp_path_factory.mktemp("cp_ep"), 2, CASES)
+
+
+@pytest.fixture(scope="module")
+def runs_4(tmp_path_factory):
+    return _train(tmp_path_factory.mktemp("cp_tp"), 4, CASES_4)
 
 
 @pytest.mark.parametrize("name", [case[0] for case in CASES])
 def test_every_step_as_one_process(runs, name):
+    _check(runs, name)
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("name", [case[0] for case in CASES_4])
+def test_cp_and_tp_on_4_processes(runs_4, name):
+    _check(runs_4, name)
+
+
+def _check(runs: list[dict], name: str) -> None:
     for rank in runs:
         got = rank[name]
         assert len(got["losses"]) == STEPS

@@ -2,6 +2,8 @@
 
 The plan is read off the IR, whose names are the generated model's attribute paths, so every
 family gets one: Megatron-LM's split (Shoeybi et al. 2019) with PyTorch's DTensor styles.
+The mesh is read by `mesh_sizes` (archspec.runtime.mesh); expert and context parallelism and
+FSDP2 are written by `parallel_layouts.py`.
 Column-parallel q, k, v and MLP gate/up give each rank whole heads and a slice of the hidden
 units; row-parallel o and down sum the partial outputs. Beyond n_kv_heads ranks (multi-query
 attention at tp = 2, say) k and v are whole on every rank and each rank keeps a copy of the kv
@@ -302,9 +304,18 @@ parallel, o row-parallel; with more ranks than kv heads, a copy of the kv head i
 heads read, from whole k and v weights), of the MLP hidden units (gate and up column-
 parallel, down row-parallel; every expert likewise), and of the vocabulary (embedding
 rows, LM head columns, logits gathered). Norms, position tables, the router and the
-pooler are replicated. Then FSDP2 over "dp": each block is sharded, then the root;
-`mp_policy` is an optional torch.distributed.fsdp.MixedPrecisionPolicy. Either dimension
-may have size 1.
+pooler are replicated. Latent attention keeps its latents whole on every rank and
+splits q, kv_up and o by heads.
+
+Expert parallelism over "ep": each rank keeps n_experts / ep of the experts and trains
+on its own rows of the batch; tokens reach their experts with all_to_all_single. Context
+parallelism over "cp" (a causal decoder): the blocks split the sequence in 2·cp chunks,
+rank r holding chunks r and 2·cp - 1 - r, and each attention all-gathers the keys and
+values; the sequence length must be a multiple of 2·cp.
+
+Then FSDP2 over the data ranks ("dp_shard", or "dp", and "ep"): each block is sharded,
+then the root (an expert-parallel rank's own experts left out); `mp_policy` is an
+optional torch.distributed.fsdp.MixedPrecisionPolicy.
 
 sequence_parallel (with tp > 1, for training): between their sublayers the blocks keep
 each rank's share of the sequence (norms, residual stream, residual dropout); attention
