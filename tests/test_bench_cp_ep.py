@@ -46,10 +46,11 @@ def no_launch(monkeypatch):
         ("llama-2-7b", ["--cp", "4"], "--nproc 2: the mesh has more ranks than processes"),
         ("llama-2-7b", ["--cp", "3"], "--cp 3 does not divide --nproc 2"),
         ("llama-2-7b", ["--cp", "2", "--seq", "6"], "the 6 positions do not split into 4"),
-        ("bert-base", ["--cp", "2", "--seq", "8"], "only a decoder's causal sequence"),
+        ("bert-base", ["--cp", "2", "--seq", "8"], "only a causal decoder is split"),
         ("llama-2-7b", ["--ep", "2"], "llama-2-7b has no experts"),
         ("mixtral-8x7b", ["--ep", "2", "--set", "moe.n_experts=3"], "not divide the 3 experts"),
         ("llama-2-7b", ["--cp", "0"], "--cp takes 1 or more ranks"),
+        ("mixtral-8x7b", ["--ep", "2", "--tp", "2", "--nproc", "4"], "over ep and data-parallel"),
     ],
 )
 def test_refusals_before_any_process(no_launch, spec, options, message):

@@ -13,7 +13,10 @@ step's gradients equal.
   attention): 8 positions in 4 chunks, rank 0 holding chunks 0 and 3, rank 1 chunks 1 and 2
   (causal load balancing), keys and values all-gathered; llama again with left padding (the
   stack's mask, its rows and key columns taken per shard).
-- On 4 processes (`long`): cp=2 with tp=2 (llama; Falcon's MQA with its kv head copied).
+- On 4 processes (`long`): cp=2 with tp=2 (llama; Falcon's MQA with its kv head copied);
+  FSDP2 over dp_shard=2 beside cp=2 (the blocks' gradients summed over cp, averaged over
+  dp_shard) and beside ep=2 (the experts sharded over dp_shard); HSDP (dp_replicate=2 of
+  dp_shard=2).
 
 All cases run in one spawn of two processes: starting torch is most of the cost."""
 
@@ -65,6 +68,9 @@ CASES = [
 CASES_4 = [
     ("llama cp=2 tp=2", "llama", {"cp": 2, "tp": 2}),
     ("falcon-mqa cp=2 tp=2", "falcon-mqa", {"cp": 2, "tp": 2}),
+    ("llama dp_shard=2 cp=2", "llama", {"dp_shard": 2, "cp": 2}),
+    ("mixtral dp_shard=2 ep=2", "mixtral", {"dp_shard": 2, "ep": 2}),
+    ("llama dp_replicate=2 dp_shard=2", "llama", {"dp_replicate": 2, "dp_shard": 2}),
 ]
 
 

@@ -34,7 +34,7 @@ def mesh_dims(nproc: int, tp: int = 1, cp: int = 1, ep: int = 1, pp: int = 1) ->
 def check_model_layout(ir: IR, dims: dict[str, int], seq: int) -> None:
     """What the generated parallelize refuses about context and expert parallelism, said
     before the launch: experts ep does not divide, a sequence 2·cp chunks do not divide,
-    and the combinations it does not lay out."""
+    and expert parallelism beside tp or cp, which it does not lay out."""
     cp, ep = dims["cp"], dims["ep"]
     if ep > 1:
         moes = [p.node for p in walk(ir.root) if isinstance(p.node, MoE)]
@@ -44,14 +44,14 @@ def check_model_layout(ir: IR, dims: dict[str, int], seq: int) -> None:
             experts = ir.value(moe.n_experts)
             if experts % ep:
                 raise SpecError(f"--ep {ep} does not divide the {experts} experts")
-        if dims["tp"] > 1 or cp > 1 or dims["dp_shard"] > 1:
+        if dims["tp"] > 1 or cp > 1:
             raise SpecError(
-                f"--ep {ep}: expert parallelism is laid out over ep ranks alone",
-                hint="--nproc equal to --ep, without --tp or --cp",
+                f"--ep {ep}: expert parallelism is laid out over ep and data-parallel ranks",
+                hint="without --tp or --cp",
             )
     if cp > 1:
         if ir.root.layout != "decoder":
-            raise SpecError(f"--cp {cp}: only a decoder's causal sequence is split over cp")
+            raise SpecError(f"--cp {cp}: only a causal decoder is split over cp")
         if any(isinstance(p.node, Attention) and p.node.mask.windowed for p in walk(ir.root)):
             raise SpecError(f"--cp {cp}: sliding-window layers are not split over cp")
         if seq % (2 * cp):
@@ -59,9 +59,4 @@ def check_model_layout(ir: IR, dims: dict[str, int], seq: int) -> None:
                 f"--cp {cp}: the {seq} positions do not split into {2 * cp} equal chunks",
                 hint="causal load balancing gives each rank two chunks: --seq a multiple "
                 f"of {2 * cp}",
-            )
-        if dims["dp_shard"] > 1:
-            raise SpecError(
-                f"--cp {cp}: context parallelism is laid out over cp and tp ranks",
-                hint="--nproc equal to --cp × --tp",
             )

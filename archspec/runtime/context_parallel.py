@@ -85,10 +85,11 @@ class ContextKeys:
         return GatherKeys.apply(k, self.group), GatherKeys.apply(v, self.group)
 
 
-def split_context(blocks: list, mesh, rope: bool) -> None:
+def split_context(blocks: list, mesh, rope: bool, summed: bool) -> None:
     # Hooks on a stack's blocks (x, mask, [rope,] cache): the first splits x, every
     # one reads its rank's rows of the mask and the angles and gathers the keys, the
-    # last gathers x back. Each block's parameter gradients sum over the ranks.
+    # last gathers x back. Each block's parameter gradients sum over the ranks (here
+    # if `summed`, else by FSDP2).
     group, rank, ranks = mesh.get_group(), mesh.get_local_rank(), mesh.size()
     keys, shard = ContextKeys(group), {}
 
@@ -118,12 +119,12 @@ def split_context(blocks: list, mesh, rope: bool) -> None:
     def leave(block: nn.Module, args: tuple, out: Tensor) -> Tensor:
         return WholeRows.apply(out, shard["own"], shard["order"], group)
 
-    def summed(p: nn.Parameter) -> None:
+    def sum_over_ranks(p: nn.Parameter) -> None:
         grad = p.grad._local_tensor if hasattr(p.grad, "_local_tensor") else p.grad
         torch.distributed.all_reduce(grad, group=group)
 
     for block in blocks:
         block.register_forward_pre_hook(enter)
-        for p in block.parameters():
-            p.register_post_accumulate_grad_hook(summed)
+        for p in block.parameters() if summed else ():
+            p.register_post_accumulate_grad_hook(sum_over_ranks)
     blocks[-1].register_forward_hook(leave)

@@ -3,10 +3,11 @@
 (`archspec.runtime.context_parallel`) and FSDP2 over the data ranks. The mesh is read
 once, by `mesh_sizes` (`archspec.runtime.mesh`).
 
-The data ranks are "dp_shard" (or "dp") and "ep": each trains on its own rows of the batch
-(an "ep" rank is a data rank that also holds its share of the experts, as in torchtitan,
-where ep borrows the data-parallel ranks). FSDP2 shards every block, then the root, over
-them all, the experts of an expert-parallel layout left out: each rank holds its own.
+The data ranks are "dp_replicate", "dp_shard" (or "dp") and "ep": each trains on its own rows
+of the batch (an "ep" rank is a data rank that also holds its share of the experts, as in
+torchtitan, where ep borrows the data-parallel ranks). FSDP2 shards every block, then the
+root, over dp_shard and ep (and cp beside dp_shard, torchtitan's dp_shard_cp), replicated
+over dp_replicate (HSDP); an expert-parallel rank's experts are its own (`data_parallel`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from archspec.backends.torchgen.copied import runtime_sources
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.text import call, indent, lines
 from archspec.ir.nodes import MoE
-
-DATA = '("dp", "dp_shard", "ep")'
 
 
 def copies(module: str, *names: str) -> list[str]:
@@ -27,11 +26,10 @@ def copies(module: str, *names: str) -> list[str]:
 
 def _refusals() -> list[str]:
     return [
-        'if sizes["pp"] > 1 or sizes["dp_replicate"] > 1:',
-        "    raise ValueError(",
-        "        f\"pp={sizes['pp']}, dp_replicate={sizes['dp_replicate']}: \"",
-        '        "parallelize lays out dp_shard, cp, tp and ep"',
-        "    )",
+        'if sizes["pp"] > 1:',
+        "    raise ValueError(f\"pp={sizes['pp']}: parallelize has no pipeline stages\")",
+        'if sizes["dp_replicate"] > 1 and (sizes["cp"] > 1 or sizes["ep"] > 1):',
+        '    raise ValueError("dp_replicate (HSDP) is planned beside dp_shard and tp")',
     ]
 
 
@@ -43,12 +41,12 @@ def _experts(f: Features) -> list[str]:
             "    raise ValueError(f\"ep={sizes['ep']}: this model has no experts\")",
         ]
     body = [
-        'if sizes["tp"] > 1 or sizes["cp"] > 1 or sizes["dp_shard"] > 1:',
-        '    raise ValueError("expert parallelism is planned over ep alone")',
+        'if sizes["tp"] > 1 or sizes["cp"] > 1:',
+        '    raise ValueError("expert parallelism is planned over ep and dp_shard")',
         'ep = mesh["ep"]',
         "# Every data rank (ep and dp_shard) its own rows: each expert's gradient is",
-        "# divided by their number.",
-        'data_ranks = sizes["ep"] * sizes["dp_shard"]',
+        "# divided by their number (by FSDP2 below when it shards them over dp_shard).",
+        'data_ranks = sizes["ep"] if sizes["dp_shard"] == 1 else 1',
         "for module in model.modules():",
         f"    if isinstance(module, ({', '.join(moes)},)):",
         "        if len(module.experts) % ep.size():",
@@ -66,27 +64,43 @@ def more_layouts(f: Features) -> list[str]:
 
 
 def data_parallel(f: Features) -> list[str]:
-    """FSDP2 over the data ranks; an expert-parallel rank's own experts left out."""
+    """FSDP2 over the data ranks. Under cp with dp_shard, the blocks shard over dp_shard × cp
+    too, their gradients summed over cp (each rank's positions give part of them) and
+    averaged over dp_shard; without dp_shard, `split_context` sums them. An expert-parallel
+    rank's own experts are sharded over dp_shard alone (each a unit), or left out."""
     moe = any(True for _ in f.classes(MoE))
-    own = "ignored_params=own"
-    body = [
-        "mp_policy = mp_policy or MixedPrecisionPolicy()  # default: no casts",
-    ]
+    body = ["mp_policy = mp_policy or MixedPrecisionPolicy()  # default: no casts"]
+    own = ""
     if moe:
+        own = ", ignored_params=own"
         body += [
             "# An expert-parallel rank's own experts: not sharded over the others.",
             'own = {p for m in model.modules() if hasattr(m, "mix") for p in m.parameters()}',
+            'if own and sizes["dp_shard"] > 1:  # over dp_shard, averaged over every rank',
+            '    shard = flat_mesh(mesh, ("dp", "dp_shard"))',
+            '    for expert in (e for m in model.modules() if hasattr(m, "mix") for e in m):',
+            "        fully_shard(expert, mesh=shard, mp_policy=mp_policy)",
+            "        expert.set_gradient_divide_factor(dp.size())",
+            "        expert.set_force_sum_reduction_for_comms(True)  # gloo: no PREMUL_SUM",
+            "    own = set()",
         ]
-    else:
-        own = ""
-    args = f"mesh=dp, mp_policy=mp_policy{', ' + own if own else ''}"
     body += [
+        'if sizes["dp_replicate"] > 1:  # HSDP: replicas of dp_shard\'s sharding',
+        '    dp = mesh["dp_replicate", "dp_shard" if "dp_shard" in names else "dp"]',
         "for block in blocks:",
-        f"    fully_shard(block, {args})",
-        f"fully_shard(model, {args})",
+        f"    fully_shard(block, mesh=dp, mp_policy=mp_policy{own})",
+        '    if sizes["cp"] > 1:',
+        '        block.set_gradient_divide_factor(dp.size() // sizes["cp"])',
+        "        block.set_force_sum_reduction_for_comms(True)  # gloo: no PREMUL_SUM",
+        f"fully_shard(model, mesh=dp, mp_policy=mp_policy{own})",
     ]
     return [
-        f"dp = flat_mesh(mesh, {DATA})",
+        "# The data ranks; cp ranks too under dp_shard (see split_context).",
+        "names = mesh.mesh_dim_names",
+        'data = ("dp", "dp_shard", "ep") + (("cp",) if sizes["dp_shard"] > 1 else ())',
+        "dp = flat_mesh(mesh, data)",
+        'if sizes["dp_replicate"] > 1 and sizes["dp_shard"] == 1:',
+        '    raise ValueError("dp_replicate (HSDP) needs a dp_shard dimension")',
         "if dp is not None and dp.size() > 1:",
         indent(lines(*body), 1),
     ]
@@ -98,11 +112,11 @@ def _context(f: Features) -> list[str]:
     stack = f.stacks[-1]
     why = None
     if len(f.stacks) > 1:
-        why = "an encoder-decoder's cross-attention is not split over cp"
+        why = "an encoder-decoder is not split over cp"
     elif not f.cached(stack) or False in f.causalities:
-        why = "only a causal decoder's sequence is split over cp"
+        why = "only a causal decoder is split over cp"
     elif f.windowed:
-        why = "sliding-window layers keep their own cache: not split over cp"
+        why = "sliding-window layers are not split over cp"
     if why is not None:
         refusal = call("raise ValueError", [f'"context parallelism: {why}"'], 2)
         return ['if sizes["cp"] > 1:', indent(refusal, 1)]
@@ -120,7 +134,10 @@ def _context(f: Features) -> list[str]:
             "split_context",
         ),
         'if sizes["cp"] > 1:',
-        '    if sequence_parallel or sizes["dp_shard"] > 1 or sizes["ep"] > 1:',
-        '        raise ValueError("context parallelism: over cp and tp, no sp")',
-        f'    split_context(list(model.{stack.name}.blocks), mesh["cp"], rope={rope})',
+        '    if sequence_parallel or sizes["ep"] > 1:',
+        '        raise ValueError("context parallelism: with tp and dp_shard, no sp")',
+        "    # Without dp_shard, split_context sums the blocks' gradients over cp; with it",
+        "    # FSDP2 does (below).",
+        '    summed = sizes["dp_shard"] == 1',
+        f'    split_context(list(model.{stack.name}.blocks), mesh["cp"], {rope}, summed)',
     ]
