@@ -113,7 +113,9 @@ def run_case(path: str, dims: dict[str, int], padded: bool = False) -> dict:
         for n in grads
         if grads[n] is not None and ref_grads[n] is not None
     )
+    local = (p.to_local() if isinstance(p, DTensor) else p for p in model.parameters())
     return {
+        "local_bytes": sum(t.numel() * t.element_size() for t in local),
         "losses": losses,
         "ref_losses": ref_losses,
         "grad_diff": grad_diff,

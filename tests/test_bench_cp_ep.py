@@ -75,6 +75,7 @@ def test_cp_2_holds_every_weight_on_each_rank():
     ir = build_ir(load_spec("llama-2-7b", tiny_sizes()))
     whole = 4 * ir.value(parameter_count(ir.root))
     assert [rank["param_bytes"] for rank in r["ranks"]] == [whole, whole]
+    assert [rank["predicted_param_bytes"] for rank in r["ranks"]] == [whole, whole]
 
 
 @pytest.mark.slow
@@ -92,3 +93,4 @@ def test_ep_2_holds_half_the_experts():
     assert sum(rank["param_bytes"] for rank in r["ranks"]) == 4 * total
     for rank in r["ranks"]:
         assert rank["param_bytes"] == 4 * ((total - experts) // 2 + experts // 2)
+        assert rank["predicted_param_bytes"] == rank["param_bytes"]

@@ -28,6 +28,7 @@ import sys
 import pytest
 
 from archspec import build_ir, load_spec
+from archspec.backends.count.torch_layout_mesh import mesh_local_params
 from archspec.backends.torchgen import generate_source
 from tests.distributed_steps import STEPS, train_on_ranks
 from tests.tiny import tiny_sizes
@@ -97,6 +98,33 @@ def runs_4(tmp_path_factory):
 @pytest.mark.parametrize("name", [case[0] for case in CASES])
 def test_every_step_as_one_process(runs, name):
     _check(runs, name)
+
+
+def _split(cases: list[tuple]) -> list[tuple]:
+    """The cases laid out with cp or ep: (name, model, dims)."""
+    return [case[:3] for case in cases if case[2].get("cp", 1) > 1 or case[2].get("ep", 1) > 1]
+
+
+@pytest.mark.parametrize("name,key,dims", _split(CASES))
+def test_local_bytes_equal_prediction(runs, name, key, dims):
+    """Each rank's parameter bytes are count's (`mesh_local_params`) for the mesh."""
+    _local_bytes(runs, name, key, dims)
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("name,key,dims", _split(CASES_4))
+def test_local_bytes_on_4_processes(runs_4, name, key, dims):
+    _local_bytes(runs_4, name, key, dims)
+
+
+def _local_bytes(runs: list[dict], name: str, key: str, dims: dict[str, int]) -> None:
+    spec, overrides = MODELS[key]
+    ir = build_ir(load_spec(spec, overrides))
+    mesh = {dim: dims.get(dim, 1) for dim in ("pp", "dp_shard", "ep", "cp", "tp")}
+    order = {dim: mesh[dim] for dim in dims}  # the mesh as the ranks built it
+    order.update((dim, 1) for dim in mesh if dim not in order)
+    for rank, got in enumerate(runs):
+        assert got[name]["local_bytes"] == 4 * mesh_local_params(ir, order, rank)
 
 
 @pytest.mark.long

@@ -276,13 +276,16 @@ def _bench_distributed(spec, set_, nproc, dims, zero, settings, json_, debug) ->
     for rank in r["ranks"]:
         table.add_row(
             str(rank["rank"]), _seconds(rank["step_time_s"]), f"{rank['tokens_per_s']:,.0f}",
-            _bytes(rank["param_bytes"]), _bytes(pred["weights"]),
+            _bytes(rank["param_bytes"]), _bytes(rank.get("predicted_param_bytes", pred["weights"])),
             _bytes(rank["saved_tensor_bytes"]), _bytes(pred["activations"]),
             _bytes(rank["peak_memory_bytes"]), _bytes(pred["total"]),
         )  # fmt: skip
     print_table(table)
     if r["predicted_bytes"] is None:
-        stdout().print("predicted: none, count does not lay out --cp or --ep yet.")
+        stdout().print(
+            "predicted: each rank's parameters (count's torch layout of the mesh); count "
+            "does not predict the activations and peak of --cp or --ep yet."
+        )
         return
     stdout().print(
         f"predicted: count --engine torch, {pred['attn']} attention. Predicted memory is "
