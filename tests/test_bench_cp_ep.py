@@ -50,7 +50,7 @@ def no_launch(monkeypatch):
         ("llama-2-7b", ["--ep", "2"], "llama-2-7b has no experts"),
         ("mixtral-8x7b", ["--ep", "2", "--set", "moe.n_experts=3"], "not divide the 3 experts"),
         ("llama-2-7b", ["--cp", "0"], "--cp takes 1 or more ranks"),
-        ("mixtral-8x7b", ["--ep", "2", "--tp", "2", "--nproc", "4"], "over ep and data-parallel"),
+        ("mixtral-8x7b", ["--ep", "2", "--cp", "2", "--nproc", "4"], "not context parallelism"),
     ],
 )
 def test_refusals_before_any_process(no_launch, spec, options, message):

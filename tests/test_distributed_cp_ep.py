@@ -15,8 +15,8 @@ step's gradients equal.
   stack's mask, its rows and key columns taken per shard).
 - On 4 processes (`long`): cp=2 with tp=2 (llama; Falcon's MQA with its kv head copied);
   FSDP2 over dp_shard=2 beside cp=2 (the blocks' gradients summed over cp, averaged over
-  dp_shard) and beside ep=2 (the experts sharded over dp_shard); HSDP (dp_replicate=2 of
-  dp_shard=2).
+  dp_shard) and beside ep=2 (the experts sharded over dp_shard); ep=2 with tp=2 (each
+  expert split over tp); HSDP (dp_replicate=2 of dp_shard=2).
 
 All cases run in one spawn of two processes: starting torch is most of the cost."""
 
@@ -28,7 +28,7 @@ import sys
 import pytest
 
 from archspec import build_ir, load_spec
-from archspec.backends.count.torch_layout_mesh import mesh_local_params
+from archspec.backends.count.torch_layout_mesh import covered, mesh_local_params
 from archspec.backends.torchgen import generate_source
 from tests.distributed_steps import STEPS, train_on_ranks
 from tests.tiny import tiny_sizes
@@ -71,6 +71,7 @@ CASES_4 = [
     ("falcon-mqa cp=2 tp=2", "falcon-mqa", {"cp": 2, "tp": 2}),
     ("llama dp_shard=2 cp=2", "llama", {"dp_shard": 2, "cp": 2}),
     ("mixtral dp_shard=2 ep=2", "mixtral", {"dp_shard": 2, "ep": 2}),
+    ("mixtral ep=2 tp=2", "mixtral", {"ep": 2, "tp": 2}),
     ("llama dp_replicate=2 dp_shard=2", "llama", {"dp_replicate": 2, "dp_shard": 2}),
 ]
 
@@ -101,8 +102,13 @@ def test_every_step_as_one_process(runs, name):
 
 
 def _split(cases: list[tuple]) -> list[tuple]:
-    """The cases laid out with cp or ep: (name, model, dims)."""
-    return [case[:3] for case in cases if case[2].get("cp", 1) > 1 or case[2].get("ep", 1) > 1]
+    """The cases laid out with cp or ep that count covers: (name, model, dims)."""
+    out = []
+    for name, key, dims, *_ in cases:
+        mesh = {dim: dims.get(dim, 1) for dim in ("pp", "dp_shard", "ep", "cp", "tp")}
+        if (mesh["cp"] > 1 or mesh["ep"] > 1) and covered(mesh):
+            out.append((name, key, dims))
+    return out
 
 
 @pytest.mark.parametrize("name,key,dims", _split(CASES))

@@ -177,9 +177,9 @@ def run_distributed(
             why = _why(folder, done.stderr)
             raise SpecError(f"torchrun failed (exit {done.returncode}): {why}")
         ranks = [json.loads(Path(folder, f"rank{r}.json").read_text()) for r in range(nproc)]
-    if not laid_out:  # each rank's parameters, all count says of a cp or ep layout yet
-        from archspec.backends.count.torch_layout_mesh import mesh_local_params
+    from archspec.backends.count.torch_layout_mesh import covered, mesh_local_params
 
+    if not laid_out and covered(dims):  # each rank's parameters: all count says of it yet
         for r in ranks:
             r["predicted_param_bytes"] = 4 * mesh_local_params(ir, dims, r["rank"])
     for r in ranks:

@@ -34,7 +34,7 @@ def mesh_dims(nproc: int, tp: int = 1, cp: int = 1, ep: int = 1, pp: int = 1) ->
 def check_model_layout(ir: IR, dims: dict[str, int], seq: int) -> None:
     """What the generated parallelize refuses about context and expert parallelism, said
     before the launch: experts ep does not divide, a sequence 2·cp chunks do not divide,
-    and expert parallelism beside tp or cp, which it does not lay out."""
+    and expert parallelism beside cp, which it does not lay out."""
     cp, ep = dims["cp"], dims["ep"]
     if ep > 1:
         moes = [p.node for p in walk(ir.root) if isinstance(p.node, MoE)]
@@ -44,10 +44,10 @@ def check_model_layout(ir: IR, dims: dict[str, int], seq: int) -> None:
             experts = ir.value(moe.n_experts)
             if experts % ep:
                 raise SpecError(f"--ep {ep} does not divide the {experts} experts")
-        if dims["tp"] > 1 or cp > 1:
+        if cp > 1:
             raise SpecError(
-                f"--ep {ep}: expert parallelism is laid out over ep and data-parallel ranks",
-                hint="without --tp or --cp",
+                f"--ep {ep} with --cp {cp}: expert parallelism is laid out beside data and "
+                "tensor parallelism, not context parallelism"
             )
     if cp > 1:
         if ir.root.layout != "decoder":

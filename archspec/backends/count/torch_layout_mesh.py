@@ -30,15 +30,20 @@ def coordinates(dims: dict[str, int], rank: int) -> dict[str, int]:
     return out
 
 
+def covered(dims: dict[str, int]) -> bool:
+    """The meshes counted here: cp with tp or with dp_shard, ep with dp_shard (FSDP2 beside
+    tp, which shards each tensor's tp shard, is not)."""
+    tp, cp, ep, dp = dims["tp"], dims["cp"], dims["ep"], dims["dp_shard"]
+    return dims.get("pp", 1) == 1 and not (dp * ep > 1 and tp > 1) and not (ep > 1 and cp > 1)
+
+
 def mesh_local_params(ir: IR, dims: dict[str, int], rank: int) -> int:
     """Elements of the parameters rank `rank` holds on mesh `dims`."""
+    if not covered(dims):
+        raise SpecError("mesh_local_params covers cp with tp or dp_shard, ep with dp_shard")
     at = coordinates(dims, rank)
     tp, cp, ep, dp = dims["tp"], dims["cp"], dims["ep"], dims["dp_shard"]
-    if dims.get("pp", 1) > 1 or (ep > 1 and (tp > 1 or cp > 1)):
-        raise SpecError("mesh_local_params covers cp (with tp or dp_shard) and ep (with dp_shard)")
     if ep == 1:
-        if dp > 1 and tp > 1:
-            raise SpecError("mesh_local_params covers FSDP2 beside cp without tp")
         if dp > 1:  # FSDP2 over dp_shard × cp
             shards = Parallelism(gpus=dp * cp, zero=3, engine="torch")
             return torch_local_params(ir, shards, at["dp_shard"] * cp + at["cp"])

@@ -41,8 +41,8 @@ def _experts(f: Features) -> list[str]:
             "    raise ValueError(f\"ep={sizes['ep']}: this model has no experts\")",
         ]
     body = [
-        'if sizes["tp"] > 1 or sizes["cp"] > 1:',
-        '    raise ValueError("expert parallelism is planned over ep and dp_shard")',
+        'if sizes["cp"] > 1:',
+        '    raise ValueError("expert parallelism is planned beside dp_shard and tp")',
         'ep = mesh["ep"]',
         "# Every data rank (ep and dp_shard) its own rows: each expert's gradient is",
         "# divided by their number (by FSDP2 below when it shards them over dp_shard).",
