@@ -85,11 +85,11 @@ class ContextKeys:
         return GatherKeys.apply(k, self.group), GatherKeys.apply(v, self.group)
 
 
-def split_context(blocks: list, mesh, rope: bool, summed: bool) -> None:
-    # Hooks on a stack's blocks (x, mask, [rope,] cache): the first splits x, every
-    # one reads its rank's rows of the mask and the angles and gathers the keys, the
-    # last gathers x back. Each block's parameter gradients sum over the ranks (here
-    # if `summed`, else by FSDP2).
+def split_context(blocks: list, mesh, angles: bool, summed: bool) -> None:
+    # Hooks on a stack's blocks (x, mask, [angles,] cache): the first splits x,
+    # every one reads its rank's rows of the mask and the angles and gathers the
+    # keys, the last gathers x back. Each block's parameter gradients sum over the
+    # ranks (here if `summed`, else by FSDP2).
     group, rank, ranks = mesh.get_group(), mesh.get_local_rank(), mesh.size()
     keys, shard = ContextKeys(group), {}
 
@@ -110,11 +110,11 @@ def split_context(blocks: list, mesh, rope: bool, summed: bool) -> None:
             else:
                 mask = mask[..., own, :][..., held]
             shard["mask"] = mask
-            if rope:
-                shard["rope"] = tuple(t[..., own, :] for t in rest[0])
+            if angles:
+                shard["angles"] = tuple(t[..., own, :] for t in rest[0])
             x = ShareRows.apply(x, own, shard["order"], group)
-        angles = (shard["rope"],) if rope else ()
-        return (x, shard["mask"], *angles, keys)
+        table = (shard["angles"],) if angles else ()
+        return (x, shard["mask"], *table, keys)
 
     def leave(block: nn.Module, args: tuple, out: Tensor) -> Tensor:
         return WholeRows.apply(out, shard["own"], shard["order"], group)

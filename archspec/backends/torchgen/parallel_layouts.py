@@ -120,7 +120,7 @@ def _context(f: Features) -> list[str]:
     if why is not None:
         refusal = call("raise ValueError", [f'"context parallelism: {why}"'], 2)
         return ['if sizes["cp"] > 1:', indent(refusal, 1)]
-    rope = f.position_code(stack).angles is not None
+    angles = f.position_code(stack).angles is not None
     return [
         "",
         *copies(
@@ -139,5 +139,5 @@ def _context(f: Features) -> list[str]:
         "    # Without dp_shard, split_context sums the blocks' gradients over cp; with it",
         "    # FSDP2 does (below).",
         '    summed = sizes["dp_shard"] == 1',
-        f'    split_context(list(model.{stack.name}.blocks), mesh["cp"], {rope}, summed)',
+        f'    split_context(list(model.{stack.name}.blocks), mesh["cp"], {angles}, summed)',
     ]
