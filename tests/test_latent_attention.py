@@ -87,15 +87,15 @@ def test_what_latent_attention_has_no_place_for_is_refused(override: str, field:
     assert field.split(".")[-1] in str(error.value)
 
 
-def test_tensor_parallelism_of_latent_attention_is_refused(tmp_path: Path) -> None:
+def test_tensor_parallelism_of_latent_attention_is_not_counted(tmp_path: Path) -> None:
+    """The generated parallelize splits latent attention by heads (tests/test_distributed_cp_ep.py
+    trains it at tp=2); count does not predict that layout yet and says so."""
     from archspec.backends.count.layout import Parallelism, check_layout
 
     ir = tiny()
     with pytest.raises(SpecError, match="latent attention"):
         check_layout(ir, Parallelism(tp=2, gpus=2))
-    assert 'raise ValueError("tensor parallelism: latent attention is not split")' in (
-        generate_source(ir)
-    )
+    assert "SharedKeyGradient" in generate_source(ir)
 
 
 def test_deepseek_experts_count_and_run(tmp_path: Path) -> None:

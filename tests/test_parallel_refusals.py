@@ -31,9 +31,17 @@ class _Dim:
         return self._size
 
 
+class _Mesh(dict):
+    """A DeviceMesh as parallelize reads it before any collective: named dimensions."""
+
+    @property
+    def mesh_dim_names(self) -> tuple[str, ...]:
+        return tuple(self)
+
+
 def test_tp_splitting_a_kv_head_is_refused(tmp_path):
     module = generated_module("llama-2-7b", [*TINY, *GQA_6_2], tmp_path)
-    mesh = {"tp": _Dim(3), "dp": _Dim(1)}
+    mesh = _Mesh(tp=_Dim(3), dp=_Dim(1))
     message = "tp=3 does not divide the 2 kv heads, nor is it a multiple of them"
     with pytest.raises(ValueError, match=message):
         module.parallelize(module.Model(), mesh)

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from archspec.bench.mesh_layout import check_model_layout, mesh_dims
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 
@@ -24,27 +25,23 @@ from archspec.ir.nodes import IR
 MAX_NPROC = 128
 
 
-def check_layout(nproc: int, tp: int, zero: int, device: str, gpus: int, pp: int = 1) -> None:
-    """One clear message per impossible request."""
+def check_layout(
+    nproc: int, tp: int, zero: int, device: str, gpus: int, cp: int = 1, ep: int = 1, pp: int = 1
+) -> dict[str, int]:
+    """One clear message per impossible request; the mesh (`mesh_layout.mesh_dims`)."""
     if not 2 <= nproc <= MAX_NPROC:
         raise SpecError(f"--nproc takes 2 or more processes, at most {MAX_NPROC} (got {nproc:,})")
-    if tp < 1 or nproc % tp:
-        raise SpecError(f"--tp {tp} does not divide --nproc {nproc}")
+    dims = mesh_dims(nproc, tp=tp, cp=cp, ep=ep, pp=pp)
     if zero not in (0, 3):
         raise SpecError("--zero with --nproc takes 0 (replicated) or 3 (FSDP2)")
-    if tp * pp > nproc:
+    if dims["dp_shard"] > 1 and zero != 3:
         raise SpecError(
-            f"--tp {tp} × --pp {pp} needs {tp * pp} processes, more than --nproc {nproc}"
-        )
-    if pp < 1 or nproc % (tp * pp):
-        raise SpecError(f"--tp {tp} × --pp {pp} does not divide --nproc {nproc}")
-    if nproc // (tp * pp) > 1 and zero != 3:
-        raise SpecError(
-            f"--nproc {nproc} with --tp {tp} leaves {nproc // tp} data-parallel replicas",
+            f"--nproc {nproc} with --tp {tp} leaves {dims['dp_shard']} data-parallel replicas",
             hint="the generated parallelize shards them with FSDP2: add --zero 3",
         )
     if device == "cuda" and nproc > gpus:
         raise SpecError(f"--nproc {nproc} exceeds the {gpus} GPUs of this machine")
+    return dims
 
 
 def check_heads(ir: IR, tp: int) -> None:
@@ -127,8 +124,9 @@ def _why(folder: str, stderr: str) -> str:
 
 
 def run_distributed(
-    ir: IR, nproc: int, tp: int, zero: int, s: Any, pipeline: dict[str, Any] | None = None
-) -> dict[str, Any]:
+    ir: IR, nproc: int, tp: int, zero: int, s: Any, pipeline: dict[str, Any] | None = None,
+    cp: int = 1, ep: int = 1,
+) -> dict[str, Any]:  # fmt: skip
     """`bench --nproc`: fp32 training under torchrun on this machine (on the CPU unless
     `s.device` says cuda), with the bench's Settings `s` (`s.seq` positions, default 512 or the
     model's context if shorter). Every guard of the single-process bench runs first.
@@ -153,22 +151,25 @@ def run_distributed(
     batch = s.batch
     gpus = torch.cuda.device_count()
     pp = pipeline["pp"] if pipeline is not None else 1
-    check_layout(nproc, tp, zero, device, gpus, pp)
+    dims = check_layout(nproc, tp, zero, device, gpus, cp=cp, ep=ep, pp=pp)
     stage_layers = schedule = None
     stages: list = []
     if pp > 1:
         stage_layers, schedule = check_pipeline(ir, nproc, tp, zero, **pipeline)
         stages = stage_predictions(ir, pp, stage_layers, schedule, batch, seq, device)
     check_heads(ir, tp)
-    # Refuses what cannot be split.
-    prediction = predicted(ir, nproc, tp, zero, batch, seq, device) if pp == 1 else None
+    check_model_layout(ir, dims, seq)
+    # Refuses what cannot be split. count lays out neither a pipeline's mesh as one figure
+    # (each stage is predicted on its own) nor cp or ep's activations yet.
+    laid_out = pp == 1 and cp == 1 and ep == 1
+    prediction = predicted(ir, nproc, tp, zero, batch, seq, device) if laid_out else None
     if not s.force and prediction is not None:
         # Per device, with what any step holds besides; CPU processes share the machine's RAM.
         vocab, width = ir.value(ir.root.vocab_size), ir.value(ir.root.d_model)
         each = prediction["total"] + least_bytes(vocab, width, batch, seq, 4)
         check_fits(ir.name, each * (nproc if device == "cpu" else 1), on)
     settings = {
-        "device": device, "tp": tp, "batch": batch, "seq": seq, "steps": s.steps,
+        "device": device, "tp": tp, "mesh": dims, "batch": batch, "seq": seq, "steps": s.steps,
         "warmup": s.warmup, "seed": s.seed, "vocab": ir.value(ir.root.vocab_size),
         "encoder_decoder": ir.root.layout == "encoder-decoder",
         "pp": pp, "stage_layers": stage_layers, "schedule": schedule,
@@ -188,18 +189,25 @@ def run_distributed(
             why = _why(folder, done.stderr)
             raise SpecError(f"torchrun failed (exit {done.returncode}): {why}")
         ranks = [json.loads(Path(folder, f"rank{r}.json").read_text()) for r in range(nproc)]
-        # The model alone on this process, over the same steps and sequences.
+        # The model alone on this process, over the same steps and sequences: every data rank's
+        # (dp_shard × ep) batch side by side.
         steps = s.warmup + 1 + s.steps
         module = load_generated(source.read_text(), folder)
-        reference = reference_losses(module, settings, nproc // tp // pp, steps)
+        reference = reference_losses(module, settings, dims["dp_shard"] * dims["ep"], steps)
     for r, predicted_bytes in zip(ranks, stages, strict=False):
         r["predicted_bytes"] = predicted_bytes  # a pipeline rank's own stage
+    from archspec.backends.count.torch_layout_mesh import covered, mesh_local_params
+
+    if (cp > 1 or ep > 1) and covered(dims):  # each rank's parameters: all count says of it yet
+        for r in ranks:
+            r["predicted_param_bytes"] = 4 * mesh_local_params(ir, dims, r["rank"])
     for r in ranks:
         r["step_time_s"] = statistics.median(r["step_times_s"])
         r["tokens_per_s"] = batch * seq / r["step_time_s"]
     return {
         "name": ir.name, "overrides": list(ir.identity.overrides), "nproc": nproc, "tp": tp,
-        "dp": nproc // tp, "zero": zero, "device": device, "batch": batch, "seq": seq,
+        "dp": dims["dp_shard"], "cp": cp, "ep": ep, "mesh": dims, "zero": zero,
+        "device": device, "batch": batch, "seq": seq,
         "predicted_bytes": prediction, "ranks": ranks, "reference_losses": reference,
         **({"pp": pp, "stage_layers": stage_layers, "schedule": schedule} if pp > 1 else {}),
     }  # fmt: skip

@@ -84,12 +84,13 @@ def main(source: str, settings_path: str) -> None:
     torch.manual_seed(s["seed"])  # the same weights on every rank before sharding
     with device:
         model = module.Model(module.Config())
-    tp = s["tp"]
-    mesh = init_device_mesh(device.type, (world // tp, tp), mesh_dim_names=("dp", "tp"))
+    dims = s["mesh"]  # archspec.bench.mesh_layout.mesh_dims
+    mesh = init_device_mesh(device.type, tuple(dims.values()), mesh_dim_names=tuple(dims))
     module.parallelize(model, mesh)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    # Each data-parallel replica its own sequences; the tp ranks of a replica the same ones.
-    inputs, targets = batch(s, mesh["dp"].get_local_rank(), device)
+    # Each data rank (dp_shard, ep) its own sequences; its tp and cp ranks the same ones.
+    data = mesh["dp_shard"].get_local_rank() * dims["ep"] + mesh["ep"].get_local_rank()
+    inputs, targets = batch(s, data, device)
     ids = inputs["input_ids"]
     losses: list[float] = []
 

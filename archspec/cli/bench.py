@@ -21,8 +21,10 @@ from archspec.cli.common import (
 from archspec.cli.options import (
     BenchBatch,
     BenchCompile,
+    BenchCp,
     BenchDevice,
     BenchDtype,
+    BenchEp,
     BenchForce,
     BenchHfFirst,
     BenchMode,
@@ -56,7 +58,8 @@ def bench(
     threads: BenchThreads = None, seed: BenchSeed = 0, vs_hf: BenchVsHf = False,
     hf_first: BenchHfFirst = False, peak_tflops: BenchPeakTflops = None,
     nproc: BenchNproc = None, tp: BenchTp = 1, zero: BenchZero = 0, pp: BenchPp = 1,
-    stage_layers: StageLayers = None, schedule: BenchSchedule = "1f1b", force: BenchForce = False,
+    stage_layers: StageLayers = None, schedule: BenchSchedule = "1f1b", cp: BenchCp = 1,
+    ep: BenchEp = 1, force: BenchForce = False,
     set_: SetOpt = None, json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Time the spec's generated PyTorch model in this process: median, min and max step
@@ -85,7 +88,8 @@ def bench(
         settings = Settings(device=device, dtype="fp32", batch=batch, seq=seq, steps=steps,
                             warmup=warmup, seed=seed, threads=threads, force=force)  # fmt: skip
         pipeline = {"pp": pp, "stage_layers": stage_layers, "schedule": schedule}
-        _bench_distributed(spec, set_, nproc, tp, zero, pipeline, settings, json_, debug)
+        _bench_distributed(spec, set_, nproc, (tp, cp, ep), zero, pipeline, settings, json_,
+                           debug)  # fmt: skip
         return
     settings = Settings(
         device=device, dtype=dtype, batch=batch, seq=seq, mode=mode, compile=compile_,
@@ -247,8 +251,10 @@ def _notes(r: dict[str, Any], hf: bool) -> list[str]:
     return notes
 
 
-def _bench_distributed(spec, set_, nproc, tp, zero, pipeline, settings, json_, debug) -> None:
-    """`--nproc`: torchrun on this machine; a row per rank beside the per-device prediction."""
+def _bench_distributed(spec, set_, nproc, dims, zero, pipeline, settings, json_, debug) -> None:
+    """`--nproc`: torchrun on this machine; a row per rank beside the per-device prediction.
+    dims: (tp, cp, ep)."""
+    tp, cp, ep = dims
     from rich.table import Table
 
     from archspec.bench.distributed import run_distributed
@@ -256,11 +262,12 @@ def _bench_distributed(spec, set_, nproc, tp, zero, pipeline, settings, json_, d
 
     with user_errors(debug):
         ir = with_overrides(build_ir(resolve_spec(spec, set_)), set_)
-        r = run_distributed(ir, nproc, tp, zero, settings, pipeline)
+        r = run_distributed(ir, nproc, tp, zero, settings, pipeline, cp=cp, ep=ep)
     if json_:
         print_json(r)
         return
-    layout = f"tp={r['tp']}, dp={r['dp']}, zero={r['zero']}"
+    more = "".join(f", {k}={r[k]}" for k in ("cp", "ep") if r[k] > 1)
+    layout = f"tp={r['tp']}, dp={r['dp']}{more}, zero={r['zero']}"
     if "pp" in r:
         layers = ",".join(map(str, r["stage_layers"]))
         layout = f"pp={r['pp']} ({r['schedule']}, stages of {layers} layers)"
@@ -280,11 +287,18 @@ def _bench_distributed(spec, set_, nproc, tp, zero, pipeline, settings, json_, d
         loss = f"{rank['losses'][-1]:.6f}" if rank["losses"] else "-"
         table.add_row(
             str(rank["rank"]), _seconds(rank["step_time_s"]), f"{rank['tokens_per_s']:,.0f}",
-            loss, _bytes(rank["param_bytes"]), _bytes(pred.get("weights")),
+            loss, _bytes(rank["param_bytes"]),
+            _bytes(rank.get("predicted_param_bytes", pred.get("weights"))),
             _bytes(rank["saved_tensor_bytes"]), _bytes(pred.get("activations")),
             _bytes(rank["peak_memory_bytes"]), _bytes(pred.get("total")),
         )  # fmt: skip
     print_table(table)
+    if r["cp"] > 1 or r["ep"] > 1:
+        stdout().print(
+            "predicted: each rank's parameters (count's torch layout of the mesh); count "
+            "does not predict the activations and peak of --cp or --ep yet."
+        )
+        return
     attn = (r["predicted_bytes"] or r["ranks"][0].get("predicted_bytes") or {}).get("attn")
     stdout().print(
         f"predicted: count --engine torch, {attn} attention. Predicted memory is "

@@ -276,6 +276,12 @@ BenchSchedule = Annotated[
     str, _opt("--schedule", help="Pipeline schedule: 1f1b, gpipe, interleaved-1f1b, looped-bfs, "
               "interleaved-zb or zbv (with --pp).", panel=_RUN)
 ]  # fmt: skip
+BenchCp = Annotated[
+    int, _opt("--cp", help="Context-parallel ranks: the sequence split (with --nproc).", panel=_RUN)
+]
+BenchEp = Annotated[
+    int, _opt("--ep", help="Expert-parallel ranks: the experts split (with --nproc).", panel=_RUN)
+]
 BenchZero = Annotated[
     int, _opt("--zero", help="3: FSDP2 over the data-parallel ranks (with --nproc).", panel=_RUN)
 ]

@@ -2,11 +2,12 @@
 
 `parallelize` imports torch.distributed inside itself (a single-device user never loads
 it), so the generator copies these into its body, after those imports, at the depth
-where the plan uses them: each fits in 88 columns at that depth (`kv_heads` and
-`CopiedKVHeads` two levels in, `gather` and `whole_moe` three), as the ruff check of
-generated files confirms.
+where the plan uses them: each fits in 88 columns at that depth (`kv_heads`,
+`CopiedKVHeads` and `SharedKeyGradient` two levels in, `gather` and `whole_moe` three),
+as the ruff check of generated files confirms.
 """
 
+import torch
 from torch import Tensor, nn
 from torch.distributed.tensor import (
     DTensor,
@@ -58,6 +59,31 @@ def kv_heads(n_kv_heads: int, head_dim: int, tp_size: int) -> ParallelStyle:
     if n_kv_heads % tp_size:
         return CopiedKVHeads(tp_size // n_kv_heads, head_dim)
     return ColwiseParallel()
+
+
+# Latent attention's kv_down under tp (torchtitan's DeepSeek-V3 plan, vLLM): whole on
+# every rank. Its output's last `width` channels, the rotated key all heads share, are
+# read by the rank's own heads only, so their gradient is summed over the ranks; the
+# latent's gradient arrives whole, summed by the column-parallel kv_up.
+class SharedKeyGradient(ParallelStyle):
+    def __init__(self, width: int) -> None:
+        self.width = width
+
+    def _apply(self, module: nn.Module, mesh) -> nn.Module:
+        group, width = mesh.get_group(), self.width
+
+        def summed(grad: Tensor) -> Tensor:
+            key = grad[..., -width:].contiguous()
+            torch.distributed.all_reduce(key, group=group)
+            return torch.cat([grad[..., :-width], key], dim=-1)
+
+        def on_output(module: nn.Module, inputs: tuple, y: Tensor) -> Tensor:
+            if y.requires_grad:
+                y.register_hook(summed)
+            return y
+
+        module.register_forward_hook(on_output)
+        return module
 
 
 # Sequence parallelism: a sublayer gathers the sequence on entry.

@@ -41,10 +41,9 @@ def mlp_class(f: Features, node: MLP, size: ExprPrinter) -> str:
 
 
 class _MoEWriter(ForwardWriter):
-    """The mixture's ops (`lower_moe`) as Mixtral's loop over experts: the router's logits
-    become top_k renormalised weights (Route); Dispatch opens the loop, gathering each
-    expert's tokens; the expert's call (Call) runs on them; Combine adds its weighted output
-    back and closes the loop."""
+    """The mixture's ops (`lower_moe`): the router's logits become top_k renormalised
+    weights (Route); Dispatch, the experts' Call and Combine are Mixtral's loop over experts,
+    `mix_experts` (archspec.runtime.experts), which expert parallelism replaces."""
 
     def __init__(self, node: MoE) -> None:
         x = Value("x", "tokens", node.router.in_features)
@@ -100,34 +99,20 @@ class _MoEWriter(ForwardWriter):
         return Expr("weights / weights.sum(dim=-1, keepdim=True)", ADD, frozenset())
 
     def render_dispatch(self, op: Dispatch) -> Expr:
-        tokens, chosen = self.arg(op.x).text, self.arg(op.chosen).text
-        self.lines += [
-            f"out = torch.zeros_like({tokens})",
-            "# Inference runs only the experts some token chose (top_k of them at one",
-            "# token per step). Training runs every expert, so that each gets a gradient",
-            "# (zero if no token chose it) on every rank; a compiled graph cannot loop over",
-            "# data, so it runs them all too.",
-            "if torch.is_grad_enabled() or torch.compiler.is_compiling():",
-            "    hit = range(len(self.experts))",
-            "else:",
-            f"    hit = {chosen}.unique().tolist()",
-            "for i in hit:",
-            "    # The tokens routed to expert i, and which of their top_k slots chose it.",
-            f"    token, slot = torch.where({chosen} == i)",
-        ]
-        return Expr(f"{tokens}[token]", ATOM, frozenset())
+        # The tokens and the experts they chose, handed to mix_experts by Combine.
+        self.dispatched = (self.arg(op.x).text, self.arg(op.chosen).text)
+        return Expr("tokens", ATOM, frozenset())
 
     def render_call(self, op: Call) -> Expr:
         if op.module is self.node.expert:
-            return self._call("self.experts[i]", [self.arg(a) for a in op.args])
+            return Expr("self.experts", ATOM, frozenset())  # run inside mix_experts
         return super().render_call(op)  # the shared expert: self.shared(tokens)
 
     def render_combine(self, op: Combine) -> Expr:
-        expert_out, weights = self.arg(op.expert_out).text, self.arg(op.weights).text
-        self.lines += [
-            f"    y = {expert_out} * {weights}[token, slot, None]",
-            "    out.index_add_(0, token, y.to(out.dtype))",
-        ]
+        self.arg(op.expert_out)
+        tokens, chosen = self.dispatched
+        weights = self.arg(op.weights).text
+        self.lines.append(f"out = mix_experts(self.experts, {tokens}, {weights}, {chosen})")
         return Expr("out", ATOM, frozenset())
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from archspec.backends.torchgen.copied import runtime_sources
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.model import limited
+from archspec.ir.nodes import MoE
+from archspec.ir.visit import walk
 
 
 def helpers(f: Features) -> list[str]:
@@ -37,6 +39,8 @@ def helpers(f: Features) -> list[str]:
     if f.dropout:
         out += runtime_sources("dropout", "dropout")
     out += runtime_sources("checkpoint", "maybe_checkpoint")
+    if any(isinstance(placed.node, MoE) for placed in walk(f.model)):
+        out += runtime_sources("experts", "mix_experts")
     if any(limited(stack) for stack in f.stacks):
         out += runtime_sources("lengths", "check_length")
     if f.cache:

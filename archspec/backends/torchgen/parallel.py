@@ -2,6 +2,8 @@
 
 The plan is read off the IR, whose names are the generated model's attribute paths, so every
 family gets one: Megatron-LM's split (Shoeybi et al. 2019) with PyTorch's DTensor styles.
+The mesh is read by `mesh_sizes` (archspec.runtime.mesh); expert and context parallelism and
+FSDP2 are written by `parallel_layouts.py`.
 Column-parallel q, k, v and MLP gate/up give each rank whole heads and a slice of the hidden
 units; row-parallel o and down sum the partial outputs. Beyond n_kv_heads ranks (multi-query
 attention at tp = 2, say) k and v are whole on every rank and each rank keeps a copy of the kv
@@ -36,6 +38,8 @@ import re
 from archspec.backends.torchgen.copied import runtime_sources
 from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features, UnsupportedIR
+from archspec.backends.torchgen.parallel_layouts import copies as _copies
+from archspec.backends.torchgen.parallel_layouts import data_parallel, more_layouts
 from archspec.backends.torchgen.text import INDENT, call, docstring, indent, lines
 from archspec.ir.nodes import MLP, Attention, Block, Linear, MoE, Norm, Repeat, Stack
 from archspec.ir.visit import walk
@@ -66,8 +70,8 @@ def _styles(*names: str) -> list[str]:
 
 def block_plan(block: Block, kv_style=None) -> dict[str, str]:
     """{attribute path inside the block (`*` for any expert): style} for one block class.
-    `kv_style(attention)`, when given, is the style of an attention's k and v (else they are
-    column-parallel, as q)."""
+    `kv_style(attention, k_or_v)`, when given, is the style of an attention's k and v (else
+    they are column-parallel, as q)."""
     plan: dict[str, str] = {}
     for placed in walk(block):
         node, parent = placed.node, placed.ancestors[-1] if placed.ancestors else None
@@ -85,8 +89,10 @@ def block_plan(block: Block, kv_style=None) -> dict[str, str]:
         direct = len(placed.ancestors) == 2
         if isinstance(parent, Attention):
             rowwise = ROWWISE_SUMMED if direct else ROWWISE
+            if parent.latent is not None and node is parent.latent.q_down:
+                continue  # the query latent: whole on every rank (`_latent_heads`)
             if node in (parent.k, parent.v) and kv_style is not None:
-                plan[path] = kv_style(parent)
+                plan[path] = kv_style(parent, node)
             else:
                 plan[path] = rowwise if node is parent.o else COLWISE
         elif isinstance(parent, MLP):
@@ -211,6 +217,22 @@ def _sequence_parallel(f: Features) -> list[str]:
     return out
 
 
+def _latent_heads(f: Features) -> list[str]:
+    """Latent attention under tp, as torchtitan's DeepSeek-V3 plan and vLLM split it: every
+    rank projects the whole latents (kv_down, q_down and their norms are replicated), and
+    kv_up, q and o split by heads as in any attention; the rotated key all heads share gets
+    the sum of every rank's heads' gradients (`SharedKeyGradient`). The layer counts its
+    heads (its split, and the copies of that key): the rank's own."""
+    latent = [f.cls(node) for node, _ in f.classes(Attention) if node.latent is not None]
+    if not latent:
+        return []
+    return [
+        "for module in model.modules():",
+        f"    if isinstance(module, ({', '.join(latent)},)):",
+        "        module.n_heads //= tp.size()",
+    ]
+
+
 def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
     if any(n.mask.bias and not n.mask.learned_bias for n, _ in f.classes(Attention)):
         return [
@@ -223,12 +245,7 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
             "# and k would scatter over the ranks.",
             'raise ValueError("tensor parallelism does not split q/k norms over all heads")',
         ]
-    if any(n.latent is not None for n, _ in f.classes(Attention)):
-        return [
-            "# Each rank would need the whole latent, and its heads of kv_up: not planned.",
-            'raise ValueError("tensor parallelism: latent attention is not split")',
-        ]
-    body = ["config = model.config", *_head_checks(f, size)]
+    body = ['tp = mesh["tp"]', "config = model.config", *_head_checks(f, size)]
     if f.lm_head is not None:
         body += [
             "if loss_parallel:  # the logits a DTensor split over the vocabulary",
@@ -247,10 +264,16 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
     grouped = _grouped(f)
     if grouped:
         body += ["", *_styles("CopiedKVHeads", "kv_heads")]
+    if any(node.latent is not None for node, _ in f.classes(Attention)):
+        body += ["", *_styles("SharedKeyGradient")]
     body.append("# Inside each block: the attribute paths of its class.")
     body.append("summed = Shard(1) if sequence_parallel else Replicate()")
 
-    def kv_style(attention: Attention) -> str:
+    def kv_style(attention: Attention, projection: Linear) -> str:
+        if attention.latent is not None:  # kv_down whole, kv_up split by heads
+            if projection is attention.k:
+                return f"SharedKeyGradient({size(attention.latent.rope_dim)})"
+            return COLWISE
         if attention not in grouped:
             return COLWISE
         return f"kv_heads({size(attention.n_kv_heads)}, {size(attention.head_dim)}, tp.size())"
@@ -259,6 +282,7 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
     body += [
         "for block in blocks:",
         "    parallelize_module(block, tp, block_plans[type(block)])",
+        *_latent_heads(f),
         "if sequence_parallel:",
         "",
         "    def check_divisible(block, args):",
@@ -272,16 +296,26 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
     return body
 
 
-DOC = """Lay the model out over `mesh`, a DeviceMesh with dimensions "dp" and "tp".
+DOC = """Lay the model out over `mesh`, a DeviceMesh whose dimensions are named among
+"dp_shard" (or "dp"), "cp", "tp" and "ep"; an absent one has size 1.
 
 Tensor parallelism over "tp": each rank keeps its share of the heads (q, k, v column-
 parallel, o row-parallel; with more ranks than kv heads, a copy of the kv head its query
 heads read, from whole k and v weights), of the MLP hidden units (gate and up column-
 parallel, down row-parallel; every expert likewise), and of the vocabulary (embedding
 rows, LM head columns, logits gathered). Norms, position tables, the router and the
-pooler are replicated. Then FSDP2 over "dp": each block is sharded, then the root;
-`mp_policy` is an optional torch.distributed.fsdp.MixedPrecisionPolicy. Either dimension
-may have size 1.
+pooler are replicated. Latent attention keeps its latents whole on every rank and
+splits q, kv_up and o by heads.
+
+Expert parallelism over "ep": each rank keeps n_experts / ep of the experts and trains
+on its own rows of the batch; tokens reach their experts with all_to_all_single. Context
+parallelism over "cp" (a causal decoder): the blocks split the sequence in 2·cp chunks,
+rank r holding chunks r and 2·cp - 1 - r, and each attention all-gathers the keys and
+values; the sequence length must be a multiple of 2·cp.
+
+Then FSDP2 over the data ranks ("dp_shard", or "dp", and "ep"): each block is sharded,
+then the root (an expert-parallel rank's own experts left out); `mp_policy` is an
+optional torch.distributed.fsdp.MixedPrecisionPolicy.
 
 sequence_parallel (with tp > 1, for training): between their sublayers the blocks keep
 each rank's share of the sequence (norms, residual stream, residual dropout); attention
@@ -298,10 +332,11 @@ Returns the model; build it under the same seed on every rank (or load weights a
 def parallelize_function(f: Features, size: ExprPrinter) -> str:
     stacks = ", ".join(f"*model.{stack.name}.blocks" for stack in f.stacks)
     tensor_parallel = _tensor_parallel(f, size)
+    layouts = more_layouts(f)  # context and expert parallelism
     # Imported here, not at the top: a single-device user never loads torch.distributed.
     imports = ["from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard"]
     # The names the code uses (comments left out: they name DTensor too).
-    text = re.sub(r"#.*", "", "\n".join(tensor_parallel))
+    text = re.sub(r"#.*", "", "\n".join([*tensor_parallel, *layouts]))
     tensors = ("DTensor", "Placement", "Replicate", "Shard", "distribute_module")
     placements = [n for n in tensors if re.search(rf"\b{n}\b", text)]
     if placements:
@@ -323,15 +358,13 @@ def parallelize_function(f: Features, size: ExprPrinter) -> str:
         docstring(DOC, 1),
         *imports,
         "",
-        'tp, dp = mesh["tp"], mesh["dp"]',
+        *_copies("mesh", "mesh_sizes", "flat_mesh"),
+        "sizes = mesh_sizes(mesh)",
         f"blocks = [{stacks}]",
-        "if tp.size() > 1:",
+        'if sizes["tp"] > 1:',
         indent(lines(*tensor_parallel), 1),
-        "if dp.size() > 1:",
-        "    mp_policy = mp_policy or MixedPrecisionPolicy()  # default: no casts",
-        "    for block in blocks:",
-        "        fully_shard(block, mesh=dp, mp_policy=mp_policy)",
-        "    fully_shard(model, mesh=dp, mp_policy=mp_policy)",
+        *layouts,
+        *data_parallel(f),
         "return model",
     ]
     params = [

@@ -1,0 +1,64 @@
+"""Expert parallelism, copied into the generated `parallelize` (two levels in) for a
+mixture of experts: each rank of "ep" keeps n_experts / ep of the experts and trains on
+its own rows of the batch; the tokens go to their experts' ranks and back with
+all_to_all_single (gloo and NCCL both have it), as in GShard (Lepikhin et al. 2020) and
+torchtitan. The routing is the model's own, run on each rank's tokens.
+"""
+
+import torch
+from torch import Tensor, nn
+
+
+# all_to_all_single with a backward: the gradients go back the way the rows came.
+class AllToAll(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: Tensor, sent: list, received: list, group) -> Tensor:
+        ctx.sent, ctx.received, ctx.group = sent, received, group
+        out = x.new_empty((sum(received), *x.shape[1:]))
+        x = x.contiguous()
+        torch.distributed.all_to_all_single(out, x, received, sent, group)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        back = AllToAll.apply(grad, ctx.received, ctx.sent, ctx.group)
+        return back, None, None, None
+
+
+class ExpertParallel(nn.ModuleList):
+    # The rank's experts (the model's own modules, named from 0 on each rank;
+    # `first` is the first one's index in the model), and the way to the others.
+    def __init__(self, experts: nn.ModuleList, mesh, data_ranks: int) -> None:
+        per_rank = len(experts) // mesh.size()
+        first = mesh.get_local_rank() * per_rank
+        super().__init__(experts[first : first + per_rank])
+        self.first, self.ranks = first, mesh.size()
+        self.group = mesh.get_group()
+        # Each expert's gradient sums over every rank's tokens, where the loss is
+        # each rank's own mean: divided by the data ranks, the whole batch's mean.
+        for p in self.parameters():
+            p.register_hook(lambda grad: grad / data_ranks)
+
+    def mix(self, tokens: Tensor, weights: Tensor, chosen: Tensor) -> Tensor:
+        per_rank, top_k = len(self), chosen.size(-1)
+        # The (token, slot) pairs sorted by expert: a rank's share is contiguous.
+        flat = chosen.flatten()
+        order = flat.argsort(stable=True)
+        counts = torch.bincount(flat, minlength=per_rank * self.ranks)
+        # What comes in: per source rank, per expert of mine.
+        arriving = torch.empty_like(counts)
+        torch.distributed.all_to_all_single(arriving, counts, group=self.group)
+        sent = counts.view(self.ranks, per_rank).sum(1).tolist()
+        received = arriving.view(self.ranks, per_rank).sum(1).tolist()
+        rows = AllToAll.apply(tokens[order // top_k], sent, received, self.group)
+        # Which of my experts each arriving row is for (rows come by source rank).
+        expert = torch.arange(per_rank, device=rows.device).repeat(self.ranks)
+        expert = expert.repeat_interleave(arriving)
+        y = torch.zeros_like(rows)
+        for i in range(per_rank):
+            (row,) = torch.where(expert == i)
+            y = y.index_put((row,), self[i](rows[row]))
+        back = AllToAll.apply(y, received, sent, self.group)
+        out = torch.zeros_like(tokens)
+        y = back * weights.flatten()[order, None]
+        return out.index_add(0, order // top_k, y.to(out.dtype))

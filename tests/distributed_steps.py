@@ -1,0 +1,144 @@
+"""Several training steps of a generated model under its `parallelize`, on gloo processes,
+against the same model trained on one process: the loss of every step, and every gradient of
+the first. One rank of tests/test_distributed_cp_ep.py; `train_on_ranks` starts them.
+
+A case names its mesh as {dimension: size} (parallelize reads "dp_replicate", "dp_shard",
+"cp", "tp", "pp", "ep"; absent ones are 1). The ranks of the data dimensions (dp_replicate,
+dp_shard, ep) each train on their own rows of the batch; tp and cp ranks see the rows of their
+data rank whole (under cp, `parallelize` splits the sequence itself). The loss reported is the
+mean over the data ranks, the single-process model's loss over the whole batch."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import socket
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import DTensor
+
+from tests.distributed_worker import _load
+
+DATA_DIMS = ("dp_replicate", "dp_shard", "ep")
+BATCH, SEQ, VOCAB, STEPS, LR = 4, 8, 64, 3, 0.1
+
+
+def _batch() -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
+    return ids, torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
+
+
+def _loss(model, ids: torch.Tensor, targets: torch.Tensor, padded: bool) -> torch.Tensor:
+    # padded: the first 3 tokens of the first row are padding (left padding, as a batch of
+    # prompts has), so the stack builds a mask and counts positions from the first token.
+    mask = None
+    if padded:
+        mask = torch.ones_like(ids)
+        mask[0, :3] = 0
+    logits = model(input_ids=ids, attention_mask=mask)
+    return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten())
+
+
+def _full(t: torch.Tensor) -> torch.Tensor:
+    return t.full_tensor() if isinstance(t, DTensor) else t
+
+
+def _global(model, name: str) -> str:
+    """A parameter's name in the single-process model: an expert-parallel rank names its
+    experts from 0 (`ExpertParallel.first` is the first one's index in the model)."""
+    found = re.search(r"^(.*\.experts)\.(\d+)\.", name)
+    if found is None or not hasattr(model.get_submodule(found[1]), "first"):
+        return name
+    index = model.get_submodule(found[1]).first + int(found[2])
+    return f"{found[1]}.{index}.{name[found.end() :]}"
+
+
+def _train(model, ids, targets, padded: bool, data_group=None) -> tuple[list[float], dict]:
+    """STEPS of SGD; the losses (averaged over the data ranks) and the first step's
+    gradients, whole."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    losses, grads = [], {}
+    for step in range(STEPS):
+        loss = _loss(model, ids, targets, padded)
+        loss.backward()
+        measured = loss.detach().clone()
+        if data_group is not None:
+            dist.all_reduce(measured, op=dist.ReduceOp.AVG, group=data_group)
+        losses.append(measured.item())
+        if step == 0:
+            grads = {
+                _global(model, n): None if p.grad is None else _full(p.grad)
+                for n, p in model.named_parameters()
+            }
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    return losses, grads
+
+
+def run_case(path: str, dims: dict[str, int], padded: bool = False) -> dict:
+    module = _load(path)
+    ids, targets = _batch()
+    torch.manual_seed(0)
+    ref_losses, ref_grads = _train(module.Model().eval(), ids, targets, padded)
+
+    torch.manual_seed(0)
+    model = module.Model().eval()
+    names = tuple(dims)
+    mesh = init_device_mesh("cpu", tuple(dims.values()), mesh_dim_names=names)
+    module.parallelize(model, mesh)
+    data = [name for name in DATA_DIMS if name in dims]
+    group = None
+    if data:
+        ranks = math.prod(dims[name] for name in data)
+        index = 0
+        for name in data:  # this rank's place among the data ranks
+            index = index * dims[name] + mesh[name].get_local_rank()
+        share = BATCH // ranks
+        rows = slice(index * share, (index + 1) * share)
+        ids, targets = ids[rows].clone(), targets[rows].clone()
+        group = (mesh[tuple(data)]._flatten() if len(data) > 1 else mesh[data[0]]).get_group()
+    losses, grads = _train(model, ids, targets, padded, group)
+    # A parameter no token reached on one process has no gradient there (an expert).
+    missing = sorted(n for n, g in grads.items() if g is None and ref_grads[n] is not None)
+    grad_diff = max(
+        (grads[n] - ref_grads[n]).abs().max().item()
+        for n in grads
+        if grads[n] is not None and ref_grads[n] is not None
+    )
+    local = (p.to_local() if isinstance(p, DTensor) else p for p in model.parameters())
+    return {
+        "local_bytes": sum(t.numel() * t.element_size() for t in local),
+        "losses": losses,
+        "ref_losses": ref_losses,
+        "grad_diff": grad_diff,
+        "missing_grads": missing,
+    }
+
+
+def worker(rank: int, world: int, port: int, cases: list, out: str) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        results = {key: run_case(*case) for key, *case in cases}
+    finally:
+        dist.destroy_process_group()
+    Path(out, f"rank{rank}.json").write_text(json.dumps(results))
+
+
+def train_on_ranks(world: int, cases: list[tuple], folder: Path) -> list[dict]:
+    """Run `cases` (key, generated file, mesh dims[, padded]) on `world` spawned gloo
+    processes."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(worker, args=(world, port, cases, str(folder)), nprocs=world, join=True)
+    return [json.loads((folder / f"rank{r}.json").read_text()) for r in range(world)]
