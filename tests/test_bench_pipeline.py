@@ -53,7 +53,7 @@ def test_pipeline_losses_and_bytes_equal_the_prediction(spec, layers):
 @pytest.mark.parametrize(
     "options,message",
     [
-        (["--nproc", "2", "--pp", "4"], "--tp 1 × --pp 4 needs 4 processes, more than --nproc 2"),
+        (["--nproc", "2", "--pp", "4"], "--pp 4 does not divide --nproc 2: the mesh has more"),
         (["--nproc", "2", "--pp", "2", "--stage-layers", "1,1,2"], "lists 3 stages, not the"),
         (
             ["--nproc", "2", "--pp", "2", "--stage-layers", "1,2"],
