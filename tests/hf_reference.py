@@ -674,5 +674,14 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                                         "factor": 4.0, "original_max_position_embeddings": 16,
                                         "beta_fast": 32.0, "beta_slow": 1.0,
                                         "attention_factor": 1.0, "mscale_all_dim": 0.707}},
+    "olmoe": {"architectures": ["OlmoeForCausalLM"], **_SMALL, "hidden_size": 64,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "intermediate_size": 96, "max_position_embeddings": 32, "num_experts": 6,
+              "num_experts_per_tok": 2},
+    "qwen3_moe": {"architectures": ["Qwen3MoeForCausalLM"], **_SMALL, "hidden_size": 64,
+                  "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+                  "head_dim": 32, "intermediate_size": 96, "max_position_embeddings": 32,
+                  "num_experts": 6, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                  "mlp_only_layers": [0], "norm_topk_prob": True},
 }
 # fmt: on

@@ -30,6 +30,7 @@ from archspec.hf.families import (
     mt5,
     olmo,
     olmo2,
+    olmoe,
     openai_gpt,
     opt,
     phi,
@@ -37,6 +38,7 @@ from archspec.hf.families import (
     qwen2,
     qwen2_moe,
     qwen3,
+    qwen3_moe,
     roberta,
     t5,
     xlm_roberta,
@@ -75,6 +77,8 @@ _MODULES = (
     olmo2,
     granite,
     deepseek_v2,
+    olmoe,
+    qwen3_moe,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
