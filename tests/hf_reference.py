@@ -683,5 +683,15 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                   "head_dim": 32, "intermediate_size": 96, "max_position_embeddings": 32,
                   "num_experts": 6, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
                   "mlp_only_layers": [0], "norm_topk_prob": True},
+    "starcoder2": {"architectures": ["Starcoder2ForCausalLM"], **_SMALL, "hidden_size": 64,
+                   "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                   "intermediate_size": 96, "max_position_embeddings": 32, "sliding_window": 8},
+    "stablelm": {"architectures": ["StableLmForCausalLM"], **_SMALL, "hidden_size": 64,
+                 "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                 "intermediate_size": 96, "max_position_embeddings": 32,
+                 "use_qkv_bias": True, "use_parallel_residual": True},
+    "cohere": {"architectures": ["CohereForCausalLM"], **_SMALL, "hidden_size": 64,
+               "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+               "intermediate_size": 96, "max_position_embeddings": 32, "logit_scale": 0.25},
 }
 # fmt: on

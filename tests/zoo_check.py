@@ -44,9 +44,12 @@ def tiny_model(cls: str, fields: dict[str, Any]):
     with torch.no_grad():
         # transformers starts biases at zero and norm weights at one (or zero, for offset
         # norms), where a tensor loaded into the wrong place would go unseen: draw them.
+        # Small biases and norm scales near one keep the tiny model's greedy tokens varied.
         for key, param in model.named_parameters():
-            if key.endswith(".bias") or "norm" in key or "correction" in key:
-                param.normal_(0.0, 0.5)
+            if "norm" in key and not key.endswith(".bias"):
+                param.normal_(1.0, 0.3)
+            elif key.endswith(".bias") or "correction" in key:
+                param.normal_(0.0, 0.1)
     return model
 
 
@@ -78,7 +81,7 @@ def check_logits_and_tokens(cls: str, fields: dict[str, Any], tmp_path: Path) ->
         prompt = torch.randint(3, VOCAB, (2, 5))
         ours = model.generate(prompt, GREEDY_TOKENS)
         assert torch.equal(ours, greedy_hf(hf, prompt, GREEDY_TOKENS))
-        assert len(set(ours[0, 5:].tolist())) > 1  # not one repeated token
+        assert len(set(ours[:, 5:].flatten().tolist())) > 2  # not one repeated token
 
 
 def check_forward_matmul_flops(cls: str, fields: dict[str, Any], b: int = 2, s: int = 24) -> None:

@@ -331,6 +331,10 @@ class HeadSpec:
         default=1.0,
         metadata=doc("divide the logits by this (Granite's logits_scaling)", positive=True),
     )
+    logit_scale: float = field(
+        default=1.0,
+        metadata=doc("multiply the logits by this (Cohere's logit_scale)", positive=True),
+    )
     decoder_start_token: int | None = field(
         default=None,
         metadata=doc("encoder-decoders: the decoder's first token when generating"),

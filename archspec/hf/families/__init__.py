@@ -13,6 +13,7 @@ from archspec.hf.families import (
     bart,
     bert,
     bloom,
+    cohere,
     deepseek_v2,
     distilbert,
     electra,
@@ -40,6 +41,8 @@ from archspec.hf.families import (
     qwen3,
     qwen3_moe,
     roberta,
+    stablelm,
+    starcoder2,
     t5,
     xlm_roberta,
 )
@@ -79,6 +82,9 @@ _MODULES = (
     deepseek_v2,
     olmoe,
     qwen3_moe,
+    starcoder2,
+    stablelm,
+    cohere,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

@@ -34,6 +34,8 @@ class LlamaVariant:
     window_default: int | None = None
     experts: bool = False  # a sparse mixture of experts (Mixtral)
     vocab_size: int = 32000
+    norm_kind: str = "rmsnorm"  # StarCoder2's and StableLM's LayerNorm has a bias
+    eps_key: str = "rms_norm_eps"  # the config key of the norms' eps
 
 
 # transformers' rope_type -> the scaling's fields: (config key, spec key) beyond rope_theta.
@@ -182,7 +184,7 @@ def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any
         "layout": "decoder",
         "residual": "pre",
         "final_norm": True,
-        "norm": {"kind": "rmsnorm", "eps": f.float("rms_norm_eps", v.rms_eps)},
+        "norm": {"kind": v.norm_kind, "eps": f.float(v.eps_key, v.rms_eps)},
         "position": _rope(f, 10000.0, max_pos),
         "embedding": {"token_types": 0, "norm": False, "scale": False},
         "attention": {"bias": bias["attention"], "scale_scores": True}

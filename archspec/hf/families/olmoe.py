@@ -26,9 +26,7 @@ from archspec.hf.family import Family, HFClass, NameRules
 from archspec.hf.name_rules import chain, table
 from archspec.spec.schema import Spec
 
-VARIANT = LlamaVariant(
-    d_ff=2048, kv_heads=None, max_positions=4096, rms_eps=1e-5, vocab_size=50304
-)
+VARIANT = LlamaVariant(d_ff=2048, kv_heads=None, max_positions=4096, rms_eps=1e-5, vocab_size=50304)
 # OlmoeConfig's defaults where they differ from what import_llama_like assumes.
 DEFAULTS = {"hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16}
 
