@@ -17,6 +17,7 @@ from archspec.hf.families import (
     deepseek_v2,
     distilbert,
     electra,
+    ernie4_5,
     falcon,
     gemma,
     gemma2,
@@ -25,7 +26,9 @@ from archspec.hf.families import (
     gpt_neox,
     gptj,
     granite,
+    helium,
     llama,
+    ministral,
     mistral,
     mixtral,
     mt5,
@@ -41,6 +44,7 @@ from archspec.hf.families import (
     qwen3,
     qwen3_moe,
     roberta,
+    seed_oss,
     stablelm,
     starcoder2,
     t5,
@@ -85,6 +89,10 @@ _MODULES = (
     starcoder2,
     stablelm,
     cohere,
+    seed_oss,
+    ernie4_5,
+    helium,
+    ministral,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

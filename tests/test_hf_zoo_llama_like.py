@@ -1,0 +1,97 @@
+"""Issue 28, the LLaMA-like decoders transformers ships that reuse what archspec has:
+Seed-OSS (`seed_oss`), ERNIE 4.5 (`ernie4_5`), Helium (`helium`) and Ministral (`ministral`),
+each against transformers' own classes (tests/zoo_check.py says what is measured)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from archspec.errors import SpecError
+from archspec.hf.import_config import import_config
+from tests.zoo_check import (
+    check_forward_matmul_flops,
+    check_logits_and_tokens,
+    real_total_equals_transformers,
+)
+
+pytest.importorskip("transformers")
+
+# Full sizes: each config class's defaults, which transformers documents as the checkpoint
+# named (`@auto_docstring(checkpoint=...)`); a config.json naming only its class takes them.
+REAL: dict[str, dict[str, Any]] = {
+    # ByteDance-Seed/Seed-OSS-36B-Instruct
+    "seed_oss": {"architectures": ["SeedOssForCausalLM"], "model_type": "seed_oss"},
+    # baidu/ERNIE-4.5-0.3B-PT
+    "ernie4_5": {"architectures": ["Ernie4_5ForCausalLM"], "model_type": "ernie4_5"},
+    # kyutai/helium-1-preview
+    "helium": {"architectures": ["HeliumForCausalLM"], "model_type": "helium"},
+    # MinistralConfig's defaults (a 7B-sized stack windowed on every layer); its attention
+    # needs head_dim, which the class leaves None
+    "ministral": {
+        "architectures": ["MinistralForCausalLM"],
+        "model_type": "ministral",
+        "head_dim": 128,
+    },
+}
+
+# fmt: off
+_TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, head_dim=16, intermediate_size=96,
+             max_position_embeddings=64, pad_token_id=0)
+# name: (transformers class, config fields of a tiny model); tied heads drawn wider
+# (initializer_range) so that the greedy tokens vary
+TINY: dict[str, tuple[str, dict[str, Any]]] = {
+    # 32-wide heads over a 64-wide stream, q/k/v biases without the output's, MLP biases
+    "seed_oss": ("SeedOssForCausalLM", dict(
+        model_type="seed_oss", **{**_TINY, "head_dim": 32}, mlp_bias=True)),
+    "seed_oss-out-bias": ("SeedOssForCausalLM", dict(
+        model_type="seed_oss", **_TINY, attention_bias=False, attention_out_bias=True,
+        initializer_range=0.2)),
+    "ernie4_5": ("Ernie4_5ForCausalLM", dict(
+        model_type="ernie4_5", **_TINY, use_bias=True, initializer_range=0.2)),
+    "helium": ("HeliumForCausalLM", dict(
+        model_type="helium", **_TINY, attention_bias=True, mlp_bias=True,
+        initializer_range=0.2)),
+    # the window (4) on the first of three layers
+    "ministral": ("MinistralForCausalLM", dict(
+        model_type="ministral", **{**_TINY, "num_hidden_layers": 3}, sliding_window=4,
+        layer_types=["sliding_attention", "full_attention", "full_attention"])),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize("name", list(REAL))
+def test_real_size_total_equals_the_transformers_class(name: str) -> None:
+    ours, theirs = real_total_equals_transformers(REAL[name])
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_logits_and_greedy_tokens_equal_transformers(name: str, tmp_path: Path) -> None:
+    check_logits_and_tokens(*TINY[name], tmp_path)
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_forward_matmul_flops_equal_flop_counter(name: str) -> None:
+    check_forward_matmul_flops(*TINY[name])
+
+
+def test_imported_structure() -> None:
+    seed = import_config(REAL["seed_oss"]).spec
+    assert (seed.attention.bias, seed.attention.qkv_bias, seed.head_dim) == (False, True, 128)
+    assert import_config(REAL["ernie4_5"]).spec.position.interleaved
+    helium = import_config(REAL["helium"]).spec
+    assert helium.position.interleaved and helium.norm.eps == 1e-8
+    ministral = import_config(REAL["ministral"]).spec
+    assert (ministral.attention.sliding_window, ministral.attention.window_pattern) == (4096, "L")
+    full = import_config({**REAL["ministral"], "sliding_window": None}).spec
+    assert full.attention.sliding_window is None
+
+
+def test_helium_refuses_heads_narrower_than_its_output_projection() -> None:
+    with pytest.raises(SpecError, match="hidden_size") as err:
+        import_config({**REAL["helium"], "head_dim": 64})
+    assert err.value.path == "head_dim"
