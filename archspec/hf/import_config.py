@@ -23,6 +23,7 @@ from archspec.hf.classes import HFClass, hf_class
 from archspec.hf.config_fields import SHOWN_CHARS, Fields, read_config, shown
 from archspec.hf.families import FAMILIES
 from archspec.hf.minimal_spec import Imported, fewest_overrides
+from archspec.hf.refused_types import refusal
 from archspec.safety.text import shortened
 
 __all__ = ["FAMILIES", "Imported", "import_config", "read_config"]
@@ -128,6 +129,9 @@ def import_config(
             if model_type
             else "config.json has no model_type"
         )
+        reason = refusal(model_type) if isinstance(model_type, str) else None
+        if reason is not None:
+            message = f"{message}: {reason}"
         raise SpecError(message, location=where, path="model_type", hint=hint)
     family = FAMILIES[model_type]
     f = Fields(data, where, model_type)
