@@ -187,8 +187,8 @@ class Fields:
         self.used.add(key)
         if key in self.data:
             self.notes.append(
-                f"field '{key}' (= {shown(self.data[key], as_json=True)}) is ignored, as "
-                f"{reader} ignore it"
+                f"field '{shortened(key, SHOWN_CHARS)}' (= "
+                f"{shown(self.data[key], as_json=True)}) is ignored, as {reader} ignore it"
             )
 
     def leftovers(self) -> list[str]:
