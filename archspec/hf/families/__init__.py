@@ -119,9 +119,10 @@ def refuse_unsupported_head(name: str) -> None:
     for family in FAMILIES.values():
         heads = family.unsupported_heads
         if heads is not None and name in heads.classes:
+            options = " ".join(f"--hf-ignore '{w}'" for w in heads.weights)
             raise SpecError(
-                f"the head of {name} ({heads.what}) cannot be expressed in a spec",
+                f"the head of {name} ({heads.what[name]}) cannot be expressed in a spec",
                 hint=f"import the encoder alone with `--architecture {heads.instead}` (hidden "
-                f"states and pooled output), and skip the head's weights with `--hf-ignore "
-                f"'{heads.weights}'` (load_weights(..., ignore=['{heads.weights}']))",
+                f"states and pooled output), and skip the head's weights with `{options}` "
+                f"(load_weights(..., ignore={list(heads.weights)!r}))",
             )
