@@ -710,5 +710,17 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                   "head_dim": 16, "intermediate_size": 96, "max_position_embeddings": 32,
                   "sliding_window": 8,
                   "layer_types": ["sliding_attention", "full_attention", "full_attention"]},
+    # GlmConfig's pad token (151329) must be inside the vocabulary.
+    "glm": {"architectures": ["GlmForCausalLM"], "vocab_size": 151552, "hidden_size": 64,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "head_dim": 16, "intermediate_size": 96, "max_position_embeddings": 32},
+    "glm4": {"architectures": ["Glm4ForCausalLM"], "vocab_size": 151552, "hidden_size": 64,
+             "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+             "head_dim": 16, "intermediate_size": 96, "max_position_embeddings": 32,
+             "partial_rotary_factor": 0.25},
+    "cwm": {"architectures": ["CwmForCausalLM"], **_SMALL, "hidden_size": 64,
+            "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "head_dim": 16, "intermediate_size": 96, "max_position_embeddings": 32,
+            "sliding_window": 8},
 }
 # fmt: on

@@ -1,6 +1,7 @@
 """Issue 28, the LLaMA-like decoders transformers ships that reuse what archspec has:
-Seed-OSS (`seed_oss`), ERNIE 4.5 (`ernie4_5`), Helium (`helium`) and Ministral (`ministral`),
-each against transformers' own classes (tests/zoo_check.py says what is measured)."""
+Seed-OSS (`seed_oss`), ERNIE 4.5 (`ernie4_5`), Helium (`helium`), Ministral (`ministral`),
+GLM (`glm`), GLM 4 (`glm4`) and CWM (`cwm`), each against transformers' own classes
+(tests/zoo_check.py says what is measured)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,12 @@ REAL: dict[str, dict[str, Any]] = {
         "model_type": "ministral",
         "head_dim": 128,
     },
+    # THUDM/glm-4-9b-chat
+    "glm": {"architectures": ["GlmForCausalLM"], "model_type": "glm"},
+    # Glm4Config's defaults (GLM-4-9B's sizes with GLM 4's sandwich norms)
+    "glm4": {"architectures": ["Glm4ForCausalLM"], "model_type": "glm4"},
+    # facebook/cwm
+    "cwm": {"architectures": ["CwmForCausalLM"], "model_type": "cwm"},
 }
 
 # fmt: off
@@ -59,6 +66,14 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "ministral": ("MinistralForCausalLM", dict(
         model_type="ministral", **{**_TINY, "num_hidden_layers": 3}, sliding_window=4,
         layer_types=["sliding_attention", "full_attention", "full_attention"])),
+    # RoPE on half of each head (GlmConfig's default), interleaved there
+    "glm": ("GlmForCausalLM", dict(model_type="glm", **_TINY)),
+    "glm4": ("Glm4ForCausalLM", dict(
+        model_type="glm4", **_TINY, partial_rotary_factor=0.25, attention_bias=False)),
+    # full, windowed (4), windowed; Llama 3's RoPE scaling (CwmConfig's default)
+    "cwm": ("CwmForCausalLM", dict(
+        model_type="cwm", **{**_TINY, "num_hidden_layers": 3}, sliding_window=4,
+        layer_types=["full_attention", "sliding_attention", "sliding_attention"])),
 }
 # fmt: on
 
@@ -89,6 +104,12 @@ def test_imported_structure() -> None:
     assert (ministral.attention.sliding_window, ministral.attention.window_pattern) == (4096, "L")
     full = import_config({**REAL["ministral"], "sliding_window": None}).spec
     assert full.attention.sliding_window is None
+    glm = import_config(REAL["glm"]).spec
+    assert (glm.position.rotary_dim, glm.position.interleaved) == (64, True)
+    assert import_config(REAL["glm4"]).spec.residual == "sandwich"
+    cwm = import_config(REAL["cwm"]).spec
+    assert (cwm.attention.sliding_window, cwm.attention.window_pattern) == (8192, "GLLL")
+    assert cwm.position.scaling.type == "llama3"
 
 
 def test_helium_refuses_heads_narrower_than_its_output_projection() -> None:

@@ -14,6 +14,7 @@ from archspec.hf.families import (
     bert,
     bloom,
     cohere,
+    cwm,
     deepseek_v2,
     distilbert,
     electra,
@@ -21,6 +22,8 @@ from archspec.hf.families import (
     falcon,
     gemma,
     gemma2,
+    glm,
+    glm4,
     gpt2,
     gpt_bigcode,
     gpt_neox,
@@ -93,6 +96,9 @@ _MODULES = (
     ernie4_5,
     helium,
     ministral,
+    glm,
+    glm4,
+    cwm,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
