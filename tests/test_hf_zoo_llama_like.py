@@ -1,6 +1,7 @@
 """Issue 28, the LLaMA-like decoders transformers ships that reuse what archspec has:
 Seed-OSS (`seed_oss`), ERNIE 4.5 (`ernie4_5`), Helium (`helium`), Ministral (`ministral`),
-GLM (`glm`), GLM 4 (`glm4`) and CWM (`cwm`), each against transformers' own classes
+GLM (`glm`), GLM 4 (`glm4`), CWM (`cwm`) and Arcee (`arcee`: squared ReLU), each against
+transformers' own classes
 (tests/zoo_check.py says what is measured)."""
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ REAL: dict[str, dict[str, Any]] = {
     "glm4": {"architectures": ["Glm4ForCausalLM"], "model_type": "glm4"},
     # facebook/cwm
     "cwm": {"architectures": ["CwmForCausalLM"], "model_type": "cwm"},
+    # arcee-ai/AFM-4.5B
+    "arcee": {"architectures": ["ArceeForCausalLM"], "model_type": "arcee"},
 }
 
 # fmt: off
@@ -74,6 +77,9 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "cwm": ("CwmForCausalLM", dict(
         model_type="cwm", **{**_TINY, "num_hidden_layers": 3}, sliding_window=4,
         layer_types=["full_attention", "sliding_attention", "sliding_attention"])),
+    "arcee": ("ArceeForCausalLM", dict(
+        model_type="arcee", **_TINY, attention_bias=True, mlp_bias=True, bos_token_id=1,
+        eos_token_id=2, initializer_range=0.2)),
 }
 # fmt: on
 
@@ -110,6 +116,8 @@ def test_imported_structure() -> None:
     cwm = import_config(REAL["cwm"]).spec
     assert (cwm.attention.sliding_window, cwm.attention.window_pattern) == (8192, "GLLL")
     assert cwm.position.scaling.type == "llama3"
+    arcee = import_config(REAL["arcee"]).spec
+    assert (arcee.mlp.gated, arcee.mlp.activation) == (False, "squared_relu")
 
 
 def test_helium_refuses_heads_narrower_than_its_output_projection() -> None:

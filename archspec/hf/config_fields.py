@@ -61,10 +61,17 @@ ACTIVATIONS = {
     "relu": "relu",
     "silu": "silu",
     "swish": "silu",
+    "relu2": "squared_relu",
 }
 
 # The spec's activation names -> transformers' (what the exporters write).
-EXPORT_ACTIVATIONS = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "silu": "silu"}
+EXPORT_ACTIVATIONS = {
+    "gelu": "gelu",
+    "gelu_tanh": "gelu_new",
+    "relu": "relu",
+    "silu": "silu",
+    "squared_relu": "relu2",
+}
 
 _MISSING = object()
 # The most of a field's value an error echoes.

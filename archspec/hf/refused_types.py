@@ -27,10 +27,9 @@ REFUSED: dict[str, str] = {
         "(e_score_correction_bias) and picks groups by the sum of their two best experts; "
         "archspec's router is a softmax whose groups are ranked by their best expert"
     ),
-    "arcee": "Arcee's MLP uses squared ReLU (relu2), an activation the spec language lacks",
     "nemotron": (
-        "Nemotron uses squared ReLU (relu2) and LayerNorm1P (weights stored offset by one), "
-        "which the spec language lacks"
+        "Nemotron's LayerNorm1P (a LayerNorm whose weights are stored offset by one) is a "
+        "norm the spec language lacks"
     ),
 }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from archspec.errors import SpecError
 from archspec.hf.families import (
     albert,
+    arcee,
     bart,
     bert,
     bloom,
@@ -99,6 +100,7 @@ _MODULES = (
     glm,
     glm4,
     cwm,
+    arcee,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
