@@ -726,5 +726,9 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
               "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
               "intermediate_size": 96, "max_position_embeddings": 32, "mlp_bias": True,
               "bos_token_id": 1, "eos_token_id": 2},
+    "nemotron": {"architectures": ["NemotronForCausalLM"], **_SMALL, "hidden_size": 64,
+                 "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                 "intermediate_size": 96, "max_position_embeddings": 32, "mlp_bias": True,
+                 "bos_token_id": 1, "eos_token_id": 2},
 }
 # fmt: on

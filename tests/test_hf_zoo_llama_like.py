@@ -1,7 +1,7 @@
 """Issue 28, the LLaMA-like decoders transformers ships that reuse what archspec has:
 Seed-OSS (`seed_oss`), ERNIE 4.5 (`ernie4_5`), Helium (`helium`), Ministral (`ministral`),
-GLM (`glm`), GLM 4 (`glm4`), CWM (`cwm`) and Arcee (`arcee`: squared ReLU), each against
-transformers' own classes
+GLM (`glm`), GLM 4 (`glm4`), CWM (`cwm`), Arcee (`arcee`: squared ReLU) and Nemotron
+(`nemotron`: LayerNorm1P, squared ReLU), each against transformers' own classes
 (tests/zoo_check.py says what is measured)."""
 
 from __future__ import annotations
@@ -45,6 +45,13 @@ REAL: dict[str, dict[str, Any]] = {
     "cwm": {"architectures": ["CwmForCausalLM"], "model_type": "cwm"},
     # arcee-ai/AFM-4.5B
     "arcee": {"architectures": ["ArceeForCausalLM"], "model_type": "arcee"},
+    # thhaus/nemotron3-8b; its attention needs num_key_value_heads, which the class leaves
+    # None (48: one per query head)
+    "nemotron": {
+        "architectures": ["NemotronForCausalLM"],
+        "model_type": "nemotron",
+        "num_key_value_heads": 48,
+    },
 }
 
 # fmt: off
@@ -80,6 +87,9 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "arcee": ("ArceeForCausalLM", dict(
         model_type="arcee", **_TINY, attention_bias=True, mlp_bias=True, bos_token_id=1,
         eos_token_id=2, initializer_range=0.2)),
+    "nemotron": ("NemotronForCausalLM", dict(
+        model_type="nemotron", **{**_TINY, "head_dim": 32}, attention_bias=True,
+        mlp_bias=True, bos_token_id=1, eos_token_id=2, initializer_range=0.2)),
 }
 # fmt: on
 
@@ -118,6 +128,8 @@ def test_imported_structure() -> None:
     assert cwm.position.scaling.type == "llama3"
     arcee = import_config(REAL["arcee"]).spec
     assert (arcee.mlp.gated, arcee.mlp.activation) == (False, "squared_relu")
+    nemotron = import_config(REAL["nemotron"]).spec
+    assert (nemotron.norm.kind, nemotron.position.rotary_dim) == ("offset_layernorm", 64)
 
 
 def test_helium_refuses_heads_narrower_than_its_output_projection() -> None:

@@ -27,10 +27,6 @@ REFUSED: dict[str, str] = {
         "(e_score_correction_bias) and picks groups by the sum of their two best experts; "
         "archspec's router is a softmax whose groups are ranked by their best expert"
     ),
-    "nemotron": (
-        "Nemotron's LayerNorm1P (a LayerNorm whose weights are stored offset by one) is a "
-        "norm the spec language lacks"
-    ),
 }
 
 

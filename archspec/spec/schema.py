@@ -19,7 +19,9 @@ from archspec.spec.fields import doc
 
 Layout = Literal["encoder", "decoder", "encoder-decoder"]
 Residual = Literal["pre", "post", "parallel", "parallel_two_norms", "sandwich", "output_norm"]
-NormKind = Literal["layernorm", "rmsnorm", "offset_rmsnorm", "nonparametric_layernorm"]
+NormKind = Literal[
+    "layernorm", "rmsnorm", "offset_rmsnorm", "offset_layernorm", "nonparametric_layernorm"
+]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "squared_relu"]
 QKNormScope = Literal["head", "all"]
 EmbeddingProjection = Literal["after_norm", "around_stack"]

@@ -36,6 +36,7 @@ from archspec.hf.families import (
     mistral,
     mixtral,
     mt5,
+    nemotron,
     olmo,
     olmo2,
     olmoe,
@@ -101,6 +102,7 @@ _MODULES = (
     glm4,
     cwm,
     arcee,
+    nemotron,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
