@@ -71,3 +71,18 @@ def test_the_scan_imports_neither_torch_nor_transformers() -> None:
     )
     _, modules = run_python(code)
     assert "torch" not in modules and "transformers" not in modules
+
+
+def test_count_on_the_file_reports_the_ignored_field_once(tmp_path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from archspec.cli import app
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config("llama", made_up_flag=1)))
+    result = CliRunner().invoke(app, ["count", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("field 'made_up_flag' (= 1) is ignored") == 1
+    assert "made_up_flag" not in result.stdout

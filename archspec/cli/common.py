@@ -103,6 +103,8 @@ def _imported(config: str, overrides: list[str] | None, hub_id: bool = False):
         f"note: {shown(config)}{found} imported as a spec ({name}: {imported.hf_class}, "
         f"extends {imported.base}); `archspec import-hf {shown(config)} -o FILE.yaml` saves it"
     )
+    for note in imported.notes:  # fields ignored, a class assumed: said once, as import-hf does
+        say(f"note: {note}")
     if not overrides:
         return dataclasses.replace(imported.spec, name=name)
     data = {"name": name, **imported.data}
