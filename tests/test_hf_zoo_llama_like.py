@@ -21,8 +21,11 @@ from tests.zoo_check import (
 
 pytest.importorskip("transformers")
 
-# Full sizes: each config class's defaults, which transformers documents as the checkpoint
-# named (`@auto_docstring(checkpoint=...)`); a config.json naming only its class takes them.
+# Full sizes: each config class's defaults, a full-size model (what a config.json naming only
+# its class builds), counted exactly on the meta device. The comment names the checkpoint the
+# class's docstring documents (`@auto_docstring(checkpoint=...)`), whose sizes the defaults
+# need not be: seed_oss's count 28.9B (not 36B), nemotron's 17.6B (not 8B), arcee's 4.0B (a
+# 32000-token vocabulary).
 REAL: dict[str, dict[str, Any]] = {
     # ByteDance-Seed/Seed-OSS-36B-Instruct
     "seed_oss": {"architectures": ["SeedOssForCausalLM"], "model_type": "seed_oss"},
