@@ -14,10 +14,6 @@ REFUSED: dict[str, str] = {
         "Cohere 2 applies RoPE on its windowed layers only (its full layers have no "
         "positions); a spec applies one position setting to every layer"
     ),
-    "olmo3": (
-        "OLMo 3 gives its windowed and full layers RoPE settings of their own "
-        "(rope_parameters per layer type); a spec has one position setting per stack"
-    ),
     "smollm3": (
         "SmolLM3 leaves RoPE out of every no_rope_layer_interval-th layer (no_rope_layers); "
         "a spec applies one position setting to every layer"

@@ -39,6 +39,7 @@ from archspec.hf.families import (
     nemotron,
     olmo,
     olmo2,
+    olmo3,
     olmoe,
     openai_gpt,
     opt,
@@ -103,6 +104,7 @@ _MODULES = (
     cwm,
     arcee,
     nemotron,
+    olmo3,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
