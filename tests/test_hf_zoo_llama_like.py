@@ -1,7 +1,8 @@
 """Issue 28, the LLaMA-like decoders transformers ships that reuse what archspec has:
 Seed-OSS (`seed_oss`), ERNIE 4.5 (`ernie4_5`), Helium (`helium`), Ministral (`ministral`),
-GLM (`glm`), GLM 4 (`glm4`), CWM (`cwm`), Arcee (`arcee`: squared ReLU) and Nemotron
-(`nemotron`: LayerNorm1P, squared ReLU), each against transformers' own classes
+GLM (`glm`), GLM 4 (`glm4`), CWM (`cwm`), Arcee (`arcee`: squared ReLU), Nemotron
+(`nemotron`: LayerNorm1P, squared ReLU) and Jais 2 (`jais2`: LayerNorms, squared ReLU), each
+against transformers' own classes
 (tests/zoo_check.py says what is measured)."""
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ REAL: dict[str, dict[str, Any]] = {
         "model_type": "nemotron",
         "num_key_value_heads": 48,
     },
+    # inceptionai/Jais-2-8B-Chat
+    "jais2": {"architectures": ["Jais2ForCausalLM"], "model_type": "jais2"},
 }
 
 # fmt: off
@@ -93,6 +96,8 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "nemotron": ("NemotronForCausalLM", dict(
         model_type="nemotron", **{**_TINY, "head_dim": 32}, attention_bias=True,
         mlp_bias=True, bos_token_id=1, eos_token_id=2, initializer_range=0.2)),
+    "jais2": ("Jais2ForCausalLM", dict(
+        model_type="jais2", **_TINY, bos_token_id=1, eos_token_id=2, initializer_range=0.2)),
 }
 # fmt: on
 
@@ -133,6 +138,12 @@ def test_imported_structure() -> None:
     assert (arcee.mlp.gated, arcee.mlp.activation) == (False, "squared_relu")
     nemotron = import_config(REAL["nemotron"]).spec
     assert (nemotron.norm.kind, nemotron.position.rotary_dim) == ("offset_layernorm", 64)
+    jais2 = import_config(REAL["jais2"]).spec
+    assert (jais2.norm.kind, jais2.mlp.activation, jais2.mlp.bias) == (
+        "layernorm",
+        "squared_relu",
+        True,
+    )
 
 
 def test_helium_refuses_heads_narrower_than_its_output_projection() -> None:

@@ -31,6 +31,7 @@ from archspec.hf.families import (
     gptj,
     granite,
     helium,
+    jais2,
     llama,
     ministral,
     mistral,
@@ -105,6 +106,7 @@ _MODULES = (
     arcee,
     nemotron,
     olmo3,
+    jais2,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
