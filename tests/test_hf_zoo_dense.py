@@ -1,6 +1,6 @@
-"""Issue 28, dense decoders: StarCoder2 (`starcoder2`), StableLM (`stablelm`) and Cohere
-(`cohere`), each against transformers' own classes (tests/zoo_check.py says what is
-measured), and what each refuses."""
+"""Issue 28, dense decoders: StarCoder2 (`starcoder2`), StableLM (`stablelm`), Cohere
+(`cohere`) and VaultGemma (`vaultgemma`), each against transformers' own classes
+(tests/zoo_check.py says what is measured), and what each refuses."""
 
 from __future__ import annotations
 
@@ -45,7 +45,14 @@ COMMAND_R = {  # CohereForAI/c4ai-command-r-v01
     "attention_bias": False, "tie_word_embeddings": True, "hidden_act": "silu",
     "torch_dtype": "float16",
 }
-REAL = {"starcoder2": STARCODER2_3B, "stablelm": STABLELM_3B, "cohere": COMMAND_R}
+# google/vaultgemma-1b: VaultGemmaConfig's defaults (a config.json naming only its class)
+VAULTGEMMA = {"architectures": ["VaultGemmaForCausalLM"], "model_type": "vaultgemma"}
+REAL = {
+    "starcoder2": STARCODER2_3B,
+    "stablelm": STABLELM_3B,
+    "cohere": COMMAND_R,
+    "vaultgemma": VAULTGEMMA,
+}
 
 _TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, intermediate_size=96, max_position_embeddings=64,
@@ -66,6 +73,10 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
         partial_rotary_factor=0.5)),
     "cohere": ("CohereForCausalLM", dict(
         model_type="cohere", **_TINY, logit_scale=0.7, initializer_range=0.2)),
+    # Gemma 2's windows (4, on the first and third of three layers) and soft-caps, pre-norm
+    "vaultgemma": ("VaultGemmaForCausalLM", dict(
+        model_type="vaultgemma", **{**_TINY, "num_hidden_layers": 3}, head_dim=32,
+        sliding_window=4, query_pre_attn_scalar=24, initializer_range=0.2)),
 }
 # fmt: on
 
@@ -99,6 +110,8 @@ def test_imported_structure() -> None:
     cohere = import_config(COMMAND_R).spec
     assert cohere.residual == "parallel" and cohere.position.interleaved
     assert cohere.head.logit_scale == 0.0625 and not cohere.norm.has_bias
+    vault = import_config(VAULTGEMMA).spec
+    assert vault.residual == "pre" and vault.attention.softcap == 50.0
 
 
 @pytest.mark.parametrize(

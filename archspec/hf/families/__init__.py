@@ -55,6 +55,7 @@ from archspec.hf.families import (
     stablelm,
     starcoder2,
     t5,
+    vaultgemma,
     xlm_roberta,
 )
 from archspec.hf.family import Family, HFClass
@@ -107,6 +108,7 @@ _MODULES = (
     nemotron,
     olmo3,
     jais2,
+    vaultgemma,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
