@@ -1,6 +1,6 @@
-"""Issue 28, the mixtures of experts released since: OLMoE (`olmoe`) and Qwen3-MoE
-(`qwen3_moe`), each against transformers' own classes (tests/zoo_check.py says what is
-measured)."""
+"""Issue 28, the mixtures of experts released since: OLMoE (`olmoe`), Qwen3-MoE (`qwen3_moe`)
+and Granite MoE (`granitemoe`), each against transformers' own classes (tests/zoo_check.py
+says what is measured)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,9 @@ QWEN3_30B_A3B = {  # Qwen/Qwen3-30B-A3B
     "torch_dtype": "bfloat16", "use_cache": True, "use_sliding_window": False,
     "vocab_size": 151936,
 }
-REAL = {"olmoe": OLMOE_1B_7B, "qwen3_moe": QWEN3_30B_A3B}
+# GraniteMoeConfig's defaults: a full-size stack (a config.json naming only its class)
+GRANITEMOE = {"architectures": ["GraniteMoeForCausalLM"], "model_type": "granitemoe"}
+REAL = {"olmoe": OLMOE_1B_7B, "qwen3_moe": QWEN3_30B_A3B, "granitemoe": GRANITEMOE}
 
 _TINY = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, intermediate_size=96, max_position_embeddings=64,
@@ -62,6 +64,11 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
         model_type="qwen3_moe", **{**_TINY, "num_hidden_layers": 3}, head_dim=32,
         num_experts=6, num_experts_per_tok=2, moe_intermediate_size=32,
         mlp_only_layers=[0], norm_topk_prob=True)),
+    # granite-3.0-2b's multipliers, 6 experts of width 32
+    "granitemoe": ("GraniteMoeForCausalLM", dict(
+        model_type="granitemoe", **{**_TINY, "intermediate_size": 32}, num_local_experts=6,
+        num_experts_per_tok=2, embedding_multiplier=12.0, residual_multiplier=0.22,
+        attention_multiplier=0.0625, logits_scaling=8.0, initializer_range=0.2)),
 }
 # fmt: on
 
@@ -92,3 +99,26 @@ def test_qwen3_moe_refuses_sliding_windows() -> None:
     with pytest.raises(SpecError) as err:
         import_config({**QWEN3_30B_A3B, "use_sliding_window": True, "sliding_window": 4096})
     assert err.value.path == "use_sliding_window"
+
+
+def test_granitemoe_loads_from_either_layout(tmp_path: Path) -> None:
+    """The checkpoint's stacked input_linear / output_linear (saved above) and the in-memory
+    experts.gate_up_proj / down_proj of a transformers 5 model give the same weights."""
+    import torch
+
+    from archspec.backends.torchgen import generate_source, load_generated
+    from archspec.hf.weights import load_weights
+    from archspec.ir.build import build_ir
+    from tests.zoo_check import tiny_model
+
+    cls, fields = TINY["granitemoe"]
+    hf = tiny_model(cls, fields)
+    hf.save_pretrained(tmp_path / "checkpoint")
+    spec = import_config({**hf.config.to_dict(), "architectures": [cls]}).spec
+    module = load_generated(generate_source(build_ir(spec)), tmp_path)
+    from_file = load_weights(module.Model().eval(), tmp_path / "checkpoint", spec=spec)
+    in_memory = load_weights(module.Model().eval(), hf.state_dict(), spec=spec)
+    for (name, a), (_, b) in zip(
+        from_file.state_dict().items(), in_memory.state_dict().items(), strict=True
+    ):
+        assert torch.equal(a, b), name

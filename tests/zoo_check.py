@@ -88,7 +88,8 @@ def check_forward_matmul_flops(cls: str, fields: dict[str, Any], b: int = 2, s: 
     from torch.utils.flop_counter import FlopCounterMode
 
     hf = tiny_model(cls, fields)
-    if getattr(hf.config, "num_experts", None) or getattr(hf.config, "n_routed_experts", None):
+    experts = ("num_experts", "num_local_experts", "n_routed_experts")
+    if any(getattr(hf.config, name, None) for name in experts):
         # transformers 5 runs the experts through torch._grouped_mm by default, for which
         # FlopCounterMode has no formula: the loop over experts computes the same products
         # with F.linear, which it counts (each token through its top_k experts).

@@ -30,6 +30,7 @@ from archspec.hf.families import (
     gpt_neox,
     gptj,
     granite,
+    granitemoe,
     helium,
     jais2,
     llama,
@@ -109,6 +110,7 @@ _MODULES = (
     olmo3,
     jais2,
     vaultgemma,
+    granitemoe,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
