@@ -508,7 +508,8 @@ SMALL_GPT2 = {
             [],
             "scale_attn_by_inverse_layer_idx",
         ),
-        ({**SMALL_GPT2, "my_new_knob": 3}, [], "'my_new_knob'"),
+        # a field transformers' shared code reads (a made-up one is ignored, with a note)
+        ({**SMALL_GPT2, "sliding_window": 3}, [], "'sliding_window'"),
         ({**SMALL_GPT2, "add_cross_attention": True}, [], "add_cross_attention"),
         ({**SMALL_GPT2, "activation_function": "quick_gelu"}, [], "quick_gelu"),
         ({**SMALL_GPT2, "architectures": ["GPT2DoubleHeadsModel"]}, [], "GPT2DoubleHeadsModel"),

@@ -74,28 +74,37 @@ def user_errors(debug: bool = False, json_: bool = False) -> Iterator[None]:
 def resolve_spec(spec: str, overrides: list[str] | None):
     """Resolve and validate a spec reference (a built-in name, else a file) with its
     overrides."""
-    from archspec.spec.resolve import load_spec, shadowed_file
+    from archspec.hf.hub_cache import looks_like_hub_id
+    from archspec.spec.resolve import is_builtin, load_spec, shadowed_file
 
     shadowed = shadowed_file(spec)
     if shadowed is not None:
         say(f"note: {spec} is the built-in spec; for the file of that name, write ./{spec}")
     if spec.endswith(".json") or Path(spec, "config.json").is_file():
         return _imported(spec, overrides)
+    if shadowed is None and not is_builtin(spec) and looks_like_hub_id(spec):
+        return _imported(spec, overrides, hub_id=True)
     return load_spec(spec, overrides or [])
 
 
-def _imported(config: str, overrides: list[str] | None):
-    """A transformers config.json (or its folder) wherever a spec is accepted: imported on the
-    fly, exactly as `archspec import-hf` would write it."""
+def _imported(config: str, overrides: list[str] | None, hub_id: bool = False):
+    """A transformers config.json (or its folder, or a Hub id in the local Hugging Face cache)
+    wherever a spec is accepted: imported on the fly, exactly as `archspec import-hf` would
+    write it."""
+    from archspec.hf.hub_cache import cached_config, hub_source
     from archspec.hf.import_config import import_config
-    from archspec.spec.resolve import load_mapping
+    from archspec.spec.resolve import load_mapping, name_from_text
 
-    imported = import_config(config)
-    name = _config_name(config)
+    path = str(cached_config(config)) if hub_id else config
+    imported = import_config(path, source=hub_source(config) if hub_id else None)
+    name = name_from_text(config.rsplit("/", 1)[-1]) if hub_id else _config_name(config)
+    found = f" (cached: {shown(path)})" if hub_id else ""
     say(
-        f"note: {shown(config)} imported as a spec ({name}: {imported.hf_class}, extends "
-        f"{imported.base}); `archspec import-hf {shown(config)} -o FILE.yaml` saves it"
+        f"note: {shown(config)}{found} imported as a spec ({name}: {imported.hf_class}, "
+        f"extends {imported.base}); `archspec import-hf {shown(config)} -o FILE.yaml` saves it"
     )
+    for note in imported.notes:  # fields ignored, a class assumed: said once, as import-hf does
+        say(f"note: {note}")
     if not overrides:
         return dataclasses.replace(imported.spec, name=name)
     data = {"name": name, **imported.data}

@@ -37,9 +37,14 @@ def import_hf(
 
         archspec import-hf bert/config.json --architecture BertModel
     """
+    from archspec.hf.hub_cache import cached_config, hub_source, looks_like_hub_id
     from archspec.hf.import_config import import_config
 
     with user_errors(debug, json_):
+        source = None
+        if looks_like_hub_id(str(config)):  # org/name, read from the local Hugging Face cache
+            source = hub_source(str(config))
+            config = cached_config(str(config))
         if has_unsafe(str(config)):
             # The path is recorded in the spec (a comment, or `source`): a newline in a folder
             # name would start a YAML line of its own.
@@ -47,7 +52,7 @@ def import_hf(
                 "the config's path holds a control or invisible character; rename the folder",
                 location=None,
             )
-        imported = import_config(config, architecture=architecture)
+        imported = import_config(config, architecture=architecture, source=source)
     if json_:
         print_json({"extends": imported.base, **imported.data})
         return

@@ -18,7 +18,11 @@ import typer
 
 SpecArg = Annotated[
     str,
-    typer.Argument(help="A built-in spec name (see `archspec list`) or a path to a .yaml spec."),
+    typer.Argument(
+        help="A built-in spec name (see `archspec list`), a path to a .yaml spec or a "
+        "config.json, or a Hub id (org/name) whose config.json is in the local Hugging Face "
+        "cache."
+    ),
 ]
 SetOpt = Annotated[
     list[str] | None,
@@ -551,7 +555,11 @@ DrawParams = Annotated[
 # `archspec import-hf`.
 
 ImportConfigArg = Annotated[
-    Path, typer.Argument(help="A transformers config.json (or the folder holding it).")
+    Path,
+    typer.Argument(
+        help="A transformers config.json (or the folder holding it), or a Hub id (org/name) "
+        "whose config.json is in the local Hugging Face cache."
+    ),
 ]
 ImportOutput = Annotated[
     Path | None,

@@ -61,10 +61,17 @@ ACTIVATIONS = {
     "relu": "relu",
     "silu": "silu",
     "swish": "silu",
+    "relu2": "squared_relu",
 }
 
 # The spec's activation names -> transformers' (what the exporters write).
-EXPORT_ACTIVATIONS = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "silu": "silu"}
+EXPORT_ACTIVATIONS = {
+    "gelu": "gelu",
+    "gelu_tanh": "gelu_new",
+    "relu": "relu",
+    "silu": "silu",
+    "squared_relu": "relu2",
+}
 
 _MISSING = object()
 # The most of a field's value an error echoes.
@@ -187,8 +194,8 @@ class Fields:
         self.used.add(key)
         if key in self.data:
             self.notes.append(
-                f"field '{key}' (= {shown(self.data[key], as_json=True)}) is ignored, as "
-                f"{reader} ignore it"
+                f"field '{shortened(key, SHOWN_CHARS)}' (= "
+                f"{shown(self.data[key], as_json=True)}) is ignored, as {reader} ignore it"
             )
 
     def leftovers(self) -> list[str]:

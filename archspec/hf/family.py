@@ -50,9 +50,10 @@ class UnsupportedHeads:
     """Head classes of a family that a spec cannot express, and what to use instead."""
 
     classes: tuple[str, ...]
-    what: str  # what the head computes, for the error message
+    # What the spec language lacks for each class, for the error message.
+    what: dict[str, str]
     instead: str  # the class to import instead (its base model)
-    weights: str  # a glob of the head's checkpoint keys, to skip when loading
+    weights: tuple[str, ...]  # globs of the heads' checkpoint keys, to skip when loading
 
 
 # --- Names -----------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from archspec.hf.classes import HFClass, hf_class
 from archspec.hf.config_fields import SHOWN_CHARS, Fields, read_config, shown
 from archspec.hf.families import FAMILIES
 from archspec.hf.minimal_spec import Imported, fewest_overrides
+from archspec.hf.transformers_reads import fields_read, unread_fields
 from archspec.hf.unsupported import refusal
 from archspec.safety.text import shortened
 
@@ -134,14 +135,22 @@ def import_config(
     target["hf_class"] = cls.name
     f.harmless("is_decoder", "is_encoder_decoder", "tie_word_embeddings")
     unknown = f.leftovers()
+    for key in unread_fields(model_type, unknown):
+        # No transformers code for this model_type reads it: any value builds the same model.
+        f.ignored(key, f"transformers' {model_type} configuration and modeling code")
+    unknown = f.leftovers()
     if unknown:
         key = unknown[0]
         value = shown(data[key], as_json=True)
+        why = (
+            "archspec cannot tell whether it changes the architecture"
+            if fields_read(model_type) is None
+            else f"transformers' {model_type} code reads it, so it may change the architecture"
+        )
         raise f.error(
             key,
             f"field '{shortened(key, SHOWN_CHARS)}' (= {value}) is not understood "
-            f"for model_type '{model_type}'; archspec cannot tell whether it changes the "
-            "architecture",
+            f"for model_type '{model_type}'; {why}",
             hint="if it does not change the model, delete it from config.json",
         )
     src = source or _source(data, path)

@@ -26,6 +26,24 @@ class Refusal:
 
 # Text model types whose architectures need what the spec language lacks.
 MISSING: dict[str, str] = {
+    "gemma3_text": (
+        "Gemma 3 rotates its windowed and its full layers with different RoPE settings "
+        "(rope_local_base_freq on the windowed ones, rope_theta and its scaling on the "
+        "others); a spec has one position setting per stack"
+    ),
+    "cohere2": (
+        "Cohere 2 applies RoPE on its windowed layers only (its full layers have no "
+        "positions); a spec applies one position setting to every layer"
+    ),
+    "smollm3": (
+        "SmolLM3 leaves RoPE out of every no_rope_layer_interval-th layer (no_rope_layers); "
+        "a spec applies one position setting to every layer"
+    ),
+    "deepseek_v3": (
+        "DeepSeek-V3 routes with sigmoid scores plus a learned bias correction "
+        "(e_score_correction_bias) and picks groups by the sum of their two best experts; "
+        "archspec's router is a softmax whose groups are ranked by their best expert"
+    ),
     "blenderbot-small": (
         "BlenderbotSmall's decoder normalises the token embeddings before adding its "
         "positions (layernorm_embedding), its encoder after adding them; archspec's norm "

@@ -402,6 +402,9 @@ def lower_model(model: Model) -> list[Segment]:
                 scaled = Value("logits", "tokens", model.vocab_size, split=True)
                 div = model.logits_divisor
                 logits = heads.emit(Scale(scaled, logits, "head", factor=div, divide=True))
+            if model.logit_scale != 1:
+                scaled = Value("logits", "tokens", model.vocab_size, split=True)
+                logits = heads.emit(Scale(scaled, logits, "head", factor=model.logit_scale))
             if model.logit_softcap is not None:
                 capped = Value("logits", "tokens", model.vocab_size, split=True)
                 logits = heads.emit(Softcap(capped, logits, model.logit_softcap, "head"))

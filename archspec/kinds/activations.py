@@ -44,6 +44,10 @@ ACTIVATIONS: dict[str, ActivationKind] = {
         ),
         ActivationKind("relu", "ReLU", "F.relu({})", 1, "output", "ReGLU"),
         ActivationKind("silu", "SiLU", "F.silu({})", 4, "input", "SwiGLU"),
+        # Nemotron's and Arcee's relu2: relu, then its square (which keeps relu's output).
+        ActivationKind(
+            "squared_relu", "ReLU²", "F.relu({}).square()", 2, "both", description="squared ReLU"
+        ),
         # Not a spec choice: BERT's pooler, tanh(dense(first token)).
         ActivationKind("tanh", "tanh", "torch.tanh({})", 1, "output"),
         # Not a spec choice either: Qwen2-MoE's gate on its shared expert.

@@ -125,5 +125,20 @@ NORMS: dict[str, NormKind] = {
             base="LayerNorm",
             affine=False,
         ),
+        NormKind(
+            name="offset_layernorm",
+            label="LayerNorm (1 + w)",
+            torch_class="OffsetLayerNorm",
+            # mean (add), centre (sub), variance (mul, add), normalise (mul), 1 + w (add),
+            # scale (mul)
+            flops_per_element=7,
+            bias_by_default=True,
+            allows_bias=True,
+            keeps_normalised=False,
+            row_statistics=2,
+            keeps_scale=True,  # layer_norm keeps its weight, 1 + w, for the input's gradient
+            own=True,
+            base="LayerNorm",
+        ),
     )
 }

@@ -30,3 +30,21 @@ class NonParametricLayerNorm(nn.LayerNorm):
     def forward(self, x: Tensor) -> Tensor:
         y = F.layer_norm(x.float(), self.normalized_shape, None, None, self.eps)
         return y.type_as(x)
+
+
+# Nemotron's LayerNorm1P: the scale is 1 + weight (the weight starts at zero), as
+# transformers' NemotronLayerNorm1P, which runs F.layer_norm with weight + 1.
+class OffsetLayerNorm(nn.LayerNorm):
+    """LayerNorm scaling by 1 + weight, its weight starting at zero (Nemotron), as
+    transformers' NemotronLayerNorm1P.
+    """
+
+    def reset_parameters(self) -> None:
+        super().reset_parameters()
+        if self.weight is not None:
+            nn.init.zeros_(self.weight)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.layer_norm(
+            x, self.normalized_shape, self.weight + 1.0, self.bias, self.eps
+        )

@@ -19,8 +19,10 @@ from archspec.spec.fields import doc
 
 Layout = Literal["encoder", "decoder", "encoder-decoder"]
 Residual = Literal["pre", "post", "parallel", "parallel_two_norms", "sandwich", "output_norm"]
-NormKind = Literal["layernorm", "rmsnorm", "offset_rmsnorm", "nonparametric_layernorm"]
-Activation = Literal["gelu", "gelu_tanh", "relu", "silu"]
+NormKind = Literal[
+    "layernorm", "rmsnorm", "offset_rmsnorm", "offset_layernorm", "nonparametric_layernorm"
+]
+Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "squared_relu"]
 QKNormScope = Literal["head", "all"]
 EmbeddingProjection = Literal["after_norm", "around_stack"]
 
@@ -330,6 +332,10 @@ class HeadSpec:
     logits_divisor: float = field(
         default=1.0,
         metadata=doc("divide the logits by this (Granite's logits_scaling)", positive=True),
+    )
+    logit_scale: float = field(
+        default=1.0,
+        metadata=doc("multiply the logits by this (Cohere's logit_scale)", positive=True),
     )
     decoder_start_token: int | None = field(
         default=None,

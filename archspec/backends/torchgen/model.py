@@ -277,6 +277,8 @@ def _head(f: Features) -> str:
     logits = "self.lm_head(x)"
     if f.model.logits_divisor != 1:
         logits = f"{logits} / {f.model.logits_divisor!r}"
+    if f.model.logit_scale != 1:
+        logits = f"{logits} * {f.model.logit_scale!r}"
     if f.model.logit_softcap is not None:
         logits = f"softcap({logits}, {f.model.logit_softcap!r})"
     return logits

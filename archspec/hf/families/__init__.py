@@ -10,36 +10,49 @@ from __future__ import annotations
 from archspec.errors import SpecError
 from archspec.hf.families import (
     albert,
+    arcee,
     bart,
     bert,
     bert_generation,
     blenderbot,
     bloom,
     camembert,
+    cohere,
+    cwm,
     data2vec_text,
     deepseek_v2,
     distilbert,
     electra,
     ernie,
+    ernie4_5,
     falcon,
     gemma,
     gemma2,
+    glm,
+    glm4,
     gpt2,
     gpt_bigcode,
     gpt_neox,
     gptj,
     granite,
+    granitemoe,
+    helium,
+    jais2,
     llama,
     m2m_100,
     marian,
     mbart,
     megatron_bert,
+    ministral,
     mistral,
     mixtral,
     mt5,
     mvp,
+    nemotron,
     olmo,
     olmo2,
+    olmo3,
+    olmoe,
     openai_gpt,
     opt,
     pegasus,
@@ -49,8 +62,13 @@ from archspec.hf.families import (
     qwen2,
     qwen2_moe,
     qwen3,
+    qwen3_moe,
     roberta,
+    seed_oss,
+    stablelm,
+    starcoder2,
     t5,
+    vaultgemma,
     xlm_roberta,
 )
 from archspec.hf.family import Family, HFClass
@@ -99,6 +117,24 @@ _MODULES = (
     megatron_bert,
     camembert,
     bert_generation,
+    olmoe,
+    qwen3_moe,
+    starcoder2,
+    stablelm,
+    cohere,
+    seed_oss,
+    ernie4_5,
+    helium,
+    ministral,
+    glm,
+    glm4,
+    cwm,
+    arcee,
+    nemotron,
+    olmo3,
+    jais2,
+    vaultgemma,
+    granitemoe,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
@@ -125,9 +161,10 @@ def refuse_unsupported_head(name: str) -> None:
     for family in FAMILIES.values():
         heads = family.unsupported_heads
         if heads is not None and name in heads.classes:
+            options = " ".join(f"--hf-ignore '{w}'" for w in heads.weights)
             raise SpecError(
-                f"the head of {name} ({heads.what}) cannot be expressed in a spec",
+                f"the head of {name} ({heads.what[name]}) cannot be expressed in a spec",
                 hint=f"import the encoder alone with `--architecture {heads.instead}` (hidden "
-                f"states and pooled output), and skip the head's weights with `--hf-ignore "
-                f"'{heads.weights}'` (load_weights(..., ignore=['{heads.weights}']))",
+                f"states and pooled output), and skip the head's weights with `{options}` "
+                f"(load_weights(..., ignore={list(heads.weights)!r}))",
             )

@@ -173,12 +173,13 @@ BERT_LIKE_BUFFERS = (
 )
 
 
+# What the spec language lacks for the heads refused (the masked-LM head itself, a dense +
+# LayerNorm transform before the vocabulary, is `head.transform`).
+PRETRAINING = "a classifier over the pooled output beside the masked-LM head: {}"
+CAUSAL = "the encoder run as a causal decoder (is_decoder), which a BERT-like import lacks"
+
+
 def bert_like_unsupported_heads(
-    classes: tuple[str, ...], instead: str, weights: str
+    what: dict[str, str], instead: str, *weights: str
 ) -> UnsupportedHeads:
-    return UnsupportedHeads(
-        classes,
-        what="a dense + LayerNorm transform before the vocabulary projection",
-        instead=instead,
-        weights=weights,
-    )
+    return UnsupportedHeads(tuple(what), what=what, instead=instead, weights=weights)

@@ -34,6 +34,10 @@ class LlamaVariant:
     window_default: int | None = None
     experts: bool = False  # a sparse mixture of experts (Mixtral)
     vocab_size: int = 32000
+    norm_kind: str = "rmsnorm"  # StarCoder2's and StableLM's LayerNorm has a bias
+    # RoPE on the first partial_rotary_factor of each head (GLM: 0.5 by default); None: all
+    rotary_fraction: float | None = None
+    eps_key: str = "rms_norm_eps"  # the config key of the norms' eps
 
 
 # transformers' rope_type -> the scaling's fields: (config key, spec key) beyond rope_theta.
@@ -123,6 +127,12 @@ def _rope(f: Fields, default: float, max_positions: int | None = None) -> dict[s
     return position
 
 
+def _partial_rope(f: Fields, head_dim: int, fraction: float, max_pos: int) -> dict[str, Any]:
+    from archspec.hf.families._rotary import read_rope  # it builds on this module
+
+    return read_rope(f, head_dim, default_fraction=fraction, max_positions=max_pos)
+
+
 def rope_parameters(spec: Spec) -> dict[str, Any]:
     """`_rope`'s inverse, in transformers 5's rope_parameters."""
     p, scaling = spec.position, spec.position.scaling
@@ -182,8 +192,10 @@ def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any
         "layout": "decoder",
         "residual": "pre",
         "final_norm": True,
-        "norm": {"kind": "rmsnorm", "eps": f.float("rms_norm_eps", v.rms_eps)},
-        "position": _rope(f, 10000.0, max_pos),
+        "norm": {"kind": v.norm_kind, "eps": f.float(v.eps_key, v.rms_eps)},
+        "position": _rope(f, 10000.0, max_pos)
+        if v.rotary_fraction is None
+        else _partial_rope(f, head_dim, v.rotary_fraction, max_pos),
         "embedding": {"token_types": 0, "norm": False, "scale": False},
         "attention": {"bias": bias["attention"], "scale_scores": True}
         | ({"sliding_window": window} if window is not None else {}),

@@ -10,6 +10,7 @@ from archspec.hf.config_fields import Fields
 from archspec.hf.dropouts import Places
 from archspec.hf.families._bert_like import (
     BERT_LIKE_BUFFERS,
+    PRETRAINING,
     bert_like_unsupported_heads,
     export_bert_like,
     import_bert_like,
@@ -43,7 +44,13 @@ def import_albert(f: Fields, cls: HFClass) -> dict[str, Any]:
         ("num_memory_blocks", 0),
     ):
         f.expect(key, neutral, neutral, "a TF ALBERT variant transformers does not implement")
-    f.expect("inner_group_num", 1, 1, "several distinct layers inside a layer group")
+    f.expect(
+        "inner_group_num",
+        1,
+        1,
+        "each of ALBERT's layer groups would hold that many different layers, run in turn "
+        "every time the group runs; a spec's layer_groups share one layer per group",
+    )
     spec = import_bert_like(
         f, cls, roberta=False, vocab_default=30000, defaults=DEFAULTS, places=DROPOUTS,
         factorised=True,
@@ -119,6 +126,9 @@ FAMILY = Family(
     ),
     buffers=BERT_LIKE_BUFFERS,
     unsupported_heads=bert_like_unsupported_heads(
-        ("AlbertForPreTraining",), "AlbertModel", "predictions.*"
+        {"AlbertForPreTraining": PRETRAINING.format("sentence-order prediction, sop_classifier")},
+        "AlbertModel",
+        "predictions.*",
+        "sop_classifier.*",
     ),
 )

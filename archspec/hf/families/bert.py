@@ -5,6 +5,8 @@ from __future__ import annotations
 from archspec.hf.families._bert_like import (
     BERT_LIKE_BUFFERS,
     BERT_MLM,
+    CAUSAL,
+    PRETRAINING,
     bert_like_names,
     bert_like_unsupported_heads,
     export_bert_like,
@@ -24,6 +26,13 @@ FAMILY = Family(
     names=bert_like_names("bert.", BERT_MLM),
     buffers=BERT_LIKE_BUFFERS,
     unsupported_heads=bert_like_unsupported_heads(
-        ("BertForPreTraining", "BertLMHeadModel"), "BertModel", "cls.*"
+        {
+            "BertForPreTraining": PRETRAINING.format(
+                "next-sentence prediction, cls.seq_relationship"
+            ),
+            "BertLMHeadModel": CAUSAL,
+        },
+        "BertModel",
+        "cls.*",
     ),
 )

@@ -50,7 +50,15 @@ def _moe(f: Fields, n_layers: int) -> dict[str, Any] | None:
     else:
         f.harmless("n_group", "topk_group")  # read by group_limited_greedy alone
     f.expect("scoring_func", "softmax", "softmax", "transformers' DeepseekV2 routes by softmax")
-    f.expect("moe_layer_freq", 1, 1, "transformers' DeepseekV2 puts experts on every layer")
+    f.expect(
+        "moe_layer_freq",
+        1,
+        1,
+        "DeepSeek's own code puts experts on every moe_layer_freq-th layer only, while "
+        "transformers' DeepseekV2 ignores the field and puts them on every layer from "
+        "first_k_dense_replace on, so no model matches both; a spec expresses dense layers "
+        "only as the first ones (moe.dense_layers)",
+    )
     f.expect(
         "norm_topk_prob",
         False,

@@ -8,8 +8,8 @@ false` is a pre-norm block. The fused projection holds, per key/value head, its 
 rows, then its key rows, then its value rows: one plain concatenation with multi-query
 attention, per-head interleaving with as many key/value heads as query heads.
 
-ALiBi (`alibi: true`, Falcon-RW) is refused: Falcon scales its bias by 1/sqrt(head_dim) with
-the scores, which archspec's ALiBi (BLOOM's) does not.
+ALiBi (`alibi: true`, Falcon-RW) is refused: Falcon rounds its bias to bfloat16 and scales it
+by 1/sqrt(head_dim) with the scores, which archspec's ALiBi (BLOOM's) does not.
 """
 
 from __future__ import annotations
@@ -30,7 +30,14 @@ def import_falcon(f: Fields, cls: HFClass) -> dict[str, Any]:
     new = f.bool("new_decoder_architecture", False)
     multi_query = f.bool("multi_query", True)
     parallel = f.bool("parallel_attn", True)
-    f.expect("alibi", False, False, "Falcon's ALiBi, scaled by 1/sqrt(head_dim) with the scores")
+    f.expect(
+        "alibi",
+        False,
+        False,
+        "Falcon's ALiBi rounds slopes × positions to bfloat16 and divides the bias by "
+        "sqrt(head_dim) (it is added before the scores' scaling); archspec's ALiBi is "
+        "BLOOM's, in float32 and unscaled",
+    )
     # transformers' FalconConfig has no such field and ignores it; only False is the same model.
     f.expect("apply_residual_connection_post_layernorm", False, False, "a post-norm residual")
     # Falcon drops out the sum of both branches, and no attention probabilities with RoPE:

@@ -29,7 +29,7 @@ VARIANT = LlamaVariant(d_ff=5632, kv_heads=16, max_positions=32768, rms_eps=1e-6
 DEFAULTS = {"hidden_size": 2048, "num_hidden_layers": 24, "num_attention_heads": 16}
 
 
-def _moe_layers(f: Fields, n_layers: int) -> int:
+def moe_layers(f: Fields, n_layers: int) -> int:
     """The number of dense first layers: transformers builds an MLP, not experts, on the layers
     of `mlp_only_layers` and on those `decoder_sparse_step` skips. archspec expresses dense
     first layers only."""
@@ -65,7 +65,7 @@ def import_qwen2_moe(f: Fields, cls: HFClass) -> dict[str, Any]:
         "n_experts": f.int("num_experts", 60),
         "top_k": f.int("num_experts_per_tok", 4),
         "router_bias": False,
-        "dense_layers": _moe_layers(f, spec["n_layers"]),
+        "dense_layers": moe_layers(f, spec["n_layers"]),
         "d_ff": f.int("moe_intermediate_size", 1408),
         "normalize": f.bool("norm_topk_prob", False),
         "shared_d_ff": shared,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from archspec.hf.families._bert_like import (
     BERT_LIKE_BUFFERS,
+    CAUSAL,
     ROBERTA_MLM,
     bert_like_names,
     bert_like_unsupported_heads,
@@ -24,6 +25,6 @@ FAMILY = Family(
     names=bert_like_names("roberta.", ROBERTA_MLM),
     buffers=BERT_LIKE_BUFFERS,
     unsupported_heads=bert_like_unsupported_heads(
-        ("RobertaForCausalLM",), "RobertaModel", "lm_head.*"
+        {"RobertaForCausalLM": CAUSAL}, "RobertaModel", "lm_head.*"
     ),
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from archspec.hf.families._bert_like import (
     BERT_LIKE_BUFFERS,
+    CAUSAL,
     ROBERTA_MLM,
     bert_like_names,
     bert_like_unsupported_heads,
@@ -25,6 +26,6 @@ FAMILY = Family(
     names=bert_like_names("roberta.", ROBERTA_MLM),
     buffers=BERT_LIKE_BUFFERS,
     unsupported_heads=bert_like_unsupported_heads(
-        ("XLMRobertaForCausalLM",), "XLMRobertaModel", "lm_head.*"
+        {"XLMRobertaForCausalLM": CAUSAL}, "XLMRobertaModel", "lm_head.*"
     ),
 )
