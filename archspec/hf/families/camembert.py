@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from archspec.hf.families._bert_like import (
     BERT_LIKE_BUFFERS,
+    CAUSAL,
     ROBERTA_MLM,
     bert_like_names,
     bert_like_unsupported_heads,
@@ -27,6 +28,6 @@ FAMILY = Family(
     names=bert_like_names("roberta.", ROBERTA_MLM),
     buffers=BERT_LIKE_BUFFERS,
     unsupported_heads=bert_like_unsupported_heads(
-        ("CamembertForCausalLM",), "CamembertModel", "lm_head.*"
+        {"CamembertForCausalLM": CAUSAL}, "CamembertModel", "lm_head.*"
     ),
 )

@@ -10,6 +10,8 @@ from archspec.hf.config_fields import Fields
 from archspec.hf.families._bert_like import (
     BERT_LIKE_BUFFERS,
     BERT_MLM,
+    CAUSAL,
+    PRETRAINING,
     bert_like_names,
     bert_like_unsupported_heads,
     export_bert_like,
@@ -37,6 +39,13 @@ FAMILY = Family(
     names=bert_like_names("ernie.", BERT_MLM),
     buffers=BERT_LIKE_BUFFERS,
     unsupported_heads=bert_like_unsupported_heads(
-        ("ErnieForPreTraining", "ErnieForCausalLM"), "ErnieModel", "cls.*"
+        {
+            "ErnieForPreTraining": PRETRAINING.format(
+                "next-sentence prediction, cls.seq_relationship"
+            ),
+            "ErnieForCausalLM": CAUSAL,
+        },
+        "ErnieModel",
+        "cls.*",
     ),
 )
