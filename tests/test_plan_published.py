@@ -9,7 +9,7 @@ from statistics import mean
 import pytest
 
 from archspec.plan import published
-from archspec.plan.engines import ENGINES, FITTED_FP8, FITTED_HALF
+from archspec.plan.engines import ENGINES, FITTED_ATTENTION, FITTED_FP8, FITTED_HALF
 from archspec.plan.hardware import load_catalogue
 
 
@@ -59,6 +59,7 @@ def test_runs_that_cannot_be_expressed_say_why() -> None:
 def test_the_shipped_constants_are_the_fit_on_every_run() -> None:
     fit = published.fit(published.expressible())
     assert fit.half == FITTED_HALF and fit.fp8 == FITTED_FP8
+    assert fit.attention == FITTED_ATTENTION
     assert fit.peaks == {name: e.matmul_peak for name, e in ENGINES.items()}
     assert fit.on == {(name, acc): p for name, e in ENGINES.items() for acc, p in e.on}
 
@@ -69,8 +70,8 @@ def test_cross_validated_errors() -> None:
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
     # What docs/plan.md reports (a regression guard, not the target of 8% / 15%).
-    assert mean(errors) < 0.11
-    assert max(errors) < 0.52
+    assert mean(errors) < 0.10
+    assert max(errors) < 0.25
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
     ]

@@ -33,6 +33,10 @@ class Efficiency:
     # the casts to fp8 (scaling, amax) cost memory traffic. Fitted on the fp8 runs of
     # published.yaml (published.py).
     fp8_matmul: float = 1.0
+    # What fraction of the matmul plateau a fused (flash) attention kernel reaches: its
+    # softmax, masking and online rescaling run between the two matmuls on the same tiles, so
+    # it falls short of a GEMM of its shape. Fitted on published.yaml (published.py).
+    attention: float = 1.0
 
     def matmul(self, m: float, n: float, k: float) -> float:
         eff = self.matmul_peak

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
+from itertools import product
 from statistics import mean
 from typing import Any
 
@@ -28,7 +29,7 @@ from archspec.backends.count.layout import Parallelism, check_layout
 from archspec.errors import SpecError
 from archspec.ir.build import build_ir
 from archspec.plan.efficiency import CALIBRATED, Efficiency
-from archspec.plan.engines import ENGINES
+from archspec.plan.engines import ENGINES, SAME_TENSOR_CORES
 from archspec.plan.fit import MemoryModel
 from archspec.plan.hardware import get_system
 from archspec.plan.search import MAX_INTERLEAVE, MICRO_BATCHES, USABLE_MEMORY
@@ -222,29 +223,41 @@ HALVES = (0.0, 16.0, 32.0, 64.0, 128.0)
 FP8 = tuple(round(0.40 + 0.05 * i, 2) for i in range(13))  # 0.40 .. 1.00
 
 
+ATTENTION = (0.55, 0.70, 0.85, 1.0)
+
+
 def _factors(run: Run) -> tuple[float, ...]:
     return FP8 if run.dtype == "fp8" else (1.0,)
 
 
+def _attention(run: Run) -> tuple[float, ...]:
+    return ATTENTION if run.attn == "flash" else (1.0,)
+
+
 @cache
-def error_grid() -> dict[tuple[str, float, float, float], float]:
-    """Each expressible run's error at every (half-size, plateau, fp8 factor) of the grid."""
+def error_grid() -> dict[tuple[str, float, float, float, float], float]:
+    """Each expressible run's error at every (half-size, plateau, fp8 factor, attention
+    factor) of the grid."""
     return {
-        (run.name, half, peak, f): error(run, replace(
-            CALIBRATED, matmul_peak=peak, matmul_half=half, fp8_matmul=f))
+        (run.name, half, peak, f, a): error(run, replace(
+            CALIBRATED, matmul_peak=peak, matmul_half=half, fp8_matmul=f, attention=a))
         for run in expressible() for half in HALVES for peak in PEAKS for f in _factors(run)
+        for a in _attention(run)
     }  # fmt: skip
 
 
 @cache
 def accelerator(run: Run) -> str:
-    return get_system(run.system).accelerator.key
+    """The accelerator whose plateau a run fits: parts with another's tensor cores pool with it."""
+    key = get_system(run.system).accelerator.key
+    return SAME_TENSOR_CORES.get(key, key)
 
 
 @dataclass(frozen=True)
 class Fit:
     half: float
     fp8: float
+    attention: float
     peaks: dict[str, float]  # engine -> matmul plateau
     on: dict[tuple[str, str], float]  # (engine, accelerator) -> matmul plateau
 
@@ -253,44 +266,48 @@ class Fit:
 
     def efficiency(self, run: Run) -> Efficiency:
         return replace(CALIBRATED, matmul_peak=self.peak(run), matmul_half=self.half,
-                       fp8_matmul=self.fp8)  # fmt: skip
+                       fp8_matmul=self.fp8, attention=self.attention)  # fmt: skip
 
     def error(self, run: Run) -> float:
-        f = self.fp8 if run.dtype == "fp8" else 1.0
-        return error_grid()[(run.name, self.half, self.peak(run), f)]
+        return error_grid()[(run.name, self.half, self.peak(run), *_key(run, self.fp8,
+                                                                         self.attention))]
+
+
+def _key(run: Run, fp8: float, attention: float) -> tuple[float, float]:
+    """The fp8 and attention factors a run's grid entry is under (1.0 where they change
+    nothing: bf16 runs, materialised attention)."""
+    return (fp8 if run.dtype == "fp8" else 1.0, attention if run.attn == "flash" else 1.0)
 
 
 def fit(runs: list[Run]) -> Fit:
-    """The half-size, fp8 factor and plateaus minimising the mean absolute error over `runs`:
-    one plateau per engine and accelerator, fitted on that engine's runs there; an engine and
-    accelerator none of `runs` used takes the engine's plateau (fitted on its runs anywhere), an
-    engine none used the plateau fitted on all of them."""
+    """The half-size, fp8 and attention factors and plateaus minimising the mean absolute
+    error over `runs`: one plateau per engine and accelerator, fitted on that engine's runs
+    there; an engine and accelerator none of `runs` used takes the engine's plateau (fitted on
+    its runs anywhere), an engine none used the plateau fitted on all of them."""
     grid = error_grid()
     pairs = {(r.engine, accelerator(r)) for r in expressible()}
     best: tuple[float, Fit] | None = None
-    for half in HALVES:
-        for f in FP8:
+    for half, f, a in product(HALVES, FP8, ATTENTION):
 
-            def mae(rs: list[Run], peak: float, half=half, f=f) -> float:
-                return mean(abs(grid[(r.name, half, peak, f if r.dtype == "fp8" else 1.0)])
-                            for r in rs)  # fmt: skip
+        def mae(rs: list[Run], peak: float, half=half, f=f, a=a) -> float:
+            return mean(abs(grid[(r.name, half, peak, *_key(r, f, a))]) for r in rs)
 
-            def best_peak(rs: list[Run], fallback: float, mae=mae) -> float:
-                return min(PEAKS, key=lambda p: mae(rs, p)) if rs else fallback
+        def best_peak(rs: list[Run], fallback: float, mae=mae) -> float:
+            return min(PEAKS, key=lambda p: mae(rs, p)) if rs else fallback
 
-            shared = best_peak(runs, 0.0)
-            peaks = {e: best_peak([r for r in runs if r.engine == e], shared) for e in ENGINES}
-            fitted = {}
-            for e, a in sorted(pairs):
-                own = [r for r in runs if (r.engine, accelerator(r)) == (e, a)]
-                if own:
-                    fitted[(e, a)] = best_peak(own, 0.0)
-            on = {pair: fitted.get(pair) or transferred(pair, fitted, peaks[pair[0]])
-                  for pair in sorted(pairs)}  # fmt: skip
-            candidate = Fit(half, f, peaks, on)
-            total = mean(abs(candidate.error(r)) for r in runs)
-            if best is None or total < best[0]:
-                best = (total, candidate)
+        shared = best_peak(runs, 0.0)
+        peaks = {e: best_peak([r for r in runs if r.engine == e], shared) for e in ENGINES}
+        fitted = {}
+        for pair in sorted(pairs):
+            own = [r for r in runs if (r.engine, accelerator(r)) == pair]
+            if own:
+                fitted[pair] = best_peak(own, 0.0)
+        on = {pair: fitted.get(pair) or transferred(pair, fitted, peaks[pair[0]])
+              for pair in sorted(pairs)}  # fmt: skip
+        candidate = Fit(half, f, a, peaks, on)
+        total = mean(abs(candidate.error(r)) for r in runs)
+        if best is None or total < best[0]:
+            best = (total, candidate)
     assert best is not None
     return best[1]
 
@@ -386,7 +403,8 @@ def markdown() -> str:
         f"{mean(fitted):.1%}, largest {max(fitted):.1%}. Leaving each source out: mean "
         f"{mean(cv):.1%}, largest {max(cv):.1%} ("
         + "; ".join(f"{w['run']} {w['cv_error']:+.1%}" for w in worst)
-        + f"). Constants fitted on all: d½ = {full.half:g}, fp8 factor {full.fp8:.2f}, plateaus "
+        + f"). Constants fitted on all: d½ = {full.half:g}, fp8 factor {full.fp8:.2f}, attention "
+        + f"factor {full.attention:.2f}, plateaus "
         + ", ".join(f"{e} {p:.2f}" for e, p in full.peaks.items())
         + "; on one accelerator: "
         + ", ".join(f"{e} on {a} {p:.2f}" for (e, a), p in full.on.items())

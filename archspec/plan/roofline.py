@@ -54,6 +54,8 @@ class Roofline:
             elif cost.tp == "row":
                 k /= tp
             peak = self.peak if cost.attn_core else (self.linear_peak or self.peak)
+            if cost.label == "attention.flash":
+                peak *= self.eff.attention
             compute = self.matmul_time(flops / ways, m, n, k, peak)
         else:
             compute = flops / ways / (self.peak * self.eff.matmul_peak)
