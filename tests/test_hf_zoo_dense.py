@@ -19,25 +19,47 @@ from tests.zoo_check import (
 
 pytest.importorskip("transformers")
 
-# Full sizes: the checkpoints transformers' config classes document (`@auto_docstring(
-# checkpoint=...)`), sizes as in their public config.json; RoPE, tokenizer and generation
-# fields left out (they change no count).
+# Full sizes: public checkpoints, each size field (the ones that change the count) read
+# from the sources named above its dict; RoPE, tokenizer and generation fields left out
+# (they change no count).
 # fmt: off
-STARCODER2_3B = {  # bigcode/starcoder2-3b
+# bigcode/starcoder2-3b. Sources: two test fixtures found by exact-string search of public
+# code (repositories not named by the index), one quoting "bigcode/starcoder2-3b's real
+# config.json (huggingface.co/bigcode/starcoder2-3b/blob/main/config.json)", the other a
+# TensorRT-LLM-style StarCoder2-3B test config: hidden 3072, intermediate 12288, 30
+# layers, 24 heads, 2 kv heads, vocab 49152, max_position_embeddings 16384, sliding
+# window 4096, use_bias true. Neither sets tie_word_embeddings, so Starcoder2Config's
+# default (tied) applies; the published size, "Parameter Count 3.03B"
+# (www.promptlayer.com/models/starcoder2-3b), agrees with tied (3,030,371,328) and not
+# untied (3,181,366,272).
+STARCODER2_3B = {
     "architectures": ["Starcoder2ForCausalLM"], "model_type": "starcoder2",
     "hidden_size": 3072, "num_hidden_layers": 30, "num_attention_heads": 24,
     "num_key_value_heads": 2, "intermediate_size": 12288, "vocab_size": 49152,
     "max_position_embeddings": 16384, "sliding_window": 4096, "use_bias": True,
     "norm_epsilon": 1e-05, "hidden_act": "gelu_pytorch_tanh", "torch_dtype": "float32",
 }
-STABLELM_3B = {  # stabilityai/stablelm-3b-4e1t
+# stabilityai/stablelm-3b-4e1t. Sources: StableLmConfig documents this checkpoint and
+# its defaults are these sizes (vocab 50304, hidden 2560, intermediate 6912, 32 layers,
+# 32 heads, 32 kv heads, untied, use_qkv_bias false); the model card
+# (huggingface.co/stabilityai/stablelm-3b-4e1t) gives "Parameters 2,795,443,200", hidden
+# 2560, 32 layers, 32 heads, sequence 4096 -- the count below is exactly 2,795,443,200.
+STABLELM_3B = {
     "architectures": ["StableLmForCausalLM"], "model_type": "stablelm", "hidden_size": 2560,
     "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
     "intermediate_size": 6912, "vocab_size": 50304, "max_position_embeddings": 4096,
     "layer_norm_eps": 1e-05, "partial_rotary_factor": 0.25, "use_qkv_bias": False,
     "tie_word_embeddings": False, "hidden_act": "silu", "torch_dtype": "bfloat16",
 }
-COMMAND_R = {  # CohereForAI/c4ai-command-r-v01
+# CohereForAI/c4ai-command-r-v01. Sources: CohereConfig documents this checkpoint and its
+# defaults are these sizes (vocab 256000, hidden 8192, intermediate 22528, 40 layers, 64
+# heads, kv heads = heads, tied, logit_scale 0.0625, no attention bias, no qk norm); test
+# fixtures found by exact-string search that quote its config.json (repositories not
+# named by the index) give the same hidden, heads, kv heads, layers, intermediate, vocab,
+# max_position_embeddings 8192, logit_scale and tie; the model card
+# (huggingface.co/CohereForAI/c4ai-command-r-v01): "35 billion parameters" -- the count
+# below is 34,980,831,232.
+COMMAND_R = {
     "architectures": ["CohereForCausalLM"], "model_type": "cohere", "hidden_size": 8192,
     "num_hidden_layers": 40, "num_attention_heads": 64, "num_key_value_heads": 64,
     "intermediate_size": 22528, "vocab_size": 256000, "max_position_embeddings": 8192,

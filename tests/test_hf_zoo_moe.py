@@ -20,9 +20,19 @@ from tests.zoo_check import (
 pytest.importorskip("transformers")
 
 # Public config.json files (huggingface.co/<repo>/blob/main/config.json), tokenizer and
-# generation fields left out.
+# generation fields left out. Each size field (the ones that change the count) was read
+# from the sources named above its dict; the other fields change no count.
 # fmt: off
-OLMOE_1B_7B = {  # allenai/OLMoE-1B-7B-0924
+# allenai/OLMoE-1B-7B-0924. Sources: test fixtures quoting this config.json, found by
+# exact-string search of public code (repositories not named by the index): hidden 2048,
+# intermediate (per expert) 1024, 16 layers, 16 heads, 16 kv heads, 64 experts, top-8,
+# vocab 50304, untied. The model's own repo, github.com/allenai/OLMoE: an OLMoE pretraining
+# config (configs/olmoe-8x1b-newhp-newds-cx5-fine1-normreorder.yml @525672c: d_model 2048,
+# n_heads 16, n_layers 16, mlp_ratio 1 under SwiGLU, 64 experts, top-8, embedding_size
+# 50304, weight_tying false, include_bias false) and README.md @019a443: "1.3 billion
+# active and 6.9 billion total parameters" -- the count below is 6,919,161,856.
+# OlmoeConfig names this checkpoint but its intermediate_size default (2048) is not it.
+OLMOE_1B_7B = {
     "architectures": ["OlmoeForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
     "clip_qkv": None, "hidden_act": "silu", "hidden_size": 2048, "initializer_range": 0.02,
     "intermediate_size": 1024, "max_position_embeddings": 4096, "model_type": "olmoe",
@@ -32,7 +42,18 @@ OLMOE_1B_7B = {  # allenai/OLMoE-1B-7B-0924
     "rope_theta": 10000.0, "router_aux_loss_coef": 0.01, "tie_word_embeddings": False,
     "torch_dtype": "bfloat16", "use_cache": True, "vocab_size": 50304,
 }
-QWEN3_30B_A3B = {  # Qwen/Qwen3-30B-A3B
+# Qwen/Qwen3-30B-A3B. Sources: github.com/zyzshishui/slime (a THUDM/slime fork)
+# scripts/models/qwen3-30B-A3B.sh @e0be9a0: 48 layers, hidden 2048, ffn 6144, 32 heads,
+# 4 query groups, kv-channels (head_dim) 128, vocab 151936, untied, no linear biases,
+# moe ffn 768, top-8 of 128 experts, every layer MoE ("([1]*48)": decoder_sparse_step 1,
+# mlp_only_layers []); a test fixture found by exact-string search that quotes the
+# config.json of lmstudio-community/Qwen3-30B-A3B-MLX-4bit "verbatim" (same sizes,
+# max_position_embeddings 40960, which makes no parameters: RoPE); the model card
+# (huggingface.co/Qwen/Qwen3-30B-A3B, mirrored e.g. at unsloth/Qwen3-30B-A3B-bnb-4bit):
+# "30.5B in total", "29.9B" non-embedding, 48 layers, 32 Q / 4 KV heads, 128 experts, 8
+# activated -- the count below is 30,532,122,624, 29,909,792,768 without the embedding
+# and head. Qwen3MoeConfig's defaults (24 layers) are not this checkpoint.
+QWEN3_30B_A3B = {
     "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": False,
     "attention_dropout": 0.0, "decoder_sparse_step": 1, "head_dim": 128, "hidden_act": "silu",
     "hidden_size": 2048, "initializer_range": 0.02, "intermediate_size": 6144,
