@@ -79,6 +79,7 @@ class MemoryModel:
             runs,
             _linear(parts.after, self.values),
             _linear(parts.rebuilt, self.values),
+            list(parts.spans),
         )
 
     def _params(self, tp: int, pp: int):
@@ -87,12 +88,12 @@ class MemoryModel:
 
     def stages(self, par: Parallelism, micro: int, recompute: str) -> list[StageBytes]:
         """Bytes per device on every stage, as memory_figures counts them."""
-        before, runs, after, rebuilt = self.parts(par.tp, par.sp, recompute)
+        before, runs, after, rebuilt, spans = self.parts(par.tp, par.sp, recompute)
         states = OPTIMIZER_BYTES[self.optimizer] + (MASTER_BYTES if self.dtype != "fp32" else 0)
         out = []
         for stage, ((first, last), params) in enumerate(self.params(par.tp, par.pp)):
             chunks, per_chunk = par.in_flight(stage)
-            layers = stage_runs(runs, first, last)
+            layers = stage_runs(runs, spans, first, last)
             acts = chunks * sum(n * x.at(micro) for n, x in layers) / per_chunk
             if stage == 0:
                 if par.interleave == 1:

@@ -137,7 +137,7 @@ class StepModel:
         vocab_tp = all_reduce(activation, tp, tp_link)
         stages = []
         for st in range(pp):
-            layers = stage_runs(runs, st * per_stage, (st + 1) * per_stage)
+            layers = stage_runs(runs, self.costs.spans, st * per_stage, (st + 1) * per_stage)
             ends = (before if st == 0 else []) + (after if st == pp - 1 else [])
             compute = rec = 0.0
             # Recomputation replays the blocks' forward only, not the embeddings or the head.
