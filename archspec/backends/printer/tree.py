@@ -112,8 +112,6 @@ class _TreeBuilder(Visitor[Module]):
         return self._leaf(node, (entry.torch_class, args))
 
     def visit_repeat(self, node: Repeat) -> Module:
-        # [module, its repr, first index, how many]; a run whose repr equals the previous
-        # entry's extends it, exactly as ModuleList.__repr__ would fold the unrolled list.
         visited = {id(run): self.visit(run.node) for run in node.runs}
         if self.by_run and _listed(node, self.ir) > MAX_LAYER_RUNS:
             # Too long to list: one entry per run, its indices a cycle's length apart.
@@ -123,6 +121,8 @@ class _TreeBuilder(Visitor[Module]):
                 for r in node.runs
             )
             return self._container(node.name, "ModuleList", children)
+        # [module, its repr, first index, how many]; a run whose repr equals the previous
+        # entry's extends it, exactly as ModuleList.__repr__ would fold the unrolled list.
         groups: list[list[Any]] = []
         index = 0
         texts = {key: render(module) for key, module in visited.items()}
