@@ -29,3 +29,21 @@ def test_bench_nproc_threads_reach_every_rank() -> None:
     assert result.exit_code == 0, (result.output, result.exception)
     ranks = json.loads(result.stdout)["ranks"]
     assert [r["threads"] for r in ranks] == [1, 1]
+
+
+def test_a_system_file_number_of_thousands_of_digits_is_refused_plainly(tmp_path) -> None:
+    """Found by the long profile of tests/test_properties_inputs.py: an integer too large for
+    a float ended in OverflowError (math.isfinite)."""
+    huge = "1" + "0" * 2200
+    path = tmp_path / "system.yaml"
+    path.write_text(
+        "accelerators:\n  myacc:\n    name: a\n    peak_tflops: {bf16: " + huge + "}\n"
+        "    memory_gib: 80\n    memory_bandwidth_gbs: 2000\n    source: t\n"
+        "systems:\n  mysys:\n    accelerator: myacc\n    name: s\n    gpus_per_node: 8\n"
+        "    intra_node_gbs: 300\n    inter_node_gbs: 25\n    intra_node_latency_us: 1\n"
+        "    inter_node_latency_us: 5\n    source: t\n"
+    )
+    args = ["plan", "gpt2", "--gpu", "mysys", "--system", str(path), "--gpus", "8",
+            "--global-batch", "8"]  # fmt: skip
+    err = refused(cli(*args), "peak_tflops.bf16", "over the limit", "(2,201 characters)")
+    assert len(err) < 500
