@@ -95,7 +95,8 @@ def contract_model(ir: IR) -> nn.Module:
                 cls = type(entry.torch_class, (getattr(nn, entry.base),), {})
             return cls(v(node.dim), eps=node.eps, **bias)
         if isinstance(node, Repeat):
-            return nn.ModuleList(build(run.node) for run in node.runs for _ in range(v(run.count)))
+            at = {i: run.node for run in node.runs for i in run.indices(v)}  # a run's indices
+            return nn.ModuleList(build(at[i]) for i in sorted(at))
         kind = class_name(names, node)
         module = classes.setdefault(kind, type(kind, (nn.Module,), {}))()
         for part in node.children:

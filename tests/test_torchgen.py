@@ -144,11 +144,9 @@ def ir_modules(ir: IR) -> list[tuple[str, str, tuple]]:
     def go(node: Node, path: str) -> None:
         if isinstance(node, Repeat):
             out.append((path, "ModuleList", ()))
-            index = 0
-            for run in node.runs:
-                for _ in range(ir.value(run.count)):
-                    go(run.node, f"{path}.{index}")
-                    index += 1
+            at = {i: run.node for run in node.runs for i in run.indices(ir.value)}
+            for index in sorted(at):  # a run's indices: consecutive, or a cycle's length apart
+                go(at[index], f"{path}.{index}")
             return
         if isinstance(node, Embedding):
             out.append((path, "Embedding", (ir.value(node.num), ir.value(node.dim))))

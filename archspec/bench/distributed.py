@@ -167,11 +167,11 @@ def run_distributed(
         # Per device, with what any step holds besides; CPU processes share the machine's RAM.
         vocab, width = ir.value(ir.root.vocab_size), ir.value(ir.root.d_model)
         each = prediction["total"] + least_bytes(vocab, width, batch, seq, 4)
-        check_fits(ir.name, each * (nproc if device == "cpu" else 1), on)
+        check_fits(ir.name, each * (nproc if device == "cpu" else 1), on, batch)
     settings = {
         "device": device, "tp": tp, "mesh": dims, "batch": batch, "seq": seq, "steps": s.steps,
         "warmup": s.warmup, "seed": s.seed, "vocab": ir.value(ir.root.vocab_size),
-        "encoder_decoder": ir.root.layout == "encoder-decoder",
+        "encoder_decoder": ir.root.layout == "encoder-decoder", "threads": s.threads,
         "pp": pp, "stage_layers": stage_layers, "schedule": schedule,
     }  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:

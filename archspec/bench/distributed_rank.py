@@ -69,6 +69,8 @@ def main(source: str, settings_path: str) -> None:
     device = torch.device("cuda", int(os.environ["LOCAL_RANK"])) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
+    if s.get("threads") is not None:  # --threads: each rank's, as the one-process bench's
+        torch.set_num_threads(s["threads"])
     dist.init_process_group("nccl" if cuda else "gloo")
     spec = importlib.util.spec_from_file_location("generated_model", source)
     module = importlib.util.module_from_spec(spec)
@@ -145,6 +147,7 @@ def main(source: str, settings_path: str) -> None:
         "peak_memory_bytes": peak,
         "param_bytes": local,
         "saved_tensor_bytes": saved.bytes,
+        "threads": torch.get_num_threads() if not cuda else None,
     }
     if not cuda:  # where the peak is: each phase's high-water mark above the resident tensors
         result["resident_bytes"] = tracker.baseline

@@ -115,13 +115,13 @@ def least_bytes(vocab: int, width: int, batch: int, seq: int, element: int) -> i
     return batch * seq * (8 + (width + vocab) * element)
 
 
-def check_fits(name: str, predicted_bytes: int, device: torch.device) -> None:
+def check_fits(name: str, predicted_bytes: int, device: torch.device, batch: int) -> None:
     """Refuse a run whose predicted memory exceeds what the device has."""
     available = available_bytes(device)
     if available is not None and predicted_bytes > available:
+        smaller = "a smaller --batch or --seq" if batch > 1 else "a shorter --seq"  # 1 is least
         raise SpecError(
             f"'{name}' needs about {predicted_bytes / 2**30:,.1f} GiB for this run, more than "
             f"the {available / 2**30:,.1f} GiB available on {device.type}",
-            hint="use --set n_layers=N (or smaller sizes), a smaller --batch or --seq; "
-            "--force runs it anyway",
+            hint=f"use --set n_layers=N (or smaller sizes), {smaller}; --force runs it anyway",
         )

@@ -179,7 +179,7 @@ def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None)
     vocab, width = ir.value(ir.root.vocab_size), ir.value(ir.root.d_model)
     least = least_bytes(vocab, width, s.batch, seq, element)
     if not s.force:
-        check_fits(ir.name, pred.memory_bytes + least, device)  # before allocating anything
+        check_fits(ir.name, pred.memory_bytes + least, device, s.batch)  # before allocating
     hf_built = None
     if s.hf_first and device.type == "cuda":
         # On a GPU, transformers' memory is what was allocated after ours was built.

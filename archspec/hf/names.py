@@ -87,8 +87,7 @@ def leaves(ir: IR, concrete: bool = True, symbolic_names: bool = True) -> Iterat
         for parent, child in zip(chain, chain[1:], strict=False):
             if isinstance(parent, Repeat):
                 run = next(r for r in parent.runs if r.node is child)
-                start = ir.value(run.start)
-                ranges.append(range(start, start + ir.value(run.count)))
+                ranges.append(run.indices(ir.value))
         named += math.prod(map(len, ranges))
         if named > MAX_NAMED_COPIES:
             raise SpecError(

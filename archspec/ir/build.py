@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from archspec import kinds
-from archspec.errors import SpecError
 from archspec.ir.nodes import (
     IR,
     MLP,
@@ -30,7 +29,6 @@ from archspec.ir.nodes import (
 )
 from archspec.kinds.positions.none import NoPosition
 from archspec.kinds.positions.rope_yarn import yarn_attention
-from archspec.safety.limits import MAX_LAYER_RUNS
 from archspec.spec.schema import Spec
 
 if TYPE_CHECKING:
@@ -220,24 +218,19 @@ def _runs(spec: Spec, d: _Dims, role: str, causal: bool, cross: bool) -> list[Ru
                 Run(n_dense, n_layers - n_dense, block(True, windowed)),
             ]
         return [Run(0, n_layers, block(spec.moe is not None, windowed))]
-    # Windowed and full layers take turns: one run per stretch of equal layers, in numbers,
-    # which every backend then walks; a bound keeps the walk short.
+    # Windowed and full layers take turns: one run per letter of the pattern, its layers a
+    # pattern's length apart, in the dense first stretch and in the rest: as many runs at a
+    # million layers as at twelve.
     n = spec.stack_layers(role)
-    if n > MAX_LAYER_RUNS:
-        raise SpecError(
-            f"attention.window_pattern '{spec.attention.window_pattern}' mixes windowed and "
-            f"full layers, which archspec spells out one stretch at a time: at most "
-            f"{MAX_LAYER_RUNS:,} layers, and this {role} has {n:,}",
-            hint="fewer layers, or a pattern of one letter",
-        )
+    period = len(spec.attention.window_pattern)
     runs: list[Run] = []
-    kinds = [_kind(spec, i, dense) for i in range(n)]
-    for i, kind in enumerate(kinds):
-        if i and kind == kinds[i - 1]:
-            runs[-1] = Run(runs[-1].start, runs[-1].count + 1, runs[-1].node)
-        else:  # each run its own node: a walk tells the runs apart by identity
-            runs.append(Run(i, 1, block(*kind)))
-    return runs
+    for first, last in ((0, dense), (dense, n)):
+        for offset in range(period):
+            layers = range(first + (offset - first) % period, last, period)
+            if layers:  # each run its own node: a walk tells the runs apart by identity
+                node = block(*_kind(spec, layers.start, dense))
+                runs.append(Run(layers.start, len(layers), node, stride=period))
+    return sorted(runs, key=lambda run: run.start)
 
 
 def _kind(spec: Spec, layer: int, dense: int) -> tuple[bool, bool]:

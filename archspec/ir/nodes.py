@@ -32,6 +32,8 @@ from archspec.spec.schema import Activation, Layout, Residual
 from archspec.spec.schema import NormKind as NormName
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import sympy as sp
 
 
@@ -192,19 +194,57 @@ class MLP(Composite):
 
 @dataclass(frozen=True)
 class Run:
-    """`count` consecutive identical children starting at index `start`. Each runs `applied`
-    times in a row (ALBERT's layers sharing weights): parameters count `count` modules, the
-    forward pass `count * applied` calls."""
+    """`count` identical children from index `start`, `stride` apart: consecutive (stride 1),
+    or one letter of a cycled window pattern (Gemma 2's windowed layers 0, 2, 4, ...: stride
+    2), so that a pattern over a million layers is as many runs as it has letters. Each runs
+    `applied` times in a row (ALBERT's layers sharing weights, stride 1): parameters count
+    `count` modules, the forward pass `count * applied` calls."""
 
     start: sp.Expr
     count: sp.Expr
     node: Node
     applied: sp.Expr | int = 1
+    stride: int = 1
 
     @property
     def calls(self) -> sp.Expr:
         """How many times the forward pass runs a module of the run."""
         return self.count * self.applied
+
+    def indices(self, value: Callable[[sp.Expr], int]) -> range:
+        """The module indices the run holds (`value` makes a size a number)."""
+        start = value(self.start)
+        return range(start, start + value(self.count) * self.stride, self.stride)
+
+    def layers(self, value: Callable[[sp.Expr], int]) -> range:
+        """The layers its calls are, counted from the stack's first: its indices, or for
+        ALBERT's shared blocks each module's `applied` layers in a row."""
+        if self.stride != 1:
+            return self.indices(value)
+        first = value(self.start) * value(self.applied)
+        return range(first, first + value(self.calls))
+
+
+def index_label(held: range) -> str:
+    """A run's indices in a path or a listing: "3", "0-31", or a cycled pattern's "0,2,…,24"."""
+    if len(held) == 1:
+        return f"{held[0]}"
+    if held.step == 1:
+        return f"{held[0]}-{held[-1]}"
+    return f"{held[0]},{held[1]},…,{held[-1]}" if len(held) > 2 else f"{held[0]},{held[1]}"
+
+
+def within(layers: range, first: int, last: int) -> int:
+    """How many of `layers` lie in [first, last): arithmetic, never a list of the layers (a
+    run may hold a billion)."""
+    return len(layers[_position(layers, first) : _position(layers, last)])
+
+
+def _position(layers: range, index: int) -> int:
+    """Where `index` would go in the ascending range `layers`."""
+    if not layers or index <= layers.start:
+        return 0
+    return min(len(layers), -(-(index - layers.start) // layers.step))
 
 
 @dataclass(frozen=True)
@@ -216,6 +256,11 @@ class Repeat(Node):
     @property
     def children(self) -> tuple[Node, ...]:
         return tuple(run.node for run in self.runs)
+
+    def spans(self, value: Callable[[sp.Expr], int], offset: int = 0) -> list[range]:
+        """Each run's layers, counted from `offset` (the layers of the stacks before)."""
+        spans = [run.layers(value) for run in self.runs]
+        return [range(r.start + offset, r.stop + offset, r.step) for r in spans]
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from archspec.errors import SpecError, did_you_mean
+from archspec.safety.text import shortened
 from archspec.spec.yaml_loader import KEY, YamlPath, format_path, load_yaml_file, load_yaml_text
 
 # The most accelerators one node may have: a rack-scale NVLink domain has 72 (GB200 NVL72); the
@@ -72,15 +73,18 @@ class _File:
     def number(self, value: Any, rule: Number, path: YamlPath) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.error(f"expected a number of {rule.unit}, got {_words(value)}", path)
+        # Echoed shortened: an integer of YAML may have thousands of digits.
+        shown = shortened(repr(value), 30)
         if rule.whole and not isinstance(value, int):
-            raise self.error(f"expected a whole number of {rule.unit}, got {value!r}", path)
-        if not math.isfinite(value):
-            raise self.error(f"expected a finite number of {rule.unit}, got {value!r}", path)
+            raise self.error(f"expected a whole number of {rule.unit}, got {shown}", path)
+        # A float may be inf or nan; an int is finite at any size (and too large for isfinite).
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.error(f"expected a finite number of {rule.unit}, got {shown}", path)
         if value < 0 or (value == 0 and not rule.zero_ok):
             least = "zero or more" if rule.zero_ok else "above zero"
-            raise self.error(f"expected {least} {rule.unit}, got {value!r}", path)
+            raise self.error(f"expected {least} {rule.unit}, got {shown}", path)
         if value > rule.high:
-            raise self.error(f"{value!r} {rule.unit} is over the limit of {rule.high:g}", path)
+            raise self.error(f"{shown} {rule.unit} is over the limit of {rule.high:g}", path)
         return value
 
     def mapping(self, value: Any, path: YamlPath, what: str) -> dict:

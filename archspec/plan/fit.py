@@ -80,6 +80,7 @@ class MemoryModel:
             runs,
             _linear(parts.after, self.values),
             _linear(parts.rebuilt, self.values),
+            list(parts.spans),
         )
 
     def expert_share(self, bounds: tuple[int, int], tp: int, ep: int) -> float:
@@ -114,14 +115,14 @@ class MemoryModel:
         parallelism a device holds 1/ep of the experts' weights and gradients; ZeRO shards the
         experts' optimizer states over the dp/ep replicas of each expert, which comes to the
         same 1/dp of all states."""
-        before, runs, after, rebuilt = self.parts(par.tp, par.sp, recompute)
+        before, runs, after, rebuilt, spans = self.parts(par.tp, par.sp, recompute)
         states = OPTIMIZER_BYTES[self.optimizer] + (MASTER_BYTES if self.dtype != "fp32" else 0)
         out = []
         whole = self.params(par.tp, par.pp, stage_layers)
         own = self.params(par.tp, par.pp, stage_layers, ep)  # less the others' experts
         for stage, (((first, last), params), (_, full)) in enumerate(zip(own, whole, strict=True)):
             chunks, per_chunk = par.in_flight(stage)
-            layers = stage_runs(runs, first, last)
+            layers = stage_runs(runs, spans, first, last)
             acts = chunks * sum(n * x.at(micro) for n, x in layers) / per_chunk
             if stage == 0:
                 if par.interleave == 1:

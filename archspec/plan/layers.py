@@ -8,17 +8,19 @@ from __future__ import annotations
 
 from typing import TypeVar
 
+from archspec.ir.nodes import within
+
 T = TypeVar("T")
 
 
-def stage_runs(runs: list[tuple[int, T]], first: int, last: int) -> list[tuple[int, T]]:
+def stage_runs(
+    runs: list[tuple[int, T]], spans: list[range], first: int, last: int
+) -> list[tuple[int, T]]:
     """The runs of layers `first` to `last` (excluded), each with how many of its layers
-    fall there."""
+    fall there (`spans`: each run's layers; a cycled window pattern's runs interleave)."""
     out = []
-    start = 0
-    for n, each in runs:
-        inside = min(last, start + n) - max(first, start)
+    for (_, each), span in zip(runs, spans, strict=True):
+        inside = within(span, first, last)
         if inside > 0:
             out.append((inside, each))
-        start += n
     return out

@@ -64,6 +64,7 @@ class PassCosts:
     before: list[OpCost] = field(default_factory=list)
     layers: list[tuple[int, list[OpCost]]] = field(default_factory=list)
     after: list[OpCost] = field(default_factory=list)
+    spans: list[range] = field(default_factory=list)  # each run's layers, over the stacks
 
 
 class CostCounter(FlopCounter):
@@ -212,10 +213,14 @@ def pass_costs(ir: IR, compute_bytes: int, attn: str, run: Pass | None = None) -
     run = run or forward_pass(model.layout)
     conv = get_convention("executed")
     out = PassCosts()
+    offset = 0  # layers of the stacks before
     for segment in lower_model(model):
         lengths = run.lengths(segment.role)
+        spans = segment.stack.blocks.spans(ir.value, offset)
+        offset += sum(map(len, spans))
         if lengths is None:
             continue
+        out.spans += spans
         counter = CostCounter(conv, lengths, compute_bytes, attn)
         counter.run(segment.embed)
         out.before += counter.costs
@@ -236,6 +241,7 @@ def pass_costs(ir: IR, compute_bytes: int, attn: str, run: Pass | None = None) -
         [subs(c) for c in out.before],
         [(ir.value(n), [subs(c) for c in costs]) for n, costs in out.layers],
         [subs(c) for c in out.after],
+        out.spans,
     )
 
 

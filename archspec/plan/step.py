@@ -217,7 +217,7 @@ class StepModel:
         stages = []
         for st, (first, last) in enumerate(layout.bounds(self.layers)):
             per_stage = last - first
-            layers = stage_runs(runs, first, last)
+            layers = stage_runs(runs, self.costs.spans, first, last)
             ends = (before if st == 0 else []) + (after if st == pp - 1 else [])
             compute = rec = attn_core = 0.0
             # Recomputation replays the blocks' forward only, not the embeddings or the head.

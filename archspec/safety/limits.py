@@ -18,6 +18,6 @@ MAX_LENGTHS = 64  # sequence lengths in one `--seq` sweep
 # Modules named one by one (a checkpoint's tensors): DeepSeek-V3's 58 layers of 256 experts
 # have under 50,000.
 MAX_NAMED_COPIES = 1_000_000
-# Layers spelled out one stretch at a time (a mixed window pattern cycled over them): Gemma
-# 2's 46 layers make 46 stretches.
+# Modules print(model) lists one by one (a mixed window pattern's, which torch's ModuleList
+# cannot fold): Gemma 2's 46 layers make 46 entries.
 MAX_LAYER_RUNS = 1_000

@@ -36,7 +36,7 @@ from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.passes import B, Lengths, forward_pass
 from archspec.ir import ops
 from archspec.ir.lower import StackValues, lower, lower_block, lower_model, lower_stack
-from archspec.ir.nodes import IR, Block
+from archspec.ir.nodes import IR, Block, Run
 from archspec.kinds import ACTIVATIONS, NORMS
 
 STATS = 4  # a norm's per-row mean / 1/rms, attention's log-sum-exp and router weights are fp32
@@ -101,7 +101,7 @@ class ActivationCounter:
         # The additive masks a training forward builds: score biases (ALiBi, T5). Without
         # padding, a causal stack without one passes no mask (SDPA masks causally).
         self.built_masks: set[ops.Value] = set()
-        self.layers: list[tuple[sp.Expr, sp.Expr, sp.Expr]] = []  # (start, count, bytes each)
+        self.layers: list[tuple[Run, sp.Expr, sp.Expr]] = []  # (run, calls, bytes each)
 
     @property
     def tokens(self) -> sp.Expr:
@@ -367,7 +367,7 @@ class ActivationCounter:
                 for value in shared:
                     if value is not None:
                         self.keep(value)
-            self.layers.append((run.start, run.calls, block))
+            self.layers.append((run, run.calls, block))
 
     # What a stack builds once for its blocks.
 
@@ -420,12 +420,13 @@ class ActivationParts:
     (embeddings, positions, masks), in each block, and after them (final norm, heads, loss)."""
 
     before: sp.Expr
-    layers: tuple[tuple[sp.Expr, sp.Expr], ...]  # (blocks, bytes of one), in layer order
+    layers: tuple[tuple[sp.Expr, sp.Expr], ...]  # (blocks, bytes of one) of each run
     after: sp.Expr
     rebuilt: sp.Expr  # full recomputation: the largest block, rebuilt in the backward pass
     # Of `before`, what the stack builds for its blocks and they keep (RoPE's angles, a mask):
     # each pipeline stage of the generated pipeline() builds its own.
     shared: sp.Expr = sp.Integer(0)
+    spans: tuple[range, ...] = ()  # the layers of each run, counted over the stacks in turn
 
     @property
     def blocks(self) -> sp.Expr:
@@ -450,8 +451,10 @@ def activation_parts(
     run = forward_pass(ir.root.layout)
     before = after = shared = sp.Integer(0)
     layers: list[tuple[sp.Expr, sp.Expr]] = []
+    spans: list[range] = []
     rebuilt: list[sp.Expr] = []
     for segment in lower_model(ir.root):
+        spans += segment.stack.blocks.spans(ir.value, sum(map(len, spans)))
         lengths = run.lengths(segment.role)
         assert lengths is not None
         counter = ActivationCounter(
@@ -476,7 +479,7 @@ def activation_parts(
         layers += [(count, each) for _, count, each in counter.layers]
         rebuilt += counter.rebuilt
     rebuilt_max = sp.Max(*rebuilt) if rebuilt else 0
-    return ActivationParts(before, tuple(layers), after, rebuilt_max, shared)
+    return ActivationParts(before, tuple(layers), after, rebuilt_max, shared, tuple(spans))
 
 
 def _final_norm_bytes(counter: ActivationCounter, norm) -> sp.Expr:

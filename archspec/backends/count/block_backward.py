@@ -42,7 +42,7 @@ from archspec.backends.count.params import parameter_count
 from archspec.backends.count.passes import forward_pass
 from archspec.ir import ops
 from archspec.ir.lower import lower_model, lower_stack
-from archspec.ir.nodes import IR, MLP, Block, Linear, Norm
+from archspec.ir.nodes import IR, MLP, Block, Linear, Norm, Run
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,7 @@ class _BlockTracer(ActivationCounter):
         super().__init__(*args, **kwargs)
         # One trace per run of blocks: (op, the MLP it belongs to, bytes the block keeps).
         self.traces: list[list[tuple[ops.Op, MLP | None, sp.Expr]]] = []
+        self.runs: list[Run] = []
         self.blocks: list[Block] = []
         self.stack_kept: sp.Expr | None = None  # what the stack keeps outside its blocks
         self.modules: list = []
@@ -83,7 +84,8 @@ class _BlockTracer(ActivationCounter):
         self.modules.pop()
 
     def op_blocks(self, op: ops.Blocks) -> None:
-        self.blocks = [run.node for run in op.repeat.runs]
+        self.runs = list(op.repeat.runs)
+        self.blocks = [run.node for run in self.runs]
         super().op_blocks(op)
         # What the stack made before its blocks and keeps (with, under full recomputation,
         # what the checkpoint keeps for every block: mask, angles, encoder output).
@@ -125,8 +127,12 @@ def block_moments(
         upto = next(i for i, op in enumerate(stack_ops.ops) if isinstance(op, ops.Blocks))
         tracer.run(stack_ops.ops[: upto + 1])
     assert tracer.stack_kept is not None
-    block = tracer.blocks[0 if first else -1]
-    trace = tracer.traces[0 if first else -1]
+    # The run holding the stack's first layer, or its last (a cycled window pattern's runs
+    # interleave: the last layer is in the run that reaches furthest).
+    ends = [run.layers(ir.value)[0 if first else -1] for run in tracer.runs]
+    at = ends.index(min(ends) if first else max(ends))
+    block = tracer.blocks[at]
+    trace = tracer.traces[at]
     layers = tracer.layers
     if first:
         # Every other block has run its backward and freed what it kept.
@@ -134,7 +140,7 @@ def block_moments(
         made = parameter_count(model) - _embedding_params(ir) - parameter_count(block)
     else:
         # Every other block keeps what it kept; the heads' gradients exist.
-        kept += tracer.stack_kept + sum(n * each for _, n, each in layers) - layers[-1][2]
+        kept += tracer.stack_kept + sum(n * each for _, n, each in layers) - layers[at][2]
         made = _params_after_blocks(ir)
     mlp = _last_mlp(trace)
     if mlp is None:

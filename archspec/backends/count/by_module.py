@@ -22,7 +22,7 @@ from archspec.backends.count.flops_report import whole
 from archspec.backends.count.passes import forward_pass
 from archspec.ir import ops
 from archspec.ir.lower import lower_block, lower_model, lower_stack
-from archspec.ir.nodes import IR, Block
+from archspec.ir.nodes import IR, Block, index_label
 from archspec.ir.visit import join
 
 
@@ -70,8 +70,7 @@ class ModuleCounter(FlopCounter):
         self.in_block = True
         for run in op.repeat.runs:
             assert isinstance(run.node, Block)
-            start, modules = self.ir.value(run.start), self.ir.value(run.count)
-            index = f"{start}" if modules == 1 else f"{start}-{start + modules - 1}"
+            index = index_label(run.indices(self.ir.value))
             count = self.ir.value(run.calls)  # a module sharing its weights runs several times
             inner = ModuleCounter(self.ir, self.conv, self.lengths, self.ctx, self.training,
                                   path=join(self.path, f"{op.repeat.name}.{index}"))  # fmt: skip

@@ -30,7 +30,18 @@ import sympy as sp
 from archspec.backends.count.params import parameter_count
 from archspec.backends.count.stages import check_stage_layers, stage_ranges
 from archspec.errors import SpecError
-from archspec.ir.nodes import IR, MLP, Attention, Embedding, Linear, Model, MoE, Node, Stack
+from archspec.ir.nodes import (
+    IR,
+    MLP,
+    Attention,
+    Embedding,
+    Linear,
+    Model,
+    MoE,
+    Node,
+    Stack,
+    within,
+)
 from archspec.ir.visit import Placed, walk
 
 # Megatron-LM pads the vocabulary so that each tensor-parallel rank holds a multiple of 128
@@ -260,10 +271,10 @@ def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
                 counts[stage] += copies * (weight + bias)
                 continue
             # One row of the table stands for `copies` blocks (a run): deal them out.
-            first, n = layer
             for stage in range(par.pp):
-                held = overlap((offset + first, offset + first + n), stage_range(stage))
-                counts[stage] += held * (copies // n) * (weight + bias)
+                first, last = stage_range(stage)
+                held = within(layer, first - offset, last - offset)
+                counts[stage] += held * (copies // len(layer)) * (weight + bias)
         offset += layer_count(stack, ir)
     for placed in walk(model):
         if placed.ancestors and isinstance(placed.ancestors[-1], Model) and is_leaf(placed.node):
@@ -286,9 +297,8 @@ def overlap(a: tuple[int, int], b: tuple[int, int]) -> int:
     return max(0, min(a[1], b[1]) - max(a[0], b[0]))
 
 
-def _layer_index(placed: Placed, stack: Stack, ir: IR) -> tuple[int, int] | None:
-    """(first layer index, number of layers) of the run a leaf of `stack` is in; None outside
-    the blocks."""
+def _layer_index(placed: Placed, stack: Stack, ir: IR) -> range | None:
+    """The layer indices of the run a leaf of `stack` is in; None outside the blocks."""
     ancestors = placed.ancestors
     at = next((i for i, a in enumerate(ancestors) if a is stack.blocks), None)
     if at is None:
@@ -296,7 +306,7 @@ def _layer_index(placed: Placed, stack: Stack, ir: IR) -> tuple[int, int] | None
     block = ancestors[at + 1]
     for run in stack.blocks.runs:
         if run.node is block:
-            return ir.value(run.start), ir.value(run.count)
+            return run.indices(ir.value)
     raise AssertionError("a block outside its runs")
 
 

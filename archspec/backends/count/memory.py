@@ -33,7 +33,7 @@ from archspec.backends.count.passes import decode_pass
 from archspec.errors import SpecError
 from archspec.ir import ops
 from archspec.ir.lower import Segment, lower, lower_block, lower_model, lower_stack
-from archspec.ir.nodes import IR, Attention, Block
+from archspec.ir.nodes import IR, Attention, Block, within
 from archspec.ir.visit import walk
 
 __all__ = ["Parallelism", "MemoryFigures", "activation_bytes", "kv_cache_bytes", "memory_figures"]
@@ -175,19 +175,15 @@ def memory_figures(
     parts = activation_parts(
         ir, compute, attn, recompute, par.tp, par.sp and par.tp > 1, device, engine=par.engine
     )
-    # The runs of blocks in layer order, as index ranges (never one entry per layer).
-    runs, start = [], 0
-    for count, each in parts.layers:
-        n = ir.value(count)
-        runs.append(((start, start + n), each))
-        start += n
+    # Each run of blocks with its layers, a range (never one entry per layer).
+    runs = [(span, each) for span, (_, each) in zip(parts.spans, parts.layers, strict=True)]
     kv = kv_cache_bytes(ir, compute) / sp.Min(par.tp, _kv_heads(ir))
     generating = _generating_layers(ir)
     stages = []
     for st in stage_params(ir, par):
         first, last = st.layers
         chunks, per_chunk = par.in_flight(st.stage)
-        layers = sp.Add(*(overlap(r, (first, last)) * each for r, each in runs))
+        layers = sp.Add(*(within(span, first, last) * each for span, each in runs))
         acts = chunks * layers / per_chunk
         if st.stage == 0:
             # The embeddings of every micro-batch the first chunk holds.

@@ -68,8 +68,8 @@ class _Builder:
         box.params = self.count(node.shared, node.shared_gate)
         return [box]
 
-    def block(self, block: Block, stack: Stack, runs: list[tuple[int, int, int]]) -> Group:
-        """`runs`: (first layer, calls, modules) of each run the block variant serves."""
+    def block(self, block: Block, stack: Stack, runs: list[tuple[range, int]]) -> Group:
+        """`runs`: (layers, modules) of each run the block variant serves."""
         path = f"{stack.name}.{stack.blocks.name}.i"
         items: list[Item] = []
         skips: list[tuple[int, int]] = []
@@ -95,9 +95,9 @@ class _Builder:
                 if position == "after" and sub.norm is not None:
                     items.append(self.norm(sub.norm, path))
         title = f"{class_name(self.names, block)} · {block.entry.label}"
-        repeat = sum(calls for _, calls, _ in runs)
-        modules = sum(count for _, _, count in runs)
-        layers = labels.layers([(start, calls) for start, calls, _ in runs])
+        repeat = sum(len(layers) for layers, _ in runs)
+        modules = sum(count for _, count in runs)
+        layers = labels.layers([layers for layers, _ in runs])
         return Group(
             self.id("blk"), title, repeat, layers, items, skips, self.count(block), modules
         )
@@ -166,7 +166,7 @@ class _Builder:
             column.items.append(self.box("position", text, stack.rel_bias, path))
         for variant in stack.block_variants:
             runs = [  # layers a block serves: ALBERT's shared block serves them all
-                (ir.value(run.start), ir.value(run.calls), ir.value(run.count))
+                (run.layers(ir.value), ir.value(run.count))
                 for run in stack.blocks.runs
                 if run.node == variant
             ]

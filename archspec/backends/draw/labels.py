@@ -80,18 +80,18 @@ def linear(
     return title, detail
 
 
-def layers(runs: list[tuple[int, int]]) -> str:
-    """Where a block variant sits, from its (start, count) runs: "layers 0–31", "layer 0",
+def layers(runs: list[range]) -> str:
+    """Where a block variant sits, from the layers of its runs: "layers 0–31", "layer 0",
     "layers 1, 3, 5, …, 31"."""
     # Arithmetic on the runs, never a list of every layer: a run may hold a billion.
-    runs = [(start, count) for start, count in runs if count > 0]
-    total = sum(count for _, count in runs)
-    first, last = runs[0][0], runs[-1][0] + runs[-1][1] - 1
+    runs = [run for run in runs if run]
+    total = sum(len(run) for run in runs)
+    first, last = min(run[0] for run in runs), max(run[-1] for run in runs)
     if total == 1:
         return f"layer {first}"
     if last - first + 1 == total:
         return f"layers {first}–{last}"
-    shown = list(itertools.islice((s + i for s, c in runs for i in range(c)), 4))
+    shown = sorted(itertools.chain.from_iterable(run[:4] for run in runs))[:4]
     if total <= 4:
         return "layers " + ", ".join(map(str, shown))
     return "layers " + ", ".join(map(str, shown[:3])) + f", …, {last}"

@@ -18,9 +18,21 @@ from typing import Any
 from archspec.backends.count.params import parameter_count
 from archspec.backends.printer import leaves
 from archspec.backends.printer.text import render
+from archspec.errors import SpecError
 from archspec.ir.classes import class_name, class_names
-from archspec.ir.nodes import IR, Composite, Embedding, Linear, Node, Norm, Repeat
+from archspec.ir.nodes import (
+    IR,
+    Composite,
+    Embedding,
+    Linear,
+    Node,
+    Norm,
+    Repeat,
+    Run,
+    index_label,
+)
 from archspec.ir.visit import Visitor
+from archspec.safety.limits import MAX_LAYER_RUNS
 
 
 @dataclass(frozen=True)
@@ -58,14 +70,17 @@ class Module:
         return data
 
 
-def module_tree(ir: IR) -> Module:
-    """The module tree of `ir` as `print(model)` shows it, with parameter counts."""
-    return _TreeBuilder(ir).visit(ir.root)
+def module_tree(ir: IR, by_run: bool = False) -> Module:
+    """The module tree of `ir` as `print(model)` shows it, with parameter counts; `by_run`:
+    a ModuleList too long to list (a cycled window pattern over many layers) as one entry
+    per run of identical modules, where print(model) is refused."""
+    return _TreeBuilder(ir, by_run).visit(ir.root)
 
 
 class _TreeBuilder(Visitor[Module]):
-    def __init__(self, ir: IR) -> None:
+    def __init__(self, ir: IR, by_run: bool) -> None:
         self.ir = ir
+        self.by_run = by_run
         # The generated classes, named as the code generator names them.
         self.classes = class_names(ir.root)
 
@@ -97,20 +112,26 @@ class _TreeBuilder(Visitor[Module]):
         return self._leaf(node, (entry.torch_class, args))
 
     def visit_repeat(self, node: Repeat) -> Module:
+        visited = {id(run): self.visit(run.node) for run in node.runs}
+        if self.by_run and _listed(node, self.ir) > MAX_LAYER_RUNS:
+            # Too long to list: one entry per run, its indices a cycle's length apart.
+            value = self.ir.value
+            children = tuple(
+                replace(visited[id(r)], key=index_label(r.indices(value)), copies=value(r.count))
+                for r in node.runs
+            )
+            return self._container(node.name, "ModuleList", children)
         # [module, its repr, first index, how many]; a run whose repr equals the previous
         # entry's extends it, exactly as ModuleList.__repr__ would fold the unrolled list.
         groups: list[list[Any]] = []
         index = 0
-        for run in node.runs:
-            count = self.ir.value(run.count)
-            if count == 0:
-                continue
-            module = self.visit(run.node)
-            text = render(module)
+        texts = {key: render(module) for key, module in visited.items()}
+        for run, count in _stretches(node, self.ir):
+            text = texts[id(run)]
             if groups and groups[-1][1] == text:
                 groups[-1][3] += count
             else:
-                groups.append([module, text, index, count])
+                groups.append([visited[id(run)], text, index, count])
             index += count
         children = tuple(
             replace(module, key=f"{start}" if n == 1 else f"{start}-{start + n - 1}", copies=n)
@@ -124,3 +145,29 @@ class _TreeBuilder(Visitor[Module]):
             children = tuple(self.visit(part) for part in node.children)
             return self._container(node.name, class_name(self.classes, node), children)
         return super().generic(node)
+
+
+def _listed(node: Repeat, ir: IR) -> int:
+    """Entries a listing of the ModuleList has at most: a run of stride 1 folds into one."""
+    return sum(ir.value(run.count) if run.stride != 1 else 1 for run in node.runs)
+
+
+def _stretches(node: Repeat, ir: IR) -> list[tuple[Run, int]]:
+    """The runs' modules in index order as (run, consecutive modules): a run of stride 1 is
+    one stretch, a strided run (a cycled window pattern) one per module. A listing that
+    long is what print(model) shows, one entry each, so it is bounded."""
+    starts: list[tuple[int, Run, int]] = []
+    for run in node.runs:
+        count = ir.value(run.count)
+        if run.stride == 1 or count == 1:
+            starts.append((ir.value(run.start), run, count))
+            continue
+        if _listed(node, ir) > MAX_LAYER_RUNS:
+            raise SpecError(
+                f"{ir.name}: print lists the modules of '{node.name}' one by one where they "
+                f"alternate, at most {MAX_LAYER_RUNS:,}, and this one has "
+                f"{sum(ir.value(r.count) for r in node.runs):,}",
+                hint="count, draw and report show a model of any depth",
+            )
+        starts += [(i, run, 1) for i in run.indices(ir.value)]
+    return [(run, count) for _, run, count in sorted(starts, key=lambda s: s[0]) if count]

@@ -24,7 +24,7 @@ def build_report(entries: list[tuple[str, list[str], object]]) -> tuple[str, dic
     # Each inline copy gets its own marker ids: the sections, and the side-by-side view.
     diagrams = [render(c, standalone=False, prefix=f"d{i}-") for i, c in enumerate(canvases)]
     side = [render(c, standalone=False, prefix=f"c{i}-") for i, c in enumerate(canvases)]
-    trees = [module_tree(ir).to_dict() for ir in irs]
+    trees = [module_tree(ir, by_run=True).to_dict() for ir in irs]
     from archspec import __version__
 
     return render_page(specs, diagrams, trees, side), {"archspec": __version__, "specs": specs}

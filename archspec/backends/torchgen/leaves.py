@@ -49,6 +49,8 @@ def module_list(repeat: Repeat, constructor: Callable[[Node], str], size: ExprPr
         if "\n" in code:  # a generator argument cannot take the trailing comma of a split call
             code = call(f"{target} = nn.ModuleList", [f"[{built}]"], 2)
         return [code]
+    if any(run.stride != 1 for run in repeat.runs):
+        return _cycled(repeat, constructor)
     name = repeat.name
     out = ["# Not all alike: each run of identical modules in turn, in index order."]
     for i, run in enumerate(repeat.runs):
@@ -59,4 +61,25 @@ def module_list(repeat: Repeat, constructor: Callable[[Node], str], size: ExprPr
             line = f"for _ in range({count}):\n{INDENT}{name}.append({module})"
             out += [f"{name} = []"] if i == 0 else []
         out.append(line)
+    return [*out, f"{target} = nn.ModuleList({name})"]
+
+
+def _cycled(repeat: Repeat, constructor: Callable[[Node], str]) -> list[str]:
+    """A cycled window pattern's modules (Gemma 2: windowed, full, windowed, ...), each
+    index's from the run whose indices hold it: as long at a million layers as at twelve."""
+    target, name = f"self.{repeat.name}", repeat.name
+    total = sum(int(run.count) for run in repeat.runs)
+    out = [
+        "# Not all alike: runs of identical modules a cycle's length apart; i's run builds i.",
+        f"{name} = []",
+        f"for i in range({total}):",
+    ]
+    *tests, last = repeat.runs
+    for k, run in enumerate(tests):
+        start = int(run.start)
+        stop = start + int(run.count) * run.stride
+        keyword = "if" if k == 0 else "elif"
+        out.append(f"{INDENT}{keyword} i in range({start}, {stop}, {run.stride}):")
+        out.append(f"{INDENT * 2}{name}.append({constructor(run.node)})")
+    out += [f"{INDENT}else:", f"{INDENT * 2}{name}.append({constructor(last.node)})"]
     return [*out, f"{target} = nn.ModuleList({name})"]
