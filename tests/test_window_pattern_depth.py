@@ -60,9 +60,11 @@ def test_the_training_plan_of_a_million_alternating_layers_is_quick() -> None:
 def test_the_generated_file_stays_short_and_builds_the_pattern(tmp_path: Path) -> None:
     """The file holds one loop over the layers, whatever their number; run at five layers, it
     builds windowed, full, windowed, full, windowed."""
-    out = tmp_path / "g.py"
+    out, usual = tmp_path / "g.py", tmp_path / "usual.py"
     _timed("build", "gemma-2-2b", "-o", str(out), *MILLION)
-    assert len(out.read_text()) < 60_000
+    _timed("build", "gemma-2-2b", "-o", str(usual))
+    # The same file as at the usual 26 layers, but for the longer numbers in it.
+    assert abs(len(out.read_text()) - len(usual.read_text())) < 200
     from archspec.backends.torchgen import generate_source, load_generated
 
     sets = ["n_layers=5", "d_model=16", "n_heads=2", "n_kv_heads=1", "head_dim=8", "d_ff=32",
