@@ -43,6 +43,8 @@ class CopiedKVHeads(ParallelStyle):
     @staticmethod
     def whole(module: nn.Module, inputs: tuple, mesh) -> tuple:
         (x,) = inputs
+        if isinstance(x, DTensor):  # gathered by a sequence-parallel sublayer
+            return (x,)
         return (DTensor.from_local(x, mesh, [Replicate()], run_check=False),)
 
     def own_head(self, module: nn.Module, y: DTensor, mesh) -> Tensor:
@@ -86,15 +88,18 @@ class SharedKeyGradient(ParallelStyle):
         return module
 
 
-# Sequence parallelism: a sublayer gathers the sequence on entry.
-def gather(n: int, split: Placement, whole: Placement) -> ParallelStyle:
+# Sequence parallelism: a sublayer gathers the sequence on entry. Kept a
+# DTensor (local=False, torchtitan's plan), the gathered input's gradients from
+# the column-parallel projections add up as one Partial, reduce-scattered once
+# to the ranks' shares; a plain tensor has each projection all-reduce its own.
+def gather(n: int, split: Placement, whole: Placement, local: bool):
     # A module's first input from `split` to `whole`; its n - 1 others
     # (masks, angles) pass as they are.
     rest = (None,) * (n - 1)
     return PrepareModuleInput(
         input_layouts=(split, *rest),
         desired_input_layouts=(whole, *rest),
-        use_local_output=True,
+        use_local_output=local,
     )
 
 

@@ -21,8 +21,10 @@ block, then the root, over "dp".
 Sequence parallelism (Korthikanti et al. 2022), an option, is torchtitan's: between the
 sublayers of the blocks each rank keeps its share of the sequence (the residual stream, the norms
 with SequenceParallel, the residual dropout); each attention / MLP / MoE gathers the whole
-sequence on entry (PrepareModuleInput, Shard(1) -> Replicate) and the row-parallel o and down
-reduce-scatter their sums back to the rank's share (output Shard(1)). It covers the blocks only:
+sequence on entry (PrepareModuleInput, Shard(1) -> Replicate, kept a DTensor so that the input
+gradients of its column-parallel projections add up and are reduce-scattered once) and the
+row-parallel o and down reduce-scatter their sums back to the rank's share (output Shard(1)).
+It covers the blocks only:
 the first block splits its input and the last one gathers its output, so what a stack computes
 around its blocks (positions from the input's length, masks, the final norm, the encoder output
 a decoder attends to, the pooler) sees the whole sequence as without it.
@@ -114,7 +116,9 @@ def sequence_plan(f: Features, block: Block, stack: Stack) -> dict[str, str]:
             plan[node.name] = SEQUENCE_NORM
         elif parent is block and isinstance(node, (Attention, MLP)):
             arity = 1 + len(f.sublayer_args(stack, node))
-            plan[node.name] = f"gather({arity}, Shard(1), Replicate())"
+            # Latent attention's whole kv_down and q_down take plain tensors.
+            latent = isinstance(node, Attention) and node.latent is not None
+            plan[node.name] = f"gather({arity}, Shard(1), Replicate(), {latent})"
         elif parent is block and isinstance(node, MoE):
             plan[node.name] = "whole_moe()"
         elif parent is block:
@@ -209,7 +213,8 @@ def _sequence_parallel(f: Features) -> list[str]:
         blocks = f"model.{stack.name}.blocks"
         out += [
             f"first = {blocks}[0]",
-            f"parallelize_module(first, tp, gather({arity}, Replicate(), Shard(1)))",
+            f"split = gather({arity}, Replicate(), Shard(1), True)",
+            "parallelize_module(first, tp, split)",
             "# Checked before the split: the whole sequence's length.",
             "first.register_forward_pre_hook(check_divisible, prepend=True)",
             f"parallelize_module({blocks}[-1], tp, last)",
