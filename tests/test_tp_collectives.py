@@ -188,20 +188,12 @@ def test_both_layouts_train_as_one_process(ranks, layout):
         assert r[layout]["grad_diff"] < 1e-5
 
 
-def test_all_gathers_as_torchtitan(ranks):
-    """One all-gather in per sublayer, one of the head's input, one of the logits, and their
-    mirrors in backward: the same in both layouts."""
-    for r in ranks:
-        assert r["archspec"]["counts"]["all_gather"] == r["torchtitan"]["counts"]["all_gather"]
-        assert r["archspec"]["sent"]["all_gather"] == r["torchtitan"]["sent"]["all_gather"]
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the embedding's output and the head's input gradient are all-reduced whole:"
-    " one reduce-scatter each in torchtitan's",
-)
-def test_bytes_at_most_torchtitan(ranks):
+def test_collectives_as_torchtitan(ranks):
+    """Per sublayer one all-gather in and one reduce-scatter out (and their mirrors in
+    backward), the embedding reduce-scattered, the head gathering the final norm's share,
+    each sequence-parallel norm's weight gradient all-reduced: torchtitan's collectives,
+    kind by kind, and no more bytes."""
     for r in ranks:
         ours, theirs = r["archspec"], r["torchtitan"]
+        assert ours["counts"] == theirs["counts"]
         assert sum(ours["sent"].values()) <= sum(theirs["sent"].values()), (ours, theirs)
