@@ -3,8 +3,9 @@
 `parallelize` imports torch.distributed inside itself (a single-device user never loads
 it), so the generator copies these into its body, after those imports, at the depth
 where the plan uses them: each fits in 88 columns at that depth (`kv_heads`,
-`CopiedKVHeads` and `SharedKeyGradient` two levels in, `gather` and `whole_moe` three),
-as the ruff check of generated files confirms.
+`CopiedKVHeads`, `SharedKeyGradient`, `InSequence`, `OwnRows`, `SequenceRows` and
+`keep_own_rows` two levels in, `gather` and `whole_moe` three), as the ruff check of
+generated files confirms.
 """
 
 import torch
@@ -21,6 +22,7 @@ from torch.distributed.tensor.parallel import (
     ParallelStyle,
     PrepareModuleInput,
     PrepareModuleInputOutput,
+    RowwiseParallel,
 )
 
 
@@ -43,6 +45,8 @@ class CopiedKVHeads(ParallelStyle):
     @staticmethod
     def whole(module: nn.Module, inputs: tuple, mesh) -> tuple:
         (x,) = inputs
+        if isinstance(x, DTensor):  # gathered by a sequence-parallel sublayer
+            return (x,)
         return (DTensor.from_local(x, mesh, [Replicate()], run_check=False),)
 
     def own_head(self, module: nn.Module, y: DTensor, mesh) -> Tensor:
@@ -86,15 +90,18 @@ class SharedKeyGradient(ParallelStyle):
         return module
 
 
-# Sequence parallelism: a sublayer gathers the sequence on entry.
-def gather(n: int, split: Placement, whole: Placement) -> ParallelStyle:
+# Sequence parallelism: a sublayer gathers the sequence on entry. Kept a
+# DTensor (local=False, torchtitan's plan), the gathered input's gradients from
+# the column-parallel projections add up as one Partial, reduce-scattered once
+# to the ranks' shares; a plain tensor has each projection all-reduce its own.
+def gather(n: int, split: Placement, whole: Placement, local: bool):
     # A module's first input from `split` to `whole`; its n - 1 others
     # (masks, angles) pass as they are.
     rest = (None,) * (n - 1)
     return PrepareModuleInput(
         input_layouts=(split, *rest),
         desired_input_layouts=(whole, *rest),
-        use_local_output=True,
+        use_local_output=local,
     )
 
 
@@ -107,3 +114,66 @@ def whole_moe() -> ParallelStyle:
         output_layouts=Replicate(),
         desired_output_layouts=Shard(1),
     )
+
+
+# Sequence parallelism from the embedding on (torchtitan's plan): its sums reduce-
+# scattered over the sequence, not all-reduced. The stack reads the whole sequence's
+# length off the embedding's output (positions, masks), so the rank's rows come back in
+# a tensor of the whole sequence's shape, zeros elsewhere; between it and the first
+# block, which keeps the rank's rows (`OwnRows`), only elementwise steps without
+# parameters run (`embeddings_split`), so the zeros never mix in.
+class InSequence(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, share: Tensor, start: int, length: int) -> Tensor:
+        ctx.rows = slice(start, start + share.size(1))
+        whole = share.new_zeros(share.size(0), length, *share.shape[2:])
+        whole[:, ctx.rows] = share
+        return whole
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        return grad[:, ctx.rows], None, None
+
+
+class OwnRows(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, whole: Tensor, start: int, n: int) -> Tensor:
+        ctx.length, ctx.rows = whole.size(1), slice(start, start + n)
+        return whole[:, ctx.rows].contiguous()
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        whole = grad.new_zeros(grad.size(0), ctx.length, *grad.shape[2:])
+        whole[:, ctx.rows] = grad
+        return whole, None, None
+
+
+class SequenceRows(RowwiseParallel):
+    # The embedding: rows split, its sums reduce-scattered over the sequence.
+    def __init__(self) -> None:
+        super().__init__(
+            input_layouts=Replicate(),
+            output_layouts=Shard(1),
+            use_local_output=False,
+        )
+
+    def _apply(self, module: nn.Module, mesh) -> nn.Module:
+        module = super()._apply(module, mesh)
+        module.register_forward_hook(self.in_sequence)
+        return module
+
+    @staticmethod
+    def in_sequence(module: nn.Module, inputs: tuple, y: DTensor) -> Tensor:
+        share = y.to_local()
+        start = y.device_mesh.get_local_rank() * share.size(1)
+        return InSequence.apply(share, start, y.size(1))
+
+
+def keep_own_rows(block: nn.Module, mesh) -> None:
+    # A stack's first block, after SequenceRows: the rank's rows of its input.
+    def own(block: nn.Module, args: tuple) -> tuple:
+        x, *rest = args
+        n = x.size(1) // mesh.size()
+        return (OwnRows.apply(x, mesh.get_local_rank() * n, n), *rest)
+
+    block.register_forward_pre_hook(own)

@@ -22,8 +22,10 @@ al. 2022, Section 4.2.2). "torch": the generated `parallelize` on PyTorch's DTen
 parallelism splits only what sits between the sublayers of the blocks (norms, residual stream,
 residual dropout); attention, the MLP and an MoE run on the gathered sequence, and the gathered
 input their linears read is kept whole (autograd saves it); outside the blocks everything is
-whole; the logits are gathered, so the loss keeps whole log-probabilities unless
-`loss_parallel` (torch.distributed.tensor.parallel.loss_parallel) leaves them split.
+whole but a final norm that feeds the head alone (`final_norm_split`: the head gathers its
+share, and keeps the gathered input whole); the logits are gathered, so the loss keeps whole
+log-probabilities unless `loss_parallel` (torch.distributed.tensor.parallel.loss_parallel)
+leaves them split.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from archspec.backends.count.passes import B, Lengths, forward_pass
 from archspec.ir import ops
 from archspec.ir.lower import StackValues, lower, lower_block, lower_model, lower_stack
 from archspec.ir.nodes import IR, Block, Run
+from archspec.ir.sequence_ends import final_norm_split
 from archspec.kinds import ACTIVATIONS, NORMS
 
 STATS = 4  # a norm's per-row mean / 1/rms, attention's log-sum-exp and router weights are fp32
@@ -102,6 +105,10 @@ class ActivationCounter:
         # padding, a causal stack without one passes no mask (SDPA masks causally).
         self.built_masks: set[ops.Value] = set()
         self.layers: list[tuple[Run, sp.Expr, sp.Expr]] = []  # (run, calls, bytes each)
+        # The torch engine's final norm on each rank's share of the sequence (the head
+        # gathers it), where `final_norm_split`; `in_split_norm` while it is counted.
+        self.split_norm = None
+        self.in_split_norm = False
 
     @property
     def tokens(self) -> sp.Expr:
@@ -126,10 +133,11 @@ class ActivationCounter:
 
     def sequence_split(self) -> bool:
         """Whether sequence parallelism splits what is made here: everywhere under Megatron-LM;
-        under the generated torch code only between the sublayers of a block."""
+        under the generated torch code between the sublayers of a block, and in a final norm
+        that feeds the head alone (`final_norm_split`)."""
         if self.engine == "megatron":
             return True
-        return len(self.scopes) > 1 and self.sublayers == 0
+        return (len(self.scopes) > 1 or self.in_split_norm) and self.sublayers == 0
 
     def bytes(self, value: ops.Value) -> sp.Expr:
         per = {"compute": self.c, "index": INDEX, "stats": STATS, "bool": BOOL}[value.dtype]
@@ -179,6 +187,11 @@ class ActivationCounter:
     def op_normop(self, op: ops.NormOp) -> None:
         """A norm keeps its input and per-row statistics (RMSNorm also the normalised input,
         for the scale's gradient). Its output is kept by whatever reads it."""
+        self.in_split_norm = op.module is self.split_norm
+        self.norm_kept(op)
+        self.in_split_norm = False
+
+    def norm_kept(self, op: ops.NormOp) -> None:
         entry = NORMS[op.module.kind]
         self.keep(op.x)
         # A norm over each head (Qwen3's q_norm) has one row of statistics per head.
@@ -460,6 +473,8 @@ def activation_parts(
         counter = ActivationCounter(
             lengths, compute, attn, recompute, tp, sequence_parallel, device, engine, loss_parallel
         )
+        if engine == "torch" and sequence_parallel and tp > 1 and final_norm_split(ir.root):
+            counter.split_norm = segment.stack.final_norm
         counter.run(segment.embed)
         stack_ops, ctx = lower_stack(segment.stack, segment.x, segment.memory)
         counter.ctx = ctx
@@ -473,7 +488,9 @@ def activation_parts(
         # The final norm keeps the last block's output: it sits after the blocks, with the
         # heads. Everything else of the stack's own comes before them.
         final = segment.stack.final_norm
+        counter.in_split_norm = final is not None and final is counter.split_norm
         tail = _final_norm_bytes(counter, final) if final is not None else 0
+        counter.in_split_norm = False
         before += kept - tail
         after += counter.scopes[0].total() - kept + tail
         layers += [(count, each) for _, count, each in counter.layers]

@@ -21,11 +21,17 @@ block, then the root, over "dp".
 Sequence parallelism (Korthikanti et al. 2022), an option, is torchtitan's: between the
 sublayers of the blocks each rank keeps its share of the sequence (the residual stream, the norms
 with SequenceParallel, the residual dropout); each attention / MLP / MoE gathers the whole
-sequence on entry (PrepareModuleInput, Shard(1) -> Replicate) and the row-parallel o and down
-reduce-scatter their sums back to the rank's share (output Shard(1)). It covers the blocks only:
-the first block splits its input and the last one gathers its output, so what a stack computes
-around its blocks (positions from the input's length, masks, the final norm, the encoder output
-a decoder attends to, the pooler) sees the whole sequence as without it.
+sequence on entry (PrepareModuleInput, Shard(1) -> Replicate, kept a DTensor so that the input
+gradients of its column-parallel projections add up and are reduce-scattered once) and the
+row-parallel o and down reduce-scatter their sums back to the rank's share (output Shard(1)).
+Past the blocks, as torchtitan (`archspec.ir.sequence_ends`): where only elementwise steps sit
+between the token embedding and the blocks, the embedding reduce-scatters its sums over the
+sequence (`SequenceRows`: the stack reads the whole length, so each rank's rows come in a
+whole-shaped tensor, zeros elsewhere, and the first block keeps its own); else the embedding's
+sums are all-reduced and the first block splits them. Where the final norm feeds the LM head
+alone, the norm runs on each rank's share and the head gathers it; else the last block gathers
+its output, so what a stack computes after its blocks (the encoder output a decoder attends
+to, the pooler) sees the whole sequence as without it.
 
 Everything torch.distributed is imported inside the function: a single-device user never
 imports it.
@@ -42,6 +48,7 @@ from archspec.backends.torchgen.parallel_layouts import copies as _copies
 from archspec.backends.torchgen.parallel_layouts import data_parallel, more_layouts
 from archspec.backends.torchgen.text import INDENT, call, docstring, indent, lines
 from archspec.ir.nodes import MLP, Attention, Block, Linear, MoE, Norm, Repeat, Stack
+from archspec.ir.sequence_ends import embeddings_split, final_norm_split
 from archspec.ir.visit import walk
 
 COLWISE = "ColwiseParallel()"
@@ -114,7 +121,9 @@ def sequence_plan(f: Features, block: Block, stack: Stack) -> dict[str, str]:
             plan[node.name] = SEQUENCE_NORM
         elif parent is block and isinstance(node, (Attention, MLP)):
             arity = 1 + len(f.sublayer_args(stack, node))
-            plan[node.name] = f"gather({arity}, Shard(1), Replicate())"
+            # Latent attention's whole kv_down and q_down take plain tensors.
+            latent = isinstance(node, Attention) and node.latent is not None
+            plan[node.name] = f"gather({arity}, Shard(1), Replicate(), {latent})"
         elif parent is block and isinstance(node, MoE):
             plan[node.name] = "whole_moe()"
         elif parent is block:
@@ -125,7 +134,8 @@ def sequence_plan(f: Features, block: Block, stack: Stack) -> dict[str, str]:
 
 def model_plan(f: Features) -> dict[str, str]:
     """{attribute path from the root: style} for the leaves outside the blocks."""
-    plan = {f.model.tok_emb.name: "RowwiseParallel(input_layouts=Replicate())"}
+    rowwise = "RowwiseParallel(input_layouts=Replicate())"
+    plan = {f.model.tok_emb.name: "embedding" if embeddings_split(f.model) else rowwise}
     for stack in f.stacks:
         if stack.rel_bias is not None:
             plan[f"{stack.name}.{stack.rel_bias.name}"] = COLWISE  # a column per head
@@ -197,23 +207,44 @@ def _sequence_parallel(f: Features) -> list[str]:
         *plans,
         "for block in blocks:",
         "    parallelize_module(block, tp, sequence_plans[type(block)])",
-        "# The first block splits its input along the sequence, the last gathers",
-        "# its output: the stacks see whole sequences.",
-        "last = PrepareModuleOutput(",
-        "    output_layouts=Shard(1),",
-        "    desired_output_layouts=Replicate(),",
-        ")",
     ]
+    split_embeddings, split_norm = embeddings_split(f.model), final_norm_split(f.model)
+    if split_embeddings:
+        out.append("# Each stack's first block keeps its rows of the embeddings.")
+    else:
+        out.append("# Each stack's first block splits its input along the sequence.")
+    if split_norm:
+        out.append("# The final norm runs on each rank's share, the head gathers it.")
+    else:
+        out += [
+            "# The last gathers its output: the stack sees the whole sequence.",
+            "last = PrepareModuleOutput(",
+            "    output_layouts=Shard(1),",
+            "    desired_output_layouts=Replicate(),",
+            ")",
+        ]
     for stack in f.stacks:
         arity = len(f.block_params(stack))
         blocks = f"model.{stack.name}.blocks"
+        out.append(f"first = {blocks}[0]")
+        if split_embeddings:
+            out.append("keep_own_rows(first, tp)")
+        else:
+            out += [
+                f"split = gather({arity}, Replicate(), Shard(1), True)",
+                "parallelize_module(first, tp, split)",
+            ]
         out += [
-            f"first = {blocks}[0]",
-            f"parallelize_module(first, tp, gather({arity}, Replicate(), Shard(1)))",
-            "# Checked before the split: the whole sequence's length.",
+            "# Checked first: the whole sequence's length.",
             "first.register_forward_pre_hook(check_divisible, prepend=True)",
-            f"parallelize_module({blocks}[-1], tp, last)",
         ]
+        if split_norm and stack.final_norm is not None:
+            out += [
+                "norm = SequenceParallel(use_local_output=True)",
+                f"parallelize_module(model.{stack.name}.{stack.final_norm.name}, tp, norm)",
+            ]
+        elif not split_norm:
+            out.append(f"parallelize_module({blocks}[-1], tp, last)")
     return out
 
 
@@ -246,12 +277,32 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
             'raise ValueError("tensor parallelism does not split q/k norms over all heads")',
         ]
     body = ['tp = mesh["tp"]', "config = model.config", *_head_checks(f, size)]
-    if f.lm_head is not None:
+    if f.lm_head is not None and final_norm_split(f.model):
+        body += [
+            "# Under sequence parallelism the head gathers the sequence on entry.",
+            "given = Shard(1) if sequence_parallel else Replicate()",
+            "if loss_parallel:  # the logits a DTensor split over the vocabulary",
+            "    head = ColwiseParallel(",
+            "        input_layouts=given, output_layouts=Shard(-1), use_local_output=False",
+            "    )",
+            "else:  # gathered: the loss is computed as on one device",
+            "    head = ColwiseParallel(input_layouts=given, output_layouts=Replicate())",
+        ]
+    elif f.lm_head is not None:
         body += [
             "if loss_parallel:  # the logits a DTensor split over the vocabulary",
             "    head = ColwiseParallel(output_layouts=Shard(-1), use_local_output=False)",
             "else:  # gathered: the loss is computed as on one device",
             "    head = ColwiseParallel(output_layouts=Replicate())",
+        ]
+    if embeddings_split(f.model):
+        body += [
+            "",
+            *_styles("InSequence", "OwnRows", "SequenceRows", "keep_own_rows"),
+            "if sequence_parallel:  # its sums reduce-scattered over the sequence",
+            "    embedding = SequenceRows()",
+            "else:",
+            "    embedding = RowwiseParallel(input_layouts=Replicate())",
         ]
     body += _dict("root_plan", model_plan(f))
     body.append("parallelize_module(model, tp, root_plan)")
@@ -319,7 +370,9 @@ optional torch.distributed.fsdp.MixedPrecisionPolicy.
 
 sequence_parallel (with tp > 1, for training): between their sublayers the blocks keep
 each rank's share of the sequence (norms, residual stream, residual dropout); attention
-and the MLP gather the whole sequence and reduce-scatter their output back. The sequence
+and the MLP gather the whole sequence and reduce-scatter their output back; where
+nothing with parameters sits between them, the embedding reduce-scatters its output and
+the final norm runs on each rank's share, the LM head gathering it. The sequence
 length must be a multiple of tp.
 
 loss_parallel (with tp > 1 and an LM head): the logits stay split over the vocabulary, a
