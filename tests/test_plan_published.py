@@ -55,7 +55,8 @@ def test_runs_that_cannot_be_expressed_say_why() -> None:
             assert run.not_expressible()
 
 
-@pytest.mark.slow
+@pytest.mark.long  # a minute of CPU: the fit over every run (test_cross_validated_errors refits
+# without each source in the default suite)
 def test_the_shipped_constants_are_the_fit_on_every_run() -> None:
     fit = published.fit(published.expressible())
     assert fit.half == FITTED_HALF and fit.fp8 == FITTED_FP8

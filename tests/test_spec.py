@@ -121,8 +121,8 @@ def test_unknown_key_has_file_line_path_and_suggestion(tmp_path: Path) -> None:
         ("n_layers: true", "expected an integer, got the boolean true"),
         (
             "norm: {kind: batchnorm}",
-            "expected one of layernorm | rmsnorm | offset_rmsnorm | nonparametric_layernorm, "
-            "got str 'batchnorm'",
+            "expected one of layernorm | rmsnorm | offset_rmsnorm | offset_layernorm | "
+            "nonparametric_layernorm, got str 'batchnorm'",
         ),
         ("residual: prenorm", "did you mean 'pre'"),
         ("d_model: 770", "n_heads (12) does not divide d_model (770)"),

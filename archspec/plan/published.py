@@ -25,6 +25,7 @@ from itertools import product
 from statistics import mean
 from typing import Any
 
+from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.layout import Parallelism, check_layout
 from archspec.errors import SpecError
 from archspec.ir.build import build_ir
@@ -63,7 +64,7 @@ class Run:
     cp: int = 1
     ep: int = 1
     sp: bool = False
-    recompute: str = "none"
+    recompute: str = NO_RECOMPUTE
     zero: int = 0
     stage_layers: tuple[int, ...] | None = None
     needs: tuple[str, ...] = ()

@@ -70,7 +70,7 @@ def _cycled(repeat: Repeat, constructor: Callable[[Node], str]) -> list[str]:
     target, name = f"self.{repeat.name}", repeat.name
     total = sum(int(run.count) for run in repeat.runs)
     out = [
-        "# Not all alike: runs of identical modules a cycle's length apart; i's run builds i.",
+        "# Not all alike: runs of like modules a cycle's length apart; i's run builds i.",
         f"{name} = []",
         f"for i in range({total}):",
     ]
