@@ -23,7 +23,7 @@ FIGURES = {
 }
 
 
-@pytest.mark.slow  # about 57 s on one core: 16 processes that each import torch
+@pytest.mark.long  # about 60-100 s: 16 processes that each import torch (run before a GPU session)
 def test_dry_run_measures_every_part(tmp_path: Path) -> None:
     script = ROOT / "benchmarks" / "gpu_check.py"
     done = subprocess.run([sys.executable, str(script), "--dry-run", "--out", str(tmp_path)],
