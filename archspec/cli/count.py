@@ -65,9 +65,8 @@ def count(
     tp: CountTp = None, pp: CountPp = None, zero: CountZero = None, sp_: CountSp = None,
     engine: CountEngine = None, interleave: CountInterleave = None,
     stage_layers: CountStageLayers = None, global_batch: CountGlobalBatch = None,
-    grad_dtype: CountGradDtype = None,
-    by: CountBy = None, plot: CountPlot = None, force: PlotForce = False,
-    json_: JsonOpt = False, debug: DebugOpt = False,
+    grad_dtype: CountGradDtype = None, by: CountBy = None, plot: CountPlot = None,
+    force: PlotForce = False, json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Count a spec's parameters exactly, row by row; with `--seq` or `--batch` (or any
     option below them), also its FLOPs and memory. A list of lengths (`--seq 512,1024`)

@@ -102,48 +102,53 @@ def plan(
 
         archspec plan llama-2-7b --mode serve --gpu a100-80g --engine gpt-fast --dtype int4 --group 32
     """  # noqa: E501
+    from types import SimpleNamespace
+
     from archspec.plan import request
 
+    o = SimpleNamespace(**locals())  # every option, by name, for the mode's function below
     with user_errors(debug, json_):
         if list_systems:
-            from archspec.plan.hardware import load_catalogue
-
-            _list_systems(load_catalogue(system_files), json_)
-            return
+            return _list_systems(system_files, json_)
         system = request.checked_system(spec, gpu, system_files, mode, attn, dtype, gpus)
         ir = compile_spec(spec, set_)
-        if mode == "serve":
-            from archspec.plan import serve_request
+        report = (_serve if mode == "serve" else _train)(ir, system, o)
+    render = print_json if json_ else _render_serve if mode == "serve" else _render_train
+    render(report)
 
-            speculation = serve_request.speculation(draft, speculate, accept)
-            report = serve_request.serving_report(ir, system, gpus, tp, batch, prompt, new_tokens,
-                                            dtype, engine, group, kv_dtype,
-                                            speculation, rate, concurrency, plot,
-                                            force)  # fmt: skip
-            ignored = request.training_only(
-                {"--cp": cp, "--ep": ep, "--stage-layers": stage_layers, "--tokens": tokens,
-                 "--price": price, "--mfu": mfu, "--efficiency": efficiency})  # fmt: skip
-            if ignored:
-                report["ignored"] = ignored
-                stderr().print(f"ignored with --mode serve: {', '.join(ignored)} (training only)")
-        else:
-            what_if = request.checked_what_if(tokens, price, mfu, efficiency)
-            run = request.training_run(ir, gpus, global_batch, seq, dtype, grad_dtype, attn, top,
-                                       engine)  # fmt: skip
-            given = {"tp": tp, "pp": pp, "interleave": interleave, "sp": sp_,
-                     "micro_batch": batch, "recompute": recompute, "zero": zero, "cp": cp,
-                     "ep": ep, "stage_layers": stage_layers}  # fmt: skip
-            only = request.given_layout(ir, system, run, given)
-            eff = request.efficiency_override(system, run, efficiency)
-            result = _run_search(ir, system, run, only, quiet=json_, eff=eff)
-            report = request.training_report(ir, system, run, result, top, only is None,
-                                             what_if)  # fmt: skip
-    if json_:
-        print_json(report)
-    elif mode == "serve":
-        _render_serve(report)
-    else:
-        _render_train(report)
+
+def _serve(ir, system, o) -> dict[str, Any]:
+    """`--mode serve`: prefill, decode and the request's time; training options are ignored."""
+    from archspec.plan import request, serve_request
+
+    speculation = serve_request.speculation(o.draft, o.speculate, o.accept)
+    report = serve_request.serving_report(ir, system, o.gpus, o.tp, o.batch, o.prompt,
+                                          o.new_tokens, o.dtype, o.engine, o.group, o.kv_dtype,
+                                          speculation, o.rate, o.concurrency, o.plot,
+                                          o.force)  # fmt: skip
+    ignored = request.training_only(
+        {"--cp": o.cp, "--ep": o.ep, "--stage-layers": o.stage_layers, "--tokens": o.tokens,
+         "--price": o.price, "--mfu": o.mfu, "--efficiency": o.efficiency})  # fmt: skip
+    if ignored:
+        report["ignored"] = ignored
+        stderr().print(f"ignored with --mode serve: {', '.join(ignored)} (training only)")
+    return report
+
+
+def _train(ir, system, o) -> dict[str, Any]:
+    """A training step: the layout given, or the fastest the search finds."""
+    from archspec.plan import request
+
+    what_if = request.checked_what_if(o.tokens, o.price, o.mfu, o.efficiency)
+    run = request.training_run(ir, o.gpus, o.global_batch, o.seq, o.dtype, o.grad_dtype, o.attn,
+                               o.top, o.engine)  # fmt: skip
+    given = {"tp": o.tp, "pp": o.pp, "interleave": o.interleave, "sp": o.sp_,
+             "micro_batch": o.batch, "recompute": o.recompute, "zero": o.zero, "cp": o.cp,
+             "ep": o.ep, "stage_layers": o.stage_layers}  # fmt: skip
+    only = request.given_layout(ir, system, run, given)
+    eff = request.efficiency_override(system, run, o.efficiency)
+    result = _run_search(ir, system, run, only, quiet=o.json_, eff=eff)
+    return request.training_report(ir, system, run, result, o.top, only is None, what_if)
 
 
 def _run_search(ir, system, run, only, quiet, eff=None):
@@ -190,17 +195,8 @@ def _layout_text(lay: dict[str, Any]) -> str:
     return text
 
 
-def _render_train(r: dict[str, Any]) -> None:
-    from rich.table import Table
-
-    model = asked_title(r["model"], r["overrides"])
-    # The system's names may come from a --system file: shown as written, never as markup.
-    title = (f"{model} on {r['gpus']} × {markup_safe(r['system'])} "
-             f"({markup_safe(r['accelerator'])}): "
-             f"{r['global_batch']} × {r['seq']} tokens per step, {r['dtype']}")  # fmt: skip
-    table = Table(title=title, title_justify="left", show_header=False)
-    table.add_column("", style="bold")
-    table.add_column("", justify="right")
+def _summary_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
+    """The step's figures, and the what-if and the whole run when asked for."""
     mem = r["memory"]
     rows = [
         ("layout", _layout_text(r["layout"])),
@@ -220,7 +216,22 @@ def _render_train(r: dict[str, Any]) -> None:
         if "cost" in t:
             text += f", cost {human(t['cost'])}"
         rows.append(("training run", text))
-    for name, value in rows:
+    return rows
+
+
+def _render_train(r: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    model = asked_title(r["model"], r["overrides"])
+    # The system's names may come from a --system file: shown as written, never as markup.
+    title = (f"{model} on {r['gpus']} × {markup_safe(r['system'])} "
+             f"({markup_safe(r['accelerator'])}): "
+             f"{r['global_batch']} × {r['seq']} tokens per step, {r['dtype']}")  # fmt: skip
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column("", style="bold")
+    table.add_column("", justify="right")
+    mem = r["memory"]
+    for name, value in _summary_rows(r):
         table.add_row(name, value)
     print_table(table)
     parts = Table(title="where the step goes", title_justify="left")
@@ -301,7 +312,10 @@ def _render_serve(r: dict[str, Any]) -> None:
     print_table(table)
 
 
-def _list_systems(catalogue, json_: bool) -> None:
+def _list_systems(system_files, json_: bool) -> None:
+    from archspec.plan.hardware import load_catalogue
+
+    catalogue = load_catalogue(system_files)
     from archspec.plan.hardware import catalogue_rows
 
     rows = catalogue_rows(catalogue)
