@@ -59,6 +59,33 @@ DEEPSEEK_V3 = {
     "torch_dtype": "bfloat16", "transformers_version": "4.46.3", "use_cache": True,
     "v_head_dim": 128, "vocab_size": 129280,
 }
+# zai-org/GLM-4.5-Air (huggingface.co/zai-org/GLM-4.5-Air). Sources for its sizes:
+# github.com/pufanyi/Megatron-Bridge docs/models/llm/glm45.md ("GLM 4.5 Air 106B-A12B": 46
+# layers, the first dense, hidden 4096, FFN 10944, 96 heads, 8 query groups, 128 experts,
+# top-8, scaling 1.0, MoE FFN 1408, shared expert 1408, no QK LayerNorm, context 131,072,
+# vocabulary 151,552); github.com/zyzshishui/slime scripts/models/glm4.5-106B-A12B.sh
+# (kv-channels 128, rotary-percent 0.5, add-qkv-bias, untied, rotary-base 1e6);
+# github.com/zai-org/GLM-4.5 README ("1060 亿总参数量", 106B in all -- the count below is
+# 106,852,245,504, its MTP layer apart). Fields that change no count take the class's names.
+GLM_45_AIR = {
+    "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "attention_bias": True,
+    "head_dim": 128, "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 10944,
+    "max_position_embeddings": 131072, "moe_intermediate_size": 1408, "norm_topk_prob": True,
+    "num_attention_heads": 96, "n_group": 1, "topk_group": 1, "n_routed_experts": 128,
+    "n_shared_experts": 1, "routed_scaling_factor": 1.0, "num_experts_per_tok": 8,
+    "first_k_dense_replace": 1, "num_hidden_layers": 46, "num_key_value_heads": 8,
+    "partial_rotary_factor": 0.5, "rms_norm_eps": 1e-05, "rope_theta": 1000000,
+    "num_nextn_predict_layers": 1, "tie_word_embeddings": False, "use_qk_norm": False,
+    "vocab_size": 151552,
+}
+REAL = {"deepseek_v3": (DEEPSEEK_V3, 671_026_404_352), "glm4_moe": (GLM_45_AIR, 106_852_245_504)}
+
+_GLM = dict(
+    model_type="glm4_moe", hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+    num_key_value_heads=2, head_dim=16, intermediate_size=96, max_position_embeddings=64,
+    n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=24, n_shared_experts=2,
+    first_k_dense_replace=1, pad_token_id=0, tie_word_embeddings=False,
+)
 
 _TINY = dict(
     model_type="deepseek_v3", hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
@@ -80,14 +107,24 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "deepseek_v3-plain": ("DeepseekV3ForCausalLM", dict(
         _TINY, n_group=1, topk_group=1, norm_topk_prob=False, routed_scaling_factor=1.0,
         rope_interleave=False, q_lora_rank=None)),
+    # biases on q, k and v, a norm over each head's queries and keys, 2 groups of 4 experts
+    # (the best one competes), RoPE on half of each 16-wide head
+    "glm4_moe": ("Glm4MoeForCausalLM", dict(
+        _GLM, attention_bias=True, use_qk_norm=True, n_group=2, topk_group=1,
+        routed_scaling_factor=2.5)),
+    # GLM-4.5-Air's shape: no q/k norms, one group, not scaled
+    "glm4_moe-air": ("Glm4MoeForCausalLM", dict(
+        _GLM, attention_bias=True, use_qk_norm=False, norm_topk_prob=False)),
 }
 # fmt: on
 
 
-@pytest.mark.long  # transformers' 671B model on the meta device: seconds
-def test_real_size_total_equals_the_transformers_class() -> None:
-    ours, theirs = real_total_equals_transformers(DEEPSEEK_V3)
-    assert ours == theirs == 671_026_404_352
+@pytest.mark.long  # transformers' full-size model on the meta device: seconds
+@pytest.mark.parametrize("name", list(REAL))
+def test_real_size_total_equals_the_transformers_class(name: str) -> None:
+    config, published = REAL[name]
+    ours, theirs = real_total_equals_transformers(config)
+    assert ours == theirs == published
 
 
 @pytest.mark.long  # a generated model, two transformers models and 16 steps each: seconds
