@@ -1,5 +1,6 @@
 """Issue 28: the sigmoid router (`moe.router: sigmoid`, transformers' DeepseekV3TopkRouter) and
-DeepSeek-V3 (`deepseek_v3`), against transformers' own classes (tests/zoo_check.py says what
+the families that route by it, DeepSeek-V3 (`deepseek_v3`), GLM-4-MoE (`glm4_moe`) and
+dots.llm1 (`dots1`), against transformers' own classes (tests/zoo_check.py says what
 the zoo checks measure).
 
 The router alone: `archspec.runtime.routing`'s code, the code the generated file runs,
@@ -78,7 +79,26 @@ GLM_45_AIR = {
     "num_nextn_predict_layers": 1, "tie_word_embeddings": False, "use_qk_norm": False,
     "vocab_size": 151552,
 }
-REAL = {"deepseek_v3": (DEEPSEEK_V3, 671_026_404_352), "glm4_moe": (GLM_45_AIR, 106_852_245_504)}
+# rednote-hilab/dots.llm1.inst (huggingface.co/rednote-hilab/dots.llm1.inst). Source: the
+# config.json of mlx-community's dots.llm1.inst-mixed-4-6bit as a test quotes it, trimmed to
+# the fields a loader reads, found by exact-string search of public code (its quantization
+# left out here: archspec refuses quantized checkpoints); the dots.llm1 technical report
+# (arXiv:2506.05767, quoted in transformers' docs/source/en/model_doc/dots1.md): "14B
+# parameters out of a total of 142B" -- the count below is 142,774,373,888.
+DOTS_LLM1 = {
+    "architectures": ["Dots1ForCausalLM"], "model_type": "dots1", "hidden_size": 4096,
+    "num_hidden_layers": 62, "intermediate_size": 10944, "num_attention_heads": 32,
+    "num_key_value_heads": 32, "rms_norm_eps": 1e-05, "vocab_size": 152064,
+    "first_k_dense_replace": 1, "moe_intermediate_size": 1408, "n_routed_experts": 128,
+    "n_shared_experts": 2, "num_experts_per_tok": 6, "norm_topk_prob": True,
+    "routed_scaling_factor": 2.5, "max_position_embeddings": 32768, "rope_theta": 10000000,
+    "attention_bias": False, "tie_word_embeddings": False,
+}
+REAL = {
+    "deepseek_v3": (DEEPSEEK_V3, 671_026_404_352),
+    "glm4_moe": (GLM_45_AIR, 106_852_245_504),
+    "dots1": (DOTS_LLM1, 142_774_373_888),
+}
 
 _GLM = dict(
     model_type="glm4_moe", hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
@@ -115,6 +135,14 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     # GLM-4.5-Air's shape: no q/k norms, one group, not scaled
     "glm4_moe-air": ("Glm4MoeForCausalLM", dict(
         _GLM, attention_bias=True, use_qk_norm=False, norm_topk_prob=False)),
+    # biases on all four projections, 4 groups of 2 experts (2 compete), renormalised
+    "dots1": ("Dots1ForCausalLM", dict(
+        _GLM, model_type="dots1", attention_bias=True, n_group=4, topk_group=2,
+        norm_topk_prob=True, routed_scaling_factor=2.5)),
+    # windows of 6 keys on the layers from the second on (max_window_layers), past which the
+    # 16 greedy tokens go
+    "dots1-windowed": ("Dots1ForCausalLM", dict(
+        _GLM, model_type="dots1", sliding_window=6, max_window_layers=1)),
 }
 # fmt: on
 

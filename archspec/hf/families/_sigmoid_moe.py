@@ -1,4 +1,4 @@
-"""The mixtures of experts that transformers routes with DeepseekV3TopkRouter (DeepSeek-V3,
+"""The mixtures of experts that transformers routes as DeepseekV3TopkRouter does (DeepSeek-V3,
 GLM-4-MoE, dots1): `first_k_dense_replace` dense layers, then `n_routed_experts` experts of
 width `moe_intermediate_size` chosen by the sigmoid router (`moe.router: sigmoid`: sigmoid
 scores, `e_score_correction_bias` for choosing only, the `topk_group` of `n_group` groups
@@ -22,13 +22,13 @@ from archspec.spec.schema import Spec
 
 @dataclass(frozen=True)
 class ExpertDefaults:
-    """A config class's defaults for the expert fields."""
+    """A config class's defaults for the expert fields (None: it has none, a file must say)."""
 
     dense: int
-    experts: int
-    top_k: int
+    experts: int | None
+    top_k: int | None
     width: int
-    shared: int
+    shared: int | None
     scale: float
     normalize: bool
     groups: int
@@ -55,6 +55,12 @@ def _groups(f: Fields, d: ExpertDefaults, experts: int, top_k: int) -> tuple[int
     return groups, top_groups
 
 
+def _count(f: Fields, key: str, default: int | None, *aliases: str) -> int:
+    if default is None and f.get(key, None, *aliases) is None:
+        raise f.error(key, f"config.json has no '{key}', for which {f.model_type} has no default")
+    return f.int(key, default, *aliases)
+
+
 def read_sigmoid_moe(f: Fields, n_layers: int, d: ExpertDefaults) -> dict[str, Any] | None:
     """The spec's `moe` section, or None when every layer is dense."""
     reader = (
@@ -67,10 +73,10 @@ def read_sigmoid_moe(f: Fields, n_layers: int, d: ExpertDefaults) -> dict[str, A
     dense = f.int("first_k_dense_replace", d.dense)
     if dense < 0:
         raise f.error("first_k_dense_replace", f"expected at least 0, got {dense}")
-    experts = f.int("n_routed_experts", d.experts, "num_local_experts")
-    top_k = f.int("num_experts_per_tok", d.top_k)
+    experts = _count(f, "n_routed_experts", d.experts, "num_local_experts")
+    top_k = _count(f, "num_experts_per_tok", d.top_k)
     width = f.int("moe_intermediate_size", d.width)
-    shared = f.int("n_shared_experts", d.shared)
+    shared = _count(f, "n_shared_experts", d.shared)
     scale = f.float("routed_scaling_factor", d.scale)
     normalize = f.bool("norm_topk_prob", d.normalize)
     if dense >= n_layers:
