@@ -307,8 +307,8 @@ class Attend(Op):
 class Route(Op):
     """`out` the top-k routing weights and `chosen` the experts of every token, as the
     router's kind computes them from its logits (`kind`: Mixtral's float32 softmax, top-k,
-    division by their sum; DeepSeek-V3's sigmoid with its bias correction, whose tensor is
-    the router's `correction`)."""
+    division by their sum; DeepSeek-V3's sigmoid, chosen with the bias correction the
+    router module holds, `kind.buffers`)."""
 
     logits: Value
     chosen: Value
