@@ -168,6 +168,32 @@ def test_forward_matmul_flops_equal_flop_counter(name: str) -> None:
     check_forward_matmul_flops(*TINY[name])
 
 
+@pytest.mark.long  # two generated models and two transformers models: seconds
+@pytest.mark.parametrize("name", ["deepseek_v3", "glm4_moe"])
+def test_loads_from_transformers_memory_layout(name: str, tmp_path: Path) -> None:
+    """transformers 5's state dict in memory (each layer's experts stacked in gate_up_proj
+    and down_proj, the router's e_score_correction_bias beside its weight) loads too."""
+    from archspec.backends.torchgen import generate_source, load_generated
+    from archspec.hf.weights import load_weights
+    from archspec.ir.build import build_ir
+    from tests.zoo_check import tiny_model
+
+    cls, fields = TINY[name]
+    hf = tiny_model(cls, fields)
+    state = hf.state_dict()
+    assert any(k.endswith("mlp.experts.gate_up_proj") for k in state)
+    spec = import_config({**hf.config.to_dict(), "architectures": [cls]}).spec
+    model = load_weights(
+        load_generated(generate_source(build_ir(spec)), tmp_path).Model().eval(), state, spec=spec
+    )
+    router = model.decoder.blocks[1].moe.router
+    theirs = state["model.layers.1.mlp.gate.e_score_correction_bias"]
+    assert torch.equal(router.e_score_correction_bias, theirs) and theirs.abs().sum() > 0
+    ids = torch.randint(3, 99, (2, 7))
+    with torch.no_grad():
+        torch.testing.assert_close(model(ids), hf(input_ids=ids).logits, rtol=0, atol=1e-4)
+
+
 # --- The router alone -------------------------------------------------------------------
 
 
