@@ -67,6 +67,7 @@ def test_llama_to_mixtral_swaps_the_mlp_for_experts() -> None:
             "n_experts": 8,
             "top_k": 2,
             "router_bias": False,
+            "router": "softmax",
             "dense_layers": 0,
             "d_ff": None,
             "normalize": True,
@@ -89,6 +90,7 @@ def test_llama_to_mixtral_swaps_the_mlp_for_experts() -> None:
         "routed_scale": [None, 1.0],
         "groups": [None, 1],
         "top_groups": [None, 1],
+        "router.kind": [None, "softmax"],
     }
     # Reported once, at the top of the new subtree: not its router and experts one by one.
     assert not any(k.startswith("decoder.blocks.i.moe.") for k in m)

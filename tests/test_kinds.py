@@ -22,6 +22,7 @@ CATEGORIES = [
     (schema.Activation, kinds.ACTIVATIONS),
     (typing.Literal[tuple(POSITION_KINDS)], kinds.POSITIONS),
     (schema.Residual, kinds.RESIDUALS),
+    (schema.Router, kinds.ROUTERS),
 ]
 
 

@@ -50,6 +50,10 @@ def tiny_model(cls: str, fields: dict[str, Any]):
                 param.normal_(1.0, 0.3)
             elif key.endswith(".bias") or "correction" in key:
                 param.normal_(0.0, 0.1)
+        # DeepSeek-V3's router bias correction, a buffer (zero, it would choose nothing)
+        for key, buffer in model.named_buffers():
+            if "correction" in key:
+                buffer.normal_(0.0, 0.1)
     return model
 
 

@@ -18,7 +18,7 @@ import torch
 
 from archspec.hf.family import BufferCheck, Shape
 from archspec.hf.names import Naming, leaves
-from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm
+from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm, Router
 from archspec.kinds.positions.sinusoidal import FUNCTIONS
 from archspec.runtime import position_tables
 
@@ -174,7 +174,10 @@ def _our_params(ir: IR, node: Node) -> list[tuple[str, Shape]]:
         return [("weight", (v(node.num), v(node.dim)))]
     if isinstance(node, Linear):
         params = [] if node.tied_to else [("weight", (v(node.out_features), v(node.in_features)))]
-        return params + ([("bias", (v(node.out_features),))] if node.bias else [])
+        params += [("bias", (v(node.out_features),))] if node.bias else []
+        # a router's kind may own a float32 tensor per expert (buffers saved with the weights)
+        owned = node.entry.buffers if isinstance(node, Router) else ()
+        return params + [(name, (v(node.out_features),)) for name in owned]
     if isinstance(node, Norm):
         if not node.entry.affine:
             return []

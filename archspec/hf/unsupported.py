@@ -39,11 +39,6 @@ MISSING: dict[str, str] = {
         "SmolLM3 leaves RoPE out of every no_rope_layer_interval-th layer (no_rope_layers); "
         "a spec applies one position setting to every layer"
     ),
-    "deepseek_v3": (
-        "DeepSeek-V3 routes with sigmoid scores plus a learned bias correction "
-        "(e_score_correction_bias) and picks groups by the sum of their two best experts; "
-        "archspec's router is a softmax whose groups are ranked by their best expert"
-    ),
     "blenderbot-small": (
         "BlenderbotSmall's decoder normalises the token embeddings before adding its "
         "positions (layernorm_embedding), its encoder after adding them; archspec's norm "

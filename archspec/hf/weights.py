@@ -309,6 +309,9 @@ def load_weights(
     """
     state = read_state_dict(source)
     params = dict(model.named_parameters(remove_duplicate=False))
+    # and the buffers saved with them (a sigmoid router's e_score_correction_bias)
+    saved = model.state_dict(keep_vars=True)
+    params |= {name: b for name, b in model.named_buffers() if name in saved}
     if not (state and set(state) <= set(params)):  # transformers' names: convert first
         ir = _as_ir(spec) if spec is not None else _spec_for(source)
         state = convert(ir, state, ignore=ignore)

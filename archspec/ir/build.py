@@ -23,6 +23,7 @@ from archspec.ir.nodes import (
     MoE,
     Norm,
     Repeat,
+    Router,
     Run,
     Stack,
     Sublayer,
@@ -382,7 +383,7 @@ def _moe(spec: Spec, d: _Dims) -> MoE:
     shared = _mlp(spec, d, "shared", d.d_ff_shared) if moe.shared_d_ff else None
     return MoE(
         name="moe",
-        router=Linear("router", d.d_model, d.n_experts, moe.router_bias),
+        router=Router("router", d.d_model, d.n_experts, moe.router_bias, kind=moe.router),
         experts=Repeat("experts", (Run(0, d.n_experts, _mlp(spec, d, "", d.d_ff_expert)),)),
         n_experts=d.n_experts,
         top_k=d.top_k,

@@ -43,7 +43,7 @@ from archspec.ir.ops import (
     Softcap,
     Value,
 )
-from archspec.kinds.activations import POOLER_ACTIVATION
+from archspec.kinds.activations import POOLER_ACTIVATION, SHARED_GATE_ACTIVATION
 
 
 @dataclass(frozen=True)
@@ -222,6 +222,7 @@ def lower_moe(node: MoE, x: Value) -> Lowered:
             Value("weights", x.rows, node.top_k, "stats"),
             logits,
             chosen,
+            node.router.entry,
             node.n_experts,
             node.top_k,
             node.normalize,
@@ -239,7 +240,7 @@ def lower_moe(node: MoE, x: Value) -> Lowered:
         shared = low.emit(Call(Value("shared", x.rows, x.width), node.shared, (x,)))
         if node.shared_gate is not None:
             gate = low.emit(LinearOp(Value("gate", x.rows, 1), x, node.shared_gate, "router"))
-            gate = low.emit(ActivationOp(_like(gate, "gate"), gate, "sigmoid", "mlp"))
+            gate = low.emit(ActivationOp(_like(gate, "gate"), gate, SHARED_GATE_ACTIVATION, "mlp"))
             shared = low.emit(Mul(Value("shared", x.rows, x.width), gate, shared, "mlp"))
         out = low.emit(Add(Value("out", x.rows, x.width), out, shared, "mlp"))
     low.out = out

@@ -21,15 +21,16 @@ gives each distinct node its generated class).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from archspec import kinds
 from archspec.ir.title import titled
-from archspec.kinds import ActivationKind, Mask, NormKind, ResidualKind
+from archspec.kinds import ActivationKind, Mask, NormKind, ResidualKind, RouterKind
 from archspec.kinds.positions import Position
 from archspec.spec.schema import Activation, Layout, Residual
 from archspec.spec.schema import NormKind as NormName
+from archspec.spec.schema import Router as RouterName
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -69,6 +70,18 @@ class Linear(Node):
     out_features: sp.Expr
     bias: bool
     tied_to: str | None = None  # attribute path of the weight this one shares
+
+
+@dataclass(frozen=True)
+class Router(Linear):
+    """A mixture's router: a Linear to one logit per expert, and whatever tensors its kind
+    owns beside the weight (the sigmoid router's e_score_correction_bias, a buffer)."""
+
+    kind: RouterName = field(kw_only=True)  # after Linear's defaults, by name
+
+    @property
+    def entry(self) -> RouterKind:
+        return kinds.router(self.kind)
 
 
 @dataclass(frozen=True)
@@ -267,7 +280,7 @@ class Repeat(Node):
 class MoE(Composite):
     """A router and `n_experts` MLPs (the `experts` Repeat); each token uses `top_k` of them."""
 
-    router: Linear
+    router: Router
     experts: Repeat
     n_experts: sp.Expr
     top_k: sp.Expr

@@ -18,11 +18,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from archspec.ir.nodes import Composite, Embedding, Linear, Norm, Repeat
+from archspec.kinds.routers import Routing
 
 if TYPE_CHECKING:
     import sympy as sp
 
     from archspec.kinds.masks import Mask
+    from archspec.kinds.routers import RouterKind
 
 # How many rows a value has in one pass, per the lengths of the stack it belongs to:
 # tokens: B·queries; memory: B·(encoder positions); batch: B; positions: queries (shared by the
@@ -303,17 +305,32 @@ class Attend(Op):
 
 @dataclass(frozen=True, eq=False)
 class Route(Op):
-    """`out` the top-k renormalised routing weights and `chosen` the experts of every token:
-    a float32 softmax over the router's logits, top-k, and division by their sum."""
+    """`out` the top-k routing weights and `chosen` the experts of every token, as the
+    router's kind computes them from its logits (`kind`: Mixtral's float32 softmax, top-k,
+    division by their sum; DeepSeek-V3's sigmoid, chosen with the bias correction the
+    router module holds, `kind.buffers`)."""
 
     logits: Value
     chosen: Value
+    kind: RouterKind
     n_experts: sp.Expr
     top_k: sp.Expr
     normalize: bool = True  # divide the top_k weights by their sum
     scale: float = 1.0  # then multiply them by this (DeepSeek's routed_scaling_factor)
     groups: int = 1  # group-limited: only the experts of the top_groups best groups compete
     top_groups: int = 1
+
+    def routing(self, tokens: sp.Expr) -> Routing:
+        """What the kind's formulas read, for `tokens` routed tokens."""
+        return Routing(
+            tokens,
+            self.n_experts,
+            self.top_k,
+            self.normalize,
+            self.scale,
+            self.groups,
+            self.top_groups,
+        )
 
     @property
     def inputs(self):

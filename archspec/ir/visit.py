@@ -18,11 +18,15 @@ INDEX_NAMES = "ijklmn"
 
 
 class Visitor(Generic[T]):
-    """`visit(node)` calls `visit_<kind>` (e.g. `visit_linear`), falling back to `generic`."""
+    """`visit(node)` calls `visit_<kind>` (e.g. `visit_linear`), that of the nearest kind it
+    extends (a Router is a Linear) when its own has none, falling back to `generic`."""
 
     def visit(self, node: Node) -> T:
-        method = getattr(self, f"visit_{type(node).__name__.lower()}", None)
-        return method(node) if method is not None else self.generic(node)
+        for kind in type(node).__mro__[:-2]:  # not Node's own, nor object's
+            method = getattr(self, f"visit_{kind.__name__.lower()}", None)
+            if method is not None:
+                return method(node)
+        return self.generic(node)
 
     def generic(self, node: Node) -> T:
         raise NotImplementedError(f"{type(self).__name__} has no rule for {type(node).__name__}")

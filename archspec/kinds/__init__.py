@@ -14,21 +14,25 @@ from archspec.kinds.masks import Mask
 from archspec.kinds.norms import NORMS, NormKind
 from archspec.kinds.positions import POSITIONS, PositionKind
 from archspec.kinds.residuals import RESIDUALS, ResidualKind
+from archspec.kinds.routers import ROUTERS, RouterKind
 
 __all__ = [
     "ACTIVATIONS",
     "NORMS",
     "POSITIONS",
     "RESIDUALS",
+    "ROUTERS",
     "ActivationKind",
     "Mask",
     "NormKind",
     "PositionKind",
     "ResidualKind",
+    "RouterKind",
     "activation",
     "norm",
     "position",
     "residual",
+    "router",
 ]
 
 
@@ -53,3 +57,7 @@ def position(name: str) -> PositionKind:
 
 def residual(name: str) -> ResidualKind:
     return _lookup(RESIDUALS, "residual", name)
+
+
+def router(name: str) -> RouterKind:
+    return _lookup(ROUTERS, "router", name)

@@ -57,3 +57,5 @@ ACTIVATIONS: dict[str, ActivationKind] = {
 
 # BERT's pooler: tanh(dense(first token)).
 POOLER_ACTIVATION = ACTIVATIONS["tanh"].name
+# Qwen2-MoE's gate on its shared expert: sigmoid(shared_gate(x)).
+SHARED_GATE_ACTIVATION = ACTIVATIONS["sigmoid"].name

@@ -24,6 +24,7 @@ NormKind = Literal[
 ]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "squared_relu"]
 QKNormScope = Literal["head", "all"]
+Router = Literal["softmax", "sigmoid"]
 EmbeddingProjection = Literal["after_norm", "around_stack"]
 
 
@@ -227,6 +228,15 @@ class MoESpec:
     n_experts: int = field(default=8, metadata=doc("experts per layer", positive=True))
     top_k: int = field(default=2, metadata=doc("experts each token is routed to", positive=True))
     router_bias: bool = field(default=False, metadata=doc("a bias on the router"))
+    router: Router = field(
+        default="softmax",
+        metadata=doc(
+            "how the router's logits become weights: softmax (Mixtral, DeepSeek-V2; groups "
+            "ranked by their best expert) or sigmoid (DeepSeek-V3: sigmoid scores plus a "
+            "per-expert e_score_correction_bias for choosing only, groups ranked by the sum of "
+            "their two best experts)"
+        ),
+    )
     dense_layers: int = field(
         default=0,
         metadata=doc("first layers of each stack keeping a dense MLP (DeepSeek, Qwen-MoE)", min=0),

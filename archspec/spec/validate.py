@@ -405,6 +405,12 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
                 f"moe.groups ({m.groups}) must divide n_experts ({m.n_experts}) and be at "
                 f"least top_groups ({m.top_groups})",
             )
+        if m.router == "sigmoid" and m.n_experts // m.groups < 2:
+            raise v.error_between(
+                [("moe", "groups"), ("moe", "n_experts")],
+                f"the sigmoid router ranks a group by its two best experts: moe.groups "
+                f"({m.groups}) must leave at least 2 of n_experts ({m.n_experts}) in each",
+            )
         if m.top_k > m.top_groups * (m.n_experts // m.groups):
             raise v.error_between(
                 [("moe", "top_k"), ("moe", "top_groups")],

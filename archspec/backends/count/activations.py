@@ -324,20 +324,8 @@ class ActivationCounter:
     # Mixture of experts.
 
     def op_route(self, op: ops.Route) -> None:
-        # fp32 probabilities over the experts, the top-k indices, the top-k weights and their
-        # sum (for the renormalisation).
-        n, k = self.tokens, op.top_k
-        self.keep_new(n * op.n_experts, STATS)
-        self.keep_new(n * k, INDEX + STATS)
-        if op.normalize:
-            self.keep_new(n, STATS)
-        if op.groups > 1:
-            # Group-limited: the max over each group keeps its fp32 result (and the
-            # probabilities, kept already), the top groups' int64 indices, and masked_fill
-            # its bool mask over the experts.
-            self.keep_new(n * op.groups, STATS)
-            self.keep_new(n * op.top_groups, INDEX)
-            self.keep_new(n * op.n_experts, BOOL)
+        # The router's kind says what its float32 scores, indices and masks keep.
+        self.keep_new(op.kind.kept_bytes(op.routing(self.tokens)), 1)
 
     def op_dispatch(self, op: ops.Dispatch) -> None:
         # Per routed copy of a token: its (token, slot) indices.

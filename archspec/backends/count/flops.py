@@ -249,11 +249,7 @@ class FlopCounter:
     # Mixture of experts.
 
     def op_route(self, op: ops.Route) -> None:
-        self.elementwise("router", SOFTMAX * self.tokens * op.n_experts)
-        if op.scale != 1.0:  # one multiply per chosen weight
-            self.elementwise("router", self.tokens * op.top_k)
-        if op.groups > 1:  # each group's best expert: a comparison per probability
-            self.elementwise("router", self.tokens * op.n_experts)
+        self.elementwise("router", op.kind.flops(op.routing(self.tokens)))
 
     def op_dispatch(self, op: ops.Dispatch) -> None:
         pass  # a gather

@@ -28,6 +28,7 @@ from archspec.ir.nodes import (
     Node,
     Norm,
     Repeat,
+    Router,
     Run,
     index_label,
 )
@@ -103,6 +104,13 @@ class _TreeBuilder(Visitor[Module]):
         v = self.ir.value
         cls_args = leaves.linear(v(node.in_features), v(node.out_features), node.bias)
         return self._leaf(node, cls_args, tied_to=node.tied_to)
+
+    def visit_router(self, node: Router) -> Module:
+        """A router whose kind owns tensors beside the weight: its class, Linear's repr."""
+        module = self.visit_linear(node)
+        if node.entry.module is None:
+            return module
+        return replace(module, cls=node.entry.module)
 
     def visit_norm(self, node: Norm) -> Module:
         entry = node.entry

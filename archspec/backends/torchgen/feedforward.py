@@ -8,7 +8,7 @@ from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.forward import ADD, ATOM, Expr, ForwardWriter
 from archspec.backends.torchgen.leaves import assign, module_list
-from archspec.backends.torchgen.text import class_, method
+from archspec.backends.torchgen.text import call, class_, method
 from archspec.ir.lower import lower_mlp, lower_moe
 from archspec.ir.nodes import MLP, MoE, Repeat
 from archspec.ir.ops import Call, Combine, Dispatch, Op, Route, Value
@@ -69,6 +69,8 @@ class _MoEWriter(ForwardWriter):
 
     def render_route(self, op: Route) -> Expr | None:
         logits = self.arg(op.logits).text
+        if op.kind.function is not None:
+            return self._route_by_function(op, logits)
         renormalise = " and renormalise them" if op.normalize else " (not renormalised)"
         self.lines += [
             f"# Softmax over all experts in float32, keep the top_k{renormalise}.",
@@ -98,6 +100,18 @@ class _MoEWriter(ForwardWriter):
             return None
         return Expr("weights / weights.sum(dim=-1, keepdim=True)", ADD, frozenset())
 
+    def _route_by_function(self, op: Route, logits: str) -> None:
+        """A kind whose routing is a runtime function, reading the router's own tensors."""
+        kind = op.kind
+        router = f"self.{self.node.router.name}"
+        args = [logits, *(f"{router}.{b}" for b in kind.buffers)]
+        groups = ["self.groups", "self.top_groups"] if op.groups > 1 else ["1", "1"]
+        args += ["self.top_k", *groups, str(op.normalize), repr(op.scale)]
+        self.lines += call(f"weights, chosen = {kind.function}", args, 2).split("\n")
+        self.names[id(op.chosen)] = "chosen"
+        assert op.out is not None
+        self.names[id(op.out)] = "weights"
+
     def render_dispatch(self, op: Dispatch) -> Expr:
         # The tokens and the experts they chose, handed to mix_experts by Combine.
         self.dispatched = (self.arg(op.x).text, self.arg(op.chosen).text)
@@ -122,6 +136,13 @@ def _moe_doc(node: MoE) -> str:
         f"Mixture of experts: a router sends each token to top_k of n_experts MLPs and mixes "
         f"their outputs by its {probs}, as Mixtral does."
     )
+    kind = node.router.entry
+    if kind.function is not None:
+        scores = "renormalised scores" if node.normalize else "scores"
+        text = (
+            f"Mixture of experts: a router sends each token to top_k of n_experts MLPs and "
+            f"mixes their outputs by its {scores} ({kind.description})."
+        )
     if node.shared is not None:
         gate = " scaled by sigmoid(shared_gate(x))" if node.shared_gate is not None else ""
         text += f" Every token also goes through a shared expert{gate} (Qwen2-MoE)."

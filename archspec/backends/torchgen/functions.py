@@ -11,7 +11,7 @@ from __future__ import annotations
 from archspec.backends.torchgen.copied import runtime_sources
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.model import limited
-from archspec.ir.nodes import MoE
+from archspec.ir.nodes import MoE, Router
 from archspec.ir.visit import walk
 
 
@@ -41,6 +41,9 @@ def helpers(f: Features) -> list[str]:
     out += runtime_sources("checkpoint", "maybe_checkpoint")
     if any(isinstance(placed.node, MoE) for placed in walk(f.model)):
         out += runtime_sources("experts", "mix_experts")
+    routers = {p.node.entry for p in walk(f.model) if isinstance(p.node, Router)}
+    for kind in sorted((r for r in routers if r.module), key=lambda r: r.name):
+        out += runtime_sources("routing", kind.module, kind.function)
     if any(limited(stack) for stack in f.stacks):
         out += runtime_sources("lengths", "check_length")
     if f.cache:

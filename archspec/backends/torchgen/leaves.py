@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.text import INDENT, LINE_LENGTH, call
-from archspec.ir.nodes import Embedding, Linear, Node, Norm, Repeat
+from archspec.ir.nodes import Embedding, Linear, Node, Norm, Repeat, Router
 
 
 def _args(node: Node, size: ExprPrinter, constants: dict[int, str] | None) -> tuple[str, list[str]]:
@@ -20,7 +20,9 @@ def _args(node: Node, size: ExprPrinter, constants: dict[int, str] | None) -> tu
         return "nn.Embedding", [size(node.num, constants), size(node.dim)]
     if isinstance(node, Linear):
         bias = [] if node.bias else ["bias=False"]
-        return "nn.Linear", [size(node.in_features), size(node.out_features), *bias]
+        # a router whose kind owns more tensors than the weight is a class of the file's own
+        cls = node.entry.module if isinstance(node, Router) else None
+        return cls or "nn.Linear", [size(node.in_features), size(node.out_features), *bias]
     if isinstance(node, Norm):
         entry = node.entry
         return entry.constructor, entry.constructor_args(size(node.dim), node.bias)

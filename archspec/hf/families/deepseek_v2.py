@@ -96,23 +96,24 @@ def _moe(f: Fields, n_layers: int) -> dict[str, Any] | None:
     }
 
 
-def import_deepseek_v2(f: Fields, cls: HFClass) -> dict[str, Any]:
+def latent_decoder(f: Fields, cls: HFClass, interleaved: bool) -> dict[str, Any]:
+    """The spec of DeepSeek's decoder without its experts, as DeepSeek-V2 and V3 share it:
+    latent attention rotated by RoPE (on `interleaved` channel pairs), dense MLPs."""
     d = f.int("hidden_size", 4096)
     heads = f.int("num_attention_heads", 32)
     kv = f.size("num_key_value_heads", heads)
     if kv != heads:
         raise f.error(
             "num_key_value_heads",
-            f"{kv} key/value heads for {heads} heads: transformers' DeepseekV2 expands the "
+            f"{kv} key/value heads for {heads} heads: transformers' DeepSeek expands the "
             "latent to every head, and archspec too",
         )
-    f.harmless("head_dim")  # DeepseekV2Config sets it to qk_rope_head_dim itself
+    f.harmless("head_dim")  # the config class sets it to qk_rope_head_dim itself
     f.harmless("pretraining_tp")  # a different order of the same sums
     f.expect("attention_bias", False, False, "biases on the latent projections")
-    f.expect("mlp_bias", False, False, "biases on the MLPs")
     n_layers = f.int("num_hidden_layers", 32)
     eps = f.float("rms_norm_eps", 1e-6)
-    position = _rope(f, 10000.0) | {"interleaved": True}
+    position = _rope(f, 10000.0) | {"interleaved": interleaved}
     rope = f.get("rope_parameters") or f.get("rope_scaling") or {}
     latent: dict[str, Any] = {
         "kv_rank": f.int("kv_lora_rank", 512),
@@ -122,14 +123,14 @@ def import_deepseek_v2(f: Fields, cls: HFClass) -> dict[str, Any]:
         "v_dim": f.int("v_head_dim", 128),
     }
     qk = latent["nope_dim"] + latent["rope_dim"]
-    f.expect("qk_head_dim", qk, qk, "DeepseekV2Config derives it: qk_nope + qk_rope_head_dim")
+    f.expect("qk_head_dim", qk, qk, "the config class derives it: qk_nope + qk_rope_head_dim")
     if "q_lora_rank" in f.data and f.get("q_lora_rank") is None:
         latent["q_rank"] = None
     if eps != LATENT_EPS:
         latent["eps"] = LATENT_EPS
     if position.get("scaling") == "yarn" and rope.get("mscale_all_dim"):
         latent["yarn_mscale"] = float(rope["mscale_all_dim"])
-    spec: dict[str, Any] = {
+    return {
         "d_model": d,
         "n_layers": n_layers,
         "n_heads": heads,
@@ -147,33 +148,28 @@ def import_deepseek_v2(f: Fields, cls: HFClass) -> dict[str, Any]:
         "head": {**read_head(f, cls, False), "bias": False},
         "dropout": read_dropout(f, dropouts.LLAMA),
     }
-    moe = _moe(f, n_layers)
+
+
+def import_deepseek_v2(f: Fields, cls: HFClass) -> dict[str, Any]:
+    spec = latent_decoder(f, cls, interleaved=True)
+    f.expect("mlp_bias", False, False, "biases on the MLPs")
+    moe = _moe(f, spec["n_layers"])
     if moe is not None:
         spec["moe"] = moe
     return spec
 
 
-def export_deepseek_v2(spec: Spec) -> dict[str, Any]:
-    lat, moe = spec.attention.latent, spec.moe
+def latent_fields(spec: Spec) -> dict[str, Any]:
+    """`latent_decoder`'s inverse: config.json's fields for all but the experts."""
+    lat = spec.attention.latent
     if lat is None:
         raise SpecError(
-            "DeepseekV2ForCausalLM needs multi-head latent attention", path="attention.latent"
-        )
-    if moe is not None and (moe.normalize or moe.shared_gate or moe.router_bias):
-        raise SpecError(
-            "DeepseekV2ForCausalLM's experts are neither renormalised nor gated nor biased",
-            path="moe",
-        )
-    if moe is not None and (not moe.shared_d_ff or moe.shared_d_ff % (moe.d_ff or spec.d_ff)):
-        raise SpecError(
-            "DeepseekV2ForCausalLM's shared experts are n_shared_experts experts of "
-            "moe.d_ff: moe.shared_d_ff must be a multiple of it",
-            path="moe.shared_d_ff",
+            f"{spec.hf_class} needs multi-head latent attention", path="attention.latent"
         )
     rope = rope_parameters(spec)
     if lat.yarn_mscale is not None:
         rope["mscale_all_dim"] = lat.yarn_mscale
-    out: dict[str, Any] = {
+    return {
         "hidden_size": spec.d_model,
         "num_hidden_layers": spec.n_layers,
         "num_attention_heads": spec.n_heads,
@@ -185,16 +181,37 @@ def export_deepseek_v2(spec: Spec) -> dict[str, Any]:
         "rope_parameters": rope,
         "hidden_act": EXPORT_ACTIVATIONS[spec.mlp.activation],
         "attention_bias": False,
-        "mlp_bias": False,
         "kv_lora_rank": lat.kv_rank,
         "q_lora_rank": lat.q_rank,
         "qk_rope_head_dim": lat.rope_dim,
         "qk_nope_head_dim": lat.nope_dim,
         "v_head_dim": lat.v_dim,
-        "norm_topk_prob": False,
         **write_dropout(spec, dropouts.LLAMA),
         **head_fields(spec),
     }
+
+
+def shared_experts(spec: Spec) -> int:
+    """n_shared_experts: moe.shared_d_ff in experts of moe.d_ff."""
+    moe = spec.moe
+    assert moe is not None
+    if not moe.shared_d_ff or moe.shared_d_ff % (moe.d_ff or spec.d_ff):
+        raise SpecError(
+            f"{spec.hf_class}'s shared experts are n_shared_experts experts of moe.d_ff: "
+            "moe.shared_d_ff must be a multiple of it",
+            path="moe.shared_d_ff",
+        )
+    return moe.shared_d_ff // (moe.d_ff or spec.d_ff)
+
+
+def export_deepseek_v2(spec: Spec) -> dict[str, Any]:
+    moe = spec.moe
+    if moe is not None and (moe.normalize or moe.shared_gate or moe.router_bias):
+        raise SpecError(
+            "DeepseekV2ForCausalLM's experts are neither renormalised nor gated nor biased",
+            path="moe",
+        )
+    out = latent_fields(spec) | {"mlp_bias": False, "norm_topk_prob": False}
     if moe is None:
         return out | {
             "first_k_dense_replace": spec.n_layers,
@@ -217,7 +234,7 @@ def export_deepseek_v2(spec: Spec) -> dict[str, Any]:
             "n_routed_experts": moe.n_experts,
             "num_experts_per_tok": moe.top_k,
             "moe_intermediate_size": width,
-            "n_shared_experts": moe.shared_d_ff // width,
+            "n_shared_experts": shared_experts(spec),
             "routed_scaling_factor": moe.routed_scale,
         }
     )

@@ -1,0 +1,49 @@
+"""Routers beyond Mixtral's softmax (archspec.kinds.routers): DeepSeek-V3's sigmoid
+router with its bias correction, as transformers' DeepseekV3TopkRouter computes it.
+"""
+
+import torch
+from torch import Tensor, nn
+
+
+class BiasCorrectedRouter(nn.Linear):
+    """The router's Linear (one logit per expert) and its e_score_correction_bias: one
+    float32 offset per expert, added to the scores when choosing experts only. A buffer,
+    saved with the weights, as transformers stores it: a balancing rule sets it during
+    training, not gradients."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
+        super().__init__(in_features, out_features, bias)
+        correction = torch.zeros(out_features, dtype=torch.float32)
+        self.register_buffer("e_score_correction_bias", correction)
+
+
+def sigmoid_route(
+    logits: Tensor,
+    correction: Tensor,
+    top_k: int,
+    groups: int,
+    top_groups: int,
+    normalize: bool,
+    scale: float,
+) -> tuple[Tensor, Tensor]:
+    """(weights, chosen), each (tokens, top_k): float32 sigmoid scores, the top_k
+    experts by score plus correction, weighted by their scores without it (renormalised
+    to sum to 1 if normalize, then times scale). With groups > 1, only the experts of
+    the top_groups groups whose two best biased scores sum highest compete."""
+    scores = logits.float().sigmoid()
+    choice = scores + correction
+    if groups > 1:
+        best = choice.unflatten(-1, (groups, -1)).topk(2, dim=-1).values.sum(dim=-1)
+        top = best.topk(top_groups, dim=-1).indices
+        kept = torch.zeros_like(best, dtype=torch.bool).scatter(-1, top, True)
+        kept = kept.repeat_interleave(choice.size(-1) // groups, dim=-1)
+        # -inf, not 0: a biased score may be negative
+        choice = choice.masked_fill(~kept, float("-inf"))
+    chosen = choice.topk(top_k, dim=-1).indices
+    weights = scores.gather(-1, chosen)
+    if normalize:
+        weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
+    if scale != 1.0:
+        weights = weights * scale
+    return weights, chosen
