@@ -26,11 +26,6 @@ class Refusal:
 
 # Text model types whose architectures need what the spec language lacks.
 MISSING: dict[str, str] = {
-    "gemma3_text": (
-        "Gemma 3 rotates its windowed and its full layers with different RoPE settings "
-        "(rope_local_base_freq on the windowed ones, rope_theta and its scaling on the "
-        "others); a spec has one position setting per stack"
-    ),
     "cohere2": (
         "Cohere 2 applies RoPE on its windowed layers only (its full layers have no "
         "positions); a spec applies one position setting to every layer"

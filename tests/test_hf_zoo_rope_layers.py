@@ -1,0 +1,77 @@
+"""Issue 28, the model types whose layers rotate differently (tests/zoo_check.py says what is
+measured): Gemma 3 (`gemma3_text`: windowed layers by rope_local_base_freq, full ones by
+rope_theta and its scaling), against transformers' own classes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from archspec.errors import SpecError
+from archspec.hf.export_config import hf_config_dict
+from archspec.hf.import_config import import_config
+from tests.zoo_check import (
+    check_forward_matmul_flops,
+    check_logits_and_tokens,
+    real_total_equals_transformers,
+)
+
+pytest.importorskip("transformers")
+
+# fmt: off
+# google/gemma-3-1b-it's config.json (https://huggingface.co/google/gemma-3-1b-it/blob/main/
+# config.json, transformers 4.52.4), as github.com/Liwink/gemma-jax models/README.md reproduces it.
+GEMMA3_1B = {
+    "architectures": ["Gemma3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "attn_logit_softcapping": None, "bos_token_id": 2, "cache_implementation": "hybrid",
+    "eos_token_id": [1, 106], "final_logit_softcapping": None, "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 1152, "initializer_range": 0.02,
+    "intermediate_size": 6912, "max_position_embeddings": 32768, "model_type": "gemma3_text",
+    "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1,
+    "pad_token_id": 0, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06,
+    "rope_local_base_freq": 10000, "rope_scaling": None, "rope_theta": 1000000,
+    "sliding_window": 512, "sliding_window_pattern": 6, "torch_dtype": "bfloat16",
+    "transformers_version": "4.52.4", "use_cache": True, "vocab_size": 262144,
+}
+# Seven layers: the sixth full, the others windowed (a window of 4, passed while generating);
+# the full layers' rotation scaled as the 4B and larger are (linear, factor 8).
+GEMMA3_TINY = dict(model_type="gemma3_text", hidden_size=64, num_hidden_layers=7,
+                   num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                   intermediate_size=96, max_position_embeddings=64, pad_token_id=0,
+                   sliding_window=4, query_pre_attn_scalar=24,
+                   rope_scaling={"rope_type": "linear", "factor": 8.0})
+# fmt: on
+
+
+def test_gemma3_real_size_counts_like_transformers() -> None:
+    ours, theirs = real_total_equals_transformers(GEMMA3_1B)
+    assert ours == theirs
+    spec = import_config(GEMMA3_1B).spec
+    assert (spec.attention.sliding_window, spec.attention.window_pattern) == (512, "LLLLLG")
+    assert spec.position_pattern == "LLLLLP"
+    assert (spec.position.theta, spec.local_position.theta) == (1e6, 1e4)
+
+
+def test_gemma3_logits_tokens_and_flops_equal_transformers(tmp_path: Path) -> None:
+    check_logits_and_tokens("Gemma3ForCausalLM", GEMMA3_TINY, tmp_path)
+    check_forward_matmul_flops("Gemma3ForCausalLM", GEMMA3_TINY)
+
+
+def test_gemma3_both_spellings_of_its_rope_settings_read_alike() -> None:
+    from transformers import Gemma3TextConfig
+
+    saved = Gemma3TextConfig(**GEMMA3_TINY).to_dict()  # transformers 5: rope_parameters per type
+    assert set(saved["rope_parameters"]) == {"sliding_attention", "full_attention"}
+    old = import_config({**GEMMA3_TINY, "architectures": ["Gemma3ForCausalLM"]}).spec
+    new = import_config({**saved, "architectures": ["Gemma3ForCausalLM"]}).spec
+    assert old == new and old.position.scaling.type == "linear"
+    assert old.local_position.scaling.type == "none"
+    assert import_config(hf_config_dict(new)).spec == new
+    with pytest.raises(SpecError, match="disagree") as err:
+        import_config({**saved, "rope_local_base_freq": 5.0})
+    assert err.value.path == "rope_local_base_freq"
+    bad = {**saved["rope_parameters"], "sliding_attention": {"rope_type": "magic"}}
+    with pytest.raises(SpecError, match="magic") as err:
+        import_config({**saved, "rope_parameters": bad})
+    assert err.value.path == "rope_parameters.sliding_attention"
