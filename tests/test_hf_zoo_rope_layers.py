@@ -1,6 +1,10 @@
 """Issue 28, the model types whose layers rotate differently (tests/zoo_check.py says what is
 measured): Gemma 3 (`gemma3_text`: windowed layers by rope_local_base_freq, full ones by
-rope_theta and its scaling), against transformers' own classes."""
+rope_theta and its scaling), Cohere 2 (`cohere2`: RoPE on the windowed layers alone) and SmolLM3
+(`smollm3`: every fourth layer without RoPE), against transformers' own classes.
+
+The default suite checks Gemma 3's tiny model (both rotations, windows and generation past the
+window); the other tiny models and the full sizes on the meta device are long tests."""
 
 from __future__ import annotations
 
@@ -41,9 +45,40 @@ GEMMA3_TINY = dict(model_type="gemma3_text", hidden_size=64, num_hidden_layers=7
                    intermediate_size=96, max_position_embeddings=64, pad_token_id=0,
                    sliding_window=4, query_pre_attn_scalar=24,
                    rope_scaling={"rope_type": "linear", "factor": 8.0})
+# Cohere2Config's defaults: a full-size stack (8192 wide, 40 layers; no public config.json of
+# a Command R7B or Command A checkpoint was at hand to copy).
+COHERE2_DEFAULTS = {"architectures": ["Cohere2ForCausalLM"], "model_type": "cohere2"}
+# Four layers, the fourth full and without positions; a window of 4 passed while generating.
+COHERE2_TINY = dict(model_type="cohere2", hidden_size=64, num_hidden_layers=4,
+                    num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+                    max_position_embeddings=64, pad_token_id=0, sliding_window=4,
+                    logit_scale=0.7, initializer_range=0.2)
+# HuggingFaceTB/SmolLM3-3B's config.json (https://huggingface.co/HuggingFaceTB/SmolLM3-3B/blob/
+# main/config.json), as github.com/fetchwiki/HuggingFaceTB-SmolLM3-3B mirrors it
+# (config.json at 24f7882f).
+SMOLLM3_3B = {
+    "architectures": ["SmolLM3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 128000, "eos_token_id": 128012, "hidden_act": "silu", "hidden_size": 2048,
+    "initializer_range": 0.02, "intermediate_size": 11008,
+    "layer_types": ["full_attention"] * 36, "max_position_embeddings": 65536,
+    "max_window_layers": 28, "mlp_bias": False, "model_type": "smollm3",
+    "no_rope_layer_interval": 4, "no_rope_layers": [1, 1, 1, 0] * 9,
+    "num_attention_heads": 16, "num_hidden_layers": 36, "num_key_value_heads": 4,
+    "pad_token_id": 128004, "pretraining_tp": 2, "rms_norm_eps": 1e-06, "rope_scaling": None,
+    "rope_theta": 5000000.0, "sliding_window": None, "torch_dtype": "bfloat16",
+    "transformers_version": "4.54.0.dev0", "use_cache": False, "use_sliding_window": False,
+    "vocab_size": 128256,
+}
+# Every other layer without RoPE; with SLIDING, a window of 4 on those layers too.
+SMOLLM3_TINY = dict(model_type="smollm3", hidden_size=64, num_hidden_layers=4,
+                    num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+                    max_position_embeddings=64, pad_token_id=0, no_rope_layer_interval=2,
+                    initializer_range=0.2)
+SLIDING = {"use_sliding_window": True, "sliding_window": 4}
 # fmt: on
 
 
+@pytest.mark.long
 def test_gemma3_real_size_counts_like_transformers() -> None:
     ours, theirs = real_total_equals_transformers(GEMMA3_1B)
     assert ours == theirs
@@ -75,3 +110,44 @@ def test_gemma3_both_spellings_of_its_rope_settings_read_alike() -> None:
     with pytest.raises(SpecError, match="magic") as err:
         import_config({**saved, "rope_parameters": bad})
     assert err.value.path == "rope_parameters.sliding_attention"
+
+
+@pytest.mark.long
+@pytest.mark.parametrize(
+    "cls, fields",
+    [
+        ("Cohere2ForCausalLM", COHERE2_TINY),
+        ("SmolLM3ForCausalLM", SMOLLM3_TINY),
+        ("SmolLM3ForCausalLM", {**SMOLLM3_TINY, **SLIDING}),
+    ],
+    ids=["cohere2", "smollm3", "smollm3-sliding"],
+)
+def test_logits_tokens_and_flops_equal_transformers(cls, fields, tmp_path: Path) -> None:
+    check_logits_and_tokens(cls, fields, tmp_path)
+    check_forward_matmul_flops(cls, fields)
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("config", [COHERE2_DEFAULTS, SMOLLM3_3B], ids=["cohere2", "smollm3"])
+def test_real_size_counts_like_transformers(config) -> None:
+    ours, theirs = real_total_equals_transformers(config)
+    assert ours == theirs
+
+
+def test_what_the_real_files_say_about_positions() -> None:
+    cohere2 = import_config(COHERE2_DEFAULTS).spec
+    assert (cohere2.attention.window_pattern, cohere2.position_pattern) == ("LLLG", "PPPN")
+    assert cohere2.position.interleaved and cohere2.local_position is None
+    imported = import_config(SMOLLM3_3B)
+    smollm3 = imported.spec
+    assert (smollm3.position_pattern, smollm3.position.theta) == ("PPPN", 5e6)
+    assert smollm3.attention.sliding_window is None and smollm3.head.tied
+    assert any("max_window_layers" in note for note in imported.notes)
+    for spec in (cohere2, smollm3):
+        assert import_config(hf_config_dict(spec)).spec == spec
+
+
+def test_cohere2_without_windows_is_refused_naming_the_field() -> None:
+    with pytest.raises(SpecError, match="windowed layers alone") as err:
+        import_config({**COHERE2_DEFAULTS, "sliding_window": None})
+    assert err.value.path == "sliding_window"

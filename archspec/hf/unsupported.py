@@ -26,14 +26,6 @@ class Refusal:
 
 # Text model types whose architectures need what the spec language lacks.
 MISSING: dict[str, str] = {
-    "cohere2": (
-        "Cohere 2 applies RoPE on its windowed layers only (its full layers have no "
-        "positions); a spec applies one position setting to every layer"
-    ),
-    "smollm3": (
-        "SmolLM3 leaves RoPE out of every no_rope_layer_interval-th layer (no_rope_layers); "
-        "a spec applies one position setting to every layer"
-    ),
     "deepseek_v3": (
         "DeepSeek-V3 routes with sigmoid scores plus a learned bias correction "
         "(e_score_correction_bias) and picks groups by the sum of their two best experts; "
