@@ -1,0 +1,118 @@
+"""Positions per layer in the spec language (`position_pattern`, `local_position`): cycled like
+a window pattern, one run per letter of the two patterns' common cycle at any depth, and every
+mistake refused with the file, the YAML path and a did-you-mean.
+
+(That the built models rotate as transformers' Gemma 3, Cohere 2 and SmolLM3 do is checked in
+tests/test_hf_zoo_rope_layers.py.)"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from archspec.backends.count.params import parameter_count
+from archspec.ir.build import build_ir
+from archspec.spec.resolve import load_spec
+from tests.hostile import cli, refused
+
+# A small decoder whose windows (LG) and positions (PPPN) repeat together every 4 layers.
+BASE = """\
+name: mixed
+source: tests/test_position_pattern.py
+extends: _smollm3
+d_model: 32
+n_layers: {n_layers}
+n_heads: 2
+n_kv_heads: 1
+d_ff: 64
+vocab_size: 64
+max_seq_len: 32
+attention: {{sliding_window: 4, window_pattern: LG}}
+{extra}
+"""
+
+
+def _spec(tmp_path: Path, extra: str = "", n_layers: int = 12) -> Path:
+    path = tmp_path / "mixed.yaml"
+    path.write_text(BASE.format(n_layers=n_layers, extra=extra))
+    return path
+
+
+def test_runs_follow_the_common_cycle_at_any_depth(tmp_path: Path) -> None:
+    """One run per layer of the windows' and positions' common cycle (4), each run's layers
+    windowed and rotated as the two patterns say layer by layer."""
+    for n_layers in (12, 1_000_001):
+        spec = load_spec(str(_spec(tmp_path, n_layers=n_layers)))
+        ir = build_ir(spec, symbolic=False)
+        runs = ir.root.stacks[0].blocks.runs
+        assert len(runs) == 4 and {run.stride for run in runs} == {4}
+        for run in runs:
+            attn = run.node.attn
+            for layer in (run.start, run.start + 4 * (run.count - 1)):
+                assert (attn.window is not None) == spec.windowed(layer)
+                assert attn.rotary == (spec.position_pattern[layer % 4] == "P")
+        assert sum(run.count for run in runs) == n_layers
+    per_layer = (parameter_count(build_ir(spec, symbolic=False).root) - 64 * 32 - 32) // n_layers
+    assert per_layer * n_layers + 64 * 32 + 32 == parameter_count(ir.root)
+
+
+def test_count_build_and_print_agree_on_the_pattern(tmp_path: Path) -> None:
+    path = _spec(tmp_path, "position_pattern: PLPN\nlocal_position: {theta: 500.0}", n_layers=6)
+    out = tmp_path / "mixed.py"
+    assert cli("build", str(path), "-o", str(out)).exit_code == 0
+    from archspec.backends.torchgen import load_generated
+
+    module = load_generated(out.read_text())
+    model = module.Model(module.Config())
+    assert module.Config().local_rope_theta == 500.0
+    printed = cli("print", str(path))
+    assert printed.exit_code == 0 and repr(model) in printed.stdout
+    counted = cli("count", str(path), "--json")
+    assert counted.exit_code == 0
+    assert f'"total": {sum(p.numel() for p in model.parameters())}' in counted.stdout
+
+
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        ("position_pattern: PLPN", ["position_pattern", "local_position"]),
+        ("local_position: {theta: 5.0}", ["local_position", "no L"]),
+        ("position_pattern: PXN", ["position_pattern", "P (position)"]),
+        ("position_pattern: PL\nlocal_position: {thta: 5.0}", ["local_position.thta", "theta"]),
+        ("position_pattern: PL\nlocal_position: {kind: none}", ["N in position_pattern"]),
+        ("position_pattern: PL\nlocal_position: {interleaved: true}", ["interleaved"]),
+        ("position_pattern: PL\nlocal_position: {scaling: dynamic, factor: 2.0}", ["dynamic"]),
+        ("position_pattern: NN", ["on no layer"]),
+        ("position_pattern: PN\nposition: {kind: learned}", ["position.kind", "rope"]),
+    ],
+    ids=[
+        "no-local",
+        "unused-local",
+        "letter",
+        "typo",
+        "none",
+        "interleaved",
+        "dynamic",
+        "no-P",
+        "learned",
+    ],  # fmt: skip
+)
+def test_mistakes_are_refused_naming_the_field(tmp_path: Path, extra: str, words) -> None:
+    path = _spec(tmp_path, extra)
+    err = refused(cli("count", str(path)), *words)
+    assert str(path.name) in err
+
+
+def test_a_cycle_beyond_64_layers_is_refused(tmp_path: Path) -> None:
+    window, positions = "L" * 8 + "G", "P" * 10 + "N"
+    assert math.lcm(len(window), len(positions)) > 64
+    extra = f"position_pattern: {positions}"
+    path = (
+        _spec(tmp_path, extra)
+        .read_text()
+        .replace("window_pattern: LG", f"window_pattern: {window}")
+    )
+    (tmp_path / "long.yaml").write_text(path)
+    refused(cli("count", str(tmp_path / "long.yaml")), "every 99 layers", "at most 64")
