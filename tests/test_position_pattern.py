@@ -8,9 +8,12 @@ tests/test_hf_zoo_rope_layers.py.)"""
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from archspec.backends.count.params import parameter_count
 from archspec.ir.build import build_ir
@@ -58,20 +61,46 @@ def test_runs_follow_the_common_cycle_at_any_depth(tmp_path: Path) -> None:
     assert per_layer * n_layers + 64 * 32 + 32 == parameter_count(ir.root)
 
 
-def test_count_build_and_print_agree_on_the_pattern(tmp_path: Path) -> None:
-    path = _spec(tmp_path, "position_pattern: PLPN\nlocal_position: {theta: 500.0}", n_layers=6)
+LOCAL_YARN = "{theta: 500.0, scaling: {type: yarn, factor: 4.0, original_max_seq_len: 8}}"
+MAIN_LLAMA3 = (
+    "{kind: rope, theta: 10000.0, scaling: {type: llama3, factor: 8.0, original_max_seq_len: 8}}"
+)
+
+
+def test_build_count_and_print_agree_and_the_local_tables_are_the_rotation_s_own(
+    tmp_path: Path,
+) -> None:
+    """Two scaled rotations (llama3 on P layers, YaRN on L layers): the generated file is
+    ruff-clean, prints and counts as `print` and `count` say, and its local tables are what
+    the same rotation builds as a stack's only one."""
+    extra = f"position_pattern: PLPN\nposition: {MAIN_LLAMA3}\nlocal_position: {LOCAL_YARN}"
+    path = _spec(tmp_path, extra, n_layers=6)
     out = tmp_path / "mixed.py"
     assert cli("build", str(path), "-o", str(out)).exit_code == 0
+    rules = ["--select", "E,F,W,I,UP,B", "--target-version", "py310", "--line-length", "88"]
+    for command in (["check", "--isolated", *rules], ["format", "--isolated", "--check"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "ruff", *command, str(out)], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
     from archspec.backends.torchgen import load_generated
 
     module = load_generated(out.read_text())
     model = module.Model(module.Config())
-    assert module.Config().local_rope_theta == 500.0
     printed = cli("print", str(path))
     assert printed.exit_code == 0 and repr(model) in printed.stdout
     counted = cli("count", str(path), "--json")
     assert counted.exit_code == 0
     assert f'"total": {sum(p.numel() for p in model.parameters())}' in counted.stdout
+    alone = tmp_path / "alone.yaml"
+    alone.write_text(_spec(tmp_path, f"position: {LOCAL_YARN}", n_layers=6).read_text())
+    assert cli("build", str(alone), "-o", str(tmp_path / "alone.py")).exit_code == 0
+    single = load_generated((tmp_path / "alone.py").read_text())
+    reference = single.Model(single.Config()).decoder
+    for table in ("cos", "sin"):
+        ours = getattr(model.decoder, f"local_rope_{table}")
+        assert torch.equal(ours, getattr(reference, f"rope_{table}"))
+        assert not torch.equal(getattr(model.decoder, f"rope_{table}"), ours)
 
 
 @pytest.mark.parametrize(
