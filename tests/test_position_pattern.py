@@ -3,7 +3,8 @@ a window pattern, one run per letter of the two patterns' common cycle at any de
 mistake refused with the file, the YAML path and a did-you-mean.
 
 (That the built models rotate as transformers' Gemma 3, Cohere 2 and SmolLM3 do is checked in
-tests/test_hf_zoo_rope_layers.py.)"""
+tests/test_hf_zoo_rope_layers.py; the generated file's checks, a few seconds of torch each, are
+long tests, and tests/test_properties.py draws position patterns among its specs.)"""
 
 from __future__ import annotations
 
@@ -67,6 +68,7 @@ MAIN_LLAMA3 = (
 )
 
 
+@pytest.mark.long
 def test_build_count_and_print_agree_and_the_local_tables_are_the_rotation_s_own(
     tmp_path: Path,
 ) -> None:
@@ -145,3 +147,35 @@ def test_a_cycle_beyond_64_layers_is_refused(tmp_path: Path) -> None:
     )
     (tmp_path / "long.yaml").write_text(path)
     refused(cli("count", str(tmp_path / "long.yaml")), "every 99 layers", "at most 64")
+
+
+@pytest.mark.long
+def test_the_local_angles_are_kept_once_as_the_activation_counter_says(tmp_path: Path) -> None:
+    """Training a stack whose L layers rotate by a second table keeps that table once more
+    than the same stack with one rotation: what saved_tensors_hooks sees on the generated
+    models, and what the activation counter says."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from archspec.backends.count.activations import activation_bytes
+    from archspec.backends.count.flops import B, S
+    from tests.test_memory import saved_bytes
+    from tests.tiny import built_model
+
+    ids = torch.randint(0, 64, (2, 24))
+
+    def kept(extra: str) -> tuple[int, int]:
+        ir = build_ir(load_spec(str(_spec(tmp_path, extra, n_layers=4))))
+
+        def loss(logits):
+            return torch.nn.functional.cross_entropy(logits.flatten(0, 1), ids.flatten())
+
+        with sdpa_kernel(SDPBackend.MATH):
+            measured = saved_bytes(built_model(ir), (ids,), loss)
+        predicted = activation_bytes(ir, 4, "eager", device="cpu")
+        return int(predicted.xreplace({**ir.env, B: 2, S: 24})), measured
+
+    one = kept("")
+    two = kept(f"position_pattern: PLPN\nlocal_position: {LOCAL_YARN}")
+    table = 24 * 2 * 16 * 4  # positions x (cos, sin) x head_dim x fp32
+    assert two[0] - one[0] == two[1] - one[1] == table
+    assert two[0] == pytest.approx(two[1], rel=0.01)
