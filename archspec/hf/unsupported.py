@@ -42,9 +42,9 @@ MISSING: dict[str, str] = {
     ),
     "modernbert": (
         "ModernBERT's local layers attend within a window on both sides of each token "
-        "(local_attention) and rotate by their own rope base (local_rope_theta, beside "
-        "global_rope_theta), and its first layer has no attention norm; archspec's windows "
-        "are causal and a stack has one rope base"
+        "(local_attention / 2 keys before and after it), and its first layer has no "
+        "attention norm; archspec's windows are causal and every layer of a stack has the "
+        "same norms (its local rope base, local_rope_theta, would be local_position)"
     ),
     "deberta-v2": (
         "DeBERTa-v2's disentangled attention adds content-to-position and "
