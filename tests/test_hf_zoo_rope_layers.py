@@ -1,7 +1,8 @@
 """Issue 28, the model types whose layers rotate differently (tests/zoo_check.py says what is
 measured): Gemma 3 (`gemma3_text`: windowed layers by rope_local_base_freq, full ones by
 rope_theta and its scaling), Cohere 2 (`cohere2`: RoPE on the windowed layers alone) and SmolLM3
-(`smollm3`: every fourth layer without RoPE), against transformers' own classes.
+(`smollm3`: every fourth layer without RoPE), and OLMo 3's windowed layers rotating by their
+own settings, against transformers' own classes.
 
 The default suite checks Gemma 3's tiny model (both rotations, windows and generation past the
 window); the other tiny models and the full sizes on the meta device are long tests."""
@@ -75,6 +76,12 @@ SMOLLM3_TINY = dict(model_type="smollm3", hidden_size=64, num_hidden_layers=4,
                     max_position_embeddings=64, pad_token_id=0, no_rope_layer_interval=2,
                     initializer_range=0.2)
 SLIDING = {"use_sliding_window": True, "sliding_window": 4}
+# OLMo 3's windowed layers at base 500,000, its full ones at 10,000 with linear scaling.
+OLMO3_TINY = dict(model_type="olmo3", hidden_size=64, num_hidden_layers=4,
+                  num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+                  max_position_embeddings=64, pad_token_id=0, sliding_window=4,
+                  rms_norm_eps=1e-6, rope_theta=1e4,
+                  rope_scaling={"rope_type": "linear", "factor": 2.0})
 # fmt: on
 
 
@@ -123,8 +130,9 @@ def test_gemma3_flops_equal_transformers() -> None:
         ("Cohere2ForCausalLM", COHERE2_TINY),
         ("SmolLM3ForCausalLM", SMOLLM3_TINY),
         ("SmolLM3ForCausalLM", {**SMOLLM3_TINY, **SLIDING}),
+        ("Olmo3ForCausalLM", OLMO3_TINY),
     ],
-    ids=["cohere2", "smollm3", "smollm3-sliding"],
+    ids=["cohere2", "smollm3", "smollm3-sliding", "olmo3"],
 )
 def test_logits_tokens_and_flops_equal_transformers(cls, fields, tmp_path: Path) -> None:
     check_logits_and_tokens(cls, fields, tmp_path)

@@ -1,4 +1,4 @@
-"""RoPE settings per layer type (Gemma 3, ModernBERT): transformers 5 keeps one
+"""RoPE settings per layer type (Gemma 3, OLMo 3): transformers 5 keeps one
 `rope_parameters` per layer type (`{sliding_attention: {...}, full_attention: {...}}`); 4.x
 configs spread them over top-level fields whose names differ by family (Gemma 3's rope_theta
 and rope_local_base_freq, its rope_scaling on the full layers alone). Both spellings are read
@@ -21,11 +21,12 @@ TYPES = ("sliding_attention", "full_attention")
 
 
 def rope_per_type(
-    f: Fields, thetas: dict[str, tuple[str, float]], scaled: str | None = "full_attention"
+    f: Fields, thetas: dict[str, tuple[str | None, float]], scaled: str | None = "full_attention"
 ) -> dict[str, dict[str, Any]]:
     """Each layer type's spec position (its flat form), from rope_parameters per layer type
-    or the 4.x fields: `thetas` maps a layer type to its top-level theta field and the config
-    class's default; `rope_scaling` updates the `scaled` layer type's settings."""
+    or the 4.x fields: `thetas` maps a layer type to its top-level theta field (None: none)
+    and the config class's default; `rope_scaling` updates the `scaled` layer type's
+    settings."""
     given = f.get("rope_parameters")
     scaling = f.get("rope_scaling") if scaled is not None else None
     if given is None:
@@ -44,7 +45,7 @@ def rope_per_type(
     out = {}
     for layer_type, (key, default) in thetas.items():
         setting = per_type[layer_type]
-        outer = f.get(key)
+        outer = f.get(key) if key is not None else None
         if outer is not None and "rope_theta" in setting:
             if float(outer) != float(setting["rope_theta"]):
                 raise f.error(key, f"{key} and rope_parameters.{layer_type}.rope_theta disagree")
