@@ -4,8 +4,9 @@ rope_theta and its scaling), Cohere 2 (`cohere2`: RoPE on the windowed layers al
 (`smollm3`: every fourth layer without RoPE), and OLMo 3's windowed layers rotating by their
 own settings, against transformers' own classes.
 
-The default suite checks Gemma 3's tiny model (both rotations, windows and generation past the
-window); the other tiny models and the full sizes on the meta device are long tests."""
+The tiny models (each about ten seconds of transformers) and the full sizes on the meta device
+are long tests (`-m long`); the default suite reads the real files and both spellings of
+Gemma 3's settings, and tests/test_properties.py draws position patterns among its specs."""
 
 from __future__ import annotations
 
@@ -95,6 +96,7 @@ def test_gemma3_real_size_counts_like_transformers() -> None:
     assert (spec.position.theta, spec.local_position.theta) == (1e6, 1e4)
 
 
+@pytest.mark.long
 def test_gemma3_logits_and_tokens_equal_transformers(tmp_path: Path) -> None:
     check_logits_and_tokens("Gemma3ForCausalLM", GEMMA3_TINY, tmp_path)
 
