@@ -1,5 +1,6 @@
 """Issue 28, OLMo 3 (`olmo3`) against transformers' Olmo3ForCausalLM (tests/zoo_check.py says
-what is measured), and the RoPE settings per layer type it accepts only where they agree."""
+what is measured), and its RoPE settings per layer type (the windowed layers' a local_position
+where they differ: tests/test_hf_zoo_rope_layers.py checks such a model against transformers)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from archspec.errors import SpecError
 from archspec.hf.export_config import hf_config_dict
 from archspec.hf.import_config import import_config
 from tests.zoo_check import (
@@ -54,14 +54,19 @@ def test_logits_tokens_and_flops_equal_transformers(changes, tmp_path: Path) -> 
     check_forward_matmul_flops("Olmo3ForCausalLM", {**TINY, **changes})
 
 
-def test_scaling_on_the_full_layers_alone_is_refused_naming_it() -> None:
-    with pytest.raises(SpecError, match="different RoPE settings") as err:
-        import_config({**REAL, "rope_scaling": YARN})
-    assert err.value.path == "rope_scaling"
-    differing = {"sliding_attention": {"rope_type": "default"}, "full_attention": YARN}
-    with pytest.raises(SpecError, match="different RoPE settings") as err:
-        import_config({**REAL, "rope_parameters": differing})
-    assert err.value.path == "rope_parameters"
+def test_settings_of_the_full_layers_alone_make_a_local_position() -> None:
+    """As Olmo3Config reads them (its rope_parameters, compared): rope_scaling and a
+    top-level rope_theta go to the full layers only, the windowed ones keep theirs."""
+    from transformers import Olmo3Config
+
+    for extra in ({"rope_scaling": YARN}, {"rope_theta": 1e4}):
+        spec = import_config({**REAL, **extra}).spec
+        theirs = Olmo3Config(**extra).rope_parameters
+        assert spec.position.theta == theirs["full_attention"]["rope_theta"]
+        assert spec.local_position.theta == theirs["sliding_attention"]["rope_theta"]
+        assert spec.position_pattern == "LLLP"
+        assert import_config(hf_config_dict(spec)).spec == spec
+    assert spec.local_position.theta != spec.position.theta
 
 
 def test_without_windowed_layers_the_full_layers_setting_is_the_stack_s() -> None:

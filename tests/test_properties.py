@@ -247,6 +247,16 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
         spec["position"] = {k: v for k, v in spec["position"].items() if k != "rotary_dim"}
         for key in ("n_kv_heads", "head_dim"):
             spec.pop(key, None)
+    elif rope and not encdec and draw(st.booleans()):
+        # Positions per layer: P the stack's rotation, L a second one (Gemma 3), N none.
+        letters = draw(st.from_regex(r"P[PLN]{0,3}", fullmatch=True))
+        spec["position_pattern"] = letters
+        if "L" in letters:
+            same = {k: v for k, v in position.items() if k in ("rotary_dim", "interleaved")}
+            scaling = draw(optional(st.sampled_from([{"type": "linear", "factor": 4.0}])))
+            spec["local_position"] = mapping(
+                theta=draw(st.floats(1.0, 1e6)), scaling=scaling, **same
+            )
     return spec
 
 

@@ -65,8 +65,10 @@ def buffer_bytes(ir: IR, dtype: str) -> sp.Expr:
     total = sp.Integer(0)
     for stack in ir.root.stacks:
         head = stack.block_variants[0].attn
-        rotated = rotary_width(head)
-        total += stack.position.code.buffer_elements(stack.max_seq_len, rotated)
+        rotated = rotary_width(head, stack.position)
+        for position in (stack.position, stack.local_position):
+            if position is not None:  # a local rotation has tables of its own (Gemma 3)
+                total += position.code.buffer_elements(stack.max_seq_len, rotated)
     return total * COMPUTE_BYTES[dtype]
 
 

@@ -54,6 +54,8 @@ def check_model_layout(ir: IR, dims: dict[str, int], seq: int) -> None:
             raise SpecError(f"--cp {cp}: only a causal decoder is split over cp")
         if any(isinstance(p.node, Attention) and p.node.mask.windowed for p in walk(ir.root)):
             raise SpecError(f"--cp {cp}: sliding-window layers are not split over cp")
+        if any(stack.local_position is not None for stack in ir.root.stacks):
+            raise SpecError(f"--cp {cp}: layers rotating by a local_position are not split over cp")
         if seq % (2 * cp):
             raise SpecError(
                 f"--cp {cp}: the {seq} positions do not split into {2 * cp} equal chunks",

@@ -26,19 +26,6 @@ class Refusal:
 
 # Text model types whose architectures need what the spec language lacks.
 MISSING: dict[str, str] = {
-    "gemma3_text": (
-        "Gemma 3 rotates its windowed and its full layers with different RoPE settings "
-        "(rope_local_base_freq on the windowed ones, rope_theta and its scaling on the "
-        "others); a spec has one position setting per stack"
-    ),
-    "cohere2": (
-        "Cohere 2 applies RoPE on its windowed layers only (its full layers have no "
-        "positions); a spec applies one position setting to every layer"
-    ),
-    "smollm3": (
-        "SmolLM3 leaves RoPE out of every no_rope_layer_interval-th layer (no_rope_layers); "
-        "a spec applies one position setting to every layer"
-    ),
     "blenderbot-small": (
         "BlenderbotSmall's decoder normalises the token embeddings before adding its "
         "positions (layernorm_embedding), its encoder after adding them; archspec's norm "
@@ -50,9 +37,9 @@ MISSING: dict[str, str] = {
     ),
     "modernbert": (
         "ModernBERT's local layers attend within a window on both sides of each token "
-        "(local_attention) and rotate by their own rope base (local_rope_theta, beside "
-        "global_rope_theta), and its first layer has no attention norm; archspec's windows "
-        "are causal and a stack has one rope base"
+        "(local_attention / 2 keys before and after it), and its first layer has no "
+        "attention norm; archspec's windows are causal and every layer of a stack has the "
+        "same norms (its local rope base, local_rope_theta, would be local_position)"
     ),
     "deberta-v2": (
         "DeBERTa-v2's disentangled attention adds content-to-position and "

@@ -28,8 +28,10 @@ from archspec.ir.nodes import (
     Stack,
     Sublayer,
 )
+from archspec.kinds.positions import Position
 from archspec.kinds.positions.none import NoPosition
 from archspec.kinds.positions.rope_yarn import yarn_attention
+from archspec.spec.layer_positions import cycle
 from archspec.spec.schema import Spec
 
 if TYPE_CHECKING:
@@ -168,6 +170,7 @@ def _stack(spec: Spec, d: _Dims, role: str) -> Stack:
         role=role,
         causal=causal,
         position=position,
+        local_position=spec.local_position,
         scale_embedding=spec.embedding.scale,
         scale_in_dtype=spec.embedding.scale_in_dtype,
         emb_multiplier=spec.embedding.multiplier,
@@ -193,10 +196,13 @@ def _runs(spec: Spec, d: _Dims, role: str, causal: bool, cross: bool) -> list[Ru
     n_layers = d.layers(spec, role)
     dense = spec.moe.dense_layers if spec.moe is not None else 0
     window = spec.attention.sliding_window
-    pattern = set(spec.attention.window_pattern) if window is not None else {"G"}
+    period = cycle(spec)
+    # What tells layers apart beyond the dense first ones: their window and their positions.
+    pattern = {_kind(spec, layer, 0)[1:] for layer in range(period)}
 
-    def block(moe: bool, windowed: bool) -> Block:
-        return _block(spec, d, causal, cross, moe, window if windowed else None)
+    def block(moe: bool, windowed: bool, letter: str = "P") -> Block:
+        position = spec.layer_position_of(letter)
+        return _block(spec, d, causal, cross, moe, window if windowed else None, position, letter)
 
     if spec.shares_layers:
         # ALBERT: layer_groups distinct blocks, each run n_layers / layer_groups times in a row
@@ -210,20 +216,19 @@ def _runs(spec: Spec, d: _Dims, role: str, causal: bool, cross: bool) -> list[Ru
 
     if len(pattern) == 1:
         # Every layer's attention alike: the runs stay formulas in n_layers.
-        windowed = pattern == {"L"}
+        (alike,) = pattern
         if dense:
             # One dense layer is a literal 1: a single module keeps its index in every view.
             n_dense = 1 if dense == 1 else d.symbol("n_dense_layers", dense)
             return [
-                Run(0, n_dense, block(False, windowed)),
-                Run(n_dense, n_layers - n_dense, block(True, windowed)),
+                Run(0, n_dense, block(False, *alike)),
+                Run(n_dense, n_layers - n_dense, block(True, *alike)),
             ]
-        return [Run(0, n_layers, block(spec.moe is not None, windowed))]
-    # Windowed and full layers take turns: one run per letter of the pattern, its layers a
-    # pattern's length apart, in the dense first stretch and in the rest: as many runs at a
-    # million layers as at twelve.
+        return [Run(0, n_layers, block(spec.moe is not None, *alike))]
+    # Windowed and full layers, or layers with other positions, take turns: one run per
+    # letter of the patterns' common cycle, its layers a cycle's length apart, in the dense
+    # first stretch and in the rest: as many runs at a million layers as at twelve.
     n = spec.stack_layers(role)
-    period = len(spec.attention.window_pattern)
     runs: list[Run] = []
     for first, last in ((0, dense), (dense, n)):
         for offset in range(period):
@@ -234,15 +239,27 @@ def _runs(spec: Spec, d: _Dims, role: str, causal: bool, cross: bool) -> list[Ru
     return sorted(runs, key=lambda run: run.start)
 
 
-def _kind(spec: Spec, layer: int, dense: int) -> tuple[bool, bool]:
-    """(experts, windowed) of a layer: what makes its block differ from another's."""
-    return spec.moe is not None and layer >= dense, spec.windowed(layer)
+def _kind(spec: Spec, layer: int, dense: int) -> tuple[bool, bool, str]:
+    """(experts, windowed, position letter) of a layer: what makes its block differ from
+    another's."""
+    experts = spec.moe is not None and layer >= dense
+    return experts, spec.windowed(layer), spec.position_letter(layer)
 
 
 def _block(
-    spec: Spec, d: _Dims, causal: bool, cross: bool, moe: bool, window: int | None = None
+    spec: Spec,
+    d: _Dims,
+    causal: bool,
+    cross: bool,
+    moe: bool,
+    window: int | None = None,
+    position: Position | None = None,
+    letter: str = "P",
 ) -> Block:
-    sublayers = [("attn_norm", _attention(spec, d, "attn", causal, cross=False, window=window))]
+    attention = _attention(
+        spec, d, "attn", causal, cross=False, window=window, position=position, letter=letter
+    )
+    sublayers = [("attn_norm", attention)]
     if cross:
         sublayers.append(("cross_norm", _attention(spec, d, "cross_attn", False, cross=True)))
     sublayers.append(("mlp_norm", _moe(spec, d) if moe else _mlp(spec, d, "mlp")))
@@ -277,7 +294,14 @@ def _block(
 
 
 def _attention(
-    spec: Spec, d: _Dims, name: str, causal: bool, cross: bool, window: int | None = None
+    spec: Spec,
+    d: _Dims,
+    name: str,
+    causal: bool,
+    cross: bool,
+    window: int | None = None,
+    position: Position | None = None,
+    letter: str = "P",
 ) -> Attention:
     if spec.attention.latent is not None:
         return _latent_attention(spec, d, name)
@@ -298,7 +322,8 @@ def _attention(
         causal=causal and not cross,
         cross=cross,
         scale_scores=spec.attention.scale_scores,
-        position=spec.position if not cross else NoPosition(),
+        position=(position or spec.position) if not cross else NoPosition(),
+        local_angles=letter == "L" and not cross,
         dropout=spec.dropout.attention,
         window=window,
         softcap=spec.attention.softcap if not cross else None,

@@ -44,6 +44,7 @@ from archspec.ir.ops import (
     Value,
 )
 from archspec.kinds.activations import POOLER_ACTIVATION, SHARED_GATE_ACTIVATION
+from archspec.kinds.positions import Position
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class StackValues:
     """What a stack builds once for all its blocks."""
 
     angles: Value | None = None  # RoPE's cos and sin
+    local_angles: Value | None = None  # those of the stack's local_position (Gemma 3)
     mask: Value | None = None  # self-attention's additive mask (a score bias, or causal)
     memory: Value | None = None  # the encoder output cross-attention reads
     cross_mask: Value | None = None
@@ -69,13 +71,20 @@ class Lowered:
         return op.out  # type: ignore[return-value]  # None only for Loss, whose result is unused
 
 
-def rotary_width(node: Attention):
+def rotary_width(node: Attention, position: Position | None = None):
     """The channels of each head RoPE turns: all of head_dim, or the first rotary_dim (latent
-    attention: rope_dim)."""
+    attention: rope_dim); by the layer's own position, or by `position` (its stack's)."""
     if node.latent is not None:
         return node.latent.rope_dim
-    rotary_dim = node.position.rotary_dim
+    rotary_dim = (position or node.position).rotary_dim
     return node.head_dim if rotary_dim is None else rotary_dim
+
+
+def stack_angles(ctx: StackValues, node: Attention) -> Value:
+    """The angles a layer rotates by: its stack's, or the stack's local ones."""
+    angles = ctx.local_angles if node.local_angles else ctx.angles
+    assert angles is not None
+    return angles
 
 
 def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
@@ -106,12 +115,12 @@ def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
         q = low.emit(NormOp(_like(q, "q"), q, node.q_norm))
         k = low.emit(NormOp(_like(k, "k"), k, node.k_norm))
     if node.rotary:
-        assert ctx.angles is not None
+        angles = stack_angles(ctx, node)
         cost = node.position.entry.flops_per_element
         q_rot, k_rot = _like(q, "q"), _like(k, "k")
         rotated = rotary_width(node)
-        q = low.emit(Rope(q_rot, q, ctx.angles, node.n_heads, cost, rotated, node.head_dim))
-        k = low.emit(Rope(k_rot, k, ctx.angles, node.n_kv_heads, cost, rotated, node.head_dim))
+        q = low.emit(Rope(q_rot, q, angles, node.n_heads, cost, rotated, node.head_dim))
+        k = low.emit(Rope(k_rot, k, angles, node.n_kv_heads, cost, rotated, node.head_dim))
     # The KV cache keeps the keys and values, rotated: every position's, or a sliding
     # window's last `window` (a ring); cross-attention's, of the encoder output, once.
     rows, capacity = ("memory", None) if node.cross else ("keys", node.window)
@@ -325,14 +334,16 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
     d = node.width
     if node.emb_proj is not None and not node.proj_first:
         x = low.emit(LinearOp(Value("x", "tokens", d), x, node.emb_proj, "embeddings"))
-    angles = mask = cross_mask = None
+    angles = local_angles = mask = cross_mask = None
     block = node.block_variants[0]
     attn = block.attn
     if entry.rotary:
         assert positions is not None
-        angles = low.emit(
-            RopeAngles(Value("angles", "positions", 2 * rotary_width(attn)), positions)
-        )
+        width = 2 * rotary_width(attn, node.position)
+        angles = low.emit(RopeAngles(Value("angles", "positions", width), positions))
+        if node.local_position is not None:  # a second table, local layers' (Gemma 3)
+            local = Value("local_angles", "positions", width)
+            local_angles = low.emit(RopeAngles(local, positions, local=True))
     if entry.score_bias:
         heads = attn.n_heads
         bias = Value("mask", "pairs", heads, split=True, split_limit=heads)
@@ -340,7 +351,7 @@ def lower_stack(node: Stack, x: Value, memory: Value | None = None) -> tuple[Low
     elif node.causal and block.cross_attn is not None:
         # An encoder-decoder's decoder: its self-attention gets an explicit causal mask.
         mask = Value("mask", "pairs", 1)
-    ctx = StackValues(angles=angles, mask=mask, memory=memory, cross_mask=cross_mask)
+    ctx = StackValues(angles, local_angles, mask, memory, cross_mask)
     x = low.emit(Blocks(Value("x", "tokens", d), x, node.blocks))
     if node.final_norm is not None:
         x = low.emit(NormOp(Value("x", "tokens", d), x, node.final_norm))

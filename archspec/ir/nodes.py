@@ -130,6 +130,8 @@ class Attention(Composite):
     cross: bool  # keys and values come from the encoder
     scale_scores: bool
     position: Position  # rope acts on q and k; a score bias arrives with the mask
+    # It rotates by the stack's second angles, its local_position's (Gemma 3's local layers).
+    local_angles: bool = False
     dropout: float = 0.0  # on the attention probabilities, in training
     window: int | None = None  # a sliding window: keys a query sees, its own included
     softcap: float | None = None  # scores soft-capped, cap·tanh(s / cap), before the mask
@@ -375,6 +377,10 @@ class Stack(Composite):
     max_seq_len: sp.Expr
     width: sp.Expr
     blocks: Repeat
+    # The rotation of the layers marked L in the spec's position_pattern, whose angles the
+    # stack builds beside `position`'s (Gemma 3's local layers); None: every layer rotates
+    # by `position` or not at all.
+    local_position: Position | None = None
     pos_emb: Embedding | None = None  # a learned absolute position table
     rel_bias: Embedding | None = None  # T5's relative-position bias table (buckets × heads)
     emb_norm: Norm | None = None

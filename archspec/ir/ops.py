@@ -424,9 +424,11 @@ class Sinusoids(Op):
 
 @dataclass(frozen=True, eq=False)
 class RopeAngles(Op):
-    """out = cos and sin of RoPE's angles for the positions."""
+    """out = cos and sin of RoPE's angles for the positions: the stack's position's, or its
+    local_position's (`local`: Gemma 3's local layers rotate by a base of their own)."""
 
     positions: Value
+    local: bool = False
 
 
 @dataclass(frozen=True, eq=False)

@@ -37,9 +37,10 @@ _FLAT_FIELDS = _KIND_FIELDS | _SCALING_FIELDS
 
 
 def nest_position(
-    section: dict[str, Any], error: Error
+    section: dict[str, Any], error: Error, where: YamlPath = SECTION
 ) -> tuple[dict[str, Any], dict[YamlPath, YamlPath]]:
-    """The tagged form of a `position` mapping, and where each moved field was written."""
+    """The tagged form of a `position` mapping (or of `local_position`: `where`), and where
+    each moved field was written."""
     kind = section.get("kind", "learned")
     if not isinstance(kind, str) or kind not in POSITION_KINDS:
         return section, {}  # the tagged union refuses it, listing the kinds
@@ -49,7 +50,7 @@ def nest_position(
         scaling_type = nested.get("type", "none")
     else:
         scaling_type = scaling if isinstance(scaling, str) else "none"
-    _refuse_foreign(section, kind, scaling_type, error)
+    _refuse_foreign(section, kind, scaling_type, error, where)
     own = _names(POSITION_KINDS[kind])
     # Unknown keys stay, for the record to refuse with its fields as suggestions.
     out = {k: v for k, v in section.items() if k in own or k not in _FLAT_FIELDS}
@@ -62,13 +63,13 @@ def nest_position(
     aliases: dict[YamlPath, YamlPath] = {}
     if nested is None:
         nested = {"type": scaling_type}
-        aliases[(*SECTION, "scaling", "type")] = (*SECTION, "scaling")
+        aliases[(*where, "scaling", "type")] = (*where, "scaling")
     nested = dict(nested)
     known = isinstance(scaling_type, str) and scaling_type in SCALINGS
     chosen = _names(SCALINGS[scaling_type]) if known else set()
     for key in sorted(moved & chosen):
         nested[key] = section[key]
-        aliases[(*SECTION, "scaling", key)] = (*SECTION, key)
+        aliases[(*where, "scaling", key)] = (*where, key)
     return out | {"scaling": nested}, aliases
 
 
@@ -93,22 +94,24 @@ def flat_override_keys(data: dict[str, Any], keys: list[str]) -> list[str]:
     return keys  # the tagged form, or a field its scaling lacks: the record says so
 
 
-def _refuse_foreign(section: dict[str, Any], kind: str, scaling: Any, error: Error) -> None:
+def _refuse_foreign(
+    section: dict[str, Any], kind: str, scaling: Any, error: Error, where: YamlPath
+) -> None:
     """The flat form's refusals of a field its kind or scaling does not read."""
     if kind != "rope":
         for name in ("rotary_dim", "interleaved"):
             if section.get(name) not in (None, False):
-                raise error((*SECTION, name), f"{name} needs position.kind: rope")
+                raise error((*where, name), f"{name} needs {where[0]}.kind: rope")
     if kind not in ("learned", "sinusoidal") and section.get("from_mask"):
         raise error(
-            (*SECTION, "from_mask"),
-            f"from_mask numbers absolute positions (learned or sinusoidal); position.kind "
+            (*where, "from_mask"),
+            f"from_mask numbers absolute positions (learned or sinusoidal); {where[0]}.kind "
             f"is {kind!r}",
         )
     if scaling != "longrope":
         for name in ("short_factor", "long_factor"):
             if section.get(name) is not None:
-                raise error((*SECTION, name), f"{name} needs position.scaling: longrope")
+                raise error((*where, name), f"{name} needs {where[0]}.scaling: longrope")
 
 
 def flat_value(position: Position, name: str) -> Any:

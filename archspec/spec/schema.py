@@ -14,6 +14,7 @@ from typing import Literal
 from archspec import kinds
 from archspec.kinds.positions import POSITION_KINDS, Position
 from archspec.kinds.positions.learned import Learned
+from archspec.kinds.positions.none import NoPosition
 from archspec.safety.text import UNSAFE_CLASS
 from archspec.spec.fields import doc
 
@@ -36,6 +37,8 @@ IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,99}"  # a Python class name
 TEXT_WORDS = "one line of visible text without quotes, backslashes or backticks"
 TEXT_PATTERN = f'[^{UNSAFE_CLASS}\\\\"`]{{0,300}}'
 WINDOW_PATTERN = r"[LG]{1,64}"  # a sliding window's layers, cycled: L windowed, G full
+# Each layer's positions, cycled: P `position`, L `local_position`, N none.
+POSITION_PATTERN = r"[PLN]{1,64}"
 
 
 @dataclass(frozen=True)
@@ -428,6 +431,26 @@ class Spec:
             choices=POSITION_KINDS,
         ),
     )
+    local_position: Position | None = field(
+        default=None,
+        metadata=doc(
+            "the positions of the layers marked L in position_pattern, a rotation of its own "
+            "(Gemma 3's and ModernBERT's local layers: rope with theta 10000)",
+            tag="kind",
+            choices=POSITION_KINDS,
+            default_tag="rope",
+        ),
+    )
+    position_pattern: str = field(
+        default="P",
+        metadata=doc(
+            "which positions each layer's attention uses, cycled over the layers: P "
+            "`position`, L `local_position`, N none (SmolLM3's NoPE layers: PPPN); P every "
+            "layer by default",
+            pattern=POSITION_PATTERN,
+            expects="a string of P (position), L (local_position) and N (no positions) letters",
+        ),
+    )
     embedding: EmbeddingSpec = field(default_factory=EmbeddingSpec, metadata=doc("embeddings"))
     attention: AttentionSpec = field(default_factory=AttentionSpec, metadata=doc("attention"))
     mlp: MLPSpec = field(default_factory=MLPSpec, metadata=doc("feed-forward network"))
@@ -474,6 +497,23 @@ class Spec:
         """Whether layer `layer` (0-based) attends through the sliding window."""
         pattern = self.attention.window_pattern
         return self.attention.sliding_window is not None and pattern[layer % len(pattern)] == "L"
+
+    def position_letter(self, layer: int) -> str:
+        """Which positions layer `layer` (0-based) uses: P, L or N of position_pattern."""
+        pattern = self.position_pattern
+        return pattern[layer % len(pattern)]
+
+    def layer_position(self, layer: int) -> Position:
+        """The positions layer `layer`'s attention uses: `position`, `local_position` or
+        none."""
+        return self.layer_position_of(self.position_letter(layer))
+
+    def layer_position_of(self, letter: str) -> Position:
+        """The positions of a position_pattern letter: P, L or N."""
+        if letter == "L":
+            assert self.local_position is not None, "validation asks for it"
+            return self.local_position
+        return self.position if letter == "P" else NoPosition()
 
     def stack_layers(self, role: str) -> int:
         """Layers in the 'encoder' or 'decoder' stack."""

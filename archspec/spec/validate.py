@@ -23,6 +23,7 @@ from archspec.kinds.positions.rope_longrope import LongRopeScaling
 from archspec.kinds.positions.rope_yarn import YarnScaling
 from archspec.safety.limits import MAX_SIZE
 from archspec.spec.flat_position import nest_position
+from archspec.spec.layer_positions import check_position_pattern
 from archspec.spec.schema import Spec
 from archspec.spec.shorthand import expand_shorthands
 from archspec.spec.yaml_loader import KEY, YamlPath, format_path
@@ -174,10 +175,13 @@ class _Validator:
         """One of a catalogue's records (`metadata["choices"]`), chosen by the mapping's tag
         (`metadata["tag"]`: `kind`, `type`); left out, the tag of the field's default."""
         tag, choices = f.metadata["tag"], f.metadata["choices"]
+        if data is None and f.default is None:  # an optional section left out
+            return None
         if not isinstance(data, dict):
             kinds = list(choices) if tag == "kind" else None
             raise self.error(path, _expected_mapping(data, kinds))
-        chosen = data.get(tag, getattr(f.default_factory(), tag))
+        default = f.metadata.get("default_tag") or getattr(f.default_factory(), tag)
+        chosen = data.get(tag, default)
         if not isinstance(chosen, str) or chosen not in choices:
             raise self.error(
                 (*path, tag),
@@ -277,9 +281,14 @@ def validate(data: Any, locations: Locations, fallback: Location) -> Spec:
     if isinstance(data, dict):
         data, locations = expand_shorthands(data, locations)
     v = _Validator(locations, fallback)
-    if isinstance(data, dict) and isinstance(data.get("position"), dict):
-        position, v.aliases = nest_position(data["position"], v.error)
-        data = {**data, "position": position}
+    for section in ("position", "local_position"):
+        if isinstance(data, dict) and isinstance(data.get(section), dict):
+            given = data[section]
+            if section == "local_position":  # a rotation unless it says otherwise
+                given = {"kind": "rope", **given}
+            position, aliases = nest_position(given, v.error, (section,))
+            v.aliases |= aliases
+            data = {**data, section: position}
     spec = v.structure(data)
     _check_shapes(spec, v)
     return _resolve_defaults(spec)
@@ -295,10 +304,12 @@ def _resolve_defaults(spec: Spec) -> Spec:
         spec = dataclasses.replace(spec, embedding=dataclasses.replace(spec.embedding, dim=None))
     if spec.layer_groups == spec.n_layers:  # a block per layer: no sharing
         spec = dataclasses.replace(spec, layer_groups=None)
-    if spec.position.rotary_dim == spec.resolved_head_dim:  # every channel: a full rotation
-        spec = dataclasses.replace(
-            spec, position=dataclasses.replace(spec.position, rotary_dim=None)
-        )
+    for section in ("position", "local_position"):
+        position = getattr(spec, section)
+        if position is not None and position.rotary_dim == spec.resolved_head_dim:
+            # every channel: a full rotation
+            whole = dataclasses.replace(position, rotary_dim=None)
+            spec = dataclasses.replace(spec, **{section: whole})
     return spec
 
 
@@ -337,6 +348,7 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             "moe.shared_gate gates a shared expert; set moe.shared_d_ff",
         )
     _check_rotary(spec, v, head_dim)
+    check_position_pattern(spec, v)
     if spec.position.kind == "relative_bias":
         # T5's buckets: an encoder splits them between keys before and after the query; in
         # each direction half hold one distance each, the rest reach max_distance on a log

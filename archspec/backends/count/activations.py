@@ -362,7 +362,7 @@ class ActivationCounter:
                 # its input (kept already), come on top, once for the model.
                 self.rebuilt.append(block - self.bytes(low.inputs[0]))
                 block = self.bytes(low.inputs[0])
-                shared = [self.ctx.angles, self.ctx.memory]
+                shared = [self.ctx.angles, self.ctx.local_angles, self.ctx.memory]
                 if self.ctx.mask in self.built_masks:
                     shared.append(self.ctx.mask)
                 for value in shared:
@@ -469,7 +469,7 @@ def activation_parts(
         counter.run(stack_ops.ops)
         kept = counter.scopes[0].total()
         stack_kept = counter.scopes[0].kept
-        for value in (ctx.angles, ctx.mask):
+        for value in (ctx.angles, ctx.local_angles, ctx.mask):
             if value is not None and value.storage in stack_kept:
                 shared += stack_kept[value.storage]
         counter.run(segment.heads)

@@ -133,7 +133,8 @@ class _AttentionWriter(ForwardWriter):
         angles = Value(code.angles[0], "positions") if code.angles is not None else None
         mask = Value("mask", "pairs")
         memory = Value("encoder_out", "memory", node.k.in_features)
-        values = StackValues(angles=angles, mask=mask, memory=memory, cross_mask=mask)
+        # Whichever angles its layer rotates by, an attention receives them as `rope`.
+        values = StackValues(angles, angles, mask, memory, cross_mask=mask)
         x = Value("x", "tokens", node.q.in_features)
         bound = {v: v.name for v in (angles, mask, memory) if v is not None}
         low = lower_attention(node, x, values)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from archspec.backends.torchgen.exprs import DIM_ORDER, ExprPrinter
 from archspec.backends.torchgen.features import Features, UnsupportedIR
+from archspec.backends.torchgen.local_rope import PREFIX, local_fields
 from archspec.backends.torchgen.text import class_, lines
 from archspec.ir.nodes import Attention
 from archspec.ir.visit import walk
@@ -21,6 +22,7 @@ COMMENTS = {
     "n_experts": "experts in each mixture-of-experts layer",
     "top_k": "experts each token is routed to",
     "rope_theta": "base of the rotary frequencies",
+    "local_rope_theta": "base of the local layers' rotary frequencies",
     "num_buckets": "relative-position buckets",
     "max_distance": "distance at which the last bucket starts",
     "token_types": "segment (token type) embeddings",
@@ -85,6 +87,14 @@ def _position_fields(f: Features) -> list[Field]:
             field = Field(name, types[spec], values[spec])
             if found.setdefault(name, field) != field:
                 raise UnsupportedIR(f"stacks with different values of {name}")
+        local = stack.local_position
+        if local is not None:  # the local layers' rotation (Gemma 3): fields of its own
+            spec_field = {c: s for s, c in local.entry.parameters}
+            values, types = local.values(), local.types()
+            for name in local_fields(stack):
+                spec = spec_field[name]
+                kind = types[spec].removesuffix(" | None")
+                found[PREFIX + name] = Field(PREFIX + name, kind, values[spec])
     return list(found.values())
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+from archspec.backends.torchgen.local_rope import LOCAL_ANGLES
 from archspec.ir.classes import class_name, class_names
 from archspec.ir.nodes import (
     IR,
@@ -166,6 +167,8 @@ class Features:
         angles = self.position_code(stack).angles
         if angles is not None:
             params.append(f"{angles[0]}: {angles[1]}")
+            if stack.local_position is not None:  # the local layers' (Gemma 3)
+                params.append(f"{LOCAL_ANGLES}: {angles[1]}")
         if self.has_memory(stack):
             params += ["encoder_out: Tensor", "cross_mask: Tensor | None"]
         if self.cached(stack):
@@ -184,7 +187,7 @@ class Features:
             args = ["mask"]
             angles = self.position_code(stack).angles
             if layer.rotary and angles is not None:
-                args.append(angles[0])
+                args.append(LOCAL_ANGLES if layer.local_angles else angles[0])
             if self.cached(stack):
                 args.append("cache")
             return args

@@ -32,7 +32,10 @@ def helpers(f: Features) -> list[str]:
         out += runtime_sources("attention", "softcap")
     seen: set[str] = set()
     for stack in f.stacks:
-        for code in f.position_code(stack).helpers(f.causalities):
+        codes = [f.position_code(stack)]
+        if stack.local_position is not None:  # the local layers' rotation (Gemma 3)
+            codes.append(stack.local_position.code)
+        for code in (text for c in codes for text in c.helpers(f.causalities)):
             if code not in seen:
                 seen.add(code)
                 out.append(code)

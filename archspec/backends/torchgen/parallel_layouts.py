@@ -117,6 +117,8 @@ def _context(f: Features) -> list[str]:
         why = "only a causal decoder is split over cp"
     elif f.windowed:
         why = "sliding-window layers are not split over cp"
+    elif stack.local_position is not None:
+        why = "layers rotating by a local_position are not split over cp"
     if why is not None:
         refusal = call("raise ValueError", [f'"context parallelism: {why}"'], 2)
         return ['if sizes["cp"] > 1:', indent(refusal, 1)]

@@ -16,6 +16,7 @@ from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.forward import ATOM, MUL, Expr, ForwardWriter
 from archspec.backends.torchgen.leaves import assign, module_list
+from archspec.backends.torchgen.local_rope import LOCAL_ANGLES, local_angles, local_init
 from archspec.backends.torchgen.text import call, class_, indent, method
 from archspec.ir.lower import lower_stack, rotary_width
 from archspec.ir.nodes import Repeat, Stack
@@ -40,7 +41,7 @@ def _context(f: Features, stack: Stack, size: ExprPrinter) -> StackContext:
         causal=stack.causal,
         cache=f.cached(stack),
         heads=size(attention.n_heads),
-        head_dim=size(rotary_width(attention)),  # the channels RoPE's tables turn
+        head_dim=size(rotary_width(attention, stack.position)),  # the channels RoPE turns
         offset=stack.position.offset,
         table=table.name if table is not None else None,
         bidirectional=stack.bidirectional_buckets,
@@ -70,6 +71,8 @@ def _init(f: Features, stack: Stack, size: ExprPrinter) -> str:
     position = stack.position
     body = ["super().__init__()"]
     body += f.position_code(stack).init(ctx)
+    if stack.local_position is not None:
+        body += local_init(stack, ctx)
     body.append("self.checkpoint: str | None = None  # Model.set_checkpoint sets it")
     if stack.scale_embedding:
         body.append(f"self.embed_scale = math.sqrt({size(stack.width)})")
@@ -204,8 +207,11 @@ class _StackWriter(ForwardWriter):
 
     def render_ropeangles(self, op: RopeAngles) -> None:
         assert self.code.angles is not None and op.out is not None
-        name = self.code.angles[0]
-        angles = self.code.build_angles(self.ctx, self.arg(op.positions).text)
+        positions = self.arg(op.positions).text
+        if op.local:
+            name, angles = LOCAL_ANGLES, local_angles(self.stack, self.ctx, positions)
+        else:
+            name, angles = self.code.angles[0], self.code.build_angles(self.ctx, positions)
         line = f"{name} = {angles}"
         if len(line) > self.width:
             # A call too long for one line: one argument per line with a trailing comma,

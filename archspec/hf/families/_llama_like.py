@@ -135,7 +135,12 @@ def _partial_rope(f: Fields, head_dim: int, fraction: float, max_pos: int) -> di
 
 def rope_parameters(spec: Spec) -> dict[str, Any]:
     """`_rope`'s inverse, in transformers 5's rope_parameters."""
-    p, scaling = spec.position, spec.position.scaling
+    return position_parameters(spec.position)
+
+
+def position_parameters(p) -> dict[str, Any]:
+    """A rope record (a spec's `position` or `local_position`) as rope_parameters."""
+    scaling = p.scaling
     kind = "default" if scaling.type == "none" else scaling.type
     out: dict[str, Any] = {"rope_type": kind, "rope_theta": p.theta}
     if kind == "yarn":

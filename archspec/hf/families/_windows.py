@@ -26,14 +26,19 @@ def window_pattern(f: Fields, types: list[str]) -> str:
     """The layer types as a window_pattern: their shortest repeating prefix, L for a sliding
     layer and G for a full one (Gemma 2's alternation is `LG`; Qwen2's window from
     max_window_layers on is as long as the stack, `GGLL`)."""
-    letters = "".join(LAYER_TYPES[t] for t in types)
+    return shortest_cycle(f, "layer_types", "".join(LAYER_TYPES[t] for t in types))
+
+
+def shortest_cycle(f: Fields, key: str, letters: str) -> str:
+    """The shortest prefix of one letter per layer that, cycled, gives them all (a spec's
+    window_pattern or position_pattern); else an error naming `key`."""
     n = len(letters)
     period = next(p for p in range(1, n + 1) if all(letters[i] == letters[i % p] for i in range(n)))
     if period > LONGEST_PATTERN:
         raise f.error(
-            "layer_types",
-            f"the layers' pattern repeats only every {period} layers; a spec's window_pattern "
-            f"holds at most {LONGEST_PATTERN}",
+            key,
+            f"the layers' pattern repeats only every {period} layers; a spec's pattern holds "
+            f"at most {LONGEST_PATTERN}",
         )
     return letters[:period]
 

@@ -42,9 +42,15 @@ def gemma_activation(f: Fields, key: str = "hidden_act", other_key="hidden_activ
 
 
 def import_gemma_like(
-    f: Fields, cls: HFClass, defaults: dict[str, Any], activation: str = "hidden_act"
+    f: Fields,
+    cls: HFClass,
+    defaults: dict[str, Any],
+    activation: str = "hidden_act",
+    position: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """What Gemma and Gemma 2 share, with their config classes' `defaults`."""
+    """What Gemma, Gemma 2 and Gemma 3 share, with their config classes' `defaults`;
+    `position`, read by the caller where its RoPE settings are its own (Gemma 3's, per layer
+    type)."""
     d = f.int("hidden_size", defaults["hidden_size"])
     heads = f.int("num_attention_heads", defaults["num_attention_heads"])
     kv = f.size("num_key_value_heads", defaults["num_key_value_heads"]) or heads
@@ -62,13 +68,13 @@ def import_gemma_like(
         "n_kv_heads": kv if kv != heads else None,
         "head_dim": head_dim if head_dim * heads != d else None,
         "d_ff": f.int("intermediate_size", defaults["intermediate_size"]),
-        "vocab_size": f.int("vocab_size", 256000),
-        "max_seq_len": f.int("max_position_embeddings", 8192),
+        "vocab_size": f.int("vocab_size", defaults.get("vocab_size", 256000)),
+        "max_seq_len": f.int("max_position_embeddings", defaults.get("max_seq_len", 8192)),
         "layout": "decoder",
         "residual": "pre",
         "final_norm": True,
         "norm": {"kind": "offset_rmsnorm", "eps": f.float("rms_norm_eps", 1e-6)},
-        "position": _rope(f, 10000.0),
+        "position": position if position is not None else _rope(f, 10000.0),
         "embedding": {"token_types": 0, "norm": False, "scale": True, "scale_in_dtype": True},
         "attention": {"bias": f.bool("attention_bias", False), "scale_scores": True},
         "mlp": {
