@@ -6,8 +6,8 @@ first token, or one decode step. Each engine's profile (serve_engine.py) is fitt
 figures: the achieved bandwidth per precision on a grid, then the per-layer, per-all-reduce and
 per-request overheads by non-negative least squares, alternately, minimising the squared
 relative error of the times. Only the parameters its figures can tell apart are fitted (an
-all-reduce latency needs figures at two tensor-parallel degrees, a request overhead figures
-with a prefill, a layer overhead an eager engine with enough figures); the others stay 0.
+all-reduce latency needs figures at two tensor-parallel degrees, a request overhead times to
+first token, a layer overhead an eager engine with enough figures); the others stay 0.
 
 Cross-validation: every figure is predicted by the profile fitted on the other figures of its
 engine (leave one out), and, for the engines with more than one source, by the profile fitted
@@ -151,7 +151,9 @@ def _free_overheads(key: str, figures: list[Figure]) -> list[str]:
         free.append("layer_overhead_us")
     if any(f.tp > 1 for f in figures) and len({f.tp for f in figures}) > 1:
         free.append("allreduce_us")
-    if any(f.metric.startswith(("ttft", "static")) for f in figures):
+    # A request's fixed overhead shows in a time to first token (milliseconds); in a static
+    # batch of seconds to minutes it is lost in the decode steps, which then fit it at will.
+    if any(f.metric == "ttft_ms" for f in figures):
         free.append("request_overhead_ms")
     return free
 
