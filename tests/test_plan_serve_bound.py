@@ -72,3 +72,18 @@ def test_mixtral_at_batch_1_reads_two_experts_per_layer() -> None:
     p = predict_serving(ir, a100, 1, PROMPT, NEW, tp=2)
     assert p.decode_token_s >= read_per_step(ir, 1) / 2 / a100.accelerator.bandwidth
     assert read_per_step(ir, 1) / 2 > 12.5e9
+
+
+def test_no_engine_profile_decodes_an_moe_faster_than_its_bytes() -> None:
+    # The fitted profiles (their bandwidth, their experts' share of it, a 16-bit head) only
+    # ever slow a step down: Mixtral at batch 1 and 64 under each 16-bit profile.
+    from archspec.plan.serve_engine import load_engines
+
+    ir = compile_spec("mixtral-8x7b", None)
+    for engine in load_engines().values():
+        if "16-bit" not in engine.memory_efficiency:
+            continue
+        for batch in (1, 64):
+            p = predict_serving(ir, SYSTEM, batch, PROMPT, NEW, engine=engine)
+            bound = read_per_step(ir, batch) / SYSTEM.accelerator.bandwidth
+            assert p.decode_token_s >= bound, (engine.key, batch)

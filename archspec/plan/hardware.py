@@ -77,10 +77,10 @@ def _entries(extra: list[Path] | None) -> tuple[dict[str, Accelerator], dict[str
     return accels, systems
 
 
-def load_accelerators() -> dict[str, Accelerator]:
+def load_accelerators(extra: list[Path] | None = None) -> dict[str, Accelerator]:
     """The built-in accelerators by key, those no system names included (bench's MFU reads
-    them)."""
-    return _entries(None)[0]
+    them), then each `--system FILE`'s over them."""
+    return _entries(extra)[0]
 
 
 def load_catalogue(extra: list[Path] | None = None) -> dict[str, System]:

@@ -54,6 +54,7 @@ class OpCost:
     backward: float = 2.0  # backward time / forward time (input and weight gradients)
     weights: sp.Expr = sp.Integer(0)  # weight elements among `bytes` (weight-only quantization)
     kv: sp.Expr = sp.Integer(0)  # key and value elements among `bytes` (a quantized KV cache)
+    expert: bool = False  # a routed expert's linear (serving engines read experts apart)
 
 
 @dataclass
@@ -127,7 +128,7 @@ class CostCounter(FlopCounter):
             moved = c * (m * k + weights * k * n + m * n)
             shape = (m / weights, n, k)
             return [OpCost(f"{op.component}.linear", "matmul", flops, moved, shape, tp,
-                           weights=weights * k * n)]  # fmt: skip
+                           weights=weights * k * n, expert=op.x.copies != 1)]  # fmt: skip
         if isinstance(op, ops.Attend):
             return self.attend(op, flops)
         if isinstance(op, ops.Loss):
@@ -256,4 +257,5 @@ def _subs(cost: OpCost, env) -> OpCost:
 
     shape = tuple(put(x) for x in cost.shape) if cost.shape else None
     return OpCost(cost.label, cost.kind, put(cost.flops), put(cost.bytes), shape, cost.tp,
-                  cost.attn_core, cost.backward, put(cost.weights), put(cost.kv))  # fmt: skip
+                  cost.attn_core, cost.backward, put(cost.weights), put(cost.kv),
+                  cost.expert)  # fmt: skip

@@ -10,7 +10,8 @@ cost mostly their latency. A decode step's time is linear in the cached position
 over the generated tokens is the step at the middle one.
 
 Weight-only quantization (int8, int4 in groups) stores and reads each linear's weight in fewer
-bytes (int4 adds a 16-bit scale and zero point per group) and computes in bf16; fp8 stores the
+bytes (int4 adds a 16-bit scale and zero point per group; the head too where the engine
+quantizes it, `ServeEngine.quantizes_head`) and computes in bf16; fp8 stores the
 weights in one byte and runs the matmuls at the fp8 peak (TensorRT-LLM's FP8: activations cast
 to fp8 at each matmul, kept 16-bit between kernels). A quantized KV cache (fp8, int8) stores
 and reads keys and values in one byte. The engine (serve_engine.py) says what fraction of the
@@ -92,11 +93,12 @@ class ServePrediction:
 
 @dataclass(frozen=True)
 class PassParts:
-    """One pass as numbers an engine turns into seconds: per op, (compute seconds, bytes one
-    rank moves, its weight elements, its key and value elements) with how many layers run it,
-    and the pass's layers and all-reduces."""
+    """One pass as numbers an engine turns into seconds: per op, (how many layers run it,
+    compute seconds, bytes one rank moves, its weight elements, its key and value elements,
+    "head", "expert" (a routed expert's linear) or ""), and the pass's layers and
+    all-reduces."""
 
-    ops: tuple[tuple[int, float, float, float, float], ...]
+    ops: tuple[tuple[int, float, float, float, float, str], ...]
     layers: int
     allreduces: int
     allreduce_bytes_s: float  # the all-reduces' bytes over the link, all of them
@@ -110,8 +112,10 @@ class PassParts:
         c = precision.kv_bytes - compute_bytes
         speed = engine.compute_scale(precision.dtype)
         memory = 0.0
-        for n, compute, moved, weights, kv in self.ops:
-            memory += n * max(compute / speed, (moved + w * weights + c * kv) / bandwidth)
+        for n, compute, moved, weights, kv, part in self.ops:
+            stored = 0.0 if part == "head" and not engine.quantizes_head else w
+            reached = bandwidth * (engine.expert_efficiency if part == "expert" else 1.0)
+            memory += n * max(compute / speed, (moved + stored * weights + c * kv) / reached)
         if engine.allreduce_us is None:
             latency = self.allreduce_ring_s
         else:
@@ -141,12 +145,16 @@ class ServeParts:
 
 
 def _pass_parts(costs: PassCosts, values, tp: int, peak: float, eff: Efficiency,
-                allreduce: tuple[float, float, int]) -> PassParts:  # fmt: skip
+                allreduce: tuple[float, float, int], after_values=None) -> PassParts:  # fmt: skip
+    """`after_values`: the lengths the ops after the blocks (final norm, head) run at, when
+    not `values`'."""
     compute = Roofline(peak, math.inf, eff)  # compute time only
     moved = Roofline(math.inf, 1.0, eff)  # bytes one rank moves, as "seconds" at 1 byte/s
     ops = []
-    runs = [(1, costs.before), *costs.layers, (1, costs.after)]  # a run's time times its layers
-    for n, cost in ((n, cost) for n, each in runs for cost in each):
+    # A run's time times its layers, each op at its lengths.
+    runs = [(1, costs.before, values), *((n, c, values) for n, c in costs.layers),
+            (1, costs.after, after_values or values)]  # fmt: skip
+    for n, cost, values in ((n, cost, v) for n, each, v in runs for cost in each):
         if cost.label == "loss":
             continue  # serving computes no loss
         shape = tuple(float(sp.sympify(x).xreplace(values)) for x in cost.shape or ())
@@ -155,7 +163,8 @@ def _pass_parts(costs: PassCosts, values, tp: int, peak: float, eff: Efficiency,
         ways = tp if cost.tp != "whole" else 1
         weights = float(sp.sympify(cost.weights).xreplace(values)) / ways
         kv = float(sp.sympify(cost.kv).xreplace(values)) / ways
-        ops.append((n, compute.op_time(item, tp), moved.op_time(item, tp), weights, kv))
+        part = "head" if cost.label == "head.linear" else "expert" if cost.expert else ""
+        ops.append((n, compute.op_time(item, tp), moved.op_time(item, tp), weights, kv, part))
     layers = sum(n for n, _ in costs.layers)
     bytes_s, ring_s, calls = allreduce
     return PassParts(tuple(ops), layers, calls * layers, bytes_s * layers, ring_s * layers)
@@ -194,8 +203,11 @@ def serve_parts(ir: IR, system: System, batch: int, prompt: int, new_tokens: int
     # token and caches only the positions it generates (the encoder's are cross-attention's S).
     fed = 1 if ir.root.layout == "encoder-decoder" else prompt
     prefill_values = {B: batch, S: prompt, S_DEC: fed, KV_LEN: fed}
+    # The prefill's logits are the last position's: the first token needs no others (the
+    # generated `generate`, TensorRT-LLM's default gather_context_logits=False, vLLM).
+    last = {**prefill_values, S: 1} if ir.root.layout == "decoder" else None
     prefill = _pass_parts(pass_costs(ir, c, "flash"), prefill_values, tp, peak, eff,
-                          allreduces(batch * prompt * d * c))  # fmt: skip
+                          allreduces(batch * prompt * d * c), last)  # fmt: skip
     dec = decode_costs(ir, c)
     if dec is None:
         raise SpecError(f"{ir.name} is encoder-only: it generates no tokens")

@@ -50,6 +50,12 @@ class ServeEngine:
     # By precision class: the engine's matmuls against the training-calibrated efficiency
     # (efficiency.py); 1 where its figures say nothing of compute (batch-1 decoding).
     compute_efficiency: dict[str, float] = field(default_factory=dict)
+    # Whether quantized weights include the head's: gpt-fast's quantize.py swaps every
+    # nn.Linear; AWQ and GPTQ quantize the blocks' linears and keep the head 16-bit.
+    quantizes_head: bool = True
+    # What its routed experts' linears reach of its bandwidth: experts gathered by index
+    # (gpt-fast's w1[expert_indices] under einsum) are read apart from the dense kernels.
+    expert_efficiency: float = 1.0
     calibrated_on: list[str] = field(default_factory=list)  # the figures' sources
     note: str = ""
 
@@ -99,7 +105,7 @@ def serving_system(name: str, extra: list[Path] | None = None) -> System:
     try:
         return get_system(name, extra)
     except SpecError:
-        accels = load_accelerators()
+        accels = load_accelerators(extra)
         if name not in accels:
             raise
         a = accels[name]

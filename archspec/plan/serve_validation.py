@@ -6,8 +6,8 @@ first token, or one decode step. Each engine's profile (serve_engine.py) is fitt
 figures: the achieved bandwidth per precision on a grid, then the per-layer, per-all-reduce and
 per-request overheads by non-negative least squares, alternately, minimising the squared
 relative error of the times. Only the parameters its figures can tell apart are fitted (an
-all-reduce latency needs figures at two tensor-parallel degrees, a request overhead figures
-with a prefill, a layer overhead an eager engine with enough figures); the others stay 0.
+all-reduce latency needs figures at two tensor-parallel degrees, a request overhead times to
+first token, a layer overhead an eager engine with enough figures); the others stay 0.
 
 Cross-validation: every figure is predicted by the profile fitted on the other figures of its
 engine (leave one out), and, for the engines with more than one source, by the profile fitted
@@ -60,9 +60,17 @@ USABLE = {
     "exllama": (0.9, "assumed: the README advises about 20 GB of a 24 GB GPU for the model"),
     TYPICAL: (0.9, "assumed, as most engines"),
 }  # fmt: skip
+# Engines whose quantized checkpoints keep the head 16-bit (every other quantizes it: gpt-fast's
+# quantize.py swaps every nn.Linear, the output's included): AWQ quantizes the linears of
+# get_blocks(model) only (mit-han-lab/llm-awq awq/quantize/quantizer.py,
+# real_quantize_model_weight); ExLlama loads lm_head.weight of a GPTQ checkpoint into a plain
+# nn.Linear (turboderp/exllama model.py), as GPTQ-for-LLaMa quantizes the decoder layers' only.
+HEAD_16BIT = {"tinychat", "exllama", "transformers"}
 # The engine's matmuls against the training-calibrated efficiency: half to 1.3 times.
 COMPUTE_GRID = [x / 100 for x in range(50, 131)]
 DECODE_ONLY = ("decode_token_ms", "generate_decode_tokens_per_s")
+# What an engine's expert kernels reach of its dense kernels' bandwidth: a fifth to all of it.
+EXPERT_GRID = [x / 100 for x in range(20, 101)]
 # Achieved bandwidth from 20% to 90% of the peak: streaming copies reach 80-90% on A100 and
 # H100 (efficiency.py's sources), and no kernel that also computes does better.
 EFFICIENCY_GRID = [x / 200 for x in range(40, 181)]
@@ -143,7 +151,9 @@ def _free_overheads(key: str, figures: list[Figure]) -> list[str]:
         free.append("layer_overhead_us")
     if any(f.tp > 1 for f in figures) and len({f.tp for f in figures}) > 1:
         free.append("allreduce_us")
-    if any(f.metric.startswith(("ttft", "static")) for f in figures):
+    # A request's fixed overhead shows in a time to first token (milliseconds); in a static
+    # batch of seconds to minutes it is lost in the decode steps, which then fit it at will.
+    if any(f.metric == "ttft_ms" for f in figures):
         free.append("request_overhead_ms")
     return free
 
@@ -218,6 +228,10 @@ def _computes(figures: list[Figure]) -> bool:
                for f in figures)  # fmt: skip
 
 
+def _has_experts(figures: list[Figure]) -> bool:
+    return any(part == "expert" for f in figures for *_, part in parts_of(f).decode.ops)
+
+
 def fit_engine(key: str, figures: list[Figure], rounds: int = 3,
                start: ServeEngine | None = None) -> ServeEngine:  # fmt: skip
     """The profile that best predicts `figures` (all of one engine): each precision's
@@ -228,17 +242,20 @@ def fit_engine(key: str, figures: list[Figure], rounds: int = 3,
     name = ENGINE_NAMES.get(key, "one profile fitted on every engine's figures")
     engine = ServeEngine(key, name, dict.fromkeys(classes, 0.8),
                          allreduce_us=0.0, usable_memory=USABLE[key][0],
+                         quantizes_head=key not in HEAD_16BIT,
                          calibrated_on=sorted({f.source for f in figures}))  # fmt: skip
     free = _free_overheads(key, figures)
     of = {c: [f for f in figures if PRECISION_CLASSES[f.precision] == c] for c in classes}
     computes = {c for c in classes if _computes(of[c])}
+    experts = _has_experts(figures)
     if start is not None:  # its values as the starting point, only where these figures fit them
         rounds = 1
         engine = replace(engine, memory_efficiency={c: start.memory_efficiency.get(c, 0.8)
                                                     for c in classes},
                          compute_efficiency={c: v for c, v in start.compute_efficiency.items()
-                                             if c in computes})  # fmt: skip
-    for _ in range(rounds if len(classes) > 1 or computes else 1):
+                                             if c in computes},
+                         expert_efficiency=start.expert_efficiency if experts else 1.0)  # fmt: skip
+    for _ in range(rounds if len(classes) > 1 or computes or experts else 1):
         for cls in classes:
             trials = [replace(engine, memory_efficiency={**engine.memory_efficiency, cls: eta})
                       for eta in EFFICIENCY_GRID]  # fmt: skip
@@ -246,6 +263,10 @@ def fit_engine(key: str, figures: list[Figure], rounds: int = 3,
                 trials += [replace(engine, compute_efficiency={**engine.compute_efficiency,
                                                                cls: scale})
                            for scale in COMPUTE_GRID]  # fmt: skip
+            engine = min((_with_overheads(t, figures, free) for t in trials),
+                         key=lambda fit: fit[1])[0]  # fmt: skip
+        if experts:  # the experts' share of the bandwidth, where the figures route tokens
+            trials = [replace(engine, expert_efficiency=x) for x in EXPERT_GRID]
             engine = min((_with_overheads(t, figures, free) for t in trials),
                          key=lambda fit: fit[1])[0]  # fmt: skip
     return engine
@@ -359,16 +380,18 @@ def table(engines: dict[str, ServeEngine], rows: list[Row]) -> str:
         f"{s['engine_out_max']:.1%}."
     )
     lines.append("")
-    lines.append("| engine | bandwidth reached | matmuls (× calibrated) | per layer "
-                 "| per all-reduce | per request |")  # fmt: skip
-    lines.append("|---|---|---|---:|---:|---:|")
+    lines.append("| engine | bandwidth reached | experts (× dense) | matmuls (× calibrated) "
+                 "| per layer | per all-reduce | per request | head quantized |")  # fmt: skip
+    lines.append("|---|---|---:|---|---:|---:|---:|---|")
     for key, e in engines.items():
         eff = ", ".join(f"{c} {v:.0%}" for c, v in e.memory_efficiency.items())
+        eff += f" | {e.expert_efficiency:.2f}" if e.expert_efficiency != 1 else " | —"
         eff += " | " + (", ".join(f"{c} {v:.2f}" for c, v in e.compute_efficiency.items())
                         or "—")  # fmt: skip
         lines.append(
             f"| {key} | {eff} | {e.layer_overhead_us:.1f} µs "
-            f"| {e.allreduce_us or 0:.1f} µs | {e.request_overhead_ms:.2f} ms |"
+            f"| {e.allreduce_us or 0:.1f} µs | {e.request_overhead_ms:.2f} ms "
+            f"| {'yes' if e.quantizes_head else 'no'} |"
         )
     return "\n".join(lines)
 
@@ -384,6 +407,8 @@ def stored(engines: dict[str, ServeEngine]) -> str:
             "allreduce_us": round(e.allreduce_us or 0.0, 2),
             "request_overhead_ms": round(e.request_overhead_ms, 3),
             "usable_memory": e.usable_memory,
+            "quantizes_head": e.quantizes_head,
+            "expert_efficiency": round(e.expert_efficiency, 3),
             "calibrated_on": e.calibrated_on,
             "note": USABLE[key][1],
         }
