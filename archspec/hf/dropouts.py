@@ -78,3 +78,6 @@ BART: Places = {
 OPT: Places = {"attention": ("attention_dropout", 0.0), "hidden": ("dropout", 0.1)}
 BLOOM: Places = {"attention": ("attention_dropout", 0.0), "hidden": ("hidden_dropout", 0.0)}
 LLAMA: Places = {"attention": ("attention_dropout", 0.0)}
+# Seed-OSS drops each sublayer's output before the residual add (residual_dropout), and both
+# default to 0.1 in SeedOssConfig.
+SEED_OSS: Places = {"attention": ("attention_dropout", 0.1), "hidden": ("residual_dropout", 0.1)}

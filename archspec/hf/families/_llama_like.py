@@ -38,6 +38,7 @@ class LlamaVariant:
     # RoPE on the first partial_rotary_factor of each head (GLM: 0.5 by default); None: all
     rotary_fraction: float | None = None
     eps_key: str = "rms_norm_eps"  # the config key of the norms' eps
+    rope_theta: float = 10000.0  # the config class's RoPE base, for files that leave it out
 
 
 # transformers' rope_type -> the scaling's fields: (config key, spec key) beyond rope_theta.
@@ -127,10 +128,14 @@ def _rope(f: Fields, default: float, max_positions: int | None = None) -> dict[s
     return position
 
 
-def _partial_rope(f: Fields, head_dim: int, fraction: float, max_pos: int) -> dict[str, Any]:
+def _partial_rope(
+    f: Fields, head_dim: int, fraction: float, max_pos: int, theta: float
+) -> dict[str, Any]:
     from archspec.hf.families._rotary import read_rope  # it builds on this module
 
-    return read_rope(f, head_dim, default_fraction=fraction, max_positions=max_pos)
+    return read_rope(
+        f, head_dim, default_fraction=fraction, max_positions=max_pos, default_theta=theta
+    )
 
 
 def rope_parameters(spec: Spec) -> dict[str, Any]:
@@ -198,9 +203,9 @@ def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any
         "residual": "pre",
         "final_norm": True,
         "norm": {"kind": v.norm_kind, "eps": f.float(v.eps_key, v.rms_eps)},
-        "position": _rope(f, 10000.0, max_pos)
+        "position": _rope(f, v.rope_theta, max_pos)
         if v.rotary_fraction is None
-        else _partial_rope(f, head_dim, v.rotary_fraction, max_pos),
+        else _partial_rope(f, head_dim, v.rotary_fraction, max_pos, v.rope_theta),
         "embedding": {"token_types": 0, "norm": False, "scale": False},
         "attention": {"bias": bias["attention"], "scale_scores": True}
         | ({"sliding_window": window} if window is not None else {}),
@@ -222,7 +227,9 @@ def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any
     return spec
 
 
-def export_llama_like(spec: Spec) -> dict[str, Any]:
+def export_llama_like(
+    spec: Spec, dropout_places: dropouts.Places = dropouts.LLAMA
+) -> dict[str, Any]:
     """The fields all three config classes share; each family adds its own."""
     return {
         "hidden_size": spec.d_model,
@@ -238,7 +245,7 @@ def export_llama_like(spec: Spec) -> dict[str, Any]:
         "rope_parameters": rope_parameters(spec),
         "rope_theta": spec.position.theta,
         "hidden_act": EXPORT_ACTIVATIONS[spec.mlp.activation],
-        **write_dropout(spec, dropouts.LLAMA),
+        **write_dropout(spec, dropout_places),
         **head_fields(spec),
     }
 

@@ -25,6 +25,7 @@ from archspec.hf.name_rules import table
 from archspec.spec.schema import Spec
 
 VARIANT = LlamaVariant(
+    rope_theta=500000.0,
     d_ff=22528,
     kv_heads=None,
     max_positions=8192,

@@ -21,7 +21,14 @@ from archspec.hf.families._llama_like import (
 from archspec.hf.family import Family, HFClass, NameRules
 from archspec.spec.schema import Spec
 
-VARIANT = LlamaVariant(d_ff=3072, kv_heads=2, max_positions=131072, rms_eps=1e-5, vocab_size=103424)
+VARIANT = LlamaVariant(
+    rope_theta=500000.0,
+    d_ff=3072,
+    kv_heads=2,
+    max_positions=131072,
+    rms_eps=1e-5,
+    vocab_size=103424,
+)
 # Ernie4_5Config's defaults where they differ from what import_llama_like assumes.
 DEFAULTS = {"hidden_size": 1024, "num_hidden_layers": 18, "num_attention_heads": 16}
 HEAD_DIM = 128  # Ernie4_5Config's default, not hidden_size / num_attention_heads

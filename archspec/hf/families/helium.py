@@ -21,7 +21,13 @@ from archspec.hf.family import Family, HFClass, NameRules
 from archspec.spec.schema import Spec
 
 VARIANT = LlamaVariant(
-    d_ff=7040, kv_heads=20, max_positions=4096, rms_eps=1e-8, vocab_size=48000, biases=True
+    rope_theta=100000.0,
+    d_ff=7040,
+    kv_heads=20,
+    max_positions=4096,
+    rms_eps=1e-8,
+    vocab_size=48000,
+    biases=True,
 )
 # HeliumConfig's defaults where they differ from what import_llama_like assumes.
 DEFAULTS = {"hidden_size": 2560, "num_hidden_layers": 24, "num_attention_heads": 20}

@@ -24,6 +24,7 @@ from archspec.hf.name_rules import chain, table
 from archspec.spec.schema import Spec
 
 VARIANT = LlamaVariant(
+    rope_theta=1000000.0,
     d_ff=14336,
     kv_heads=8,
     max_positions=4096 * 32,

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from archspec.hf import dropouts
 from archspec.hf.config_fields import Fields
+from archspec.hf.dropouts import read_dropout
 from archspec.hf.families._llama_like import (
     DENSE_BLOCK,
     MODEL_NAMES,
@@ -37,13 +39,14 @@ def import_seed_oss(f: Fields, cls: HFClass) -> dict[str, Any]:
         "qkv_bias": f.bool("attention_bias", True),
     }
     spec["mlp"] = {**spec["mlp"], "bias": f.bool("mlp_bias", False)}
+    spec["dropout"] = read_dropout(f, dropouts.SEED_OSS)
     return spec
 
 
 def export_seed_oss(spec: Spec) -> dict[str, Any]:
     qkv = spec.attention.bias if spec.attention.qkv_bias is None else spec.attention.qkv_bias
     return {
-        **export_llama_like(spec),
+        **export_llama_like(spec, dropouts.SEED_OSS),
         "attention_bias": qkv,
         "attention_out_bias": spec.attention.bias,
         "mlp_bias": spec.mlp.bias,
