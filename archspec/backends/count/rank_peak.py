@@ -8,16 +8,17 @@ The moments are step_peak.py's, each with the rank's own terms (`RankTerms`):
   `step` counter per tensor (a 4-byte tensor on the CPU; on a GPU the default foreach
   implementation keeps it on the host) and the token ids and targets of the rank's rows;
 - activations: what the rank keeps (`rank_activations`: cp's gathered keys, ep's dispatch);
-- FSDP2 (torch.distributed.fsdp.fully_shard, each block a unit, then the root with what is
-  left: embeddings, final norm, head). A unit's parameters are all-gathered whole before its
-  forward and freed after it (reshard_after_forward), except the root's, which stay whole
-  until the root's backward ends. The backward gathers each block again, and before running
-  it prefetches the next one's (the all-gather's output buffer, whole); a unit's gradients
-  are whole until its reduce-scatter after its backward, and the root's until the end of the
-  backward, when they are copied into the reduce-scatter's input (whole too). So the backward
-  of the last block holds the root's whole parameters, its own and the prefetched block's,
-  and every gradient made so far whole; the first block's, every other block's gradients
-  sharded;
+- FSDP2 (torch.distributed.fsdp.fully_shard in torchtitan's units, `fsdp_units`: the
+  embedding, each block, the final norm with the head, the root with what is left). A unit's
+  parameters are all-gathered whole before its forward and freed after it
+  (reshard_after_forward), but the final norm and head's stay whole until their backward
+  (reshard_after_forward=False) and the root's until the backward ends. The backward gathers
+  each unit again, and before running it prefetches the next one's (the all-gather's output
+  buffer, whole); a unit's gradients are whole until its reduce-scatter after its backward,
+  when they are copied into the reduce-scatter's input (whole too). So the backward of the
+  last block holds its own whole parameters and the prefetched block's, and its gradients
+  whole beside the head's sharded; the first block's, every other block's gradients sharded
+  and the embedding's parameters prefetched;
 - the optimizer step: every gradient, plus what AdamW allocates: the for-loop implementation
   (PyTorch's default on the CPU) makes sqrt(second moments) and its quotient for each
   parameter in turn, keeping that quotient until the next parameter's replaces it (`denom`):
@@ -44,7 +45,7 @@ from archspec.backends.count.step_peak import RankTerms, step_peak
 from archspec.backends.count.torch_layout import _shapes, chunk
 from archspec.backends.count.torch_layout_mesh import coordinates, covered
 from archspec.errors import SpecError
-from archspec.ir.nodes import IR, Model, MoE, Node, Repeat
+from archspec.ir.nodes import IR, Model, MoE, Node, Repeat, Stack
 from archspec.ir.visit import INDEX_NAMES, join, walk
 
 WEIGHT = 4  # fp32 weights, gradients and each AdamW moment
@@ -76,26 +77,30 @@ def _experts(node: Node, parent: Node | None) -> bool:
 
 
 def ordered_leaves(ir: IR, ep: int = 1):
-    """(leaf, its walk path) for every leaf module in `model.parameters()` order, runs
-    unrolled; of each mixture's experts, the n_experts / ep one expert-parallel rank holds."""
+    """(leaf, its walk path, its layer) for every leaf module in `model.parameters()` order,
+    runs unrolled (layer: the block's index over all stacks, None outside the blocks); of
+    each mixture's experts, the n_experts / ep one expert-parallel rank holds."""
+    layers = iter(range(10**9))
 
-    def go(node: Node, path: str, depth: int, parent: Node | None):
+    def go(node: Node, path: str, depth: int, parent: Node | None, layer: int | None):
         if is_leaf(node):
-            yield node, path
+            yield node, path, layer
             return
         if isinstance(node, Repeat):
             index = INDEX_NAMES[depth]
+            blocks = isinstance(parent, Stack) and node is parent.blocks
             for run in node.runs:
                 count = ir.value(run.count)
                 if _experts(node, parent):
                     count //= ep
                 for _ in range(count):
-                    yield from go(run.node, join(path, index), depth + 1, node)
+                    at = next(layers) if blocks else layer
+                    yield from go(run.node, join(path, index), depth + 1, node, at)
             return
         for child in node.children:
-            yield from go(child, join(path, child.name), depth, node)
+            yield from go(child, join(path, child.name), depth, node, layer)
 
-    yield from go(ir.root, ir.root.name, 0, None)
+    yield from go(ir.root, ir.root.name, 0, None, None)
 
 
 def local_tensors(ir: IR, dims: dict[str, int], rank: int) -> list[int]:
@@ -112,7 +117,7 @@ def local_tensors(ir: IR, dims: dict[str, int], rank: int) -> list[int]:
     placed = {p.path: p for p in walk(ir.root)}
     model = ir.root
     out: list[int] = []
-    for node, path in ordered_leaves(ir, ep):
+    for node, path, _ in ordered_leaves(ir, ep):
         where = placed[path]
         pairs = zip(where.ancestors, where.ancestors[1:], strict=False)
         expert = any(_experts(up, above) for above, up in pairs)
@@ -144,21 +149,42 @@ def adamw_temporaries(tensors: list[int], implementation: str) -> int:
     return WEIGHT * max((before + 2 * this for before, this in pairs), default=0)
 
 
-def _units(ir: IR) -> tuple[int, list[int], list[int]]:
-    """FSDP2's units: the root's parameter elements, and each block's in forward order,
-    whole, with the experts' apart (an expert-parallel rank's own, not sharded with the
-    rest)."""
+@dataclass(frozen=True)
+class Units:
+    """FSDP2's units (parameter elements, whole) as the generated parallelize groups them:
+    the embedding (0 when it stays in the root), each block in forward order with its
+    experts apart (an expert-parallel rank's own, not sharded with the rest), the final norm
+    with the head (0 when in the root), and the root with what is left."""
+
+    embedding: int
+    blocks: list[int]
+    experts: list[int]
+    last: int
+    root: int
+
+
+def fsdp_units(ir: IR) -> Units:
+    """torchtitan's grouping (`torchgen.parallel_layouts._units_beside_blocks`): one stack and
+    no tied head, else everything but the blocks in the root."""
+    model = ir.root
     blocks: list[int] = []
     experts: list[int] = []
-    in_blocks = 0
-    for stack in ir.root.stacks:
+    for stack in model.stacks:
         for run in stack.blocks.runs:
             own = ir.value(_expert_params(run.node))
             count = ir.value(run.count)
             blocks += [ir.value(parameter_count(run.node)) - own] * count
             experts += [own] * count
-            in_blocks += (blocks[-1] + own) * count
-    return ir.value(parameter_count(ir.root)) - in_blocks, blocks, experts
+    rest = ir.value(parameter_count(model)) - sum(blocks) - sum(experts)
+    head = model.lm_head
+    if len(model.stacks) > 1 or (head is not None and head.tied_to is not None):
+        return Units(0, blocks, experts, 0, rest)
+    embedding = ir.value(parameter_count(model.tok_emb))
+    last = 0
+    if head is not None:
+        norm = model.stacks[-1].final_norm
+        last = ir.value(parameter_count(head) + (parameter_count(norm) if norm else 0))
+    return Units(embedding, blocks, experts, last, rest - embedding - last)
 
 
 def _expert_params(node: Node) -> sp.Expr:
@@ -183,15 +209,18 @@ def rank_peaks(
     par = Parallelism(gpus=tp, tp=tp, engine="torch")
     m = memory_figures(ir, attn=attn, parallel=par, device=device)
     kept = _activations(ir, m, cp, ep, env)
+    optimizer = "single" if device == "cpu" else "foreach"
     out = []
+    alike: dict[tuple[int, ...], dict[str, int]] = {}  # ranks holding the same tensors
     for rank in range(tp * cp * ep * dp):
         tensors = local_tensors(ir, dims, rank)
-        terms = _rank_terms(ir, dims, tensors, "single" if device == "cpu" else "foreach")
-        peak = step_peak(ir, m, rank=terms)
+        if tuple(tensors) not in alike:
+            peak = step_peak(ir, m, rank=_rank_terms(ir, dims, tensors, optimizer))
+            moments = {k: int(sp.ceiling(v.xreplace(env))) for k, v in peak.moments.items()}
+            alike[tuple(tensors)] = moments
         steps = len(tensors) * WEIGHT if device == "cpu" else 0
         resident = 3 * WEIGHT * sum(tensors) + steps + 2 * INDEX * batch * seq
-        moments = {k: int(sp.ceiling(v.xreplace(env))) for k, v in peak.moments.items()}
-        out.append(RankPeak(rank, resident, moments, kept, sum(tensors)))
+        out.append(RankPeak(rank, resident, alike[tuple(tensors)], kept, sum(tensors)))
     return out
 
 
@@ -199,7 +228,7 @@ def _rank_terms(ir: IR, dims: dict[str, int], tensors: list[int], optimizer: str
     """The terms of step_peak's moments for a rank holding `tensors` (the module docstring)."""
     cp, ep, dp = dims["cp"], dims["ep"], dims["dp_shard"]
     data = dp * ep * (cp if dp > 1 else 1)  # the ranks FSDP2 shards over
-    root, blocks, experts = _units(ir)
+    u = fsdp_units(ir)
     gradients = sp.Integer(WEIGHT * sum(tensors))
     total = parameter_count(ir.root)
 
@@ -207,23 +236,28 @@ def _rank_terms(ir: IR, dims: dict[str, int], tensors: list[int], optimizer: str
         made = moment.made_params
         if data == 1:  # the gradients made, shared out as the rank's parameters are
             return moment.activations + gradients * made / total
+        # The units whose backward is over have reduce-scattered their gradients (of the
+        # experts the rank holds its own, whole): the final norm and head's, and in the
+        # first block's backward every other block's. The running unit's are whole.
+        done, own = u.last, 0
         if name == "first block's backward":
-            # Every block after the first has reduce-scattered its gradients; of their
-            # experts the rank holds its own, whole.
-            done, own = sum(blocks[1:]), sum(experts[1:])
-            sharded = sp.Integer(done) / data + sp.Integer(own) / ep
-            return moment.activations + WEIGHT * (sharded + made - done - own)
-        return moment.activations + WEIGHT * made  # the root's and the running block's
+            done, own = done + sum(u.blocks[1:]), sum(u.experts[1:])
+        sharded = sp.Integer(done) / data + sp.Integer(own) / ep
+        return moment.activations + WEIGHT * (sharded + made - done - own)
 
     def held(moment: str) -> sp.Expr:
         if data == 1:
             return sp.Integer(0)
+        # Whole parameters: the root's throughout, the final norm and head's until their
+        # backward, the running block's and the one the backward prefetches.
         gathered = {
-            "loss backward": root,
-            "head backward": root + blocks[-1],
-            "last block's backward": root + sum(blocks[-2:]),
-            "first block's backward": root + blocks[0],
-            "end of backward": 2 * root,  # whole gradients and the reduce-scatter's input
+            "loss backward": u.root + u.last,
+            "head backward": u.root + u.last + u.blocks[-1],
+            "last block's backward": u.root + sum(u.blocks[-2:]),
+            "first block's backward": u.root + u.blocks[0] + u.embedding,
+            # The last unit's backward (the embedding's, else the root's): its whole
+            # gradients and the reduce-scatter's input.
+            "end of backward": 2 * (u.embedding or u.root) + (u.root if u.embedding else 0),
         }
         return sp.Integer(WEIGHT * gathered.get(moment, 0))
 
