@@ -135,3 +135,21 @@ def test_every_rank_peak_within_5_percent(spec, sets, options):
         assert sum(saved) == sum(predicted)
     else:
         assert saved == predicted
+
+
+def test_count_shows_each_ranks_peak():
+    """`count --engine torch` carries the bench's per-rank prediction, on GPUs (foreach AdamW,
+    its step counters on the host): FSDP2 over 2 ranks, 4 sequences each."""
+    from typer.testing import CliRunner
+
+    from archspec.cli import app
+
+    args = ["count", "llama-2-7b", *as_sets(LLAMA), "--engine", "torch", "--gpus", "2"]
+    args += ["--zero", "3", "--batch", "8", "--seq", "8", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)["memory"]["rank_peaks"]
+    ir = build_ir(load_spec("llama-2-7b", LLAMA))
+    predicted = rank_peaks(ir, mesh_dims(2), 4, 8, "cuda")
+    assert [r["peak"] for r in shown] == [p.peak for p in predicted]
+    assert predicted[0].resident == 3 * 4 * predicted[0].params + 2 * 8 * 4 * 8

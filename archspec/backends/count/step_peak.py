@@ -23,7 +23,9 @@ tests/test_train_peak.py):
   block: where a block's parameters outweigh it, this is the peak;
 - the end of the backward: every gradient, and for token embeddings used twice (a tied head, an
   encoder and a decoder) the second use's gradient of the shared matrix and the sum autograd
-  accumulates out of place (2·vocab·d_model);
+  accumulates out of place (2·vocab·d_model); under DTensor's tensor parallelism (without
+  sequence parallelism) the embedding's backward makes the whole table's gradient on every
+  rank, beside a tied head's share of it;
 - the optimizer step: every gradient, and for AdamW's foreach implementation one temporary as
   large as the parameters (`torch._foreach_sqrt` of the second moments, then divided in
   place); the fused kernel updates in place.
@@ -43,7 +45,7 @@ import sympy as sp
 
 from archspec.backends.count.activations import ActivationCounter, activation_parts
 from archspec.backends.count.block_backward import BackwardMoment, block_moments
-from archspec.backends.count.layout import padded_vocab
+from archspec.backends.count.layout import vocab_rows
 from archspec.backends.count.memory import COMPUTE_BYTES, GRAD_BYTES, MemoryFigures
 from archspec.backends.count.params import parameter_count
 from archspec.backends.count.passes import S_DEC, B, S
@@ -115,15 +117,17 @@ def step_peak(
     moments: dict[str, sp.Expr] = {}
     head = model.lm_head
     d = model.d_model
+    # Vocabulary-parallel: each rank has its share of the vocabulary (Megatron-LM's padded;
+    # DTensor's torch.chunk piece), and of the logits (the torch engine gathers them whole).
+    rows = model.vocab_size
+    if par.tp > 1:
+        rows = vocab_rows(ir.value(rows), par.tp, par.engine)
     if head is not None:
-        # Vocabulary-parallel: each rank has its share of the (padded) vocabulary.
-        vocab = model.vocab_size
-        if par.tp > 1:
-            vocab = padded_vocab(ir.value(vocab), par.tp) // par.tp
+        vocab = model.vocab_size if par.engine == "torch" else rows
         tokens = B * _longest(model)
         logits = tokens * vocab * c
         moments["loss backward"] = kept + 2 * logits
-        moments["head backward"] = kept + tokens * d * c + vocab * d * g
+        moments["head backward"] = kept + tokens * d * c + rows * d * g
     # The backward of the last block's MLP and of the first block's (block_backward.py).
     for which in ("last", "first"):
         name = f"{which} block's backward"
@@ -140,7 +144,14 @@ def step_peak(
     # second use's gradient and the out-of-place sum autograd accumulates.
     tied = head is not None and head.tied_to is not None
     shared = tied or model.layout == "encoder-decoder"
-    moments["end of backward"] = gradients + (2 * model.vocab_size * d * g if shared else 0)
+    table = model.vocab_size * d * g
+    end = 2 * table if shared else 0
+    if par.engine == "torch" and par.tp > 1 and not split:
+        # DTensor's vocabulary-parallel embedding (over the replicated token ids) makes the
+        # whole table's gradient on every rank before keeping the rank's rows; a tied head's
+        # share waits beside it to be summed.
+        end = table + (rows * d * g if tied else 0)
+    moments["end of backward"] = gradients + end
     # foreach AdamW's sqrt of the fp32 second moments, sharded as they are under ZeRO.
     sharded = par.dp if par.zero >= 1 else 1
     temporaries = 4 * m.first.params / sharded if optimizer_impl == "foreach" else 0
