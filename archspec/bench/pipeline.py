@@ -102,17 +102,12 @@ def stage_predictions(
             "optimizer": sum(whole_bytes(st.optimizer_states, env) for st in held),
         }
         if schedule in in_flight:
-            rank_bytes["activations"] = whole_bytes(in_flight[schedule][rank], env)
+            kept = whole_bytes(in_flight[schedule][rank], env)
+            rank_bytes["activations"] = kept
             rank_bytes["total"] = sum(rank_bytes.values())  # type: ignore[arg-type]
-            held_bytes = rank_bytes["activations"]
-            rank_bytes["peak"] = pipeline_peak(
-                ir,
-                ranges,
-                rank,
-                held_bytes,
-                batch,
-                seq,
-                device,  # type: ignore[arg-type]
-            ).peak
+            peak = pipeline_peak(ir, ranges, rank, kept, batch, seq, device)
+            rank_bytes["peak"] = peak.peak
+            out.append({**rank_bytes, "peak_moment": peak.moment, "attn": attn})
+            continue
         out.append({**rank_bytes, "attn": attn})
     return out
