@@ -132,8 +132,8 @@ def local_tensors(ir: IR, dims: dict[str, int], rank: int) -> list[int]:
                 rows = chunk(ir.value(model.vocab_size), tp, at["tp"])
                 out += [rows * shape[1] if len(shape) == 2 else rows for shape in shapes]
             else:
-                weight, bias = tp_share(where, ir, tp, "torch")
-                out += [weight] + ([bias] if len(shapes) == 2 else [])
+                # A tied weight is not the leaf's own; a bias is there when it has one.
+                out += [n for n in tp_share(where, ir, tp, "torch") if n]
         else:
             out += [sp.prod(shape) for shape in shapes]
     return [int(n) for n in out]
