@@ -1,7 +1,8 @@
 """`count --engine torch`'s peak of a training step per rank: the generated `parallelize`'s
 layouts (tensor parallelism alone, FSDP2 alone: `rank_peak`) and the generated `pipeline`
 under 1F1B (`pipeline_peak`), fp32 training with AdamW and no recomputation, on GPUs (the
-foreach AdamW, PyTorch's default there). Other settings get no per-rank peak."""
+foreach AdamW, PyTorch's default there), without sequence parallelism. Other settings get no
+per-rank peak."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def workload_peaks(ir: IR, w: Workload, stages: list[dict[str, Any]]) -> list[di
     plain = (w.dtype, w.grad_dtype or w.dtype, w.optimizer, w.recompute) == (
         "fp32", "fp32", "adamw", "none"
     )  # fmt: skip
-    if par.engine != "torch" or not plain or par.interleave > 1:
+    if par.engine != "torch" or not plain or par.interleave > 1 or par.sp:
         return None
     seq = w.values(ir)[S]
     if par.pp > 1:
