@@ -121,7 +121,10 @@ def _rank_predictions(
 
     if not covered(dims) or (dims["dp_shard"] * dims["ep"] > 1 and dims["tp"] > 1):
         return
-    peaks = rank_peaks(ir, dims, batch, seq, device, attention_that_runs(ir, device))
+    try:
+        peaks = rank_peaks(ir, dims, batch, seq, device, attention_that_runs(ir, device))
+    except SpecError:  # a model count does not lay out this way: the run stands, unpredicted
+        return
     for r, peak in zip(ranks, peaks, strict=True):
         if dims["cp"] > 1 or dims["ep"] > 1:
             r["predicted_param_bytes"] = 4 * mesh_local_params(ir, dims, r["rank"])
