@@ -68,9 +68,9 @@ def test_pipeline_stages_hold_every_tensor_once():
 
 
 def test_one_process_peak_is_the_trackers(one_thread):
-    """The bench's step on one process: the prediction is the tracker's peak to the byte
-    here, where the for-loop AdamW's temporaries (a parameter's quotient and the next one's
-    sqrt and quotient) beside every gradient are the peak."""
+    """The bench's step on one process (its resident tensors, AdamW's step counters
+    included, to the byte): the peak, at the loss's backward, is 483,932 bytes against
+    484,440 predicted."""
     import torch
 
     from archspec.bench.distributed_rank import LocalLiveTensors
@@ -94,7 +94,7 @@ def test_one_process_peak_is_the_trackers(one_thread):
         step()
     (predicted,) = rank_peaks(ir, mesh_dims(1), 4, 8)
     assert tracker.baseline == predicted.resident
-    assert tracker.peak == pytest.approx(predicted.peak, rel=0.01), predicted.moments
+    assert tracker.peak == pytest.approx(predicted.peak, rel=0.005), predicted.moments
 
 
 T = ["--device", "cpu", "--nproc", "2", "--batch", "4", "--seq", "8", "--steps", "1"]
