@@ -111,6 +111,28 @@ def predicted(
     return {**figures, "total": sum(figures.values()), "attn": attn}  # type: ignore[dict-item]
 
 
+def _rank_predictions(
+    ir: IR, dims: dict[str, int], ranks: list[dict[str, Any]], batch: int, seq: int, device: str
+) -> None:
+    """Each rank's predicted parameters (under cp or ep), saved tensors and peak of a step
+    (`count.rank_peak`), where count lays the mesh out."""
+    from archspec.backends.count.rank_peak import rank_peaks
+    from archspec.backends.count.torch_layout_mesh import covered, mesh_local_params
+
+    if not covered(dims) or (dims["dp_shard"] * dims["ep"] > 1 and dims["tp"] > 1):
+        return
+    try:
+        peaks = rank_peaks(ir, dims, batch, seq, device, attention_that_runs(ir, device))
+    except SpecError:  # a model count does not lay out this way: the run stands, unpredicted
+        return
+    for r, peak in zip(ranks, peaks, strict=True):
+        if dims["cp"] > 1 or dims["ep"] > 1:
+            r["predicted_param_bytes"] = 4 * mesh_local_params(ir, dims, r["rank"])
+            r["predicted_saved_tensor_bytes"] = peak.activations
+        r["predicted_peak_bytes"] = peak.peak
+        r["predicted_peak_moment"] = peak.moment
+
+
 def _why(folder: str, stderr: str) -> str:
     """Why a run failed: the first failing rank's own error (distributed_rank.py records it;
     the others usually fail only because it left the collectives), else torchrun's last
@@ -196,11 +218,10 @@ def run_distributed(
         reference = reference_losses(module, settings, dims["dp_shard"] * dims["ep"], steps)
     for r, predicted_bytes in zip(ranks, stages, strict=False):
         r["predicted_bytes"] = predicted_bytes  # a pipeline rank's own stage
-    from archspec.backends.count.torch_layout_mesh import covered, mesh_local_params
-
-    if (cp > 1 or ep > 1) and covered(dims):  # each rank's parameters: all count says of it yet
-        for r in ranks:
-            r["predicted_param_bytes"] = 4 * mesh_local_params(ir, dims, r["rank"])
+        if "peak" in predicted_bytes:
+            r["predicted_peak_bytes"] = predicted_bytes["peak"]
+    if pp == 1:
+        _rank_predictions(ir, dims, ranks, batch, seq, device)
     for r in ranks:
         r["step_time_s"] = statistics.median(r["step_times_s"])
         r["tokens_per_s"] = batch * seq / r["step_time_s"]

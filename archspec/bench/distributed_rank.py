@@ -38,6 +38,22 @@ class LocalLiveTensors(memory.LiveTensors):
     def _add(self, t: torch.Tensor) -> None:
         super()._add(_local(t))
 
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = super().__torch_dispatch__(func, types, args, kwargs)
+        self._resized()
+        return out
+
+    def _resized(self) -> None:
+        """Follow storages resized in place: FSDP2 frees a unit's unsharded parameters with
+        `untyped_storage().resize_(0)` when it reshards and allocates them again the same
+        way before the next all-gather, neither of which is an op the mode sees."""
+        for key, ref in list(self._seen.items()):
+            storage = ref()
+            if storage is not None and storage.nbytes() != self._size[key]:
+                self.live += storage.nbytes() - self._size[key]
+                self._size[key] = storage.nbytes()
+        self.peak = max(self.peak, self.live)
+
 
 class SavedTensors:
     """Bytes of the distinct storages autograd keeps for backward (saved_tensors_hooks),
@@ -104,7 +120,7 @@ def main(source: str, settings_path: str) -> None:
         mark("backward")
         optimizer.step()
         mark("optimizer")
-        optimizer.zero_grad(set_to_none=False)
+        optimizer.zero_grad(set_to_none=True)
         losses.append(loss.item())
 
     for _ in range(s["warmup"]):

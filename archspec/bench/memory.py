@@ -30,6 +30,7 @@ class LiveTensors(TorchDispatchMode):
     def __init__(self, resident: Iterable[torch.Tensor] = ()) -> None:
         super().__init__()
         self._seen: dict[int, weakref.ref] = {}  # storage id -> weak reference
+        self._size: dict[int, int] = {}  # storage id -> bytes counted for it
         self.live = self.peak = 0
         for t in resident:
             self._add(t)
@@ -44,9 +45,10 @@ class LiveTensors(TorchDispatchMode):
             return
         size = storage.nbytes()
         self.live += size
+        self._size[key] = size
 
-        def freed(_ref: weakref.ref, key: int = key, size: int = size) -> None:
-            self.live -= size
+        def freed(_ref: weakref.ref, key: int = key) -> None:
+            self.live -= self._size.pop(key, 0)
             self._seen.pop(key, None)
 
         self._seen[key] = weakref.ref(storage, freed)

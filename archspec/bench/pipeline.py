@@ -66,11 +66,14 @@ def stage_predictions(
     bytes: fp32 weights, gradients and AdamW moments of the stages it holds (two under the
     looped and V schedules, each a model copy's share, a tied head's copy with the last), and
     under 1F1B and GPipe the saved tensors of the micro-batches it holds at its peak (each one
-    sequence). The other schedules keep micro-batches in flight on their own timing, which
-    count does not follow: no activations for them."""
+    sequence), and the peak of its step (`count.pipeline_peak`). The other schedules keep
+    micro-batches in flight on their own timing, which count does not follow: no activations
+    or peak for them."""
     from archspec.backends.count.flops import KV_LEN, S_DEC, B, S
     from archspec.backends.count.flops_report import whole_bytes
     from archspec.backends.count.memory import Parallelism, memory_figures
+    from archspec.backends.count.pipeline_peak import pipeline_peak
+    from archspec.backends.count.stages import stage_ranges
     from archspec.bench.distributed import attention_that_runs
     from archspec.runtime.pipeline import pipeline_stage_indices
 
@@ -89,6 +92,7 @@ def stage_predictions(
         "GPipe": [batch * st.activations for st in one.stages],
     }
     looped, v_shape = stages > pp and schedule != "ZBVZeroBubble", schedule == "ZBVZeroBubble"
+    ranges = [range(first, last) for first, last in stage_ranges(counts)]
     out: list[dict[str, object]] = []
     for rank in range(pp):
         held = [figures[i] for i in pipeline_stage_indices(looped, v_shape, rank, pp, stages // pp)]
@@ -98,7 +102,12 @@ def stage_predictions(
             "optimizer": sum(whole_bytes(st.optimizer_states, env) for st in held),
         }
         if schedule in in_flight:
-            rank_bytes["activations"] = whole_bytes(in_flight[schedule][rank], env)
+            kept = whole_bytes(in_flight[schedule][rank], env)
+            rank_bytes["activations"] = kept
             rank_bytes["total"] = sum(rank_bytes.values())  # type: ignore[arg-type]
+            peak = pipeline_peak(ir, ranges, rank, kept, batch, seq, device)
+            rank_bytes["peak"] = peak.peak
+            out.append({**rank_bytes, "peak_moment": peak.moment, "attn": attn})
+            continue
         out.append({**rank_bytes, "attn": attn})
     return out

@@ -86,7 +86,7 @@ def run_pipeline_rank(module: Any, s: dict[str, Any], device: torch.device, rank
         micro: list[torch.Tensor] = []
         pipe.step(inputs["input_ids"], target=targets, losses=micro)
         optimizer.step()
-        optimizer.zero_grad(set_to_none=False)
+        optimizer.zero_grad(set_to_none=True)
         losses.append(torch.stack(micro).mean().item() if micro else None)
 
     for _ in range(s["warmup"]):

@@ -289,21 +289,23 @@ def _bench_distributed(spec, set_, nproc, dims, zero, pipeline, settings, json_,
             str(rank["rank"]), _seconds(rank["step_time_s"]), f"{rank['tokens_per_s']:,.0f}",
             loss, _bytes(rank["param_bytes"]),
             _bytes(rank.get("predicted_param_bytes", pred.get("weights"))),
-            _bytes(rank["saved_tensor_bytes"]), _bytes(pred.get("activations")),
-            _bytes(rank["peak_memory_bytes"]), _bytes(pred.get("total")),
+            _bytes(rank["saved_tensor_bytes"]),
+            _bytes(rank.get("predicted_saved_tensor_bytes", pred.get("activations"))),
+            _bytes(rank["peak_memory_bytes"]), _bytes(rank.get("predicted_peak_bytes")),
         )  # fmt: skip
     print_table(table)
-    if r["cp"] > 1 or r["ep"] > 1:
-        stdout().print(
-            "predicted: each rank's parameters (count's torch layout of the mesh); count "
-            "does not predict the activations and peak of --cp or --ep yet."
-        )
-        return
     attn = (r["predicted_bytes"] or r["ranks"][0].get("predicted_bytes") or {}).get("attn")
+    routing = (
+        " Under --ep the activations depend on the routing: predicted for balanced "
+        "routing, the ranks' mean."
+        if r["ep"] > 1
+        else ""
+    )
     stdout().print(
-        f"predicted: count --engine torch, {attn} attention. Predicted memory is "
-        "weights, gradients, AdamW moments and the activations autograd keeps (saved "
-        "tensors, measured with saved_tensors_hooks); the peak also holds what a step has "
-        "alive only for a while: the logits the loss reads, the gradients flowing back and "
-        "the collectives' buffers."
+        f"predicted: count --engine torch ({attn or 'flash'} attention), each rank's "
+        "parameters, the activations autograd "
+        "keeps (saved tensors, measured with saved_tensors_hooks) and the peak of a whole "
+        "step (archspec.backends.count.rank_peak: weights and AdamW moments, plus the "
+        "largest of its moments, with FSDP2's gathered parameters, the gradients flowing "
+        f"back and AdamW's temporaries).{routing}"
     )

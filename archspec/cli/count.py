@@ -432,6 +432,10 @@ def _memory_table(report: dict[str, Any]):
         mem.add_row(label, f"{n:,}", _bytes(n))
     trained = "training total" + (" (see note)" if "training_assumes" in memory else "")
     mem.add_row(f"[bold]{trained}[/bold]", f"{memory['total']:,}", _bytes(memory["total"]))
+    if "rank_peaks" in memory:  # --engine torch: the peak of a whole step, on its rank
+        top = max(memory["rank_peaks"], key=lambda r: r["peak"])
+        label = f"peak of a step (rank {top['rank']}, {top['moment']})"
+        mem.add_row(label, f"{top['peak']:,}", _bytes(top["peak"]))
     mem.add_section()
     if w["kv_len"] is not None:
         cache = f"KV cache ({w['kv_len']} pos.)"

@@ -448,7 +448,10 @@ def activation_parts(
     device: str = "cuda",
     engine: str = "megatron",
     loss_parallel: bool = False,
+    counter_class: type[ActivationCounter] | None = None,
 ) -> ActivationParts:
+    """What one training forward keeps, by part; `counter_class`: the interpreter, when a
+    layout keeps more or less than this one's (`rank_activations.layout_counter`)."""
     run = forward_pass(ir.root.layout)
     before = after = shared = sp.Integer(0)
     layers: list[tuple[sp.Expr, sp.Expr]] = []
@@ -458,7 +461,7 @@ def activation_parts(
         spans += segment.stack.blocks.spans(ir.value, sum(map(len, spans)))
         lengths = run.lengths(segment.role)
         assert lengths is not None
-        counter = ActivationCounter(
+        counter = (counter_class or ActivationCounter)(
             lengths, compute, attn, recompute, tp, sequence_parallel, device, engine, loss_parallel
         )
         if engine == "torch" and sequence_parallel and tp > 1 and final_norm_split(ir.root):

@@ -101,6 +101,8 @@ def block_moments(
     tp: int = 1,
     sequence_parallel: bool = False,
     device: str = "cuda",
+    engine: str = "megatron",
+    counter_class: type[ActivationCounter] = ActivationCounter,
 ) -> list[BackwardMoment]:
     """The candidate peaks of the MLP backward of the model's `which` block: "first" (the
     first stack's first block, the last the backward runs) or "last" (the last stack's last
@@ -114,7 +116,9 @@ def block_moments(
     for k, segment in enumerate(segments[: target + 1]):
         lengths = run.lengths(segment.role)
         assert lengths is not None
-        tracer = _BlockTracer(lengths, compute, attn, recompute, tp, sequence_parallel, device)
+        tracer = _tracer(counter_class)(
+            lengths, compute, attn, recompute, tp, sequence_parallel, device, engine
+        )
         tracer.run(segment.embed)
         stack_ops, ctx = lower_stack(segment.stack, segment.x, segment.memory)
         tracer.ctx = ctx
@@ -169,6 +173,13 @@ def block_moments(
             BackwardMoment(kept + trace[i][2] + flowing + grads, made + _params_after(trace, i))
         )
     return moments
+
+
+def _tracer(counter_class: type[ActivationCounter]) -> type[_BlockTracer]:
+    """The block tracer over a layout's own interpreter (`rank_activations`)."""
+    if counter_class is ActivationCounter:
+        return _BlockTracer
+    return type("BlockTracer", (_BlockTracer, counter_class), {})
 
 
 def _last_mlp(trace) -> MLP | None:

@@ -188,6 +188,12 @@ def flops_report(ir: IR, w: Workload, symbolic: bool = False) -> dict[str, Any]:
         memory["training_assumes"] = FP8_TRAINING
     if len(stages) > 1:
         memory["stages"] = stages
+    if m.parallel.engine == "torch":
+        from archspec.backends.count.peak_report import workload_peaks
+
+        peaks = workload_peaks(ir, w, stages)
+        if peaks is not None:
+            memory["rank_peaks"] = peaks
     micro, micro_batches = w.micro_batches()
     par = m.parallel
     report: dict[str, Any] = {

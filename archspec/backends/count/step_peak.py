@@ -23,23 +23,29 @@ tests/test_train_peak.py):
   block: where a block's parameters outweigh it, this is the peak;
 - the end of the backward: every gradient, and for token embeddings used twice (a tied head, an
   encoder and a decoder) the second use's gradient of the shared matrix and the sum autograd
-  accumulates out of place (2·vocab·d_model);
+  accumulates out of place (2·vocab·d_model); under DTensor's tensor parallelism (without
+  sequence parallelism) the embedding's backward makes the whole table's gradient on every
+  rank, beside a tied head's share of it;
 - the optimizer step: every gradient, and for AdamW's foreach implementation one temporary as
   large as the parameters (`torch._foreach_sqrt` of the second moments, then divided in
   place); the fused kernel updates in place.
 
 One device without pipeline parallelism (the step's order is a pipeline schedule's otherwise).
+A rank of the generated `parallelize`'s layouts gives its own terms (`RankTerms`, made by
+rank_peak.py): its activations, its gradients and when they are whole or sharded, and what it
+holds besides at each moment (FSDP2's gathered parameters).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sympy as sp
 
-from archspec.backends.count.activations import activation_parts
-from archspec.backends.count.block_backward import block_moments
-from archspec.backends.count.layout import padded_vocab
+from archspec.backends.count.activations import ActivationCounter, activation_parts
+from archspec.backends.count.block_backward import BackwardMoment, block_moments
+from archspec.backends.count.layout import vocab_rows
 from archspec.backends.count.memory import COMPUTE_BYTES, GRAD_BYTES, MemoryFigures
 from archspec.backends.count.params import parameter_count
 from archspec.backends.count.passes import S_DEC, B, S
@@ -68,51 +74,92 @@ class StepPeak:
         return int(sp.ceiling(self.resident.xreplace(values))) + evaluated[moment], moment
 
 
-def step_peak(ir: IR, m: MemoryFigures, optimizer_impl: str = "fused") -> StepPeak:
-    """The peak of one training step with the layout and dtypes of `m`."""
+@dataclass(frozen=True)
+class RankTerms:
+    """One rank's own terms of the moments (rank_peak.py makes them)."""
+
+    counter_class: type[ActivationCounter]  # what the rank keeps for backward
+    gradients: sp.Expr  # bytes of all the rank's gradients, as the optimizer sees them
+    # Bytes alive at a block's backward moment (block_backward.py), named as in `moments`:
+    # its activations and the gradients made by then.
+    block_moment: Callable[[BackwardMoment, str], sp.Expr]
+    held: Callable[[str], sp.Expr]  # what the rank holds besides at `moment`
+    optimizer_temporaries: sp.Expr  # the optimizer step's own buffers
+
+
+def step_peak(
+    ir: IR, m: MemoryFigures, optimizer_impl: str = "fused", rank: RankTerms | None = None
+) -> StepPeak:
+    """The peak of one training step with the layout and dtypes of `m`; for one rank of a
+    multi-process layout with its `rank` terms (which replace `optimizer_impl`'s)."""
     if optimizer_impl not in OPTIMIZER_IMPLEMENTATIONS:
         raise SpecError(f"optimizer implementation is fused or foreach (got '{optimizer_impl}')")
     par = m.parallel
     if par.pp > 1:
         raise SpecError("the step's peak is worked out for one pipeline stage (--pp 1)")
     c, g = COMPUTE_BYTES[m.dtype], GRAD_BYTES[m.grad_dtype]
-    parts = activation_parts(ir, c, m.attn, m.recompute, par.tp, par.sp and par.tp > 1, m.device)
-    kept = m.activations - parts.rebuilt
-    gradients = m.gradients
+    split = par.sp and par.tp > 1
+    counter = rank.counter_class if rank is not None else None
+    parts = activation_parts(
+        ir, c, m.attn, m.recompute, par.tp, split, m.device, par.engine, counter_class=counter
+    )
+    kept = (parts.total if rank is not None else m.activations) - parts.rebuilt
+    gradients = rank.gradients if rank is not None else m.gradients
+    total = parameter_count(ir.root)
+
+    def block_moment(moment: BackwardMoment, name: str) -> sp.Expr:
+        # One device: the gradients made by then are shared out as the parameters are.
+        if rank is not None:
+            return rank.block_moment(moment, name)
+        return moment.activations + gradients * moment.made_params / total
+
     model = ir.root
     moments: dict[str, sp.Expr] = {}
     head = model.lm_head
     d = model.d_model
+    # Vocabulary-parallel: each rank has its share of the vocabulary (Megatron-LM's padded;
+    # DTensor's torch.chunk piece), and of the logits (the torch engine gathers them whole).
+    rows = model.vocab_size
+    if par.tp > 1:
+        rows = vocab_rows(ir.value(rows), par.tp, par.engine)
     if head is not None:
-        # Vocabulary-parallel: each rank has its share of the (padded) vocabulary.
-        vocab = model.vocab_size
-        if par.tp > 1:
-            vocab = padded_vocab(ir.value(vocab), par.tp) // par.tp
+        vocab = model.vocab_size if par.engine == "torch" else rows
         tokens = B * _longest(model)
         logits = tokens * vocab * c
         moments["loss backward"] = kept + 2 * logits
-        moments["head backward"] = kept + tokens * d * c + vocab * d * g
+        moments["head backward"] = kept + tokens * d * c + rows * d * g
     # The backward of the last block's MLP and of the first block's (block_backward.py).
-    # The gradients made by then are shared out as the parameters are (exact on one device).
-    total = parameter_count(model)
     for which in ("last", "first"):
+        name = f"{which} block's backward"
         candidates = [
-            moment.activations + gradients * moment.made_params / total
+            block_moment(moment, name)
             for moment in block_moments(
-                ir, which, c, m.attn, m.recompute, par.tp, par.sp and par.tp > 1, m.device
+                ir, which, c, m.attn, m.recompute, par.tp, split, m.device, par.engine,
+                counter_class=counter or ActivationCounter,
             )
-        ]
+        ]  # fmt: skip
         if candidates:
-            moments[f"{which} block's backward"] = sp.Max(*candidates)
+            moments[name] = sp.Max(*candidates)
     # The token embeddings used twice (by a tied head, or by an encoder and a decoder): the
     # second use's gradient and the out-of-place sum autograd accumulates.
     tied = head is not None and head.tied_to is not None
     shared = tied or model.layout == "encoder-decoder"
-    moments["end of backward"] = gradients + (2 * model.vocab_size * d * g if shared else 0)
+    table = model.vocab_size * d * g
+    end = 2 * table if shared else 0
+    if par.engine == "torch" and par.tp > 1 and not split:
+        # DTensor's vocabulary-parallel embedding (over the replicated token ids) makes the
+        # whole table's gradient on every rank before keeping the rank's rows; a tied head's
+        # share waits beside it to be summed.
+        end = table + (rows * d * g if tied else 0)
+    moments["end of backward"] = gradients + end
     # foreach AdamW's sqrt of the fp32 second moments, sharded as they are under ZeRO.
     sharded = par.dp if par.zero >= 1 else 1
     temporaries = 4 * m.first.params / sharded if optimizer_impl == "foreach" else 0
+    if rank is not None:
+        temporaries = rank.optimizer_temporaries
     moments["optimizer step"] = gradients + temporaries
+    if rank is not None:
+        moments = {name: bytes_ + rank.held(name) for name, bytes_ in moments.items()}
     return StepPeak(m.weights + m.optimizer_states, moments)
 
 

@@ -364,9 +364,11 @@ parallelism over "cp" (a causal decoder): the blocks split the sequence in 2·cp
 rank r holding chunks r and 2·cp - 1 - r, and each attention all-gathers the keys and
 values; the sequence length must be a multiple of 2·cp.
 
-Then FSDP2 over the data ranks ("dp_shard", or "dp", and "ep"): each block is sharded,
-then the root (an expert-parallel rank's own experts left out); `mp_policy` is an
-optional torch.distributed.fsdp.MixedPrecisionPolicy.
+Then FSDP2 over the data ranks ("dp_shard", or "dp", and "ep"), in torchtitan's units:
+the token embedding, each block, the final norm with the LM head (not resharded after
+forward), then the root (an expert-parallel rank's own experts left out; a tied head
+stays in the root with the embedding); `mp_policy` is an optional
+torch.distributed.fsdp.MixedPrecisionPolicy.
 
 sequence_parallel (with tp > 1, for training): between their sublayers the blocks keep
 each rank's share of the sequence (norms, residual stream, residual dropout); attention

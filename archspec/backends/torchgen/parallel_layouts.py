@@ -5,9 +5,10 @@ once, by `mesh_sizes` (`archspec.runtime.mesh`).
 
 The data ranks are "dp_replicate", "dp_shard" (or "dp") and "ep": each trains on its own rows
 of the batch (an "ep" rank is a data rank that also holds its share of the experts, as in
-torchtitan, where ep borrows the data-parallel ranks). FSDP2 shards every block, then the
-root, over dp_shard and ep (and cp beside dp_shard, torchtitan's dp_shard_cp), replicated
-over dp_replicate (HSDP); an expert-parallel rank's experts are its own (`data_parallel`).
+torchtitan, where ep borrows the data-parallel ranks). FSDP2 shards the embedding, every
+block, the final norm with the head (`_units_beside_blocks`), then the root, over dp_shard
+and ep (and cp beside dp_shard, torchtitan's dp_shard_cp), replicated over dp_replicate
+(HSDP); an expert-parallel rank's experts are its own (`data_parallel`).
 """
 
 from __future__ import annotations
@@ -84,14 +85,17 @@ def data_parallel(f: Features) -> list[str]:
             "        expert.set_force_sum_reduction_for_comms(True)  # gloo: no PREMUL_SUM",
             "    own = set()",
         ]
+    before, after = _units_beside_blocks(f)
     body += [
         'if sizes["dp_replicate"] > 1:  # HSDP: replicas of dp_shard\'s sharding',
         '    dp = mesh["dp_replicate", "dp_shard" if "dp_shard" in names else "dp"]',
+        *before,
         "for block in blocks:",
         f"    fully_shard(block, mesh=dp, mp_policy=mp_policy{own})",
         '    if sizes["cp"] > 1:',
         '        block.set_gradient_divide_factor(dp.size() // sizes["cp"])',
         "        block.set_force_sum_reduction_for_comms(True)  # gloo: no PREMUL_SUM",
+        *after,
         f"fully_shard(model, mesh=dp, mp_policy=mp_policy{own})",
     ]
     return [
@@ -104,6 +108,31 @@ def data_parallel(f: Features) -> list[str]:
         "if dp is not None and dp.size() > 1:",
         indent(lines(*body), 1),
     ]
+
+
+def _units_beside_blocks(f: Features) -> tuple[list[str], list[str]]:
+    """FSDP2's units besides the blocks, as torchtitan groups them (apply_fsdp in its
+    models/llama3/infra/parallelize.py): the token embedding a unit of its own, resharded
+    after forward like a block; the final norm and the LM head one unit, kept whole after
+    forward, since the backward begins with them; the root holds what is left. A weight two
+    units would share (a head tied to the embedding, an embedding two stacks read) keeps
+    them all in the root. (lines before the blocks' units, lines after.)"""
+    model, last = f.model, f.stacks[-1]
+    head = model.lm_head
+    if len(f.stacks) > 1 or (head is not None and head.tied_to is not None):
+        return [], []
+    before = [
+        "# torchtitan's units: the embedding; each block; the final norm with the head.",
+        f"fully_shard(model.{model.tok_emb.name}, mesh=dp, mp_policy=mp_policy)",
+    ]
+    if head is None:
+        return before, []
+    parts = [f"model.{last.name}.{last.final_norm.name}"] if last.final_norm is not None else []
+    after = [
+        f"last = [{', '.join([*parts, f'model.{head.name}'])}]",
+        "fully_shard(last, mesh=dp, mp_policy=mp_policy, reshard_after_forward=False)",
+    ]
+    return before, after
 
 
 def _context(f: Features) -> list[str]:

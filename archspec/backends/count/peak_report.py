@@ -1,0 +1,56 @@
+"""`count --engine torch`'s peak of a training step per rank: the generated `parallelize`'s
+layouts (tensor parallelism alone, FSDP2 alone: `rank_peak`) and the generated `pipeline`
+under 1F1B (`pipeline_peak`), fp32 training with AdamW and no recomputation, on GPUs (the
+foreach AdamW, PyTorch's default there), without sequence parallelism. Other settings get no
+per-rank peak."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from archspec.backends.count.flops_report import Workload
+from archspec.backends.count.layout import layer_count
+from archspec.backends.count.passes import S
+from archspec.ir.nodes import IR
+
+
+def workload_peaks(ir: IR, w: Workload, stages: list[dict[str, Any]]) -> list[dict] | None:
+    """[{rank, peak, moment}] for each rank, or None where the layout or settings are not
+    covered. `stages`: the report's per-stage bytes (for the activations in flight)."""
+    par = w.parallel
+    micro, micro_batches = w.micro_batches()
+    plain = (w.dtype, w.grad_dtype or w.dtype, w.optimizer, w.recompute) == (
+        "fp32", "fp32", "adamw", "none"
+    )  # fmt: skip
+    if par.engine != "torch" or not plain or par.interleave > 1 or par.sp:
+        return None
+    seq = w.values(ir)[S]
+    if par.pp > 1:
+        if par.tp > 1 or par.dp > 1:
+            return None
+        from archspec.backends.count.pipeline_peak import pipeline_peak
+        from archspec.backends.count.stages import stage_ranges
+
+        ranges = [range(*span) for span in stage_ranges(_stage_layers(ir, par))]
+        peaks = [
+            pipeline_peak(
+                ir, ranges, s, stages[s]["activations"], micro_batches, seq, "cuda", micro
+            )
+            for s in range(par.pp)
+        ]
+    else:
+        fsdp = par.dp > 1
+        if micro_batches > 1 or (fsdp and (par.zero != 3 or par.tp > 1)):
+            return None
+        from archspec.backends.count.rank_peak import rank_peaks
+
+        dims = {"pp": 1, "dp_shard": par.dp, "ep": 1, "cp": 1, "tp": par.tp}
+        peaks = rank_peaks(ir, dims, micro, seq, "cuda", w.attn)
+    return [{"rank": p.rank, "peak": p.peak, "moment": p.moment} for p in peaks]
+
+
+def _stage_layers(ir: IR, par) -> tuple[int, ...]:
+    if par.stage_layers is not None:
+        return tuple(par.stage_layers)
+    layers = sum(layer_count(stack, ir) for stack in ir.root.stacks)
+    return (layers // par.pp,) * par.pp

@@ -1,0 +1,108 @@
+"""The peak of a training step on each rank of the generated `pipeline` (1F1B or GPipe,
+torch.distributed.pipelining, one sequence per micro-batch), fp32 with torch.optim.AdamW as
+`bench --nproc --pp` trains.
+
+A stage's gradients are made by its first micro-batch's backward and accumulated in place by
+the others' (AccumulateGrad adds each new gradient into the one that exists, then frees it),
+so from the second backward on the rank holds every gradient of its stage beside the
+activations of the micro-batches in flight (the schedule's: `bench.pipeline.stage_predictions`).
+On top of both, the largest transient of one micro-batch's backward:
+
+- the backward of a block's MLP down projection (the largest the blocks run): the gradient
+  flowing through the residual stream (one sequence × d_model), the gradient of the
+  projection's input and the projection's new weight (and bias) gradient;
+- on the last stage, the head's backward: the gradient of the logits, of the hidden states
+  and the head's new weight gradient;
+- the optimizer step: every gradient and AdamW's temporaries (`rank_peak.adamw_temporaries`)
+  over the stage's tensors in order.
+
+The schedule receives each micro-batch's input (a later stage) and output gradient (an earlier
+one) into a buffer of its own, a micro-batch × d_model each, kept from step to step: they are
+held throughout. Resident: the stage's weights and AdamW moments, AdamW's step counters (on
+the CPU) and the whole batch's token ids and targets.
+"""
+
+from __future__ import annotations
+
+from archspec.backends.count.rank_peak import (
+    INDEX,
+    WEIGHT,
+    RankPeak,
+    adamw_temporaries,
+    ordered_leaves,
+)
+from archspec.backends.count.torch_layout import _shapes
+from archspec.ir.nodes import IR, MLP, Linear
+from archspec.ir.visit import walk
+
+
+def stage_tensors(ir: IR, layers: list[range], stage: int) -> list[int]:
+    """Elements of each parameter tensor of `stage` in `parameters()` order: its blocks', the
+    embeddings on the first stage, the final norm and head on the last (a head tied to the
+    embeddings with a copy of its own there, last)."""
+    last = len(layers) - 1
+    out: list[int] = []
+    seen_blocks = False
+    for node, _, layer in ordered_leaves(ir):
+        if layer is not None:
+            seen_blocks = True
+            mine = layer in layers[stage]
+        else:
+            mine = stage == (last if seen_blocks else 0)
+        if mine:
+            out += [_elements(ir, shape) for shape in _shapes(node)]
+    head = ir.root.lm_head
+    if head is not None and head.tied_to is not None and last > 0 and stage == last:
+        out.append(ir.value(head.in_features * head.out_features))
+    return out
+
+
+def _elements(ir: IR, shape) -> int:
+    total = 1
+    for d in shape:
+        total *= ir.value(d)
+    return total
+
+
+def pipeline_peak(
+    ir: IR, layers: list[range], stage: int, in_flight: int, micro_batches: int, seq: int,
+    device: str = "cpu", micro_batch: int = 1,
+) -> RankPeak:  # fmt: skip
+    """The peak of the rank running `stage` of `layers` (each stage's layer range), holding
+    `in_flight` bytes of activations at its peak, over `micro_batches` of `micro_batch`
+    sequences of `seq` positions."""
+    tensors = stage_tensors(ir, layers, stage)
+    gradients = WEIGHT * sum(tensors)
+    d = ir.value(ir.root.d_model)
+    seq *= micro_batch  # positions per micro-batch
+    row = seq * d * WEIGHT  # one micro-batch of hidden states
+    down = max(
+        (p.node for p in walk(ir.root) if isinstance(p.node, Linear) and _is_down(p)),
+        key=lambda n: ir.value(n.in_features * n.out_features),
+    )
+    new_weight = ir.value(down.in_features * down.out_features) + (
+        ir.value(down.out_features) if down.bias else 0
+    )
+    moments = {
+        "block backward": row + seq * ir.value(down.in_features) * WEIGHT + WEIGHT * new_weight
+    }
+    last = len(layers) - 1
+    head = ir.root.lm_head
+    if stage == last and head is not None:
+        vocab = ir.value(head.out_features)
+        moments["head backward"] = seq * vocab * WEIGHT + row + vocab * d * WEIGHT
+    moments = {k: v + gradients + in_flight for k, v in moments.items()}
+    optimizer = "single" if device == "cpu" else "foreach"
+    moments["optimizer step"] = gradients + adamw_temporaries(tensors, optimizer)
+    # The schedule's receive buffers: inputs on every stage but the first, output gradients
+    # on every stage but the last.
+    buffers = micro_batches * row * ((stage > 0) + (stage < last))
+    moments = {k: v + buffers for k, v in moments.items()}
+    steps = len(tensors) * WEIGHT if device == "cpu" else 0
+    resident = 3 * gradients + steps + 2 * INDEX * micro_batches * seq
+    return RankPeak(stage, resident, moments, in_flight, sum(tensors))
+
+
+def _is_down(placed) -> bool:
+    parent = placed.ancestors[-1] if placed.ancestors else None
+    return isinstance(parent, MLP) and placed.node is parent.down

@@ -1,0 +1,276 @@
+"""The peak of a training step on each rank of the generated `parallelize`'s layouts (count's
+torch engine): tensor parallelism (DTensor), FSDP2 over the data ranks, context and expert
+parallelism; fp32 with torch.optim.AdamW as `bench --nproc` trains.
+
+The moments are step_peak.py's, each with the rank's own terms (`RankTerms`):
+
+- resident: the rank's weights and AdamW's two moments (its shards, or its experts), AdamW's
+  `step` counter per tensor (a 4-byte tensor on the CPU; on a GPU the default foreach
+  implementation keeps it on the host) and the token ids and targets of the rank's rows;
+- activations: what the rank keeps (`rank_activations`: cp's gathered keys, ep's dispatch);
+- FSDP2 (torch.distributed.fsdp.fully_shard in torchtitan's units, `fsdp_units`: the
+  embedding, each block, the final norm with the head, the root with what is left). A unit's
+  parameters are all-gathered whole before its forward and freed after it
+  (reshard_after_forward), but the final norm and head's stay whole until their backward
+  (reshard_after_forward=False) and the root's until the backward ends. The backward gathers
+  each unit again, and before running it prefetches the next one's (the all-gather's output
+  buffer, whole); a unit's gradients are whole until its reduce-scatter after its backward,
+  when they are copied into the reduce-scatter's input (whole too). So the backward of the
+  last block holds its own whole parameters and the prefetched block's, and its gradients
+  whole beside the head's sharded; the first block's, every other block's gradients sharded
+  and the embedding's parameters prefetched;
+- the optimizer step: every gradient, plus what AdamW allocates: the for-loop implementation
+  (PyTorch's default on the CPU) makes sqrt(second moments) and its quotient for each
+  parameter in turn, keeping that quotient until the next parameter's replaces it (`denom`):
+  the most is a parameter's quotient and the next one's two temporaries; foreach (the default
+  on a GPU) one temporary as large as all the rank's parameters.
+
+The runs it is checked against (2 gloo processes, tests/test_rank_peak.py) measure with
+archspec's tensor tracker, as the bench does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from archspec.backends.count.block_backward import BackwardMoment
+from archspec.backends.count.layout import Parallelism, is_leaf, tp_share
+from archspec.backends.count.memory import memory_figures
+from archspec.backends.count.params import parameter_count
+from archspec.backends.count.passes import S_DEC, B, S, whole_sequences
+from archspec.backends.count.rank_activations import layout_counter
+from archspec.backends.count.step_peak import RankTerms, step_peak
+from archspec.backends.count.torch_layout import _shapes, chunk
+from archspec.backends.count.torch_layout_mesh import coordinates, covered
+from archspec.errors import SpecError
+from archspec.ir.nodes import IR, Model, MoE, Node, Repeat, Stack
+from archspec.ir.visit import INDEX_NAMES, join, walk
+
+WEIGHT = 4  # fp32 weights, gradients and each AdamW moment
+INDEX = 8  # int64 token ids and targets
+
+
+@dataclass(frozen=True)
+class RankPeak:
+    """One rank's peak: `resident` bytes plus the largest of `moments`; `activations`, what
+    it keeps for backward; `params`, the parameter elements it holds."""
+
+    rank: int
+    resident: int
+    moments: dict[str, int]
+    activations: int
+    params: int
+
+    @property
+    def moment(self) -> str:
+        return max(self.moments, key=self.moments.__getitem__)
+
+    @property
+    def peak(self) -> int:
+        return self.resident + self.moments[self.moment]
+
+
+def _experts(node: Node, parent: Node | None) -> bool:
+    return isinstance(parent, MoE) and node is parent.experts
+
+
+def ordered_leaves(ir: IR, ep: int = 1):
+    """(leaf, its walk path, its layer) for every leaf module in `model.parameters()` order,
+    runs unrolled (layer: the block's index over all stacks, None outside the blocks); of
+    each mixture's experts, the n_experts / ep one expert-parallel rank holds."""
+    layers = iter(range(10**9))
+
+    def go(node: Node, path: str, depth: int, parent: Node | None, layer: int | None):
+        if is_leaf(node):
+            yield node, path, layer
+            return
+        if isinstance(node, Repeat):
+            index = INDEX_NAMES[depth]
+            blocks = isinstance(parent, Stack) and node is parent.blocks
+            for run in node.runs:
+                count = ir.value(run.count)
+                if _experts(node, parent):
+                    count //= ep
+                for _ in range(count):
+                    at = next(layers) if blocks else layer
+                    yield from go(run.node, join(path, index), depth + 1, node, at)
+            return
+        for child in node.children:
+            yield from go(child, join(path, child.name), depth, node, layer)
+
+    yield from go(ir.root, ir.root.name, 0, None, None)
+
+
+def local_tensors(ir: IR, dims: dict[str, int], rank: int) -> list[int]:
+    """Elements of each parameter tensor rank `rank` holds, in `model.parameters()` order:
+    FSDP2 shards over the data ranks (torch.chunk's pieces of the first dimension; an
+    expert-parallel rank's experts over dp_shard alone), else DTensor's tensor parallelism
+    (`torch_layout`'s rules)."""
+    at = coordinates(dims, rank)
+    tp, cp, ep, dp = dims["tp"], dims["cp"], dims["ep"], dims["dp_shard"]
+    data = dp * ep * (cp if dp > 1 else 1)
+    data_rank = (at["dp_shard"] * ep + at["ep"]) * (cp if dp > 1 else 1) + (
+        at["cp"] if dp > 1 else 0
+    )
+    placed = {p.path: p for p in walk(ir.root)}
+    model = ir.root
+    out: list[int] = []
+    for node, path, _ in ordered_leaves(ir, ep):
+        where = placed[path]
+        pairs = zip(where.ancestors, where.ancestors[1:], strict=False)
+        expert = any(_experts(up, above) for above, up in pairs)
+        shapes = [[ir.value(d) for d in shape] for shape in _shapes(node)]
+        if data > 1:
+            ways, index = (dp, at["dp_shard"]) if expert else (data, data_rank)
+            for dim0, *rest in shapes:
+                out.append(chunk(dim0, ways, index) * sp.prod(rest))
+        elif tp > 1:
+            top = isinstance(where.ancestors[-1], Model)
+            if top and node in (model.tok_emb, model.lm_head):
+                rows = chunk(ir.value(model.vocab_size), tp, at["tp"])
+                out += [rows * shape[1] if len(shape) == 2 else rows for shape in shapes]
+            else:
+                # A tied weight is not the leaf's own; a bias is there when it has one.
+                out += [n for n in tp_share(where, ir, tp, "torch") if n]
+        else:
+            out += [sp.prod(shape) for shape in shapes]
+    return [int(n) for n in out]
+
+
+def adamw_temporaries(tensors: list[int], implementation: str) -> int:
+    """Bytes AdamW allocates during its step beyond its states (the module docstring)."""
+    if implementation == "foreach":
+        return WEIGHT * sum(tensors)
+    if implementation == "fused":
+        return 0
+    pairs = zip([0, *tensors], tensors, strict=False)
+    return WEIGHT * max((before + 2 * this for before, this in pairs), default=0)
+
+
+@dataclass(frozen=True)
+class Units:
+    """FSDP2's units (parameter elements, whole) as the generated parallelize groups them:
+    the embedding (0 when it stays in the root), each block in forward order with its
+    experts apart (an expert-parallel rank's own, not sharded with the rest), the final norm
+    with the head (0 when in the root), and the root with what is left."""
+
+    embedding: int
+    blocks: list[int]
+    experts: list[int]
+    last: int
+    root: int
+
+
+def fsdp_units(ir: IR) -> Units:
+    """torchtitan's grouping (`torchgen.parallel_layouts._units_beside_blocks`): one stack and
+    no tied head, else everything but the blocks in the root."""
+    model = ir.root
+    blocks: list[int] = []
+    experts: list[int] = []
+    for stack in model.stacks:
+        for run in stack.blocks.runs:
+            own = ir.value(_expert_params(run.node))
+            count = ir.value(run.count)
+            blocks += [ir.value(parameter_count(run.node)) - own] * count
+            experts += [own] * count
+    rest = ir.value(parameter_count(model)) - sum(blocks) - sum(experts)
+    head = model.lm_head
+    if len(model.stacks) > 1 or (head is not None and head.tied_to is not None):
+        return Units(0, blocks, experts, 0, rest)
+    embedding = ir.value(parameter_count(model.tok_emb))
+    last = 0
+    if head is not None:
+        norm = model.stacks[-1].final_norm
+        last = ir.value(parameter_count(head) + (parameter_count(norm) if norm else 0))
+    return Units(embedding, blocks, experts, last, rest - embedding - last)
+
+
+def _expert_params(node: Node) -> sp.Expr:
+    total = sp.Integer(0)
+    for placed in walk(node):
+        if isinstance(placed.node, MoE):
+            total += parameter_count(placed.node.experts)
+    return total
+
+
+def rank_peaks(
+    ir: IR, dims: dict[str, int], batch: int, seq: int, device: str = "cpu", attn: str = "flash"
+) -> list[RankPeak]:
+    """Each rank's peak on mesh `dims` (`archspec.bench.mesh_layout.mesh_dims`, without pp),
+    `batch` sequences of `seq` positions per data rank."""
+    if not covered(dims):
+        raise SpecError("the peak per rank covers tp, FSDP2, cp beside them, and ep with dp_shard")
+    tp, cp, ep, dp = dims["tp"], dims["cp"], dims["ep"], dims["dp_shard"]
+    if dp * ep > 1 and tp > 1:
+        raise SpecError("the peak per rank covers FSDP2 without tensor parallelism")
+    env = {**ir.env, B: batch, **whole_sequences(seq)}
+    par = Parallelism(gpus=tp, tp=tp, engine="torch")
+    m = memory_figures(ir, attn=attn, parallel=par, device=device)
+    kept = _activations(ir, m, cp, ep, env)
+    optimizer = "single" if device == "cpu" else "foreach"
+    out = []
+    alike: dict[tuple[int, ...], dict[str, int]] = {}  # ranks holding the same tensors
+    for rank in range(tp * cp * ep * dp):
+        tensors = local_tensors(ir, dims, rank)
+        if tuple(tensors) not in alike:
+            peak = step_peak(ir, m, rank=_rank_terms(ir, dims, tensors, optimizer))
+            moments = {k: int(sp.ceiling(v.xreplace(env))) for k, v in peak.moments.items()}
+            alike[tuple(tensors)] = moments
+        steps = len(tensors) * WEIGHT if device == "cpu" else 0
+        resident = 3 * WEIGHT * sum(tensors) + steps + 2 * INDEX * batch * seq
+        out.append(RankPeak(rank, resident, alike[tuple(tensors)], kept, sum(tensors)))
+    return out
+
+
+def _rank_terms(ir: IR, dims: dict[str, int], tensors: list[int], optimizer: str) -> RankTerms:
+    """The terms of step_peak's moments for a rank holding `tensors` (the module docstring)."""
+    cp, ep, dp = dims["cp"], dims["ep"], dims["dp_shard"]
+    data = dp * ep * (cp if dp > 1 else 1)  # the ranks FSDP2 shards over
+    u = fsdp_units(ir)
+    gradients = sp.Integer(WEIGHT * sum(tensors))
+    total = parameter_count(ir.root)
+
+    def block_moment(moment: BackwardMoment, name: str) -> sp.Expr:
+        made = moment.made_params
+        if data == 1:  # the gradients made, shared out as the rank's parameters are
+            return moment.activations + gradients * made / total
+        # The units whose backward is over have reduce-scattered their gradients (of the
+        # experts the rank holds its own, whole): the final norm and head's, and in the
+        # first block's backward every other block's. The running unit's are whole.
+        done, own = u.last, 0
+        if name == "first block's backward":
+            done, own = done + sum(u.blocks[1:]), sum(u.experts[1:])
+        sharded = sp.Integer(done) / data + sp.Integer(own) / ep
+        return moment.activations + WEIGHT * (sharded + made - done - own)
+
+    def held(moment: str) -> sp.Expr:
+        if data == 1:
+            return sp.Integer(0)
+        # Whole parameters: the root's throughout, the final norm and head's until their
+        # backward, the running block's and the one the backward prefetches.
+        gathered = {
+            "loss backward": u.root + u.last,
+            "head backward": u.root + u.last + u.blocks[-1],
+            "last block's backward": u.root + sum(u.blocks[-2:]),
+            "first block's backward": u.root + u.blocks[0] + u.embedding,
+            # The last unit's backward (the embedding's, else the root's): its whole
+            # gradients and the reduce-scatter's input.
+            "end of backward": 2 * (u.embedding or u.root) + (u.root if u.embedding else 0),
+        }
+        return sp.Integer(WEIGHT * gathered.get(moment, 0))
+
+    temporaries = sp.Integer(adamw_temporaries(tensors, optimizer))
+    return RankTerms(layout_counter(cp, ep), gradients, block_moment, held, temporaries)
+
+
+def _activations(ir: IR, m, cp: int, ep: int, env: dict) -> int:
+    from archspec.backends.count.activations import activation_parts
+
+    par = m.parallel
+    parts = activation_parts(
+        ir, 4, m.attn, m.recompute, par.tp, False, m.device, "torch",
+        counter_class=layout_counter(cp, ep),
+    )  # fmt: skip
+    return int(sp.ceiling(parts.total.xreplace({**env, S_DEC: env[S]})))
