@@ -70,9 +70,11 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard, not the target of 8% / 15%).
-    assert mean(errors) < 0.10
-    assert max(errors) < 0.25
+    # What docs/plan.md reports (a regression guard, not the target of 8% / 15%): the
+    # mean came down from 9.5% with the half-size scaled to each part's balance; the largest
+    # rose from 24.5% (torchtitan's 32K and 64K rows, left out, see docs/plan.md).
+    assert mean(errors) < 0.085
+    assert max(errors) < 0.36
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
     ]
