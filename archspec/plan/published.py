@@ -33,7 +33,7 @@ from archspec.plan.efficiency import CALIBRATED, Efficiency
 from archspec.plan.engines import ENGINES, SAME_TENSOR_CORES
 from archspec.plan.fit import MemoryModel
 from archspec.plan.hardware import get_system
-from archspec.plan.search import MAX_INTERLEAVE, MICRO_BATCHES, USABLE_MEMORY
+from archspec.plan.search import MAX_INTERLEAVE, MICRO_BATCHES, usable_memory
 from archspec.plan.step import Layout, StepModel, Training
 from archspec.spec.yaml_loader import load_yaml_text
 
@@ -172,7 +172,7 @@ def candidates(run: Run) -> Candidates:
     micro = [run.micro_batch] if run.micro_batch else [
         b for b in MICRO_BATCHES if run.global_batch % (b * dp) == 0]  # fmt: skip
     memory = MemoryModel(ir, run.seq // run.cp, run.dtype, run.grad_dtype, run.attn)
-    capacity = system.accelerator.memory_bytes * USABLE_MEMORY
+    capacity = usable_memory(system.accelerator.memory_bytes)
     fitting, everything, leanest = [], [], float("inf")
     for mb in micro:
         m = run.global_batch // (mb * dp)
