@@ -43,6 +43,7 @@ def usable_memory(memory_bytes: float) -> float:
     """Bytes of a device's memory the model's tensors can have."""
     return memory_bytes * (1 - ALLOCATOR_RESERVE) - CUDA_CONTEXT_BYTES
 
+
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 MAX_INTERLEAVE = 8
 
