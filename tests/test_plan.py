@@ -22,7 +22,7 @@ from archspec.plan.fit import MemoryModel
 from archspec.plan.hardware import get_system, load_catalogue
 from archspec.plan.opcost import OpCost, pass_costs
 from archspec.plan.roofline import Roofline
-from archspec.plan.search import USABLE_MEMORY, search
+from archspec.plan.search import search, usable_memory
 from archspec.plan.serve import predict_serving
 from archspec.plan.step import Layout, StepModel, Training
 
@@ -201,7 +201,7 @@ def test_the_search_returns_only_layouts_that_fit(gpt3) -> None:
     run = Training(64, 64, 2048, "bf16", "bf16", "flash")
     result = search(gpt3, A100, run)
     assert result.ranked and result.dropped["do not fit in memory"] > 0
-    usable = A100.accelerator.memory_bytes * USABLE_MEMORY
+    usable = usable_memory(A100.accelerator.memory_bytes)
     times = [c.time.seconds for c in result.ranked]
     assert times == sorted(times)
     for c in result.ranked[:20] + result.ranked[-20:]:

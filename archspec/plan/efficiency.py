@@ -7,7 +7,9 @@ compute-bound once every dimension is well past the tile size, 128 to 256 on A10
 NVIDIA's "Matrix Multiplication Background" guide shows throughput saturating with each of M,
 N and K the same way), with two numbers: the plateau and the dimension at which a GEMM runs at
 half of it. Both are calibrated (validation.py, `calibrate`) on a third of the published runs
-in docs/plan.md and checked on the rest.
+in docs/plan.md and checked on the rest. The half-size is stated at an A100's balance (FLOPs
+per byte of memory); a part whose peak asks more FLOPs of each byte needs bigger tiles to keep
+busy, and the roofline scales it so (roofline.half_size).
 
 Bandwidth-bound kernels (norms, elementwise ops, softmax) reach `MEMORY_PEAK` of the memory
 bandwidth, and collectives `NETWORK_PEAK` of the link bandwidth: fixed, not fitted. 0.8 of HBM
@@ -33,15 +35,16 @@ class Efficiency:
     # the casts to fp8 (scaling, amax) cost memory traffic. Fitted on the fp8 runs of
     # published.yaml (published.py).
     fp8_matmul: float = 1.0
-    # What fraction of the matmul plateau a fused (flash) attention kernel reaches: its
-    # softmax, masking and online rescaling run between the two matmuls on the same tiles, so
-    # it falls short of a GEMM of its shape. Fitted on published.yaml (published.py).
+    # What fraction of the matmul plateau a fused (flash) attention kernel reaches beyond what
+    # a GEMM of its shape would (its softmax and online rescaling run between the two matmuls
+    # on the same tiles). Held at 1 by the fit on published.yaml (published.ATTENTION).
     attention: float = 1.0
 
-    def matmul(self, m: float, n: float, k: float) -> float:
+    def matmul(self, m: float, n: float, k: float, half: float | None = None) -> float:
+        half = self.matmul_half if half is None else half
         eff = self.matmul_peak
         for d in (m, n, k):
-            eff *= d / (d + self.matmul_half)
+            eff *= d / (d + half)
         return eff
 
 

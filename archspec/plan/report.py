@@ -10,7 +10,7 @@ from archspec.backends.count.flops_report import whole
 from archspec.backends.count.passes import B, whole_sequences
 from archspec.ir.nodes import IR
 from archspec.plan.hardware import System
-from archspec.plan.search import USABLE_MEMORY, Candidate, SearchResult
+from archspec.plan.search import Candidate, SearchResult, usable_memory
 from archspec.plan.serve import ServePrediction
 from archspec.plan.step import Training
 
@@ -48,7 +48,7 @@ def candidate_report(ir: IR, system: System, run: Training, c: Candidate) -> dic
             "activations": round(mem.activations),
             "total": round(mem.total),
             "capacity": round(system.accelerator.memory_bytes),
-            "usable": round(system.accelerator.memory_bytes * USABLE_MEMORY),
+            "usable": round(usable_memory(system.accelerator.memory_bytes)),
         },
         "breakdown": dict(t.breakdown),
         "flops": {"model": model_flops, "hardware": hardware_flops},

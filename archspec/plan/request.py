@@ -11,7 +11,7 @@ from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 from archspec.plan.engines import DEFAULT_ENGINE, get_engine
 from archspec.plan.hardware import System, get_system
-from archspec.plan.search import USABLE_MEMORY, SearchResult
+from archspec.plan.search import SearchResult, usable_memory
 from archspec.plan.step import Training
 
 # A given layout's options left out take these values (a search tries them all instead).
@@ -230,7 +230,7 @@ def training_report(
     from archspec.plan.report import search_report
 
     if not result.ranked:
-        usable = system.accelerator.memory_bytes * USABLE_MEMORY
+        usable = usable_memory(system.accelerator.memory_bytes)
         need = result.least_unfit
         if need is None:  # a given layout is checked before; a search always has some
             raise SpecError("no layout runs: " + "; ".join(result.dropped))

@@ -15,6 +15,10 @@ from archspec.plan.efficiency import Efficiency
 from archspec.plan.hardware import Accelerator
 from archspec.plan.opcost import OpCost
 
+# FLOPs per byte of memory of an A100's bf16 peak (312 TFLOP/s over 2,039 GB/s, systems.yaml):
+# the balance at which the fitted GEMM half-size holds as it is.
+A100_BALANCE = 312e12 / 2039e9
+
 # An op cost with the micro-batch and lengths put in: (cost, FLOPs, bytes, (M, N, K) or ()).
 Numbers = tuple[OpCost, float, float, tuple[float, ...]]
 
@@ -29,6 +33,10 @@ class Roofline:
     # fp8; the attention core, norms and elementwise ops stay bf16 (NeMo's and torchtitan's
     # defaults), so only the projections run at the fp8 peak.
     linear_peak: float = 0.0
+    # The GEMM half-size (efficiency.py) at the peak the projections and the attention core
+    # run at, or 0 for the fitted one as it is. See `of`.
+    linear_half: float = 0.0
+    half: float = 0.0
 
     @classmethod
     def of(cls, accel: Accelerator, dtype: str, eff: Efficiency) -> Roofline:
@@ -36,11 +44,16 @@ class Roofline:
         # training computes in bf16 except the projections.
         compute = dtype if dtype in ("fp32", "bf16", "fp16") else "bf16"
         peak = accel.peak(compute)
-        linear = accel.peak("fp8") * eff.fp8_matmul if dtype == "fp8" else peak
-        return cls(peak, accel.bandwidth * eff.memory_peak, eff, linear)
+        linear = accel.peak("fp8") if dtype == "fp8" else peak
+        return cls(peak, accel.bandwidth * eff.memory_peak, eff,
+                   linear * (eff.fp8_matmul if dtype == "fp8" else 1.0),
+                   half_size(eff, linear, accel.bandwidth),
+                   half_size(eff, peak, accel.bandwidth))  # fmt: skip
 
-    def matmul_time(self, flops: float, m: float, n: float, k: float, peak: float = 0.0) -> float:
-        return flops / ((peak or self.peak) * self.eff.matmul(m, n, k))
+    def matmul_time(self, flops: float, m: float, n: float, k: float, peak: float = 0.0,
+                    half: float = 0.0) -> float:  # fmt: skip
+        eff = self.eff.matmul(m, n, k, half or self.half or self.eff.matmul_half)
+        return flops / ((peak or self.peak) * eff)
 
     def op_time(self, item: Numbers, tp: int = 1, sp: bool = False) -> float:
         """Forward seconds of one op on one tensor-parallel rank (`sp`: sequence parallelism
@@ -53,10 +66,24 @@ class Roofline:
                 n /= tp
             elif cost.tp == "row":
                 k /= tp
-            peak = self.peak if cost.attn_core else (self.linear_peak or self.peak)
+            if cost.attn_core:
+                peak, half = self.peak, self.half
+            else:
+                peak, half = self.linear_peak or self.peak, self.linear_half or self.half
             if cost.label == "attention.flash":
                 peak *= self.eff.attention
-            compute = self.matmul_time(flops / ways, m, n, k, peak)
+            compute = self.matmul_time(flops / ways, m, n, k, peak, half)
         else:
             compute = flops / ways / (self.peak * self.eff.matmul_peak)
         return max(compute, moved / ways / self.bandwidth)
+
+
+def half_size(eff: Efficiency, peak: float, bandwidth: float) -> float:
+    """The GEMM dimension at which a matmul runs at half its plateau on a part with this
+    datasheet peak and memory bandwidth: the fitted one, which holds at an A100's bf16 balance,
+    times how many more FLOPs per byte of memory the part's peak asks for. A GEMM tile must do
+    that many more FLOPs per byte it loads to keep the tensor cores busy, so a faster part needs
+    bigger tiles, which small dimensions fill less well (NVIDIA's Matrix Multiplication
+    Background guide: a GEMM is math-limited once its arithmetic intensity exceeds the part's
+    ops:byte ratio)."""
+    return eff.matmul_half * (peak / bandwidth) / A100_BALANCE

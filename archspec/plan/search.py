@@ -27,9 +27,23 @@ from archspec.plan.fit import MemoryModel, StageBytes
 from archspec.plan.hardware import System
 from archspec.plan.step import Layout, StepModel, StepTime, Training
 
-# What a device can give the model: CUDA's context, NCCL's buffers and the caching allocator's
-# fragmentation take the rest (PyTorch commonly leaves 5-10% of a GPU unusable). An assumption.
-USABLE_MEMORY = 0.9
+# What a device holds beyond the tensors count's memory model counts, each term named:
+# - CUDA's context and the kernels loaded with it: 1,343 MiB, measured with one tensor on a GPU
+#   (transformers' "Model training anatomy": `torch.ones((1, 1)).to("cuda")` takes a V100 to
+#   "GPU memory occupied: 1343 MB", "the kernels alone take up 1.3GB");
+CUDA_CONTEXT_BYTES = 1343 * 2**20
+# - the caching allocator's reserve (blocks it holds but has split too small to hand out) and
+#   the communication libraries' buffers (NCCL's, the framework's gradient buckets): 8% of the
+#   device. An assumption: no source measures it in general (BLOOM's ~60 GB a GPU against
+#   archspec's 42 GB of tensors, docs/plan.md, says it can be far more).
+ALLOCATOR_RESERVE = 0.08
+
+
+def usable_memory(memory_bytes: float) -> float:
+    """Bytes of a device's memory the model's tensors can have."""
+    return memory_bytes * (1 - ALLOCATOR_RESERVE) - CUDA_CONTEXT_BYTES
+
+
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 MAX_INTERLEAVE = 8
 
@@ -127,7 +141,7 @@ def search(
     model = StepModel(ir, system, run, eff)
     cp = (only or {}).get("cp", [1])[0]  # each rank holds the activations of seq / cp
     memory = memory or MemoryModel(ir, run.seq // cp, run.dtype, run.grad_dtype, run.attn)
-    capacity = system.accelerator.memory_bytes * USABLE_MEMORY
+    capacity = usable_memory(system.accelerator.memory_bytes)
     space = list(layout_space(ir, system, run, only))
     checked: dict[tuple[int, int, int], str | None] = {}
     for i, (layout, reason) in enumerate(space):
