@@ -18,10 +18,10 @@ from typer.testing import CliRunner
 from archspec.backends.count.params import parameter_count
 from archspec.cli import app
 from archspec.errors import SpecError
+from archspec.hf.expert_stacks import stack
 from archspec.hf.import_config import import_config
 from archspec.hf.names import naming
 from archspec.hf.tensor_rules import tensor_rules
-from archspec.hf.expert_stacks import stack
 from archspec.hf.weights import convert, to_hf
 from archspec.ir.build import build_ir
 from archspec.spec.resolve import load_spec

@@ -79,7 +79,8 @@ def test_mix_experts_is_the_weighted_sum_over_chosen_experts() -> None:
 
 
 def test_per_expert_names_stack_and_unstack() -> None:
-    ir = build_ir(load_spec("mixtral-8x7b", tiny_sizes("n_kv_heads=2", "moe.n_experts=4", "moe.top_k=2")))
+    sizes = tiny_sizes("n_kv_heads=2", "moe.n_experts=4", "moe.top_k=2")
+    ir = build_ir(load_spec("mixtral-8x7b", sizes))
     groups = stacks(ir)
     assert groups["decoder.blocks.0.moe.experts.gate"] == [
         f"decoder.blocks.0.moe.experts.{e}.gate.weight" for e in range(4)
