@@ -18,10 +18,13 @@ def grouped_linear(x: Tensor, weight: Tensor, counts: Tensor, bias=None) -> Tens
     if hasattr(weight, "to_local"):  # tensor parallel: the rank's share of each expert
         weight = weight.to_local()
         bias = bias.to_local() if bias is not None else None
-    # torch._grouped_mm on CUDA: one kernel for every expert. On the CPU (torch 2.13 has
-    # a kernel there too, but FlopCounterMode counts none of its FLOPs and it needs
-    # 16-byte aligned widths) a loop over the experts' slices of the rows.
-    if x.is_cuda and hasattr(torch, "_grouped_mm"):
+    # torch._grouped_mm, one kernel for every expert, where torch documents it (bf16 on
+    # CUDA devices of compute capability 8.0 or more, widths in whole 16 bytes). Else a
+    # loop over the experts' slices of the rows: torch 2.13's CPU kernel runs, but
+    # FlopCounterMode counts none of its FLOPs.
+    grouped = x.is_cuda and x.dtype == torch.bfloat16 and hasattr(torch, "_grouped_mm")
+    aligned = x.size(-1) % 8 == 0 and weight.size(-2) % 8 == 0
+    if grouped and aligned and torch.cuda.get_device_capability(x.device) >= (8, 0):
         offsets = counts.cumsum(0, dtype=torch.int32)
         y = torch._grouped_mm(x, weight.transpose(-2, -1), offs=offsets)
         if bias is not None:
