@@ -368,8 +368,10 @@ rank r holding chunks r and 2·cp - 1 - r, and each attention all-gathers the ke
 values; the sequence length must be a multiple of 2·cp.
 
 Then FSDP2 over the data ranks ("dp_shard", or "dp", and "ep"): each block is sharded,
-then the root (an expert-parallel rank's own experts left out); `mp_policy` is an
-optional torch.distributed.fsdp.MixedPrecisionPolicy.
+then the root (an expert-parallel rank's own experts left out). mp_policy, FSDP2's
+mixed precision: "bf16" for torchtitan's (parameters gathered and computed with in
+bf16, gradients reduced in fp32, the sharded parameters and the optimizer in fp32), or
+a torch.distributed.fsdp.MixedPrecisionPolicy; None casts nothing.
 
 sequence_parallel (with tp > 1, for training): between their sublayers the blocks keep
 each rank's share of the sequence (norms, residual stream, residual dropout); attention

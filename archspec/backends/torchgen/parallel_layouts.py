@@ -70,7 +70,12 @@ def data_parallel(f: Features) -> list[str]:
     averaged over dp_shard; without dp_shard, `split_context` sums them. An expert-parallel
     rank's own experts are sharded over dp_shard alone (each a unit), or left out."""
     moe = any(True for _ in f.classes(MoE))
-    body = ["mp_policy = mp_policy or MixedPrecisionPolicy()  # default: no casts"]
+    body = [
+        'if mp_policy == "bf16":  # torchtitan\'s: bf16 compute, gradients reduced in fp32',
+        "    bf16, fp32 = torch.bfloat16, torch.float32",
+        "    mp_policy = MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)",
+        "mp_policy = mp_policy or MixedPrecisionPolicy()  # default: no casts",
+    ]
     own: list[str] = []
     if moe:
         own = ["ignored_params=own", "shard_placement_fn=by_expert_rows"]
@@ -115,6 +120,8 @@ def data_parallel(f: Features) -> list[str]:
         "dp = flat_mesh(mesh, data)",
         'if sizes["dp_replicate"] > 1 and sizes["dp_shard"] == 1:',
         '    raise ValueError("dp_replicate (HSDP) needs a dp_shard dimension")',
+        "if mp_policy is not None and (dp is None or dp.size() == 1):",
+        '    raise ValueError("mp_policy is FSDP2\'s: it needs data ranks (dp_shard, ep)")',
         "if dp is not None and dp.size() > 1:",
         indent(lines(*body), 1),
     ]
