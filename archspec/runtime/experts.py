@@ -30,11 +30,52 @@ def grouped_linear(x: Tensor, weight: Tensor, counts: Tensor, bias=None) -> Tens
         if bias is not None:
             y = y + bias.repeat_interleave(counts, dim=0, output_size=x.size(0))
         return y
+    if not torch.compiler.is_compiling():
+        return ExpertRows.apply(x, weight, bias, counts.tolist())
+    # Traced by torch.compile (which plans the memory itself): split, then concatenate.
     rows = x.split(counts.tolist())
-    if bias is None:
-        return torch.cat([F.linear(r, w) for r, w in zip(rows, weight, strict=True)])
-    parts = zip(rows, weight, bias, strict=True)
+    biases = bias if bias is not None else [None] * len(rows)
+    parts = zip(rows, weight, biases, strict=True)
     return torch.cat([F.linear(r, w, b) for r, w, b in parts])
+
+
+# The loop: expert i's rows through its weights, written into one output (in backward
+# one gradient for the rows, one for the stacked weight), so that no per-expert piece
+# is concatenated or stacked beside the whole.
+class ExpertRows(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: Tensor, weight: Tensor, bias, sizes: list) -> Tensor:
+        ctx.save_for_backward(x, weight)
+        ctx.sizes, ctx.bias = sizes, bias is not None
+        out = x.new_empty(x.size(0), weight.size(1))
+        start = 0
+        for i, n in enumerate(sizes):
+            rows = slice(start, start + n)
+            if bias is None:
+                torch.mm(x[rows], weight[i].t(), out=out[rows])
+            else:
+                torch.addmm(bias[i], x[rows], weight[i].t(), out=out[rows])
+            start += n
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        x, weight = ctx.saved_tensors
+        grad = grad.contiguous()
+        dx = torch.empty_like(x) if ctx.needs_input_grad[0] else None
+        dw = torch.empty_like(weight) if ctx.needs_input_grad[1] else None
+        db = grad.new_empty(weight.shape[:2]) if ctx.bias else None
+        start = 0
+        for i, n in enumerate(ctx.sizes):
+            rows = slice(start, start + n)
+            if dx is not None:
+                torch.mm(grad[rows], weight[i], out=dx[rows])
+            if dw is not None:
+                torch.mm(grad[rows].t(), x[rows], out=dw[i])
+            if db is not None:
+                torch.sum(grad[rows], 0, out=db[i])
+            start += n
+        return dx, dw, db, None
 
 
 def mix_experts(experts, tokens: Tensor, weights: Tensor, chosen: Tensor) -> Tensor:
@@ -46,7 +87,10 @@ def mix_experts(experts, tokens: Tensor, weights: Tensor, chosen: Tensor) -> Ten
     # The (token, slot) pairs sorted by expert (stably: each expert's in token order).
     flat = chosen.flatten()
     order = flat.argsort(stable=True)
-    counts = torch.bincount(flat, minlength=experts.n_experts)
+    # Rows per expert, n_experts of them whatever was chosen (bincount's length is the
+    # largest choice's, which a compiled graph cannot know).
+    ones = torch.ones_like(flat)
+    counts = flat.new_zeros(experts.n_experts).scatter_add_(0, flat, ones)
     token = order // chosen.size(-1)
     y = experts(tokens[token], counts) * weights.flatten()[order, None]
     out = torch.zeros_like(tokens)

@@ -40,7 +40,7 @@ def helpers(f: Features) -> list[str]:
         out += runtime_sources("dropout", "dropout")
     out += runtime_sources("checkpoint", "maybe_checkpoint")
     if any(isinstance(placed.node, MoE) for placed in walk(f.model)):
-        out += runtime_sources("experts", "grouped_linear", "mix_experts")
+        out += runtime_sources("experts", "grouped_linear", "ExpertRows", "mix_experts")
     if any(limited(stack) for stack in f.stacks):
         out += runtime_sources("lengths", "check_length")
     if f.cache:
