@@ -51,14 +51,16 @@ def _full(t: torch.Tensor) -> torch.Tensor:
     return t.full_tensor() if isinstance(t, DTensor) else t
 
 
-def _global(model, name: str) -> str:
-    """A parameter's name in the single-process model: an expert-parallel rank names its
-    experts from 0 (`ExpertParallel.first` is the first one's index in the model)."""
-    found = re.search(r"^(.*\.experts)\.(\d+)\.", name)
-    if found is None or not hasattr(model.get_submodule(found[1]), "first"):
-        return name
-    index = model.get_submodule(found[1]).first + int(found[2])
-    return f"{found[1]}.{index}.{name[found.end() :]}"
+def _global(model, name: str) -> tuple[str, slice]:
+    """A parameter's name in the single-process model, and its rows there: an
+    expert-parallel rank holds rows `first` on of the stacked experts, under
+    `<experts>.local` (`ExpertParallel.first` is the first one's index in the model)."""
+    found = re.search(r"^(.*\.experts)\.local\.", name)
+    if found is None:
+        return name, slice(None)
+    wrapper = model.get_submodule(found[1])
+    rows = slice(wrapper.first, wrapper.first + wrapper.local.n_experts)
+    return f"{found[1]}.{name[found.end() :]}", rows
 
 
 def _train(model, ids, targets, padded: bool, data_group=None) -> tuple[list[float], dict]:
@@ -74,10 +76,9 @@ def _train(model, ids, targets, padded: bool, data_group=None) -> tuple[list[flo
             dist.all_reduce(measured, op=dist.ReduceOp.AVG, group=data_group)
         losses.append(measured.item())
         if step == 0:
-            grads = {
-                _global(model, n): None if p.grad is None else _full(p.grad)
-                for n, p in model.named_parameters()
-            }
+            for n, p in model.named_parameters():
+                name, rows = _global(model, n)
+                grads[name] = (rows, None if p.grad is None else _full(p.grad))
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
     return losses, grads
@@ -106,12 +107,17 @@ def run_case(path: str, dims: dict[str, int], padded: bool = False) -> dict:
         ids, targets = ids[rows].clone(), targets[rows].clone()
         group = (mesh[tuple(data)]._flatten() if len(data) > 1 else mesh[data[0]]).get_group()
     losses, grads = _train(model, ids, targets, padded, group)
-    # A parameter no token reached on one process has no gradient there (an expert).
-    missing = sorted(n for n, g in grads.items() if g is None and ref_grads[n] is not None)
+    ref_grads = {name: g for name, (_, g) in ref_grads.items()}
+    # The reference's rows of each gradient this rank holds (its experts' under ep).
+    pairs = {
+        n: (g, None if ref_grads[n] is None else ref_grads[n][rows])
+        for n, (rows, g) in grads.items()
+    }
+    missing = sorted(n for n, (g, ref) in pairs.items() if g is None and ref is not None)
     grad_diff = max(
-        (grads[n] - ref_grads[n]).abs().max().item()
-        for n in grads
-        if grads[n] is not None and ref_grads[n] is not None
+        (g - ref).abs().max().item()
+        for g, ref in pairs.values()
+        if g is not None and ref is not None
     )
     local = (p.to_local() if isinstance(p, DTensor) else p for p in model.parameters())
     return {

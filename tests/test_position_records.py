@@ -158,7 +158,5 @@ def test_a_tagged_override_applies_to_a_flat_spec(tagged: str, flat: str) -> Non
 def test_a_tagged_override_over_a_spec_without_scaling_sets_the_tagged_form() -> None:
     # llama-2-7b has no scaling: the first --set makes `scaling` a mapping, the second adds
     # to it (a crash, unhashable dict, when the flat-form check looked the mapping up).
-    spec = load_spec(
-        "llama-2-7b", ["position.scaling.type=linear", "position.scaling.factor=2"]
-    )
+    spec = load_spec("llama-2-7b", ["position.scaling.type=linear", "position.scaling.factor=2"])
     assert spec == load_spec("llama-2-7b", ["position.scaling=linear", "position.factor=2"])

@@ -25,7 +25,7 @@ from archspec.backends.printer import module_repr, module_tree
 from archspec.backends.printer.leaves import layernorm_prints_bias, layernorm_source_prints_bias
 from archspec.cli import app
 from archspec.ir.classes import class_name, class_names
-from archspec.ir.nodes import IR, Block, Embedding, Linear, Node, Norm, Repeat, Run
+from archspec.ir.nodes import IR, Block, Embedding, Linear, MoE, Node, Norm, Repeat, Run
 from archspec.spec.resolve import builtin_names
 from tests.hostile import run_main, run_python
 from tests.tiny import generated_module
@@ -53,13 +53,15 @@ def test_t5_stacks_own_the_relative_bias_and_the_blocks_fold() -> None:
     assert "(cross_attn): CrossAttention(" in text
 
 
-def test_bert_blocks_and_mixtral_experts_fold() -> None:
+def test_bert_blocks_fold_and_mixtral_experts_stack() -> None:
     bert = module_repr(ir_of("bert-base"))
     assert "\n      (0-11): 12 x Block(\n" in bert
     assert bert.startswith("Model(\n  (tok_emb): Embedding(30522, 768)\n")
     mixtral = module_repr(ir_of("mixtral-8x7b"))
     assert "\n      (0-31): 32 x Block(\n" in mixtral
-    assert "\n            (0-7): 8 x MLP(\n" in mixtral
+    # The eight experts are one module, each projection's weights stacked.
+    experts = "n_experts=8, in_features=4096, hidden_features=14336, gated=True, bias=False"
+    assert f"\n          (experts): Experts({experts})\n" in mixtral
     assert "(router): Linear(in_features=4096, out_features=8, bias=False)" in mixtral
 
 
@@ -71,16 +73,46 @@ def test_single_layer_prints_index_not_range() -> None:
 # --- torch's repr of a model built by the generator's contract --------------------------------
 
 
+class StackedExperts(nn.Module):
+    """The generated `Experts`: n experts' gate, up and down weights stacked."""
+
+    def __init__(self, n: int, d: int, hidden: int, gated: bool, bias: bool) -> None:
+        super().__init__()
+        shapes = {"gate": (n, hidden, d), "up": (n, hidden, d), "down": (n, d, hidden)}
+        for name, shape in shapes.items():
+            if gated or name != "gate":
+                self.register_parameter(name, nn.Parameter(torch.empty(shape)))
+        self.gated, self.bias = gated, bias
+
+    def _get_name(self) -> str:
+        return "Experts"
+
+    def extra_repr(self) -> str:
+        n, hidden, d = self.up.shape
+        sizes = f"n_experts={n}, in_features={d}, hidden_features={hidden}"
+        return f"{sizes}, gated={self.gated}, bias={self.bias}"
+
+
 def contract_model(ir: IR) -> nn.Module:
     """The model the code generator is specified to emit, built directly from the IR: one
     class per distinct composite node (named by archspec.ir.classes) with no extra_repr, a
-    Repeat as a ModuleList of fresh copies, leaves as torch built-ins, children registered
-    under IR names in IR order."""
+    Repeat as a ModuleList of fresh copies (a mixture's routed experts: `Experts`, their
+    weights stacked), leaves as torch built-ins, children registered under IR names in IR
+    order."""
     v = ir.value
     names = class_names(ir.root)
     classes: dict[str, type] = {}
 
-    def build(node: Node) -> nn.Module:
+    def build(node: Node, parent: Node | None = None) -> nn.Module:
+        if isinstance(parent, MoE) and node is parent.experts:
+            expert = parent.expert
+            return StackedExperts(
+                v(parent.n_experts),
+                v(expert.up.in_features),
+                v(expert.hidden),
+                expert.gated,
+                expert.up.bias,
+            )
         if isinstance(node, Embedding):
             return nn.Embedding(v(node.num), v(node.dim))
         if isinstance(node, Linear):
@@ -100,7 +132,7 @@ def contract_model(ir: IR) -> nn.Module:
         kind = class_name(names, node)
         module = classes.setdefault(kind, type(kind, (nn.Module,), {}))()
         for part in node.children:
-            module.add_module(part.name, build(part))
+            module.add_module(part.name, build(part, node))
         return module
 
     with torch.device("meta"):
@@ -298,4 +330,4 @@ def test_cli_print_unknown_spec_and_no_torch() -> None:
     )
     printed, modules = run_python(code)
     assert "torch" not in modules, "torch imported"
-    assert "(0-7): 8 x MLP(" in printed
+    assert "(experts): Experts(n_experts=8," in printed

@@ -26,7 +26,7 @@ from archspec.backends.count.params import parameter_count
 from archspec.backends.torchgen import generate_source, load_generated
 from archspec.cli import app
 from archspec.ir.classes import class_name, class_names
-from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm, Repeat
+from archspec.ir.nodes import IR, Embedding, Linear, MoE, Node, Norm, Repeat
 from archspec.spec.resolve import builtin_names
 from tests.tiny import scaled_down, tiny_sizes
 
@@ -141,7 +141,12 @@ def ir_modules(ir: IR) -> list[tuple[str, str, tuple]]:
     out: list[tuple[str, str, tuple]] = []
     classes = class_names(ir.root)
 
-    def go(node: Node, path: str) -> None:
+    def go(node: Node, path: str, parent: Node | None = None) -> None:
+        if isinstance(parent, MoE) and node is parent.experts:  # one module, stacked weights
+            e = parent.expert
+            sizes = (ir.value(parent.n_experts), ir.value(e.up.in_features), ir.value(e.hidden))
+            out.append((path, "Experts", (*sizes, e.gated, e.up.bias)))
+            return
         if isinstance(node, Repeat):
             out.append((path, "ModuleList", ()))
             at = {i: run.node for run in node.runs for i in run.indices(ir.value)}
@@ -160,7 +165,7 @@ def ir_modules(ir: IR) -> list[tuple[str, str, tuple]]:
         else:
             out.append((path, class_name(classes, node), ()))
         for child in node.children:
-            go(child, f"{path}.{child.name}" if path else child.name)
+            go(child, f"{path}.{child.name}" if path else child.name, node)
 
     go(ir.root, "")
     return out
@@ -177,6 +182,10 @@ def torch_modules(model: torch.nn.Module) -> list[tuple[str, str, tuple]]:
             sizes = (m.normalized_shape[0], m.eps, m.bias is not None)
         elif isinstance(m, torch.nn.RMSNorm):
             sizes = (m.normalized_shape[0], m.eps)
+        elif type(m).__name__ == "Experts":  # (n_experts, out, in) per projection
+            n, hidden, d = m.up.shape
+            assert m.down.shape == (n, d, hidden)
+            sizes = (n, d, hidden, hasattr(m, "gate"), hasattr(m, "up_bias"))
         else:
             sizes = ()
         out.append((path, type(m).__name__, sizes))

@@ -44,6 +44,24 @@ def check_layout(
     return dims
 
 
+def check_options_of_parallelize(
+    ir: IR, dims: dict[str, int], mixed_precision: bool, loss_parallel: bool
+) -> None:
+    """--mixed-precision is FSDP2's (data ranks to shard over), --loss-parallel needs the
+    logits split over --tp and an LM head; neither is the generated pipeline()'s."""
+    options = [name for name, on in (("mixed-precision", mixed_precision),
+                                     ("loss-parallel", loss_parallel)) if on]  # fmt: skip
+    if options and dims["pp"] > 1:
+        raise SpecError(f"--{options[0]} with --pp: the generated pipeline() runs alone")
+    if mixed_precision and dims["dp_shard"] * dims["ep"] == 1:
+        raise SpecError(
+            "--mixed-precision is FSDP2's: it needs data-parallel ranks (--nproc above "
+            "--tp × --cp, with --zero 3, or --ep)"
+        )
+    if loss_parallel and (dims["tp"] == 1 or ir.root.lm_head is None):
+        raise SpecError("--loss-parallel splits an LM head's logits over --tp 2 or more")
+
+
 def check_heads(ir: IR, tp: int) -> None:
     """The generated parallelize gives each rank whole heads, and whole key/value heads or,
     beyond n_kv_heads ranks, a copy of the one its query heads read (as Megatron-LM does)."""
@@ -86,22 +104,30 @@ def attention_that_runs(ir: IR, device: str) -> str:
 
 
 def predicted(
-    ir: IR, nproc: int, tp: int, zero: int, batch: int, seq: int, device: str = "cpu"
-) -> dict[str, int]:
+    ir: IR, nproc: int, tp: int, zero: int, batch: int, seq: int, device: str = "cpu",
+    mixed_precision: bool = False, loss_parallel: bool = False,
+) -> dict[str, int]:  # fmt: skip
     """archspec's per-device figures for the generated `parallelize`'s layout (count's torch
-    engine), in bytes: fp32 training with AdamW, the attention SDPA runs on `device`."""
+    engine), in bytes: fp32 training with AdamW (bf16 compute under FSDP2's
+    `mixed_precision`), the attention SDPA runs on `device`."""
     from archspec.backends.count.activations import activation_bytes
     from archspec.backends.count.flops import KV_LEN, S_DEC, B, S
     from archspec.backends.count.flops_report import whole_bytes
     from archspec.backends.count.memory import Parallelism, memory_figures
 
     attn = attention_that_runs(ir, device)
-    par = Parallelism(gpus=nproc, tp=tp, zero=zero, engine="torch")
+    par = Parallelism(
+        gpus=nproc, tp=tp, zero=zero, engine="torch", mixed_precision=mixed_precision,
+        loss_parallel=loss_parallel,
+    )  # fmt: skip
     m = memory_figures(ir, attn=attn, parallel=par).stages[0]
     env = {**ir.env, B: batch, S: seq, S_DEC: seq, KV_LEN: seq}
     # The activations on this device: PyTorch's math attention keeps its dropout mask in fp32
     # on the CPU (one byte on a GPU), which count's figures, made for GPUs, do not say.
-    kept = activation_bytes(ir, 4, attn, tp=tp, device=device, engine="torch")
+    compute = 2 if mixed_precision else 4
+    kept = activation_bytes(
+        ir, compute, attn, tp=tp, device=device, engine="torch", loss_parallel=loss_parallel
+    )
     figures = {
         "weights": whole_bytes(m.weights, env),
         "gradients": whole_bytes(m.gradients, env),
@@ -147,12 +173,13 @@ def _why(folder: str, stderr: str) -> str:
 
 def run_distributed(
     ir: IR, nproc: int, tp: int, zero: int, s: Any, pipeline: dict[str, Any] | None = None,
-    cp: int = 1, ep: int = 1,
+    cp: int = 1, ep: int = 1, mixed_precision: bool = False, loss_parallel: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """`bench --nproc`: fp32 training under torchrun on this machine (on the CPU unless
     `s.device` says cuda), with the bench's Settings `s` (`s.seq` positions, default 512 or the
     model's context if shorter). Every guard of the single-process bench runs first.
-    `pipeline`: {"pp", "stage_layers", "schedule"} as the command gave them, for `--pp`."""
+    `pipeline`: {"pp", "stage_layers", "schedule"} as the command gave them, for `--pp`.
+    `mixed_precision`, `loss_parallel`: parallelize's options (mp_policy="bf16")."""
     import torch
 
     from archspec.backends.torchgen import generate_source, load_generated
@@ -174,6 +201,7 @@ def run_distributed(
     gpus = torch.cuda.device_count()
     pp = pipeline["pp"] if pipeline is not None else 1
     dims = check_layout(nproc, tp, zero, device, gpus, cp=cp, ep=ep, pp=pp)
+    check_options_of_parallelize(ir, dims, mixed_precision, loss_parallel)
     stage_layers = schedule = None
     stages: list = []
     if pp > 1:
@@ -184,7 +212,11 @@ def run_distributed(
     # Refuses what cannot be split. count lays out neither a pipeline's mesh as one figure
     # (each stage is predicted on its own) nor cp or ep's activations yet.
     laid_out = pp == 1 and cp == 1 and ep == 1
-    prediction = predicted(ir, nproc, tp, zero, batch, seq, device) if laid_out else None
+    prediction = None
+    if laid_out:
+        prediction = predicted(
+            ir, nproc, tp, zero, batch, seq, device, mixed_precision, loss_parallel
+        )
     if not s.force and prediction is not None:
         # Per device, with what any step holds besides; CPU processes share the machine's RAM.
         vocab, width = ir.value(ir.root.vocab_size), ir.value(ir.root.d_model)
@@ -195,6 +227,7 @@ def run_distributed(
         "warmup": s.warmup, "seed": s.seed, "vocab": ir.value(ir.root.vocab_size),
         "encoder_decoder": ir.root.layout == "encoder-decoder", "threads": s.threads,
         "pp": pp, "stage_layers": stage_layers, "schedule": schedule,
+        "mixed_precision": mixed_precision, "loss_parallel": loss_parallel,
     }  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder, "model.py")
@@ -229,6 +262,7 @@ def run_distributed(
         "name": ir.name, "overrides": list(ir.identity.overrides), "nproc": nproc, "tp": tp,
         "dp": dims["dp_shard"], "cp": cp, "ep": ep, "mesh": dims, "zero": zero,
         "device": device, "batch": batch, "seq": seq,
+        "mixed_precision": mixed_precision, "loss_parallel": loss_parallel,
         "predicted_bytes": prediction, "ranks": ranks, "reference_losses": reference,
         **({"pp": pp, "stage_layers": stage_layers, "schedule": schedule} if pp > 1 else {}),
     }  # fmt: skip

@@ -19,6 +19,7 @@ import torch.distributed as dist
 from torch.distributed._functional_collectives import AsyncCollectiveTensor
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor
+from torch.distributed.tensor.parallel import loss_parallel
 
 from archspec.bench import memory
 from archspec.bench.training_data import batch, training_loss
@@ -104,7 +105,10 @@ def main(source: str, settings_path: str) -> None:
         model = module.Model(module.Config())
     dims = s["mesh"]  # archspec.bench.mesh_layout.mesh_dims
     mesh = init_device_mesh(device.type, tuple(dims.values()), mesh_dim_names=tuple(dims))
-    module.parallelize(model, mesh)
+    mp_policy = "bf16" if s["mixed_precision"] else None
+    module.parallelize(model, mesh, mp_policy=mp_policy, loss_parallel=s["loss_parallel"])
+    # Logits split over the vocabulary: the loss and its backward under loss_parallel().
+    split_loss = loss_parallel if s["loss_parallel"] else contextlib.nullcontext
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     # Each data rank (dp_shard, ep) its own sequences; its tp and cp ranks the same ones.
     data = mesh["dp_shard"].get_local_rank() * dims["ep"] + mesh["ep"].get_local_rank()
@@ -113,15 +117,16 @@ def main(source: str, settings_path: str) -> None:
     losses: list[float] = []
 
     def step(saved: SavedTensors | None = None, mark=lambda phase: None) -> None:
-        with saved.hooks if saved is not None else contextlib.nullcontext():
+        with saved.hooks if saved is not None else contextlib.nullcontext(), split_loss():
             loss = training_loss(model(**inputs), targets, s["vocab"])
         mark("forward")
-        loss.backward()
+        with split_loss():
+            loss.backward()
         mark("backward")
         optimizer.step()
         mark("optimizer")
         optimizer.zero_grad(set_to_none=True)
-        losses.append(loss.item())
+        losses.append(_local(loss.detach()).item())
 
     for _ in range(s["warmup"]):
         step()

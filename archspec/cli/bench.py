@@ -27,6 +27,8 @@ from archspec.cli.options import (
     BenchEp,
     BenchForce,
     BenchHfFirst,
+    BenchLossParallel,
+    BenchMixedPrecision,
     BenchMode,
     BenchNewTokens,
     BenchNproc,
@@ -59,7 +61,8 @@ def bench(
     hf_first: BenchHfFirst = False, peak_tflops: BenchPeakTflops = None,
     nproc: BenchNproc = None, tp: BenchTp = 1, zero: BenchZero = 0, pp: BenchPp = 1,
     stage_layers: StageLayers = None, schedule: BenchSchedule = "1f1b", cp: BenchCp = 1,
-    ep: BenchEp = 1, force: BenchForce = False,
+    ep: BenchEp = 1, mixed_precision: BenchMixedPrecision = False,
+    loss_parallel: BenchLossParallel = False, force: BenchForce = False,
     set_: SetOpt = None, json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Time the spec's generated PyTorch model in this process: median, min and max step
@@ -88,8 +91,9 @@ def bench(
         settings = Settings(device=device, dtype="fp32", batch=batch, seq=seq, steps=steps,
                             warmup=warmup, seed=seed, threads=threads, force=force)  # fmt: skip
         pipeline = {"pp": pp, "stage_layers": stage_layers, "schedule": schedule}
+        options = {"mixed_precision": mixed_precision, "loss_parallel": loss_parallel}
         _bench_distributed(spec, set_, nproc, (tp, cp, ep), zero, pipeline, settings, json_,
-                           debug)  # fmt: skip
+                           debug, options)  # fmt: skip
         return
     settings = Settings(
         device=device, dtype=dtype, batch=batch, seq=seq, mode=mode, compile=compile_,
@@ -251,9 +255,11 @@ def _notes(r: dict[str, Any], hf: bool) -> list[str]:
     return notes
 
 
-def _bench_distributed(spec, set_, nproc, dims, zero, pipeline, settings, json_, debug) -> None:
+def _bench_distributed(
+    spec, set_, nproc, dims, zero, pipeline, settings, json_, debug, options
+) -> None:
     """`--nproc`: torchrun on this machine; a row per rank beside the per-device prediction.
-    dims: (tp, cp, ep)."""
+    dims: (tp, cp, ep); options: parallelize's mixed_precision and loss_parallel."""
     tp, cp, ep = dims
     from rich.table import Table
 
@@ -262,7 +268,7 @@ def _bench_distributed(spec, set_, nproc, dims, zero, pipeline, settings, json_,
 
     with user_errors(debug):
         ir = with_overrides(build_ir(resolve_spec(spec, set_)), set_)
-        r = run_distributed(ir, nproc, tp, zero, settings, pipeline, cp=cp, ep=ep)
+        r = run_distributed(ir, nproc, tp, zero, settings, pipeline, cp=cp, ep=ep, **options)
     if json_:
         print_json(r)
         return
@@ -273,7 +279,9 @@ def _bench_distributed(spec, set_, nproc, dims, zero, pipeline, settings, json_,
         layout = f"pp={r['pp']} ({r['schedule']}, stages of {layers} layers)"
     table = Table(
         title=f"{asked_title(r['name'], r['overrides'])}: train on {r['nproc']} {r['device']} "
-        f"processes, {layout}, B={r['batch']} per replica, S={r['seq']}, fp32",
+        f"processes, {layout}, B={r['batch']} per replica, S={r['seq']}, "
+        f"{'bf16 compute (FSDP2)' if r['mixed_precision'] else 'fp32'}"
+        f"{', loss parallel' if r['loss_parallel'] else ''}",
         caption=f"last step's loss alone on one process: {r['reference_losses'][-1]:.6f}",
         title_justify="left",
     )

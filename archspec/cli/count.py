@@ -38,6 +38,8 @@ from archspec.cli.options import (
     CountGradDtype,
     CountInterleave,
     CountKvLen,
+    CountLossParallel,
+    CountMixedPrecision,
     CountNames,
     CountOptimizer,
     CountPlot,
@@ -57,13 +59,13 @@ from archspec.safety.text import markup_safe
 
 @app.command()
 def count(
-    spec: SpecArg, set_: SetOpt = None, symbolic: CountSymbolic = False,
-    names: CountNames = "ours", batch: CountBatch = None, seq: CountSeq = None,
-    dec_seq: CountDecSeq = None, kv_len: CountKvLen = None, convention: CountConvention = None,
-    dtype: CountDtype = None, optimizer: CountOptimizer = None,
-    recompute: CountRecompute = None, attn: CountAttn = None, gpus: CountGpus = None,
-    tp: CountTp = None, pp: CountPp = None, zero: CountZero = None, sp_: CountSp = None,
-    engine: CountEngine = None, interleave: CountInterleave = None,
+    spec: SpecArg, set_: SetOpt = None, symbolic: CountSymbolic = False, names: CountNames = "ours",
+    batch: CountBatch = None, seq: CountSeq = None, dec_seq: CountDecSeq = None,
+    kv_len: CountKvLen = None, convention: CountConvention = None, dtype: CountDtype = None,
+    optimizer: CountOptimizer = None, recompute: CountRecompute = None, attn: CountAttn = None,
+    gpus: CountGpus = None, tp: CountTp = None, pp: CountPp = None, zero: CountZero = None,
+    sp_: CountSp = None, engine: CountEngine = None, mixed_precision: CountMixedPrecision = False,
+    loss_parallel: CountLossParallel = False, interleave: CountInterleave = None,
     stage_layers: CountStageLayers = None, global_batch: CountGlobalBatch = None,
     grad_dtype: CountGradDtype = None, by: CountBy = None, plot: CountPlot = None,
     force: PlotForce = False, json_: JsonOpt = False, debug: DebugOpt = False,
@@ -102,7 +104,7 @@ def count(
             kv_len=kv_len, convention=convention, dtype=dtype, optimizer=optimizer,
             recompute=recompute, attn=attn, global_batch=global_batch, grad_dtype=grad_dtype,
             gpus=gpus, tp=tp, pp=pp, zero=zero, sp=sp_, interleave=interleave,
-            stage_layers=stage_layers,
+            stage_layers=stage_layers, mixed_precision=mixed_precision, loss_parallel=loss_parallel,
         )  # fmt: skip
         # Plain parameter counts need no formulas: an integer IR spares the sympy import.
         formulas = symbolic or workload is not None or plot is not None or names == "hf"
@@ -394,6 +396,8 @@ def _memory_title(w: dict[str, Any], memory: dict[str, Any]) -> str:
             devices += ", SP"
         if w.get("engine") == "torch":
             devices += ", PyTorch's layout"
+            devices += ", bf16 compute (FSDP2)" if w.get("mixed_precision") else ""
+            devices += ", loss parallel" if w.get("loss_parallel") else ""
         if w["interleave"] > 1:
             devices += f", {w['interleave']} chunks/device"
         if w["pp"] > 1:

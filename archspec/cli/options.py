@@ -86,6 +86,19 @@ CountEngine = Annotated[
                  "only inside the blocks).",
                  metavar="megatron|torch", rich_help_panel=_FLOPS),
 ]  # fmt: skip
+CountMixedPrecision = Annotated[
+    bool,
+    typer.Option("--mixed-precision", help="With --engine torch and --zero 3: FSDP2's mixed "
+                 "precision as torchtitan sets it (parallelize's mp_policy=\"bf16\"): bf16 "
+                 "compute and activations, fp32 sharded parameters, gradients and reduction.",
+                 rich_help_panel=_FLOPS),
+]  # fmt: skip
+CountLossParallel = Annotated[
+    bool,
+    typer.Option("--loss-parallel", help="With --engine torch and --tp: the logits stay split "
+                 "over the vocabulary into the loss (parallelize's loss_parallel), so its "
+                 "log-probabilities are split too.", rich_help_panel=_FLOPS),
+]  # fmt: skip
 CountInterleave = Annotated[
     int | None,
     typer.Option("--interleave", help="Virtual pipeline stages per device (interleaved 1F1B).",
@@ -283,6 +296,16 @@ BenchSchedule = Annotated[
 BenchCp = Annotated[
     int, _opt("--cp", help="Context-parallel ranks: the sequence split (with --nproc).", panel=_RUN)
 ]
+BenchMixedPrecision = Annotated[
+    bool, _opt("--mixed-precision", help="FSDP2's mixed precision as torchtitan sets it (with "
+               "--nproc and data-parallel ranks: parallelize's mp_policy=\"bf16\"): bf16 "
+               "compute, fp32 sharded parameters and gradient reduction.", panel=_RUN)
+]  # fmt: skip
+BenchLossParallel = Annotated[
+    bool, _opt("--loss-parallel", help="The logits split over the vocabulary into the loss "
+               "(with --nproc and --tp: parallelize's loss_parallel, the loss under torch's "
+               "loss_parallel()).", panel=_RUN)
+]  # fmt: skip
 BenchEp = Annotated[
     int, _opt("--ep", help="Expert-parallel ranks: the experts split (with --nproc).", panel=_RUN)
 ]

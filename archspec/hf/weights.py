@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from archspec.errors import SpecError
+from archspec.hf.expert_stacks import stack, unstack
 from archspec.hf.names import Naming, naming
 from archspec.hf.pickled import first_line, load_pickled
 from archspec.hf.tensor_rules import TensorRule, describe_shape, tensor_rules
@@ -241,12 +242,14 @@ def convert(
             f"the checkpoint has no {_listing(wanted)} (needed for {_listing(missing)})",
             hint=hint,
         )
-    return {k: ours[k].contiguous() for k in needed}
+    # The generated model holds each projection of the routed experts stacked.
+    return stack(ir, {k: ours[k].contiguous() for k in needed})
 
 
 def to_hf(ir: IR, state: Mapping[str, torch.Tensor], variant: str = "checkpoint") -> dict:
     """Ours -> a transformers state dict as the spec's class holds it in memory (tied copies
     included, buffers transformers keeps in its state dict as zeros)."""
+    state = unstack(ir, state)  # the routed experts one by one, as the rules name them
     n = naming(ir, variant=variant)
     out: dict[str, torch.Tensor] = {}
     for rule in tensor_rules(n, ir):

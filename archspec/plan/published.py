@@ -274,8 +274,9 @@ class Fit:
                        fp8_matmul=self.fp8, attention=self.attention)  # fmt: skip
 
     def error(self, run: Run) -> float:
-        return error_grid()[(run.name, self.half, self.peak(run), *_key(run, self.fp8,
-                                                                         self.attention))]
+        return error_grid()[
+            (run.name, self.half, self.peak(run), *_key(run, self.fp8, self.attention))
+        ]
 
 
 def _key(run: Run, fp8: float, attention: float) -> tuple[float, float]:

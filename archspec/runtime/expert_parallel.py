@@ -25,14 +25,19 @@ class AllToAll(torch.autograd.Function):
         return back, None, None, None
 
 
-class ExpertParallel(nn.ModuleList):
-    # The rank's experts (the model's own modules, named from 0 on each rank;
-    # `first` is the first one's index in the model), and the way to the others.
-    def __init__(self, experts: nn.ModuleList, mesh, data_ranks: int) -> None:
-        per_rank = len(experts) // mesh.size()
+class ExpertParallel(nn.Module):
+    # The rank's n_experts / ep experts: the model's stacked experts cut to their
+    # rows (`first` is the first one's index in the model), and the way to the
+    # others.
+    def __init__(self, experts: nn.Module, mesh, data_ranks: int) -> None:
+        super().__init__()
+        per_rank = experts.n_experts // mesh.size()
         first = mesh.get_local_rank() * per_rank
-        super().__init__(experts[first : first + per_rank])
-        self.first, self.ranks = first, mesh.size()
+        for name, param in list(experts.named_parameters(recurse=False)):
+            own = param.detach()[first : first + per_rank].clone()
+            experts.register_parameter(name, nn.Parameter(own))
+        experts.n_experts = per_rank
+        self.local, self.first, self.ranks = experts, first, mesh.size()
         self.group = mesh.get_group()
         # Each expert's gradient sums over every rank's tokens, where the loss is
         # each rank's own mean: divided by the data ranks, the whole batch's mean.
@@ -40,7 +45,7 @@ class ExpertParallel(nn.ModuleList):
             p.register_hook(lambda grad: grad / data_ranks)
 
     def mix(self, tokens: Tensor, weights: Tensor, chosen: Tensor) -> Tensor:
-        per_rank, top_k = len(self), chosen.size(-1)
+        per_rank, top_k = self.local.n_experts, chosen.size(-1)
         # The (token, slot) pairs sorted by expert: a rank's share is contiguous.
         flat = chosen.flatten()
         order = flat.argsort(stable=True)
@@ -51,13 +56,12 @@ class ExpertParallel(nn.ModuleList):
         sent = counts.view(self.ranks, per_rank).sum(1).tolist()
         received = arriving.view(self.ranks, per_rank).sum(1).tolist()
         rows = AllToAll.apply(tokens[order // top_k], sent, received, self.group)
-        # Which of my experts each arriving row is for (rows come by source rank).
+        # Rows come by source rank, each source's by expert: sorted by expert for
+        # the experts' grouped matmuls, and back.
         expert = torch.arange(per_rank, device=rows.device).repeat(self.ranks)
-        expert = expert.repeat_interleave(arriving)
-        y = torch.zeros_like(rows)
-        for i in range(per_rank):
-            (row,) = torch.where(expert == i)
-            y = y.index_put((row,), self[i](rows[row]))
+        by_expert = expert.repeat_interleave(arriving).argsort(stable=True)
+        mine = arriving.view(self.ranks, per_rank).sum(0)
+        y = self.local(rows[by_expert], mine)[by_expert.argsort()]
         back = AllToAll.apply(y, received, sent, self.group)
         out = torch.zeros_like(tokens)
         y = back * weights.flatten()[order, None]

@@ -16,6 +16,7 @@ from torch.distributed.tensor import (
     Replicate,
     Shard,
     distribute_module,
+    distribute_tensor,
 )
 from torch.distributed.tensor.parallel import (
     ColwiseParallel,
@@ -56,6 +57,58 @@ class CopiedKVHeads(ParallelStyle):
         shape = (*heads.shape[:-2], self.copies, self.head_dim)
         copied = heads.expand(shape).flatten(-3)
         return copied.redistribute(mesh, [Shard(-1)]).to_local()
+
+
+# The stacked experts of a mixture (archspec.runtime.experts): each expert's hidden
+# units over the ranks, as ColwiseParallel and RowwiseParallel split an MLP. gate and
+# up (and their biases) keep their rank's rows, down its columns. The routed rows come
+# in whole on every rank and their gradient is summed over the ranks (Megatron-LM's
+# f); each rank's output is a partial sum, all-reduced (its g).
+class SumGradient(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x: Tensor, group) -> Tensor:
+        ctx.group = group
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        grad = grad.contiguous()
+        torch.distributed.all_reduce(grad, group=ctx.group)
+        return grad, None
+
+
+class SumOutput(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, y: Tensor, group) -> Tensor:
+        y = y.contiguous()
+        torch.distributed.all_reduce(y, group=group)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        return grad, None
+
+
+class StackedExperts(ParallelStyle):
+    def _apply(self, module: nn.Module, mesh) -> nn.Module:
+        if getattr(module, "down_bias", None) is not None:
+            raise ValueError("tensor parallelism: the experts' down bias")
+        for name, param in list(module.named_parameters(recurse=False)):
+            split = Shard(2 if name == "down" else 1)  # (n_experts, out, in)
+            whole = distribute_tensor(param.data, mesh, [split])
+            module.register_parameter(name, nn.Parameter(whole))
+        group = mesh.get_group()
+
+        def enter(module: nn.Module, args: tuple) -> tuple:
+            rows, *rest = args
+            return (SumGradient.apply(rows, group), *rest)
+
+        def leave(module: nn.Module, args: tuple, y: Tensor) -> Tensor:
+            return SumOutput.apply(y, group)
+
+        module.register_forward_pre_hook(enter)
+        module.register_forward_hook(leave)
+        return module
 
 
 def kv_heads(n_kv_heads: int, head_dim: int, tp_size: int) -> ParallelStyle:

@@ -161,17 +161,18 @@ def block_moments(
         flowing += tracer.bytes(ctx.mask)
     call = next(op for op, _, _ in trace if isinstance(op, ops.Call) and op.module is mlp)
     own_out = _output_gradient_is_own(trace, call)
+    experts = _stacked_experts(trace, call)
     moments = []
     i = index[id(down)]
-    done = _params_after(trace, i) + down.module.in_features * down.module.out_features
+    weight = down.module.in_features * down.module.out_features
+    done = _params_after(trace, i, mlp, experts) + experts * weight
     grads = tracer.bytes(down.x) + (tracer.bytes(down.out) if own_out else 0)
     moments.append(BackwardMoment(kept + trace[i][2] + flowing + grads, made + done))
     if product is not None:
         i = index[id(product)]
         grads = 3 * tracer.bytes(product.out)
-        moments.append(
-            BackwardMoment(kept + trace[i][2] + flowing + grads, made + _params_after(trace, i))
-        )
+        after = _params_after(trace, i, mlp, experts)
+        moments.append(BackwardMoment(kept + trace[i][2] + flowing + grads, made + after))
     return moments
 
 
@@ -194,13 +195,25 @@ def _output_gradient_is_own(trace, call: ops.Call) -> bool:
     return not all(isinstance(op, ops.Add) for op in readers)
 
 
-def _params_after(trace, i: int) -> sp.Expr:
-    """Parameters of the leaf ops after the i-th: their backward ran already."""
+def _stacked_experts(trace, call: ops.Call) -> int:
+    """n_experts when the MLP `call` runs is a mixture's routed expert, else 1: the experts'
+    weights are stacked (archspec.runtime.experts), so the backward of a projection makes
+    every expert's gradient of it at once."""
+    dispatch = next((op for op, _, _ in trace if op.out is call.args[0]), None)
+    if not isinstance(dispatch, ops.Dispatch):
+        return 1
+    route = next(op for op, _, _ in trace if getattr(op, "chosen", None) is dispatch.chosen)
+    return route.n_experts
+
+
+def _params_after(trace, i: int, expert: MLP | None = None, experts: int = 1) -> sp.Expr:
+    """Parameters of the leaf ops after the i-th: their backward ran already (the stacked
+    `experts` of the routed `expert` MLP's projections, each)."""
     total = sp.Integer(0)
-    for op, _, _ in trace[i + 1 :]:
+    for op, mlp, _ in trace[i + 1 :]:
         module = getattr(op, "module", None)
         if isinstance(module, (Linear, Norm)):
-            total += parameter_count(module)
+            total += parameter_count(module) * (experts if mlp is expert else 1)
     return total
 
 

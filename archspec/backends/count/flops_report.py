@@ -218,6 +218,11 @@ def flops_report(ir: IR, w: Workload, symbolic: bool = False) -> dict[str, Any]:
             "interleave": par.interleave,
             "zero": par.zero,
             "engine": par.engine,
+            **(
+                {"mixed_precision": par.mixed_precision, "loss_parallel": par.loss_parallel}
+                if par.engine == "torch"
+                else {}
+            ),
         },
         "flops": flops,
         "memory": memory,

@@ -61,6 +61,11 @@ class Parallelism:
     engine: str = "megatron"  # or "torch": the generated parallelize (DTensor, FSDP2)
     # The layers of each pipeline stage, when not as many each (`--stage-layers 5,6,6,5`).
     stage_layers: tuple[int, ...] | None = None
+    # --engine torch: FSDP2's mixed precision as torchtitan sets it (parallelize's
+    # mp_policy="bf16": bf16 compute, the sharded parameters, their gradients and the
+    # reduction in fp32), and the loss on logits split over the vocabulary (loss_parallel).
+    mixed_precision: bool = False
+    loss_parallel: bool = False
 
     def __post_init__(self) -> None:
         for name in ("gpus", "tp", "pp", "interleave", "micro_batches"):
@@ -91,6 +96,13 @@ class Parallelism:
             raise SpecError(
                 f"--engine torch shards the {self.dp} data-parallel replicas with FSDP2: --zero 3"
             )
+        if self.mixed_precision and (self.engine != "torch" or self.dp == 1):
+            raise SpecError(
+                "--mixed-precision is FSDP2's: --engine torch with data-parallel replicas "
+                "(--gpus above --tp × --pp, --zero 3)"
+            )
+        if self.loss_parallel and (self.engine != "torch" or self.tp == 1):
+            raise SpecError("--loss-parallel splits the logits over --tp: --engine torch, --tp 2+")
 
     @property
     def dp(self) -> int:

@@ -162,6 +162,10 @@ def memory_figures(
     par = parallel or Parallelism()
     check_layout(ir, par)
     compute = COMPUTE_BYTES[dtype]
+    if par.mixed_precision:  # FSDP2 computes in bf16 from fp32 parameters
+        if dtype != "fp32":
+            raise SpecError(f"--mixed-precision keeps fp32 parameters: --dtype fp32, not {dtype}")
+        compute = COMPUTE_BYTES["bf16"]
     if dtype == "fp8":
         # The states in bf16, like the bf16 parameters (8-bit AdamW's stay one byte each); the
         # bf16 weights are the master copy.
@@ -173,8 +177,9 @@ def memory_figures(
     else:
         states = OPTIMIZER_BYTES[optimizer] + (MASTER_BYTES if dtype != "fp32" else 0)
     parts = activation_parts(
-        ir, compute, attn, recompute, par.tp, par.sp and par.tp > 1, device, engine=par.engine
-    )
+        ir, compute, attn, recompute, par.tp, par.sp and par.tp > 1, device, engine=par.engine,
+        loss_parallel=par.loss_parallel,
+    )  # fmt: skip
     # Each run of blocks with its layers, a range (never one entry per layer).
     runs = [(span, each) for span, (_, each) in zip(parts.spans, parts.layers, strict=True)]
     kv = kv_cache_bytes(ir, compute) / sp.Min(par.tp, _kv_heads(ir))

@@ -23,9 +23,14 @@ def requested_workload(by: str | None = None, engine: str | None = None, **optio
     """The workload the FLOP and memory options describe (`count`'s option names: batch, seq,
     ..., gpus, tp, ...), or None when none was given and `--by module` did not ask for one.
     A None option is one not given. Parameters alone import no formulas (sympy)."""
-    parallel_names = ("gpus", "tp", "pp", "zero", "sp", "interleave", "stage_layers")
+    parallel_names = (
+        "gpus", "tp", "pp", "zero", "sp", "interleave", "stage_layers", "mixed_precision",
+        "loss_parallel",
+    )  # fmt: skip
     given = {k: v for k, v in options.items() if k not in parallel_names}
     parallel = {k: options.get(k) for k in parallel_names} | {"engine": engine}
+    for flag in ("mixed_precision", "loss_parallel"):  # off: not given
+        parallel[flag] = parallel[flag] or None
     nothing_given = all(v is None for v in (*given.values(), *parallel.values()))
     if nothing_given and by != "module":
         return None

@@ -23,6 +23,13 @@ def linear(in_features: int, out_features: int, bias: bool) -> tuple[str, str]:
     return "Linear", f"in_features={in_features}, out_features={out_features}, bias={bias}"
 
 
+def experts(n: int, in_features: int, hidden: int, gated: bool, bias: bool) -> tuple[str, str]:
+    """The generated `Experts` (stacked routed experts; its extra_repr is written by
+    archspec.backends.torchgen.feedforward)."""
+    args = f"n_experts={n}, in_features={in_features}, hidden_features={hidden}"
+    return "Experts", f"{args}, gated={gated}, bias={bias}"
+
+
 @functools.cache
 def layernorm_prints_bias() -> bool:
     """Whether the installed torch's LayerNorm repr ends with `bias=True|False`.

@@ -25,6 +25,7 @@ from archspec.ir.nodes import (
     Composite,
     Embedding,
     Linear,
+    MoE,
     Node,
     Norm,
     Repeat,
@@ -146,6 +147,25 @@ class _TreeBuilder(Visitor[Module]):
             for module, _, start, n in groups
         )
         return self._container(node.name, "ModuleList", children)
+
+    def visit_moe(self, node: MoE) -> Module:
+        # The routed experts are one module, their weights stacked (`Experts`).
+        children = tuple(
+            self._experts(node) if part is node.experts else self.visit(part)
+            for part in node.children
+        )
+        return self._container(node.name, class_name(self.classes, node), children)
+
+    def _experts(self, node: MoE) -> Module:
+        v, expert = self.ir.value, node.expert
+        args = leaves.experts(
+            v(node.n_experts),
+            v(expert.up.in_features),
+            v(expert.hidden),
+            expert.gated,
+            expert.up.bias,
+        )
+        return self._leaf(node.experts, args)
 
     def generic(self, node: Node) -> Module:
         if isinstance(node, Composite):

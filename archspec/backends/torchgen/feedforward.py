@@ -1,5 +1,6 @@
 """The generated feed-forward classes: an `MLP` per distinct MLP node and, for mixtures of
-experts, an `MoE` class, their forwards written from their lowerings (`lower_mlp`,
+experts, an `MoE` class and its `Experts` (the routed experts' weights stacked, one tensor per
+projection with the expert first), their forwards written from their lowerings (`lower_mlp`,
 `lower_moe`)."""
 
 from __future__ import annotations
@@ -7,11 +8,14 @@ from __future__ import annotations
 from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.forward import ADD, ATOM, Expr, ForwardWriter
-from archspec.backends.torchgen.leaves import assign, module_list
+from archspec.backends.torchgen.leaves import assign
 from archspec.backends.torchgen.text import call, class_, method
 from archspec.ir.lower import lower_mlp, lower_moe
 from archspec.ir.nodes import MLP, MoE, Repeat
-from archspec.ir.ops import Call, Combine, Dispatch, Op, Route, Value
+from archspec.ir.ops import Call, Combine, Dispatch, LinearOp, Op, Route, Value
+from archspec.ir.visit import walk
+
+EXPERTS = "Experts"  # the stacked experts' class (every mixture of a spec has the same)
 
 
 def _mlp_doc(node: MLP) -> str:
@@ -21,6 +25,16 @@ def _mlp_doc(node: MLP) -> str:
     if node.gated:
         return f"Gated feed-forward network with {entry.long_label}: down(act(gate(x)) * up(x))."
     return f"Feed-forward network with {entry.long_label}: down(act(up(x)))."
+
+
+def standalone_mlps(f: Features) -> list[MLP]:
+    """The MLP nodes that get a class of their own: all but the routed experts (`Experts`)."""
+    found: dict[str, MLP] = {}
+    for placed in walk(f.model):
+        node = placed.node
+        if isinstance(node, MLP) and not isinstance(placed.ancestors[-1], Repeat):
+            found.setdefault(f.cls(node), node)
+    return list(found.values())
 
 
 def mlp_class(f: Features, node: MLP, size: ExprPrinter) -> str:
@@ -155,7 +169,7 @@ def moe_class(f: Features, node: MoE, size: ExprPrinter) -> str:
         body += [f"self.groups = {node.groups}", f"self.top_groups = {node.top_groups}"]
     for part in node.children:
         if isinstance(part, Repeat):
-            body += module_list(part, lambda expert: f"{f.cls(expert)}(config)", size)
+            body.append(f"self.{part.name} = {EXPERTS}(config)")
         elif isinstance(part, MLP):  # the shared expert
             body.append(f"self.{part.name} = {f.cls(part)}(config)")
         else:
@@ -166,3 +180,75 @@ def moe_class(f: Features, node: MoE, size: ExprPrinter) -> str:
         method("__init__", ["config: Config"], "None", body),
         method("forward", ["x: Tensor"], "Tensor", _MoEWriter(node).write()),
     )
+
+
+class _ExpertsWriter(ForwardWriter):
+    """An expert's MLP (`lower_mlp`) on the routed rows sorted by expert, each Linear a
+    grouped matmul over the stacked weights (`grouped_linear`, archspec.runtime.experts)."""
+
+    def __init__(self, node: MLP) -> None:
+        super().__init__(lower_mlp(node, Value("x", "tokens", node.up.in_features)))
+
+    def render_linearop(self, op: LinearOp) -> Expr:
+        name = op.module.name
+        args = [self.arg(op.x), Expr(f"self.{name}", ATOM, frozenset())]
+        args.append(Expr("counts", ATOM, frozenset()))
+        if op.module.bias:
+            args.append(Expr(f"self.{name}_bias", ATOM, frozenset()))
+        return self._call("grouped_linear", args)
+
+
+def experts_class(f: Features, moe: MoE, size: ExprPrinter) -> str:
+    """The routed experts of `moe`: each projection's weights (n_experts, out, in) and
+    biases (n_experts, out) stacked."""
+    node = moe.expert
+    n = size(moe.n_experts)
+    params = []
+    for linear in node.children:
+        shape = f"torch.empty({n}, {size(linear.out_features)}, {size(linear.in_features)})"
+        params.append(call(f"self.{linear.name} = nn.Parameter", [shape], 2))
+        if linear.bias:
+            bias = f"torch.empty({n}, {size(linear.out_features)})"
+            params.append(call(f"self.{linear.name}_bias = nn.Parameter", [bias], 2))
+    reset = [
+        "# Each expert's as nn.Linear's: uniform within 1/sqrt(fan-in), biases too.",
+        f"for name in {tuple(linear.name for linear in node.children)!r}:".replace("'", '"'),
+        "    weight = getattr(self, name)",
+        "    bound = weight.size(-1) ** -0.5",
+        "    nn.init.uniform_(weight, -bound, bound)",
+    ]
+    if node.up.bias:
+        reset.append('    nn.init.uniform_(getattr(self, f"{name}_bias"), -bound, bound)')
+    mlp = _mlp_doc(node)
+    doc = (
+        "The routed experts of a mixture, their weights stacked: one tensor per projection "
+        f"with the expert first. Each expert: {mlp} forward takes the routed rows sorted by "
+        "expert and each expert's number of rows."
+    )
+    forward = _ExpertsWriter(node).write()
+    return class_(
+        f"class {EXPERTS}(nn.Module):",
+        doc,
+        method(
+            "__init__",
+            ["config: Config"],
+            "None",
+            "super().__init__()",
+            f"self.n_experts = {n}",
+            params,
+            "self.reset_parameters()",
+        ),
+        method("reset_parameters", [], "None", reset),
+        method("forward", ["x: Tensor", "counts: Tensor"], "Tensor", forward),
+        method("extra_repr", [], "str", _extra_repr(node)),
+    )
+
+
+def _extra_repr(node: MLP) -> list[str]:
+    # What the printer shows for the experts (archspec.backends.printer.leaves.experts).
+    return [
+        "return (",
+        '    f"n_experts={self.n_experts}, in_features={self.up.size(-1)}, "',
+        f'    f"hidden_features={{self.up.size(1)}}, gated={node.gated}, bias={node.up.bias}"',
+        ")",
+    ]

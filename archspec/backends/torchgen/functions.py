@@ -43,7 +43,7 @@ def helpers(f: Features) -> list[str]:
         out += runtime_sources("dropout", "dropout")
     out += runtime_sources("checkpoint", "maybe_checkpoint")
     if any(isinstance(placed.node, MoE) for placed in walk(f.model)):
-        out += runtime_sources("experts", "mix_experts")
+        out += runtime_sources("experts", "grouped_linear", "ExpertRows", "mix_experts")
     routers = {p.node.entry for p in walk(f.model) if isinstance(p.node, Router)}
     for kind in sorted((r for r in routers if r.module), key=lambda r: r.name):
         out += runtime_sources("routing", kind.module, kind.function)

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
+from archspec.backends.torchgen.feedforward import EXPERTS
 from archspec.backends.torchgen.text import docstring, method
+from archspec.ir.nodes import MoE
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ SCHEMES: dict[str, Scheme] = {
 SCHEMES["flan-t5"] = SCHEMES["t5"]
 
 RESIDUAL = (".o.weight", ".down.weight")  # the projections that write into the residual stream
+STACKED_RESIDUAL = ".experts.down"  # the routed experts' down projections, stacked
 
 
 def scheme(f: Features) -> Scheme:
@@ -58,17 +61,37 @@ def _norms(f: Features) -> str:
     return classes[0] if len(classes) == 1 else f"({', '.join(classes)})"
 
 
+def _experts(f: Features, weight: str) -> list[str]:
+    """The stacked experts' weights initialised as each expert's Linear (`weight`: the
+    call for one of them), biases zero."""
+    if not f.classes(MoE):
+        return []
+    head = f"    if isinstance(module, {EXPERTS}):  # stacked: each expert as a Linear"
+    if not f.classes(MoE)[0][0].expert.up.bias:
+        return [head, "        for param in module.parameters():", f"            {weight}"]
+    return [
+        head,
+        "        for name, param in module.named_parameters():",
+        '            if name.endswith("_bias"):',
+        "                nn.init.zeros_(param)",
+        "            else:",
+        f"                {weight}",
+    ]
+
+
 def _normal(f: Features, chosen: Scheme) -> list[str]:
     body = [
         "for module in self.modules():",
         "    if isinstance(module, (nn.Linear, nn.Embedding)):",
         "        nn.init.normal_(module.weight, 0.0, 0.02)",
+        *_experts(f, "nn.init.normal_(param, 0.0, 0.02)"),
         "    if isinstance(module, nn.Linear) and module.bias is not None:",
         "        nn.init.zeros_(module.bias)",
     ]
     if f.norms:
         body += [f"    elif isinstance(module, {_norms(f)}):", "        module.reset_parameters()"]
     if chosen.scaled_residual:
+        residual = RESIDUAL + ((STACKED_RESIDUAL,) if f.classes(MoE) else ())
         stacks = ", ".join(f"self.{stack.name}" for stack in f.stacks)
         stacks += "," if len(f.stacks) == 1 else ""
         body += [
@@ -77,7 +100,7 @@ def _normal(f: Features, chosen: Scheme) -> list[str]:
             f"for stack in ({stacks}):",
             f"    std = 0.02 / math.sqrt(2 * len(stack.{f.stacks[0].blocks.name}))",
             "    for name, param in stack.named_parameters():",
-            f"        if name.endswith(({', '.join(map(repr, RESIDUAL))})):".replace("'", '"'),
+            f"        if name.endswith(({', '.join(map(repr, residual))})):".replace("'", '"'),
             "            nn.init.normal_(param, 0.0, std)",
         ]
     return body
@@ -95,6 +118,7 @@ def _t5(f: Features, size: ExprPrinter) -> list[str]:
         '        if name.endswith("attn.q"):',
         f"            fan_in *= {size(attention.head_dim)}",
         "        nn.init.normal_(module.weight, 0.0, fan_in**-0.5)",
+        *_experts(f, "nn.init.normal_(param, 0.0, param.size(-1) ** -0.5)"),
     ]
     if f.norms:
         body += [f"    elif isinstance(module, {_norms(f)}):", "        module.reset_parameters()"]

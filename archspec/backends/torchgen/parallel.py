@@ -76,23 +76,23 @@ def _styles(*names: str) -> list[str]:
 
 
 def block_plan(block: Block, kv_style=None) -> dict[str, str]:
-    """{attribute path inside the block (`*` for any expert): style} for one block class.
+    """{attribute path inside the block: style} for one block class (a mixture's stacked
+    experts one entry).
     `kv_style(attention, k_or_v)`, when given, is the style of an attention's k and v (else
     they are column-parallel, as q)."""
     plan: dict[str, str] = {}
     for placed in walk(block):
         node, parent = placed.node, placed.ancestors[-1] if placed.ancestors else None
-        if not isinstance(node, Linear):
+        if isinstance(parent, MoE) and node is parent.experts:  # stacked: one module
+            plan[f"{parent.name}.{node.name}"] = "StackedExperts()"
+        if not isinstance(node, Linear) or parent is None:
             continue
-        # A module of a Repeat (an expert) is any index: `*`, which parallelize_module matches.
-        chain = (*placed.ancestors[1:], node)
-        path = ".".join(
-            "*" if isinstance(up, Repeat) else part.name
-            for up, part in zip(placed.ancestors, chain, strict=True)
-        )
+        if any(isinstance(up, Repeat) for up in placed.ancestors):
+            continue  # an expert's projection: split with the others (StackedExperts)
+        path = ".".join(part.name for part in (*placed.ancestors[1:], node))
         # The sum of the block's own o and down is `summed`: all-reduced (Replicate), or
-        # reduce-scattered over the sequence (Shard(1)) under sequence parallelism. An expert's
-        # is all-reduced: the MoE combines whole outputs.
+        # reduce-scattered over the sequence (Shard(1)) under sequence parallelism. A shared
+        # expert's is all-reduced: the MoE combines whole outputs.
         direct = len(placed.ancestors) == 2
         if isinstance(parent, Attention):
             rowwise = ROWWISE_SUMMED if direct else ROWWISE
@@ -317,6 +317,9 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
         body += ["", *_styles("CopiedKVHeads", "kv_heads")]
     if any(node.latent is not None for node, _ in f.classes(Attention)):
         body += ["", *_styles("SharedKeyGradient")]
+    if f.classes(MoE):  # after a blank line, unless styles above end in one
+        body += [""] if body[-1] else []
+        body += _styles("SumGradient", "SumOutput", "StackedExperts")
     body.append("# Inside each block: the attribute paths of its class.")
     body.append("summed = Shard(1) if sequence_parallel else Replicate()")
 
@@ -367,8 +370,10 @@ values; the sequence length must be a multiple of 2·cp.
 Then FSDP2 over the data ranks ("dp_shard", or "dp", and "ep"), in torchtitan's units:
 the token embedding, each block, the final norm with the LM head (not resharded after
 forward), then the root (an expert-parallel rank's own experts left out; a tied head
-stays in the root with the embedding); `mp_policy` is an optional
-torch.distributed.fsdp.MixedPrecisionPolicy.
+stays in the root with the embedding). mp_policy, FSDP2's mixed precision: "bf16" for
+torchtitan's (parameters gathered and computed with in bf16, gradients reduced in fp32,
+the sharded parameters and the optimizer in fp32), or a
+torch.distributed.fsdp.MixedPrecisionPolicy; None casts nothing.
 
 sequence_parallel (with tp > 1, for training): between their sublayers the blocks keep
 each rank's share of the sequence (norms, residual stream, residual dropout); attention
@@ -392,7 +397,14 @@ def parallelize_function(f: Features, size: ExprPrinter) -> str:
     imports = ["from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard"]
     # The names the code uses (comments left out: they name DTensor too).
     text = re.sub(r"#.*", "", "\n".join([*tensor_parallel, *layouts]))
-    tensors = ("DTensor", "Placement", "Replicate", "Shard", "distribute_module")
+    tensors = (
+        "DTensor",
+        "Placement",
+        "Replicate",
+        "Shard",
+        "distribute_module",
+        "distribute_tensor",
+    )
     placements = [n for n in tensors if re.search(rf"\b{n}\b", text)]
     if placements:
         # On one line if it fits ruff's default line length, else one name a line.

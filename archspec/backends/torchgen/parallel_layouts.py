@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from archspec.backends.torchgen.copied import runtime_sources
 from archspec.backends.torchgen.features import Features
+from archspec.backends.torchgen.feedforward import EXPERTS
 from archspec.backends.torchgen.text import call, indent, lines
 from archspec.ir.nodes import MoE
 
@@ -50,8 +51,8 @@ def _experts(f: Features) -> list[str]:
         'data_ranks = sizes["ep"] if sizes["dp_shard"] == 1 else 1',
         "for module in model.modules():",
         f"    if isinstance(module, ({', '.join(moes)},)):",
-        "        if len(module.experts) % ep.size():",
-        "            n = len(module.experts)",
+        "        if module.experts.n_experts % ep.size():",
+        "            n = module.experts.n_experts",
         '            raise ValueError(f"ep={ep.size()} does not divide the {n} experts")',
         "        module.experts = ExpertParallel(module.experts, ep, data_ranks)",
     ]
@@ -70,19 +71,37 @@ def data_parallel(f: Features) -> list[str]:
     averaged over dp_shard; without dp_shard, `split_context` sums them. An expert-parallel
     rank's own experts are sharded over dp_shard alone (each a unit), or left out."""
     moe = any(True for _ in f.classes(MoE))
-    body = ["mp_policy = mp_policy or MixedPrecisionPolicy()  # default: no casts"]
-    own = ""
+    body = [
+        'if mp_policy == "bf16":  # torchtitan\'s: bf16 compute, gradients reduced in fp32',
+        "    bf16, fp32 = torch.bfloat16, torch.float32",
+        "    mp_policy = MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)",
+        "mp_policy = mp_policy or MixedPrecisionPolicy()  # default: no casts",
+    ]
+    own: list[str] = []
     if moe:
-        own = ", ignored_params=own"
+        own = ["ignored_params=own", "shard_placement_fn=by_expert_rows"]
         body += [
+            "# The stacked experts (n_experts, out, in): each expert's rows sharded, as an",
+            "# expert's Linear would be (Shard(0) would hand ranks whole experts).",
+            f"experts = [m for m in model.modules() if isinstance(m, {EXPERTS})]",
+            "stacked = {p for m in experts for p in m.parameters()}",
+            "",
+            "def by_expert_rows(param):",
+            "    return Shard(1) if param in stacked else None",
+            "",
             "# An expert-parallel rank's own experts: not sharded over the others.",
             'own = {p for m in model.modules() if hasattr(m, "mix") for p in m.parameters()}',
             'if own and sizes["dp_shard"] > 1:  # over dp_shard, averaged over every rank',
             '    shard = flat_mesh(mesh, ("dp", "dp_shard"))',
-            '    for expert in (e for m in model.modules() if hasattr(m, "mix") for e in m):',
-            "        fully_shard(expert, mesh=shard, mp_policy=mp_policy)",
-            "        expert.set_gradient_divide_factor(dp.size())",
-            "        expert.set_force_sum_reduction_for_comms(True)  # gloo: no PREMUL_SUM",
+            '    for local in (m.local for m in model.modules() if hasattr(m, "mix")):',
+            "        fully_shard(",
+            "            local,",
+            "            mesh=shard,",
+            "            mp_policy=mp_policy,",
+            "            shard_placement_fn=by_expert_rows,",
+            "        )",
+            "        local.set_gradient_divide_factor(dp.size())",
+            "        local.set_force_sum_reduction_for_comms(True)  # gloo: no PREMUL_SUM",
             "    own = set()",
         ]
     before, after = _units_beside_blocks(f)
@@ -91,12 +110,12 @@ def data_parallel(f: Features) -> list[str]:
         '    dp = mesh["dp_replicate", "dp_shard" if "dp_shard" in names else "dp"]',
         *before,
         "for block in blocks:",
-        f"    fully_shard(block, mesh=dp, mp_policy=mp_policy{own})",
+        indent(call("fully_shard", ["block", "mesh=dp", "mp_policy=mp_policy", *own], 3), 1),
         '    if sizes["cp"] > 1:',
         '        block.set_gradient_divide_factor(dp.size() // sizes["cp"])',
         "        block.set_force_sum_reduction_for_comms(True)  # gloo: no PREMUL_SUM",
         *after,
-        f"fully_shard(model, mesh=dp, mp_policy=mp_policy{own})",
+        call("fully_shard", ["model", "mesh=dp", "mp_policy=mp_policy", *own], 2),
     ]
     return [
         "# The data ranks; cp ranks too under dp_shard (see split_context).",
@@ -105,6 +124,8 @@ def data_parallel(f: Features) -> list[str]:
         "dp = flat_mesh(mesh, data)",
         'if sizes["dp_replicate"] > 1 and sizes["dp_shard"] == 1:',
         '    raise ValueError("dp_replicate (HSDP) needs a dp_shard dimension")',
+        "if mp_policy is not None and (dp is None or dp.size() == 1):",
+        '    raise ValueError("mp_policy is FSDP2\'s: it needs data ranks (dp_shard, ep)")',
         "if dp is not None and dp.size() > 1:",
         indent(lines(*body), 1),
     ]

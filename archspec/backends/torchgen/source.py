@@ -12,7 +12,12 @@ from archspec.backends.torchgen.block import block_class
 from archspec.backends.torchgen.config import config_class
 from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
-from archspec.backends.torchgen.feedforward import mlp_class, moe_class
+from archspec.backends.torchgen.feedforward import (
+    experts_class,
+    mlp_class,
+    moe_class,
+    standalone_mlps,
+)
 from archspec.backends.torchgen.functions import helpers
 from archspec.backends.torchgen.latent import latent_attention_class
 from archspec.backends.torchgen.model import model_class
@@ -20,7 +25,7 @@ from archspec.backends.torchgen.parallel import parallelize_function
 from archspec.backends.torchgen.pipeline import pipeline_function
 from archspec.backends.torchgen.stack import stack_class
 from archspec.backends.torchgen.text import INDENT, LINE_LENGTH, docstring
-from archspec.ir.nodes import IR, MLP, Attention, Block, MoE, Stack
+from archspec.ir.nodes import IR, Attention, Block, MoE, Stack
 
 LAYOUTS = {
     "encoder": "an encoder",
@@ -109,7 +114,8 @@ def generate_source(ir: IR, command: str | None = None) -> str:
             (latent_attention_class if node.latent else attention_class)(f, node, stack, size)
             for node, stack in f.classes(Attention)
         ),
-        *(mlp_class(f, node, size) for node, _ in f.classes(MLP)),
+        *(mlp_class(f, node, size) for node in standalone_mlps(f)),
+        *(experts_class(f, node, size) for node, _ in f.classes(MoE)[:1]),
         *(moe_class(f, node, size) for node, _ in f.classes(MoE)),
         *(block_class(f, node, stack, size) for node, stack in f.classes(Block)),
         *(stack_class(f, node, size) for node, _ in f.classes(Stack)),
