@@ -184,6 +184,15 @@ class Fields:
             )
         return table[value]
 
+    def follow_attribute_map(self, attribute_map: dict[str, str]) -> None:
+        """Read each alias of a config class's `attribute_map` (alias -> field) as its field,
+        as transformers does: a file may use either name, and both must then agree."""
+        for alias, key in attribute_map.items():
+            value = self.get(key, None, alias)
+            self.data = {k: v for k, v in self.data.items() if k != alias}
+            if value is not None:
+                self.data[key] = value
+
     def harmless(self, *keys: str) -> None:
         self.used.update(keys)
 

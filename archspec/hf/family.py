@@ -43,6 +43,15 @@ class HFClass:
     head: Head
     base: bool  # a base model: state-dict keys without the base-model prefix
     layout: str | None = None  # forced layout (T5EncoderModel), else the family's
+    # The transformers class that builds it, when `name` is the class of the checkpoint's own
+    # code and transformers maps its model_type onto another family's class (EXAONE 3 and
+    # InternLM3 are built as LlamaForCausalLM): a file may name either.
+    implementation: str | None = None
+
+    @property
+    def transformers_name(self) -> str:
+        """The class transformers instantiates for it."""
+        return self.implementation or self.name
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ from archspec.hf.families import (
     granite,
     granitemoe,
     helium,
+    internlm3,
+    iquestcoder,
     jais2,
     llama,
     m2m_100,
@@ -135,6 +137,9 @@ _MODULES = (
     jais2,
     vaultgemma,
     granitemoe,
+    # zoo round 4
+    internlm3,
+    iquestcoder,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

@@ -1,0 +1,19 @@
+"""Small reference config.json files of the families of issue 28's round 4 (zoo-more), kept
+apart from `tests/hf_reference.py`'s FAMILY_CONFIGS, which takes them in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_SMALL = {"vocab_size": 99}
+_LLAMA = {**_SMALL, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
+          "max_position_embeddings": 32}  # fmt: skip
+
+# fmt: off
+ROUND4_CONFIGS: dict[str, dict[str, Any]] = {
+    "internlm3": {"architectures": ["InternLM3ForCausalLM"], **_LLAMA, "qkv_bias": True,
+                  "bias": True},
+    "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], **_LLAMA},
+}
+# fmt: on

@@ -1,0 +1,85 @@
+"""Issue 28, round 4: more text model types transformers ships that reuse what archspec has,
+each against transformers' own classes (tests/zoo_check.py says what is measured): a public
+full-size config.json counted on the meta device, tiny random models for logits, greedy
+tokens and FLOPs.
+
+InternLM3 (`internlm3`) and IQuest-Coder (`iquestcoder`) are model types transformers builds
+with LLaMA's classes: their files name their own remote code's class, and transformers saves
+`LlamaForCausalLM`; both import as the model type's family.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from archspec.errors import SpecError
+from archspec.hf.import_config import import_config
+from tests.zoo_check import (
+    check_forward_matmul_flops,
+    check_logits_and_tokens,
+    real_total_equals_transformers,
+)
+
+pytest.importorskip("transformers")
+
+# Full sizes: real config.json files (their architecture fields, written out from the source
+# named above each), or a config class's defaults where no file was at hand (the comment
+# says so).
+REAL: dict[str, dict[str, Any]] = {
+    # https://huggingface.co/internlm/internlm3-8b-instruct/blob/main/config.json, as quoted
+    # in the InternLM3 configuration tests of an MLX port (realConfigJSON)
+    "internlm3": {
+        "architectures": ["InternLM3ForCausalLM"], "bias": False, "head_dim": 128,
+        "hidden_size": 4096, "intermediate_size": 10240, "max_position_embeddings": 32768,
+        "model_type": "internlm3", "num_attention_heads": 32, "num_hidden_layers": 48,
+        "num_key_value_heads": 2, "qkv_bias": False, "rms_norm_eps": 1e-5,
+        "rope_scaling": {"factor": 6.0, "rope_type": "dynamic"}, "rope_theta": 50000000,
+        "tie_word_embeddings": False, "vocab_size": 128512,
+    },
+    # IQuestCoderConfig's defaults (IQuestLab/IQuest-Coder-V1-40B-Instruct, its docstring's
+    # checkpoint: 80 layers, width 5120, 40 query and 8 key/value heads, as the release's
+    # table at https://developer.aliyun.com/article/1703900 lists)
+    "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], "model_type": "iquestcoder"},
+}  # fmt: skip
+
+# fmt: off
+_LLAMA = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+              num_key_value_heads=2, head_dim=16, intermediate_size=96,
+              max_position_embeddings=64, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+# name: (transformers class, config fields of a tiny model)
+TINY: dict[str, tuple[str, dict[str, Any]]] = {
+    "internlm3": ("LlamaForCausalLM", dict(model_type="internlm3", **_LLAMA, qkv_bias=True,
+                                           bias=True, initializer_range=0.2)),
+    "iquestcoder": ("LlamaForCausalLM", dict(model_type="iquestcoder", **_LLAMA,
+                                             initializer_range=0.2)),
+}
+# fmt: on
+
+
+@pytest.mark.parametrize("name", list(REAL))
+def test_real_size_total_equals_the_transformers_class(name: str) -> None:
+    ours, theirs = real_total_equals_transformers(REAL[name])
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_logits_and_greedy_tokens_equal_transformers(name: str, tmp_path: Path) -> None:
+    check_logits_and_tokens(*TINY[name], tmp_path)
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_forward_matmul_flops_equal_flop_counter(name: str) -> None:
+    check_forward_matmul_flops(*TINY[name])
+
+
+def test_classes_built_as_llama_import_under_either_name() -> None:
+    saved = {**REAL["internlm3"], "architectures": ["LlamaForCausalLM"]}
+    assert import_config(saved).hf_class == "InternLM3ForCausalLM"
+    assert import_config(REAL["internlm3"]).spec.attention.bias is False
+    with pytest.raises(SpecError, match="qkv_bias"):
+        import_config({**REAL["internlm3"], "qkv_bias": True})
+    with pytest.raises(SpecError, match="clip_qkv"):
+        import_config({**REAL["iquestcoder"], "clip_qkv": 8.0})
