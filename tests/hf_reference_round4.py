@@ -6,14 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 _SMALL = {"vocab_size": 99}
-_LLAMA = {**_SMALL, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+_LLAMA = {**_SMALL, "hidden_size": 64, "num_attention_heads": 4,
           "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 96,
           "max_position_embeddings": 32}  # fmt: skip
 
 # fmt: off
 ROUND4_CONFIGS: dict[str, dict[str, Any]] = {
-    "internlm3": {"architectures": ["InternLM3ForCausalLM"], **_LLAMA, "qkv_bias": True,
-                  "bias": True},
-    "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], **_LLAMA},
+    "internlm3": {"architectures": ["InternLM3ForCausalLM"], **_LLAMA, "num_hidden_layers": 2,
+                  "qkv_bias": True, "bias": True},
+    "exaone": {"architectures": ["ExaoneForCausalLM"], **_LLAMA, "num_layers": 2,
+               "layer_norm_epsilon": 1e-6},
+    "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], **_LLAMA,
+                    "num_hidden_layers": 2},
 }
 # fmt: on

@@ -5,7 +5,8 @@ tokens and FLOPs.
 
 InternLM3 (`internlm3`) and IQuest-Coder (`iquestcoder`) are model types transformers builds
 with LLaMA's classes: their files name their own remote code's class, and transformers saves
-`LlamaForCausalLM`; both import as the model type's family.
+`LlamaForCausalLM`; both import as the model type's family. So does EXAONE 3 (`exaone`),
+whose checkpoints keep its own code's module names.
 """
 
 from __future__ import annotations
@@ -39,6 +40,23 @@ REAL: dict[str, dict[str, Any]] = {
         "rope_scaling": {"factor": 6.0, "rope_type": "dynamic"}, "rope_theta": 50000000,
         "tie_word_embeddings": False, "vocab_size": 128512,
     },
+    # LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct's config.json (ExaoneConfig as printed, with its
+    # _name_or_path, in a public model notes file; auto_map shortened to its two entries)
+    "exaone": {
+        "activation_function": "silu", "architectures": ["ExaoneForCausalLM"],
+        "attention_dropout": 0.0,
+        "auto_map": {
+            "AutoConfig": "LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct--configuration_exaone.ExaoneConfig",
+            "AutoModelForCausalLM":
+                "LGAI-EXAONE/EXAONE-3.0-7.8B-Instruct--modeling_exaone.ExaoneForCausalLM",
+        },
+        "bos_token_id": 1, "embed_dropout": 0.0, "eos_token_id": 361, "hidden_size": 4096,
+        "initializer_range": 0.02, "intermediate_size": 14336, "layer_norm_epsilon": 1e-05,
+        "max_position_embeddings": 4096, "model_type": "exaone", "num_attention_heads": 32,
+        "num_key_value_heads": 8, "num_layers": 32, "pad_token_id": 0, "rope_scaling": None,
+        "rope_theta": 500000.0, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+        "transformers_version": "4.45.2", "use_cache": True, "vocab_size": 102400,
+    },
     # IQuestCoderConfig's defaults (IQuestLab/IQuest-Coder-V1-40B-Instruct, its docstring's
     # checkpoint: 80 layers, width 5120, 40 query and 8 key/value heads, as the release's
     # table at https://developer.aliyun.com/article/1703900 lists)
@@ -53,6 +71,8 @@ _LLAMA = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
 TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "internlm3": ("LlamaForCausalLM", dict(model_type="internlm3", **_LLAMA, qkv_bias=True,
                                            bias=True, initializer_range=0.2)),
+    # saved in EXAONE's own names (transformer.h.0.attn.attention.q_proj)
+    "exaone": ("LlamaForCausalLM", dict(model_type="exaone", **_LLAMA, initializer_range=0.2)),
     "iquestcoder": ("LlamaForCausalLM", dict(model_type="iquestcoder", **_LLAMA,
                                              initializer_range=0.2)),
 }
@@ -83,3 +103,25 @@ def test_classes_built_as_llama_import_under_either_name() -> None:
         import_config({**REAL["internlm3"], "qkv_bias": True})
     with pytest.raises(SpecError, match="clip_qkv"):
         import_config({**REAL["iquestcoder"], "clip_qkv": 8.0})
+
+
+def test_exaone_loads_transformers_memory_names_too() -> None:
+    """transformers renames EXAONE's modules to LLaMA's in memory (what bench --vs-hf copies)."""
+    import torch
+
+    from archspec.hf.weights import load_weights
+    from archspec.ir.build import build_ir
+    from tests.test_hf_weights import batch
+    from tests.tiny import generated_module
+    from tests.zoo_check import tiny_model
+
+    cls, fields = TINY["exaone"]
+    hf = tiny_model(cls, fields)
+    assert "model.layers.0.self_attn.q_proj.weight" in hf.state_dict()
+    spec = import_config({**hf.config.to_dict(), "architectures": [cls]}).spec
+    ir = build_ir(spec)
+    model = load_weights(generated_module(ir).Model().eval(), hf.state_dict(), spec=ir)
+    ids, mask = batch(0)
+    with torch.no_grad():
+        ref = hf(input_ids=ids, attention_mask=mask).logits
+        assert torch.allclose(model(ids, mask)[mask.bool()], ref[mask.bool()], atol=1e-4)

@@ -115,10 +115,18 @@ class NameRules:
     block_variants: dict[str, Lookup] = field(default_factory=dict)
     # The same at the model level (GPT-NeoX's head: `embed_out` in files, `lm_head` in memory).
     model_variants: dict[str, Lookup] = field(default_factory=dict)
+    # Whole other vocabularies, prefix and stacks included (EXAONE 3's files name its own
+    # code's modules, `transformer.h.0.attn.attention.q_proj`; transformers' memory LLaMA's).
+    layouts: dict[str, NameRules] = field(default_factory=dict)
 
     @property
     def variants(self) -> tuple[str, ...]:
-        return ("checkpoint", *dict.fromkeys([*self.block_variants, *self.model_variants]))
+        named = [*self.block_variants, *self.model_variants, *self.layouts]
+        return ("checkpoint", *dict.fromkeys(named))
+
+    def in_variant(self, variant: str) -> NameRules:
+        """The rules a state dict of `variant` is named by."""
+        return self.layouts.get(variant, self)
 
     def model_in(self, variant: str) -> Lookup:
         return self.model_variants.get(variant, self.model)

@@ -25,6 +25,7 @@ from archspec.hf.families import (
     electra,
     ernie,
     ernie4_5,
+    exaone,
     falcon,
     gemma,
     gemma2,
@@ -138,6 +139,7 @@ _MODULES = (
     vaultgemma,
     granitemoe,
     # zoo round 4
+    exaone,
     internlm3,
     iquestcoder,
 )
