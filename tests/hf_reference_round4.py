@@ -16,6 +16,10 @@ ROUND4_CONFIGS: dict[str, dict[str, Any]] = {
                   "qkv_bias": True, "bias": True},
     "exaone": {"architectures": ["ExaoneForCausalLM"], **_LLAMA, "num_layers": 2,
                "layer_norm_epsilon": 1e-6},
+    "gpt_neo": {"architectures": ["GPTNeoForCausalLM"], **_SMALL, "hidden_size": 64,
+                "num_layers": 2, "num_heads": 4, "intermediate_size": 128,
+                "max_position_embeddings": 32, "window_size": 8,
+                "attention_types": [[["global", "local"], 1]]},
     "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], **_LLAMA,
                     "num_hidden_layers": 2},
 }

@@ -57,6 +57,19 @@ REAL: dict[str, dict[str, Any]] = {
         "rope_theta": 500000.0, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
         "transformers_version": "4.45.2", "use_cache": True, "vocab_size": 102400,
     },
+    # https://huggingface.co/roneneldan/TinyStories-1M/resolve/77f1b168e219585646439073245fe87e56b3023e/config.json
+    # (GPT-Neo), as a public reproduction pins it (EXPECTED_CONFIG)
+    "gpt_neo": {
+        "architectures": ["GPTNeoForCausalLM"], "activation_function": "gelu_new",
+        "attention_dropout": 0,
+        "attention_layers": ["global", "local", "global", "local",
+                             "global", "local", "global", "local"],
+        "attention_types": [[["global", "local"], 4]], "bos_token_id": 50256,
+        "embed_dropout": 0, "eos_token_id": 50256, "intermediate_size": None,
+        "layer_norm_epsilon": 1e-5, "max_position_embeddings": 2048, "model_type": "gpt_neo",
+        "hidden_size": 64, "num_layers": 8, "num_heads": 16, "resid_dropout": 0,
+        "torch_dtype": "float32", "use_cache": True, "vocab_size": 50257, "window_size": 256,
+    },
     # IQuestCoderConfig's defaults (IQuestLab/IQuest-Coder-V1-40B-Instruct, its docstring's
     # checkpoint: 80 layers, width 5120, 40 query and 8 key/value heads, as the release's
     # table at https://developer.aliyun.com/article/1703900 lists)
@@ -73,6 +86,11 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
                                            bias=True, initializer_range=0.2)),
     # saved in EXAONE's own names (transformer.h.0.attn.attention.q_proj)
     "exaone": ("LlamaForCausalLM", dict(model_type="exaone", **_LLAMA, initializer_range=0.2)),
+    # global, local (a window of 4), global: unscaled scores, q/k/v without biases
+    "gpt_neo": ("GPTNeoForCausalLM", dict(
+        model_type="gpt_neo", hidden_size=64, num_layers=3, num_heads=4, window_size=4,
+        attention_types=[[["global", "local"], 1], [["global"], 1]], max_position_embeddings=64,
+        initializer_range=0.2, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     "iquestcoder": ("LlamaForCausalLM", dict(model_type="iquestcoder", **_LLAMA,
                                              initializer_range=0.2)),
 }

@@ -33,6 +33,7 @@ from archspec.hf.families import (
     glm4,
     gpt2,
     gpt_bigcode,
+    gpt_neo,
     gpt_neox,
     gptj,
     granite,
@@ -142,6 +143,7 @@ _MODULES = (
     exaone,
     internlm3,
     iquestcoder,
+    gpt_neo,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
