@@ -34,9 +34,7 @@ def _layers(f: Fields, n_layers: int) -> str:
             for _ in range(repeats):
                 letters += "".join(LETTERS[k] for k in kinds)
     except (TypeError, ValueError, KeyError):
-        raise f.error(
-            "attention_types", "expected [[[global|local, ...], repeats], ...]"
-        ) from None
+        raise f.error("attention_types", "expected [[[global|local, ...], repeats], ...]") from None
     if len(letters) != n_layers:
         raise f.error(
             "attention_types",
