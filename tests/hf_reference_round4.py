@@ -20,6 +20,8 @@ ROUND4_CONFIGS: dict[str, dict[str, Any]] = {
                 "num_layers": 2, "num_heads": 4, "intermediate_size": 128,
                 "max_position_embeddings": 32, "window_size": 8,
                 "attention_types": [[["global", "local"], 1]]},
+    "mpt": {"architectures": ["MptForCausalLM"], **_SMALL, "d_model": 64, "n_layers": 2,
+            "n_heads": 4, "max_seq_len": 32, "attn_config": {"softmax_scale": 0.25}},
     "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], **_LLAMA,
                     "num_hidden_layers": 2},
 }

@@ -70,6 +70,30 @@ REAL: dict[str, dict[str, Any]] = {
         "hidden_size": 64, "num_layers": 8, "num_heads": 16, "resid_dropout": 0,
         "torch_dtype": "float32", "use_cache": True, "vocab_size": 50257, "window_size": 256,
     },
+    # mosaicml/mpt-7b-instruct's config.json, as written out in a public port's notes ("The
+    # original config for the model")
+    "mpt": {
+        "architectures": ["MPTForCausalLM"],
+        "attn_config": {
+            "alibi": True, "alibi_bias_max": 8, "attn_impl": "torch", "attn_pdrop": 0,
+            "attn_type": "multihead_attention", "attn_uses_sequence_id": False,
+            "clip_qkv": None, "prefix_lm": False, "qk_ln": False, "softmax_scale": None,
+        },
+        "auto_map": {"AutoConfig": "configuration_mpt.MPTConfig",
+                     "AutoModelForCausalLM": "modeling_mpt.MPTForCausalLM"},
+        "d_model": 4096, "emb_pdrop": 0, "embedding_fraction": 1.0, "expansion_ratio": 4,
+        "init_config": {
+            "emb_init_std": None, "emb_init_uniform_lim": None, "fan_mode": "fan_in",
+            "init_div_is_residual": True, "init_gain": 0, "init_nonlinearity": "relu",
+            "init_std": 0.02, "name": "kaiming_normal_", "verbose": 0,
+        },
+        "init_device": "cpu", "learned_pos_emb": True, "logit_scale": None,
+        "max_seq_len": 2048, "model_type": "mpt", "n_heads": 32, "n_layers": 32,
+        "no_bias": True, "norm_type": "low_precision_layernorm", "resid_pdrop": 0,
+        "tokenizer_name": "EleutherAI/gpt-neox-20b", "torch_dtype": "bfloat16",
+        "transformers_version": "4.28.1", "use_cache": False, "verbose": 0,
+        "vocab_size": 50432,
+    },
     # IQuestCoderConfig's defaults (IQuestLab/IQuest-Coder-V1-40B-Instruct, its docstring's
     # checkpoint: 80 layers, width 5120, 40 query and 8 key/value heads, as the release's
     # table at https://developer.aliyun.com/article/1703900 lists)
@@ -91,6 +115,10 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
         model_type="gpt_neo", hidden_size=64, num_layers=3, num_heads=4, window_size=4,
         attention_types=[[["global", "local"], 1], [["global"], 1]], max_position_embeddings=64,
         initializer_range=0.2, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    # ALiBi over 4 heads, q/k/v clamped, the scores scaled by 0.25
+    "mpt": ("MptForCausalLM", dict(
+        model_type="mpt", d_model=64, n_layers=2, n_heads=4, max_seq_len=64,
+        attn_config={"clip_qkv": 0.4, "softmax_scale": 0.25}, initializer_range=0.2, pad_token_id=0)),
     "iquestcoder": ("LlamaForCausalLM", dict(model_type="iquestcoder", **_LLAMA,
                                              initializer_range=0.2)),
 }
@@ -143,3 +171,19 @@ def test_exaone_loads_transformers_memory_names_too() -> None:
     with torch.no_grad():
         ref = hf(input_ids=ids, attention_mask=mask).logits
         assert torch.allclose(model(ids, mask)[mask.bool()], ref[mask.bool()], atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "changes, field",
+    [
+        ({"n_heads": 24}, "n_heads"),  # MosaicML's slopes then differ from BLOOM's
+        ({"no_bias": False}, "no_bias"),  # transformers' MPT has no biases anyway
+        ({"expansion_ratio": 2}, "expansion_ratio"),
+        ({"attn_config": {"qk_ln": True}}, "attn_config"),
+        ({"attn_config": {"alibi_bias_max": 16}}, "attn_config"),
+    ],
+)
+def test_mpt_refuses_what_transformers_does_not_compute(changes, field: str) -> None:
+    with pytest.raises(SpecError) as err:
+        import_config({**REAL["mpt"], **changes})
+    assert err.value.path == field

@@ -50,6 +50,7 @@ from archspec.hf.families import (
     ministral,
     mistral,
     mixtral,
+    mpt,
     mt5,
     mvp,
     nemotron,
@@ -144,6 +145,7 @@ _MODULES = (
     internlm3,
     iquestcoder,
     gpt_neo,
+    mpt,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
