@@ -118,7 +118,8 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     # ALiBi over 4 heads, q/k/v clamped, the scores scaled by 0.25
     "mpt": ("MptForCausalLM", dict(
         model_type="mpt", d_model=64, n_layers=2, n_heads=4, max_seq_len=64,
-        attn_config={"clip_qkv": 0.4, "softmax_scale": 0.25}, initializer_range=0.2, pad_token_id=0)),
+        attn_config={"clip_qkv": 0.4, "softmax_scale": 0.25}, initializer_range=0.2,
+        pad_token_id=0)),
     "iquestcoder": ("LlamaForCausalLM", dict(model_type="iquestcoder", **_LLAMA,
                                              initializer_range=0.2)),
 }

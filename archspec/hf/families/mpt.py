@@ -4,8 +4,8 @@ MLP four times the width and a tied head.
 
 transformers' MPT reads less of the config than MosaicML's code did: it always applies ALiBi
 and builds the 4x MLP and the bias-free projections whatever `attn_config.alibi`,
-`expansion_ratio`, `no_bias` or `attn_type` say, so other values there are refused (the checkpoint would
-not be the model transformers computes). Its ALiBi slopes are MosaicML's, 2^(-k *
+`expansion_ratio`, `no_bias` or `attn_type` say, so other values there are refused (the
+checkpoint would not be the model transformers computes). Its ALiBi slopes are MosaicML's, 2^(-k *
 alibi_bias_max / n) for a power-of-two head count n, which is BLOOM's for alibi_bias_max 8;
 other head counts take a different interleaving than BLOOM's and are refused.
 """
