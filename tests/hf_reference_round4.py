@@ -22,6 +22,10 @@ ROUND4_CONFIGS: dict[str, dict[str, Any]] = {
                 "attention_types": [[["global", "local"], 1]]},
     "mpt": {"architectures": ["MptForCausalLM"], **_SMALL, "d_model": 64, "n_layers": 2,
             "n_heads": 4, "max_seq_len": 32, "attn_config": {"softmax_scale": 0.25}},
+    "flex_olmo": {"architectures": ["FlexOlmoForCausalLM"], **_SMALL, "hidden_size": 64,
+                  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                  "intermediate_size": 32, "max_position_embeddings": 32, "num_experts": 4,
+                  "num_experts_per_tok": 2, "norm_topk_prob": True},
     "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], **_LLAMA,
                     "num_hidden_layers": 2},
 }

@@ -94,6 +94,8 @@ REAL: dict[str, dict[str, Any]] = {
         "transformers_version": "4.28.1", "use_cache": False, "verbose": 0,
         "vocab_size": 50432,
     },
+    # FlexOlmoConfig's defaults (allenai/FlexOlmo-7x7B-1T, its docstring's checkpoint)
+    "flex_olmo": {"architectures": ["FlexOlmoForCausalLM"], "model_type": "flex_olmo"},
     # IQuestCoderConfig's defaults (IQuestLab/IQuest-Coder-V1-40B-Instruct, its docstring's
     # checkpoint: 80 layers, width 5120, 40 query and 8 key/value heads, as the release's
     # table at https://developer.aliyun.com/article/1703900 lists)
@@ -120,6 +122,9 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
         model_type="mpt", d_model=64, n_layers=2, n_heads=4, max_seq_len=64,
         attn_config={"clip_qkv": 0.4, "softmax_scale": 0.25}, initializer_range=0.2,
         pad_token_id=0)),
+    "flex_olmo": ("FlexOlmoForCausalLM", dict(
+        model_type="flex_olmo", **_LLAMA, num_experts=4,
+        num_experts_per_tok=2, initializer_range=0.2)),
     "iquestcoder": ("LlamaForCausalLM", dict(model_type="iquestcoder", **_LLAMA,
                                              initializer_range=0.2)),
 }

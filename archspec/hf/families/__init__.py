@@ -27,6 +27,7 @@ from archspec.hf.families import (
     ernie4_5,
     exaone,
     falcon,
+    flex_olmo,
     gemma,
     gemma2,
     glm,
@@ -146,6 +147,7 @@ _MODULES = (
     iquestcoder,
     gpt_neo,
     mpt,
+    flex_olmo,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
