@@ -26,6 +26,8 @@ ROUND4_CONFIGS: dict[str, dict[str, Any]] = {
                   "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
                   "intermediate_size": 32, "max_position_embeddings": 32, "num_experts": 4,
                   "num_experts_per_tok": 2, "norm_topk_prob": True},
+    "exaone4": {"architectures": ["Exaone4ForCausalLM"], **_LLAMA, "num_hidden_layers": 2,
+                "sliding_window": None, "layer_types": ["full_attention"] * 2},
     "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], **_LLAMA,
                     "num_hidden_layers": 2},
 }

@@ -96,6 +96,20 @@ REAL: dict[str, dict[str, Any]] = {
     },
     # FlexOlmoConfig's defaults (allenai/FlexOlmo-7x7B-1T, its docstring's checkpoint)
     "flex_olmo": {"architectures": ["FlexOlmoForCausalLM"], "model_type": "flex_olmo"},
+    # LGAI-EXAONE/EXAONE-4.0-1.2B's sizes as a public Megatron bridge's test writes its
+    # config (make_exaone4_config), every layer global (sliding_window null, layer_types)
+    "exaone4": {
+        "architectures": ["Exaone4ForCausalLM"], "hidden_size": 2048,
+        "initializer_range": 0.02, "intermediate_size": 4096,
+        "max_position_embeddings": 65536, "model_type": "exaone4", "num_attention_heads": 32,
+        "num_hidden_layers": 30, "num_key_value_heads": 8, "rms_norm_eps": 1e-5,
+        "rope_scaling": {
+            "rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0, "original_max_position_embeddings": 8192,
+        },
+        "rope_theta": 1000000.0, "tie_word_embeddings": True, "vocab_size": 102400,
+        "head_dim": 64, "sliding_window": None, "layer_types": ["full_attention"] * 30,
+    },
     # IQuestCoderConfig's defaults (IQuestLab/IQuest-Coder-V1-40B-Instruct, its docstring's
     # checkpoint: 80 layers, width 5120, 40 query and 8 key/value heads, as the release's
     # table at https://developer.aliyun.com/article/1703900 lists)
@@ -125,6 +139,9 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "flex_olmo": ("FlexOlmoForCausalLM", dict(
         model_type="flex_olmo", **_LLAMA, num_experts=4,
         num_experts_per_tok=2, initializer_range=0.2)),
+    "exaone4": ("Exaone4ForCausalLM", dict(
+        model_type="exaone4", **_LLAMA, sliding_window=None,
+        layer_types=["full_attention"] * 2, initializer_range=0.2)),
     "iquestcoder": ("LlamaForCausalLM", dict(model_type="iquestcoder", **_LLAMA,
                                              initializer_range=0.2)),
 }
@@ -193,3 +210,12 @@ def test_mpt_refuses_what_transformers_does_not_compute(changes, field: str) -> 
     with pytest.raises(SpecError) as err:
         import_config({**REAL["mpt"], **changes})
     assert err.value.path == field
+
+
+def test_exaone4_with_windows_is_refused_naming_them() -> None:
+    with pytest.raises(SpecError, match="no positions") as err:
+        import_config({**REAL["exaone4"], "sliding_window": 4096})
+    assert err.value.path == "sliding_window"
+    without = {k: v for k, v in REAL["exaone4"].items() if k != "sliding_window"}
+    with pytest.raises(SpecError, match="no positions"):
+        import_config(without)  # Exaone4Config's default window, every fourth layer global

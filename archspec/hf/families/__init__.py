@@ -26,6 +26,7 @@ from archspec.hf.families import (
     ernie,
     ernie4_5,
     exaone,
+    exaone4,
     falcon,
     flex_olmo,
     gemma,
@@ -148,6 +149,7 @@ _MODULES = (
     gpt_neo,
     mpt,
     flex_olmo,
+    exaone4,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
