@@ -28,6 +28,10 @@ ROUND4_CONFIGS: dict[str, dict[str, Any]] = {
                   "num_experts_per_tok": 2, "norm_topk_prob": True},
     "exaone4": {"architectures": ["Exaone4ForCausalLM"], **_LLAMA, "num_hidden_layers": 2,
                 "sliding_window": None, "layer_types": ["full_attention"] * 2},
+    "granitemoeshared": {"architectures": ["GraniteMoeSharedForCausalLM"], **_LLAMA,
+                         "num_hidden_layers": 2, "intermediate_size": 32,
+                         "shared_intermediate_size": 48, "num_local_experts": 4,
+                         "num_experts_per_tok": 2, "residual_multiplier": 0.5},
     "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], **_LLAMA,
                     "num_hidden_layers": 2},
 }

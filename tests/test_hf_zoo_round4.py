@@ -110,6 +110,12 @@ REAL: dict[str, dict[str, Any]] = {
         "rope_theta": 1000000.0, "tie_word_embeddings": True, "vocab_size": 102400,
         "head_dim": 64, "sliding_window": None, "layer_types": ["full_attention"] * 30,
     },
+    # GraniteMoeSharedConfig's defaults, with the shared expert its docstring describes
+    # (shared_intermediate_size 1024; the class's own default, 0, is Granite MoE's layers)
+    "granitemoeshared": {
+        "architectures": ["GraniteMoeSharedForCausalLM"], "model_type": "granitemoeshared",
+        "shared_intermediate_size": 1024,
+    },
     # IQuestCoderConfig's defaults (IQuestLab/IQuest-Coder-V1-40B-Instruct, its docstring's
     # checkpoint: 80 layers, width 5120, 40 query and 8 key/value heads, as the release's
     # table at https://developer.aliyun.com/article/1703900 lists)
@@ -142,6 +148,11 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "exaone4": ("Exaone4ForCausalLM", dict(
         model_type="exaone4", **_LLAMA, sliding_window=None,
         layer_types=["full_attention"] * 2, initializer_range=0.2)),
+    "granitemoeshared": ("GraniteMoeSharedForCausalLM", dict(
+        model_type="granitemoeshared", **{**_LLAMA, "intermediate_size": 32},
+        shared_intermediate_size=48, num_local_experts=4, num_experts_per_tok=2,
+        embedding_multiplier=2.0, residual_multiplier=0.5, attention_multiplier=0.125,
+        logits_scaling=2.0, initializer_range=0.2)),
     "iquestcoder": ("LlamaForCausalLM", dict(model_type="iquestcoder", **_LLAMA,
                                              initializer_range=0.2)),
 }

@@ -40,6 +40,7 @@ from archspec.hf.families import (
     gptj,
     granite,
     granitemoe,
+    granitemoeshared,
     helium,
     internlm3,
     iquestcoder,
@@ -150,6 +151,7 @@ _MODULES = (
     mpt,
     flex_olmo,
     exaone4,
+    granitemoeshared,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
