@@ -32,6 +32,9 @@ ROUND4_CONFIGS: dict[str, dict[str, Any]] = {
                          "num_hidden_layers": 2, "intermediate_size": 32,
                          "shared_intermediate_size": 48, "num_local_experts": 4,
                          "num_experts_per_tok": 2, "residual_multiplier": 0.5},
+    "biogpt": {"architectures": ["BioGptForCausalLM"], **_SMALL, "hidden_size": 64,
+               "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+               "max_position_embeddings": 32, "scale_embedding": False},
     "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], **_LLAMA,
                     "num_hidden_layers": 2},
 }

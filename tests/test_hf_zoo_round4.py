@@ -116,6 +116,8 @@ REAL: dict[str, dict[str, Any]] = {
         "architectures": ["GraniteMoeSharedForCausalLM"], "model_type": "granitemoeshared",
         "shared_intermediate_size": 1024,
     },
+    # BioGptConfig's defaults (microsoft/biogpt, its docstring's checkpoint)
+    "biogpt": {"architectures": ["BioGptForCausalLM"], "model_type": "biogpt"},
     # IQuestCoderConfig's defaults (IQuestLab/IQuest-Coder-V1-40B-Instruct, its docstring's
     # checkpoint: 80 layers, width 5120, 40 query and 8 key/value heads, as the release's
     # table at https://developer.aliyun.com/article/1703900 lists)
@@ -153,6 +155,10 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
         shared_intermediate_size=48, num_local_experts=4, num_experts_per_tok=2,
         embedding_multiplier=2.0, residual_multiplier=0.5, attention_multiplier=0.125,
         logits_scaling=2.0, initializer_range=0.2)),
+    "biogpt": ("BioGptForCausalLM", dict(
+        model_type="biogpt", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=128, max_position_embeddings=64, initializer_range=0.5,
+        pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     "iquestcoder": ("LlamaForCausalLM", dict(model_type="iquestcoder", **_LLAMA,
                                              initializer_range=0.2)),
 }

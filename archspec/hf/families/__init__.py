@@ -14,6 +14,7 @@ from archspec.hf.families import (
     bart,
     bert,
     bert_generation,
+    biogpt,
     blenderbot,
     bloom,
     camembert,
@@ -152,6 +153,7 @@ _MODULES = (
     flex_olmo,
     exaone4,
     granitemoeshared,
+    biogpt,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
