@@ -35,6 +35,9 @@ ROUND4_CONFIGS: dict[str, dict[str, Any]] = {
     "biogpt": {"architectures": ["BioGptForCausalLM"], **_SMALL, "hidden_size": 64,
                "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
                "max_position_embeddings": 32, "scale_embedding": False},
+    "persimmon": {"architectures": ["PersimmonForCausalLM"], **_SMALL, "hidden_size": 64,
+                  "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+                  "max_position_embeddings": 32, "qk_layernorm": False},
     "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], **_LLAMA,
                     "num_hidden_layers": 2},
 }

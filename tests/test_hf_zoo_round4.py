@@ -118,6 +118,17 @@ REAL: dict[str, dict[str, Any]] = {
     },
     # BioGptConfig's defaults (microsoft/biogpt, its docstring's checkpoint)
     "biogpt": {"architectures": ["BioGptForCausalLM"], "model_type": "biogpt"},
+    # https://huggingface.co/adept/persimmon-8b-base/blob/main/config.json (SHA 94dc4e0b), as
+    # a public snapshot of the Hub's files writes it out
+    "persimmon": {
+        "architectures": ["PersimmonForCausalLM"], "model_type": "persimmon",
+        "hidden_size": 4096, "intermediate_size": 16384, "num_hidden_layers": 36,
+        "num_attention_heads": 64, "num_key_value_heads": 64, "hidden_act": "relu2",
+        "hidden_dropout": 0.6, "attention_dropout": 0.0, "layer_norm_eps": 1e-5,
+        "max_position_embeddings": 16384, "qk_layernorm": True, "rope_theta": 25000.0,
+        "rope_scaling": None, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
+        "vocab_size": 262144, "bos_token_id": 71013, "eos_token_id": 71013,
+    },
     # IQuestCoderConfig's defaults (IQuestLab/IQuest-Coder-V1-40B-Instruct, its docstring's
     # checkpoint: 80 layers, width 5120, 40 query and 8 key/value heads, as the release's
     # table at https://developer.aliyun.com/article/1703900 lists)
@@ -158,6 +169,10 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "biogpt": ("BioGptForCausalLM", dict(
         model_type="biogpt", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
         intermediate_size=128, max_position_embeddings=64, initializer_range=0.5,
+        pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    "persimmon": ("PersimmonForCausalLM", dict(
+        model_type="persimmon", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=128, max_position_embeddings=64, initializer_range=0.2,
         pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     "iquestcoder": ("LlamaForCausalLM", dict(model_type="iquestcoder", **_LLAMA,
                                              initializer_range=0.2)),

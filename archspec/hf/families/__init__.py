@@ -65,6 +65,7 @@ from archspec.hf.families import (
     openai_gpt,
     opt,
     pegasus,
+    persimmon,
     phi,
     phi3,
     plbart,
@@ -154,6 +155,7 @@ _MODULES = (
     exaone4,
     granitemoeshared,
     biogpt,
+    persimmon,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
