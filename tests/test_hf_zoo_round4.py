@@ -129,6 +129,8 @@ REAL: dict[str, dict[str, Any]] = {
         "rope_scaling": None, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
         "vocab_size": 262144, "bos_token_id": 71013, "eos_token_id": 71013,
     },
+    # CodeGenConfig's defaults (its docstring names Salesforce/codegen-2B-mono)
+    "codegen": {"architectures": ["CodeGenForCausalLM"], "model_type": "codegen"},
     # IQuestCoderConfig's defaults (IQuestLab/IQuest-Coder-V1-40B-Instruct, its docstring's
     # checkpoint: 80 layers, width 5120, 40 query and 8 key/value heads, as the release's
     # table at https://developer.aliyun.com/article/1703900 lists)
@@ -174,6 +176,10 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
         model_type="persimmon", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
         intermediate_size=128, max_position_embeddings=64, initializer_range=0.2,
         pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    # 8 heads over the 4 shards, RoPE on 8 of each head's 16 channels
+    "codegen": ("CodeGenForCausalLM", dict(
+        model_type="codegen", n_embd=128, n_layer=2, n_head=8, rotary_dim=8, n_positions=64,
+        initializer_range=0.2, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     "iquestcoder": ("LlamaForCausalLM", dict(model_type="iquestcoder", **_LLAMA,
                                              initializer_range=0.2)),
 }

@@ -79,6 +79,9 @@ class Target:
     outside: bool = False  # outside the base model (the LM head), so never prefixed
     params: dict[str, str] | None = None  # our param -> transformers tensor name (experts)
     aliases: tuple[str, ...] = ()  # modules that hold the same tensor (tied embeddings)
+    # heads: the groups the fused rows interleave, when not the key/value heads (CodeGen's q,
+    # v, k per shard of the 4 it was trained on)
+    groups: int = 0
     note: str = ""  # shown by `count --names hf`
 
 

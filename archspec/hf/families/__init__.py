@@ -18,6 +18,7 @@ from archspec.hf.families import (
     blenderbot,
     bloom,
     camembert,
+    codegen,
     cohere,
     cwm,
     data2vec_text,
@@ -156,6 +157,7 @@ _MODULES = (
     granitemoeshared,
     biogpt,
     persimmon,
+    codegen,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
