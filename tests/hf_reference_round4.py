@@ -40,6 +40,13 @@ ROUND4_CONFIGS: dict[str, dict[str, Any]] = {
                   "max_position_embeddings": 32, "qk_layernorm": False},
     "codegen": {"architectures": ["CodeGenForCausalLM"], **_SMALL, "n_embd": 64, "n_layer": 2,
                 "n_head": 4, "rotary_dim": 8, "n_positions": 32},
+    "xlm-roberta-xl": {"architectures": ["XLMRobertaXLModel"], **_SMALL, "hidden_size": 64,
+                       "num_hidden_layers": 2, "num_attention_heads": 4,
+                       "intermediate_size": 128, "max_position_embeddings": 34},
+    "roberta-prelayernorm": {"architectures": ["RobertaPreLayerNormModel"], **_SMALL,
+                             "hidden_size": 64, "num_hidden_layers": 2,
+                             "num_attention_heads": 4, "intermediate_size": 128,
+                             "max_position_embeddings": 34},
     "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], **_LLAMA,
                     "num_hidden_layers": 2},
 }

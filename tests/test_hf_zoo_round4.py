@@ -131,6 +131,16 @@ REAL: dict[str, dict[str, Any]] = {
     },
     # CodeGenConfig's defaults (its docstring names Salesforce/codegen-2B-mono)
     "codegen": {"architectures": ["CodeGenForCausalLM"], "model_type": "codegen"},
+    # XLMRobertaXLConfig's defaults (facebook/xlm-roberta-xl's sizes, its docstring's
+    # checkpoint)
+    "xlm-roberta-xl": {
+        "architectures": ["XLMRobertaXLForMaskedLM"], "model_type": "xlm-roberta-xl",
+    },
+    # RobertaPreLayerNormConfig's defaults (its docstring's checkpoint:
+    # andreasmadsen/efficient_mlm_m0.40)
+    "roberta-prelayernorm": {
+        "architectures": ["RobertaPreLayerNormForMaskedLM"], "model_type": "roberta-prelayernorm",
+    },
     # IQuestCoderConfig's defaults (IQuestLab/IQuest-Coder-V1-40B-Instruct, its docstring's
     # checkpoint: 80 layers, width 5120, 40 query and 8 key/value heads, as the release's
     # table at https://developer.aliyun.com/article/1703900 lists)
@@ -264,3 +274,52 @@ def test_exaone4_with_windows_is_refused_naming_them() -> None:
     without = {k: v for k, v in REAL["exaone4"].items() if k != "sliding_window"}
     with pytest.raises(SpecError, match="no positions"):
         import_config(without)  # Exaone4Config's default window, every fourth layer global
+
+
+# Encoders: hidden states and masked-LM logits of a right-padded batch after load_weights.
+ENCODERS: dict[str, tuple[str, dict[str, Any]]] = {
+    "xlm-roberta-xl": ("XLMRobertaXLForMaskedLM", dict(
+        model_type="xlm-roberta-xl", vocab_size=99, hidden_size=64, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=128, max_position_embeddings=34,
+        pad_token_id=1)),
+    "roberta-prelayernorm": ("RobertaPreLayerNormForMaskedLM", dict(
+        model_type="roberta-prelayernorm", vocab_size=99, hidden_size=64, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=128, max_position_embeddings=34,
+        pad_token_id=1, hidden_act="relu")),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=() if n == "roberta-prelayernorm" else pytest.mark.long)
+        for n in ENCODERS
+    ],
+)
+def test_encoder_logits_equal_transformers(name: str, tmp_path: Path) -> None:
+    import torch
+
+    from archspec.hf.weights import load_weights
+    from tests.test_hf_weights import assert_close, generated
+    from tests.zoo_check import tiny_model
+
+    hf = tiny_model(*ENCODERS[name])
+    with torch.no_grad():  # the masked-LM head's output bias too
+        for key, param in hf.named_parameters():
+            if key.endswith("bias") and param.numel() == 99:
+                param.normal_(0.0, 0.5)
+    hf.save_pretrained(tmp_path / "checkpoint")
+    module, _ = generated(tmp_path / "checkpoint", tmp_path)
+    model = load_weights(module.Model().eval(), tmp_path / "checkpoint")
+    torch.manual_seed(1)
+    ids = torch.randint(3, 99, (2, 10))
+    mask = torch.ones(2, 10, dtype=torch.long)
+    mask[1, 7:], ids[1, 7:] = 0, hf.config.pad_token_id
+    with torch.no_grad():
+        ref = hf(input_ids=ids, attention_mask=mask).logits
+        assert_close(model(ids, mask)[mask.bool()], ref[mask.bool()])
+
+
+@pytest.mark.parametrize("name", list(ENCODERS))
+def test_encoder_forward_matmul_flops_equal_flop_counter(name: str) -> None:
+    check_forward_matmul_flops(*ENCODERS[name])

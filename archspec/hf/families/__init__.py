@@ -75,12 +75,14 @@ from archspec.hf.families import (
     qwen3,
     qwen3_moe,
     roberta,
+    roberta_prelayernorm,
     seed_oss,
     stablelm,
     starcoder2,
     t5,
     vaultgemma,
     xlm_roberta,
+    xlm_roberta_xl,
 )
 from archspec.hf.family import Family, HFClass
 
@@ -158,6 +160,8 @@ _MODULES = (
     biogpt,
     persimmon,
     codegen,
+    xlm_roberta_xl,
+    roberta_prelayernorm,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
