@@ -47,6 +47,8 @@ ROUND4_CONFIGS: dict[str, dict[str, Any]] = {
                              "hidden_size": 64, "num_hidden_layers": 2,
                              "num_attention_heads": 4, "intermediate_size": 128,
                              "max_position_embeddings": 34},
+    "xglm": {"architectures": ["XGLMForCausalLM"], **_SMALL, "d_model": 64, "num_layers": 2,
+             "attention_heads": 4, "ffn_dim": 128, "max_position_embeddings": 32},
     "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], **_LLAMA,
                     "num_hidden_layers": 2},
 }

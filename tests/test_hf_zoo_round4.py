@@ -141,6 +141,8 @@ REAL: dict[str, dict[str, Any]] = {
     "roberta-prelayernorm": {
         "architectures": ["RobertaPreLayerNormForMaskedLM"], "model_type": "roberta-prelayernorm",
     },
+    # XGLMConfig's defaults (facebook/xglm-564M, its docstring's checkpoint)
+    "xglm": {"architectures": ["XGLMForCausalLM"], "model_type": "xglm"},
     # IQuestCoderConfig's defaults (IQuestLab/IQuest-Coder-V1-40B-Instruct, its docstring's
     # checkpoint: 80 layers, width 5120, 40 query and 8 key/value heads, as the release's
     # table at https://developer.aliyun.com/article/1703900 lists)
@@ -190,6 +192,10 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "codegen": ("CodeGenForCausalLM", dict(
         model_type="codegen", n_embd=128, n_layer=2, n_head=8, rotary_dim=8, n_positions=64,
         initializer_range=0.2, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    "xglm": ("XGLMForCausalLM", dict(
+        model_type="xglm", d_model=64, num_layers=2, attention_heads=4, ffn_dim=128,
+        max_position_embeddings=64, init_std=0.3, pad_token_id=0, bos_token_id=1,
+        eos_token_id=2)),
     "iquestcoder": ("LlamaForCausalLM", dict(model_type="iquestcoder", **_LLAMA,
                                              initializer_range=0.2)),
 }

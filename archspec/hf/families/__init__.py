@@ -81,6 +81,7 @@ from archspec.hf.families import (
     starcoder2,
     t5,
     vaultgemma,
+    xglm,
     xlm_roberta,
     xlm_roberta_xl,
 )
@@ -162,6 +163,7 @@ _MODULES = (
     codegen,
     xlm_roberta_xl,
     roberta_prelayernorm,
+    xglm,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
