@@ -292,6 +292,38 @@ MISSING: dict[str, str] = {
         "MRA approximates attention at several resolutions (block_per_row, approx_mode); "
         "archspec's attention is exact"
     ),
+    "granite_swa": (
+        "GraniteSWA adds a learned sink per head to every softmax (sinks) and can rotate "
+        "each layer by its own base or not at all (layer_rope_theta); archspec's attention "
+        "has no sinks"
+    ),
+    "granitemoe_swa": (
+        "GraniteMoeSWA adds a learned sink per head to every softmax (sinks) and can rotate "
+        "each layer by its own base or not at all (layer_rope_theta); archspec's attention "
+        "has no sinks"
+    ),
+    "layoutlm": (
+        "LayoutLM adds embeddings of each token's bounding box (x, y, width and height "
+        "tables, max_2d_position_embeddings), an input archspec's models do not take"
+    ),
+    "tapas": (
+        "TAPAS adds seven token-type embeddings of table structure (type_vocab_sizes: "
+        "segment, column, row, rank, ...); archspec's embeddings have one token-type table"
+    ),
+    "luke": (
+        "LUKE embeds entities beside words (entity_vocab_size, entity_emb_size) and attends "
+        "with entity-aware query projections (use_entity_aware_attention); archspec's "
+        "models take tokens only"
+    ),
+    "convbert": (
+        "ConvBERT mixes tokens with span-based dynamic convolutions beside its attention "
+        "heads (head_ratio, conv_kernel_size); archspec's blocks mix tokens by attention "
+        "only"
+    ),
+    "mpnet": (
+        "MPNet adds a T5-style relative-position bias (relative_attention_num_buckets) on "
+        "top of learned absolute positions; a spec has one position setting per stack"
+    ),
 }
 
 # Words in the names of transformers' task registries (MODEL_FOR_<TASK>_MAPPING_NAMES) that
