@@ -49,6 +49,9 @@ ROUND4_CONFIGS: dict[str, dict[str, Any]] = {
                              "max_position_embeddings": 34},
     "xglm": {"architectures": ["XGLMForCausalLM"], **_SMALL, "d_model": 64, "num_layers": 2,
              "attention_heads": 4, "ffn_dim": 128, "max_position_embeddings": 32},
+    "rembert": {"architectures": ["RemBertModel"], **_SMALL, "hidden_size": 64,
+                "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+                "max_position_embeddings": 32, "input_embedding_size": 32},
     "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], **_LLAMA,
                     "num_hidden_layers": 2},
 }

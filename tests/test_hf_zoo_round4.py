@@ -143,6 +143,8 @@ REAL: dict[str, dict[str, Any]] = {
     },
     # XGLMConfig's defaults (facebook/xglm-564M, its docstring's checkpoint)
     "xglm": {"architectures": ["XGLMForCausalLM"], "model_type": "xglm"},
+    # RemBertConfig's defaults (google/rembert's sizes, its docstring's checkpoint)
+    "rembert": {"architectures": ["RemBertModel"], "model_type": "rembert"},
     # IQuestCoderConfig's defaults (IQuestLab/IQuest-Coder-V1-40B-Instruct, its docstring's
     # checkpoint: 80 layers, width 5120, 40 query and 8 key/value heads, as the release's
     # table at https://developer.aliyun.com/article/1703900 lists)
@@ -292,6 +294,11 @@ ENCODERS: dict[str, tuple[str, dict[str, Any]]] = {
         model_type="roberta-prelayernorm", vocab_size=99, hidden_size=64, num_hidden_layers=2,
         num_attention_heads=4, intermediate_size=128, max_position_embeddings=34,
         pad_token_id=1, hidden_act="relu")),
+    # embeddings 32 wide, projected to 64
+    "rembert": ("RemBertModel", dict(
+        model_type="rembert", vocab_size=99, hidden_size=64, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=128, max_position_embeddings=32,
+        input_embedding_size=32, output_embedding_size=48, pad_token_id=0)),
 }  # fmt: skip
 
 
@@ -322,10 +329,43 @@ def test_encoder_logits_equal_transformers(name: str, tmp_path: Path) -> None:
     mask = torch.ones(2, 10, dtype=torch.long)
     mask[1, 7:], ids[1, 7:] = 0, hf.config.pad_token_id
     with torch.no_grad():
-        ref = hf(input_ids=ids, attention_mask=mask).logits
-        assert_close(model(ids, mask)[mask.bool()], ref[mask.bool()])
+        out = hf(input_ids=ids, attention_mask=mask)
+        ref = out.logits if hasattr(out, "logits") else out.last_hidden_state
+        got = model(ids, mask)
+        got = got[0] if isinstance(got, tuple) else got  # hidden states before the pooler
+        assert_close(got[mask.bool()], ref[mask.bool()])
 
 
 @pytest.mark.parametrize("name", list(ENCODERS))
 def test_encoder_forward_matmul_flops_equal_flop_counter(name: str) -> None:
     check_forward_matmul_flops(*ENCODERS[name])
+
+
+def test_bench_builds_the_class_transformers_runs_for_the_files_class() -> None:
+    """bench --vs-hf builds ExaoneForCausalLM's implementation, LlamaForCausalLM, and copies
+    its in-memory weights into ours (tests/test_bench.py compares the two runs)."""
+    import torch
+
+    from archspec.bench.hf_side import build_hf_model, copy_weights
+    from archspec.hf.export_config import hf_config_dict
+    from archspec.ir.build import build_ir
+    from tests.hf_reference import FAMILY_CONFIGS
+    from tests.tiny import generated_module
+
+    spec = import_config({"model_type": "exaone", **FAMILY_CONFIGS["exaone"]}).spec
+    data = hf_config_dict(spec)
+    assert data["architectures"] == ["ExaoneForCausalLM"]
+    hf, _ = build_hf_model(data, torch.device("cpu"))
+    assert type(hf).__name__ == "LlamaForCausalLM"
+    ir = build_ir(spec)
+    ours = generated_module(ir).Model().eval()
+    copy_weights(ours, hf, ir)
+    ids = torch.randint(3, 99, (1, 6))
+    with torch.no_grad():
+        assert torch.allclose(ours(ids), hf.eval()(input_ids=ids).logits, atol=1e-4)
+
+
+def test_rembert_masked_lm_is_refused_pointing_at_the_encoder() -> None:
+    with pytest.raises(SpecError, match="RemBertModel") as err:
+        import_config({**REAL["rembert"], "architectures": ["RemBertForMaskedLM"]})
+    assert "output_embedding_size" in err.value.message

@@ -74,6 +74,7 @@ from archspec.hf.families import (
     qwen2_moe,
     qwen3,
     qwen3_moe,
+    rembert,
     roberta,
     roberta_prelayernorm,
     seed_oss,
@@ -164,6 +165,7 @@ _MODULES = (
     xlm_roberta_xl,
     roberta_prelayernorm,
     xglm,
+    rembert,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
