@@ -211,18 +211,21 @@ def test_real_size_total_equals_the_transformers_class(name: str) -> None:
 
 
 # A tiny model saved, imported, loaded and decoded takes seconds on two shared cores: GPT-Neo
-# (windows) stays in the default suite, the others run with the long tests (`-m long`).
-FAST = ("gpt_neo",)
+# (windows) and RoBERTa-PreLayerNorm stay in the default suite, the others run with the long
+# tests (`-m long`).
+FAST = ("gpt_neo", "roberta-prelayernorm")
 
 
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=() if n in FAST else pytest.mark.long) for n in TINY]
-)
+def default_or_long(names) -> list:
+    return [pytest.param(n, marks=() if n in FAST else pytest.mark.long) for n in names]
+
+
+@pytest.mark.parametrize("name", default_or_long(TINY))
 def test_logits_and_greedy_tokens_equal_transformers(name: str, tmp_path: Path) -> None:
     check_logits_and_tokens(*TINY[name], tmp_path)
 
 
-@pytest.mark.parametrize("name", list(TINY))
+@pytest.mark.parametrize("name", default_or_long(TINY))
 def test_forward_matmul_flops_equal_flop_counter(name: str) -> None:
     check_forward_matmul_flops(*TINY[name])
 
@@ -302,13 +305,7 @@ ENCODERS: dict[str, tuple[str, dict[str, Any]]] = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=() if n == "roberta-prelayernorm" else pytest.mark.long)
-        for n in ENCODERS
-    ],
-)
+@pytest.mark.parametrize("name", default_or_long(ENCODERS))
 def test_encoder_logits_equal_transformers(name: str, tmp_path: Path) -> None:
     import torch
 
@@ -336,7 +333,7 @@ def test_encoder_logits_equal_transformers(name: str, tmp_path: Path) -> None:
         assert_close(got[mask.bool()], ref[mask.bool()])
 
 
-@pytest.mark.parametrize("name", list(ENCODERS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.long) for n in ENCODERS])
 def test_encoder_forward_matmul_flops_equal_flop_counter(name: str) -> None:
     check_forward_matmul_flops(*ENCODERS[name])
 
