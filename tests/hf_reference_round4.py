@@ -52,6 +52,8 @@ ROUND4_CONFIGS: dict[str, dict[str, Any]] = {
     "rembert": {"architectures": ["RemBertModel"], **_SMALL, "hidden_size": 64,
                 "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
                 "max_position_embeddings": 32, "input_embedding_size": 32},
+    "ctrl": {"architectures": ["CTRLLMHeadModel"], **_SMALL, "n_embd": 64, "n_layer": 2,
+             "n_head": 4, "dff": 128, "n_positions": 32},
     "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], **_LLAMA,
                     "num_hidden_layers": 2},
 }

@@ -145,6 +145,8 @@ REAL: dict[str, dict[str, Any]] = {
     "xglm": {"architectures": ["XGLMForCausalLM"], "model_type": "xglm"},
     # RemBertConfig's defaults (google/rembert's sizes, its docstring's checkpoint)
     "rembert": {"architectures": ["RemBertModel"], "model_type": "rembert"},
+    # CTRLConfig's defaults (Salesforce/ctrl's sizes)
+    "ctrl": {"architectures": ["CTRLLMHeadModel"], "model_type": "ctrl"},
     # IQuestCoderConfig's defaults (IQuestLab/IQuest-Coder-V1-40B-Instruct, its docstring's
     # checkpoint: 80 layers, width 5120, 40 query and 8 key/value heads, as the release's
     # table at https://developer.aliyun.com/article/1703900 lists)
@@ -198,6 +200,9 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
         model_type="xglm", d_model=64, num_layers=2, attention_heads=4, ffn_dim=128,
         max_position_embeddings=64, init_std=0.3, pad_token_id=0, bos_token_id=1,
         eos_token_id=2)),
+    "ctrl": ("CTRLLMHeadModel", dict(
+        model_type="ctrl", n_embd=64, n_layer=2, n_head=4, dff=128, n_positions=64,
+        initializer_range=0.3, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
     "iquestcoder": ("LlamaForCausalLM", dict(model_type="iquestcoder", **_LLAMA,
                                              initializer_range=0.2)),
 }

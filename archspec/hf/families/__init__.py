@@ -20,6 +20,7 @@ from archspec.hf.families import (
     camembert,
     codegen,
     cohere,
+    ctrl,
     cwm,
     data2vec_text,
     deepseek_v2,
@@ -166,6 +167,7 @@ _MODULES = (
     roberta_prelayernorm,
     xglm,
     rembert,
+    ctrl,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
