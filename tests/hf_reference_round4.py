@@ -54,6 +54,8 @@ ROUND4_CONFIGS: dict[str, dict[str, Any]] = {
                 "max_position_embeddings": 32, "input_embedding_size": 32},
     "ctrl": {"architectures": ["CTRLLMHeadModel"], **_SMALL, "n_embd": 64, "n_layer": 2,
              "n_head": 4, "dff": 128, "n_positions": 32},
+    "hyperclovax": {"architectures": ["HyperCLOVAXForCausalLM"], **_LLAMA,
+                    "num_hidden_layers": 2, "residual_multiplier": 0.5, "logits_scaling": 2.0},
     "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], **_LLAMA,
                     "num_hidden_layers": 2},
 }

@@ -147,6 +147,9 @@ REAL: dict[str, dict[str, Any]] = {
     "rembert": {"architectures": ["RemBertModel"], "model_type": "rembert"},
     # CTRLConfig's defaults (Salesforce/ctrl's sizes)
     "ctrl": {"architectures": ["CTRLLMHeadModel"], "model_type": "ctrl"},
+    # HyperCLOVAXConfig's defaults (its docstring names
+    # naver-hyperclovax/HyperCLOVAX-SEED-Think-14B)
+    "hyperclovax": {"architectures": ["HyperCLOVAXForCausalLM"], "model_type": "hyperclovax"},
     # IQuestCoderConfig's defaults (IQuestLab/IQuest-Coder-V1-40B-Instruct, its docstring's
     # checkpoint: 80 layers, width 5120, 40 query and 8 key/value heads, as the release's
     # table at https://developer.aliyun.com/article/1703900 lists)
@@ -203,6 +206,9 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "ctrl": ("CTRLLMHeadModel", dict(
         model_type="ctrl", n_embd=64, n_layer=2, n_head=4, dff=128, n_positions=64,
         initializer_range=0.3, pad_token_id=0, bos_token_id=1, eos_token_id=2)),
+    "hyperclovax": ("HyperCLOVAXForCausalLM", dict(
+        model_type="hyperclovax", **_LLAMA, embedding_multiplier=2.0, residual_multiplier=0.5,
+        logits_scaling=0.5, initializer_range=0.2)),
     "iquestcoder": ("LlamaForCausalLM", dict(model_type="iquestcoder", **_LLAMA,
                                              initializer_range=0.2)),
 }

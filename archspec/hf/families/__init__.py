@@ -45,6 +45,7 @@ from archspec.hf.families import (
     granitemoe,
     granitemoeshared,
     helium,
+    hyperclovax,
     internlm3,
     iquestcoder,
     jais2,
@@ -168,6 +169,7 @@ _MODULES = (
     xglm,
     rembert,
     ctrl,
+    hyperclovax,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
