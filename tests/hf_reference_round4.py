@@ -56,6 +56,7 @@ ROUND4_CONFIGS: dict[str, dict[str, Any]] = {
              "n_head": 4, "dff": 128, "n_positions": 32},
     "hyperclovax": {"architectures": ["HyperCLOVAXForCausalLM"], **_LLAMA,
                     "num_hidden_layers": 2, "residual_multiplier": 0.5, "logits_scaling": 2.0},
+    "eurobert": {"architectures": ["EuroBertModel"], **_LLAMA, "num_hidden_layers": 2},
     "iquestcoder": {"architectures": ["IQuestCoderForCausalLM"], **_LLAMA,
                     "num_hidden_layers": 2},
 }

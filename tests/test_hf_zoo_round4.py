@@ -150,6 +150,8 @@ REAL: dict[str, dict[str, Any]] = {
     # HyperCLOVAXConfig's defaults (its docstring names
     # naver-hyperclovax/HyperCLOVAX-SEED-Think-14B)
     "hyperclovax": {"architectures": ["HyperCLOVAXForCausalLM"], "model_type": "hyperclovax"},
+    # EuroBertConfig's defaults (the eurobert-base style its docstring describes)
+    "eurobert": {"architectures": ["EuroBertForMaskedLM"], "model_type": "eurobert"},
     # IQuestCoderConfig's defaults (IQuestLab/IQuest-Coder-V1-40B-Instruct, its docstring's
     # checkpoint: 80 layers, width 5120, 40 query and 8 key/value heads, as the release's
     # table at https://developer.aliyun.com/article/1703900 lists)
@@ -308,6 +310,11 @@ ENCODERS: dict[str, tuple[str, dict[str, Any]]] = {
         model_type="roberta-prelayernorm", vocab_size=99, hidden_size=64, num_hidden_layers=2,
         num_attention_heads=4, intermediate_size=128, max_position_embeddings=34,
         pad_token_id=1, hidden_act="relu")),
+    # bidirectional LLaMA layers, biases on (mlp_bias: the head's too)
+    "eurobert": ("EuroBertForMaskedLM", dict(
+        model_type="eurobert", vocab_size=99, hidden_size=64, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, intermediate_size=96,
+        max_position_embeddings=32, attention_bias=True, mlp_bias=True, pad_token_id=0)),
     # embeddings 32 wide, projected to 64
     "rembert": ("RemBertModel", dict(
         model_type="rembert", vocab_size=99, hidden_size=64, num_hidden_layers=2,

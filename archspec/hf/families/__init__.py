@@ -28,6 +28,7 @@ from archspec.hf.families import (
     electra,
     ernie,
     ernie4_5,
+    eurobert,
     exaone,
     exaone4,
     falcon,
@@ -170,6 +171,7 @@ _MODULES = (
     rembert,
     ctrl,
     hyperclovax,
+    eurobert,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
