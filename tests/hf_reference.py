@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.hf_reference_round4 import ROUND4_CONFIGS
+
 # spec name -> (transformers class name, config class name, config.json fields)
 HF_CONFIGS: dict[str, tuple[str, str, dict[str, Any]]] = {}
 
@@ -834,3 +836,5 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                  "bos_token_id": 1, "eos_token_id": 2},
 }
 # fmt: on
+
+FAMILY_CONFIGS |= ROUND4_CONFIGS

@@ -115,7 +115,9 @@ def test_reference_config_names_and_counts_like_transformers(model_type: str) ->
     fields = {k: v for k, v in exported.items() if k not in ("model_type", "architectures")}
     hf_config = transformers.AutoConfig.for_model(model_type, **fields)
     with torch.device("meta"):
-        model = getattr(transformers, config["architectures"][0])(hf_config)
+        model = getattr(transformers, hf_class(config["architectures"][0]).transformers_name)(
+            hf_config
+        )
     # Trainable parameters: Marian and Pegasus hold their fixed sinusoids as frozen
     # nn.Embeddings (tests/test_hf_zoo_seq2seq.py counts those apart).
     trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -19,6 +19,7 @@ from archspec.backends.count.conventions import CONVENTIONS
 from archspec.backends.count.flops import B, S, flop_figures
 from archspec.backends.count.params import parameter_count
 from archspec.backends.printer import module_repr
+from archspec.hf.classes import hf_class
 from archspec.hf.import_config import import_config
 from archspec.hf.weights import load_weights
 from archspec.ir.build import build_ir
@@ -64,9 +65,8 @@ def real_total_equals_transformers(config: dict[str, Any]) -> tuple[int, int]:
     ir = build_ir(import_config(config).spec)
     fields = {k: v for k, v in config.items() if k != "architectures"}
     with torch.device("meta"):
-        model = getattr(transformers, config["architectures"][0])(
-            transformers.AutoConfig.for_model(**fields)
-        )
+        cls = hf_class(config["architectures"][0]).transformers_name
+        model = getattr(transformers, cls)(transformers.AutoConfig.for_model(**fields))
     return ir.value(parameter_count(ir.root)), sum(p.numel() for p in model.parameters())
 
 

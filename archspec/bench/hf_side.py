@@ -36,7 +36,9 @@ def build_hf_model(data: dict, device: torch.device) -> tuple[torch.nn.Module, s
     fields = {k: v for k, v in data.items() if k not in ("model_type", "architectures")}
     config = transformers.AutoConfig.for_model(data["model_type"], **fields)
     config.architectures = data["architectures"]
-    cls = getattr(transformers, data["architectures"][0])
+    from archspec.hf.classes import hf_class
+
+    cls = getattr(transformers, hf_class(data["architectures"][0]).transformers_name)
     with torch.device(device):
         try:
             model = cls._from_config(config, attn_implementation="sdpa")

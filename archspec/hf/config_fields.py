@@ -184,6 +184,15 @@ class Fields:
             )
         return table[value]
 
+    def follow_attribute_map(self, attribute_map: dict[str, str]) -> None:
+        """Read each alias of a config class's `attribute_map` (alias -> field) as its field,
+        as transformers does: a file may use either name, and both must then agree."""
+        for alias, key in attribute_map.items():
+            value = self.get(key, None, alias)
+            self.data = {k: v for k, v in self.data.items() if k != alias}
+            if value is not None:
+                self.data[key] = value
+
     def harmless(self, *keys: str) -> None:
         self.used.update(keys)
 
@@ -199,14 +208,17 @@ class Fields:
             )
 
     def leftovers(self) -> list[str]:
-        return [
-            k
-            for k in self.data
-            if k not in self.used
-            and k not in GENERIC_HARMLESS
-            and not k.endswith(HARMLESS_SUFFIXES)
-            and not any(p in k for p in HARMLESS_PARTS)
-        ]
+        return [k for k in self.data if k not in self.used and not harmless_anywhere(k)]
+
+
+def harmless_anywhere(key: str) -> bool:
+    """A field any config (or sub-config) may carry that changes no architecture: generation
+    and bookkeeping settings, token ids, dropouts, initialisation."""
+    return (
+        key in GENERIC_HARMLESS
+        or key.endswith(HARMLESS_SUFFIXES)
+        or any(p in key for p in HARMLESS_PARTS)
+    )
 
 
 def read_head(f: Fields, cls: HFClass, tie_default: bool) -> dict[str, Any]:

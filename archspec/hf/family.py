@@ -43,6 +43,15 @@ class HFClass:
     head: Head
     base: bool  # a base model: state-dict keys without the base-model prefix
     layout: str | None = None  # forced layout (T5EncoderModel), else the family's
+    # The transformers class that builds it, when `name` is the class of the checkpoint's own
+    # code and transformers maps its model_type onto another family's class (EXAONE 3 and
+    # InternLM3 are built as LlamaForCausalLM): a file may name either.
+    implementation: str | None = None
+
+    @property
+    def transformers_name(self) -> str:
+        """The class transformers instantiates for it."""
+        return self.implementation or self.name
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,9 @@ class Target:
     outside: bool = False  # outside the base model (the LM head), so never prefixed
     params: dict[str, str] | None = None  # our param -> transformers tensor name (experts)
     aliases: tuple[str, ...] = ()  # modules that hold the same tensor (tied embeddings)
+    # heads: the groups the fused rows interleave, when not the key/value heads (CodeGen's q,
+    # v, k per shard of the 4 it was trained on)
+    groups: int = 0
     note: str = ""  # shown by `count --names hf`
 
 
@@ -106,10 +118,18 @@ class NameRules:
     block_variants: dict[str, Lookup] = field(default_factory=dict)
     # The same at the model level (GPT-NeoX's head: `embed_out` in files, `lm_head` in memory).
     model_variants: dict[str, Lookup] = field(default_factory=dict)
+    # Whole other vocabularies, prefix and stacks included (EXAONE 3's files name its own
+    # code's modules, `transformer.h.0.attn.attention.q_proj`; transformers' memory LLaMA's).
+    layouts: dict[str, NameRules] = field(default_factory=dict)
 
     @property
     def variants(self) -> tuple[str, ...]:
-        return ("checkpoint", *dict.fromkeys([*self.block_variants, *self.model_variants]))
+        named = [*self.block_variants, *self.model_variants, *self.layouts]
+        return ("checkpoint", *dict.fromkeys(named))
+
+    def in_variant(self, variant: str) -> NameRules:
+        """The rules a state dict of `variant` is named by."""
+        return self.layouts.get(variant, self)
 
     def model_in(self, variant: str) -> Lookup:
         return self.model_variants.get(variant, self.model)

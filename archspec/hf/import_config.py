@@ -61,6 +61,10 @@ def _choose_class(f: Fields, model_type: str, architecture: str | None) -> HFCla
     else:
         name = FAMILIES[model_type].default_class.name
         f.notes.append(f"config.json names no architecture; imported as {name}")
+    # transformers saves the class it built (LlamaForCausalLM for an EXAONE 3 model)
+    built = [c for c in FAMILIES[model_type].classes if c.implementation == name]
+    if built:
+        return built[0]
     try:
         cls = hf_class(name)
     except SpecError as exc:

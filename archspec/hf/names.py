@@ -124,11 +124,12 @@ class Naming:
     def full(self, name: str, outside: bool = False) -> str:
         if name.startswith("@"):  # outside the base model by construction
             return name[1:]
-        return name if (outside or self.base) else self.family.names.prefix + name
+        prefix = self.family.names.in_variant(self.variant).prefix
+        return name if (outside or self.base) else prefix + name
 
     def target(self, leaf: Leaf) -> Target:
         w = leaf.where
-        rules = self.family.names
+        rules = self.family.names.in_variant(self.variant)
         if w.role is None:
             found = rules.model_in(self.variant)(w)
         elif w.index is None:

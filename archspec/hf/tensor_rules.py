@@ -189,6 +189,7 @@ def _our_params(ir: IR, node: Node) -> list[tuple[str, Shape]]:
 class _Group:
     kind: str
     parts: int  # tensors of ours per slice (experts: gate and up share gate_up_proj)
+    groups: int = 0  # heads: the target's own group count, else the key/value heads
     members: list[tuple[int, str, Shape]] = field(default_factory=list)
 
 
@@ -212,7 +213,7 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
             else:
                 kind, part = t.kind, t.part
             if hf not in groups:
-                groups[hf] = _Group(kind, t.parts)
+                groups[hf] = _Group(kind, t.parts, t.groups)
                 order.append(hf)
             groups[hf].members.append((part, ours, shape))
             for alias in t.aliases:
@@ -246,7 +247,7 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
                 tuple(m[1] for m in members),
                 tuple(m[2] for m in members),
                 kind=g.kind,
-                groups=kv_heads if g.kind == "heads" else 0,
+                groups=(g.groups or kv_heads) if g.kind == "heads" else 0,
                 group=g.parts if g.kind == "experts" else 1,
             )
         )

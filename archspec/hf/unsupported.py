@@ -55,6 +55,257 @@ MISSING: dict[str, str] = {
         "UMT5 gives every self-attention layer a relative-position bias table of its own; "
         "archspec's relative bias is one table per stack, as T5's"
     ),
+    "mamba": (
+        "Mamba has no attention: its layers are selective state-space mixers (state_size, "
+        "conv_kernel); archspec's blocks mix tokens by attention only"
+    ),
+    "mamba2": (
+        "Mamba-2 has no attention: its layers are state-space duality mixers (state_size, "
+        "n_groups); archspec's blocks mix tokens by attention only"
+    ),
+    "falcon_mamba": (
+        "Falcon Mamba has no attention: its layers are selective state-space mixers "
+        "(state_size); archspec's blocks mix tokens by attention only"
+    ),
+    "rwkv": (
+        "RWKV has no attention: its time-mixing layers are a linear recurrence "
+        "(attention_hidden_size); archspec's blocks mix tokens by attention only"
+    ),
+    "xlstm": (
+        "xLSTM has no attention: its blocks are matrix-memory LSTM recurrences (mLSTM); "
+        "archspec's blocks mix tokens by attention only"
+    ),
+    "jamba": (
+        "Jamba interleaves Mamba layers with attention layers (attn_layer_period, "
+        "attn_layer_offset); archspec's blocks mix tokens by softmax attention only"
+    ),
+    "zamba": (
+        "Zamba interleaves Mamba layers with one shared attention block (attn_layer_period, "
+        "attn_layer_offset); archspec's blocks mix tokens by softmax attention only"
+    ),
+    "zamba2": (
+        "Zamba2 interleaves Mamba-2 layers with shared attention blocks (hybrid_layer_ids); "
+        "archspec's blocks mix tokens by softmax attention only"
+    ),
+    "bamba": (
+        "Bamba interleaves Mamba-2 layers with attention layers (attn_layer_indices); "
+        "archspec's blocks mix tokens by softmax attention only"
+    ),
+    "falcon_h1": (
+        "Falcon-H1 runs a Mamba-2 mixer beside attention in every layer (mamba_d_ssm, "
+        "mamba_d_state); archspec's blocks mix tokens by softmax attention only"
+    ),
+    "nemotron_h": (
+        "Nemotron-H mixes Mamba-2, attention and MLP-only layers (hybrid_override_pattern); "
+        "archspec's blocks mix tokens by softmax attention only"
+    ),
+    "granitemoehybrid": (
+        "Granite 4 (granitemoehybrid) interleaves Mamba-2 layers with attention layers "
+        "(layer_types); archspec's blocks mix tokens by softmax attention only"
+    ),
+    "qwen3_next": (
+        "Qwen3-Next interleaves gated DeltaNet linear-attention layers with gated attention "
+        "(layer_types); archspec's blocks mix tokens by softmax attention only"
+    ),
+    "kimi_linear": (
+        "Kimi Linear interleaves Kimi delta-attention (linear) layers with latent attention "
+        "(linear_attn_config); archspec's blocks mix tokens by softmax attention only"
+    ),
+    "olmo_hybrid": (
+        "OLMo Hybrid interleaves gated DeltaNet linear-attention layers with attention "
+        "(layer_types); archspec's blocks mix tokens by softmax attention only"
+    ),
+    "lara_mini": (
+        "Lara Mini interleaves gated DeltaNet linear-attention layers with attention "
+        "(layer_types); archspec's blocks mix tokens by softmax attention only"
+    ),
+    "minimax": (
+        "MiniMax-Text-01 interleaves lightning (linear) attention layers with softmax "
+        "attention (layer_types); archspec's blocks mix tokens by softmax attention only"
+    ),
+    "lfm2": (
+        "LFM2 replaces attention in most layers with gated short convolutions (layer_types "
+        "'conv', conv_L_cache); archspec's blocks mix tokens by softmax attention only"
+    ),
+    "lfm2_moe": (
+        "LFM2-MoE replaces attention in most layers with gated short convolutions "
+        "(layer_types 'conv'); archspec's blocks mix tokens by softmax attention only"
+    ),
+    "recurrent_gemma": (
+        "RecurrentGemma interleaves RG-LRU recurrent blocks with local attention "
+        "(block_types); archspec's blocks mix tokens by softmax attention only"
+    ),
+    "gpt_oss": (
+        "gpt-oss adds a learned sink logit per head to every softmax (sinks) and clamps its "
+        "experts' SwiGLU (swiglu_limit, swiglu_alpha); archspec's attention has no sinks "
+        "and its activations no clamp"
+    ),
+    "llama4_text": (
+        "Llama 4 leaves RoPE out of every fourth layer (no_rope_layers), attends within "
+        "chunks on the others (attention_chunk_size), scales the queries of its NoPE layers "
+        "by position (attn_temperature_tuning) and routes with a sigmoid top-1 router "
+        "beside a shared expert; a spec has one position setting per stack and no chunked "
+        "attention"
+    ),
+    "ministral3": (
+        "Ministral 3 scales the queries by 1 + beta * log(1 + floor(position / "
+        "original_max_position_embeddings)) (rope_parameters' llama_4_scaling_beta); "
+        "archspec's attention scale does not depend on the position"
+    ),
+    "hunyuan_v1_dense": (
+        "HunYuan normalises each head's queries and keys (query_layernorm, key_layernorm) "
+        "after RoPE; archspec's qk_norm comes before it, and the two differ"
+    ),
+    "hunyuan_v1_moe": (
+        "HunYuan normalises each head's queries and keys (query_layernorm, key_layernorm) "
+        "after RoPE; archspec's qk_norm comes before it, and the two differ"
+    ),
+    "diffllama": (
+        "DiffLlama's differential attention subtracts a second softmax map weighted by a "
+        "learned lambda (lambda_q1, lambda_k1, lambda_q2, lambda_k2) and normalises each "
+        "head; archspec's attention is one softmax"
+    ),
+    "doge": (
+        "Doge adds a learned, value-dependent bias to the attention scores (its dynamic "
+        "mask: dt_proj, A) and retrieves its experts by product keys (CDMoE); archspec has "
+        "neither"
+    ),
+    "jetmoe": (
+        "JetMoE's attention is a mixture of experts (MoA: query and output projections "
+        "routed per token); archspec's attention projections are fixed"
+    ),
+    "phimoe": (
+        "PhiMoE routes with sparsemixer (top-2 chosen in two steps, each renormalised over "
+        "the scores within a jitter margin, router_jitter_noise); archspec's router is a "
+        "softmax top-k"
+    ),
+    "apertus": (
+        "Apertus' MLP uses xIELU, an activation with learned parameters (alpha_p, alpha_n) "
+        "in every layer; archspec's activations have no parameters"
+    ),
+    "bitnet": (
+        "BitNet normalises inside its attention and MLP (attn_sub_norm before o_proj, "
+        "ffn_sub_norm before down_proj) and quantizes its weights to ternary values; "
+        "archspec has neither"
+    ),
+    "gpt_neox_japanese": (
+        "GPT-NeoX-Japanese adds its attention output bias (dense_bias) in the last layer "
+        "only; a spec's layers have the same parameters"
+    ),
+    "switch_transformers": (
+        "Switch Transformers' experts take at most expert_capacity tokens each and pass the "
+        "others on unchanged; archspec's experts take every token routed to them"
+    ),
+    "nllb-moe": (
+        "NLLB-MoE's experts take at most expert_capacity tokens each and the second expert "
+        "is kept by second_expert_policy; archspec's experts take every token routed to "
+        "them"
+    ),
+    "mobilebert": (
+        "MobileBERT narrows each layer through bottlenecks (use_bottleneck, "
+        "intra_bottleneck_size), stacks several feed-forward networks per layer "
+        "(num_feedforward_networks) and normalises with NoNorm (normalization_type); "
+        "archspec's blocks have one MLP at the stream's width"
+    ),
+    "squeezebert": (
+        "SqueezeBERT's projections are grouped 1-D convolutions (q_groups, k_groups, "
+        "v_groups, post_attention_groups, intermediate_groups, output_groups); archspec's "
+        "linear layers are dense"
+    ),
+    "funnel": (
+        "Funnel Transformer pools the sequence between its blocks (block_sizes, "
+        "pooling_type) and upsamples it again; archspec keeps the sequence length through "
+        "the stack"
+    ),
+    "fnet": (
+        "FNet mixes tokens with a Fourier transform instead of attention; archspec's blocks "
+        "mix tokens by attention"
+    ),
+    "reformer": (
+        "Reformer attends through LSH buckets and local chunks (attn_layers) in reversible "
+        "layers; archspec's attention is full softmax attention"
+    ),
+    "xlnet": (
+        "XLNet's two-stream attention adds relative-position and segment terms (r_w_bias, "
+        "r_r_bias, r_s_bias); archspec's attention has neither"
+    ),
+    "longformer": (
+        "Longformer attends within a window on both sides of each token (attention_window) "
+        "plus global tokens; archspec's windows are causal"
+    ),
+    "led": (
+        "LED's encoder attends within a window on both sides of each token "
+        "(attention_window) plus global tokens; archspec's windows are causal"
+    ),
+    "big_bird": (
+        "BigBird's block-sparse attention (attention_type block_sparse: random, window and "
+        "global blocks); archspec's attention is full or a causal window"
+    ),
+    "bigbird_pegasus": (
+        "BigBird-Pegasus' encoder uses block-sparse attention (attention_type block_sparse: "
+        "random, window and global blocks); archspec's attention is full or a causal window"
+    ),
+    "longt5": (
+        "LongT5's encoder attends locally or through transient global tokens "
+        "(encoder_attention_type); archspec's attention is full or a causal window"
+    ),
+    "pegasus_x": (
+        "PEGASUS-X's encoder attends within staggered blocks plus global tokens "
+        "(block_size, num_global_tokens); archspec's attention is full or a causal window"
+    ),
+    "prophetnet": (
+        "ProphetNet's decoder predicts several future tokens through n-stream "
+        "self-attention (ngram); archspec's decoder has one stream"
+    ),
+    "xmod": (
+        "X-MOD adds a language-specific adapter to every layer (languages, "
+        "adapter_layer_norm), chosen per input; archspec's layers are the same for every "
+        "input"
+    ),
+    "nystromformer": (
+        "Nystromformer approximates softmax attention through landmarks (num_landmarks); "
+        "archspec's attention is exact"
+    ),
+    "yoso": (
+        "YOSO approximates attention by locality-sensitive hashing (num_hash, "
+        "hash_code_len); archspec's attention is exact softmax"
+    ),
+    "mra": (
+        "MRA approximates attention at several resolutions (block_per_row, approx_mode); "
+        "archspec's attention is exact"
+    ),
+    "granite_swa": (
+        "GraniteSWA adds a learned sink per head to every softmax (sinks) and can rotate "
+        "each layer by its own base or not at all (layer_rope_theta); archspec's attention "
+        "has no sinks"
+    ),
+    "granitemoe_swa": (
+        "GraniteMoeSWA adds a learned sink per head to every softmax (sinks) and can rotate "
+        "each layer by its own base or not at all (layer_rope_theta); archspec's attention "
+        "has no sinks"
+    ),
+    "layoutlm": (
+        "LayoutLM adds embeddings of each token's bounding box (x, y, width and height "
+        "tables, max_2d_position_embeddings), an input archspec's models do not take"
+    ),
+    "tapas": (
+        "TAPAS adds seven token-type embeddings of table structure (type_vocab_sizes: "
+        "segment, column, row, rank, ...); archspec's embeddings have one token-type table"
+    ),
+    "luke": (
+        "LUKE embeds entities beside words (entity_vocab_size, entity_emb_size) and attends "
+        "with entity-aware query projections (use_entity_aware_attention); archspec's "
+        "models take tokens only"
+    ),
+    "convbert": (
+        "ConvBERT mixes tokens with span-based dynamic convolutions beside its attention "
+        "heads (head_ratio, conv_kernel_size); archspec's blocks mix tokens by attention "
+        "only"
+    ),
+    "mpnet": (
+        "MPNet adds a T5-style relative-position bias (relative_attention_num_buckets) on "
+        "top of learned absolute positions; a spec has one position setting per stack"
+    ),
 }
 
 # Words in the names of transformers' task registries (MODEL_FOR_<TASK>_MAPPING_NAMES) that
