@@ -23,7 +23,12 @@ def import_hyperclovax(f: Fields, cls: HFClass) -> dict[str, Any]:
     spec = import_granite(f, cls)
     f.harmless("attention_multiplier")
     attention = {k: v for k, v in spec["attention"].items() if k != "scale"}
-    spec["attention"] = attention | ({"scale": float(scale)} if scale is not None else {})
+    # A file saved by transformers writes the default out (head_dim ** -0.5): the same
+    # scores as none, and imported as none.
+    head_dim = spec.get("head_dim") or spec["d_model"] // spec["n_heads"]
+    if scale is not None and float(scale) != head_dim**-0.5:
+        attention["scale"] = float(scale)
+    spec["attention"] = attention
     spec["head"] = {
         **spec["head"],
         "logits_divisor": 1.0,
