@@ -15,7 +15,7 @@ from archspec.cli.common import compile_spec
 from archspec.plan.hardware import get_system, load_accelerators
 from archspec.plan.serve import predict_serving
 from archspec.plan.serve_engine import load_engines
-from archspec.plan.serve_validation import fit_engine, load_dataset, summary, validate
+from archspec.plan.serve_validation import fit_engine, load_dataset, parts_of, summary, validate
 from archspec.spec.resolve import builtin_names
 
 PINNED = re.compile(r"^https://github\.com/[^/]+/[^/]+/blob/[0-9a-f]{40}/")
@@ -40,20 +40,35 @@ def test_every_figure_names_its_source_pinned_to_a_commit() -> None:
         assert (f.precision == "int4") == (f.group is not None)
 
 
-@pytest.mark.slow
+def _same_profile(stored, fitted) -> None:
+    assert stored.memory_efficiency == pytest.approx(fitted.memory_efficiency, abs=1e-3)
+    assert stored.compute_efficiency == pytest.approx(fitted.compute_efficiency, abs=1e-3)
+    assert stored.allreduce_us == pytest.approx(fitted.allreduce_us, abs=0.01)
+    assert stored.layer_overhead_us == pytest.approx(fitted.layer_overhead_us, abs=0.01)
+    assert stored.request_overhead_ms == pytest.approx(fitted.request_overhead_ms, abs=1e-3)
+    assert stored.expert_efficiency == pytest.approx(fitted.expert_efficiency, abs=1e-3)
+    assert stored.quantizes_head == fitted.quantizes_head
+
+
+def test_stored_profiles_predict_the_published_figures() -> None:
+    """The default suite's share of the check below: each engine's stored profile against its
+    own published figures (docs/plan.md's "fitted" column), and the fit itself redone for the
+    engines whose fit takes a moment (the RTX 4090 ones; the rest is `-m long`)."""
+    _, figures = load_dataset()
+    stored = load_engines()
+    errors = [abs(f.published_s / f.predicted_s(parts_of(f), stored[f.engine]) - 1)
+              for f in figures]  # fmt: skip
+    assert sum(errors) / len(errors) < 0.09 and max(errors) < 0.65
+    for key in ("transformers", "tinychat", "exllama"):
+        _same_profile(stored[key], fit_engine(key, [f for f in figures if f.engine == key]))
+
+
+@pytest.mark.long
 def test_stored_profiles_are_the_fit_and_its_cross_validated_error() -> None:
     engines, rows = validate()
     stored = load_engines()
     for key, fitted in engines.items():
-        assert stored[key].memory_efficiency == pytest.approx(fitted.memory_efficiency, abs=1e-3)
-        assert stored[key].compute_efficiency == pytest.approx(fitted.compute_efficiency, abs=1e-3)
-        assert stored[key].allreduce_us == pytest.approx(fitted.allreduce_us, abs=0.01)
-        assert stored[key].layer_overhead_us == pytest.approx(fitted.layer_overhead_us, abs=0.01)
-        assert stored[key].request_overhead_ms == pytest.approx(
-            fitted.request_overhead_ms, abs=1e-3
-        )
-        assert stored[key].expert_efficiency == pytest.approx(fitted.expert_efficiency, abs=1e-3)
-        assert stored[key].quantizes_head == fitted.quantizes_head
+        _same_profile(stored[key], fitted)
     s = summary(rows)
     # What was measured (docs/plan.md shows the table); the issue's target is 10% and 25%.
     assert s["held_out"] == s["figures"] == len(load_dataset()[1])
@@ -71,8 +86,6 @@ def test_profiles_never_beat_the_hardware() -> None:
 def test_a_fit_on_figures_made_from_a_known_profile_finds_it_again() -> None:
     """Figures the model itself predicts under a known profile: the fit recovers it."""
     from dataclasses import replace
-
-    from archspec.plan.serve_validation import parts_of
 
     _, figures = load_dataset()
     mine = [f for f in figures if f.engine == "gpt-fast" and f.precision == "bf16"]
@@ -144,8 +157,6 @@ def test_an_fp8_cache_halves_the_keys_and_values_a_step_reads() -> None:
 
 
 def test_every_published_run_fits_in_its_engine_memory() -> None:
-    from archspec.plan.serve_validation import parts_of
-
     _, figures = load_dataset()
     engines = load_engines()
     for f in figures:
