@@ -47,6 +47,9 @@ def _same_profile(stored, fitted) -> None:
     assert stored.layer_overhead_us == pytest.approx(fitted.layer_overhead_us, abs=0.01)
     assert stored.request_overhead_ms == pytest.approx(fitted.request_overhead_ms, abs=1e-3)
     assert stored.expert_efficiency == pytest.approx(fitted.expert_efficiency, abs=1e-3)
+    assert stored.grouped_cache_efficiency == pytest.approx(
+        fitted.grouped_cache_efficiency, abs=1e-3
+    )
     assert stored.quantizes_head == fitted.quantizes_head
 
 
@@ -58,7 +61,7 @@ def test_stored_profiles_predict_the_published_figures() -> None:
     stored = load_engines()
     errors = [abs(f.published_s / f.predicted_s(parts_of(f), stored[f.engine]) - 1)
               for f in figures]  # fmt: skip
-    assert sum(errors) / len(errors) < 0.09 and max(errors) < 0.65
+    assert sum(errors) / len(errors) < 0.07 and max(errors) < 0.65
     for key in ("transformers", "tinychat", "exllama"):
         _same_profile(stored[key], fit_engine(key, [f for f in figures if f.engine == key]))
 
@@ -72,7 +75,7 @@ def test_stored_profiles_are_the_fit_and_its_cross_validated_error() -> None:
     s = summary(rows)
     # What was measured (docs/plan.md shows the table); the issue's target is 10% and 25%.
     assert s["held_out"] == s["figures"] == len(load_dataset()[1])
-    assert s["fitted_mean"] < 0.09 and s["held_out_mean"] < 0.12
+    assert s["fitted_mean"] < 0.07 and s["held_out_mean"] < 0.10
     assert s["held_out_max"] < 0.80
 
 
@@ -98,6 +101,23 @@ def test_a_fit_on_figures_made_from_a_known_profile_finds_it_again() -> None:
     found = fit_engine("gpt-fast", made)
     assert found.memory_efficiency["16-bit"] == pytest.approx(0.7, abs=0.006)
     assert found.allreduce_us == pytest.approx(20.0, rel=0.05)
+
+
+def test_a_grouped_cache_read_slower_slows_only_grouped_query_decoding() -> None:
+    """TensorRT-LLM before its XQA kernel: Llama-2-70B's eight query heads per key/value head
+    read the cache slower; Llama-2-7B (one per head) and every prefill are untouched."""
+    from dataclasses import replace
+
+    system = get_system("h100-sxm")
+    trt = load_engines()["tensorrt-llm"]
+    shared = replace(trt, grouped_cache_efficiency=1.0)
+    for model, tp, grouped in (("llama-2-7b", 1, False), ("llama-2-70b", 2, True)):
+        ir = compile_spec(model, None)
+        args = (ir, system, 64, 2048, 2048, tp)
+        slow, fast = (predict_serving(*args, dtype="fp8", kv_dtype="fp8", engine=e)
+                      for e in (trt, shared))  # fmt: skip
+        assert slow.prefill_s == pytest.approx(fast.prefill_s)
+        assert (slow.decode_token_s > 1.1 * fast.decode_token_s) == grouped, model
 
 
 def test_int4_weights_read_half_a_byte_and_their_groups_scales() -> None:
