@@ -15,7 +15,7 @@ from archspec.cli.common import compile_spec
 from archspec.plan.hardware import get_system, load_accelerators
 from archspec.plan.serve import predict_serving
 from archspec.plan.serve_engine import load_engines
-from archspec.plan.serve_validation import fit_engine, load_dataset, summary, validate
+from archspec.plan.serve_validation import fit_engine, load_dataset, parts_of, summary, validate
 from archspec.spec.resolve import builtin_names
 
 PINNED = re.compile(r"^https://github\.com/[^/]+/[^/]+/blob/[0-9a-f]{40}/")
@@ -40,24 +40,42 @@ def test_every_figure_names_its_source_pinned_to_a_commit() -> None:
         assert (f.precision == "int4") == (f.group is not None)
 
 
-@pytest.mark.slow
+def _same_profile(stored, fitted) -> None:
+    assert stored.memory_efficiency == pytest.approx(fitted.memory_efficiency, abs=1e-3)
+    assert stored.compute_efficiency == pytest.approx(fitted.compute_efficiency, abs=1e-3)
+    assert stored.allreduce_us == pytest.approx(fitted.allreduce_us, abs=0.01)
+    assert stored.layer_overhead_us == pytest.approx(fitted.layer_overhead_us, abs=0.01)
+    assert stored.request_overhead_ms == pytest.approx(fitted.request_overhead_ms, abs=1e-3)
+    assert stored.expert_efficiency == pytest.approx(fitted.expert_efficiency, abs=1e-3)
+    assert stored.grouped_cache_efficiency == pytest.approx(
+        fitted.grouped_cache_efficiency, abs=1e-3
+    )
+    assert stored.quantizes_head == fitted.quantizes_head
+
+
+def test_stored_profiles_predict_the_published_figures() -> None:
+    """The default suite's share of the check below: each engine's stored profile against its
+    own published figures (docs/plan.md's "fitted" column), and the fit itself redone for the
+    engines whose fit takes a moment (the RTX 4090 ones; the rest is `-m long`)."""
+    _, figures = load_dataset()
+    stored = load_engines()
+    errors = [abs(f.published_s / f.predicted_s(parts_of(f), stored[f.engine]) - 1)
+              for f in figures]  # fmt: skip
+    assert sum(errors) / len(errors) < 0.07 and max(errors) < 0.65
+    for key in ("transformers", "tinychat", "exllama"):
+        _same_profile(stored[key], fit_engine(key, [f for f in figures if f.engine == key]))
+
+
+@pytest.mark.long
 def test_stored_profiles_are_the_fit_and_its_cross_validated_error() -> None:
     engines, rows = validate()
     stored = load_engines()
     for key, fitted in engines.items():
-        assert stored[key].memory_efficiency == pytest.approx(fitted.memory_efficiency, abs=1e-3)
-        assert stored[key].compute_efficiency == pytest.approx(fitted.compute_efficiency, abs=1e-3)
-        assert stored[key].allreduce_us == pytest.approx(fitted.allreduce_us, abs=0.01)
-        assert stored[key].layer_overhead_us == pytest.approx(fitted.layer_overhead_us, abs=0.01)
-        assert stored[key].request_overhead_ms == pytest.approx(
-            fitted.request_overhead_ms, abs=1e-3
-        )
-        assert stored[key].expert_efficiency == pytest.approx(fitted.expert_efficiency, abs=1e-3)
-        assert stored[key].quantizes_head == fitted.quantizes_head
+        _same_profile(stored[key], fitted)
     s = summary(rows)
     # What was measured (docs/plan.md shows the table); the issue's target is 10% and 25%.
     assert s["held_out"] == s["figures"] == len(load_dataset()[1])
-    assert s["fitted_mean"] < 0.09 and s["held_out_mean"] < 0.12
+    assert s["fitted_mean"] < 0.07 and s["held_out_mean"] < 0.10
     assert s["held_out_max"] < 0.80
 
 
@@ -72,8 +90,6 @@ def test_a_fit_on_figures_made_from_a_known_profile_finds_it_again() -> None:
     """Figures the model itself predicts under a known profile: the fit recovers it."""
     from dataclasses import replace
 
-    from archspec.plan.serve_validation import parts_of
-
     _, figures = load_dataset()
     mine = [f for f in figures if f.engine == "gpt-fast" and f.precision == "bf16"]
     truth = replace(fit_engine("gpt-fast", mine), memory_efficiency={"16-bit": 0.7},
@@ -85,6 +101,23 @@ def test_a_fit_on_figures_made_from_a_known_profile_finds_it_again() -> None:
     found = fit_engine("gpt-fast", made)
     assert found.memory_efficiency["16-bit"] == pytest.approx(0.7, abs=0.006)
     assert found.allreduce_us == pytest.approx(20.0, rel=0.05)
+
+
+def test_a_grouped_cache_read_slower_slows_only_grouped_query_decoding() -> None:
+    """TensorRT-LLM before its XQA kernel: Llama-2-70B's eight query heads per key/value head
+    read the cache slower; Llama-2-7B (one per head) and every prefill are untouched."""
+    from dataclasses import replace
+
+    system = get_system("h100-sxm")
+    trt = load_engines()["tensorrt-llm"]
+    shared = replace(trt, grouped_cache_efficiency=1.0)
+    for model, tp, grouped in (("llama-2-7b", 1, False), ("llama-2-70b", 2, True)):
+        ir = compile_spec(model, None)
+        args = (ir, system, 64, 2048, 2048, tp)
+        slow, fast = (predict_serving(*args, dtype="fp8", kv_dtype="fp8", engine=e)
+                      for e in (trt, shared))  # fmt: skip
+        assert slow.prefill_s == pytest.approx(fast.prefill_s)
+        assert (slow.decode_token_s > 1.1 * fast.decode_token_s) == grouped, model
 
 
 def test_int4_weights_read_half_a_byte_and_their_groups_scales() -> None:
@@ -144,8 +177,6 @@ def test_an_fp8_cache_halves_the_keys_and_values_a_step_reads() -> None:
 
 
 def test_every_published_run_fits_in_its_engine_memory() -> None:
-    from archspec.plan.serve_validation import parts_of
-
     _, figures = load_dataset()
     engines = load_engines()
     for f in figures:

@@ -55,6 +55,9 @@ class OpCost:
     weights: sp.Expr = sp.Integer(0)  # weight elements among `bytes` (weight-only quantization)
     kv: sp.Expr = sp.Integer(0)  # key and value elements among `bytes` (a quantized KV cache)
     expert: bool = False  # a routed expert's linear (serving engines read experts apart)
+    # Query heads per key/value head of an attention (GQA, MQA: above 1): an engine's decode
+    # kernel may read a shared head's cache once per query head (serve_engine.py).
+    kv_group: sp.Expr = sp.Integer(1)
 
 
 @dataclass
@@ -176,6 +179,7 @@ class CostCounter(FlopCounter):
                     attn_core=True,
                     backward=2.5,
                     kv=kv,
+                    kv_group=sp.sympify(op.heads) / op.kv_heads,
                 )
             ]
         scores = heads * q * keys
@@ -258,4 +262,4 @@ def _subs(cost: OpCost, env) -> OpCost:
     shape = tuple(put(x) for x in cost.shape) if cost.shape else None
     return OpCost(cost.label, cost.kind, put(cost.flops), put(cost.bytes), shape, cost.tp,
                   cost.attn_core, cost.backward, put(cost.weights), put(cost.kv),
-                  cost.expert)  # fmt: skip
+                  cost.expert, put(cost.kv_group))  # fmt: skip

@@ -95,7 +95,8 @@ class ServePrediction:
 class PassParts:
     """One pass as numbers an engine turns into seconds: per op, (how many layers run it,
     compute seconds, bytes one rank moves, its weight elements, its key and value elements,
-    "head", "expert" (a routed expert's linear) or ""), and the pass's layers and
+    "head", "expert" (a routed expert's linear), "grouped" (a decode step's attention over a
+    grouped-query cache) or ""), and the pass's layers and
     all-reduces."""
 
     ops: tuple[tuple[int, float, float, float, float, str], ...]
@@ -114,7 +115,9 @@ class PassParts:
         memory = 0.0
         for n, compute, moved, weights, kv, part in self.ops:
             stored = 0.0 if part == "head" and not engine.quantizes_head else w
-            reached = bandwidth * (engine.expert_efficiency if part == "expert" else 1.0)
+            reached = bandwidth * (engine.expert_efficiency if part == "expert"
+                                   else engine.grouped_cache_efficiency if part == "grouped"
+                                   else 1.0)  # fmt: skip
             memory += n * max(compute / speed, (moved + stored * weights + c * kv) / reached)
         if engine.allreduce_us is None:
             latency = self.allreduce_ring_s
@@ -145,9 +148,11 @@ class ServeParts:
 
 
 def _pass_parts(costs: PassCosts, values, tp: int, peak: float, eff: Efficiency,
-                allreduce: tuple[float, float, int], after_values=None) -> PassParts:  # fmt: skip
+                allreduce: tuple[float, float, int], after_values=None, decoding: bool = False
+                ) -> PassParts:  # fmt: skip
     """`after_values`: the lengths the ops after the blocks (final norm, head) run at, when
-    not `values`'."""
+    not `values`'. `decoding`: a decode step, whose attention over a grouped cache (more query
+    heads than key/value heads) is marked "grouped"."""
     compute = Roofline(peak, math.inf, eff)  # compute time only
     moved = Roofline(math.inf, 1.0, eff)  # bytes one rank moves, as "seconds" at 1 byte/s
     ops = []
@@ -163,7 +168,9 @@ def _pass_parts(costs: PassCosts, values, tp: int, peak: float, eff: Efficiency,
         ways = tp if cost.tp != "whole" else 1
         weights = float(sp.sympify(cost.weights).xreplace(values)) / ways
         kv = float(sp.sympify(cost.kv).xreplace(values)) / ways
-        part = "head" if cost.label == "head.linear" else "expert" if cost.expert else ""
+        group = float(sp.sympify(cost.kv_group).xreplace(values))
+        part = ("head" if cost.label == "head.linear" else "expert" if cost.expert
+                else "grouped" if decoding and group > 1 and kv else "")  # fmt: skip
         ops.append((n, compute.op_time(item, tp), moved.op_time(item, tp), weights, kv, part))
     layers = sum(n for n, _ in costs.layers)
     bytes_s, ring_s, calls = allreduce
@@ -213,7 +220,9 @@ def serve_parts(ir: IR, system: System, batch: int, prompt: int, new_tokens: int
         raise SpecError(f"{ir.name} is encoder-only: it generates no tokens")
     middle = fed + (new_tokens + 1) // 2
     decode_values = {B: batch, S: prompt, S_DEC: fed, KV_LEN: middle}
-    decode = _pass_parts(dec, decode_values, tp, peak, eff, allreduces(batch * d * c))
+    decode = _pass_parts(
+        dec, decode_values, tp, peak, eff, allreduces(batch * d * c), decoding=True
+    )
     stored = precision.dtype if precision.dtype in ("fp32", "bf16", "fp16") else "bf16"
     figures = memory_figures(ir, stored, parallel=Parallelism(gpus=tp, tp=tp))
     full = {**ir.env, B: batch, S: prompt, S_DEC: fed, KV_LEN: fed + new_tokens}

@@ -3,7 +3,8 @@
 Each figure becomes a time the model predicts: a generate call's wall time (prefill, then
 new_tokens - 1 decode steps: the prefill gives the first token), a static batch's, a time to
 first token, or one decode step. Each engine's profile (serve_engine.py) is fitted on its own
-figures: the achieved bandwidth per precision on a grid, then the per-layer, per-all-reduce and
+figures: the achieved bandwidth per precision on a grid (and, where the figures show them,
+the routed experts' and a grouped-query cache's share of it), then the per-layer, per-all-reduce and
 per-request overheads by non-negative least squares, alternately, minimising the squared
 relative error of the times. Only the parameters its figures can tell apart are fitted (an
 all-reduce latency needs figures at two tensor-parallel degrees, a request overhead times to
@@ -69,7 +70,8 @@ HEAD_16BIT = {"tinychat", "exllama", "transformers"}
 # The engine's matmuls against the training-calibrated efficiency: half to 1.3 times.
 COMPUTE_GRID = [x / 100 for x in range(50, 131)]
 DECODE_ONLY = ("decode_token_ms", "generate_decode_tokens_per_s")
-# What an engine's expert kernels reach of its dense kernels' bandwidth: a fifth to all of it.
+# What an engine's expert kernels (or its decode attention over a grouped-query cache) reach of
+# its dense kernels' bandwidth: a fifth to all of it.
 EXPERT_GRID = [x / 100 for x in range(20, 101)]
 # Achieved bandwidth from 20% to 90% of the peak: streaming copies reach 80-90% on A100 and
 # H100 (efficiency.py's sources), and no kernel that also computes does better.
@@ -232,6 +234,20 @@ def _has_experts(figures: list[Figure]) -> bool:
     return any(part == "expert" for f in figures for *_, part in parts_of(f).decode.ops)
 
 
+def _reads_grouped_cache(figures: list[Figure]) -> bool:
+    """Whether some figure's decode steps spend a tenth of their bytes on a grouped-query cache
+    (large batches, long sequences): batch-1 decoding reads too little cache to tell its
+    kernel's bandwidth from the weights'."""
+    for f in figures:
+        if f.metric == "ttft_ms":
+            continue
+        ops = parts_of(f).decode.ops
+        grouped = sum(n * moved for n, _, moved, *_, part in ops if part == "grouped")
+        if grouped >= 0.1 * sum(n * moved for n, _, moved, *_ in ops):
+            return True
+    return False
+
+
 def fit_engine(key: str, figures: list[Figure], rounds: int = 3,
                start: ServeEngine | None = None) -> ServeEngine:  # fmt: skip
     """The profile that best predicts `figures` (all of one engine): each precision's
@@ -248,14 +264,17 @@ def fit_engine(key: str, figures: list[Figure], rounds: int = 3,
     of = {c: [f for f in figures if PRECISION_CLASSES[f.precision] == c] for c in classes}
     computes = {c for c in classes if _computes(of[c])}
     experts = _has_experts(figures)
+    grouped = _reads_grouped_cache(figures)
     if start is not None:  # its values as the starting point, only where these figures fit them
         rounds = 1
         engine = replace(engine, memory_efficiency={c: start.memory_efficiency.get(c, 0.8)
                                                     for c in classes},
                          compute_efficiency={c: v for c, v in start.compute_efficiency.items()
                                              if c in computes},
-                         expert_efficiency=start.expert_efficiency if experts else 1.0)  # fmt: skip
-    for _ in range(rounds if len(classes) > 1 or computes or experts else 1):
+                         expert_efficiency=start.expert_efficiency if experts else 1.0,
+                         grouped_cache_efficiency=start.grouped_cache_efficiency if grouped
+                         else 1.0)  # fmt: skip
+    for _ in range(rounds if len(classes) > 1 or computes or experts or grouped else 1):
         for cls in classes:
             trials = [replace(engine, memory_efficiency={**engine.memory_efficiency, cls: eta})
                       for eta in EFFICIENCY_GRID]  # fmt: skip
@@ -267,6 +286,10 @@ def fit_engine(key: str, figures: list[Figure], rounds: int = 3,
                          key=lambda fit: fit[1])[0]  # fmt: skip
         if experts:  # the experts' share of the bandwidth, where the figures route tokens
             trials = [replace(engine, expert_efficiency=x) for x in EXPERT_GRID]
+            engine = min((_with_overheads(t, figures, free) for t in trials),
+                         key=lambda fit: fit[1])[0]  # fmt: skip
+        if grouped:  # its decode attention's share of the bandwidth over a grouped cache
+            trials = [replace(engine, grouped_cache_efficiency=x) for x in EXPERT_GRID]
             engine = min((_with_overheads(t, figures, free) for t in trials),
                          key=lambda fit: fit[1])[0]  # fmt: skip
     return engine
@@ -380,12 +403,15 @@ def table(engines: dict[str, ServeEngine], rows: list[Row]) -> str:
         f"{s['engine_out_max']:.1%}."
     )
     lines.append("")
-    lines.append("| engine | bandwidth reached | experts (× dense) | matmuls (× calibrated) "
-                 "| per layer | per all-reduce | per request | head quantized |")  # fmt: skip
-    lines.append("|---|---|---:|---|---:|---:|---:|---|")
+    lines.append("| engine | bandwidth reached | experts (× dense) | grouped cache (× dense) "
+                 "| matmuls (× calibrated) | per layer | per all-reduce | per request "
+                 "| head quantized |")  # fmt: skip
+    lines.append("|---|---|---:|---:|---|---:|---:|---:|---|")
     for key, e in engines.items():
         eff = ", ".join(f"{c} {v:.0%}" for c, v in e.memory_efficiency.items())
         eff += f" | {e.expert_efficiency:.2f}" if e.expert_efficiency != 1 else " | —"
+        eff += (f" | {e.grouped_cache_efficiency:.2f}" if e.grouped_cache_efficiency != 1
+                else " | —")  # fmt: skip
         eff += " | " + (", ".join(f"{c} {v:.2f}" for c, v in e.compute_efficiency.items())
                         or "—")  # fmt: skip
         lines.append(
@@ -409,6 +435,7 @@ def stored(engines: dict[str, ServeEngine]) -> str:
             "usable_memory": e.usable_memory,
             "quantizes_head": e.quantizes_head,
             "expert_efficiency": round(e.expert_efficiency, 3),
+            "grouped_cache_efficiency": round(e.grouped_cache_efficiency, 3),
             "calibrated_on": e.calibrated_on,
             "note": USABLE[key][1],
         }
