@@ -22,13 +22,11 @@ def import_hyperclovax(f: Fields, cls: HFClass) -> dict[str, Any]:
     f.data = {k: v for k, v in f.data.items() if k != "attention_multiplier"}
     spec = import_granite(f, cls)
     f.harmless("attention_multiplier")
-    attention = {k: v for k, v in spec["attention"].items() if k != "scale"}
-    # A file saved by transformers writes the default out (head_dim ** -0.5): the same
-    # scores as none, and imported as none.
+    # HyperCLOVAXConfig's default is head_dim ** -0.5 (where Granite's base spec says 1.0).
     head_dim = spec.get("head_dim") or spec["d_model"] // spec["n_heads"]
-    if scale is not None and float(scale) != head_dim**-0.5:
-        attention["scale"] = float(scale)
-    spec["attention"] = attention
+    if scale is None:
+        scale = head_dim**-0.5
+    spec["attention"] = {**spec["attention"], "scale": float(scale)}
     spec["head"] = {
         **spec["head"],
         "logits_divisor": 1.0,
