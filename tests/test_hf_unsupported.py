@@ -75,3 +75,16 @@ def test_the_cli_exits_2_without_a_traceback(tmp_path: Path) -> None:
     result = run_main(["import-hf", str(path)], text=True)
     assert result.returncode == 2
     assert "not a text model" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_quantized_checkpoint_is_refused_saying_how_to_count_its_architecture() -> None:
+    """DeepSeek-V3's real config.json carries its fp8 blocks' quantization_config."""
+    config = {
+        "model_type": "llama",
+        "architectures": ["LlamaForCausalLM"],
+        "quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]},
+    }
+    with pytest.raises(SpecError, match="quant_method 'fp8'") as caught:
+        import_config(config)
+    assert caught.value.path == "quantization_config"
+    assert "delete quantization_config" in (caught.value.hint or "")

@@ -37,7 +37,18 @@ def _generic(f: Fields) -> None:
     f.expect("pruned_heads", ({}, None), {}, "pruned attention heads change the layer shapes")
     f.expect("cross_attention_hidden_size", (None,), None, "a cross-attention projection")
     if f.present("quantization_config"):
-        raise f.error("quantization_config", "quantized checkpoints are not supported")
+        # The quantized weights are what from_pretrained runs (other numbers, other bytes);
+        # the architecture under them is the file's without this field.
+        quant = f.data["quantization_config"]
+        method = quant.get("quant_method") if isinstance(quant, dict) else None
+        raise f.error(
+            "quantization_config",
+            "quantized checkpoints are not supported"
+            + (f" (quant_method {method!r})" if isinstance(method, str) else ""),
+            hint="archspec describes the unquantized model: delete quantization_config from "
+            "a copy of config.json to count its architecture (the same parameters), and "
+            "give --dtype for the bytes a parameter takes",
+        )
     if f.present("auto_map"):
         # Every model_type archspec reads is one transformers implements itself, and
         # transformers runs its own class unless told trust_remote_code=True: the custom code
