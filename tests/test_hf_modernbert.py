@@ -110,6 +110,20 @@ def test_an_encoder_window_is_two_sided_and_an_encoder_decoder_has_none() -> Non
         load_spec("t5-small", ["attention.sliding_window=8"])
 
 
+@pytest.mark.parametrize("policy", ["none", "selective", "full"])
+def test_two_sided_window_and_bare_first_block_keep_what_count_says(policy: str) -> None:
+    """A pre-norm BERT whose first block has no attention norm and whose layers attend within
+    5 keys on each side (32 tokens): what autograd keeps equals the activation count (each
+    windowed layer's own mask, kept by the fused kernel and the selective checkpoint)."""
+    from archspec.backends.count.activations import activation_parts
+    from tests.test_recompute import cpu_kernel, run_forward
+
+    two_sided = ("attention.sliding_window=5", "residual=pre", "norm.first_attention=false")
+    ir, _, kept, values = run_forward("bert-base", policy, False, extra=two_sided)
+    parts = activation_parts(ir, 4, cpu_kernel("bert-base", False), policy, device="cpu")
+    assert kept == (parts.total - parts.rebuilt).xreplace(values)
+
+
 def test_a_bare_first_block_needs_an_embedding_norm_before_it() -> None:
     with pytest.raises(SpecError, match="needs embedding.norm"):
         load_spec("llama-3-8b", ["norm.first_attention=false"])
