@@ -110,7 +110,9 @@ def test_an_encoder_window_is_two_sided_and_an_encoder_decoder_has_none() -> Non
         load_spec("t5-small", ["attention.sliding_window=8"])
 
 
-@pytest.mark.parametrize("policy", ["none", "selective", "full"])
+@pytest.mark.parametrize(
+    "policy", ["none", "selective", pytest.param("full", marks=pytest.mark.long)]
+)
 def test_two_sided_window_and_bare_first_block_keep_what_count_says(policy: str) -> None:
     """A pre-norm BERT whose first block has no attention norm and whose layers attend within
     5 keys on each side (32 tokens): what autograd keeps equals the activation count (each
@@ -170,8 +172,9 @@ def test_base_model_equals_transformers(tmp_path: Path) -> None:
     assert_close(got[real], ref[real])
 
 
-@pytest.mark.long
-@pytest.mark.parametrize("cls", ["ModernBertForMaskedLM", "ModernBertModel"])
+@pytest.mark.parametrize(
+    "cls", ["ModernBertForMaskedLM", pytest.param("ModernBertModel", marks=pytest.mark.long)]
+)
 def test_forward_flops_equal_flop_counter(cls: str) -> None:
     fields = {k: v for k, v in TINY.items() if k != "model_type"}
     check_forward_matmul_flops(cls, {"model_type": "modernbert", **fields}, s=11)
