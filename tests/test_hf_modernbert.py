@@ -185,6 +185,32 @@ def test_refusals_name_the_field() -> None:
         import_config({**TINY, "attention_dropout": 0.1})
     with pytest.raises(SpecError, match="layer_types"):
         import_config({**TINY, "layer_types": ["full_attention"]})
+    with pytest.raises(SpecError, match="pooled sequence") as caught:
+        import_config({**TINY, "architectures": ["ModernBertForSequenceClassification"]})
+    assert "--architecture ModernBertModel" in (caught.value.hint or "")
+
+
+@pytest.mark.long
+def test_a_classifier_checkpoint_loads_as_its_encoder(tmp_path: Path) -> None:
+    """The refusal's advice works: a ModernBertForSequenceClassification checkpoint, imported
+    as ModernBertModel with its head's weights skipped, gives transformers' hidden states."""
+    from tests.test_hf_weights import cli, load_generated
+
+    hf = tiny_model("ModernBertForSequenceClassification", TINY)
+    hf.save_pretrained(tmp_path / "checkpoint")
+    spec, code = tmp_path / "spec.yaml", tmp_path / "model.py"
+    config = str(tmp_path / "checkpoint" / "config.json")
+    cli("import-hf", config, "--architecture", "ModernBertModel", "-o", str(spec))
+    cli("build", str(spec), "-o", str(code))
+    module = load_generated(code.read_text(), tmp_path)
+    ignore = ["head.*", "classifier.*"]
+    model = load_weights(module.Model().eval(), tmp_path / "checkpoint", spec, ignore=ignore)
+    ids, mask = batch(0)
+    real = mask.bool()
+    with torch.no_grad():
+        ref = hf.model(input_ids=ids, attention_mask=mask).last_hidden_state
+        got = model(ids, mask)
+    assert_close(got[real], ref[real])
 
 
 @pytest.mark.long

@@ -26,7 +26,7 @@ from archspec.hf.families._layer_rope import (
 )
 from archspec.hf.families._windows import check_layer_types, layer_types, window_pattern
 from archspec.hf.families.phi3 import fused_rows
-from archspec.hf.family import Family, HFClass, NameRules, Target
+from archspec.hf.family import Family, HFClass, NameRules, Target, UnsupportedHeads
 from archspec.hf.name_rules import table
 from archspec.spec.schema import Spec
 
@@ -177,6 +177,17 @@ def export_modernbert(spec: Spec) -> dict[str, Any]:
     return fields
 
 
+# The classifier heads pool the sequence (its first token or its mean, classifier_pooling)
+# before their dense, activation, norm and classifier: no spec head pools that way.
+CLASSIFIERS = {
+    f"ModernBertFor{task}": "a classifier over the pooled sequence (classifier_pooling)"
+    for task in ("SequenceClassification", "MultipleChoice")
+} | {
+    f"ModernBertFor{task}": "a num_labels-wide classifier on each token after the prediction "
+    "head's transform; a spec's head projects to the vocabulary"
+    for task in ("TokenClassification", "QuestionAnswering")
+}
+
 FAMILY = Family(
     model_type="modernbert",
     classes=(
@@ -211,5 +222,11 @@ FAMILY = Family(
                 "mlp.down": "mlp.Wo",
             }
         ),
+    ),
+    unsupported_heads=UnsupportedHeads(
+        tuple(CLASSIFIERS),
+        what=CLASSIFIERS,
+        instead="ModernBertModel",
+        weights=("head.*", "classifier.*"),
     ),
 )
