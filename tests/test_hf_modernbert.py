@@ -6,6 +6,7 @@ FlopCounterMode; ModernBERT-base's published config.json counted on the meta dev
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from archspec.kinds.masks import Mask
 from archspec.runtime.masks import two_sided_window
 from archspec.spec.resolve import load_spec
 from tests.test_hf_weights import assert_close, batch, generated
+from tests.test_torchgen import ruff
 from tests.zoo_check import check_forward_matmul_flops, real_total_equals_transformers, tiny_model
 
 transformers = pytest.importorskip("transformers")
@@ -158,6 +160,11 @@ def test_masked_lm_equals_transformers(tmp_path: Path) -> None:
         assert_close(model(ids, mask)[real], ref[real])
     assert type(model.encoder.blocks[0]).__name__ == "FirstFullBlock"
     assert not hasattr(model.encoder.blocks[0], "attn_norm")
+    # The generated file (its two-sided window's function copied in) is ruff-clean at 88.
+    rules = ["--select", "E,F,W,I,UP,B", "--target-version", "py310", "--line-length", "88"]
+    for command in (["check", "--isolated", *rules], ["format", "--isolated", "--check"]):
+        result = subprocess.run([*ruff(), *command, str(tmp_path / "model.py")], check=False)
+        assert result.returncode == 0
 
 
 @pytest.mark.long
