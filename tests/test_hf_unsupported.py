@@ -54,7 +54,6 @@ def test_a_vision_language_model_points_at_its_text_config() -> None:
 @pytest.mark.parametrize(
     ("model_type", "named"),
     [
-        ("modernbert", ["local_attention", "local_rope_theta", "first layer has no attention"]),
         ("deberta-v2", ["disentangled attention", "pos_att_type"]),
         ("blenderbot-small", ["layernorm_embedding", "before adding its positions"]),
         ("fsmt", ["src_vocab_size", "tgt_vocab_size"]),

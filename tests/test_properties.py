@@ -151,9 +151,14 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
         logits_divisor=draw(optional(st.sampled_from([8.0]))),
     )
     scale = draw(optional(st.booleans()))
-    # Sliding windows and soft-capped scores: causal self-attention (decoders) only.
-    window = draw(optional(st.integers(1, 6))) if decoder else OMIT
-    pattern = draw(optional(st.from_regex(r"[LG]{1,4}", fullmatch=True))) if decoder else OMIT
+    # Sliding windows: causal in decoders, two-sided in encoders (ModernBERT), none in
+    # encoder-decoders.
+    window = draw(optional(st.integers(1, 6))) if not encdec else OMIT
+    pattern = draw(optional(st.from_regex(r"[LG]{1,4}", fullmatch=True))) if not encdec else OMIT
+    # A pre-norm first block without its attention norm, the embedding norm standing in.
+    emb_norm = draw(optional(st.booleans()))
+    if residual == "pre" and emb_norm is True:
+        norm = mapping(**norm, first_attention=draw(optional(st.booleans())))
 
     moe = draw(
         optional(
@@ -201,7 +206,7 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
         position=position,
         embedding=mapping(
             token_types=draw(optional(st.integers(0, 3) if encoder else st.just(0))),
-            norm=draw(optional(st.booleans())),
+            norm=emb_norm,
             scale=scale,
             multiplier=draw(optional(st.sampled_from([12.0]))),
             scale_in_dtype=draw(optional(st.booleans())) if scale is True else OMIT,

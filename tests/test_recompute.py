@@ -48,9 +48,11 @@ def cpu_kernel(name: str, attention_dropout: bool) -> str:
     return "flash" if fused else "eager"
 
 
-def run_forward(name: str, policy: str, attention_dropout: bool, b=2, s=32, s_dec=16):
+def run_forward(
+    name: str, policy: str, attention_dropout: bool, b=2, s=32, s_dec=16, extra: tuple = ()
+):
     p = "0.1" if attention_dropout else "0"
-    ir = small_ir(name, (*DROPOUT, f"dropout.attention={p}"))
+    ir = small_ir(name, (*DROPOUT, f"dropout.attention={p}", *extra))
     model = built_model(ir, checkpoint=None if policy == "none" else policy)
     has_head = ir.root.part("lm_head") is not None
 

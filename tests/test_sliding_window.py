@@ -161,7 +161,7 @@ def test_kv_cache_is_bounded_by_the_window(tmp_path) -> None:
 
 def test_refusals_name_the_field() -> None:
     with pytest.raises(SpecError, match="sliding window needs layout: decoder"):
-        load_spec("bert-base", ["attention.sliding_window=8"])
+        load_spec("t5-small", ["attention.sliding_window=8"])
     with pytest.raises(SpecError) as err:
         load_spec("mistral-7b", ["attention.window_pattern=LX"])
     assert "window_pattern" in str(err.value.path)

@@ -35,12 +35,6 @@ MISSING: dict[str, str] = {
         "FSMT has separate source and target vocabularies (src_vocab_size, tgt_vocab_size), "
         "each with its own embeddings; a spec has one vocabulary"
     ),
-    "modernbert": (
-        "ModernBERT's local layers attend within a window on both sides of each token "
-        "(local_attention / 2 keys before and after it), and its first layer has no "
-        "attention norm; archspec's windows are causal and every layer of a stack has the "
-        "same norms (its local rope base, local_rope_theta, would be local_position)"
-    ),
     "deberta-v2": (
         "DeBERTa-v2's disentangled attention adds content-to-position and "
         "position-to-content scores from relative position embeddings (pos_att_type), "

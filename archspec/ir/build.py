@@ -7,6 +7,7 @@ formula first and a number second.
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 from archspec import kinds
@@ -116,7 +117,7 @@ def _model(spec: Spec, d: _Dims) -> Model:
             # Masked-LM heads: dense (to the embeddings' width), activation, norm, then the
             # projection, which a tied head shares with the (possibly narrower) embeddings.
             width = d.d_emb
-            lm_transform = Linear("lm_transform", d.d_model, width, True)
+            lm_transform = Linear("lm_transform", d.d_model, width, spec.head.transform_bias)
             lm_norm = _norm(spec, d, "lm_norm", width)
             lm_activation = spec.head.transform_activation or spec.mlp.activation
         lm_head = Linear("lm_head", width, d.vocab_size, spec.head.bias, tied_to)
@@ -200,9 +201,13 @@ def _runs(spec: Spec, d: _Dims, role: str, causal: bool, cross: bool) -> list[Ru
     # What tells layers apart beyond the dense first ones: their window and their positions.
     pattern = {_kind(spec, layer, 0)[1:] for layer in range(period)}
 
-    def block(moe: bool, windowed: bool, letter: str = "P") -> Block:
+    # ModernBERT: the first block without an attention norm, a run of its own.
+    bare = 0 if spec.norm.first_attention else 1
+
+    def block(moe: bool, windowed: bool, letter: str = "P", first: bool = False) -> Block:
         position = spec.layer_position_of(letter)
-        return _block(spec, d, causal, cross, moe, window if windowed else None, position, letter)
+        window_ = window if windowed else None
+        return _block(spec, d, causal, cross, moe, window_, position, letter, bool(bare) and first)
 
     if spec.shares_layers:
         # ALBERT: layer_groups distinct blocks, each run n_layers / layer_groups times in a row
@@ -214,9 +219,15 @@ def _runs(spec: Spec, d: _Dims, role: str, causal: bool, cross: bool) -> list[Ru
         applied = n_layers / groups if d.symbolic else spec.n_layers // spec.layer_groups
         return [Run(0, groups, block(spec.moe is not None, False), applied=applied)]
 
-    if len(pattern) == 1:
+    n = spec.stack_layers(role)
+    if len(pattern) == 1 and not (bare and (dense or n == 1)):
         # Every layer's attention alike: the runs stay formulas in n_layers.
         (alike,) = pattern
+        if bare:
+            return [
+                Run(0, 1, block(spec.moe is not None, *alike, first=True)),
+                Run(1, n_layers - 1, block(spec.moe is not None, *alike)),
+            ]
         if dense:
             # One dense layer is a literal 1: a single module keeps its index in every view.
             n_dense = 1 if dense == 1 else d.symbol("n_dense_layers", dense)
@@ -228,13 +239,13 @@ def _runs(spec: Spec, d: _Dims, role: str, causal: bool, cross: bool) -> list[Ru
     # Windowed and full layers, or layers with other positions, take turns: one run per
     # letter of the patterns' common cycle, its layers a cycle's length apart, in the dense
     # first stretch and in the rest: as many runs at a million layers as at twelve.
-    n = spec.stack_layers(role)
     runs: list[Run] = []
-    for first, last in ((0, dense), (dense, n)):
+    cuts = sorted({0, bare, dense, n})
+    for first, last in itertools.pairwise(cuts):
         for offset in range(period):
             layers = range(first + (offset - first) % period, last, period)
             if layers:  # each run its own node: a walk tells the runs apart by identity
-                node = block(*_kind(spec, layers.start, dense))
+                node = block(*_kind(spec, layers.start, dense), first=layers.start == 0)
                 runs.append(Run(layers.start, len(layers), node, stride=period))
     return sorted(runs, key=lambda run: run.start)
 
@@ -255,7 +266,9 @@ def _block(
     window: int | None = None,
     position: Position | None = None,
     letter: str = "P",
+    bare: bool = False,
 ) -> Block:
+    """A block; `bare`: without a norm before its attention (ModernBERT's first)."""
     attention = _attention(
         spec, d, "attn", causal, cross=False, window=window, position=position, letter=letter
     )
@@ -281,7 +294,8 @@ def _block(
         # A sandwich block's second norm: attn_post_norm, mlp_post_norm (an output-norm
         # block's only one).
         post_norm = _norm(spec, d, name.replace("_norm", "_post_norm")) if post else None
-        return Sublayer(_norm(spec, d, name) if pre else None, layer, post_norm)
+        normed = pre and not (bare and name == "attn_norm")
+        return Sublayer(_norm(spec, d, name) if normed else None, layer, post_norm)
 
     return Block(
         name="",

@@ -40,7 +40,9 @@ def _traits(node: Node, stack: Stack | None, parent: Node | None = None) -> tupl
         kind = "Cross" if node.cross else "Causal" if node.causal else "Bidirectional"
         return (kind, _reach(node))
     if isinstance(node, Block):
-        return (role, "MoE" if isinstance(node.ff, MoE) else "Dense", _reach(node.attn))
+        # ModernBERT's first block, without an attention norm: `First` where others differ.
+        first = "First" if node.bare_first else ""
+        return (role, "MoE" if isinstance(node.ff, MoE) else "Dense", first, _reach(node.attn))
     return (role,)
 
 

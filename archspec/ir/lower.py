@@ -122,8 +122,10 @@ def lower_attention(node: Attention, x: Value, ctx: StackValues) -> Lowered:
         q = low.emit(Rope(q_rot, q, angles, node.n_heads, cost, rotated, node.head_dim))
         k = low.emit(Rope(k_rot, k, angles, node.n_kv_heads, cost, rotated, node.head_dim))
     # The KV cache keeps the keys and values, rotated: every position's, or a sliding
-    # window's last `window` (a ring); cross-attention's, of the encoder output, once.
-    rows, capacity = ("memory", None) if node.cross else ("keys", node.window)
+    # window's last `window` (a ring); cross-attention's, of the encoder output, once. An
+    # encoder's two-sided window keeps no cache.
+    window = node.window if node.causal else None
+    rows, capacity = ("memory", None) if node.cross else ("keys", window)
     k = low.emit(Cached(_cached(k, rows, capacity), k))
     v = low.emit(Cached(_cached(v, rows, capacity), v))
     mask = ctx.cross_mask if node.cross else ctx.mask
@@ -283,7 +285,8 @@ def lower_block(node: Block) -> Lowered:
             x = add(x, sublayer(sub.layer, h))
     block_input = x
     for sub in node.sublayers if position != "shared" else ():
-        assert sub.norm is not None or position == "on_output"
+        # A pre-norm block may lack a norm (ModernBERT's first: the embedding norm's output).
+        assert sub.norm is not None or position in ("before", "on_output")
         if position == "per_branch":
             # Each branch normalises the block's input; their outputs add to the stream.
             h = low.emit(NormOp(Value("h", "tokens", d), block_input, sub.norm))

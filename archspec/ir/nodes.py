@@ -339,10 +339,18 @@ class Block(Composite):
         post = {id(s.layer): s.post_norm for s in self.sublayers if s.post_norm is not None}
         out: list[Node] = []
         for _, node in order:
+            if node is None:  # a pre-norm sublayer without its norm (ModernBERT's first)
+                continue
             out.append(node)
             if id(node) in post:  # a sandwich's second norm follows its sublayer
                 out.append(post[id(node)])
         return tuple(out)
+
+    @property
+    def bare_first(self) -> bool:
+        """A pre-norm block whose attention takes its input unnormalised: a stack's first
+        after an embedding norm (ModernBERT)."""
+        return self.entry.norm_position == "before" and self.sublayers[0].norm is None
 
     @property
     def attn(self) -> Attention:

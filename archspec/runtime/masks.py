@@ -48,3 +48,17 @@ def sliding_window(
     if mask is None:
         return mask_out(outside, torch.zeros((), dtype=dtype, device=keys.device))
     return mask_out(outside, mask[..., keys.clamp(min=0)])
+
+
+def two_sided_window(
+    mask: Tensor | None, queries: Tensor, keys: Tensor, window: int, dtype: torch.dtype
+) -> Tensor:
+    """The additive mask of an encoder's windowed layer: `mask` (None: none), which has
+    a column per key, with the keys `window` or more positions away from a query at
+    `queries` (q_len,), on either side, hidden (ModernBERT's local layers: |query -
+    key| <= local_attention // 2).
+    """
+    outside = (keys - queries[:, None]).abs() >= window
+    if mask is None:
+        return mask_out(outside, torch.zeros((), dtype=dtype, device=keys.device))
+    return mask_out(outside, mask[..., keys])

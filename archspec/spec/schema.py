@@ -54,6 +54,13 @@ class NormSpec:
         default=None, metadata=doc("a learned bias beside the scale; default: layernorm only")
     )
     eps: float = field(default=1e-5, metadata=doc("epsilon added to the variance", positive=True))
+    first_attention: bool = field(
+        default=True,
+        metadata=doc(
+            "a pre-norm stack's first block normalises its attention's input; false: it has "
+            "no norm there, the embedding norm standing in (ModernBERT's layer 0)"
+        ),
+    )
 
     @property
     def has_bias(self) -> bool:
@@ -197,7 +204,8 @@ class AttentionSpec:
     sliding_window: int | None = field(
         default=None,
         metadata=doc(
-            "keys a query sees in a windowed layer, its own included (Mistral: 4096); none: all",
+            "keys a query sees in a windowed layer, its own included (Mistral: 4096); in an "
+            "encoder, on each side (ModernBERT: 65, local_attention / 2 + 1); none: all",
             positive=True,
         ),
     )
@@ -330,6 +338,9 @@ class HeadSpec:
     transform_activation: Activation | None = field(
         default=None,
         metadata=doc("the transform's activation; default mlp.activation (RoBERTa: gelu)"),
+    )
+    transform_bias: bool = field(
+        default=True, metadata=doc("a bias on the transform's dense (ModernBERT: none)")
     )
     token_score: bool = field(
         default=False,

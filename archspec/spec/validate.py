@@ -392,10 +392,13 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
         raise v.error(
             ("attention", "clip_qkv"), f"clip_qkv needs layout: decoder, not {spec.layout}"
         )
-    if spec.attention.sliding_window is not None and spec.layout != "decoder":
+    if not spec.norm.first_attention:
+        _check_bare_first_block(spec, v)
+    if spec.attention.sliding_window is not None and spec.layout == "encoder-decoder":
         raise v.error(
             ("attention", "sliding_window"),
-            f"a sliding window needs layout: decoder (causal self-attention), not {spec.layout}",
+            "a sliding window needs layout: decoder (causal) or encoder (two-sided), "
+            f"not {spec.layout}",
         )
     if spec.norm.bias and not kinds.norm(spec.norm.kind).allows_bias:
         raise v.error(
@@ -618,3 +621,19 @@ def _check_latent(spec: Spec, v: _Validator) -> None:
     for name, used in others.items():
         if used:
             raise v.error(("attention", name), f"attention.{name} is not supported with latent")
+
+
+def _check_bare_first_block(spec: Spec, v: _Validator) -> None:
+    """A first block without an attention norm (ModernBERT) takes the embedding norm's output:
+    a pre-norm block after an embedding norm, in layers of their own."""
+    where = ("norm", "first_attention")
+    if not spec.embedding.norm:
+        raise v.error(where, "norm.first_attention: false needs embedding.norm, which stands in")
+    if kinds.residual(spec.residual).norm_position != "before":
+        raise v.error(
+            where, f"norm.first_attention: false needs a pre-norm residual, not {spec.residual}"
+        )
+    if spec.shares_layers:
+        raise v.error(
+            where, "norm.first_attention: false needs layers of their own, not layer_groups"
+        )

@@ -46,7 +46,8 @@ def _summary(f: Features, node: Attention, attend: Attend) -> str:
         text += " with rotary positions"
     window = attend.masking.window
     if window is not None:
-        text += f", each query seeing its own and the {window - 1} keys before it"
+        side = "on either side" if attend.masking.two_sided else "before it"
+        text += f", each query seeing its own and the {window - 1} keys {side}"
     if attend.masking.bias:
         text += "; the stack's mask carries the bias on the scores"
     return text + "."
@@ -67,7 +68,8 @@ def _init(node: Attention, attend: Attend, size: ExprPrinter) -> str:
     body = ["super().__init__()", f"self.head_dim = {size(node.head_dim)}"]
     if attend.masking.window is not None:
         window = attend.masking.window
-        body.append(f"self.window = {window}  # keys a query sees, its own included")
+        sides = " on each side" if attend.masking.two_sided else ""
+        body.append(f"self.window = {window}  # keys a query sees{sides}, its own included")
     if node.scale_dim is not None:
         body.append(f"self.scale = {node.scale_dim}**-0.5  # not head_dim's")
     elif node.scale is not None:
@@ -233,7 +235,8 @@ class _AttentionWriter(ForwardWriter):
         if op.mask is not None:
             self.arg(op.mask)
         if op.masking.windowed:
-            window = f"sliding_window(mask, queries, keys, self.window, {q}.dtype)"
+            function = "two_sided_window" if op.masking.two_sided else "sliding_window"
+            window = f"{function}(mask, queries, keys, self.window, {q}.dtype)"
             self.lines.append(f"mask = {window}")
         if op.softcap is not None:
             # With checkpoint='selective', only q, k, v and the mask are kept, as for SDPA.

@@ -140,6 +140,12 @@ class Features:
         return any(isinstance(p.node, Attention) and p.node.mask.windowed for p in walk(self.model))
 
     @property
+    def window_sides(self) -> frozenset[bool]:
+        """The windows' kinds: two-sided (True, an encoder's) or causal (False)."""
+        attentions = (p.node for p in walk(self.model) if isinstance(p.node, Attention))
+        return frozenset(a.mask.two_sided for a in attentions if a.mask.windowed)
+
+    @property
     def softcapped(self) -> bool:
         """Some attention layer soft-caps its scores."""
         return any(

@@ -24,8 +24,10 @@ def helpers(f: Features) -> list[str]:
         out += runtime_sources("masks", "hidden_keys")
     out += runtime_sources("masks", "mask_out")
     out += runtime_sources("norms", *sorted({n.entry.torch_class for n in f.norms if n.entry.own}))
-    if f.windowed:
+    if False in f.window_sides:
         out += runtime_sources("masks", "sliding_window")
+    if True in f.window_sides:
+        out += runtime_sources("masks", "two_sided_window")
     if f.softcapped:
         out += runtime_sources("attention", "softcapped_attention")
     if f.model.logit_softcap is not None:

@@ -105,7 +105,8 @@ def export_phi3(spec: Spec) -> dict[str, Any]:
     }
 
 
-def _fused(module: str, part: int, parts: int, what: str) -> Target:
+def fused_rows(module: str, part: int, parts: int, what: str) -> Target:
+    """Part `part` of `parts` of a tensor fused along its rows (q, k, v; gate, up)."""
     return Target(module, "concat", part, parts, note=f"{what} rows")
 
 
@@ -126,13 +127,13 @@ FAMILY = Family(
         block=table(
             {
                 "attn_norm": "input_layernorm",
-                "attn.q": _fused("self_attn.qkv_proj", 0, 3, "q"),
-                "attn.k": _fused("self_attn.qkv_proj", 1, 3, "k"),
-                "attn.v": _fused("self_attn.qkv_proj", 2, 3, "v"),
+                "attn.q": fused_rows("self_attn.qkv_proj", 0, 3, "q"),
+                "attn.k": fused_rows("self_attn.qkv_proj", 1, 3, "k"),
+                "attn.v": fused_rows("self_attn.qkv_proj", 2, 3, "v"),
                 "attn.o": "self_attn.o_proj",
                 "mlp_norm": "post_attention_layernorm",
-                "mlp.gate": _fused("mlp.gate_up_proj", 0, 2, "gate"),
-                "mlp.up": _fused("mlp.gate_up_proj", 1, 2, "up"),
+                "mlp.gate": fused_rows("mlp.gate_up_proj", 0, 2, "gate"),
+                "mlp.up": fused_rows("mlp.gate_up_proj", 1, 2, "up"),
                 "mlp.down": "mlp.down_proj",
             }
         ),
