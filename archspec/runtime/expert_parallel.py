@@ -55,7 +55,10 @@ class ExpertParallel(nn.Module):
         torch.distributed.all_to_all_single(arriving, counts, group=self.group)
         sent = counts.view(self.ranks, per_rank).sum(1).tolist()
         received = arriving.view(self.ranks, per_rank).sum(1).tolist()
-        rows = AllToAll.apply(tokens[order // top_k], sent, received, self.group)
+        # Each pair's token, made once: the gather of the sent rows and the index_add
+        # that sums them back both keep it for backward.
+        token = order // top_k
+        rows = AllToAll.apply(tokens[token], sent, received, self.group)
         # Rows come by source rank, each source's by expert: sorted by expert for
         # the experts' grouped matmuls, and back.
         expert = torch.arange(per_rank, device=rows.device).repeat(self.ranks)
@@ -65,4 +68,4 @@ class ExpertParallel(nn.Module):
         back = AllToAll.apply(y, received, sent, self.group)
         out = torch.zeros_like(tokens)
         y = back * weights.flatten()[order, None]
-        return out.index_add(0, order // top_k, y.to(out.dtype))
+        return out.index_add(0, token, y.to(out.dtype))

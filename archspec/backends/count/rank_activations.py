@@ -27,14 +27,16 @@ from archspec.ir import ops
 
 def ep_dispatch_kept(routed_rows: sp.Expr) -> sp.Expr:
     """What an expert-parallel rank's dispatch keeps beyond one process's, for `routed_rows`
-    (token, slot) pairs of its own tokens. One process keeps two int64 indices per pair
-    (each expert's tokens and slots, from torch.where); `ExpertParallel.mix` four: the sort
-    order (read by the routing weights' gather), `order // top_k` twice (made anew for the
-    gather of the sent rows and for the index_add that sums them back) and, per received row,
-    which of its experts it goes to. The experts' own activations are the interpreter's,
-    over as many rows as the rank's tokens send (the balanced routing of the module
-    docstring). The one place to change when the experts' layout changes (stacked weights,
-    a grouped matmul)."""
+    (token, slot) pairs of its own tokens. One process (`mix_experts`) keeps two int64
+    indices per pair: the pairs' order sorted by expert (read by the routing weights'
+    gather) and each pair's token (read by the gather of the routed rows and by the
+    index_add that sums them back). `ExpertParallel.mix` keeps those two and, per row it
+    receives, two more: the permutation that sorts the received rows (which come by source
+    rank) by expert for the grouped matmuls, and its inverse, which puts the experts'
+    outputs back in arrival order. Over the ranks the received rows are the routed pairs;
+    the experts' own activations are the interpreter's, over as many rows as the rank's
+    tokens send (the balanced routing of the module docstring). The one place to change
+    when the experts' layout changes."""
     return routed_rows * 2 * INDEX
 
 
