@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.flops_report import Workload
 from archspec.backends.count.layout import layer_count
 from archspec.backends.count.passes import S
@@ -20,7 +21,7 @@ def workload_peaks(ir: IR, w: Workload, stages: list[dict[str, Any]]) -> list[di
     par = w.parallel
     micro, micro_batches = w.micro_batches()
     plain = (w.dtype, w.grad_dtype or w.dtype, w.optimizer, w.recompute) == (
-        "fp32", "fp32", "adamw", "none"
+        "fp32", "fp32", "adamw", NO_RECOMPUTE
     )  # fmt: skip
     if par.engine != "torch" or not plain or par.interleave > 1 or par.sp:
         return None
