@@ -145,7 +145,8 @@ def _rank_predictions(
     from archspec.backends.count.rank_peak import rank_peaks
     from archspec.backends.count.torch_layout_mesh import covered, mesh_local_params
 
-    if not covered(dims) or (dims["dp_shard"] * dims["ep"] > 1 and dims["tp"] > 1):
+    fsdp_beside_tp = dims["dp_shard"] > 1 and dims["tp"] > 1
+    if not covered(dims) and not fsdp_beside_tp:
         return
     try:
         peaks = rank_peaks(ir, dims, batch, seq, device, attention_that_runs(ir, device))

@@ -1,5 +1,5 @@
 """`count --engine torch`'s peak of a training step per rank: the generated `parallelize`'s
-layouts (tensor parallelism alone, FSDP2 alone: `rank_peak`) and the generated `pipeline`
+layouts (tensor parallelism, FSDP2, FSDP2 beside tp: `rank_peak`) and the generated `pipeline`
 under 1F1B (`pipeline_peak`), fp32 training with AdamW and no recomputation, on GPUs (the
 foreach AdamW, PyTorch's default there), without sequence parallelism. Other settings get no
 per-rank peak."""
@@ -12,6 +12,7 @@ from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.flops_report import Workload
 from archspec.backends.count.layout import layer_count
 from archspec.backends.count.passes import S
+from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 
 
@@ -41,12 +42,15 @@ def workload_peaks(ir: IR, w: Workload, stages: list[dict[str, Any]]) -> list[di
         ]
     else:
         fsdp = par.dp > 1
-        if micro_batches > 1 or (fsdp and (par.zero != 3 or par.tp > 1)):
+        if micro_batches > 1 or (fsdp and par.zero != 3):
             return None
         from archspec.backends.count.rank_peak import rank_peaks
 
         dims = {"pp": 1, "dp_shard": par.dp, "ep": 1, "cp": 1, "tp": par.tp}
-        peaks = rank_peaks(ir, dims, micro, seq, "cuda", w.attn)
+        try:
+            peaks = rank_peaks(ir, dims, micro, seq, "cuda", w.attn)
+        except SpecError:  # FSDP2 beside tp around units it does not count
+            return None
     return [{"rank": p.rank, "peak": p.peak, "moment": p.moment} for p in peaks]
 
 
