@@ -1,8 +1,8 @@
 """`count --engine torch`'s peak of a training step per rank: the generated `parallelize`'s
 layouts (tensor parallelism, FSDP2, FSDP2 beside tp: `rank_peak`) and the generated `pipeline`
-under 1F1B (`pipeline_peak`), fp32 training with AdamW and no recomputation, on GPUs (the
-foreach AdamW, PyTorch's default there), without sequence parallelism. Other settings get no
-per-rank peak."""
+under 1F1B (`pipeline_peak`, without tp or dp), fp32 training with AdamW and no
+recomputation, on GPUs (the foreach AdamW, PyTorch's default there), with or without sequence
+parallelism. Other settings get no per-rank peak."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def workload_peaks(ir: IR, w: Workload, stages: list[dict[str, Any]]) -> list[di
     plain = (w.dtype, w.grad_dtype or w.dtype, w.optimizer, w.recompute) == (
         "fp32", "fp32", "adamw", NO_RECOMPUTE
     )  # fmt: skip
-    if par.engine != "torch" or not plain or par.interleave > 1 or par.sp:
+    if par.engine != "torch" or not plain or par.interleave > 1:
         return None
     seq = w.values(ir)[S]
     if par.pp > 1:
@@ -48,7 +48,7 @@ def workload_peaks(ir: IR, w: Workload, stages: list[dict[str, Any]]) -> list[di
 
         dims = {"pp": 1, "dp_shard": par.dp, "ep": 1, "cp": 1, "tp": par.tp}
         try:
-            peaks = rank_peaks(ir, dims, micro, seq, "cuda", w.attn)
+            peaks = rank_peaks(ir, dims, micro, seq, "cuda", w.attn, par.sp)
         except SpecError:  # FSDP2 beside tp around units it does not count
             return None
     return [{"rank": p.rank, "peak": p.peak, "moment": p.moment} for p in peaks]

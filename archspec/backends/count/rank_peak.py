@@ -214,10 +214,12 @@ def fsdp_units(ir: IR, tp: int = 1, tp_rank: int = 0) -> Units:
 
 
 def rank_peaks(
-    ir: IR, dims: dict[str, int], batch: int, seq: int, device: str = "cpu", attn: str = "flash"
-) -> list[RankPeak]:
+    ir: IR, dims: dict[str, int], batch: int, seq: int, device: str = "cpu", attn: str = "flash",
+    sequence_parallel: bool = False,
+) -> list[RankPeak]:  # fmt: skip
     """Each rank's peak on mesh `dims` (`archspec.bench.mesh_layout.mesh_dims`, without pp),
-    `batch` sequences of `seq` positions per data rank."""
+    `batch` sequences of `seq` positions per data rank; `sequence_parallel`: parallelize's
+    (the sequence split over tp between the blocks)."""
     tp, cp, ep, dp = dims["tp"], dims["cp"], dims["ep"], dims["dp_shard"]
     if dp > 1 and tp > 1:
         _check_fsdp_beside_tp(ir, dims)
@@ -227,7 +229,7 @@ def rank_peaks(
             "and ep with dp_shard"
         )
     env = {**ir.env, B: batch, **whole_sequences(seq)}
-    par = Parallelism(gpus=tp, tp=tp, engine="torch")
+    par = Parallelism(gpus=tp, tp=tp, sp=sequence_parallel and tp > 1, engine="torch")
     m = memory_figures(ir, attn=attn, parallel=par, device=device)
     kept = _activations(ir, m, cp, ep, env)
     optimizer = "single" if device == "cpu" else "foreach"
@@ -312,7 +314,7 @@ def _activations(ir: IR, m, cp: int, ep: int, env: dict) -> int:
 
     par = m.parallel
     parts = activation_parts(
-        ir, 4, m.attn, m.recompute, par.tp, False, m.device, "torch",
+        ir, 4, m.attn, m.recompute, par.tp, par.sp, m.device, "torch",
         counter_class=layout_counter(cp, ep),
     )  # fmt: skip
     return int(sp.ceiling(parts.total.xreplace({**env, S_DEC: env[S]})))
