@@ -16,9 +16,12 @@ from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 
 
-def workload_peaks(ir: IR, w: Workload, stages: list[dict[str, Any]]) -> list[dict] | None:
+def workload_peaks(
+    ir: IR, w: Workload, stages: list[dict[str, Any]] | None = None
+) -> list[dict] | None:
     """[{rank, peak, moment}] for each rank, or None where the layout or settings are not
-    covered. `stages`: the report's per-stage bytes (for the activations in flight)."""
+    covered. `stages`: the report's per-stage bytes (for the activations in flight; worked
+    out here when not given)."""
     par = w.parallel
     micro, micro_batches = w.micro_batches()
     plain = (w.dtype, w.grad_dtype or w.dtype, w.optimizer, w.recompute) == (
@@ -34,6 +37,12 @@ def workload_peaks(ir: IR, w: Workload, stages: list[dict[str, Any]]) -> list[di
         from archspec.backends.count.stages import stage_ranges
 
         ranges = [range(*span) for span in stage_ranges(_stage_layers(ir, par))]
+        if stages is None:
+            from archspec.backends.count.flops_report import figures, whole_bytes
+
+            values = w.device_values(ir)
+            kept = [stage.activations for stage in figures(ir, w)[1].stages]
+            stages = [{"activations": whole_bytes(bytes_, values)} for bytes_ in kept]
         peaks = [
             pipeline_peak(
                 ir, ranges, s, stages[s]["activations"], micro_batches, seq, "cuda", micro
