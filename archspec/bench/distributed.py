@@ -268,7 +268,8 @@ def run_distributed(
         if "peak" in predicted_bytes:
             r["predicted_peak_bytes"] = predicted_bytes["peak"]
     if pp == 1:
-        _rank_predictions(ir, dims, ranks, batch, seq, device, sequence_parallel)
+        if not (mixed_precision or loss_parallel):  # not in rank_peak's moments
+            _rank_predictions(ir, dims, ranks, batch, seq, device, sequence_parallel)
     for r in ranks:
         r["step_time_s"] = statistics.median(r["step_times_s"])
         r["tokens_per_s"] = batch * seq / r["step_time_s"]

@@ -2,7 +2,8 @@
 layouts (tensor parallelism, FSDP2, FSDP2 beside tp: `rank_peak`) and the generated `pipeline`
 under 1F1B (`pipeline_peak`, without tp or dp), fp32 training with AdamW and no
 recomputation, on GPUs (the foreach AdamW, PyTorch's default there), with or without sequence
-parallelism. Other settings get no per-rank peak."""
+parallelism; without mixed precision or loss parallelism. Other settings get no per-rank
+peak."""
 
 from __future__ import annotations
 
@@ -27,7 +28,10 @@ def workload_peaks(
     plain = (w.dtype, w.grad_dtype or w.dtype, w.optimizer, w.recompute) == (
         "fp32", "fp32", "adamw", NO_RECOMPUTE
     )  # fmt: skip
-    if par.engine != "torch" or not plain or par.interleave > 1:
+    # FSDP2's bf16 gathered parameters and gradients, and the loss over split logits, are not
+    # in rank_peak's moments.
+    options = par.mixed_precision or par.loss_parallel
+    if par.engine != "torch" or not plain or par.interleave > 1 or options:
         return None
     seq = w.values(ir)[S]
     if par.pp > 1:
