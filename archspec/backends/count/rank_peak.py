@@ -293,15 +293,20 @@ def _rank_terms(
         if data == 1:
             return sp.Integer(0)
         # Whole parameters: the root's throughout, the final norm and head's until their
-        # backward, the running block's and the one the backward prefetches.
+        # backward, the running block's and the one the backward prefetches. Besides, the
+        # reduce-scatter input of the unit whose backward ran before (its gradients, whole):
+        # FSDP2 keeps it (`reduce_scatter_state`) until the next unit's reduce-scatter.
+        before_first = u.blocks[1] if len(u.blocks) > 1 else u.last
         gathered = {
             "loss backward": u.root + u.last,
             "head backward": u.root + u.last + u.blocks[-1],
-            "last block's backward": u.root + sum(u.blocks[-2:]),
-            "first block's backward": u.root + u.blocks[0] + u.embedding,
+            "last block's backward": u.root + sum(u.blocks[-2:]) + u.last,
+            "first block's backward": u.root + u.blocks[0] + u.embedding + before_first,
             # The last unit's backward (the embedding's, else the root's): its whole
-            # gradients and the reduce-scatter's input.
-            "end of backward": 2 * (u.embedding or u.root) + (u.root if u.embedding else 0),
+            # parameters and gradients, and the first block's reduce-scatter input.
+            "end of backward": 2 * (u.embedding or u.root)
+            + (u.root if u.embedding else 0)
+            + (u.blocks[0] if u.blocks else 0),
         }
         return sp.Integer(WEIGHT * gathered.get(moment, 0))
 
