@@ -45,12 +45,15 @@ def check_layout(
 
 
 def check_options_of_parallelize(
-    ir: IR, dims: dict[str, int], mixed_precision: bool, loss_parallel: bool
-) -> None:
+    ir: IR, dims: dict[str, int], mixed_precision: bool, loss_parallel: bool,
+    sequence_parallel: bool = False,
+) -> None:  # fmt: skip
     """--mixed-precision is FSDP2's (data ranks to shard over), --loss-parallel needs the
-    logits split over --tp and an LM head; neither is the generated pipeline()'s."""
+    logits split over --tp and an LM head, --sp the sequence split over --tp; none is the
+    generated pipeline()'s."""
     options = [name for name, on in (("mixed-precision", mixed_precision),
-                                     ("loss-parallel", loss_parallel)) if on]  # fmt: skip
+                                     ("loss-parallel", loss_parallel),
+                                     ("sp", sequence_parallel)) if on]  # fmt: skip
     if options and dims["pp"] > 1:
         raise SpecError(f"--{options[0]} with --pp: the generated pipeline() runs alone")
     if mixed_precision and dims["dp_shard"] * dims["ep"] == 1:
@@ -60,6 +63,8 @@ def check_options_of_parallelize(
         )
     if loss_parallel and (dims["tp"] == 1 or ir.root.lm_head is None):
         raise SpecError("--loss-parallel splits an LM head's logits over --tp 2 or more")
+    if sequence_parallel and dims["tp"] == 1:
+        raise SpecError("--sp splits the sequence between the blocks over --tp 2 or more")
 
 
 def check_heads(ir: IR, tp: int) -> None:
@@ -105,7 +110,7 @@ def attention_that_runs(ir: IR, device: str) -> str:
 
 def predicted(
     ir: IR, nproc: int, tp: int, zero: int, batch: int, seq: int, device: str = "cpu",
-    mixed_precision: bool = False, loss_parallel: bool = False,
+    mixed_precision: bool = False, loss_parallel: bool = False, sequence_parallel: bool = False,
 ) -> dict[str, int]:  # fmt: skip
     """archspec's per-device figures for the generated `parallelize`'s layout (count's torch
     engine), in bytes: fp32 training with AdamW (bf16 compute under FSDP2's
@@ -118,7 +123,7 @@ def predicted(
     attn = attention_that_runs(ir, device)
     par = Parallelism(
         gpus=nproc, tp=tp, zero=zero, engine="torch", mixed_precision=mixed_precision,
-        loss_parallel=loss_parallel,
+        loss_parallel=loss_parallel, sp=sequence_parallel,
     )  # fmt: skip
     m = memory_figures(ir, attn=attn, parallel=par).stages[0]
     env = {**ir.env, B: batch, S: seq, S_DEC: seq, KV_LEN: seq}
@@ -126,8 +131,9 @@ def predicted(
     # on the CPU (one byte on a GPU), which count's figures, made for GPUs, do not say.
     compute = 2 if mixed_precision else 4
     kept = activation_bytes(
-        ir, compute, attn, tp=tp, device=device, engine="torch", loss_parallel=loss_parallel
-    )
+        ir, compute, attn, tp=tp, sequence_parallel=sequence_parallel, device=device,
+        engine="torch", loss_parallel=loss_parallel,
+    )  # fmt: skip
     figures = {
         "weights": whole_bytes(m.weights, env),
         "gradients": whole_bytes(m.gradients, env),
@@ -138,17 +144,21 @@ def predicted(
 
 
 def _rank_predictions(
-    ir: IR, dims: dict[str, int], ranks: list[dict[str, Any]], batch: int, seq: int, device: str
-) -> None:
+    ir: IR, dims: dict[str, int], ranks: list[dict[str, Any]], batch: int, seq: int, device: str,
+    sequence_parallel: bool = False,
+) -> None:  # fmt: skip
     """Each rank's predicted parameters (under cp or ep), saved tensors and peak of a step
     (`count.rank_peak`), where count lays the mesh out."""
     from archspec.backends.count.rank_peak import rank_peaks
     from archspec.backends.count.torch_layout_mesh import covered, mesh_local_params
 
-    if not covered(dims) or (dims["dp_shard"] * dims["ep"] > 1 and dims["tp"] > 1):
+    fsdp_beside_tp = dims["dp_shard"] > 1 and dims["tp"] > 1
+    if not covered(dims) and not fsdp_beside_tp:
         return
     try:
-        peaks = rank_peaks(ir, dims, batch, seq, device, attention_that_runs(ir, device))
+        peaks = rank_peaks(
+            ir, dims, batch, seq, device, attention_that_runs(ir, device), sequence_parallel
+        )
     except SpecError:  # a model count does not lay out this way: the run stands, unpredicted
         return
     for r, peak in zip(ranks, peaks, strict=True):
@@ -174,12 +184,14 @@ def _why(folder: str, stderr: str) -> str:
 def run_distributed(
     ir: IR, nproc: int, tp: int, zero: int, s: Any, pipeline: dict[str, Any] | None = None,
     cp: int = 1, ep: int = 1, mixed_precision: bool = False, loss_parallel: bool = False,
+    sequence_parallel: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """`bench --nproc`: fp32 training under torchrun on this machine (on the CPU unless
     `s.device` says cuda), with the bench's Settings `s` (`s.seq` positions, default 512 or the
     model's context if shorter). Every guard of the single-process bench runs first.
     `pipeline`: {"pp", "stage_layers", "schedule"} as the command gave them, for `--pp`.
-    `mixed_precision`, `loss_parallel`: parallelize's options (mp_policy="bf16")."""
+    `mixed_precision`, `sequence_parallel`, `loss_parallel`: parallelize's options
+    (mp_policy="bf16")."""
     import torch
 
     from archspec.backends.torchgen import generate_source, load_generated
@@ -201,7 +213,7 @@ def run_distributed(
     gpus = torch.cuda.device_count()
     pp = pipeline["pp"] if pipeline is not None else 1
     dims = check_layout(nproc, tp, zero, device, gpus, cp=cp, ep=ep, pp=pp)
-    check_options_of_parallelize(ir, dims, mixed_precision, loss_parallel)
+    check_options_of_parallelize(ir, dims, mixed_precision, loss_parallel, sequence_parallel)
     stage_layers = schedule = None
     stages: list = []
     if pp > 1:
@@ -215,8 +227,9 @@ def run_distributed(
     prediction = None
     if laid_out:
         prediction = predicted(
-            ir, nproc, tp, zero, batch, seq, device, mixed_precision, loss_parallel
-        )
+            ir, nproc, tp, zero, batch, seq, device, mixed_precision, loss_parallel,
+            sequence_parallel,
+        )  # fmt: skip
     if not s.force and prediction is not None:
         # Per device, with what any step holds besides; CPU processes share the machine's RAM.
         vocab, width = ir.value(ir.root.vocab_size), ir.value(ir.root.d_model)
@@ -228,6 +241,7 @@ def run_distributed(
         "encoder_decoder": ir.root.layout == "encoder-decoder", "threads": s.threads,
         "pp": pp, "stage_layers": stage_layers, "schedule": schedule,
         "mixed_precision": mixed_precision, "loss_parallel": loss_parallel,
+        "sequence_parallel": sequence_parallel,
     }  # fmt: skip
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder, "model.py")
@@ -254,7 +268,8 @@ def run_distributed(
         if "peak" in predicted_bytes:
             r["predicted_peak_bytes"] = predicted_bytes["peak"]
     if pp == 1:
-        _rank_predictions(ir, dims, ranks, batch, seq, device)
+        if not (mixed_precision or loss_parallel):  # not in rank_peak's moments
+            _rank_predictions(ir, dims, ranks, batch, seq, device, sequence_parallel)
     for r in ranks:
         r["step_time_s"] = statistics.median(r["step_times_s"])
         r["tokens_per_s"] = batch * seq / r["step_time_s"]
@@ -263,6 +278,7 @@ def run_distributed(
         "dp": dims["dp_shard"], "cp": cp, "ep": ep, "mesh": dims, "zero": zero,
         "device": device, "batch": batch, "seq": seq,
         "mixed_precision": mixed_precision, "loss_parallel": loss_parallel,
-        "predicted_bytes": prediction, "ranks": ranks, "reference_losses": reference,
+        "sequence_parallel": sequence_parallel, "predicted_bytes": prediction, "ranks": ranks,
+        "reference_losses": reference,
         **({"pp": pp, "stage_layers": stage_layers, "schedule": schedule} if pp > 1 else {}),
     }  # fmt: skip

@@ -106,7 +106,10 @@ def main(source: str, settings_path: str) -> None:
     dims = s["mesh"]  # archspec.bench.mesh_layout.mesh_dims
     mesh = init_device_mesh(device.type, tuple(dims.values()), mesh_dim_names=tuple(dims))
     mp_policy = "bf16" if s["mixed_precision"] else None
-    module.parallelize(model, mesh, mp_policy=mp_policy, loss_parallel=s["loss_parallel"])
+    module.parallelize(
+        model, mesh, mp_policy=mp_policy, sequence_parallel=s["sequence_parallel"],
+        loss_parallel=s["loss_parallel"],
+    )  # fmt: skip
     # Logits split over the vocabulary: the loss and its backward under loss_parallel().
     split_loss = loss_parallel if s["loss_parallel"] else contextlib.nullcontext
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)

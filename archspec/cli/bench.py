@@ -37,6 +37,7 @@ from archspec.cli.options import (
     BenchSchedule,
     BenchSeed,
     BenchSeq,
+    BenchSequenceParallel,
     BenchSteps,
     BenchThreads,
     BenchTp,
@@ -63,6 +64,7 @@ def bench(
     stage_layers: StageLayers = None, schedule: BenchSchedule = "1f1b", cp: BenchCp = 1,
     ep: BenchEp = 1, mixed_precision: BenchMixedPrecision = False,
     loss_parallel: BenchLossParallel = False, force: BenchForce = False,
+    sequence_parallel: BenchSequenceParallel = False,
     set_: SetOpt = None, json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Time the spec's generated PyTorch model in this process: median, min and max step
@@ -91,7 +93,8 @@ def bench(
         settings = Settings(device=device, dtype="fp32", batch=batch, seq=seq, steps=steps,
                             warmup=warmup, seed=seed, threads=threads, force=force)  # fmt: skip
         pipeline = {"pp": pp, "stage_layers": stage_layers, "schedule": schedule}
-        options = {"mixed_precision": mixed_precision, "loss_parallel": loss_parallel}
+        options = {"mixed_precision": mixed_precision, "loss_parallel": loss_parallel,
+                   "sequence_parallel": sequence_parallel}  # fmt: skip
         _bench_distributed(spec, set_, nproc, (tp, cp, ep), zero, pipeline, settings, json_,
                            debug, options)  # fmt: skip
         return
@@ -259,7 +262,8 @@ def _bench_distributed(
     spec, set_, nproc, dims, zero, pipeline, settings, json_, debug, options
 ) -> None:
     """`--nproc`: torchrun on this machine; a row per rank beside the per-device prediction.
-    dims: (tp, cp, ep); options: parallelize's mixed_precision and loss_parallel."""
+    dims: (tp, cp, ep); options: parallelize's mixed_precision, loss_parallel and
+    sequence_parallel."""
     tp, cp, ep = dims
     from rich.table import Table
 
@@ -281,7 +285,8 @@ def _bench_distributed(
         title=f"{asked_title(r['name'], r['overrides'])}: train on {r['nproc']} {r['device']} "
         f"processes, {layout}, B={r['batch']} per replica, S={r['seq']}, "
         f"{'bf16 compute (FSDP2)' if r['mixed_precision'] else 'fp32'}"
-        f"{', loss parallel' if r['loss_parallel'] else ''}",
+        f"{', loss parallel' if r['loss_parallel'] else ''}"
+        f"{', sequence parallel' if r['sequence_parallel'] else ''}",
         caption=f"last step's loss alone on one process: {r['reference_losses'][-1]:.6f}",
         title_justify="left",
     )

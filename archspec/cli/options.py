@@ -306,6 +306,11 @@ BenchLossParallel = Annotated[
                "(with --nproc and --tp: parallelize's loss_parallel, the loss under torch's "
                "loss_parallel()).", panel=_RUN)
 ]  # fmt: skip
+BenchSequenceParallel = Annotated[
+    bool, _opt("--sp", help="Sequence parallelism (with --nproc and --tp: parallelize's "
+               "sequence_parallel): the norms and residual stream between the blocks split "
+               "over the sequence.", panel=_RUN)
+]  # fmt: skip
 BenchEp = Annotated[
     int, _opt("--ep", help="Expert-parallel ranks: the experts split (with --nproc).", panel=_RUN)
 ]

@@ -246,6 +246,9 @@ def _render_train(r: dict[str, Any]) -> None:
     memory.add_column("bytes", justify="right")
     for name in ("weights", "gradients", "optimizer", "activations", "total"):
         memory.add_row(name, _gib(mem[name]))
+    if "rank_peaks" in mem:  # --engine fsdp: count's peak of a whole step, on its rank
+        top = max(mem["rank_peaks"], key=lambda p: p["peak"])
+        memory.add_row(f"peak of a step (rank {top['rank']}, {top['moment']})", _gib(top["peak"]))
     print_table(parts)
     print_table(memory)
     if r["searched"]:

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from archspec.backends.count.conventions import NO_RECOMPUTE, get_convention
 from archspec.backends.count.flops import flop_figures
-from archspec.backends.count.flops_report import whole
+from archspec.backends.count.flops_report import Workload, whole
 from archspec.backends.count.passes import B, whole_sequences
+from archspec.backends.count.peak_report import workload_peaks
+from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 from archspec.plan.hardware import System
 from archspec.plan.search import Candidate, SearchResult, usable_memory
 from archspec.plan.serve import ServePrediction
-from archspec.plan.step import Training
+from archspec.plan.step import Layout, Training
 
 
 def step_flops(ir: IR, run: Training, recompute: str) -> tuple[int, int]:
@@ -34,6 +37,7 @@ def candidate_report(ir: IR, system: System, run: Training, c: Candidate) -> dic
     peak = system.accelerator.peak("bf16" if run.dtype == "fp8" else run.dtype) * run.gpus
     model_flops, hardware_flops = step_flops(ir, run, t.layout.recompute)
     mem = c.memory
+    peaks = layout_peaks(ir, run, t.layout, t.micro_batches)
     return {
         "step_time_s": t.seconds,
         "tokens_per_s": run.global_batch * run.seq / t.seconds,
@@ -49,10 +53,31 @@ def candidate_report(ir: IR, system: System, run: Training, c: Candidate) -> dic
             "total": round(mem.total),
             "capacity": round(system.accelerator.memory_bytes),
             "usable": round(usable_memory(system.accelerator.memory_bytes)),
+            **({"rank_peaks": peaks} if peaks is not None else {}),
         },
         "breakdown": dict(t.breakdown),
         "flops": {"model": model_flops, "hardware": hardware_flops},
     }
+
+
+def layout_peaks(ir: IR, run: Training, layout: Layout, micro_batches: int) -> list | None:
+    """Under the fsdp engine (torchtitan's FSDP2), each rank's peak of a training step as
+    count gives it for the generated parallelize's layout (`workload_peaks`), where count
+    covers the layout and settings; else None."""
+    if run.engine != "fsdp" or layout.cp > 1 or layout.ep > 1:
+        return None
+    par = replace(
+        layout.parallelism(run.gpus, micro_batches), engine="torch",
+        stage_layers=layout.stage_layers,
+    )  # fmt: skip
+    w = Workload(
+        batch=layout.micro_batch, global_batch=run.global_batch, seq=run.seq, dtype=run.dtype,
+        grad_dtype=run.grad_dtype, recompute=layout.recompute, attn=run.attn, parallel=par,
+    )  # fmt: skip
+    try:
+        return workload_peaks(ir, w)
+    except SpecError:  # a layout the generated parallelize does not take
+        return None
 
 
 def header(ir: IR, system: System, run: Training) -> dict[str, Any]:

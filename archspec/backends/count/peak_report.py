@@ -1,8 +1,9 @@
 """`count --engine torch`'s peak of a training step per rank: the generated `parallelize`'s
-layouts (tensor parallelism alone, FSDP2 alone: `rank_peak`) and the generated `pipeline`
-under 1F1B (`pipeline_peak`), fp32 training with AdamW and no recomputation, on GPUs (the
-foreach AdamW, PyTorch's default there), without sequence parallelism. Other settings get no
-per-rank peak."""
+layouts (tensor parallelism, FSDP2, FSDP2 beside tp: `rank_peak`) and the generated `pipeline`
+under 1F1B (`pipeline_peak`, without tp or dp), fp32 training with AdamW and no
+recomputation, on GPUs (the foreach AdamW, PyTorch's default there), with or without sequence
+parallelism; without mixed precision or loss parallelism. Other settings get no per-rank
+peak."""
 
 from __future__ import annotations
 
@@ -12,18 +13,25 @@ from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.flops_report import Workload
 from archspec.backends.count.layout import layer_count
 from archspec.backends.count.passes import S
+from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 
 
-def workload_peaks(ir: IR, w: Workload, stages: list[dict[str, Any]]) -> list[dict] | None:
+def workload_peaks(
+    ir: IR, w: Workload, stages: list[dict[str, Any]] | None = None
+) -> list[dict] | None:
     """[{rank, peak, moment}] for each rank, or None where the layout or settings are not
-    covered. `stages`: the report's per-stage bytes (for the activations in flight)."""
+    covered. `stages`: the report's per-stage bytes (for the activations in flight; worked
+    out here when not given)."""
     par = w.parallel
     micro, micro_batches = w.micro_batches()
     plain = (w.dtype, w.grad_dtype or w.dtype, w.optimizer, w.recompute) == (
         "fp32", "fp32", "adamw", NO_RECOMPUTE
     )  # fmt: skip
-    if par.engine != "torch" or not plain or par.interleave > 1 or par.sp:
+    # FSDP2's bf16 gathered parameters and gradients, and the loss over split logits, are not
+    # in rank_peak's moments.
+    options = par.mixed_precision or par.loss_parallel
+    if par.engine != "torch" or not plain or par.interleave > 1 or options:
         return None
     seq = w.values(ir)[S]
     if par.pp > 1:
@@ -33,6 +41,12 @@ def workload_peaks(ir: IR, w: Workload, stages: list[dict[str, Any]]) -> list[di
         from archspec.backends.count.stages import stage_ranges
 
         ranges = [range(*span) for span in stage_ranges(_stage_layers(ir, par))]
+        if stages is None:
+            from archspec.backends.count.flops_report import figures, whole_bytes
+
+            values = w.device_values(ir)
+            kept = [stage.activations for stage in figures(ir, w)[1].stages]
+            stages = [{"activations": whole_bytes(bytes_, values)} for bytes_ in kept]
         peaks = [
             pipeline_peak(
                 ir, ranges, s, stages[s]["activations"], micro_batches, seq, "cuda", micro
@@ -41,12 +55,15 @@ def workload_peaks(ir: IR, w: Workload, stages: list[dict[str, Any]]) -> list[di
         ]
     else:
         fsdp = par.dp > 1
-        if micro_batches > 1 or (fsdp and (par.zero != 3 or par.tp > 1)):
+        if micro_batches > 1 or (fsdp and par.zero != 3):
             return None
         from archspec.backends.count.rank_peak import rank_peaks
 
         dims = {"pp": 1, "dp_shard": par.dp, "ep": 1, "cp": 1, "tp": par.tp}
-        peaks = rank_peaks(ir, dims, micro, seq, "cuda", w.attn)
+        try:
+            peaks = rank_peaks(ir, dims, micro, seq, "cuda", w.attn, par.sp)
+        except SpecError:  # FSDP2 beside tp around units it does not count
+            return None
     return [{"rank": p.rank, "peak": p.peak, "moment": p.moment} for p in peaks]
 
 

@@ -1,6 +1,8 @@
 """The peak of a training step on each rank of the generated `parallelize`'s layouts (count's
-torch engine): tensor parallelism (DTensor), FSDP2 over the data ranks, context and expert
-parallelism; fp32 with torch.optim.AdamW as `bench --nproc` trains.
+torch engine): tensor parallelism (DTensor), FSDP2 over the data ranks, FSDP2 beside tp (a
+2-D mesh: fully_shard cuts each rank's tp shards, and a unit gathers them back, whole over
+the data ranks but still split over tp), context and expert parallelism; fp32 with
+torch.optim.AdamW as `bench --nproc` trains.
 
 The moments are step_peak.py's, each with the rank's own terms (`RankTerms`):
 
@@ -45,7 +47,7 @@ from archspec.backends.count.step_peak import RankTerms, step_peak
 from archspec.backends.count.torch_layout import _shapes, chunk
 from archspec.backends.count.torch_layout_mesh import coordinates, covered
 from archspec.errors import SpecError
-from archspec.ir.nodes import IR, Model, MoE, Node, Repeat, Stack
+from archspec.ir.nodes import IR, MLP, Attention, Model, MoE, Node, Repeat, Stack
 from archspec.ir.visit import INDEX_NAMES, join, walk
 
 WEIGHT = 4  # fp32 weights, gradients and each AdamW moment
@@ -104,10 +106,16 @@ def ordered_leaves(ir: IR, ep: int = 1):
 
 
 def local_tensors(ir: IR, dims: dict[str, int], rank: int) -> list[int]:
-    """Elements of each parameter tensor rank `rank` holds, in `model.parameters()` order:
-    FSDP2 shards over the data ranks (torch.chunk's pieces of the first dimension; an
-    expert-parallel rank's experts over dp_shard alone), else DTensor's tensor parallelism
-    (`torch_layout`'s rules)."""
+    """Elements of each parameter tensor rank `rank` holds, in `model.parameters()` order."""
+    return [n for *_, tensors in leaf_tensors(ir, dims, rank) for n in tensors]
+
+
+def leaf_tensors(ir: IR, dims: dict[str, int], rank: int):
+    """(leaf, its layer, whether it is an expert's, the elements of each of its parameter
+    tensors rank `rank` holds) in `model.parameters()` order. DTensor's tensor parallelism
+    (`torch_layout`'s rules) leaves each rank its tp shard; FSDP2 shards that over the data
+    ranks (torch.chunk's pieces of its first dimension, as fully_shard cuts a tp shard on a
+    2-D mesh; an expert-parallel rank's experts over dp_shard alone)."""
     at = coordinates(dims, rank)
     tp, cp, ep, dp = dims["tp"], dims["cp"], dims["ep"], dims["dp_shard"]
     data = dp * ep * (cp if dp > 1 else 1)
@@ -115,28 +123,45 @@ def local_tensors(ir: IR, dims: dict[str, int], rank: int) -> list[int]:
         at["cp"] if dp > 1 else 0
     )
     placed = {p.path: p for p in walk(ir.root)}
-    model = ir.root
-    out: list[int] = []
-    for node, path, _ in ordered_leaves(ir, ep):
+    for node, path, layer in ordered_leaves(ir, ep):
         where = placed[path]
         pairs = zip(where.ancestors, where.ancestors[1:], strict=False)
         expert = any(_experts(up, above) for above, up in pairs)
-        shapes = [[ir.value(d) for d in shape] for shape in _shapes(node)]
-        if data > 1:
-            ways, index = (dp, at["dp_shard"]) if expert else (data, data_rank)
-            for dim0, *rest in shapes:
-                out.append(chunk(dim0, ways, index) * sp.prod(rest))
-        elif tp > 1:
-            top = isinstance(where.ancestors[-1], Model)
-            if top and node in (model.tok_emb, model.lm_head):
-                rows = chunk(ir.value(model.vocab_size), tp, at["tp"])
-                out += [rows * shape[1] if len(shape) == 2 else rows for shape in shapes]
-            else:
-                # A tied weight is not the leaf's own; a bias is there when it has one.
-                out += [n for n in tp_share(where, ir, tp, "torch") if n]
+        tensors = []
+        for rows, rest in _tp_shards(ir, where, tp, at["tp"]):
+            if data > 1:
+                ways, index = (dp, at["dp_shard"]) if expert else (data, data_rank)
+                rows = chunk(rows, ways, index)
+            tensors.append(int(rows * rest))
+        yield node, layer, expert, tensors
+
+
+def _tp_shards(ir: IR, where, tp: int, tp_rank: int) -> list[tuple[int, int]]:
+    """(first dimension, elements per row) of each of a leaf's tensors on tp rank `tp_rank`:
+    the vocabulary's rows (torch.chunk's piece), else `tp_share`'s elements of a tensor split
+    along its rows (column-parallel, Shard(0)) or along its columns (row-parallel
+    projections and a relative-position table: Shard(1), every row kept)."""
+    node = where.node
+    shapes = [[ir.value(d) for d in shape] for shape in _shapes(node)]
+    model = ir.root
+    if tp == 1:
+        return [(dim0, sp.prod(rest)) for dim0, *rest in shapes]
+    parent = where.ancestors[-1]
+    if isinstance(parent, Model) and node in (model.tok_emb, model.lm_head):
+        rows = chunk(ir.value(model.vocab_size), tp, tp_rank)
+        return [(rows, shape[1] if len(shape) == 2 else 1) for shape in shapes]
+    # A tied weight is not the leaf's own; a bias is there when it has one.
+    shares = [n for n in tp_share(where, ir, tp, "torch") if n]
+    by_columns = (isinstance(parent, Attention) and node is parent.o) or (
+        isinstance(parent, MLP) and node is parent.down
+    ) or (isinstance(parent, Stack) and node is parent.rel_bias)  # fmt: skip
+    out = []
+    for (dim0, *rest), n in zip(shapes, shares, strict=True):
+        if by_columns and rest:
+            out.append((dim0, n // dim0))
         else:
-            out += [sp.prod(shape) for shape in shapes]
-    return [int(n) for n in out]
+            out.append((n // sp.prod(rest), sp.prod(rest)))
+    return out
 
 
 def adamw_temporaries(tensors: list[int], implementation: str) -> int:
@@ -163,50 +188,48 @@ class Units:
     root: int
 
 
-def fsdp_units(ir: IR) -> Units:
+def fsdp_units(ir: IR, tp: int = 1, tp_rank: int = 0) -> Units:
     """torchtitan's grouping (`torchgen.parallel_layouts._units_beside_blocks`): one stack and
-    no tied head, else everything but the blocks in the root."""
+    no tied head, else everything but the blocks in the root. Under tensor parallelism a
+    unit gathers its tp shards (those of tp rank `tp_rank`), whole over the data ranks."""
     model = ir.root
-    blocks: list[int] = []
-    experts: list[int] = []
-    for stack in model.stacks:
-        for run in stack.blocks.runs:
-            own = ir.value(_expert_params(run.node))
-            count = ir.value(run.count)
-            blocks += [ir.value(parameter_count(run.node)) - own] * count
-            experts += [own] * count
-    rest = ir.value(parameter_count(model)) - sum(blocks) - sum(experts)
+    layers = sum(ir.value(run.count) for stack in model.stacks for run in stack.blocks.runs)
+    blocks, experts = [0] * layers, [0] * layers
+    embedding = last = rest = 0
     head = model.lm_head
-    if len(model.stacks) > 1 or (head is not None and head.tied_to is not None):
-        return Units(0, blocks, experts, 0, rest)
-    embedding = ir.value(parameter_count(model.tok_emb))
-    last = 0
-    if head is not None:
-        norm = model.stacks[-1].final_norm
-        last = ir.value(parameter_count(head) + (parameter_count(norm) if norm else 0))
-    return Units(embedding, blocks, experts, last, rest - embedding - last)
-
-
-def _expert_params(node: Node) -> sp.Expr:
-    total = sp.Integer(0)
-    for placed in walk(node):
-        if isinstance(placed.node, MoE):
-            total += parameter_count(placed.node.experts)
-    return total
+    norm = model.stacks[-1].final_norm
+    apart = len(model.stacks) == 1 and not (head is not None and head.tied_to is not None)
+    dims = {"pp": 1, "dp_shard": 1, "ep": 1, "cp": 1, "tp": tp}
+    for node, layer, expert, tensors in leaf_tensors(ir, dims, tp_rank):
+        n = sum(tensors)
+        if layer is not None:
+            (experts if expert else blocks)[layer] += n
+        elif apart and node is model.tok_emb:
+            embedding += n
+        elif apart and head is not None and node in (head, norm):
+            last += n
+        else:
+            rest += n
+    return Units(embedding, blocks, experts, last, rest)
 
 
 def rank_peaks(
-    ir: IR, dims: dict[str, int], batch: int, seq: int, device: str = "cpu", attn: str = "flash"
-) -> list[RankPeak]:
+    ir: IR, dims: dict[str, int], batch: int, seq: int, device: str = "cpu", attn: str = "flash",
+    sequence_parallel: bool = False,
+) -> list[RankPeak]:  # fmt: skip
     """Each rank's peak on mesh `dims` (`archspec.bench.mesh_layout.mesh_dims`, without pp),
-    `batch` sequences of `seq` positions per data rank."""
-    if not covered(dims):
-        raise SpecError("the peak per rank covers tp, FSDP2, cp beside them, and ep with dp_shard")
+    `batch` sequences of `seq` positions per data rank; `sequence_parallel`: parallelize's
+    (the sequence split over tp between the blocks)."""
     tp, cp, ep, dp = dims["tp"], dims["cp"], dims["ep"], dims["dp_shard"]
-    if dp * ep > 1 and tp > 1:
-        raise SpecError("the peak per rank covers FSDP2 without tensor parallelism")
+    if dp > 1 and tp > 1:
+        _check_fsdp_beside_tp(ir, dims)
+    elif not covered(dims):
+        raise SpecError(
+            "the peak per rank covers tp, FSDP2, FSDP2 beside tp, cp beside tp or FSDP2, "
+            "and ep with dp_shard"
+        )
     env = {**ir.env, B: batch, **whole_sequences(seq)}
-    par = Parallelism(gpus=tp, tp=tp, engine="torch")
+    par = Parallelism(gpus=tp, tp=tp, sp=sequence_parallel and tp > 1, engine="torch")
     m = memory_figures(ir, attn=attn, parallel=par, device=device)
     kept = _activations(ir, m, cp, ep, env)
     optimizer = "single" if device == "cpu" else "foreach"
@@ -215,7 +238,7 @@ def rank_peaks(
     for rank in range(tp * cp * ep * dp):
         tensors = local_tensors(ir, dims, rank)
         if tuple(tensors) not in alike:
-            peak = step_peak(ir, m, rank=_rank_terms(ir, dims, tensors, optimizer))
+            peak = step_peak(ir, m, rank=_rank_terms(ir, dims, rank, tensors, optimizer))
             moments = {k: int(sp.ceiling(v.xreplace(env))) for k, v in peak.moments.items()}
             alike[tuple(tensors)] = moments
         steps = len(tensors) * WEIGHT if device == "cpu" else 0
@@ -224,16 +247,37 @@ def rank_peaks(
     return out
 
 
-def _rank_terms(ir: IR, dims: dict[str, int], tensors: list[int], optimizer: str) -> RankTerms:
-    """The terms of step_peak's moments for a rank holding `tensors` (the module docstring)."""
-    cp, ep, dp = dims["cp"], dims["ep"], dims["dp_shard"]
-    data = dp * ep * (cp if dp > 1 else 1)  # the ranks FSDP2 shards over
+def _check_fsdp_beside_tp(ir: IR, dims: dict[str, int]) -> None:
+    """FSDP2 over tp shards (a 2-D mesh) is counted where its units are the embedding, the
+    blocks and the final norm with the head, and nothing but those (the gradients made before
+    a block's backward are then the units' own tp shards: `_rank_terms`)."""
+    model = ir.root
+    first = model.stacks[0]
+    extra = (first.pos_emb, first.rel_bias, first.emb_norm, first.emb_proj, model.type_emb)
     u = fsdp_units(ir)
+    if dims["cp"] * dims["ep"] > 1 or u.root or not u.embedding or not u.last or any(extra):
+        raise SpecError(
+            "the peak per rank covers FSDP2 beside tp (dp_shard × tp) for one stack of blocks "
+            "between a token embedding and an untied head, with no cp or ep"
+        )
+
+
+def _rank_terms(
+    ir: IR, dims: dict[str, int], rank: int, tensors: list[int], optimizer: str
+) -> RankTerms:
+    """The terms of step_peak's moments for a rank holding `tensors` (the module docstring)."""
+    cp, ep, dp, tp = dims["cp"], dims["ep"], dims["dp_shard"], dims["tp"]
+    data = dp * ep * (cp if dp > 1 else 1)  # the ranks FSDP2 shards over
+    u = fsdp_units(ir, tp, coordinates(dims, rank)["tp"])
     gradients = sp.Integer(WEIGHT * sum(tensors))
     total = parameter_count(ir.root)
 
     def block_moment(moment: BackwardMoment, name: str) -> sp.Expr:
         made = moment.made_params
+        if tp > 1 and data > 1:  # the units' own tp shards (`_check_fsdp_beside_tp`)
+            made = u.last
+            if name == "first block's backward":
+                made += sum(u.blocks[1:]) + sum(u.experts[1:])
         if data == 1:  # the gradients made, shared out as the rank's parameters are
             return moment.activations + gradients * made / total
         # The units whose backward is over have reduce-scattered their gradients (of the
@@ -249,15 +293,20 @@ def _rank_terms(ir: IR, dims: dict[str, int], tensors: list[int], optimizer: str
         if data == 1:
             return sp.Integer(0)
         # Whole parameters: the root's throughout, the final norm and head's until their
-        # backward, the running block's and the one the backward prefetches.
+        # backward, the running block's and the one the backward prefetches. Besides, the
+        # reduce-scatter input of the unit whose backward ran before (its gradients, whole):
+        # FSDP2 keeps it (`reduce_scatter_state`) until the next unit's reduce-scatter.
+        before_first = u.blocks[1] if len(u.blocks) > 1 else u.last
         gathered = {
             "loss backward": u.root + u.last,
             "head backward": u.root + u.last + u.blocks[-1],
-            "last block's backward": u.root + sum(u.blocks[-2:]),
-            "first block's backward": u.root + u.blocks[0] + u.embedding,
+            "last block's backward": u.root + sum(u.blocks[-2:]) + u.last,
+            "first block's backward": u.root + u.blocks[0] + u.embedding + before_first,
             # The last unit's backward (the embedding's, else the root's): its whole
-            # gradients and the reduce-scatter's input.
-            "end of backward": 2 * (u.embedding or u.root) + (u.root if u.embedding else 0),
+            # parameters and gradients, and the first block's reduce-scatter input.
+            "end of backward": 2 * (u.embedding or u.root)
+            + (u.root if u.embedding else 0)
+            + (u.blocks[0] if u.blocks else 0),
         }
         return sp.Integer(WEIGHT * gathered.get(moment, 0))
 
@@ -270,7 +319,7 @@ def _activations(ir: IR, m, cp: int, ep: int, env: dict) -> int:
 
     par = m.parallel
     parts = activation_parts(
-        ir, 4, m.attn, m.recompute, par.tp, False, m.device, "torch",
+        ir, 4, m.attn, m.recompute, par.tp, par.sp, m.device, "torch",
         counter_class=layout_counter(cp, ep),
     )  # fmt: skip
     return int(sp.ceiling(parts.total.xreplace({**env, S_DEC: env[S]})))
