@@ -55,8 +55,8 @@ class ExpertParallel(nn.Module):
         torch.distributed.all_to_all_single(arriving, counts, group=self.group)
         sent = counts.view(self.ranks, per_rank).sum(1).tolist()
         received = arriving.view(self.ranks, per_rank).sum(1).tolist()
-        # Each pair's token, made once: the gather of the sent rows and the index_add
-        # that sums them back both keep it for backward.
+        # Each pair's token, made once: the gather of the sent rows and the
+        # index_add that sums them back both keep it for backward.
         token = order // top_k
         rows = AllToAll.apply(tokens[token], sent, received, self.group)
         # Rows come by source rank, each source's by expert: sorted by expert for
