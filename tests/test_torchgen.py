@@ -218,6 +218,11 @@ def test_sources_are_ruff_clean(tmp_path: Path) -> None:
     for i, (name, overrides) in enumerate(CASES):
         ir = build_ir(load_spec(name, overrides))
         (tmp_path / f"model_{i}.py").write_text(generate_source(ir, f"archspec build {name}"))
+    # A path longer than a line in the recorded command (a deep temporary folder): it
+    # cannot be broken, and the header says so to ruff.
+    deep = "/tmp/" + "nested-folder/" * 8
+    command = f"archspec build {deep}spec.yaml -o {deep}model.py"
+    (tmp_path / "model_deep.py").write_text(generate_source(build_ir(load_spec("gpt2")), command))
     # The project's rules; the layout must hold at ruff's default line length (88) and at 100.
     rules = ["--select", "E,F,W,I,UP,B", "--target-version", "py310"]
     commands = [
