@@ -64,8 +64,8 @@ def bench(
     stage_layers: StageLayers = None, schedule: BenchSchedule = "1f1b", cp: BenchCp = 1,
     ep: BenchEp = 1, mixed_precision: BenchMixedPrecision = False,
     loss_parallel: BenchLossParallel = False, force: BenchForce = False,
-    sequence_parallel: BenchSequenceParallel = False,
-    set_: SetOpt = None, json_: JsonOpt = False, debug: DebugOpt = False,
+    sequence_parallel: BenchSequenceParallel = False, set_: SetOpt = None,
+    json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Time the spec's generated PyTorch model in this process: median, min and max step
     time, tokens/s, achieved FLOP/s from the analytic FLOPs, MFU against the GPU's peak dense
@@ -111,10 +111,7 @@ def bench(
         hf_config = hf_config_dict(resolved) if vs_hf else None
         with _progress() as progress:
             result = run_bench(ir, settings, progress, hf_config)
-    if json_:
-        print_json(result)
-    else:
-        _render(result)
+    print_json(result) if json_ else _render(result)
 
 
 class _progress:
@@ -258,6 +255,41 @@ def _notes(r: dict[str, Any], hf: bool) -> list[str]:
     return notes
 
 
+def _distributed_title(r: dict) -> str:
+    """The table's title: the model, the processes and the layout they train in."""
+    more = "".join(f", {k}={r[k]}" for k in ("cp", "ep") if r[k] > 1)
+    layout = f"tp={r['tp']}, dp={r['dp']}{more}, zero={r['zero']}"
+    if "pp" in r:
+        layers = ",".join(map(str, r["stage_layers"]))
+        layout = f"pp={r['pp']} ({r['schedule']}, stages of {layers} layers)"
+    return (
+        f"{asked_title(r['name'], r['overrides'])}: train on {r['nproc']} {r['device']} "
+        f"processes, {layout}, B={r['batch']} per replica, S={r['seq']}, "
+        f"{'bf16 compute (FSDP2)' if r['mixed_precision'] else 'fp32'}"
+        f"{', loss parallel' if r['loss_parallel'] else ''}"
+        f"{', sequence parallel' if r['sequence_parallel'] else ''}"
+    )
+
+
+def _distributed_note(r: dict) -> str:
+    """What the predicted columns are."""
+    attn = (r["predicted_bytes"] or r["ranks"][0].get("predicted_bytes") or {}).get("attn")
+    routing = (
+        " Under --ep the activations depend on the routing: predicted for balanced "
+        "routing, the ranks' mean."
+        if r["ep"] > 1
+        else ""
+    )
+    return (
+        f"predicted: count --engine torch ({attn or 'flash'} attention), each rank's "
+        "parameters, the activations autograd "
+        "keeps (saved tensors, measured with saved_tensors_hooks) and the peak of a whole "
+        "step (archspec.backends.count.rank_peak: weights and AdamW moments, plus the "
+        "largest of its moments, with FSDP2's gathered parameters, the gradients flowing "
+        f"back and AdamW's temporaries).{routing}"
+    )
+
+
 def _bench_distributed(
     spec, set_, nproc, dims, zero, pipeline, settings, json_, debug, options
 ) -> None:
@@ -276,17 +308,8 @@ def _bench_distributed(
     if json_:
         print_json(r)
         return
-    more = "".join(f", {k}={r[k]}" for k in ("cp", "ep") if r[k] > 1)
-    layout = f"tp={r['tp']}, dp={r['dp']}{more}, zero={r['zero']}"
-    if "pp" in r:
-        layers = ",".join(map(str, r["stage_layers"]))
-        layout = f"pp={r['pp']} ({r['schedule']}, stages of {layers} layers)"
     table = Table(
-        title=f"{asked_title(r['name'], r['overrides'])}: train on {r['nproc']} {r['device']} "
-        f"processes, {layout}, B={r['batch']} per replica, S={r['seq']}, "
-        f"{'bf16 compute (FSDP2)' if r['mixed_precision'] else 'fp32'}"
-        f"{', loss parallel' if r['loss_parallel'] else ''}"
-        f"{', sequence parallel' if r['sequence_parallel'] else ''}",
+        title=_distributed_title(r),
         caption=f"last step's loss alone on one process: {r['reference_losses'][-1]:.6f}",
         title_justify="left",
     )
@@ -307,18 +330,4 @@ def _bench_distributed(
             _bytes(rank["peak_memory_bytes"]), _bytes(rank.get("predicted_peak_bytes")),
         )  # fmt: skip
     print_table(table)
-    attn = (r["predicted_bytes"] or r["ranks"][0].get("predicted_bytes") or {}).get("attn")
-    routing = (
-        " Under --ep the activations depend on the routing: predicted for balanced "
-        "routing, the ranks' mean."
-        if r["ep"] > 1
-        else ""
-    )
-    stdout().print(
-        f"predicted: count --engine torch ({attn or 'flash'} attention), each rank's "
-        "parameters, the activations autograd "
-        "keeps (saved tensors, measured with saved_tensors_hooks) and the peak of a whole "
-        "step (archspec.backends.count.rank_peak: weights and AdamW moments, plus the "
-        "largest of its moments, with FSDP2's gathered parameters, the gradients flowing "
-        f"back and AdamW's temporaries).{routing}"
-    )
+    stdout().print(_distributed_note(r))
