@@ -328,7 +328,9 @@ class ActivationCounter:
         self.keep_new(op.kind.kept_bytes(op.routing(self.tokens)), 1)
 
     def op_dispatch(self, op: ops.Dispatch) -> None:
-        # Per routed copy of a token: its (token, slot) indices.
+        # Per routed copy of a token, two int64 indices: the sort by expert (`order`, read
+        # by the routing weights' gather) and the token (`order // top_k`, read by the
+        # rows' gather and by index_add_).
         self.keep_new(self.lengths.rows(op.out), 2 * INDEX)
 
     def op_combine(self, op: ops.Combine) -> None:
