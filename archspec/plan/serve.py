@@ -185,8 +185,12 @@ def check_counts(tp: int, batch: int, prompt: int, new_tokens: int) -> None:
 
 
 def serve_parts(ir: IR, system: System, batch: int, prompt: int, new_tokens: int, tp: int = 1,
-                precision: Precision = Precision(), eff: Efficiency = CALIBRATED
-                ) -> ServeParts:  # fmt: skip
+                precision: Precision = Precision(), eff: Efficiency = CALIBRATED,
+                kv_cache: bool = True) -> ServeParts:  # fmt: skip
+    """`kv_cache=False`: a generate loop that never hands the model its cache, so every step
+    is a forward over the whole sequence so far, every position's logits included (what
+    transformers' generate did with Falcon's Hub code, modelling_RW.py, whose
+    `prepare_inputs_for_generation` takes the cache as `past`: huggingface/transformers#24701)."""
     check_counts(tp, batch, prompt, new_tokens)
     if tp > system.gpus_per_node:
         raise SpecError(
@@ -219,10 +223,18 @@ def serve_parts(ir: IR, system: System, batch: int, prompt: int, new_tokens: int
     if dec is None:
         raise SpecError(f"{ir.name} is encoder-only: it generates no tokens")
     middle = fed + (new_tokens + 1) // 2
-    decode_values = {B: batch, S: prompt, S_DEC: fed, KV_LEN: middle}
-    decode = _pass_parts(
-        dec, decode_values, tp, peak, eff, allreduces(batch * d * c), decoding=True
-    )
+    if kv_cache:
+        decode_values = {B: batch, S: prompt, S_DEC: fed, KV_LEN: middle}
+        decode = _pass_parts(
+            dec, decode_values, tp, peak, eff, allreduces(batch * d * c), decoding=True
+        )
+    elif ir.root.layout == "decoder":
+        recompute = {B: batch, S: middle, S_DEC: middle, KV_LEN: middle}
+        decode = _pass_parts(pass_costs(ir, c, "flash"), recompute, tp, peak, eff,
+                             allreduces(batch * middle * d * c))  # fmt: skip
+    else:
+        raise SpecError(f"{ir.name} is an encoder-decoder: decoding without a KV cache is "
+                        "modelled for decoder-only models")  # fmt: skip
     stored = precision.dtype if precision.dtype in ("fp32", "bf16", "fp16") else "bf16"
     figures = memory_figures(ir, stored, parallel=Parallelism(gpus=tp, tp=tp))
     full = {**ir.env, B: batch, S: prompt, S_DEC: fed, KV_LEN: fed + new_tokens}

@@ -96,6 +96,9 @@ class Figure:
     group: int | None = None
     kv: str | None = None
     assumed: str = ""
+    # False where the source's code ran generate without handing the model its cache
+    # (serve.serve_parts): every step a forward over the whole sequence.
+    kv_cache: bool = True
 
     @property
     def stored(self) -> Precision:
@@ -139,7 +142,7 @@ def parts_of(f: Figure) -> ServeParts:
 
     ir = compile_spec(f.model, None)
     return serve_parts(ir, serving_system(f.gpu), f.batch, f.prompt, f.new_tokens, f.tp,
-                       f.stored)  # fmt: skip
+                       f.stored, kv_cache=f.kv_cache)  # fmt: skip
 
 
 def _errors(figures: list[Figure], engine: ServeEngine) -> list[float]:
