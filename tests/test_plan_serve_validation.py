@@ -76,7 +76,7 @@ def test_stored_profiles_are_the_fit_and_its_cross_validated_error() -> None:
     # What was measured (docs/plan.md shows the table); the target is 10% and 25%.
     assert s["held_out"] == s["figures"] == len(load_dataset()[1])
     assert s["fitted_mean"] < 0.07 and s["held_out_mean"] < 0.10
-    assert s["held_out_max"] < 0.80
+    assert s["held_out_max"] < 0.65
 
 
 def test_profiles_never_beat_the_hardware() -> None:
