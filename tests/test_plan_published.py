@@ -38,7 +38,7 @@ def test_every_run_cites_a_source_that_says_where_it_was_read() -> None:
         assert run.model in data.models, run.name
         assert run.figure[0] in published.FIGURES and run.figure[1] > 0, run.name
         if run.figure[0] == "tflops_per_gpu":
-            assert run.flops in ("megatron", "paper"), run.name
+            assert run.flops in ("megatron", "palm"), run.name
 
 
 def test_figures_convert_to_the_step_they_imply() -> None:
