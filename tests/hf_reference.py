@@ -342,6 +342,12 @@ _llama(
     rope_theta=1000000.0, num_experts=60, num_experts_per_tok=4, moe_intermediate_size=1408,
     shared_expert_intermediate_size=5632, norm_topk_prob=False, decoder_sparse_step=1,
 )  # fmt: skip
+_llama(
+    "qwen3-30b-a3b", 2048, 48, 32, 4, 6144, cls="Qwen3MoeForCausalLM", conf="Qwen3MoeConfig",
+    vocab_size=151936, head_dim=128, max_position_embeddings=40960, rope_theta=1000000.0,
+    rms_norm_eps=1e-6, num_experts=128, num_experts_per_tok=8, moe_intermediate_size=768,
+    norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[],
+)  # fmt: skip
 
 
 # Built-ins of the families added after the seed list (public config.json values).

@@ -39,8 +39,8 @@ from tests.hf_reference import HF_CONFIGS, build_meta
 from tests.tiny import generated_module
 
 EXECUTED = CONVENTIONS["executed"]
-MOE = {"mixtral-8x7b", "qwen1.5-moe-a2.7b", "deepseek-v2-lite"}  # routing needs real values:
-# small-size tests (deepseek-v2-lite: tests/test_latent_attention.py)
+# Routing needs real values: small-size tests (deepseek-v2-lite: tests/test_latent_attention.py).
+MOE = {"mixtral-8x7b", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "deepseek-v2-lite"}
 POINTS = [(1, 128, 64), (3, 77, 20), (2, 200, 33)]  # (B, S, S_dec)
 
 

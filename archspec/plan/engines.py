@@ -65,22 +65,22 @@ SAME_TENSOR_CORES = {"h200": "h100-sxm", "h800": "h100-sxm", "h100-96g": "h100-s
 # The half-size (at an A100's FLOPs per byte; roofline.half_size scales it to each part) and the
 # fp8 factor fitted with the plateaus below on all of published.yaml; the attention factor is
 # held at 1 (published.ATTENTION says why).
-FITTED_HALF = 64.0
+FITTED_HALF = 128.0
 FITTED_FP8 = 0.80
 FITTED_ATTENTION = 1.0
 
 ENGINES = {
     "megatron": Engine("megatron", False, False, False,
-                       "Megatron-LM (2021-22): no overlap", 0.76, (("a100-80g", 0.76),)),
+                       "Megatron-LM (2021-22): no overlap", 0.82, (("a100-80g", 0.82),)),
     "deepspeed": Engine("deepspeed", False, False, False,
                         "Megatron-DeepSpeed: DeepSpeed's pipeline, no interleaving, no overlap",
-                        0.60, (("a100-80g", 0.60),), interleave=False, scatter_gather=False),
+                        0.62, (("a100-80g", 0.62),), interleave=False, scatter_gather=False),
     "nemo": Engine("nemo", True, True, True,
-                   "NeMo / Megatron-Core: DP and TP communication overlapped", 0.72,
-                   (("b200", 0.72), ("gb200", 0.68), ("h100-sxm", 0.74))),
+                   "NeMo / Megatron-Core: DP and TP communication overlapped", 0.88,
+                   (("b200", 0.90), ("gb200", 0.78), ("h100-sxm", 0.90))),
     "fsdp": Engine("fsdp", True, True, False,
                    "PyTorch FSDP, torchtitan, Composer: sharded DP communication overlapped",
-                   0.54, (("a100-80g", 0.68), ("h100-sxm", 0.50))),
+                   0.68, (("a100-80g", 0.74), ("h100-sxm", 0.64))),
 }  # fmt: skip
 DEFAULT_ENGINE = "megatron"
 

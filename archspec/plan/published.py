@@ -29,6 +29,8 @@ from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.layout import Parallelism, check_layout
 from archspec.errors import SpecError
 from archspec.ir.build import build_ir
+from archspec.ir.nodes import Attention
+from archspec.ir.visit import walk
 from archspec.plan.efficiency import CALIBRATED, Efficiency
 from archspec.plan.engines import ENGINES, SAME_TENSOR_CORES
 from archspec.plan.fit import MemoryModel
@@ -68,6 +70,7 @@ class Run:
     zero: int = 0
     stage_layers: tuple[int, ...] | None = None
     needs: tuple[str, ...] = ()
+    assumed: str | None = None  # what the source leaves unstated and the row takes
 
     def not_expressible(self) -> str | None:
         """Why archspec cannot time this run as published, or None."""
@@ -122,10 +125,22 @@ def published_step(run: Run, ir) -> float:
         return value
     if kind == "tokens_per_s_per_gpu":
         return run.global_batch * run.seq / (value * run.gpus)
-    # Narayanan et al. 2021, Equation 3 (recomputation counted): 96·B·s·l·h²·(1 + s/6h + V/16lh).
     b, s = run.global_batch, run.seq
-    h, layers = ir.value(ir.root.d_model), model_layers(ir)
-    v = ir.value(ir.root.vocab_size)
+    layers = model_layers(ir)
+    if run.flops == "palm":
+        # Chowdhery et al. 2022 (PaLM)'s model FLOPs: 6N + 12·L·H·Q·T a token, N every
+        # parameter, H·Q the query heads' width, T the sequence, no recomputation; the
+        # attention term counts every query-key pair (no causal half): it is what turns PaLM
+        # Appendix B's 45.7% "without self-attention" (6 × 540B) into its 46.2% "with it".
+        from archspec.backends.count.params import parameter_count
+
+        attn = next(p.node for p in walk(ir.root) if isinstance(p.node, Attention))
+        width = ir.value(attn.n_heads) * ir.value(attn.head_dim)
+        n = ir.value(parameter_count(ir.root))
+        flops = b * s * (6 * n + 12 * layers * width * s)
+        return flops / (value * 1e12 * run.gpus)
+    # Narayanan et al. 2021, Equation 3 (recomputation counted): 96·B·s·l·h²·(1 + s/6h + V/16lh).
+    h, v = ir.value(ir.root.d_model), ir.value(ir.root.vocab_size)
     flops = 96 * b * s * layers * h * h * (1 + s / (6 * h) + v / (16 * layers * h))
     return flops / (value * 1e12 * run.gpus)
 
