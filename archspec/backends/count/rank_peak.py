@@ -33,6 +33,7 @@ archspec's tensor tracker, as the bench does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import sympy as sp
@@ -215,11 +216,13 @@ def fsdp_units(ir: IR, tp: int = 1, tp_rank: int = 0) -> Units:
 
 def rank_peaks(
     ir: IR, dims: dict[str, int], batch: int, seq: int, device: str = "cpu", attn: str = "flash",
-    sequence_parallel: bool = False,
+    sequence_parallel: bool = False, expert_loads: Sequence[sp.Expr] | None = None,
 ) -> list[RankPeak]:  # fmt: skip
     """Each rank's peak on mesh `dims` (`archspec.bench.mesh_layout.mesh_dims`, without pp),
     `batch` sequences of `seq` positions per data rank; `sequence_parallel`: parallelize's
-    (the sequence split over tp between the blocks)."""
+    (the sequence split over tp between the blocks). `expert_loads`: under ep, the rows each
+    rank's experts receive relative to balanced routing (`rank_activations`' `load`, one per
+    rank; default: balanced, 1 each)."""
     tp, cp, ep, dp = dims["tp"], dims["cp"], dims["ep"], dims["dp_shard"]
     if dp > 1 and tp > 1:
         _check_fsdp_beside_tp(ir, dims)
@@ -231,19 +234,26 @@ def rank_peaks(
     env = {**ir.env, B: batch, **whole_sequences(seq)}
     par = Parallelism(gpus=tp, tp=tp, sp=sequence_parallel and tp > 1, engine="torch")
     m = memory_figures(ir, attn=attn, parallel=par, device=device)
-    kept = _activations(ir, m, cp, ep, env)
+    ranks = tp * cp * ep * dp
+    loads = [sp.Integer(1)] * ranks if expert_loads is None else list(expert_loads)
+    if len(loads) != ranks:
+        raise ValueError(f"{len(loads)} expert loads for {ranks} ranks")
     optimizer = "single" if device == "cpu" else "foreach"
     out = []
-    alike: dict[tuple[int, ...], dict[str, int]] = {}  # ranks holding the same tensors
-    for rank in range(tp * cp * ep * dp):
+    kept: dict[sp.Expr, int] = {}  # by load
+    alike: dict[tuple, dict[str, int]] = {}  # ranks holding the same tensors at one load
+    for rank, load in enumerate(loads):
+        if load not in kept:
+            kept[load] = _activations(ir, m, cp, ep, env, load)
         tensors = local_tensors(ir, dims, rank)
-        if tuple(tensors) not in alike:
-            peak = step_peak(ir, m, rank=_rank_terms(ir, dims, rank, tensors, optimizer))
-            moments = {k: int(sp.ceiling(v.xreplace(env))) for k, v in peak.moments.items()}
-            alike[tuple(tensors)] = moments
+        key = (tuple(tensors), load)
+        if key not in alike:
+            terms = _rank_terms(ir, dims, rank, tensors, optimizer, load)
+            peak = step_peak(ir, m, rank=terms)
+            alike[key] = {k: int(sp.ceiling(v.xreplace(env))) for k, v in peak.moments.items()}
         steps = len(tensors) * WEIGHT if device == "cpu" else 0
         resident = 3 * WEIGHT * sum(tensors) + steps + 2 * INDEX * batch * seq
-        out.append(RankPeak(rank, resident, alike[tuple(tensors)], kept, sum(tensors)))
+        out.append(RankPeak(rank, resident, alike[key], kept[load], sum(tensors)))
     return out
 
 
@@ -263,7 +273,7 @@ def _check_fsdp_beside_tp(ir: IR, dims: dict[str, int]) -> None:
 
 
 def _rank_terms(
-    ir: IR, dims: dict[str, int], rank: int, tensors: list[int], optimizer: str
+    ir: IR, dims: dict[str, int], rank: int, tensors: list[int], optimizer: str, load: sp.Expr
 ) -> RankTerms:
     """The terms of step_peak's moments for a rank holding `tensors` (the module docstring)."""
     cp, ep, dp, tp = dims["cp"], dims["ep"], dims["dp_shard"], dims["tp"]
@@ -311,15 +321,15 @@ def _rank_terms(
         return sp.Integer(WEIGHT * gathered.get(moment, 0))
 
     temporaries = sp.Integer(adamw_temporaries(tensors, optimizer))
-    return RankTerms(layout_counter(cp, ep), gradients, block_moment, held, temporaries)
+    return RankTerms(layout_counter(cp, ep, load), gradients, block_moment, held, temporaries)
 
 
-def _activations(ir: IR, m, cp: int, ep: int, env: dict) -> int:
+def _activations(ir: IR, m, cp: int, ep: int, env: dict, load: sp.Expr) -> int:
     from archspec.backends.count.activations import activation_parts
 
     par = m.parallel
     parts = activation_parts(
         ir, 4, m.attn, m.recompute, par.tp, par.sp, m.device, "torch",
-        counter_class=layout_counter(cp, ep),
+        counter_class=layout_counter(cp, ep, load),
     )  # fmt: skip
     return int(sp.ceiling(parts.total.xreplace({**env, S_DEC: env[S]})))
