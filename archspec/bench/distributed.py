@@ -178,19 +178,17 @@ def _rank_predictions(
 
 
 def _expert_loads(ir: IR, ranks: list[dict[str, Any]], batch: int, seq: int) -> list:
-    """Each rank's `expert_load`: the rows its experts received in the measured step over
-    the balanced figure (`rank_activations.balanced_routed_rows`), an exact ratio; also
-    recorded in the rank's figures."""
-    import sympy as sp
-
-    from archspec.backends.count.rank_activations import balanced_routed_rows
+    """Each rank's `ExpertLoad` (`rank_activations`): the rows its experts received in the
+    measured step, per mixture layer, against balanced routing's; the step's ratio and the
+    balanced rows also recorded in the rank's figures."""
+    from archspec.backends.count.rank_activations import balanced_routed_rows, expert_load
 
     balanced = balanced_routed_rows(ir, batch * seq)
     loads = []
     for r in ranks:
-        load = sp.Rational(r["expert_rows_received"], balanced)
+        load = expert_load(ir, batch * seq, r["expert_rows_by_layer"])
         r["expert_rows_balanced"] = balanced
-        r["expert_load"] = float(load)
+        r["expert_load"] = float(load.step)
         loads.append(load)
     return loads
 

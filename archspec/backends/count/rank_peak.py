@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import sympy as sp
 
@@ -43,7 +44,7 @@ from archspec.backends.count.layout import Parallelism, is_leaf, tp_share
 from archspec.backends.count.memory import memory_figures
 from archspec.backends.count.params import parameter_count
 from archspec.backends.count.passes import S_DEC, B, S, whole_sequences
-from archspec.backends.count.rank_activations import layout_counter
+from archspec.backends.count.rank_activations import ExpertLoad, layout_counter
 from archspec.backends.count.step_peak import RankTerms, step_peak
 from archspec.backends.count.torch_layout import _shapes, chunk
 from archspec.backends.count.torch_layout_mesh import coordinates, covered
@@ -216,13 +217,12 @@ def fsdp_units(ir: IR, tp: int = 1, tp_rank: int = 0) -> Units:
 
 def rank_peaks(
     ir: IR, dims: dict[str, int], batch: int, seq: int, device: str = "cpu", attn: str = "flash",
-    sequence_parallel: bool = False, expert_loads: Sequence[sp.Expr] | None = None,
+    sequence_parallel: bool = False, expert_loads: Sequence[ExpertLoad] | None = None,
 ) -> list[RankPeak]:  # fmt: skip
     """Each rank's peak on mesh `dims` (`archspec.bench.mesh_layout.mesh_dims`, without pp),
     `batch` sequences of `seq` positions per data rank; `sequence_parallel`: parallelize's
     (the sequence split over tp between the blocks). `expert_loads`: under ep, the rows each
-    rank's experts receive relative to balanced routing (`rank_activations`' `load`, one per
-    rank; default: balanced, 1 each)."""
+    rank's experts receive relative to balanced routing (one per rank; default: balanced)."""
     tp, cp, ep, dp = dims["tp"], dims["cp"], dims["ep"], dims["dp_shard"]
     if dp > 1 and tp > 1:
         _check_fsdp_beside_tp(ir, dims)
@@ -235,26 +235,61 @@ def rank_peaks(
     par = Parallelism(gpus=tp, tp=tp, sp=sequence_parallel and tp > 1, engine="torch")
     m = memory_figures(ir, attn=attn, parallel=par, device=device)
     ranks = tp * cp * ep * dp
-    loads = [sp.Integer(1)] * ranks if expert_loads is None else list(expert_loads)
+    loads = [ExpertLoad()] * ranks if expert_loads is None else list(expert_loads)
     if len(loads) != ranks:
         raise ValueError(f"{len(loads)} expert loads for {ranks} ranks")
     optimizer = "single" if device == "cpu" else "foreach"
-    out = []
-    kept: dict[sp.Expr, int] = {}  # by load
-    alike: dict[tuple, dict[str, int]] = {}  # ranks holding the same tensors at one load
-    for rank, load in enumerate(loads):
+    kept: dict[sp.Expr, int] = {}  # by the step's load
+
+    def activations(load: sp.Expr) -> int:
         if load not in kept:
             kept[load] = _activations(ir, m, cp, ep, env, load)
+        return kept[load]
+
+    out = []
+    alike: dict[tuple, dict[str, int]] = {}  # ranks holding the same tensors at one load
+    for rank, load in enumerate(loads):
         tensors = local_tensors(ir, dims, rank)
         key = (tuple(tensors), load)
         if key not in alike:
-            terms = _rank_terms(ir, dims, rank, tensors, optimizer, load)
-            peak = step_peak(ir, m, rank=terms)
-            alike[key] = {k: int(sp.ceiling(v.xreplace(env))) for k, v in peak.moments.items()}
+            at = partial(_moments, ir, m, dims, rank, tensors, optimizer, env)
+            alike[key] = _with_block_loads(at, load, activations)
         steps = len(tensors) * WEIGHT if device == "cpu" else 0
         resident = 3 * WEIGHT * sum(tensors) + steps + 2 * INDEX * batch * seq
-        out.append(RankPeak(rank, resident, alike[key], kept[load], sum(tensors)))
+        out.append(RankPeak(rank, resident, alike[key], activations(load.step), sum(tensors)))
     return out
+
+
+def _moments(
+    ir: IR, m, dims: dict[str, int], rank: int, tensors: list[int], optimizer: str, env: dict,
+    load: sp.Expr,
+) -> dict[str, int]:  # fmt: skip
+    """step_peak's moments for the rank holding `tensors`, its experts at `load`."""
+    peak = step_peak(ir, m, rank=_rank_terms(ir, dims, rank, tensors, optimizer, load))
+    return {k: int(sp.ceiling(v.xreplace(env))) for k, v in peak.moments.items()}
+
+
+def _with_block_loads(at, load: ExpertLoad, activations) -> dict[str, int]:
+    """The moments at the step's load, but the backward of the first and the last block's
+    MLP, which hold that block's own received rows (`rank_activations`): the last block's
+    interpreted at its own ratio, with the step's activations in place of that ratio's (the
+    other blocks keep theirs: everything kept is linear in the rows), the first block's at
+    its own alone (no other block's activations are left)."""
+    cache: dict[sp.Expr, dict[str, int]] = {}
+
+    def moments_at(ratio: sp.Expr) -> dict[str, int]:
+        if ratio not in cache:
+            cache[ratio] = at(ratio)
+        return cache[ratio]
+
+    moments = dict(moments_at(load.step))
+    last, first = "last block's backward", "first block's backward"
+    if last in moments:
+        kept = activations(load.step) - activations(load.last)
+        moments[last] = moments_at(load.last)[last] + kept
+    if first in moments:
+        moments[first] = moments_at(load.first)[first]
+    return moments
 
 
 def _check_fsdp_beside_tp(ir: IR, dims: dict[str, int]) -> None:
@@ -321,7 +356,8 @@ def _rank_terms(
         return sp.Integer(WEIGHT * gathered.get(moment, 0))
 
     temporaries = sp.Integer(adamw_temporaries(tensors, optimizer))
-    return RankTerms(layout_counter(cp, ep, load), gradients, block_moment, held, temporaries)
+    counter = layout_counter(cp, ep, load, experts_sharded=dp > 1)
+    return RankTerms(counter, gradients, block_moment, held, temporaries)
 
 
 def _activations(ir: IR, m, cp: int, ep: int, env: dict, load: sp.Expr) -> int:

@@ -1,0 +1,90 @@
+"""An expert-parallel rank's saved tensors for the routing it takes
+(archspec/backends/count/rank_activations.py's `load`) against autograd's saved-tensor hooks
+on the generated model, in one process: the rank is `ExpertParallel` (the runtime that
+`parallelize` copies) holding half of a tiny Mixtral's experts, and the other rank of ep=2 is
+played by `all_to_all_single` itself, whose tokens are forced onto this rank's experts (or
+away from them). A rank's saved tensors depend on its own tensors' shapes alone, so the
+stand-in's rows may be any numbers; the 2-process runs are tests/test_rank_peak.py's (`-m
+long`)."""
+
+from __future__ import annotations
+
+import pytest
+import sympy as sp
+
+from archspec import build_ir, load_spec
+from archspec.backends.count.rank_activations import ExpertLoad, balanced_routed_rows
+from archspec.backends.count.rank_peak import rank_peaks
+from archspec.bench.mesh_layout import mesh_dims
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+SIZES = ["d_model=32", "n_heads=4", "d_ff=64", "vocab_size=64", "max_seq_len=16"]
+MIXTRAL = ["n_layers=2", *SIZES, "n_kv_heads=2", "dropout.attention=0", "dropout.hidden=0"]
+BATCH, SEQ = 4, 8
+
+
+class OneRankOfTwo:
+    """Rank 0 of a 1-D mesh of 2 ("ep"), for ExpertParallel."""
+
+    def size(self) -> int:
+        return 2
+
+    def get_local_rank(self) -> int:
+        return 0
+
+    def get_group(self) -> None:
+        return None
+
+
+def _peer(from_peer: list[int]):
+    """all_to_all_single between this rank and a peer whose tokens send `from_peer[i]`
+    rows to this rank's expert i (in each layer), and rows of noise the other way."""
+    import torch
+
+    def all_to_all_single(out, x, output_split_sizes=None, input_split_sizes=None, group=None):
+        if output_split_sizes is None:  # each expert's count: this rank's, then the peer's
+            mine = x.numel() // 2
+            out[:mine] = x[:mine]
+            out[mine:] = torch.tensor(from_peer)
+            return
+        own = input_split_sizes[0]  # the rows this rank keeps for itself
+        assert output_split_sizes[0] == own
+        out[:own] = x[:own]
+        out[own:] = torch.randn_like(out[own:])
+
+    return all_to_all_single
+
+
+@pytest.mark.parametrize("from_peer", [[20, 9, 0, 3], [0, 0, 0, 0]], ids=["more", "fewer"])
+def test_saved_tensors_for_the_routing_taken(monkeypatch, from_peer):
+    import torch
+
+    from archspec.bench.distributed_rank import ReceivedRows, SavedTensors
+    from archspec.bench.training_data import training_loss
+    from archspec.runtime.expert_parallel import ExpertParallel
+    from tests.tiny import built_model
+
+    monkeypatch.setattr(torch.distributed, "all_to_all_single", _peer(from_peer))
+    ir = build_ir(load_spec("mixtral-8x7b", MIXTRAL))
+    model = built_model(ir)
+    for module in list(model.modules()):
+        if hasattr(getattr(module, "experts", None), "n_experts"):
+            module.experts = ExpertParallel(module.experts, OneRankOfTwo(), 2)
+    ids, targets = torch.randint(0, 64, (2, BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+    saved = SavedTensors(model)
+    with saved.hooks, ReceivedRows(model) as received:
+        training_loss(model(ids), targets, 64)
+    layers = len(received.by_layer)
+    assert layers == 2 and len(received.experts) == 2
+    balanced = balanced_routed_rows(ir, BATCH * SEQ)
+    assert balanced == layers * 2 * BATCH * SEQ  # top_k 2 per token, per layer
+    load = sp.Rational(received.rows, balanced)
+    # The peer's rows come on top of this rank's own tokens' share.
+    assert received.rows >= layers * sum(from_peer)
+    loads = [ExpertLoad(load), ExpertLoad(2 - load)]
+    mine, _ = rank_peaks(ir, mesh_dims(2, ep=2), BATCH, SEQ, expert_loads=loads)
+    assert saved.bytes == mine.activations
+    (balanced_rank, _) = rank_peaks(ir, mesh_dims(2, ep=2), BATCH, SEQ)
+    # Not what balanced routing keeps: the routing taken is what the prediction needs.
+    assert (saved.bytes == balanced_rank.activations) == (load == 1)
