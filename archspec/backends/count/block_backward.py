@@ -21,6 +21,13 @@ recomputation, once the checkpoint has rebuilt the block). Two ops can hold the 
   (B·S·d_ff each) while the product's gradient is alive; the down projection has freed its
   input and its output's gradient by then.
 
+For a mixture's routed experts, whose weights are stacked (the backward of a projection
+makes every expert's gradient of it at once, as large as the rows' activations or larger), also
+the backward of the projection of the experts' input that runs first (`up`), which makes that
+gradient while the gradient of the rows and the activation's pending one are alive; and where
+expert parallelism divides each expert gradient in a hook (`ExpertParallel`), the quotient
+beside it, just after each projection's backward.
+
 Besides those, the backward holds the residual stream's gradient (B·S·d_model); in the first
 block, for a learned score bias the blocks share (T5), the gradient the later blocks
 accumulated for it (heads·S², summed over the batch); what the block's ops up to the peak op

@@ -9,7 +9,8 @@ The moments are step_peak.py's, each with the rank's own terms (`RankTerms`):
 - resident: the rank's weights and AdamW's two moments (its shards, or its experts), AdamW's
   `step` counter per tensor (a 4-byte tensor on the CPU; on a GPU the default foreach
   implementation keeps it on the host) and the token ids and targets of the rank's rows;
-- activations: what the rank keeps (`rank_activations`: cp's gathered keys, ep's dispatch);
+- activations: what the rank keeps (`rank_activations`: cp's gathered keys, ep's dispatch and
+  its experts' activations over the rows they receive, `ExpertLoad`: the routing is an input);
 - FSDP2 (torch.distributed.fsdp.fully_shard in torchtitan's units, `fsdp_units`: the
   embedding, each block, the final norm with the head, the root with what is left). A unit's
   parameters are all-gathered whole before its forward and freed after it
