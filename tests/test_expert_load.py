@@ -13,7 +13,11 @@ import pytest
 import sympy as sp
 
 from archspec import build_ir, load_spec
-from archspec.backends.count.rank_activations import ExpertLoad, balanced_routed_rows
+from archspec.backends.count.rank_activations import (
+    ExpertLoad,
+    balanced_routed_rows,
+    expert_load,
+)
 from archspec.backends.count.rank_peak import rank_peaks
 from archspec.bench.mesh_layout import mesh_dims
 
@@ -79,12 +83,14 @@ def test_saved_tensors_for_the_routing_taken(monkeypatch, from_peer):
     assert layers == 2 and len(received.experts) == 2
     balanced = balanced_routed_rows(ir, BATCH * SEQ)
     assert balanced == layers * 2 * BATCH * SEQ  # top_k 2 per token, per layer
-    load = sp.Rational(received.rows, balanced)
     # The peer's rows come on top of this rank's own tokens' share.
     assert received.rows >= layers * sum(from_peer)
-    loads = [ExpertLoad(load), ExpertLoad(2 - load)]
+    load = expert_load(ir, BATCH * SEQ, received.by_layer)
+    assert load.step == sp.Rational(received.rows, balanced)
+    assert load.last == sp.Rational(received.by_layer[-1], balanced // layers)
+    loads = [load, ExpertLoad(2 - load.step)]
     mine, _ = rank_peaks(ir, mesh_dims(2, ep=2), BATCH, SEQ, expert_loads=loads)
     assert saved.bytes == mine.activations
     (balanced_rank, _) = rank_peaks(ir, mesh_dims(2, ep=2), BATCH, SEQ)
     # Not what balanced routing keeps: the routing taken is what the prediction needs.
-    assert (saved.bytes == balanced_rank.activations) == (load == 1)
+    assert (saved.bytes == balanced_rank.activations) == (load.step == 1)
