@@ -190,16 +190,23 @@ def block_moments(
         after = _params_after(trace, i, mlp, experts)
         moments.append(BackwardMoment(kept + trace[i][2] + flowing + grads, made + after))
     if routed:
-        # The backward of the experts' projection of their input that runs first (the
-        # last in the forward: `up`): the experts' stacked gradient of it (and its copy)
-        # beside the gradient of the input rows, and a gated MLP's other factor's gradient
-        # waiting for the activation's backward; the block keeps what it kept before that
-        # projection (the product's factors are freed).
-        first = next(op for op in reversed(mine[: mine.index(down)]) if _reads_input(op, mine))
-        i = index[id(first)]
-        grads = tracer.bytes(first.x) + (tracer.bytes(product.out) if product else 0)
-        done = _params_after(trace, i, mlp, experts) + experts * _weight(first) * (1 + copy)
-        moments.append(BackwardMoment(kept + trace[i][2] + flowing + grads, made + done))
+        inputs = [op for op in mine[: mine.index(down)] if _reads_input(op, mine)]
+        for k, op in enumerate(reversed(inputs)):  # in the order the backward runs them
+            i = index[id(op)]
+            # Waiting: the input rows' gradient of this projection and of those before it,
+            # and beside a gated MLP's first, the activation's (as large as the product).
+            waiting = (k + 1) * tracer.bytes(op.x)
+            if product is not None and k == 0:
+                waiting += tracer.bytes(product.out)
+            at = kept + trace[i][2] + flowing + waiting
+            done = made + _params_after(trace, i, mlp, experts) + experts * _weight(op)
+            moments.append(BackwardMoment(at + tracer.bytes(op.out), done))
+            if copy:
+                # The quotient, once its output's gradient is freed; after the last of
+                # them the input rows are freed too, their gradients summed into one.
+                if k == len(inputs) - 1:
+                    at -= (k + 1) * tracer.bytes(op.x)
+                moments.append(BackwardMoment(at, done + experts * _weight(op) * copy))
     return moments
 
 
