@@ -21,8 +21,8 @@ parallelism (count's torch engine; tensor parallelism and FSDP2 are `activations
   stays one op, interpreted once at that ratio and counted times its number of layers. The
   backward of the last block's MLP (`block_backward`) holds that block's own received rows
   beside what the others keep, and the first block's its own alone: `ExpertLoad.first` and
-  `.last`, the ratios in those two layers (`rank_peak` interprets the block at its own
-  ratio and puts the step's total back).
+  `.last`, the ratios in the first and the last mixture layer (`rank_peak` interprets the
+  block at its own ratio and puts the step's total back).
 """
 
 from __future__ import annotations
@@ -57,8 +57,9 @@ def ep_dispatch_kept(received_rows: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
 @dataclass(frozen=True)
 class ExpertLoad:
     """The rows an expert-parallel rank's experts receive relative to balanced routing
-    (exact ratios): over the step's mixture layers, and in the model's first and last
-    block (the module docstring); `first` and `last` default to `step`."""
+    (exact ratios): over the step's mixture layers, and in its first and last mixture
+    layer, which the backward moments of the model's first and last block read where those
+    blocks are mixtures (the module docstring); `first` and `last` default to `step`."""
 
     step: sp.Expr = sp.Integer(1)
     first: sp.Expr | None = None
