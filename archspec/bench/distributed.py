@@ -148,25 +148,49 @@ def _rank_predictions(
     sequence_parallel: bool = False,
 ) -> None:  # fmt: skip
     """Each rank's predicted parameters (under cp or ep), saved tensors and peak of a step
-    (`count.rank_peak`), where count lays the mesh out."""
+    (`count.rank_peak`), where count lays the mesh out. Under ep, for the routing the
+    measured step took (the rows each rank's experts received, `expert_rows_received`), and
+    for balanced routing under `..._balanced` keys."""
     from archspec.backends.count.rank_peak import rank_peaks
     from archspec.backends.count.torch_layout_mesh import covered, mesh_local_params
 
     fsdp_beside_tp = dims["dp_shard"] > 1 and dims["tp"] > 1
     if not covered(dims) and not fsdp_beside_tp:
         return
+    attn = attention_that_runs(ir, device)
     try:
-        peaks = rank_peaks(
-            ir, dims, batch, seq, device, attention_that_runs(ir, device), sequence_parallel
-        )
+        peaks = rank_peaks(ir, dims, batch, seq, device, attn, sequence_parallel)
     except SpecError:  # a model count does not lay out this way: the run stands, unpredicted
         return
+    if dims["ep"] > 1:
+        balanced = peaks
+        loads = _expert_loads(ir, ranks, batch, seq)
+        peaks = rank_peaks(ir, dims, batch, seq, device, attn, sequence_parallel, loads)
+        for r, peak in zip(ranks, balanced, strict=True):
+            r["predicted_saved_tensor_bytes_balanced"] = peak.activations
+            r["predicted_peak_bytes_balanced"] = peak.peak
     for r, peak in zip(ranks, peaks, strict=True):
         if dims["cp"] > 1 or dims["ep"] > 1:
             r["predicted_param_bytes"] = 4 * mesh_local_params(ir, dims, r["rank"])
             r["predicted_saved_tensor_bytes"] = peak.activations
         r["predicted_peak_bytes"] = peak.peak
         r["predicted_peak_moment"] = peak.moment
+
+
+def _expert_loads(ir: IR, ranks: list[dict[str, Any]], batch: int, seq: int) -> list:
+    """Each rank's `ExpertLoad` (`rank_activations`): the rows its experts received in the
+    measured step, per mixture layer, against balanced routing's; the step's ratio and the
+    balanced rows also recorded in the rank's figures."""
+    from archspec.backends.count.rank_activations import balanced_routed_rows, expert_load
+
+    balanced = balanced_routed_rows(ir, batch * seq)
+    loads = []
+    for r in ranks:
+        load = expert_load(ir, batch * seq, r["expert_rows_by_layer"])
+        r["expert_rows_balanced"] = balanced
+        r["expert_load"] = float(load.step)
+        loads.append(load)
+    return loads
 
 
 def _why(folder: str, stderr: str) -> str:

@@ -79,6 +79,33 @@ class SavedTensors:
         return sum(self.kept.values())
 
 
+class ReceivedRows:
+    """The rows an expert-parallel rank's experts receive while it is entered, per call
+    in the order they run (`by_layer`: one per mixture layer in a forward): each
+    `ExpertParallel` (the modules with `mix`) hands its experts (`local`) the rows the
+    ranks' tokens chose them for, and a forward pre-hook reads how many, changing nothing.
+    `experts` is empty where the model has no expert-parallel mixture."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.experts = [m.local for m in model.modules() if hasattr(m, "mix")]
+        self.by_layer: list[int] = []
+
+    @property
+    def rows(self) -> int:
+        return sum(self.by_layer)
+
+    def __enter__(self) -> ReceivedRows:
+        self.handles = [e.register_forward_pre_hook(self._count) for e in self.experts]
+        return self
+
+    def _count(self, module: torch.nn.Module, args: tuple) -> None:
+        self.by_layer.append(args[0].size(0))
+
+    def __exit__(self, *exc) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
 def main(source: str, settings_path: str) -> None:
     s = json.loads(Path(settings_path).read_text())
     cuda = torch.cuda.is_available() and s["device"] != "cpu"
@@ -134,9 +161,11 @@ def main(source: str, settings_path: str) -> None:
     for _ in range(s["warmup"]):
         step()
     saved = SavedTensors(model)
+    received = ReceivedRows(model)  # in the measured step, which the prediction is for
     if cuda:
         torch.cuda.reset_peak_memory_stats(device)
-        step(saved)
+        with received:
+            step(saved)
         peak = torch.cuda.max_memory_allocated(device)
     else:
         # Tensor bytes alive during one step: the shards, their gradients and moments, what
@@ -151,7 +180,7 @@ def main(source: str, settings_path: str) -> None:
             phases[phase] = tracker.peak - tracker.baseline
             tracker.peak = tracker.live
 
-        with LocalLiveTensors([*params, *grads, *states, ids, targets]) as tracker:
+        with LocalLiveTensors([*params, *grads, *states, ids, targets]) as tracker, received:
             step(saved, mark)
         peak = max(phases.values()) + tracker.baseline
     times = []
@@ -173,6 +202,9 @@ def main(source: str, settings_path: str) -> None:
         "saved_tensor_bytes": saved.bytes,
         "threads": torch.get_num_threads() if not cuda else None,
     }
+    if received.experts:  # under ep: the routing the measured step took
+        result["expert_rows_received"] = received.rows
+        result["expert_rows_by_layer"] = received.by_layer
     if not cuda:  # where the peak is: each phase's high-water mark above the resident tensors
         result["resident_bytes"] = tracker.baseline
         result["phase_peak_bytes"] = phases

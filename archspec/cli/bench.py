@@ -274,12 +274,21 @@ def _distributed_title(r: dict) -> str:
 def _distributed_note(r: dict) -> str:
     """What the predicted columns are."""
     attn = (r["predicted_bytes"] or r["ranks"][0].get("predicted_bytes") or {}).get("attn")
-    routing = (
-        " Under --ep the activations depend on the routing: predicted for balanced "
-        "routing, the ranks' mean."
-        if r["ep"] > 1
-        else ""
-    )
+    routing = ""
+    if r["ep"] > 1 and "expert_load" in r["ranks"][0]:
+        balanced = "; ".join(
+            f"rank {rank['rank']}: {rank['expert_rows_received']:,} rows "
+            f"(load {rank['expert_load']:.3f}), balanced routing's saved tensors "
+            f"{_bytes(rank['predicted_saved_tensor_bytes_balanced'])}, peak "
+            f"{_bytes(rank['predicted_peak_bytes_balanced'])}"
+            for rank in r["ranks"]
+        )
+        routing = (
+            " Under --ep the predicted saved tensors and peak are for the routing the "
+            "measured step took: the rows each rank's experts received over its mixture "
+            f"layers, against {r['ranks'][0]['expert_rows_balanced']:,} under balanced "
+            f"routing ({balanced})."
+        )
     return (
         f"predicted: count --engine torch ({attn or 'flash'} attention), each rank's "
         "parameters, the activations autograd "

@@ -72,6 +72,9 @@ class Gathered:
 class ActivationCounter:
     """Bytes kept for backward by one training forward of one stack's ops."""
 
+    expert_ranks = 1  # the ranks a mixture's experts are spread over (`rank_activations`)
+    expert_gradient_copies = 1  # an expert's weight gradient made twice (a dividing hook)
+
     def __init__(
         self,
         lengths: Lengths,
@@ -328,14 +331,16 @@ class ActivationCounter:
         self.keep_new(op.kind.kept_bytes(op.routing(self.tokens)), 1)
 
     def op_dispatch(self, op: ops.Dispatch) -> None:
-        # Per routed copy of a token, two int64 indices: the sort by expert (`order`, read
-        # by the routing weights' gather) and the token (`order // top_k`, read by the
-        # rows' gather and by index_add_).
-        self.keep_new(self.lengths.rows(op.out), 2 * INDEX)
+        # Per routed copy of a token, its token (`order // top_k`, an int64 index read by
+        # the rows' gather and by index_add_).
+        self.keep_new(self.lengths.rows(op.out), INDEX)
 
     def op_combine(self, op: ops.Combine) -> None:
         # The expert output scaled by its fp32 weight keeps both; index_add_ keeps its source.
+        # The weights' gather, after the experts, keeps each routed copy's place in the sort
+        # by expert (`order`, int64).
         routed = self.lengths.rows(op.expert_out)
+        self.keep_new(routed, INDEX)
         self.keep(op.expert_out)
         self.keep_new(routed, STATS)
         self.keep_new(routed * op.expert_out.width, self.c)

@@ -21,6 +21,13 @@ recomputation, once the checkpoint has rebuilt the block). Two ops can hold the 
   (B·S·d_ff each) while the product's gradient is alive; the down projection has freed its
   input and its output's gradient by then.
 
+For a mixture's routed experts, whose weights are stacked (the backward of a projection
+makes every expert's gradient of it at once, as large as the rows' activations or larger), also
+the backward of the projection of the experts' input that runs first (`up`), which makes that
+gradient while the gradient of the rows and the activation's pending one are alive; and where
+expert parallelism divides each expert gradient in a hook (`ExpertParallel`), the quotient
+beside it, just after each projection's backward.
+
 Besides those, the backward holds the residual stream's gradient (B·S·d_model); in the first
 block, for a learned score bias the blocks share (T5), the gradient the later blocks
 accumulated for it (heads·S², summed over the batch); what the block's ops up to the peak op
@@ -161,19 +168,57 @@ def block_moments(
         flowing += tracer.bytes(ctx.mask)
     call = next(op for op, _, _ in trace if isinstance(op, ops.Call) and op.module is mlp)
     own_out = _output_gradient_is_own(trace, call)
-    experts = _stacked_experts(trace, call)
+    experts = _stacked_experts(trace, call, tracer.expert_ranks)
+    routed = _routed(trace, call)
+    # A routed expert's weight gradient, divided by a hook where expert parallelism does so
+    # (`ActivationCounter.expert_gradient_copies`): the quotient, a tensor of its own, comes
+    # beside the gradient the backward made.
+    copy = tracer.expert_gradient_copies - 1 if routed else 0
     moments = []
     i = index[id(down)]
-    weight = down.module.in_features * down.module.out_features
-    done = _params_after(trace, i, mlp, experts) + experts * weight
+    done = _params_after(trace, i, mlp, experts) + experts * _weight(down)
     grads = tracer.bytes(down.x) + (tracer.bytes(down.out) if own_out else 0)
     moments.append(BackwardMoment(kept + trace[i][2] + flowing + grads, made + done))
+    if copy:
+        # Its quotient, once the projection's backward is over: its input's gradient beside
+        # the gradient and the quotient (the input it kept is freed, as large).
+        grads = experts * _weight(down) * copy
+        moments.append(BackwardMoment(kept + trace[i][2] + flowing, made + done + grads))
     if product is not None:
         i = index[id(product)]
         grads = 3 * tracer.bytes(product.out)
         after = _params_after(trace, i, mlp, experts)
         moments.append(BackwardMoment(kept + trace[i][2] + flowing + grads, made + after))
+    if routed:
+        inputs = [op for op in mine[: mine.index(down)] if _reads_input(op, mine)]
+        for k, op in enumerate(reversed(inputs)):  # in the order the backward runs them
+            i = index[id(op)]
+            # Waiting: the input rows' gradient of this projection and of those before it,
+            # and beside a gated MLP's first, the activation's (as large as the product).
+            waiting = (k + 1) * tracer.bytes(op.x)
+            if product is not None and k == 0:
+                waiting += tracer.bytes(product.out)
+            at = kept + trace[i][2] + flowing + waiting
+            done = made + _params_after(trace, i, mlp, experts) + experts * _weight(op)
+            moments.append(BackwardMoment(at + tracer.bytes(op.out), done))
+            if copy:
+                # The quotient, once its output's gradient is freed; after the last of
+                # them the input rows are freed too, their gradients summed into one.
+                if k == len(inputs) - 1:
+                    at -= (k + 1) * tracer.bytes(op.x)
+                moments.append(BackwardMoment(at, done + experts * _weight(op) * copy))
     return moments
+
+
+def _weight(op: ops.LinearOp) -> sp.Expr:
+    return op.module.in_features * op.module.out_features
+
+
+def _reads_input(op: ops.Op, mine: list[ops.Op]) -> bool:
+    """Whether `op` is a projection of its MLP's input (gate or up), not of a value the
+    MLP made."""
+    made = {other.out for other in mine}
+    return isinstance(op, ops.LinearOp) and op.x not in made
 
 
 def _tracer(counter_class: type[ActivationCounter]) -> type[_BlockTracer]:
@@ -195,15 +240,21 @@ def _output_gradient_is_own(trace, call: ops.Call) -> bool:
     return not all(isinstance(op, ops.Add) for op in readers)
 
 
-def _stacked_experts(trace, call: ops.Call) -> int:
-    """n_experts when the MLP `call` runs is a mixture's routed expert, else 1: the experts'
-    weights are stacked (archspec.runtime.experts), so the backward of a projection makes
-    every expert's gradient of it at once."""
+def _routed(trace, call: ops.Call) -> bool:
+    """Whether the MLP `call` runs is a mixture's routed expert (its input dispatched)."""
+    return any(op.out is call.args[0] for op, _, _ in trace if isinstance(op, ops.Dispatch))
+
+
+def _stacked_experts(trace, call: ops.Call, ranks: int = 1) -> int:
+    """The experts one rank holds (n_experts / `ranks`, the expert-parallel ranks) when the
+    MLP `call` runs is a mixture's routed expert, else 1: the experts' weights are stacked
+    (archspec.runtime.experts), so the backward of a projection makes the gradient of every
+    expert it holds at once."""
     dispatch = next((op for op, _, _ in trace if op.out is call.args[0]), None)
     if not isinstance(dispatch, ops.Dispatch):
         return 1
     route = next(op for op, _, _ in trace if getattr(op, "chosen", None) is dispatch.chosen)
-    return route.n_experts
+    return route.n_experts // ranks
 
 
 def _params_after(trace, i: int, expert: MLP | None = None, experts: int = 1) -> sp.Expr:

@@ -8,45 +8,128 @@ parallelism (count's torch engine; tensor parallelism and FSDP2 are `activations
   the gathered ones, S positions each (the rank's own S / cp are kept by nothing: RoPE keeps
   only its angles). The blocks share one additive mask over (S / cp queries, S keys), which
   the kernel keeps, and rotary angles for the rank's own positions.
-- ep (`archspec.runtime.expert_parallel`): each rank routes its own rows; `ep_routed_rows`
-  says how many of the routed rows its experts receive. Which experts the tokens choose
-  depends on the weights and the data, so the prediction is the balanced figure (each rank's
-  experts receive as many rows as its tokens send, top_k per token): the mean over the ranks,
-  exact for it, since the ranks' experts receive every routed row once between them
-  (`ep_dispatch_kept` says what the rank keeps beyond one process).
+- ep (`archspec.runtime.expert_parallel`): each rank routes its own rows, and its experts
+  run on the rows the ranks' tokens choose them for. Which experts the tokens choose depends
+  on the weights and the data, so it is an input, as the batch is (`ExpertLoad`): the rows
+  the rank's experts receive relative to balanced routing, where they receive as many as
+  the rank's own tokens send (top_k per token per mixture layer: `balanced_routed_rows`).
+  The ranks' experts receive every routed row once between them, so the loads of an ep
+  group average 1; 1 (the default) is their mean. What a rank keeps is linear in each
+  layer's received rows (its experts' activations and two int64 indices per row) with the
+  same bytes per row in every mixture layer (one mixture per spec), so the ratio over all
+  the step's layers (`ExpertLoad.step`) gives its saved tensors exactly: a repeated stack
+  stays one op, interpreted once at that ratio and counted times its number of layers. The
+  backward of the last block's MLP (`block_backward`) holds that block's own received rows
+  beside what the others keep, and the first block's its own alone: `ExpertLoad.first` and
+  `.last`, the ratios in the first and the last mixture layer (`rank_peak` interprets the
+  block at its own ratio and puts the step's total back).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import sympy as sp
 
 from archspec.backends.count.activations import INDEX, ActivationCounter
 from archspec.backends.count.passes import B, Lengths
 from archspec.ir import ops
+from archspec.ir.nodes import IR, MoE
+from archspec.ir.visit import walk
 
 
-def ep_dispatch_kept(routed_rows: sp.Expr) -> sp.Expr:
-    """What an expert-parallel rank's dispatch keeps beyond one process's, for `routed_rows`
-    (token, slot) pairs of its own tokens. One process (`mix_experts`) keeps two int64
-    indices per pair: the pairs' order sorted by expert (read by the routing weights'
-    gather) and each pair's token (read by the gather of the routed rows and by the
-    index_add that sums them back). `ExpertParallel.mix` keeps those two and, per row it
-    receives, two more: the permutation that sorts the received rows (which come by source
-    rank) by expert for the grouped matmuls, and its inverse, which puts the experts'
-    outputs back in arrival order. Over the ranks the received rows are the routed pairs;
-    the experts' own activations are the interpreter's, over as many rows as the rank's
-    tokens send (the balanced routing of the module docstring). The one place to change
-    when the experts' layout changes."""
-    return routed_rows * 2 * INDEX
+def ep_dispatch_kept(received_rows: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """What an expert-parallel rank keeps beyond one process's for the `received_rows` its
+    experts receive: (before the experts, after them). One process (`mix_experts`) keeps
+    two int64 indices per (token, slot) pair of its own tokens: each pair's token (read by
+    the gather of the routed rows and by the index_add that sums them back) and, after the
+    experts, the pairs' order sorted by expert (read by the routing weights' gather); the
+    counter counts those. `ExpertParallel.mix` keeps those two and, per row it receives,
+    two more: before the experts the permutation that sorts the received rows (which come
+    by source rank) by expert for the grouped matmuls, after them its inverse, which puts
+    the experts' outputs back in arrival order. The experts' own activations are the
+    interpreter's, over the received rows (`layout_counter`). The one place to change when
+    the experts' layout changes."""
+    return received_rows * INDEX, received_rows * INDEX
 
 
-def layout_counter(cp: int = 1, ep: int = 1) -> type[ActivationCounter]:
+@dataclass(frozen=True)
+class ExpertLoad:
+    """The rows an expert-parallel rank's experts receive relative to balanced routing
+    (exact ratios): over the step's mixture layers, and in its first and last mixture
+    layer, which the backward moments of the model's first and last block read where those
+    blocks are mixtures (the module docstring); `first` and `last` default to `step`."""
+
+    step: sp.Expr = sp.Integer(1)
+    first: sp.Expr | None = None
+    last: sp.Expr | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("first", "last"):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, self.step)
+
+
+def expert_load(ir: IR, tokens: int, rows_by_layer: Sequence[int]) -> ExpertLoad:
+    """The load of a rank of `tokens` tokens whose experts received `rows_by_layer`, one
+    count per mixture layer in the order the forward runs them (every layer's balanced
+    share alike: top_k per token, one top_k per spec)."""
+    mixtures = _mixtures(ir)
+    layers = sum(count for count, _ in mixtures)
+    if len(rows_by_layer) != layers:
+        raise ValueError(f"{len(rows_by_layer)} counts of rows for {layers} mixture layers")
+    balanced = balanced_routed_rows(ir, tokens)
+    each = balanced // layers
+    return ExpertLoad(
+        sp.Rational(sum(rows_by_layer), balanced),
+        sp.Rational(rows_by_layer[0], each),
+        sp.Rational(rows_by_layer[-1], each),
+    )
+
+
+def balanced_routed_rows(ir: IR, tokens: int) -> int:
+    """The rows an expert-parallel rank's experts receive over one forward of `tokens` of
+    its own under balanced routing: as many as its tokens send, top_k each per mixture
+    layer (`ExpertLoad` 1)."""
+    return sum(count * top_k * tokens for count, top_k in _mixtures(ir))
+
+
+def _mixtures(ir: IR) -> list[tuple[int, int]]:
+    """(layers, top_k) of each mixture of experts in the tree."""
+    return [
+        (ir.value(placed.copies), ir.value(placed.node.top_k))
+        for placed in walk(ir.root)
+        if isinstance(placed.node, MoE)
+    ]
+
+
+def layout_counter(
+    cp: int = 1, ep: int = 1, load: sp.Expr = 1, experts_sharded: bool = False
+) -> type[ActivationCounter]:
     """The activation interpreter for a rank of a mesh with `cp` context-parallel and `ep`
-    expert-parallel ranks (the plain one when both are 1)."""
+    expert-parallel ranks (the plain one when both are 1); `load`: the rows the rank's
+    experts receive over the step, relative to balanced routing (the module docstring; an
+    exact ratio, e.g. sympy.Rational(received, balanced_routed_rows(...)));
+    `experts_sharded`: FSDP2 shards the rank's experts (over dp_shard)."""
     if cp == 1 and ep == 1:
         return ActivationCounter
 
     class RankCounter(ActivationCounter):
+        expert_ranks = ep  # each rank holds n_experts / ep of every mixture's experts
+        # ExpertParallel's hook divides each expert gradient by the data ranks (a new
+        # tensor beside the one the backward made); FSDP2, where it shards the experts,
+        # takes their parameters over and divides on its own.
+        expert_gradient_copies = 2 if ep > 1 and not experts_sharded else 1
+
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            # The values over the rows the rank's experts receive (the dispatched rows and
+            # every value the experts make from them), and whether the experts' call is
+            # being interpreted: their bytes are `load` times their own tokens' pairs.
+            self.received: set[ops.Value] = set()
+            self.in_experts = 0
+
         def op_blocks(self, op: ops.Blocks) -> None:
             if cp == 1:
                 super().op_blocks(op)
@@ -68,6 +151,36 @@ def layout_counter(cp: int = 1, ep: int = 1) -> type[ActivationCounter]:
         def op_dispatch(self, op: ops.Dispatch) -> None:
             super().op_dispatch(op)
             if ep > 1:
-                self.keep_new(ep_dispatch_kept(self.lengths.rows(op.out)), 1)
+                self.received.add(op.out)
+                self.keep_new(ep_dispatch_kept(self.lengths.rows(op.out) * load)[0], 1)
+
+        def op_combine(self, op: ops.Combine) -> None:
+            super().op_combine(op)
+            if ep > 1:
+                self.keep_new(ep_dispatch_kept(self.lengths.rows(op.expert_out) * load)[1], 1)
+
+        def op_call(self, op: ops.Call) -> None:
+            # The experts' MLP, called on the dispatched rows (the combine after it reads
+            # the rows sent back: the rank's own pairs).
+            experts = int(bool(op.args) and op.args[0] in self.received)
+            self.in_experts += experts
+            super().op_call(op)
+            self.in_experts -= experts
+
+        def made(self, value: ops.Value | None) -> None:
+            super().made(value)
+            if self.in_experts and value is not None:
+                self.received.add(value)
+
+        def bytes(self, value: ops.Value) -> sp.Expr:
+            own = super().bytes(value)
+            return own * load if value in self.received else own
+
+        def keep_new(
+            self, elements: sp.Expr, per_element, split: bool = False, rows="tokens"
+        ) -> None:
+            if self.in_experts and rows == "tokens":  # made inside an expert (dropout)
+                elements = elements * load
+            super().keep_new(elements, per_element, split, rows)
 
     return RankCounter

@@ -9,7 +9,8 @@ The moments are step_peak.py's, each with the rank's own terms (`RankTerms`):
 - resident: the rank's weights and AdamW's two moments (its shards, or its experts), AdamW's
   `step` counter per tensor (a 4-byte tensor on the CPU; on a GPU the default foreach
   implementation keeps it on the host) and the token ids and targets of the rank's rows;
-- activations: what the rank keeps (`rank_activations`: cp's gathered keys, ep's dispatch);
+- activations: what the rank keeps (`rank_activations`: cp's gathered keys, ep's dispatch and
+  its experts' activations over the rows they receive, `ExpertLoad`: the routing is an input);
 - FSDP2 (torch.distributed.fsdp.fully_shard in torchtitan's units, `fsdp_units`: the
   embedding, each block, the final norm with the head, the root with what is left). A unit's
   parameters are all-gathered whole before its forward and freed after it
@@ -33,7 +34,9 @@ archspec's tensor tracker, as the bench does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import sympy as sp
 
@@ -42,7 +45,7 @@ from archspec.backends.count.layout import Parallelism, is_leaf, tp_share
 from archspec.backends.count.memory import memory_figures
 from archspec.backends.count.params import parameter_count
 from archspec.backends.count.passes import S_DEC, B, S, whole_sequences
-from archspec.backends.count.rank_activations import layout_counter
+from archspec.backends.count.rank_activations import ExpertLoad, layout_counter
 from archspec.backends.count.step_peak import RankTerms, step_peak
 from archspec.backends.count.torch_layout import _shapes, chunk
 from archspec.backends.count.torch_layout_mesh import coordinates, covered
@@ -215,11 +218,12 @@ def fsdp_units(ir: IR, tp: int = 1, tp_rank: int = 0) -> Units:
 
 def rank_peaks(
     ir: IR, dims: dict[str, int], batch: int, seq: int, device: str = "cpu", attn: str = "flash",
-    sequence_parallel: bool = False,
+    sequence_parallel: bool = False, expert_loads: Sequence[ExpertLoad] | None = None,
 ) -> list[RankPeak]:  # fmt: skip
     """Each rank's peak on mesh `dims` (`archspec.bench.mesh_layout.mesh_dims`, without pp),
     `batch` sequences of `seq` positions per data rank; `sequence_parallel`: parallelize's
-    (the sequence split over tp between the blocks)."""
+    (the sequence split over tp between the blocks). `expert_loads`: under ep, the rows each
+    rank's experts receive relative to balanced routing (one per rank; default: balanced)."""
     tp, cp, ep, dp = dims["tp"], dims["cp"], dims["ep"], dims["dp_shard"]
     if dp > 1 and tp > 1:
         _check_fsdp_beside_tp(ir, dims)
@@ -231,20 +235,62 @@ def rank_peaks(
     env = {**ir.env, B: batch, **whole_sequences(seq)}
     par = Parallelism(gpus=tp, tp=tp, sp=sequence_parallel and tp > 1, engine="torch")
     m = memory_figures(ir, attn=attn, parallel=par, device=device)
-    kept = _activations(ir, m, cp, ep, env)
+    ranks = tp * cp * ep * dp
+    loads = [ExpertLoad()] * ranks if expert_loads is None else list(expert_loads)
+    if len(loads) != ranks:
+        raise ValueError(f"{len(loads)} expert loads for {ranks} ranks")
     optimizer = "single" if device == "cpu" else "foreach"
+    kept: dict[sp.Expr, int] = {}  # by the step's load
+
+    def activations(load: sp.Expr) -> int:
+        if load not in kept:
+            kept[load] = _activations(ir, m, cp, ep, env, load)
+        return kept[load]
+
     out = []
-    alike: dict[tuple[int, ...], dict[str, int]] = {}  # ranks holding the same tensors
-    for rank in range(tp * cp * ep * dp):
+    alike: dict[tuple, dict[str, int]] = {}  # ranks holding the same tensors at one load
+    for rank, load in enumerate(loads):
         tensors = local_tensors(ir, dims, rank)
-        if tuple(tensors) not in alike:
-            peak = step_peak(ir, m, rank=_rank_terms(ir, dims, rank, tensors, optimizer))
-            moments = {k: int(sp.ceiling(v.xreplace(env))) for k, v in peak.moments.items()}
-            alike[tuple(tensors)] = moments
+        key = (tuple(tensors), load)
+        if key not in alike:
+            at = partial(_moments, ir, m, dims, rank, tensors, optimizer, env)
+            alike[key] = _with_block_loads(at, load, activations)
         steps = len(tensors) * WEIGHT if device == "cpu" else 0
         resident = 3 * WEIGHT * sum(tensors) + steps + 2 * INDEX * batch * seq
-        out.append(RankPeak(rank, resident, alike[tuple(tensors)], kept, sum(tensors)))
+        out.append(RankPeak(rank, resident, alike[key], activations(load.step), sum(tensors)))
     return out
+
+
+def _moments(
+    ir: IR, m, dims: dict[str, int], rank: int, tensors: list[int], optimizer: str, env: dict,
+    load: sp.Expr,
+) -> dict[str, int]:  # fmt: skip
+    """step_peak's moments for the rank holding `tensors`, its experts at `load`."""
+    peak = step_peak(ir, m, rank=_rank_terms(ir, dims, rank, tensors, optimizer, load))
+    return {k: int(sp.ceiling(v.xreplace(env))) for k, v in peak.moments.items()}
+
+
+def _with_block_loads(at, load: ExpertLoad, activations) -> dict[str, int]:
+    """The moments at the step's load, but the backward of the first and the last block's
+    MLP, which hold that block's own received rows (`rank_activations`): the last block's
+    interpreted at its own ratio, with the step's activations in place of that ratio's (the
+    other blocks keep theirs: everything kept is linear in the rows), the first block's at
+    its own alone (no other block's activations are left)."""
+    cache: dict[sp.Expr, dict[str, int]] = {}
+
+    def moments_at(ratio: sp.Expr) -> dict[str, int]:
+        if ratio not in cache:
+            cache[ratio] = at(ratio)
+        return cache[ratio]
+
+    moments = dict(moments_at(load.step))
+    last, first = "last block's backward", "first block's backward"
+    if last in moments:
+        kept = activations(load.step) - activations(load.last)
+        moments[last] = moments_at(load.last)[last] + kept
+    if first in moments:
+        moments[first] = moments_at(load.first)[first]
+    return moments
 
 
 def _check_fsdp_beside_tp(ir: IR, dims: dict[str, int]) -> None:
@@ -263,7 +309,7 @@ def _check_fsdp_beside_tp(ir: IR, dims: dict[str, int]) -> None:
 
 
 def _rank_terms(
-    ir: IR, dims: dict[str, int], rank: int, tensors: list[int], optimizer: str
+    ir: IR, dims: dict[str, int], rank: int, tensors: list[int], optimizer: str, load: sp.Expr
 ) -> RankTerms:
     """The terms of step_peak's moments for a rank holding `tensors` (the module docstring)."""
     cp, ep, dp, tp = dims["cp"], dims["ep"], dims["dp_shard"], dims["tp"]
@@ -311,15 +357,16 @@ def _rank_terms(
         return sp.Integer(WEIGHT * gathered.get(moment, 0))
 
     temporaries = sp.Integer(adamw_temporaries(tensors, optimizer))
-    return RankTerms(layout_counter(cp, ep), gradients, block_moment, held, temporaries)
+    counter = layout_counter(cp, ep, load, experts_sharded=dp > 1)
+    return RankTerms(counter, gradients, block_moment, held, temporaries)
 
 
-def _activations(ir: IR, m, cp: int, ep: int, env: dict) -> int:
+def _activations(ir: IR, m, cp: int, ep: int, env: dict, load: sp.Expr) -> int:
     from archspec.backends.count.activations import activation_parts
 
     par = m.parallel
     parts = activation_parts(
         ir, 4, m.attn, m.recompute, par.tp, par.sp, m.device, "torch",
-        counter_class=layout_counter(cp, ep),
+        counter_class=layout_counter(cp, ep, load),
     )  # fmt: skip
     return int(sp.ceiling(parts.total.xreplace({**env, S_DEC: env[S]})))
