@@ -76,7 +76,7 @@ ENGINES = {
                         "Megatron-DeepSpeed: DeepSpeed's pipeline, no interleaving, no overlap",
                         0.62, (("a100-80g", 0.62),), interleave=False, scatter_gather=False),
     "nemo": Engine("nemo", True, True, True,
-                   "NeMo / Megatron-Core: DP and TP communication overlapped", 0.88,
+                   "NeMo / Megatron-Core: DP and TP communication overlapped", 0.86,
                    (("b200", 0.90), ("gb200", 0.78), ("h100-sxm", 0.90))),
     "fsdp": Engine("fsdp", True, True, False,
                    "PyTorch FSDP, torchtitan, Composer: sharded DP communication overlapped",
