@@ -35,7 +35,7 @@ from archspec.backends.count.rank_peak import (
 )
 from archspec.backends.count.schedule_walk import Backward
 from archspec.backends.count.torch_layout import _shapes
-from archspec.ir.nodes import IR, MLP, Linear
+from archspec.ir.nodes import IR, MLP, Block, Linear, Norm
 from archspec.ir.visit import walk
 
 
@@ -45,6 +45,17 @@ def stage_tensors(ir: IR, layers: list[range], stage: int) -> list[int]:
     embeddings with a copy of its own there, last)."""
     last = len(layers) - 1
     out: list[int] = []
+    for node in _stage_leaves(ir, layers, stage):
+        out += [_elements(ir, shape) for shape in _shapes(node)]
+    head = ir.root.lm_head
+    if head is not None and head.tied_to is not None and last > 0 and stage == last:
+        out.append(ir.value(head.in_features * head.out_features))
+    return out
+
+
+def _stage_leaves(ir: IR, layers: list[range], stage: int):
+    """The leaf modules of `stage`, in `parameters()` order."""
+    last = len(layers) - 1
     seen_blocks = False
     for node, _, layer in ordered_leaves(ir):
         if layer is not None:
@@ -53,11 +64,54 @@ def stage_tensors(ir: IR, layers: list[range], stage: int) -> list[int]:
         else:
             mine = stage == (last if seen_blocks else 0)
         if mine:
-            out += [_elements(ir, shape) for shape in _shapes(node)]
-    head = ir.root.lm_head
-    if head is not None and head.tied_to is not None and last > 0 and stage == last:
-        out.append(ir.value(head.in_features * head.out_features))
-    return out
+            yield node
+
+
+def split_backward_gradients(ir: IR, layers: list[range], stage: int, seq: int) -> int:
+    """Bytes one micro-batch of `seq` positions keeps from its input backward to its weight
+    backward under the zero-bubble schedules. torch's input backward
+    (pipelining._backward.stage_backward_input) captures, at each autograd node where a
+    weight's gradient meets the input's, the gradient of that node's output, for the weight
+    backward to start from: of every linear and norm of the stage, rows × its output width
+    (a tied head's copy on the last stage among them). On every stage but the last, the
+    residual add of its last block hands the gradient it received unchanged to the output of
+    its last sublayer (of each, in a parallel block; none where the output is scaled before
+    the add): that one is held already. On the first stage, nothing: its input needs no
+    gradient, so torch skips its input backward and runs the whole backward as its weight
+    backward."""
+    if stage == 0:
+        return 0
+    widths = [
+        node.out_features if isinstance(node, Linear) else node.dim
+        for node in _stage_leaves(ir, layers, stage)
+        if isinstance(node, Linear | Norm)
+    ]
+    if stage < len(layers) - 1:
+        block = _block_of(ir, layers[stage][-1])
+        parallel = block.entry.norm_position in ("shared", "per_branch")
+        received = len(block.sublayers) if parallel else 1
+        if block.residual_multiplier == 1.0:
+            widths += [-ir.root.d_model] * received
+    return seq * WEIGHT * sum(ir.value(width) for width in widths)
+
+
+def _block_of(ir: IR, layer: int) -> Block:
+    """The block of `layer`, counted over the stacks' runs in turn."""
+    first = 0
+    for stack in ir.root.stacks:
+        for run in stack.blocks.runs:
+            first += ir.value(run.count)
+            if layer < first:
+                return run.node
+    raise ValueError(f"no layer {layer}")
+
+
+def loss_saved(ir: IR, seq: int) -> int:
+    """What the loss over one micro-batch of `seq` positions saves (fp32; as
+    `activations.ActivationCounter.op_loss` counts it): the log-softmax over the logits, the
+    targets and the sum of their weights."""
+    vocab = ir.value(ir.root.lm_head.out_features)
+    return seq * vocab * WEIGHT + seq * INDEX + WEIGHT
 
 
 def _elements(ir: IR, shape) -> int:

@@ -12,10 +12,16 @@ gradients made so far, is where the step's peak can fall (`pipeline_peak`). Unde
 BFS every forward runs before the first backward: the saved tensors peak before any gradient
 exists.
 
-An action is (kind, stage, micro-batch), kind "F" (forward) or "B" (full backward), as
-torch.distributed.pipelining writes them (`bench.pipeline_order` reads them from the schedule
-itself). A backward split in two, "I" (input gradients) and "W" (weight gradients), as the
-zero-bubble schedules run it, is refused: what each part frees is not walked here.
+An action is (kind, stage, micro-batch), kind "F" (forward), "B" (full backward), or the two
+parts the zero-bubble schedules split a backward into, "I" (input gradients) and "W" (weight
+gradients), as torch.distributed.pipelining writes them (`bench.pipeline_order` reads them
+from the schedule itself). torch's input backward (`stage_backward_input`) runs with
+retain_graph=True: it frees none of the micro-batch's saved tensors, but on the last stage it
+detaches the loss, whose own (the log-softmax, the targets) go with it; it keeps the gradients
+the weight backward starts from (`pipeline_peak.split_backward_gradients`) until then. The
+weight backward frees the rest of the micro-batch's saved tensors and those gradients, and
+makes (or adds into) the stage's gradients. On the first stage the input backward does nothing
+(its input needs no gradient) and the weight backward is the whole backward.
 """
 
 from __future__ import annotations
@@ -27,9 +33,11 @@ Action = tuple[str, int, int]
 
 @dataclass(frozen=True)
 class Backward:
-    """One full backward of a rank's order: its `stage`, the saved bytes `alive` as it
-    starts (its own micro-batch's among them), and the stages whose gradients exist by its
-    end (`with_gradients`: its own and those of every stage with an earlier backward)."""
+    """One backward (or part of one) of a rank's order: its `stage`, the bytes `alive` as it
+    starts (saved tensors, its own micro-batch's among them, and the gradients kept for weight
+    backwards still to run), and the stages whose gradients exist by its end
+    (`with_gradients`: its own, from a full or weight backward, and those of every stage with
+    an earlier one)."""
 
     stage: int
     alive: int
@@ -42,10 +50,17 @@ class Walk:
     backwards: list[Backward]
 
 
-def walk(order: list[Action], saved: dict[int, int]) -> Walk:
+def walk(
+    order: list[Action],
+    saved: dict[int, int],
+    loss: dict[int, int] | None = None,
+    kept: dict[int, int] | None = None,
+) -> Walk:
     """A rank's saved tensors and gradients along `order`, where a forward of stage `s` saves
-    `saved[s]` bytes for its micro-batch."""
-    live = held = 0
+    `saved[s]` bytes for its micro-batch, `loss[s]` of them the loss's, and an input backward
+    keeps `kept[s]` bytes of gradients for its weight backward."""
+    loss, kept = loss or {}, kept or {}
+    live = held = waiting = 0
     in_flight: set[tuple[int, int]] = set()
     made: frozenset[int] = frozenset()
     backwards: list[Backward] = []
@@ -54,16 +69,18 @@ def walk(order: list[Action], saved: dict[int, int]) -> Walk:
             in_flight.add((stage, micro_batch))
             live += saved[stage]
             held = max(held, live)
-        elif kind == "B":
+        elif kind == "I":
+            waiting += kept.get(stage, 0)
+            backwards.append(Backward(stage, live + waiting, made))
+            live -= loss.get(stage, 0)
+        elif kind in ("B", "W"):
             made |= {stage}
-            backwards.append(Backward(stage, live, made))
+            backwards.append(Backward(stage, live + waiting, made))
             in_flight.remove((stage, micro_batch))
-            live -= saved[stage]
+            live -= saved[stage] - (loss.get(stage, 0) if kind == "W" else 0)
+            waiting -= kept.get(stage, 0) if kind == "W" else 0
         else:
-            raise ValueError(
-                f"action {kind}{stage} of micro-batch {micro_batch}: only forwards (F) and "
-                "full backwards (B) are walked"
-            )
+            raise ValueError(f"action {kind}{stage} of micro-batch {micro_batch} is not walked")
     if in_flight:
         raise ValueError(f"the order never runs the backward of {sorted(in_flight)}")
     return Walk(held, backwards)
