@@ -66,8 +66,8 @@ def stage_predictions(
     bytes: fp32 weights, gradients and AdamW moments of the stages it holds (two under the
     looped and V schedules, each a model copy's share, a tied head's copy with the last), the
     saved tensors of the micro-batches it holds at its peak (each one sequence), and the peak
-    of its step (`count.pipeline_peak`). Under 1F1B and GPipe, count's micro-batches in flight;
-    under the others, the schedule's own order walked (`count.schedule_walk`), the
+    of its step (`count.pipeline_peak`). Under 1F1B, count's micro-batches in flight; under
+    the others, the schedule's own order walked (`count.schedule_walk`), the
     zero-bubble ones' backward in its two parts."""
     from archspec.backends.count.flops import KV_LEN, S_DEC, B, S
     from archspec.backends.count.flops_report import whole_bytes
@@ -95,14 +95,10 @@ def stage_predictions(
     ranges = [range(first, last) for first, last in stage_ranges(counts)]
     held = [pipeline_stage_indices(looped, v_shape, r, pp, stages // pp) for r in range(pp)]
     # What each rank keeps in flight: under 1F1B (count's figure) stage s keeps
-    # min(pp - s, micro-batches); under GPipe every stage keeps every micro-batch, all the
-    # forwards running before the first backward; under the others, what the order holds at
-    # most.
+    # min(pp - s, micro-batches); under the others, what the order holds at most.
     walks: list = [None] * pp
     if schedule == "1F1B":
         in_flight = [whole_bytes(st.activations, env) for st in figures]
-    elif schedule == "GPipe":
-        in_flight = [batch * b for b in saved]
     else:
         order = schedule_order(schedule, held[0], stages, pp, batch)
         loss = {stages - 1: loss_saved(ir, seq)} if ir.root.lm_head is not None else {}

@@ -9,9 +9,11 @@ computes and in which order. Making the schedule needs only what it reads of its
 index, count, group size and rank, and the module), so stand-ins make it here, on the
 launcher's process, without a process group.
 
-The single-stage schedules (1F1B, GPipe) step through their micro-batches in a loop of their
-own; their `pipeline_order` describes it but is not what runs (torch 2.13's 1F1B order starts
-the last rank's forwards at micro-batch 1), so they are not read here.
+The single-stage schedules step through their micro-batches in a loop of their own; their
+`pipeline_order` describes it but is not what runs (torch 2.13's 1F1B order starts the last
+rank's forwards at micro-batch 1), so it is not read. GPipe's loop is written out here: every
+forward in turn, then every backward in turn (ScheduleGPipe._step_microbatches); 1F1B's
+micro-batches in flight are count's (`layout.Parallelism.in_flight`).
 """
 
 from __future__ import annotations
@@ -38,9 +40,14 @@ def schedule_order(
     schedule: str, stages: list[int], n_stages: int, pp: int, micro_batches: int
 ) -> dict[int, list[Action]]:
     """Each pp rank's compute actions, in the order it runs them, under torch's `schedule`
-    (a multi-stage one: Interleaved1F1B, LoopedBFS, InterleavedZeroBubble, ZBVZeroBubble)
-    with rank 0 holding `stages` of `n_stages`. A micro-batch count the schedule refuses is
-    the user's mistake, named."""
+    (GPipe, or a multi-stage one: Interleaved1F1B, LoopedBFS, InterleavedZeroBubble,
+    ZBVZeroBubble) with rank 0 holding `stages` of `n_stages`. A micro-batch count the
+    schedule refuses is the user's mistake, named."""
+    if schedule == "GPipe":
+        return {
+            rank: [(step, rank, i) for step in "FB" for i in range(micro_batches)]
+            for rank in range(pp)
+        }
     from torch.distributed.pipelining.schedules import get_schedule_class
 
     kind = get_schedule_class(schedule)

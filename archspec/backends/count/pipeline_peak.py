@@ -138,10 +138,16 @@ def pipeline_peak(
     if backwards is None:
         backwards = [Backward(stage, in_flight, frozenset(stages)) for stage in stages]
 
+    def alive(b: Backward) -> int:
+        # A stage's first backward makes its gradients block by block as it frees the
+        # blocks' saved tensors: the most is at its start or at its end.
+        made = b.alive + sum(by_stage[s] for s in b.with_gradients)
+        if not b.makes:
+            return made
+        return max(made - b.makes, made - by_stage[b.stage])
+
     def worst(of: set[int]) -> int:  # the most alive at a backward of a stage in `of`
-        return max(
-            b.alive + sum(by_stage[s] for s in b.with_gradients) for b in backwards if b.stage in of
-        )
+        return max(alive(b) for b in backwards if b.stage in of)
 
     d = ir.value(ir.root.d_model)
     seq *= micro_batch  # positions per micro-batch

@@ -37,11 +37,14 @@ class Backward:
     starts (saved tensors, its own micro-batch's among them, and the gradients kept for weight
     backwards still to run), and the stages whose gradients exist by its end
     (`with_gradients`: its own, from a full or weight backward, and those of every stage with
-    an earlier one)."""
+    an earlier one). `makes`: the bytes of its micro-batch's saved tensors it frees, where it
+    is the first of its stage to make the stage's gradients (0 otherwise): it makes them block
+    by block from the last as it frees those blocks' saved tensors."""
 
     stage: int
     alive: int
     with_gradients: frozenset[int]
+    makes: int = 0
 
 
 @dataclass(frozen=True)
@@ -74,10 +77,12 @@ def walk(
             backwards.append(Backward(stage, live + waiting, made))
             live -= loss.get(stage, 0)
         elif kind in ("B", "W"):
+            frees = saved[stage] - (loss.get(stage, 0) if kind == "W" else 0)
+            first = stage not in made
             made |= {stage}
-            backwards.append(Backward(stage, live + waiting, made))
+            backwards.append(Backward(stage, live + waiting, made, frees if first else 0))
             in_flight.remove((stage, micro_batch))
-            live -= saved[stage] - (loss.get(stage, 0) if kind == "W" else 0)
+            live -= frees
             waiting -= kept.get(stage, 0) if kind == "W" else 0
         else:
             raise ValueError(f"action {kind}{stage} of micro-batch {micro_batch} is not walked")
