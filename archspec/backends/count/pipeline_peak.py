@@ -1,14 +1,17 @@
 """The peak of a training step on each rank of the generated `pipeline` (1F1B, GPipe, and
-with two stages a rank interleaved 1F1B and looped BFS; torch.distributed.pipelining, one
-sequence per micro-batch), fp32 with torch.optim.AdamW as `bench --nproc --pp` trains.
+with two stages a rank interleaved 1F1B, looped BFS and the zero-bubble schedules;
+torch.distributed.pipelining, one sequence per micro-batch), fp32 with torch.optim.AdamW as
+`bench --nproc --pp` trains.
 
 A stage's gradients are made by its first micro-batch's backward and accumulated in place by
 the others' (AccumulateGrad adds each new gradient into the one that exists, then frees it),
 so from the second backward on the rank holds every gradient of its stage beside the
 activations of the micro-batches in flight (the schedule's: `bench.pipeline.stage_predictions`).
 With two stages, a backward sees the gradients of the stages that have had one by then
-(`schedule_walk`: under looped BFS the saved tensors peak before any). On top of both, the
-largest transient of one micro-batch's backward:
+(`schedule_walk`: under looped BFS the saved tensors peak before any); a stage's first
+backward makes its gradients block by block as it frees its micro-batch's saved tensors, so
+it holds the most at its start or at its end. On top of both, the largest transient of one
+micro-batch's backward:
 
 - the backward of a block's MLP down projection (the largest the blocks run): the gradient
   flowing through the residual stream (one sequence × d_model), the gradient of the
