@@ -64,17 +64,23 @@ def stage_predictions(
 ) -> list[dict[str, object]]:
     """archspec's figures for each rank's stages (count --engine torch --pp --stage-layers), in
     bytes: fp32 weights, gradients and AdamW moments of the stages it holds (two under the
-    looped and V schedules, each a model copy's share, a tied head's copy with the last), and
-    under 1F1B and GPipe the saved tensors of the micro-batches it holds at its peak (each one
-    sequence), and the peak of its step (`count.pipeline_peak`). The other schedules keep
-    micro-batches in flight on their own timing, which count does not follow: no activations
-    or peak for them."""
+    looped and V schedules, each a model copy's share, a tied head's copy with the last), the
+    saved tensors of the micro-batches it holds at its peak (each one sequence), and the peak
+    of its step (`count.pipeline_peak`). Under 1F1B, count's micro-batches in flight; under
+    the others, the schedule's own order walked (`count.schedule_walk`), the
+    zero-bubble ones' backward in its two parts."""
     from archspec.backends.count.flops import KV_LEN, S_DEC, B, S
     from archspec.backends.count.flops_report import whole_bytes
     from archspec.backends.count.memory import Parallelism, memory_figures
-    from archspec.backends.count.pipeline_peak import pipeline_peak
+    from archspec.backends.count.pipeline_peak import (
+        loss_saved,
+        pipeline_peak,
+        split_backward_gradients,
+    )
+    from archspec.backends.count.schedule_walk import walk
     from archspec.backends.count.stages import stage_ranges
     from archspec.bench.distributed import attention_that_runs
+    from archspec.bench.pipeline_order import schedule_order
     from archspec.runtime.pipeline import pipeline_stage_indices
 
     attn = attention_that_runs(ir, device)
@@ -83,31 +89,35 @@ def stage_predictions(
                       stage_layers=tuple(counts))  # fmt: skip
     env = {**ir.env, B: 1, S: seq, S_DEC: seq, KV_LEN: seq}
     figures = memory_figures(ir, attn=attn, parallel=par, device=device).stages
-    # What each rank keeps in flight: under 1F1B (count's figure) stage s keeps
-    # min(pp - s, micro-batches); under GPipe every stage keeps every micro-batch, all the
-    # forwards running before the first backward.
     one = memory_figures(ir, attn=attn, parallel=replace(par, micro_batches=1), device=device)
-    in_flight = {
-        "1F1B": [st.activations for st in figures],
-        "GPipe": [batch * st.activations for st in one.stages],
-    }
+    saved = [whole_bytes(st.activations, env) for st in one.stages]  # one micro-batch each
     looped, v_shape = stages > pp and schedule != "ZBVZeroBubble", schedule == "ZBVZeroBubble"
     ranges = [range(first, last) for first, last in stage_ranges(counts)]
+    held = [pipeline_stage_indices(looped, v_shape, r, pp, stages // pp) for r in range(pp)]
+    # What each rank keeps in flight: under 1F1B (count's figure) stage s keeps
+    # min(pp - s, micro-batches); under the others, what the order holds at most.
+    walks: list = [None] * pp
+    if schedule == "1F1B":
+        in_flight = [whole_bytes(st.activations, env) for st in figures]
+    else:
+        order = schedule_order(schedule, held[0], stages, pp, batch)
+        loss = {stages - 1: loss_saved(ir, seq)} if ir.root.lm_head is not None else {}
+        kept = {i: split_backward_gradients(ir, ranges, i, seq) for i in range(stages)}
+        walks = [walk(order[r], saved, loss, kept) for r in range(pp)]
+        in_flight = [w.held for w in walks]
     out: list[dict[str, object]] = []
     for rank in range(pp):
-        held = [figures[i] for i in pipeline_stage_indices(looped, v_shape, rank, pp, stages // pp)]
-        rank_bytes: dict[str, object] = {
-            "weights": sum(whole_bytes(st.weights, env) for st in held),
-            "gradients": sum(whole_bytes(st.gradients, env) for st in held),
-            "optimizer": sum(whole_bytes(st.optimizer_states, env) for st in held),
+        mine = [figures[i] for i in held[rank]]
+        rank_bytes: dict[str, int] = {
+            "weights": sum(whole_bytes(st.weights, env) for st in mine),
+            "gradients": sum(whole_bytes(st.gradients, env) for st in mine),
+            "optimizer": sum(whole_bytes(st.optimizer_states, env) for st in mine),
+            "activations": in_flight[rank],
         }
-        if schedule in in_flight:
-            kept = whole_bytes(in_flight[schedule][rank], env)
-            rank_bytes["activations"] = kept
-            rank_bytes["total"] = sum(rank_bytes.values())  # type: ignore[arg-type]
-            peak = pipeline_peak(ir, ranges, rank, kept, batch, seq, device)
-            rank_bytes["peak"] = peak.peak
-            out.append({**rank_bytes, "peak_moment": peak.moment, "attn": attn})
-            continue
-        out.append({**rank_bytes, "attn": attn})
+        rank_bytes["total"] = sum(rank_bytes.values())
+        backwards = walks[rank].backwards if walks[rank] else None
+        peak = pipeline_peak(
+            ir, ranges, held[rank], in_flight[rank], batch, seq, device, backwards=backwards
+        )
+        out.append({**rank_bytes, "peak": peak.peak, "peak_moment": peak.moment, "attn": attn})
     return out

@@ -59,10 +59,15 @@ class InFlight:
 
 
 class _Saved:
-    """A saved tensor, which tells `InFlight` when autograd lets go of it."""
+    """A saved tensor, which tells `InFlight` when autograd lets go of it. Held detached: a
+    saved output held whole would point back at the node that saves it (autograd itself
+    saves outputs without their grad_fn for that reason), a cycle that outlives the node
+    wherever a backward keeps its graph (the zero-bubble schedules' input backward,
+    retain_graph=True, leaves a node its weight backward never runs), and would keep the
+    node's every saved tensor alive for good."""
 
     def __init__(self, t: torch.Tensor, key: int, owner: InFlight) -> None:
-        self.t = t
+        self.t = t.detach()
         weakref.finalize(self, owner.release, key)
 
 

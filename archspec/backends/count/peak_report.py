@@ -49,7 +49,7 @@ def workload_peaks(
             stages = [{"activations": whole_bytes(bytes_, values)} for bytes_ in kept]
         peaks = [
             pipeline_peak(
-                ir, ranges, s, stages[s]["activations"], micro_batches, seq, "cuda", micro
+                ir, ranges, [s], stages[s]["activations"], micro_batches, seq, "cuda", micro
             )
             for s in range(par.pp)
         ]
