@@ -20,10 +20,14 @@ the generated parallelize runs only the blocks on them, all-gathering the keys a
 device holds n_experts / ep of the routed experts (`layout.stage_params`), whose states ZeRO
 shards over the ranks holding the same experts, as Megatron-Core's optimizer shards expert
 parameters over its expert data-parallel group and dense ones over dp × cp
-(megatron/core/optimizer/__init__.py, `get_megatron_optimizer`) and the generated
-parallelize's FSDP2 shards a rank's experts over dp_shard and the rest over dp_shard × ep
-(`torchgen.parallel_layouts.data_parallel`). Routing is balanced: the rows a rank's experts
-receive equal what its tokens send, so Megatron's per-rank activations are one process's.
+(NVIDIA/Megatron-LM megatron/core/optimizer/__init__.py, `get_megatron_optimizer`: the
+dense states over `intra_dp_cp_group`, the experts' over `intra_expt_dp_group`, of
+dp·cp·tp / (etp·ep) ranks with the expert tensor-parallel size etp defaulting to tp, as
+megatron/core/transformer/moe/README.md lists `--expert-tensor-parallel-size`) and the
+generated parallelize's FSDP2 shards a rank's experts over dp_shard and the rest over
+dp_shard × ep (`torchgen.parallel_layouts.data_parallel`). Routing is balanced: the rows a
+rank's experts receive equal what its tokens send, so Megatron's per-rank activations are one
+process's.
 """
 
 from __future__ import annotations
