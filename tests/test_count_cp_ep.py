@@ -163,6 +163,24 @@ def test_torch_engine_saved_tensors_are_the_bench_measurements(spec, sets, optio
     assert [p["rank"] for p in r["memory"]["rank_peaks"]] == [0, 1]
 
 
+@pytest.mark.parametrize(
+    ("spec", "sets", "dims", "options"),
+    [
+        ("llama-2-7b", LLAMA, {"dp_shard": 2, "cp": 2}, ["--cp", "2", "--batch", "2"]),
+        ("mixtral-8x7b", MIXTRAL, {"dp_shard": 2, "ep": 2}, ["--ep", "2", "--batch", "4"]),
+    ],
+)
+def test_torch_engine_fsdp_shards_as_the_generated_parallelize(spec, sets, dims, options):
+    """FSDP2 beside cp (over dp_shard × cp) and beside ep (the experts over dp_shard, the rest
+    over dp_shard × ep): rank 0's weights are count's mesh layout's, which the 4-process runs
+    of tests/test_distributed_cp_ep.py (`-m long`) hold to the generated model's bytes."""
+    ir = build_ir(load_spec(spec, sets))
+    r = _count(spec, sets, "--engine", "torch", "--gpus", "4", "--zero", "3", "--seq", "8",
+               *options)  # fmt: skip
+    dims = mesh_dims(4, cp=dims.get("cp", 1), ep=dims.get("ep", 1))
+    assert r["memory"]["weights"] == 4 * mesh_local_params(ir, dims, 0)
+
+
 def test_megatron_cp_runs_each_rank_on_its_chunk():
     """Megatron-Core under --cp 2: its distributed optimizer shards the states over the
     dp × cp ranks (megatron/core/optimizer/__init__.py: `intra_dp_cp_group`)."""
