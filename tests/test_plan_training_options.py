@@ -113,7 +113,7 @@ def test_common_spellings_resolve(name: str) -> None:
         (["--pp", "4", "--stage-layers", "8,8"], "lists 2 stages, not the layout's 4"),
         (["--pp", "2", "--stage-layers", "16,17"], "adds up to 33 layers, not the model's 32"),
         (["--pp", "2", "--stage-layers", "a,b"], "give each stage's layers as whole numbers"),
-        (["--cp", "3"], "--cp 3: the sequence of 4096 positions does not split into 2 × 3"),
+        (["--cp", "3"], "--cp 3: the 4096 positions do not split into 6 equal chunks"),
         (["--cp", "32"], "--gpus 16 is not a multiple of --tp 1 × --pp 1 × --cp 32"),
         (["--mfu", "0"], "--mfu takes a fraction above 0"),
         (["--tokens", "-5T"], "--tokens takes a positive number"),
@@ -189,7 +189,7 @@ def test_expert_parallelism_deals_out_the_experts_and_adds_all_to_alls() -> None
     [
         ("mixtral-8x7b", ["--ep", "3"], "--ep 3 does not divide the 8 experts"),
         ("mixtral-8x7b", ["--ep", "8", "--tp", "4"], "--ep 8 does not divide the 4 data-parallel"),
-        ("llama-2-7b", ["--ep", "2"], "llama-2-7b has no mixture-of-experts layer"),
+        ("llama-2-7b", ["--ep", "2"], "llama-2-7b has no experts"),
     ],
 )  # fmt: skip
 def test_expert_parallelism_refusals(spec: str, args: list[str], message: str) -> None:

@@ -4,9 +4,13 @@ values, a layout the processes or the model cannot take, before any process star
 
 from __future__ import annotations
 
+from archspec.backends.count.split_checks import (
+    check_context_split,
+    check_expert_split,
+    check_generated_mesh,
+)
 from archspec.errors import SpecError
-from archspec.ir.nodes import IR, Attention, MoE
-from archspec.ir.visit import walk
+from archspec.ir.nodes import IR
 
 # Outermost first, as torchtitan orders its mesh: the dimensions whose ranks talk most (tp)
 # are neighbours in rank order, on one node.
@@ -36,29 +40,6 @@ def check_model_layout(ir: IR, dims: dict[str, int], seq: int) -> None:
     before the launch: experts ep does not divide, a sequence 2·cp chunks do not divide,
     and expert parallelism beside cp, which it does not lay out."""
     cp, ep = dims["cp"], dims["ep"]
-    if ep > 1:
-        moes = [p.node for p in walk(ir.root) if isinstance(p.node, MoE)]
-        if not moes:
-            raise SpecError(f"--ep {ep}: {ir.name} has no experts")
-        for moe in moes:
-            experts = ir.value(moe.n_experts)
-            if experts % ep:
-                raise SpecError(f"--ep {ep} does not divide the {experts} experts")
-        if cp > 1:
-            raise SpecError(
-                f"--ep {ep} with --cp {cp}: expert parallelism is laid out beside data and "
-                "tensor parallelism, not context parallelism"
-            )
-    if cp > 1:
-        if ir.root.layout != "decoder":
-            raise SpecError(f"--cp {cp}: only a causal decoder is split over cp")
-        if any(isinstance(p.node, Attention) and p.node.mask.windowed for p in walk(ir.root)):
-            raise SpecError(f"--cp {cp}: sliding-window layers are not split over cp")
-        if any(stack.local_position is not None for stack in ir.root.stacks):
-            raise SpecError(f"--cp {cp}: layers rotating by a local_position are not split over cp")
-        if seq % (2 * cp):
-            raise SpecError(
-                f"--cp {cp}: the {seq} positions do not split into {2 * cp} equal chunks",
-                hint="causal load balancing gives each rank two chunks: --seq a multiple "
-                f"of {2 * cp}",
-            )
+    check_expert_split(ir, ep)
+    check_generated_mesh(cp, ep)
+    check_context_split(ir, cp, seq)

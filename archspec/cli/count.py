@@ -30,9 +30,11 @@ from archspec.cli.options import (
     CountBatch,
     CountBy,
     CountConvention,
+    CountCp,
     CountDecSeq,
     CountDtype,
     CountEngine,
+    CountEp,
     CountGlobalBatch,
     CountGpus,
     CountGradDtype,
@@ -63,7 +65,8 @@ def count(
     batch: CountBatch = None, seq: CountSeq = None, dec_seq: CountDecSeq = None,
     kv_len: CountKvLen = None, convention: CountConvention = None, dtype: CountDtype = None,
     optimizer: CountOptimizer = None, recompute: CountRecompute = None, attn: CountAttn = None,
-    gpus: CountGpus = None, tp: CountTp = None, pp: CountPp = None, zero: CountZero = None,
+    gpus: CountGpus = None, tp: CountTp = None, pp: CountPp = None, cp: CountCp = None,
+    ep: CountEp = None, zero: CountZero = None,
     sp_: CountSp = None, engine: CountEngine = None, mixed_precision: CountMixedPrecision = False,
     loss_parallel: CountLossParallel = False, interleave: CountInterleave = None,
     stage_layers: CountStageLayers = None, global_batch: CountGlobalBatch = None,
@@ -103,7 +106,7 @@ def count(
             by, engine, batch=batch, seq=lengths[0] if lengths else None, dec_seq=dec_seq,
             kv_len=kv_len, convention=convention, dtype=dtype, optimizer=optimizer,
             recompute=recompute, attn=attn, global_batch=global_batch, grad_dtype=grad_dtype,
-            gpus=gpus, tp=tp, pp=pp, zero=zero, sp=sp_, interleave=interleave,
+            gpus=gpus, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero, sp=sp_, interleave=interleave,
             stage_layers=stage_layers, mixed_precision=mixed_precision, loss_parallel=loss_parallel,
         )  # fmt: skip
         # Plain parameter counts need no formulas: an integer IR spares the sympy import.
@@ -391,7 +394,9 @@ def _flops_table(report: dict[str, Any]):
 def _memory_title(w: dict[str, Any], memory: dict[str, Any]) -> str:
     devices = f"{w['gpus']} device" + ("s" if w["gpus"] > 1 else "")
     if w["gpus"] > 1:
-        devices += f": tp={w['tp']} pp={w['pp']} dp={w['dp']} ZeRO-{w['zero']}"
+        devices += f": tp={w['tp']} pp={w['pp']}"
+        devices += "".join(f" {k}={w[k]}" for k in ("cp", "ep") if w.get(k, 1) > 1)
+        devices += f" dp={w['dp']} ZeRO-{w['zero']}"
         if w["sp"]:
             devices += ", SP"
         if w.get("engine") == "torch":

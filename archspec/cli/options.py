@@ -177,6 +177,16 @@ CountTp = Annotated[
 CountPp = Annotated[
     int | None, typer.Option("--pp", help="Pipeline-parallel degree.", rich_help_panel=_FLOPS)
 ]
+CountCp = Annotated[
+    int | None,
+    typer.Option("--cp", help="Context-parallel degree: ranks sharing each sequence (2·cp "
+                 "chunks balancing the causal mask).", rich_help_panel=_FLOPS),
+]  # fmt: skip
+CountEp = Annotated[
+    int | None,
+    typer.Option("--ep", help="Expert-parallel degree: data-parallel ranks sharing each "
+                 "mixture's routed experts.", rich_help_panel=_FLOPS),
+]  # fmt: skip
 CountZero = Annotated[
     int | None,
     typer.Option("--zero", help="ZeRO stage over data-parallel replicas: 0-3.",

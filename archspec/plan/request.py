@@ -108,41 +108,15 @@ def check_stage_layers(ir: IR, pp: int, interleave: int, stage_layers: tuple[int
         raise SpecError("--stage-layers with --interleave is not modelled: give one or the other")
 
 
-def check_expert_parallelism(ir: IR, ep: int, dp: int) -> None:
-    from archspec.ir.nodes import MoE
-    from archspec.ir.visit import walk
-
-    if ep == 1:
-        return
-    if ep < 1:
-        raise SpecError(f"--ep must be at least 1 (got {ep})")
-    moe = next((p.node for p in walk(ir.root) if isinstance(p.node, MoE)), None)
-    if moe is None:
-        raise SpecError(f"--ep {ep}: {ir.name} has no mixture-of-experts layer to split")
-    experts = ir.value(moe.n_experts)
-    if experts % ep:
-        raise SpecError(f"--ep {ep} does not divide the {experts} experts")
-    if dp % ep:
-        raise SpecError(
-            f"--ep {ep} does not divide the {dp} data-parallel ranks",
-            hint="expert-parallel ranks are data-parallel ranks that share the experts",
-        )
-
-
 def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, list]) -> None:
     """One clear message for a layout that cannot be: what the search would skip quietly."""
     from archspec.backends.count.layout import Parallelism, check_layout
+    from archspec.backends.count.split_checks import check_context_split, check_expert_split
 
     tp, pp = only["tp"][0], only["pp"][0]
     cp, stage_layers = only["cp"][0], only["stage_layers"][0]
     engine = get_engine(run.engine)
-    if cp < 1:
-        raise SpecError(f"--cp must be at least 1 (got {cp})")
-    if run.seq % (2 * cp) and cp > 1:
-        raise SpecError(
-            f"--cp {cp}: the sequence of {run.seq} positions does not split into 2 × {cp} "
-            "chunks (context parallelism balances the causal mask with two chunks per rank)"
-        )
+    check_context_split(ir, cp, run.seq)
     if run.gpus % (tp * pp * cp):
         raise SpecError(f"--gpus {run.gpus} is not a multiple of --tp {tp} × --pp {pp} × "
                         f"--cp {cp}")  # fmt: skip
@@ -151,7 +125,7 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
                         f"--interleave {only['interleave'][0]} cannot run")  # fmt: skip
     if stage_layers is not None:
         check_stage_layers(ir, pp, only["interleave"][0], stage_layers)
-    check_expert_parallelism(ir, only["ep"][0], run.gpus // (tp * pp * cp))
+    check_expert_split(ir, only["ep"][0], run.gpus // (tp * pp * cp))
     if only["recompute"][0] not in RECOMPUTE:
         raise SpecError(f"--recompute takes one of: {', '.join(RECOMPUTE)}")
     if only["micro_batch"][0] < 1:

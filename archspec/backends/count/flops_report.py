@@ -73,7 +73,7 @@ class Workload:
                 raise SpecError(
                     f"--batch {self.batch} does not split into whole sequences over the {dp} "
                     "data-parallel replicas",
-                    hint="give a multiple of gpus / (tp·pp), or --global-batch with --batch "
+                    hint="give a multiple of gpus / (tp·pp·cp), or --global-batch with --batch "
                     "as the micro-batch per device",
                 )
             return self.batch // dp, 1
@@ -102,6 +102,10 @@ class Workload:
                 hint="use --seq for the sequence length",
             )
         seq = self.seq if self.seq is not None else ir.value(ir.root.max_seq_len)
+        if self.parallel.cp > 1:
+            from archspec.backends.count.split_checks import check_context_split
+
+            check_context_split(ir, self.parallel.cp, seq)
         dec_seq = self.dec_seq if self.dec_seq is not None else seq
         generated = dec_seq if ir.root.layout == "encoder-decoder" else seq
         kv_len = self.kv_len if self.kv_len is not None else generated
@@ -213,6 +217,8 @@ def flops_report(ir: IR, w: Workload, symbolic: bool = False) -> dict[str, Any]:
             "gpus": par.gpus,
             "tp": par.tp,
             "pp": par.pp,
+            "cp": par.cp,
+            "ep": par.ep,
             "dp": par.dp,
             "sp": par.sp,
             "interleave": par.interleave,

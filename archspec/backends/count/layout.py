@@ -3,11 +3,14 @@
 The layout follows the engines that train the seed's flagship models (Megatron-LM; PyTorch's
 FSDP2 for ZeRO-3): `tp` tensor-parallel ranks split attention heads, MLP hidden units and the
 vocabulary (Shoeybi et al. 2019); `pp` pipeline stages take consecutive layers, `interleave` of
-them per device with the interleaved schedule (Narayanan et al. 2021); the remaining
-`dp = gpus / (tp·pp)` data-parallel replicas split the batch, whole sequences each, and ZeRO
-stages 1-3 shard optimizer states, gradients and weights over them (Rajbhandari et al. 2020);
-sequence parallelism (`sp`) splits what tensor parallelism leaves whole along the sequence
-(Korthikanti et al. 2022).
+them per device with the interleaved schedule (Narayanan et al. 2021); `cp` context-parallel
+ranks split each sequence (ring attention, 2·cp chunks balancing the causal mask); the
+remaining `dp = gpus / (tp·pp·cp)` data-parallel replicas split the batch, whole sequences
+each, and ZeRO stages 1-3 shard optimizer states, gradients and weights over them and the cp
+ranks (Rajbhandari et al. 2020); `ep` of the data-parallel ranks share each mixture's routed
+experts, n_experts / ep each, whose states ZeRO shards over the dp·cp / ep ranks holding the
+same experts (`data_ranks`, `expert_data_ranks`); sequence parallelism (`sp`) splits what
+tensor parallelism leaves whole along the sequence (Korthikanti et al. 2022).
 
 `engine="torch"` counts the generated `parallelize` on PyTorch's DTensor and FSDP2 instead: the
 vocabulary is not padded (the embedding rows and the LM head's columns split as `torch.chunk`
@@ -66,28 +69,46 @@ class Parallelism:
     # reduction in fp32), and the loss on logits split over the vocabulary (loss_parallel).
     mixed_precision: bool = False
     loss_parallel: bool = False
+    cp: int = 1  # context-parallel ranks sharing each sequence
+    ep: int = 1  # expert-parallel ranks: data-parallel ranks sharing each mixture's experts
 
     def __post_init__(self) -> None:
-        for name in ("gpus", "tp", "pp", "interleave", "micro_batches"):
+        for name in ("gpus", "tp", "pp", "interleave", "micro_batches", "cp", "ep"):
             if getattr(self, name) < 1:
                 raise SpecError(f"--{name.replace('_', '-')} must be at least 1")
         if self.zero not in (0, 1, 2, 3):
             raise SpecError("--zero takes a ZeRO stage: 0, 1, 2 or 3")
-        if self.gpus % (self.tp * self.pp):
+        if self.gpus % (self.tp * self.pp * self.cp):
+            cp = f" × --cp {self.cp}" if self.cp > 1 else ""
             raise SpecError(
-                f"--gpus {self.gpus} is not a multiple of --tp {self.tp} × --pp {self.pp}",
-                hint="the data-parallel degree is gpus / (tp·pp), a whole number",
+                f"--gpus {self.gpus} is not a multiple of --tp {self.tp} × --pp {self.pp}{cp}",
+                hint="the data-parallel degree is gpus / (tp·pp·cp), a whole number",
+            )
+        if self.dp % self.ep:
+            raise SpecError(
+                f"--ep {self.ep} does not divide the {self.dp} data-parallel ranks",
+                hint="expert-parallel ranks are data-parallel ranks that share the experts",
             )
         if self.interleave > 1 and self.pp == 1:
             raise SpecError("--interleave needs pipeline parallelism (--pp 2 or more)")
         if self.engine not in ("megatron", "torch"):
             raise SpecError(f"--engine takes megatron or torch, not {self.engine!r}")
-        if self.engine == "torch" and self.pp > 1 and (self.tp > 1 or self.dp > 1):
+        if self.engine == "torch" and self.pp > 1 and (self.tp * self.dp * self.cp > 1):
             raise SpecError(
-                f"--engine torch: the generated pipeline() runs alone, not with --tp {self.tp} "
-                f"and {self.dp} data-parallel replicas",
+                f"--engine torch: the generated pipeline() runs alone, not with --tp {self.tp}, "
+                f"--cp {self.cp} and {self.dp} data-parallel replicas",
                 hint=f"use --gpus {self.pp} --tp 1",
             )
+        if self.engine == "torch":
+            from archspec.backends.count.split_checks import check_generated_mesh
+
+            check_generated_mesh(self.cp, self.ep)
+            if self.ep > 1 and self.tp > 1:
+                raise SpecError(
+                    f"--engine torch: an expert-parallel rank's experts beside --tp {self.tp} "
+                    "are not counted",
+                    hint="--ep with data-parallel ranks alone (--tp 1)",
+                )
         if self.engine == "torch" and self.interleave > 1:
             raise SpecError("--engine torch counts the 1F1B pipeline: use --interleave 1")
         if self.stage_layers is not None and self.interleave > 1:
@@ -106,7 +127,24 @@ class Parallelism:
 
     @property
     def dp(self) -> int:
-        return self.gpus // (self.tp * self.pp)
+        return self.gpus // (self.tp * self.pp * self.cp)
+
+    @property
+    def data_ranks(self) -> int:
+        """The ranks ZeRO shards a weight's states over: the data-parallel ranks and the cp
+        ranks beside them (Megatron-Core's distributed optimizer over its dp × cp group; FSDP2
+        over dp_shard × ep × cp in the generated parallelize, where with no data ranks
+        beside cp nothing is sharded)."""
+        if self.engine == "torch" and self.dp == 1:
+            return 1
+        return self.dp * self.cp
+
+    @property
+    def expert_data_ranks(self) -> int:
+        """The ranks ZeRO shards a routed expert's states over: those holding the same
+        experts, data_ranks / ep (Megatron-Core's expert data-parallel group; FSDP2 over
+        dp_shard in the generated parallelize)."""
+        return self.data_ranks // self.ep
 
     def in_flight(self, stage: int) -> tuple[int, int]:
         """(chunks, layers per chunk divisor): the model chunks whose activations stage
@@ -128,6 +166,10 @@ def layer_count(stack: Stack, ir: IR) -> int:
 
 def check_layout(ir: IR, par: Parallelism) -> None:
     """Refuse a layout the model cannot be split into, naming the values."""
+    from archspec.backends.count.split_checks import check_context_split, check_expert_split
+
+    check_expert_split(ir, par.ep, par.dp)
+    check_context_split(ir, par.cp)
     model = ir.root
     attentions = [p.node for p in walk(model) if isinstance(p.node, Attention)]
     for attn in attentions[:1]:
@@ -249,6 +291,7 @@ class StageParams:
     stage: int
     params: sp.Expr  # a formula in the dimensions without model parallelism, else a number
     layers: tuple[int, int]  # [first, last) layer index over all stacks
+    experts: sp.Expr = sp.Integer(0)  # of `params`, the routed experts' (n_experts / ep)
 
 
 def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
@@ -256,15 +299,18 @@ def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
     decoder's) are dealt out in equal runs, or in the runs `par.stage_layers` lists; the
     embeddings sit on the first stage, the final norms, pooler and LM head on the last; a head
     tied to the embeddings on another stage keeps its own copy there (Megatron-LM synchronises
-    the two copies' gradients, as the generated pipeline() does)."""
+    the two copies' gradients, as the generated pipeline() does). Under expert parallelism a
+    device holds n_experts / ep of each mixture's routed experts, counted in the stage's own
+    layers (`experts`)."""
     model = ir.root
     total_layers = sum(layer_count(s, ir) for s in model.stacks)
     per_stage = total_layers // par.pp
     ranges = stage_ranges(par.stage_layers or (per_stage,) * par.pp)
-    if par.tp == 1 and par.pp == 1:
+    if par.tp == 1 and par.pp == 1 and par.ep == 1:
         # One device holds the whole model: keep the count a formula in the dimensions.
         return [StageParams(0, sp.sympify(parameter_count(model)), (0, total_layers))]
     counts = [0] * par.pp
+    experts = [0] * par.pp
     offset = 0  # layers of the stacks before the one being walked
 
     def stage_range(stage: int) -> tuple[int, int]:
@@ -283,10 +329,16 @@ def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
                 counts[stage] += copies * (weight + bias)
                 continue
             # One row of the table stands for `copies` blocks (a run): deal them out.
+            each = copies // len(layer)
+            expert = _is_expert(placed)
+            if expert:  # the device's n_experts / ep of them
+                each //= par.ep
             for stage in range(par.pp):
                 first, last = stage_range(stage)
-                held = within(layer, first - offset, last - offset)
-                counts[stage] += held * (copies // len(layer)) * (weight + bias)
+                held = within(layer, first - offset, last - offset) * each * (weight + bias)
+                counts[stage] += held
+                if expert:
+                    experts[stage] += held
         offset += layer_count(stack, ir)
     for placed in walk(model):
         if placed.ancestors and isinstance(placed.ancestors[-1], Model) and is_leaf(placed.node):
@@ -300,7 +352,19 @@ def stage_params(ir: IR, par: Parallelism) -> list[StageParams]:
                 counts[par.pp - 1] += vocab_rows(
                     ir.value(model.vocab_size), par.tp, par.engine
                 ) * ir.value(model.d_model)
-    return [StageParams(s, sp.Integer(counts[s]), ranges[s]) for s in range(par.pp)]
+    return [
+        StageParams(s, sp.Integer(counts[s]), ranges[s], sp.Integer(experts[s]))
+        for s in range(par.pp)
+    ]
+
+
+def _is_expert(placed: Placed) -> bool:
+    """Whether a leaf is a routed expert's (inside a mixture's `experts`, not its router or
+    its shared experts)."""
+    return any(
+        isinstance(up, MoE) and any(a is up.experts for a in placed.ancestors)
+        for up in placed.ancestors
+    )
 
 
 def overlap(a: tuple[int, int], b: tuple[int, int]) -> int:

@@ -10,13 +10,30 @@ Parallelism splits the figures per device (layout.py): tensor parallelism splits
 units and the vocabulary, and with sequence parallelism what it leaves whole; pipeline stages
 hold consecutive layers and the activations of the micro-batches in flight; data-parallel
 replicas each run whole sequences, and ZeRO stages 1, 2 and 3 shard optimizer states, then
-gradients, then weights over them.
+gradients, then weights over them (and the cp ranks beside them).
+
+Context parallelism (`cp`): Megatron-Core runs the whole model on each rank's S / cp
+positions, its ring attention keeping the rank's own chunk of keys and values (flash
+attention: the fused kernel's; the eager path's S / cp × S probabilities are not counted);
+the generated parallelize runs only the blocks on them, all-gathering the keys and values
+(`rank_activations.layout_counter`, the figure bench checks). Expert parallelism (`ep`): a
+device holds n_experts / ep of the routed experts (`layout.stage_params`), whose states ZeRO
+shards over the ranks holding the same experts, as Megatron-Core's optimizer shards expert
+parameters over its expert data-parallel group and dense ones over dp × cp
+(NVIDIA/Megatron-LM megatron/core/optimizer/__init__.py, `get_megatron_optimizer`: the
+dense states over `intra_dp_cp_group`, the experts' over `intra_expt_dp_group`, of
+dp·cp·tp / (etp·ep) ranks with the expert tensor-parallel size etp defaulting to tp, as
+megatron/core/transformer/moe/README.md lists `--expert-tensor-parallel-size`) and the
+generated parallelize's FSDP2 shards a rank's experts over dp_shard and the rest over
+dp_shard × ep (`torchgen.parallel_layouts.data_parallel`). Routing is balanced: the rows a
+rank's experts receive equal what its tokens send, so Megatron's per-rank activations are one
+process's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy as sp
 
@@ -29,7 +46,7 @@ from archspec.backends.count.layout import (
     overlap,
     stage_params,
 )
-from archspec.backends.count.passes import decode_pass
+from archspec.backends.count.passes import S, decode_pass
 from archspec.errors import SpecError
 from archspec.ir import ops
 from archspec.ir.lower import Segment, lower, lower_block, lower_model, lower_stack
@@ -176,10 +193,7 @@ def memory_figures(
         )
     else:
         states = OPTIMIZER_BYTES[optimizer] + (MASTER_BYTES if dtype != "fp32" else 0)
-    parts = activation_parts(
-        ir, compute, attn, recompute, par.tp, par.sp and par.tp > 1, device, engine=par.engine,
-        loss_parallel=par.loss_parallel,
-    )  # fmt: skip
+    parts = _rank_parts(ir, compute, attn, recompute, par, device)
     # Each run of blocks with its layers, a range (never one entry per layer).
     runs = [(span, each) for span, (_, each) in zip(parts.spans, parts.layers, strict=True)]
     kv = kv_cache_bytes(ir, compute) / sp.Min(par.tp, _kv_heads(ir))
@@ -206,14 +220,15 @@ def memory_figures(
         weights = WEIGHT_BYTES[dtype] * st.params
         gradients = GRAD_BYTES[grad_dtype] * st.params
         optimizer_states = states * st.params
-        # ZeRO shards over the data-parallel replicas: optimizer states, then gradients, then
-        # weights.
+        # ZeRO shards over the data-parallel replicas (and cp ranks): optimizer states, then
+        # gradients, then weights; a routed expert's over the ranks holding the same experts.
+        shards = _zero_shards(st.params, st.experts, par)
         if par.zero >= 1:
-            optimizer_states /= par.dp
+            optimizer_states = states * shards
         if par.zero >= 2:
-            gradients /= par.dp
+            gradients = GRAD_BYTES[grad_dtype] * shards
         if par.zero >= 3:
-            weights /= par.dp
+            weights = WEIGHT_BYTES[dtype] * shards
         in_stage = overlap(generating, (first, last))
         total = generating[1] - generating[0]
         cache = kv * in_stage / total if total else sp.Integer(0)
@@ -223,6 +238,44 @@ def memory_figures(
             )
         )
     return MemoryFigures(dtype, optimizer, recompute, attn, par, grad_dtype, tuple(stages), device)
+
+
+def _zero_shards(params: sp.Expr, experts: sp.Expr, par: Parallelism) -> sp.Expr:
+    """Of a device's `params` (`experts` of them routed experts'), the elements its ZeRO
+    shard holds."""
+    return (params - experts) / par.data_ranks + experts / par.expert_data_ranks
+
+
+def _rank_parts(ir: IR, compute, attn: str, recompute: str, par: Parallelism, device: str):
+    """What one rank keeps, by part (`activation_parts`), under the layout's cp and ep."""
+    sequence_parallel = par.sp and par.tp > 1
+    if par.engine == "torch":
+        from archspec.backends.count.rank_activations import layout_counter
+
+        counter = layout_counter(par.cp, par.ep, experts_sharded=par.dp // par.ep > 1)
+        return activation_parts(
+            ir, compute, attn, recompute, par.tp, sequence_parallel, device, engine="torch",
+            loss_parallel=par.loss_parallel, counter_class=counter,
+        )  # fmt: skip
+    parts = activation_parts(ir, compute, attn, recompute, par.tp, sequence_parallel, device)
+    if par.cp == 1:
+        return parts
+    if attn != "flash":
+        raise SpecError(
+            f"--cp {par.cp} with --attn {attn}: Megatron-Core's context parallelism runs "
+            "the fused (flash) attention kernel",
+            hint="--attn flash",
+        )
+    # Every op runs on the rank's S / cp positions, attention on its own chunk's keys.
+    local = {S: S / par.cp}
+    return replace(
+        parts,
+        before=parts.before.xreplace(local),
+        layers=tuple((n, each.xreplace(local)) for n, each in parts.layers),
+        after=parts.after.xreplace(local),
+        rebuilt=sp.sympify(parts.rebuilt).xreplace(local),
+        shared=parts.shared.xreplace(local),
+    )
 
 
 def _kv_heads(ir: IR) -> int:

@@ -1,5 +1,6 @@
 """`count --engine torch`'s peak of a training step per rank: the generated `parallelize`'s
-layouts (tensor parallelism, FSDP2, FSDP2 beside tp: `rank_peak`) and the generated `pipeline`
+layouts (tensor parallelism, FSDP2, FSDP2 beside tp, cp and ep: `rank_peak`, under balanced
+routing) and the generated `pipeline`
 under 1F1B (`pipeline_peak`, without tp or dp), fp32 training with AdamW and no
 recomputation, on GPUs (the foreach AdamW, PyTorch's default there), with or without sequence
 parallelism; without mixed precision or loss parallelism. Other settings get no per-rank
@@ -59,7 +60,7 @@ def workload_peaks(
             return None
         from archspec.backends.count.rank_peak import rank_peaks
 
-        dims = {"pp": 1, "dp_shard": par.dp, "ep": 1, "cp": 1, "tp": par.tp}
+        dims = {"pp": 1, "dp_shard": par.dp // par.ep, "ep": par.ep, "cp": par.cp, "tp": par.tp}
         try:
             peaks = rank_peaks(ir, dims, micro, seq, "cuda", w.attn, par.sp)
         except SpecError:  # FSDP2 beside tp around units it does not count

@@ -24,8 +24,8 @@ def requested_workload(by: str | None = None, engine: str | None = None, **optio
     ..., gpus, tp, ...), or None when none was given and `--by module` did not ask for one.
     A None option is one not given. Parameters alone import no formulas (sympy)."""
     parallel_names = (
-        "gpus", "tp", "pp", "zero", "sp", "interleave", "stage_layers", "mixed_precision",
-        "loss_parallel",
+        "gpus", "tp", "pp", "cp", "ep", "zero", "sp", "interleave", "stage_layers",
+        "mixed_precision", "loss_parallel",
     )  # fmt: skip
     given = {k: v for k, v in options.items() if k not in parallel_names}
     parallel = {k: options.get(k) for k in parallel_names} | {"engine": engine}
