@@ -55,10 +55,12 @@ from archspec.ir.nodes import IR, MLP, Block, Linear, Norm, Run
 @dataclass(frozen=True)
 class BackwardMoment:
     """Bytes of activations and of their gradients alive at one op of a block's backward, and
-    the parameters whose gradients exist then."""
+    the parameters whose gradients exist then. `gathering`: the moment before a mixture's
+    routed experts run their backward, when FSDP2 gathers their own unit (rank_peak.py)."""
 
     activations: sp.Expr
     made_params: sp.Expr
+    gathering: bool = False
 
 
 class _BlockTracer(ActivationCounter):
@@ -176,6 +178,12 @@ def block_moments(
     copy = tracer.expert_gradient_copies - 1 if routed else 0
     moments = []
     i = index[id(down)]
+    if routed:
+        # Before the experts' backward: the gradient of their output rows, nothing of the
+        # block's own made (below every other moment here, but where FSDP2 gathers the
+        # experts' unit: `gathering`).
+        rows = tracer.bytes(down.out) if own_out else 0
+        moments.append(BackwardMoment(kept + trace[i][2] + flowing + rows, made, True))
     done = _params_after(trace, i, mlp, experts) + experts * _weight(down)
     grads = tracer.bytes(down.x) + (tracer.bytes(down.out) if own_out else 0)
     moments.append(BackwardMoment(kept + trace[i][2] + flowing + grads, made + done))

@@ -21,7 +21,10 @@ The moments are step_peak.py's, each with the rank's own terms (`RankTerms`):
   when they are copied into the reduce-scatter's input (whole too). So the backward of the
   last block holds its own whole parameters and the prefetched block's, and its gradients
   whole beside the head's sharded; the first block's, every other block's gradients sharded
-  and the embedding's parameters prefetched;
+  and the embedding's parameters prefetched. Under ep beside dp_shard each block's experts
+  are a unit of their own, sharded along their rows (Shard(1)): whole through their
+  backward, and three times their size while FSDP2 gathers them before it, every
+  activation still kept in the last block (`experts_unit`);
 - the optimizer step: every gradient, plus what AdamW allocates: the for-loop implementation
   (PyTorch's default on the CPU) makes sqrt(second moments) and its quotient for each
   parameter in turn, keeping that quotient until the next parameter's replaces it (`denom`):
@@ -333,7 +336,31 @@ def _rank_terms(
         if name == "first block's backward":
             done, own = done + sum(u.blocks[1:]), sum(u.experts[1:])
         sharded = sp.Integer(done) / data + sp.Integer(own) / ep
-        return moment.activations + WEIGHT * (sharded + made - done - own)
+        alive = moment.activations + WEIGHT * (sharded + made - done - own)
+        return alive + experts_unit(moment, name)
+
+    def experts_unit(moment: BackwardMoment, name: str) -> sp.Expr:
+        # Under ep beside dp_shard each block's experts (the rank's n_experts / ep) are an
+        # FSDP2 unit of their own, sharded along their rows (Shard(1)); the block's unit
+        # prefetches it in its backward and it prefetches the block before. torch 2.13's
+        # foreach_all_gather (_fsdp_collectives.py) makes the all-gather output, whole; the
+        # experts' pre_backward copies it out (wait_for_unshard ->
+        # foreach_all_gather_copy_out): it allocates the unsharded weights
+        # (alloc_all_gather_outputs) and, since fsdp_placement.dim != 0, an empty_like
+        # temporary of each for split_with_sizes_copy, then torch.cat's the Shard(1) pieces
+        # into the weights; the temporaries go when the copy-out returns, the output right
+        # after (outside the forward, `_all_gather_result = None`), and only then is the
+        # block before prefetched. So three times the unit at once, and the unsharded
+        # weights through the experts' backward (the MLP's moments).
+        if dp == 1 or ep == 1:
+            return sp.Integer(0)
+        first = name == "first block's backward"
+        unit = sp.Integer(u.experts[0 if first else -1]) / ep
+        if not moment.gathering:
+            return WEIGHT * unit
+        # `held`'s prefetched unit is not gathered yet.
+        prefetched = u.embedding if first else (u.blocks[-2] if len(u.blocks) > 1 else 0)
+        return WEIGHT * (3 * unit - prefetched)
 
     def held(moment: str) -> sp.Expr:
         if data == 1:
