@@ -34,8 +34,10 @@ accumulated for it (heads·S², summed over the batch); what the block's ops up 
 keep (the interpreter of `activations` run over the block, stopped there: what later ops kept
 was freed as their backward ran); what the stack keeps outside its blocks (before them: what
 comes after was freed by the heads' backward) and, for the last block, every other block; and
-the gradients made so far. Measured with archspec's tensor tracker against the generated model
-(tests/test_train_peak.py).
+the gradients made so far. For routed experts, also the moment before the MLP's backward (the
+gradient of the experts' output rows alive, none of the block's own gradients made): below
+the others, but where FSDP2 gathers the experts (`BackwardMoment.gathering`). Measured with
+archspec's tensor tracker against the generated model (tests/test_train_peak.py).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ from archspec.ir.nodes import IR, MLP, Block, Linear, Norm, Run
 class BackwardMoment:
     """Bytes of activations and of their gradients alive at one op of a block's backward, and
     the parameters whose gradients exist then. `gathering`: the moment before a mixture's
-    routed experts run their backward, when FSDP2 gathers their own unit (rank_peak.py)."""
+    routed experts run their backward, when FSDP2 gathers them (rank_peak.py)."""
 
     activations: sp.Expr
     made_params: sp.Expr
