@@ -34,8 +34,10 @@ accumulated for it (heads·S², summed over the batch); what the block's ops up 
 keep (the interpreter of `activations` run over the block, stopped there: what later ops kept
 was freed as their backward ran); what the stack keeps outside its blocks (before them: what
 comes after was freed by the heads' backward) and, for the last block, every other block; and
-the gradients made so far. Measured with archspec's tensor tracker against the generated model
-(tests/test_train_peak.py).
+the gradients made so far. For routed experts, also the moment before the MLP's backward (the
+gradient of the experts' output rows alive, none of the block's own gradients made): below
+the others, but where FSDP2 gathers the experts (`BackwardMoment.gathering`). Measured with
+archspec's tensor tracker against the generated model (tests/test_train_peak.py).
 """
 
 from __future__ import annotations
@@ -55,10 +57,12 @@ from archspec.ir.nodes import IR, MLP, Block, Linear, Norm, Run
 @dataclass(frozen=True)
 class BackwardMoment:
     """Bytes of activations and of their gradients alive at one op of a block's backward, and
-    the parameters whose gradients exist then."""
+    the parameters whose gradients exist then. `gathering`: the moment before a mixture's
+    routed experts run their backward, when FSDP2 gathers them (rank_peak.py)."""
 
     activations: sp.Expr
     made_params: sp.Expr
+    gathering: bool = False
 
 
 class _BlockTracer(ActivationCounter):
@@ -176,6 +180,12 @@ def block_moments(
     copy = tracer.expert_gradient_copies - 1 if routed else 0
     moments = []
     i = index[id(down)]
+    if routed:
+        # Before the experts' backward: the gradient of their output rows, nothing of the
+        # block's own made (below every other moment here, but where FSDP2 gathers the
+        # experts' unit: `gathering`).
+        rows = tracer.bytes(down.out) if own_out else 0
+        moments.append(BackwardMoment(kept + trace[i][2] + flowing + rows, made, True))
     done = _params_after(trace, i, mlp, experts) + experts * _weight(down)
     grads = tracer.bytes(down.x) + (tracer.bytes(down.out) if own_out else 0)
     moments.append(BackwardMoment(kept + trace[i][2] + flowing + grads, made + done))

@@ -21,7 +21,10 @@ The moments are step_peak.py's, each with the rank's own terms (`RankTerms`):
   when they are copied into the reduce-scatter's input (whole too). So the backward of the
   last block holds its own whole parameters and the prefetched block's, and its gradients
   whole beside the head's sharded; the first block's, every other block's gradients sharded
-  and the embedding's parameters prefetched;
+  and the embedding's parameters prefetched. A mixture's experts are sharded along their
+  rows (Shard(1)), which gathering copies out through a temporary as large: in the block's
+  unit (FSDP2 alone) or, under ep beside dp_shard, in a unit of their own, whole through
+  their backward and three times their size while gathered before it (`experts_unit`);
 - the optimizer step: every gradient, plus what AdamW allocates: the for-loop implementation
   (PyTorch's default on the CPU) makes sqrt(second moments) and its quotient for each
   parameter in turn, keeping that quotient until the next parameter's replaces it (`denom`):
@@ -315,6 +318,8 @@ def _rank_terms(
     cp, ep, dp, tp = dims["cp"], dims["ep"], dims["dp_shard"], dims["tp"]
     data = dp * ep * (cp if dp > 1 else 1)  # the ranks FSDP2 shards over
     u = fsdp_units(ir, tp, coordinates(dims, rank)["tp"])
+    # Each block's FSDP2 unit: its experts with it, but under ep (their own, `experts_unit`).
+    units = u.blocks if ep > 1 else [b + e for b, e in zip(u.blocks, u.experts, strict=True)]
     gradients = sp.Integer(WEIGHT * sum(tensors))
     total = parameter_count(ir.root)
 
@@ -327,13 +332,46 @@ def _rank_terms(
         if data == 1:  # the gradients made, shared out as the rank's parameters are
             return moment.activations + gradients * made / total
         # The units whose backward is over have reduce-scattered their gradients (of the
-        # experts the rank holds its own, whole): the final norm and head's, and in the
-        # first block's backward every other block's. The running unit's are whole.
+        # experts the rank holds its own, sharded over dp_shard alone): the final norm and
+        # head's, and in the first block's backward every other block's. The running
+        # unit's are whole.
         done, own = u.last, 0
         if name == "first block's backward":
             done, own = done + sum(u.blocks[1:]), sum(u.experts[1:])
-        sharded = sp.Integer(done) / data + sp.Integer(own) / ep
-        return moment.activations + WEIGHT * (sharded + made - done - own)
+        sharded = sp.Integer(done) / data + sp.Integer(own) / (ep * dp)
+        alive = moment.activations + WEIGHT * (sharded + made - done - own)
+        return alive + experts_unit(moment, name)
+
+    def experts_unit(moment: BackwardMoment, name: str) -> sp.Expr:
+        # A mixture's experts are sharded along their rows (Shard(1), parallelize's
+        # `by_expert_rows`). torch 2.13's foreach_all_gather (_fsdp_collectives.py) makes
+        # the unit's all-gather output, whole; its pre_backward copies it out
+        # (wait_for_unshard -> foreach_all_gather_copy_out), allocating the unsharded
+        # weights (alloc_all_gather_outputs) and, as fsdp_placement.dim != 0, an empty_like
+        # temporary of each Shard(1) weight for split_with_sizes_copy, then torch.cat's the
+        # pieces into the weights; the temporaries go when the copy-out returns, the output
+        # right after (outside the forward, `_all_gather_result = None`), and only then is
+        # the next unit prefetched (`_backward_prefetch`): `gathering`, before the MLP's
+        # backward, with `held`'s prefetched unit not gathered yet.
+        if dp == 1 or not any(u.experts):
+            return sp.Integer(0)
+        first = name == "first block's backward"
+        at = 0 if first else -1
+        prefetched = u.embedding if first else (units[-2] if len(units) > 1 else 0)
+        if ep > 1:
+            # Under ep beside dp_shard the rank's experts (n_experts / ep) are a unit of their
+            # own: the block's unit prefetches it and it prefetches the block before. Whole
+            # through their backward; the output, the temporaries and the weights at once.
+            unit = sp.Integer(u.experts[at]) / ep
+            if not moment.gathering:
+                return WEIGHT * unit
+            return WEIGHT * (3 * unit - prefetched)
+        # In the block's unit (`held` counts them with it), gathered at the block's
+        # pre_backward, before the mixture's combine runs its backward: the gradient of the
+        # experts' output rows that `gathering` counts is not made yet (counted over).
+        if not moment.gathering:
+            return sp.Integer(0)
+        return WEIGHT * (units[at] + u.experts[at] - prefetched)
 
     def held(moment: str) -> sp.Expr:
         if data == 1:
@@ -342,17 +380,17 @@ def _rank_terms(
         # backward, the running block's and the one the backward prefetches. Besides, the
         # reduce-scatter input of the unit whose backward ran before (its gradients, whole):
         # FSDP2 keeps it (`reduce_scatter_state`) until the next unit's reduce-scatter.
-        before_first = u.blocks[1] if len(u.blocks) > 1 else u.last
+        before_first = units[1] if len(units) > 1 else u.last
         gathered = {
             "loss backward": u.root + u.last,
-            "head backward": u.root + u.last + u.blocks[-1],
-            "last block's backward": u.root + sum(u.blocks[-2:]) + u.last,
-            "first block's backward": u.root + u.blocks[0] + u.embedding + before_first,
+            "head backward": u.root + u.last + units[-1],
+            "last block's backward": u.root + sum(units[-2:]) + u.last,
+            "first block's backward": u.root + units[0] + u.embedding + before_first,
             # The last unit's backward (the embedding's, else the root's): its whole
             # parameters and gradients, and the first block's reduce-scatter input.
             "end of backward": 2 * (u.embedding or u.root)
             + (u.root if u.embedding else 0)
-            + (u.blocks[0] if u.blocks else 0),
+            + (units[0] if units else 0),
         }
         return sp.Integer(WEIGHT * gathered.get(moment, 0))
 
