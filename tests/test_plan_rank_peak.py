@@ -36,3 +36,26 @@ def test_no_peak_where_count_has_none():
     assert "rank_peaks" not in _plan("--global-batch", "8", "--engine", "fsdp")["memory"]
     fp32 = ["--dtype", "fp32", "--engine", "fsdp", "--batch", "1"]
     assert "rank_peaks" not in _plan("--global-batch", "8", *fp32)["memory"]
+
+
+def _both(spec: str, sizes: list[str], layout: list[str], dp: int) -> tuple[dict, dict]:
+    """plan --engine fsdp's report and count --engine torch's for one layout of 4 ranks, two
+    sequences a data-parallel rank (one micro-batch: count has no gradient accumulation)."""
+    common = [spec, *as_sets(sizes), "--gpus", "4", "--zero", "3", "--seq", "8", *layout]
+    plan = ["plan", *common, "--gpu", "h100", "--global-batch", str(2 * dp), "--batch", "2"]
+    plan += ["--dtype", "fp32", "--engine", "fsdp", "--recompute", "none", "--json"]
+    count = ["count", *common, "--engine", "torch", "--batch", str(2 * dp), "--json"]
+    results = [CliRunner().invoke(app, args) for args in (plan, count)]
+    for result in results:
+        assert result.exit_code == 0, result.output
+    return tuple(json.loads(result.stdout)["memory"] for result in results)
+
+
+def test_plan_shows_rank_peaks_under_cp_and_ep():
+    """Context and expert parallelism (count's --cp and --ep, measured against real runs in
+    tests/test_rank_peak.py and tests/test_rank_peak_ep_fsdp.py)."""
+    plan, count = _both("llama-2-7b", SIZES, ["--tp", "1", "--cp", "2"], dp=2)
+    assert plan["rank_peaks"] == count["rank_peaks"]
+    moe = ["n_layers=2", "d_model=32", "n_heads=4", "n_kv_heads=4", "d_ff=64", "vocab_size=64"]
+    plan, count = _both("mixtral-8x7b", [*moe, "moe.n_experts=4"], ["--tp", "1", "--ep", "2"], dp=4)
+    assert plan["rank_peaks"] == count["rank_peaks"]

@@ -64,17 +64,18 @@ def layout_peaks(ir: IR, run: Training, layout: Layout, micro_batches: int) -> l
     """Under the fsdp engine (torchtitan's FSDP2), each rank's peak of a training step as
     count gives it for the generated parallelize's layout (`workload_peaks`), where count
     covers the layout and settings; else None."""
-    if run.engine != "fsdp" or layout.cp > 1 or layout.ep > 1:
+    if run.engine != "fsdp":
         return None
-    par = replace(
-        layout.parallelism(run.gpus, micro_batches), engine="torch",
-        stage_layers=layout.stage_layers,
-    )  # fmt: skip
-    w = Workload(
-        batch=layout.micro_batch, global_batch=run.global_batch, seq=run.seq, dtype=run.dtype,
-        grad_dtype=run.grad_dtype, recompute=layout.recompute, attn=run.attn, parallel=par,
-    )  # fmt: skip
     try:
+        par = replace(
+            layout.parallelism(run.gpus, micro_batches), engine="torch",
+            stage_layers=layout.stage_layers, cp=layout.cp, ep=layout.ep,
+        )  # fmt: skip
+        w = Workload(
+            batch=layout.micro_batch, global_batch=run.global_batch, seq=run.seq,
+            dtype=run.dtype, grad_dtype=run.grad_dtype, recompute=layout.recompute,
+            attn=run.attn, parallel=par,
+        )  # fmt: skip
         return workload_peaks(ir, w)
     except SpecError:  # a layout the generated parallelize does not take
         return None
