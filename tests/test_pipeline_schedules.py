@@ -1,6 +1,6 @@
 """The micro-batches each pipeline rank keeps in flight under torch.distributed.pipelining's
 multi-stage schedules, walked along the schedule's own order (count/schedule_walk.py,
-bench/pipeline_order.py), and each rank's saved tensors and peak against a real run.
+count/schedule_order.py), and each rank's saved tensors and peak against a real run.
 
 Default suite: torch's interleaved 1F1B order, walked, holds at its peak the model chunks
 Megatron-LM's interleaved schedule holds (Narayanan et al. 2021; Korthikanti et al. 2022,
@@ -20,8 +20,8 @@ import json
 import pytest
 
 from archspec.backends.count.layout import Parallelism
+from archspec.backends.count.schedule_order import schedule_order
 from archspec.backends.count.schedule_walk import walk
-from archspec.bench.pipeline_order import schedule_order
 from tests.tiny import as_sets
 
 

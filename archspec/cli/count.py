@@ -47,6 +47,7 @@ from archspec.cli.options import (
     CountPlot,
     CountPp,
     CountRecompute,
+    CountSchedule,
     CountSeq,
     CountSp,
     CountStageLayers,
@@ -69,8 +70,9 @@ def count(
     ep: CountEp = None, zero: CountZero = None,
     sp_: CountSp = None, engine: CountEngine = None, mixed_precision: CountMixedPrecision = False,
     loss_parallel: CountLossParallel = False, interleave: CountInterleave = None,
-    stage_layers: CountStageLayers = None, global_batch: CountGlobalBatch = None,
-    grad_dtype: CountGradDtype = None, by: CountBy = None, plot: CountPlot = None,
+    stage_layers: CountStageLayers = None, schedule: CountSchedule = None,
+    global_batch: CountGlobalBatch = None, grad_dtype: CountGradDtype = None, by: CountBy = None,
+    plot: CountPlot = None,
     force: PlotForce = False, json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Count a spec's parameters exactly, row by row; with `--seq` or `--batch` (or any
@@ -108,6 +110,7 @@ def count(
             recompute=recompute, attn=attn, global_batch=global_batch, grad_dtype=grad_dtype,
             gpus=gpus, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero, sp=sp_, interleave=interleave,
             stage_layers=stage_layers, mixed_precision=mixed_precision, loss_parallel=loss_parallel,
+            schedule=schedule,
         )  # fmt: skip
         # Plain parameter counts need no formulas: an integer IR spares the sympy import.
         formulas = symbolic or workload is not None or plot is not None or names == "hf"
@@ -344,6 +347,8 @@ def _bytes(n: int) -> str:
 def _render_workload(report: dict[str, Any]) -> None:
     print_tables(_flops_table(report), _memory_table(report))
     w, memory = report["workload"], report["memory"]
+    if "ranks" in memory:
+        print_table(_ranks_table(w, memory["ranks"]))
     if "training_assumes" in memory:
         say(f"note: the {w['dtype']} training total assumes {memory['training_assumes']}")
     if "flops" in report.get("symbolic", {}):
@@ -405,7 +410,11 @@ def _memory_title(w: dict[str, Any], memory: dict[str, Any]) -> str:
             devices += ", loss parallel" if w.get("loss_parallel") else ""
         if w["interleave"] > 1:
             devices += f", {w['interleave']} chunks/device"
-        if w["pp"] > 1:
+        if "ranks" in memory:  # --schedule: the figures are per rank
+            stages = ", ".join(map(str, memory["stages"]))
+            devices += f", {w['schedule']}; rank {memory['rank']} of {w['pp']} (stages "
+            devices += f"{stages}), the most loaded"
+        elif w["pp"] > 1:
             devices += f"; stage {memory['stage']} of {w['pp']}, the most loaded"
     if w["micro_batches"] > 1 or w["gpus"] > 1:
         devices += f"; micro-batch {w['micro_batch']} × {w['micro_batches']}"
@@ -452,6 +461,21 @@ def _memory_table(report: dict[str, Any]):
     total = memory["inference_total"]
     mem.add_row("[bold]inference total[/bold]", f"{total:,}", _bytes(total))
     return mem
+
+
+def _ranks_table(w: dict[str, Any], ranks: list[dict[str, Any]]):
+    """Each pipeline rank under --schedule: its stages' states, its saved tensors at their
+    most, and the peak of its step."""
+    columns = [Column("rank"), Column("stages", "left"), Column("weights"), Column("gradients"),
+               Column("optimizer"), Column("saved tensors"), Column("peak"),
+               Column("the peak's moment", "left")]  # fmt: skip
+    rows = [
+        [str(r["rank"]), ", ".join(map(str, r["stages"])), *(f"{r[k]:,}" for k in
+         ("weights", "gradients", "optimizer", "activations", "peak")), r["peak_moment"]]
+        for r in ranks
+    ]  # fmt: skip
+    title = f"bytes per rank under {w['schedule']} ({w['micro_batches']} micro-batches)"
+    return make_table(title, columns, rows)
 
 
 def _formulas_table(report: dict[str, Any]):

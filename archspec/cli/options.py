@@ -109,6 +109,12 @@ CountStageLayers = Annotated[
     typer.Option("--stage-layers", help="Layers of each pipeline stage, e.g. 5,6,6,5 (default: "
                  "as many each).", metavar="N,N,...", rich_help_panel=_FLOPS),
 ]  # fmt: skip
+CountSchedule = Annotated[
+    str | None,
+    typer.Option("--schedule", help="With --engine torch --pp: the generated pipeline()'s "
+                 "schedule, 1f1b (default), gpipe, or two stages a rank: interleaved-1f1b, "
+                 "looped-bfs, interleaved-zb, zbv; figures per rank.", rich_help_panel=_FLOPS),
+]  # fmt: skip
 CountGradDtype = Annotated[
     str | None,
     typer.Option(

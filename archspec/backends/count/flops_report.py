@@ -21,6 +21,7 @@ from archspec.backends.count.flops import (
     S,
     flop_figures,
 )
+from archspec.backends.count.layout import check_layout
 from archspec.backends.count.memory import (
     COMPUTE_BYTES,
     FP8_TRAINING,
@@ -148,7 +149,11 @@ def formula(expr: sp.Expr) -> str:
 
 def figures(ir: IR, w: Workload) -> tuple[FlopFigures, MemoryFigures]:
     conv: Convention = get_convention(w.convention)
-    memory = memory_figures(ir, w.dtype, w.optimizer, w.recompute, w.attn, w.layout(), w.grad_dtype)
+    par = w.layout()
+    if par.schedule is not None:  # stage by stage: the schedule decides what each rank holds
+        check_layout(ir, par)  # refused as the ranks were asked for
+        par = par.one_stage_a_rank()
+    memory = memory_figures(ir, w.dtype, w.optimizer, w.recompute, w.attn, par, w.grad_dtype)
     return flop_figures(ir, conv, w.attn, w.recompute), memory
 
 
@@ -190,16 +195,25 @@ def flops_report(ir: IR, w: Workload, symbolic: bool = False) -> dict[str, Any]:
         memory["training_assumes"] = QUANTISED_TRAINING
     elif w.dtype == "fp8":
         memory["training_assumes"] = FP8_TRAINING
-    if len(stages) > 1:
+    if w.parallel.schedule is not None:
+        from archspec.backends.count.peak_report import schedule_memory
+
+        if symbolic:
+            raise SpecError(
+                f"--symbolic: the order --schedule {w.parallel.schedule} runs in has no formula",
+                hint="leave out --symbolic (or --schedule)",
+            )
+        memory = schedule_memory(ir, w, stages)
+    elif len(stages) > 1:
         memory["stages"] = stages
-    if m.parallel.engine == "torch":
+    if m.parallel.engine == "torch" and "rank_peaks" not in memory:
         from archspec.backends.count.peak_report import workload_peaks
 
-        peaks = workload_peaks(ir, w, stages)
+        peaks = workload_peaks(ir, w)
         if peaks is not None:
             memory["rank_peaks"] = peaks
     micro, micro_batches = w.micro_batches()
-    par = m.parallel
+    par = w.layout()
     report: dict[str, Any] = {
         "workload": {
             "batch": values[B],
@@ -224,6 +238,7 @@ def flops_report(ir: IR, w: Workload, symbolic: bool = False) -> dict[str, Any]:
             "interleave": par.interleave,
             "zero": par.zero,
             "engine": par.engine,
+            **({"schedule": par.schedule} if par.schedule is not None else {}),
             **(
                 {"mixed_precision": par.mixed_precision, "loss_parallel": par.loss_parallel}
                 if par.engine == "torch"

@@ -26,7 +26,7 @@ A size that cannot be split is an error naming the values, never a fraction.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy as sp
 
@@ -71,6 +71,9 @@ class Parallelism:
     loss_parallel: bool = False
     cp: int = 1  # context-parallel ranks sharing each sequence
     ep: int = 1  # expert-parallel ranks: data-parallel ranks sharing each mixture's experts
+    # --engine torch: the generated pipeline()'s schedule, as --schedule spells it
+    # (`schedules.SCHEDULES`; None: 1F1B, with the stages of `pp` ranks' figures).
+    schedule: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("gpus", "tp", "pp", "interleave", "micro_batches", "cp", "ep"):
@@ -110,7 +113,13 @@ class Parallelism:
                     hint="--ep with data-parallel ranks alone (--tp 1)",
                 )
         if self.engine == "torch" and self.interleave > 1:
-            raise SpecError("--engine torch counts the 1F1B pipeline: use --interleave 1")
+            raise SpecError(
+                f"--engine torch counts torch's pipeline schedules, not --interleave "
+                f"{self.interleave}",
+                hint="--schedule interleaved-1f1b puts two stages on each rank",
+            )
+        if self.schedule is not None:
+            self._check_schedule()
         if self.stage_layers is not None and self.interleave > 1:
             raise SpecError("--stage-layers lists whole stages: use --interleave 1")
         if self.engine == "torch" and self.dp > 1 and self.zero != 3:
@@ -124,6 +133,33 @@ class Parallelism:
             )
         if self.loss_parallel and (self.engine != "torch" or self.tp == 1):
             raise SpecError("--loss-parallel splits the logits over --tp: --engine torch, --tp 2+")
+
+    def _check_schedule(self) -> None:
+        from archspec.backends.count.schedules import check_schedule
+
+        check_schedule(self.schedule)
+        if self.engine != "torch":
+            raise SpecError(
+                f"--schedule {self.schedule} is the generated pipeline()'s (--engine torch)",
+                hint="Megatron's interleaved schedule is --interleave V",
+            )
+        if self.pp == 1:
+            raise SpecError(f"--schedule {self.schedule} needs pipeline parallelism (--pp 2+)")
+
+    @property
+    def stages_per_rank(self) -> int:
+        """Pipeline stages each rank holds: the interleaved chunks, or the schedule's."""
+        if self.schedule is not None:
+            from archspec.backends.count.schedules import check_schedule
+
+            return check_schedule(self.schedule)[1]
+        return self.interleave
+
+    def one_stage_a_rank(self) -> Parallelism:
+        """The layout with each of a schedule's stages on a rank of its own (the layout
+        `memory_figures` counts stage by stage)."""
+        stages = self.pp * self.stages_per_rank
+        return replace(self, gpus=self.gpus * stages // self.pp, pp=stages, schedule=None)
 
     @property
     def dp(self) -> int:
@@ -205,13 +241,15 @@ def check_layout(ir: IR, par: Parallelism) -> None:
             hint="use tensor or data parallelism",
         )
     layers = sum(layer_count(s, ir) for s in model.stacks)
-    chunks = par.pp * par.interleave
+    chunks = par.pp * par.stages_per_rank
     if par.stage_layers is not None:
-        check_stage_layers(par.stage_layers, par.pp, layers)
+        check_stage_layers(par.stage_layers, chunks, layers)
     elif layers % chunks:
         what = f"--pp {par.pp}" + (
             f" × --interleave {par.interleave}" if par.interleave > 1 else ""
         )
+        if par.stages_per_rank > 1 and par.schedule is not None:
+            what = f"--pp {par.pp} × 2 stages a rank (--schedule {par.schedule})"
         raise SpecError(
             f"{what} = {chunks} pipeline chunks do not divide the {layers} layers",
             hint="each pipeline stage holds the same number of whole layers",

@@ -1,10 +1,10 @@
 """`count --engine torch`'s peak of a training step per rank: the generated `parallelize`'s
 layouts (tensor parallelism, FSDP2, FSDP2 beside tp, cp and ep: `rank_peak`, under balanced
-routing) and the generated `pipeline`
-under 1F1B (`pipeline_peak`, without tp or dp), fp32 training with AdamW and no
-recomputation, on GPUs (the foreach AdamW, PyTorch's default there), with or without sequence
-parallelism; without mixed precision or loss parallelism. Other settings get no per-rank
-peak."""
+routing) and the generated `pipeline` under each schedule (`schedules.rank_figures`, as bench
+predicts it; without tp or dp), fp32 training with AdamW and no recomputation, on GPUs (the
+foreach AdamW, PyTorch's default there), with or without sequence parallelism; without mixed
+precision or loss parallelism. Other settings get no per-rank peak (and `--schedule`, whose
+figures are all per rank, is refused with them)."""
 
 from __future__ import annotations
 
@@ -18,42 +18,18 @@ from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 
 
-def workload_peaks(
-    ir: IR, w: Workload, stages: list[dict[str, Any]] | None = None
-) -> list[dict] | None:
+def workload_peaks(ir: IR, w: Workload) -> list[dict] | None:
     """[{rank, peak, moment}] for each rank, or None where the layout or settings are not
-    covered. `stages`: the report's per-stage bytes (for the activations in flight; worked
-    out here when not given)."""
+    covered."""
     par = w.parallel
     micro, micro_batches = w.micro_batches()
-    plain = (w.dtype, w.grad_dtype or w.dtype, w.optimizer, w.recompute) == (
-        "fp32", "fp32", "adamw", NO_RECOMPUTE
-    )  # fmt: skip
-    # FSDP2's bf16 gathered parameters and gradients, and the loss over split logits, are not
-    # in rank_peak's moments.
-    options = par.mixed_precision or par.loss_parallel
-    if par.engine != "torch" or not plain or par.interleave > 1 or options:
+    if _unpredicted(w) is not None:
         return None
     seq = w.values(ir)[S]
     if par.pp > 1:
         if par.tp > 1 or par.dp > 1:
             return None
-        from archspec.backends.count.pipeline_peak import pipeline_peak
-        from archspec.backends.count.stages import stage_ranges
-
-        ranges = [range(*span) for span in stage_ranges(_stage_layers(ir, par))]
-        if stages is None:
-            from archspec.backends.count.flops_report import figures, whole_bytes
-
-            values = w.device_values(ir)
-            kept = [stage.activations for stage in figures(ir, w)[1].stages]
-            stages = [{"activations": whole_bytes(bytes_, values)} for bytes_ in kept]
-        peaks = [
-            pipeline_peak(
-                ir, ranges, [s], stages[s]["activations"], micro_batches, seq, "cuda", micro
-            )
-            for s in range(par.pp)
-        ]
+        return _peaks(_rank_figures(ir, w))
     else:
         fsdp = par.dp > 1
         if micro_batches > 1 or (fsdp and par.zero != 3):
@@ -68,8 +44,72 @@ def workload_peaks(
     return [{"rank": p.rank, "peak": p.peak, "moment": p.moment} for p in peaks]
 
 
-def _stage_layers(ir: IR, par) -> tuple[int, ...]:
+def _unpredicted(w: Workload) -> str | None:
+    """The setting of `w` the per-rank peak does not cover, in words; None if it covers all."""
+    par = w.parallel
+    if par.engine != "torch":
+        return "--engine megatron"
+    for option, value, plain in (
+        ("dtype", w.dtype, "fp32"), ("grad-dtype", w.grad_dtype or w.dtype, "fp32"),
+        ("optimizer", w.optimizer, "adamw"), ("recompute", w.recompute, NO_RECOMPUTE),
+    ):  # fmt: skip
+        if value != plain:
+            return f"--{option} {value}"
+    # FSDP2's bf16 gathered parameters and gradients, and the loss over split logits, are not
+    # in rank_peak's moments.
+    for option in ("mixed_precision", "loss_parallel"):
+        if getattr(par, option):
+            return "--" + option.replace("_", "-")
+    if par.interleave > 1:
+        return f"--interleave {par.interleave}"
+    return None
+
+
+def schedule_memory(ir: IR, w: Workload, stages: list[dict[str, Any]]) -> dict[str, Any]:
+    """count's memory entry under `--schedule`: each rank's bytes (`ranks`: the stages it
+    holds, their parameters, weights, gradients, optimizer states and KV cache, the saved
+    tensors it holds at their most, the peak of its step), the most loaded rank's (training
+    total) as the headline. `stages`: the report's bytes of each stage on a rank alone."""
+    why = _unpredicted(w)
+    if why is not None:
+        raise SpecError(
+            f"--schedule {w.parallel.schedule} with {why}: each rank's figures are those of "
+            "fp32 training with AdamW and no recomputation, as bench trains"
+        )
+    ranks = []
+    for r in _rank_figures(ir, w):
+        mine = [stages[s] for s in r["stages"]]
+        held = {k: sum(st[k] for st in mine) for k in ("params", "kv_cache", "inference_total")}
+        layers = {"layers": [list(stages[s]["layers"]) for s in r["stages"]]}
+        ranks.append({"rank": r["rank"], "stages": r["stages"], **layers, **held, **r})
+    busiest = max(ranks, key=lambda r: r["total"])
+    memory = {k: v for k, v in busiest.items() if k not in ("peak", "peak_moment", "layers")}
+    memory["ranks"] = ranks
+    memory["rank_peaks"] = _peaks(ranks)
+    return memory
+
+
+def _peaks(ranks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"rank": r["rank"], "peak": r["peak"], "moment": r["peak_moment"]} for r in ranks]
+
+
+def _rank_figures(ir: IR, w: Workload) -> list[dict[str, Any]]:
+    """`schedules.rank_figures` for the pipeline of `w` (1F1B where no schedule is given), on
+    GPUs."""
+    from archspec.backends.count.schedules import check_schedule, rank_figures
+
+    par = w.layout()
+    name, per_rank = check_schedule(par.schedule or "1f1b")
+    stages = par.pp * per_rank
     if par.stage_layers is not None:
-        return tuple(par.stage_layers)
-    layers = sum(layer_count(stack, ir) for stack in ir.root.stacks)
-    return (layers // par.pp,) * par.pp
+        counts = tuple(par.stage_layers)
+    else:
+        counts = (sum(layer_count(stack, ir) for stack in ir.root.stacks) // stages,) * stages
+    micro, micro_batches = w.micro_batches()
+    named = (
+        f"--global-batch {w.global_batch} (--batch {micro}: {micro_batches} micro-batches)"
+        if w.global_batch is not None
+        else f"1 micro-batch (--batch {micro}, no --global-batch)"
+    )
+    seq = w.values(ir)[S]
+    return rank_figures(ir, par.pp, counts, name, micro_batches, seq, "cuda", w.attn, micro, named)

@@ -14,7 +14,7 @@ exists.
 
 An action is (kind, stage, micro-batch), kind "F" (forward), "B" (full backward), or the two
 parts the zero-bubble schedules split a backward into, "I" (input gradients) and "W" (weight
-gradients), as torch.distributed.pipelining writes them (`bench.pipeline_order` reads them
+gradients), as torch.distributed.pipelining writes them (`schedule_order` reads them
 from the schedule itself). torch's input backward (`stage_backward_input`) runs with
 retain_graph=True: it frees none of the micro-batch's saved tensors, but on the last stage it
 detaches the loss, whose own (the log-softmax, the targets) go with it; it keeps the gradients

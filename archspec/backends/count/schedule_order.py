@@ -1,5 +1,6 @@
 """The order of actions each rank runs under a multi-stage schedule of
-torch.distributed.pipelining, read from the schedule itself.
+torch.distributed.pipelining, read from the schedule itself (torch imported only here, when
+such a schedule is asked for: `count --schedule` and `bench --schedule` alike).
 
 Interleaved 1F1B, looped BFS and the zero-bubble schedules are `_PipelineScheduleRuntime`s:
 each builds the whole pipeline's order when it is made (`pipeline_order`, every rank's list)
@@ -7,7 +8,7 @@ and lowers it with the sends and receives into `pipeline_order_with_comms`, whic
 runs one action after another. That lowered order, less the communication, is what a rank
 computes and in which order. Making the schedule needs only what it reads of its stages (their
 index, count, group size and rank, and the module), so stand-ins make it here, on the
-launcher's process, without a process group.
+launcher's process (or count's), without a process group.
 
 The single-stage schedules step through their micro-batches in a loop of their own; their
 `pipeline_order` describes it but is not what runs (torch 2.13's 1F1B order starts the last
@@ -19,6 +20,7 @@ micro-batches in flight are count's (`layout.Parallelism.in_flight`).
 from __future__ import annotations
 
 from archspec.backends.count.schedule_walk import Action
+from archspec.backends.count.schedules import SCHEDULES
 from archspec.errors import SpecError
 
 COMPUTE = ("F", "B", "I", "W")
@@ -37,12 +39,14 @@ class _StandInStage:
 
 
 def schedule_order(
-    schedule: str, stages: list[int], n_stages: int, pp: int, micro_batches: int
-) -> dict[int, list[Action]]:
+    schedule: str, stages: list[int], n_stages: int, pp: int, micro_batches: int,
+    named: str | None = None,
+) -> dict[int, list[Action]]:  # fmt: skip
     """Each pp rank's compute actions, in the order it runs them, under torch's `schedule`
     (GPipe, or a multi-stage one: Interleaved1F1B, LoopedBFS, InterleavedZeroBubble,
     ZBVZeroBubble) with rank 0 holding `stages` of `n_stages`. A micro-batch count the
-    schedule refuses is the user's mistake, named."""
+    schedule refuses is the user's mistake, named as the command takes it (`named`; bench's
+    `--batch N` by default)."""
     if schedule == "GPipe":
         return {
             rank: [(step, rank, i) for step in "FB" for i in range(micro_batches)]
@@ -55,7 +59,9 @@ def schedule_order(
     try:
         made = kind(stand_ins, micro_batches)
     except ValueError as e:
-        raise SpecError(f"--schedule {schedule} over --batch {micro_batches}: {e}") from None
+        word = next(k for k, (name, _) in SCHEDULES.items() if name == schedule)
+        named = named or f"--batch {micro_batches}"
+        raise SpecError(f"--schedule {word} over {named}: {e}") from None
     return {
         rank: [
             (str(a.computation_type.value), a.stage_index, a.microbatch_index)
