@@ -7,7 +7,8 @@ loss_parallel()).
 On 2 gloo processes (`long`): with --loss-parallel every step's loss is the single-process
 model's and each rank's saved tensors are count's figure byte for byte; with
 --mixed-precision the losses agree to bf16's precision and each rank's parameters are fp32
-shards and its saved tensors count's figure, byte for byte. The refusals and count's figures run in the default suite."""
+shards and its saved tensors count's figure, byte for byte. The refusals and count's
+figures run in the default suite."""
 
 from __future__ import annotations
 

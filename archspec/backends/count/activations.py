@@ -10,6 +10,13 @@ The prediction equals what torch.autograd.graph.saved_tensors_hooks measures
 (tests/test_memory.py). Korthikanti et al. 2022 (Reducing Activation Recomputation in Large
 Transformer Models) count the same way for Megatron's code.
 
+Each tensor is counted in the compute dtype (`compute` bytes) unless the op that keeps it says
+otherwise: int64 indices, fp32 statistics (attention's log-sum-exp), the torch engine's loss
+over logits cast to fp32, and a norm's tensors as its kind says for the dtype and device
+(`NormKind.kept_bytes`: under bf16 compute on the CPU LayerNorm's statistics are bf16 and
+RMSNorm works on an fp32 copy of its input). So FSDP2's mixed precision (bf16 compute from
+fp32 parameters) is counted exactly on the CPU (tests/test_mixed_precision_saved.py).
+
 A tensor is counted in the scope that made it: one block's tensors once per block (a run of
 identical blocks is interpreted once and multiplied by its count), what a stack builds for all
 its blocks (RoPE's angles, the mask, the encoder output) once.
