@@ -43,9 +43,11 @@ class NormKind:
     # "non-parametric layer norm"), so a module of this kind owns no tensor.
     affine: bool = True
     # With a bf16 (fp16) input on the CPU, whether the norm computes in fp32: torch's rms_norm
-    # upcasts its input there (its composite: `input.to(float32)`, then pow, rsqrt and mul),
-    # Gemma's and OLMo's norms call `.float()` themselves. False: native_layer_norm works on
-    # the input as it is. See `kept_bytes`.
+    # upcasts its input there (rms_norm_symint calls _fused_rms_norm, on the CPU the composite
+    # `input.to(float32)`, then pow, rsqrt and mul, as autograd's saved tensors show), Gemma's
+    # and OLMo's norms call `.float()` themselves. False: native_layer_norm works on the input
+    # as it is. See `kept_bytes`. (On a GPU _fused_rms_norm is a kernel of its own whose
+    # backward reads the input and 1/rms alone: not measured here, count keeps its figure.)
     upcasts_on_cpu: bool = False
 
     def kept_bytes(self, compute: int, device: str) -> NormKept:
