@@ -9,6 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+FP32 = 4
+
+
+@dataclass(frozen=True)
+class NormKept:
+    """Bytes per element of what a norm keeps for backward (`NormKind.kept_bytes`)."""
+
+    input_copy: int | None  # an fp32 copy of the input it keeps instead of it; None: the input
+    statistic: int  # each per-row statistic (mean, 1/std, 1/rms)
+    normalised: int  # the normalised input, where the kind keeps it
+    scale: int  # the scale it computes from its weight, where the kind keeps it
+
 
 @dataclass(frozen=True)
 class NormKind:
@@ -19,7 +31,7 @@ class NormKind:
     bias_by_default: bool  # `norm.bias` when the spec leaves it out
     allows_bias: bool
     keeps_normalised: bool  # autograd keeps the normalised input too (for the scale's gradient)
-    row_statistics: int  # fp32 values kept per row (mean, 1/std, 1/rms)
+    row_statistics: int  # values kept per row (mean, 1/std, 1/rms; their dtype: kept_bytes)
     # autograd keeps the scale the norm computes from its weight (Gemma's 1 + w, float32)
     keeps_scale: bool = False
     min_torch: str | None = None  # the torch release that added the module, if recent
@@ -30,6 +42,31 @@ class NormKind:
     # A learned scale (`weight`, and `bias` where allowed); False: no parameters at all (OLMo's
     # "non-parametric layer norm"), so a module of this kind owns no tensor.
     affine: bool = True
+    # With a bf16 (fp16) input on the CPU, whether the norm computes in fp32: torch's rms_norm
+    # upcasts its input there (rms_norm_symint calls _fused_rms_norm, on the CPU the composite
+    # `input.to(float32)`, then pow, rsqrt and mul, as autograd's saved tensors show), Gemma's
+    # and OLMo's norms call `.float()` themselves. False: native_layer_norm works on the input
+    # as it is. See `kept_bytes`. (On a GPU _fused_rms_norm is a kernel of its own whose
+    # backward reads the input and 1/rms alone: not measured here, count keeps its figure.)
+    upcasts_on_cpu: bool = False
+
+    def kept_bytes(self, compute: int, device: str) -> NormKept:
+        """What autograd keeps for the norm's backward, in bytes per element, for an input of
+        `compute` bytes on `device` (measured with saved_tensors_hooks on torch 2.13's CPU
+        kernels, tests/test_mixed_precision_saved.py). In fp32 on any device: the input itself,
+        fp32 statistics, the normalised input in fp32 and the scale in fp32. With bf16 compute
+        on the CPU, a norm that upcasts keeps an fp32 copy of its input (a storage of its own;
+        the bf16 input is not kept) and everything else in fp32; native_layer_norm keeps its
+        mean and 1/std in the input's dtype (its CPU kernel accumulates in fp32 only for a
+        weight wider than the input: FSDP2's mixed precision casts the weight to bf16 too)
+        and the scale it is given, w + 1, in the weights' dtype. On a GPU the statistics are
+        fp32 (the CUDA kernels' accumulate type), as count keeps them in every dtype; bf16
+        norms on a GPU are not measured here."""
+        if compute == FP32 or device != "cpu":
+            return NormKept(None, FP32, compute, FP32)
+        if self.upcasts_on_cpu:
+            return NormKept(FP32, FP32, FP32, FP32)
+        return NormKept(None, compute, compute, compute)
 
     @property
     def constructor(self) -> str:
@@ -95,6 +132,7 @@ NORMS: dict[str, NormKind] = {
             keeps_normalised=True,
             row_statistics=1,
             min_torch="2.4",
+            upcasts_on_cpu=True,
         ),
         NormKind(
             name="offset_rmsnorm",
@@ -108,6 +146,7 @@ NORMS: dict[str, NormKind] = {
             row_statistics=1,
             keeps_scale=True,  # y * (1 + w) keeps 1 + w for the gradient of y
             min_torch="2.4",
+            upcasts_on_cpu=True,
             own=True,
             base="RMSNorm",
         ),
@@ -124,6 +163,7 @@ NORMS: dict[str, NormKind] = {
             own=True,
             base="LayerNorm",
             affine=False,
+            upcasts_on_cpu=True,
         ),
         NormKind(
             name="offset_layernorm",

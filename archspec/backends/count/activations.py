@@ -10,6 +10,13 @@ The prediction equals what torch.autograd.graph.saved_tensors_hooks measures
 (tests/test_memory.py). Korthikanti et al. 2022 (Reducing Activation Recomputation in Large
 Transformer Models) count the same way for Megatron's code.
 
+Each tensor is counted in the compute dtype (`compute` bytes) unless the op that keeps it says
+otherwise: int64 indices, fp32 statistics (attention's log-sum-exp), the torch engine's loss
+over logits cast to fp32, and a norm's tensors as its kind says for the dtype and device
+(`NormKind.kept_bytes`: under bf16 compute on the CPU LayerNorm's statistics are bf16 and
+RMSNorm works on an fp32 copy of its input). So FSDP2's mixed precision (bf16 compute from
+fp32 parameters) is counted exactly on the CPU (tests/test_mixed_precision_saved.py).
+
 A tensor is counted in the scope that made it: one block's tensors once per block (a run of
 identical blocks is interpreted once and multiplied by its count), what a stack builds for all
 its blocks (RoPE's angles, the mask, the encoder output) once.
@@ -42,7 +49,9 @@ from archspec.ir.nodes import IR, Block, Run
 from archspec.ir.sequence_ends import final_norm_split
 from archspec.kinds import ACTIVATIONS, NORMS
 
-STATS = 4  # a norm's per-row mean / 1/rms, attention's log-sum-exp and router weights are fp32
+# fp32: attention's log-sum-exp, router weights, the torch engine's loss (a norm's statistics:
+# NormKind.kept_bytes)
+STATS = 4
 INDEX = 8  # token ids, positions and expert choices are int64
 BOOL = 1
 
@@ -92,6 +101,7 @@ class ActivationCounter:
         # multiplies by a mask in the compute dtype on the CPU.
         self.sdpa_mask_bytes = BOOL if device != "cpu" else compute
         self.c = compute
+        self.device = device
         self.attn = attn
         self.recompute = recompute
         self.tp = tp  # tensor-parallel ranks: each keeps its share of what is split
@@ -195,16 +205,30 @@ class ActivationCounter:
         self.in_split_norm = False
 
     def norm_kept(self, op: ops.NormOp) -> None:
-        entry = NORMS[op.module.kind]
-        self.keep(op.x)
         # A norm over each head (Qwen3's q_norm) has one row of statistics per head.
         x = op.x
         rows = self.lengths.rows(x) * (x.width / op.module.dim)
-        self.keep_new(rows, entry.row_statistics * STATS, split=x.split, rows=x.rows)
+        for part in self.norm_parts(op.module, x, rows):
+            if part is None:
+                self.keep(x)
+            else:
+                self.keep_new(*part)
+
+    def norm_parts(self, norm, x: ops.Value, rows: sp.Expr) -> list:
+        """What a norm over `x` keeps, in the dtypes its kind says (`NormKind.kept_bytes`):
+        None for x itself, else a tensor of its own as keep_new's (elements, bytes each,
+        split, rows): an fp32 copy of x, the statistics, the normalised x, the scale."""
+        entry = NORMS[norm.kind]
+        each = entry.kept_bytes(self.c, self.device)
+        elements = self.lengths.elements(x)
+        copy = each.input_copy
+        parts = [None if copy is None else (elements, copy, x.split, x.rows)]
+        parts.append((rows, entry.row_statistics * each.statistic, x.split, x.rows))
         if entry.keeps_normalised:
-            self.keep_new(self.lengths.elements(x), self.c, split=x.split, rows=x.rows)
+            parts.append((elements, each.normalised, x.split, x.rows))
         if entry.keeps_scale:
-            self.keep_new(op.module.dim, STATS, rows="weights")
+            parts.append((norm.dim, each.scale, False, "weights"))
+        return parts
 
     def op_activationop(self, op: ops.ActivationOp) -> None:
         keeps = ACTIVATIONS[op.kind].keeps
@@ -246,12 +270,16 @@ class ActivationCounter:
 
     def op_loss(self, op: ops.Loss) -> None:
         # Cross-entropy keeps the log-softmax over the logits (vocabulary-parallel: split).
+        # The torch engine's loss casts the logits to fp32 first, as torchtitan's
+        # cross_entropy_loss and bench's training_loss do (`logits.float()`): under bf16
+        # compute the log-softmax and the weight sum are fp32 (the cast keeps nothing).
+        loss_bytes = STATS if self.engine == "torch" else self.c
         split = op.logits.split and self.loss_parallel
-        self.keep_new(self.lengths.elements(op.logits), self.c, split=split)
+        self.keep_new(self.lengths.elements(op.logits), loss_bytes, split=split)
         # The negative log-likelihood keeps the targets (int64, one per token, whole on every
         # rank) and the sum of their weights (one scalar).
         self.keep_new(self.lengths.rows(op.logits), INDEX, rows="targets")
-        self.keep_new(sp.Integer(1), self.c, rows="targets")
+        self.keep_new(sp.Integer(1), loss_bytes, rows="targets")
 
     def op_dropout(self, op: ops.Dropout) -> None:
         # The mask of kept elements (one byte each); the output is kept by whatever reads it.
@@ -502,11 +530,11 @@ def _final_norm_bytes(counter: ActivationCounter, norm) -> sp.Expr:
     from archspec.ir.ops import Value
 
     x = Value("x", "tokens", norm.dim)
-    entry = NORMS[norm.kind]
-    rows = counter.lengths.rows(x)
-    kept = counter.bytes(x) + rows * entry.row_statistics * STATS * counter.share(False)
-    if entry.keeps_normalised:
-        kept += counter.bytes(x)
-    if entry.keeps_scale:
-        kept += norm.dim * STATS
-    return kept
+
+    def size(part) -> sp.Expr:
+        if part is None:
+            return counter.bytes(x)
+        elements, each, split, rows = part
+        return elements * each * counter.share(split, rows=rows)
+
+    return sp.Add(*map(size, counter.norm_parts(norm, x, counter.lengths.rows(x))))
