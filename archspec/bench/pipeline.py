@@ -46,6 +46,13 @@ def check_pipeline(
             f"--pp {pp} with {what}: the generated pipeline lays its stages out over dp_shard "
             "(--zero 3) and --tp only",
         )
+    if schedule in ("interleaved-zb", "zbv") and dims["dp_shard"] > 1:
+        raise SpecError(
+            f"--schedule {schedule} with --zero 3 over {dims['dp_shard']} data-parallel ranks: "
+            "a zero-bubble schedule splits the backward in two, which FSDP2 does not follow "
+            "(the sharded weights get no gradient)",
+            hint="use 1f1b, gpipe, interleaved-1f1b or looped-bfs",
+        )
     why = refusal(Features(ir))
     if why is not None:
         raise SpecError(why)

@@ -263,7 +263,8 @@ class Pipeline(nn.Module):
         last = self.n_stages - 1 in self.indices
         kwargs = {"target": target, "losses": losses} if last else {}
         out = self.schedule.step(*args, **kwargs)
-        for w in self.tied:  # a DTensor's gradient may come back whole (tp's embedding)
+        # A DTensor's gradient may come back whole (tp's embedding): as its weight.
+        for w in self.tied:
             held = getattr(w, "placements", None)
             if held is not None and w.grad.placements != held:
                 w.grad = w.grad.redistribute(w.device_mesh, held)
@@ -302,6 +303,8 @@ def build_pipeline(
     # (torchtitan's order: "pp" outermost), where one has more than one rank.
     from torch.distributed.pipelining.schedules import (
         PipelineScheduleSingle,
+        ScheduleDualPipeV,
+        ScheduleInterleavedZeroBubble,
         ScheduleZBVZeroBubble,
         get_schedule_class,
     )
@@ -337,6 +340,14 @@ def build_pipeline(
     beside = [name for name in spread if name not in ("dp", "dp_shard", "tp")]
     if beside:
         raise ValueError(f"pipeline stages over dp_shard and tp, not {beside}")
+    halves = (
+        ScheduleInterleavedZeroBubble,
+        ScheduleZBVZeroBubble,
+        ScheduleDualPipeV,
+    )
+    if "dp_shard" in spread and issubclass(kind, halves):
+        # Measured: the weights FSDP2 shards got no gradient.
+        raise ValueError(f"{schedule} splits the backward: FSDP2 does not follow")
     for stage in stages if spread else ():
         stage.lay_out(parallelize, mesh[others])
     return Pipeline(
