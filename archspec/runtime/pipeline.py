@@ -192,7 +192,7 @@ class PipelineStageModel(nn.Module):
             self.input, self.running = None, False
 
     def ended(self, inputs: Tensor, x: Tensor) -> Tensor:
-        # The model's forward ended at this stage's last block: the model's own forward
+        # The model's forward ended at this stage's last block: its own forward
         # hooks still run, on x (FSDP2's reshards its unit and hooks its backward).
         model = self.model
         for key, hook in list(model._forward_hooks.items()):
