@@ -2,7 +2,8 @@
 outermost and "dp_shard" or "tp", each stage laid out by the generated `parallelize`, on 4 gloo
 processes, against the single-process model (loss and every gradient of one step, tied and
 untied heads); `archspec bench --nproc 4 --pp 2 --zero 3` and `--tp 2` against the model alone
-(`reference_losses`). What bench refuses is refused before any process starts."""
+(`reference_losses`), and all three on 8 processes. What bench refuses is refused before any
+process starts."""
 
 from __future__ import annotations
 
@@ -89,6 +90,22 @@ def test_bench_pipeline_beside_tensor_parallelism():
         assert rank["losses"] == pytest.approx(r["reference_losses"], abs=1e-4)
     for rank in r["ranks"]:
         assert not {"predicted_peak_bytes", "predicted_saved_tensor_bytes"} & set(rank)
+
+
+@pytest.mark.long
+def test_bench_pipeline_beside_fsdp2_and_tensor_parallelism():
+    """All three on 8 processes: each data rank's tp pair of the last stage gives its rows'
+    loss, and the mean over the data ranks is the model's over all of them."""
+    args = ["bench", "gpt2", *as_sets([*TINY, *NO_DROPOUT]), *BENCH, "--tp", "2", "--zero", "3"]
+    args[args.index("--nproc") + 1] = "8"
+    result = CliRunner().invoke(app, [*args, "--steps", "1", "--warmup", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)
+    assert r["mesh"] == {"pp": 2, "dp_shard": 2, "ep": 1, "cp": 1, "tp": 2}
+    last = [rank["losses"] for rank in r["ranks"][4:]]  # (dp 0: tp 0, 1), (dp 1: tp 0, 1)
+    assert last[0] == last[1] and last[2] == last[3]
+    mean = [(a + b) / 2 for a, b in zip(last[0], last[2], strict=True)]
+    assert mean == pytest.approx(r["reference_losses"], abs=1e-4)
 
 
 @pytest.mark.parametrize(
