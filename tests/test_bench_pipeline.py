@@ -69,7 +69,6 @@ def test_pipeline_losses_and_bytes_equal_the_prediction(spec, layers):
             "4 stages do not divide the 6 layers",
         ),
         (["--nproc", "2", "--pp", "2", "--schedule", "foo"], "--schedule 'foo' is not one of"),
-        (["--nproc", "4", "--pp", "2", "--tp", "2"], "a pipeline runs on every process, alone"),
     ],
 )
 def test_refusals(options, message):

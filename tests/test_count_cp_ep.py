@@ -210,7 +210,7 @@ def test_megatron_cp_runs_each_rank_on_its_chunk():
         ("mixtral-8x7b", ["--engine", "torch", "--ep", "2", "--tp", "2", "--gpus", "4",
                           "--zero", "3"], "beside --tp 2 are not counted"),
         ("llama-2-7b", ["--engine", "torch", "--cp", "2", "--pp", "2", "--gpus", "4"],
-         "the generated pipeline() runs alone"),
+         "counts the generated pipeline() alone"),
         ("llama-2-7b", ["--cp", "0"], "--cp must be at least 1"),
     ],
 )  # fmt: skip

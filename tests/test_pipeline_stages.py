@@ -160,7 +160,7 @@ def test_count_says_what_each_stage_holds(name):
         (["--stage-layers", "1,1"], "--stage-layers 1,1 adds up to 2 layers, not the model's 3"),
         (["--stage-layers", "3"], "--stage-layers 3 lists 1 stages, not the layout's 2"),
         (["--stage-layers", "x"], "as whole numbers"),
-        (["--tp", "2", "--gpus", "4"], "the generated pipeline() runs alone, not with --tp 2"),
+        (["--tp", "2", "--gpus", "4"], "counts the generated pipeline() alone, not beside --tp 2"),
     ],
 )
 def test_count_refuses_stages_that_do_not_fit(options, message):

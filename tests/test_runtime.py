@@ -334,6 +334,7 @@ PARALLEL_IMPORTS = (
     "from torch.distributed.tensor import",
     "from torch.distributed.tensor.parallel",
     "from torch.distributed.pipelining",  # inside pipeline's copies
+    "from torch.distributed.fsdp",  # inside parallelize, and pipeline's copies
 )
 
 

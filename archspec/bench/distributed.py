@@ -55,7 +55,10 @@ def check_options_of_parallelize(
                                      ("loss-parallel", loss_parallel),
                                      ("sp", sequence_parallel)) if on]  # fmt: skip
     if options and dims["pp"] > 1:
-        raise SpecError(f"--{options[0]} with --pp: the generated pipeline() runs alone")
+        raise SpecError(
+            f"--{options[0]} with --pp: the generated pipeline() lays its stages out with "
+            "parallelize's defaults"
+        )
     if mixed_precision and dims["dp_shard"] * dims["ep"] == 1:
         raise SpecError(
             "--mixed-precision is FSDP2's: it needs data-parallel ranks (--nproc above "
@@ -241,8 +244,9 @@ def run_distributed(
     stage_layers = schedule = None
     stages: list = []
     if pp > 1:
-        stage_layers, schedule = check_pipeline(ir, nproc, tp, zero, **pipeline)
-        stages = stage_predictions(ir, pp, stage_layers, schedule, batch, seq, device)
+        stage_layers, schedule = check_pipeline(ir, dims, **pipeline)
+        if pp == nproc:  # count lays out a pipeline alone, not beside tp or dp_shard
+            stages = stage_predictions(ir, pp, stage_layers, schedule, batch, seq, device)
     check_heads(ir, tp)
     check_model_layout(ir, dims, seq)
     # Refuses what cannot be split. count lays out neither a pipeline's mesh as one figure
@@ -291,6 +295,13 @@ def run_distributed(
         r["predicted_bytes"] = predicted_bytes  # a pipeline rank's own stage
         if "peak" in predicted_bytes:
             r["predicted_peak_bytes"] = predicted_bytes["peak"]
+    if pp > 1 and pp < nproc and tp == 1:
+        # Under dp_shard alone each data rank runs the pipeline on its own rows: its stages'
+        # saved tensors are the pipeline's alone (FSDP2's gathered weights are not saved
+        # tensors). Its parameters (FSDP2's shards of each stage) and peak: not predicted.
+        alone = stage_predictions(ir, pp, stage_layers, schedule, batch, seq, device)
+        for r in ranks:
+            r["predicted_saved_tensor_bytes"] = alone[r["stages"][0]]["activations"]
     if pp == 1:
         if not (mixed_precision or loss_parallel):  # not in rank_peak's moments
             _rank_predictions(ir, dims, ranks, batch, seq, device, sequence_parallel)

@@ -12,22 +12,31 @@ from archspec.ir.nodes import IR
 
 
 def check_pipeline(
-    ir: IR, nproc: int, tp: int, zero: int, pp: int, stage_layers: str | None, schedule: str
+    ir: IR, dims: dict[str, int], pp: int, stage_layers: str | None, schedule: str
 ) -> tuple[tuple[int, ...], str]:
     """(layers of each stage, torch's schedule name) for `--pp`, or one clear refusal naming the
-    values. Pipelines run alone: every process one pipeline rank."""
+    values. `dims`: the mesh (`mesh_layout.mesh_dims`, which checked that it divides --nproc);
+    each stage is laid out over dp_shard (FSDP2) and tp by the generated parallelize, not over
+    cp or ep."""
     from archspec.backends.torchgen.features import Features
     from archspec.backends.torchgen.pipeline import refusal
 
     name, per_rank = check_schedule(schedule)
     if pp < 1:
         raise SpecError(f"--pp takes 1 or more stages (got {pp})")
-    if pp != nproc or tp != 1 or zero != 0:
+    beside = {name: dims[name] for name in ("cp", "ep") if dims[name] > 1}
+    if beside:
+        what = ", ".join(f"--{name} {size}" for name, size in beside.items())
         raise SpecError(
-            f"--pp {pp} with --nproc {nproc}, --tp {tp}, --zero {zero}: a pipeline runs on every "
-            "process, alone",
-            hint=f"use --nproc {pp} --pp {pp} (pipelines with tensor or data parallelism are "
-            "not launched yet)",
+            f"--pp {pp} with {what}: the generated pipeline lays its stages out over dp_shard "
+            "(--zero 3) and --tp only",
+        )
+    if schedule in ("interleaved-zb", "zbv") and dims["dp_shard"] > 1:
+        raise SpecError(
+            f"--schedule {schedule} with --zero 3 over {dims['dp_shard']} data-parallel ranks: "
+            "a zero-bubble schedule splits the backward in two, which FSDP2 does not follow "
+            "(the sharded weights get no gradient)",
+            hint="use 1f1b, gpipe, interleaved-1f1b or looped-bfs",
         )
     why = refusal(Features(ir))
     if why is not None:

@@ -1,8 +1,9 @@
-"""One rank of `archspec bench --nproc N --pp N`: the generated model split by its own
+"""One rank of `archspec bench --nproc N --pp P`: the generated model split by its own
 `pipeline` into stages, trained under a schedule of torch.distributed.pipelining, one sequence
-per micro-batch. Reports what `distributed_rank` reports for its layouts, for this rank's
-stages: step times, losses (on the rank of the last stage), parameter bytes, the peak of the
-saved tensors in flight and of the whole step."""
+per micro-batch; beside pp, each stage laid out over dp_shard (FSDP2) and tp by `parallelize`.
+Reports what `distributed_rank` reports for its layouts, for this rank's stages: step times,
+losses (on the ranks of the last stage), parameter bytes, the peak of the saved tensors in
+flight and of the whole step."""
 
 from __future__ import annotations
 
@@ -20,11 +21,11 @@ from archspec.bench.training_data import batch, training_loss
 class InFlight:
     """The saved tensors alive at once (saved_tensors_hooks): each storage counted once from
     the first time autograd saves it until the last saved reference to it is freed (after its
-    micro-batch's backward). Weights are left out; a stage's input, a leaf that needs a
-    gradient like a weight, is not. The schedule's micro-batches of the `batch` tensors (token
-    ids, targets) are views of the whole batch's storage: each counts its own slice, what a
-    micro-batch adds. `peak` is the most bytes at any moment: what the micro-batches a schedule
-    keeps in flight hold."""
+    micro-batch's backward). Weights are left out (FSDP2's gathered ones too); a stage's input,
+    a leaf that needs a gradient like a weight, is not. The schedule's micro-batches of the
+    `batch` tensors (token ids, targets) are views of the whole batch's storage: each counts its
+    own slice, what a micro-batch adds. `peak` is the most bytes at any moment: what the
+    micro-batches a schedule keeps in flight hold."""
 
     def __init__(self, model: torch.nn.Module, batch: tuple[torch.Tensor, ...] = ()) -> None:
         self.weights = {_local(p).untyped_storage().data_ptr() for p in model.parameters()}
@@ -37,7 +38,8 @@ class InFlight:
     def pack(self, t: torch.Tensor) -> Any:
         storage = _local(t).untyped_storage()
         key, size = storage.data_ptr(), storage.nbytes()
-        if key in self.weights:
+        base = t if t._base is None else t._base
+        if key in self.weights or isinstance(base, torch.nn.Parameter):  # FSDP2's gathered
             return t
         if key in self.batch:  # a micro-batch's slice
             key, size = t.data_ptr(), t.numel() * t.element_size()
@@ -75,8 +77,10 @@ def run_pipeline_rank(module: Any, s: dict[str, Any], device: torch.device, rank
     torch.manual_seed(s["seed"])  # the same weights on every rank before the split
     with device:
         model = module.Model(module.Config())
-    mesh = init_device_mesh(device.type, (world,), mesh_dim_names=("pp",))
-    inputs, targets = batch(s, 0, device)
+    dims = s["mesh"]  # pp outermost (archspec.bench.mesh_layout.mesh_dims)
+    mesh = init_device_mesh(device.type, tuple(dims.values()), mesh_dim_names=tuple(dims))
+    # Each data rank its own sequences; its tp ranks and pipeline stages the same ones.
+    inputs, targets = batch(s, mesh["dp_shard"].get_local_rank(), device)
 
     def loss_fn(out: Any, target: torch.Tensor) -> torch.Tensor:
         return training_loss(out, target, s["vocab"])

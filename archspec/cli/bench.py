@@ -262,6 +262,8 @@ def _distributed_title(r: dict) -> str:
     if "pp" in r:
         layers = ",".join(map(str, r["stage_layers"]))
         layout = f"pp={r['pp']} ({r['schedule']}, stages of {layers} layers)"
+        if r["nproc"] > r["pp"]:  # each stage laid out over tp and dp_shard
+            layout += f", tp={r['tp']}, dp={r['dp']}, zero={r['zero']}"
     return (
         f"{asked_title(r['name'], r['overrides'])}: train on {r['nproc']} {r['device']} "
         f"processes, {layout}, B={r['batch']} per replica, S={r['seq']}, "
@@ -289,13 +291,20 @@ def _distributed_note(r: dict) -> str:
             f"layers, against {r['ranks'][0]['expert_rows_balanced']:,} under balanced "
             f"routing ({balanced})."
         )
+    beside = ""
+    if "pp" in r and r["nproc"] > r["pp"]:
+        beside = (
+            " A pipeline beside tp or dp_shard: count lays a pipeline out alone, so each "
+            "rank's parameters and peak are not predicted; under dp_shard alone each data "
+            "rank's saved tensors are its stages' as the pipeline alone keeps them."
+        )
     return (
         f"predicted: count --engine torch ({attn or 'flash'} attention), each rank's "
         "parameters, the activations autograd "
         "keeps (saved tensors, measured with saved_tensors_hooks) and the peak of a whole "
         "step (archspec.backends.count.rank_peak: weights and AdamW moments, plus the "
         "largest of its moments, with FSDP2's gathered parameters, the gradients flowing "
-        f"back and AdamW's temporaries).{routing}"
+        f"back and AdamW's temporaries).{routing}{beside}"
     )
 
 

@@ -12,7 +12,8 @@ its last block (`StageOutput`). The blocks keep their indices in the whole model
 a stage's parameter names are the whole model's.
 
 The generated `pipeline` copies these into itself, one level in (each line fits in 88
-columns there), after its import of torch.distributed.pipelining.
+columns there), after its import of torch.distributed.pipelining; the generated
+`parallelize` copies `held`, with which it lays out a stage as it does a whole model.
 """
 
 import torch
@@ -56,6 +57,16 @@ def pipeline_stage_indices(
     if looped:
         return [rank + k * pp for k in range(per_rank)]
     return [rank]
+
+
+def held(model: nn.Module, path: str) -> nn.Module | None:
+    # The module at `path` if the model holds it with its parameters: a pipeline
+    # stage (pipeline()) holds some, the others None or stand-ins without any.
+    parent, _, name = path.rpartition(".")
+    module = getattr(model.get_submodule(parent), name, None)
+    if module is None or next(module.parameters(), None) is None:
+        return None
+    return module
 
 
 class StageBlocks(nn.ModuleDict):
@@ -124,13 +135,38 @@ class PipelineStageModel(nn.Module):
         for path, module in stand_ins.items():
             parent, _, name = path.rpartition(".")
             setattr(model.get_submodule(parent), name, module)
-        self.model, self.first, self.last = model, first, last
+        self.model, self.stack, self.first, self.last = model, stack, first, last
         self.input: Tensor | None = None  # a later stage's input, in its forward
         self.running = False
-        if not first:
-            stacked.blocks[0].register_forward_pre_hook(self.take_input)
-        if not last:
-            stacked.blocks[-1].register_forward_hook(self.hand_on)
+        self.handles: list = []
+        self.hook_blocks()
+
+    def hook_blocks(self) -> None:
+        # The first block takes the real input before any other hook sees its input;
+        # the last one hands its output on after its other hooks (FSDP2's) ran.
+        for handle in self.handles:
+            handle.remove()
+        blocks = list(self.model.get_submodule(self.stack).blocks)
+        self.handles = []
+        if not self.first:
+            pre = blocks[0].register_forward_pre_hook(self.take_input, prepend=True)
+            self.handles.append(pre)
+        if not self.last:
+            self.handles.append(blocks[-1].register_forward_hook(self.hand_on))
+
+    def lay_out(self, parallelize, mesh) -> None:
+        # The stage's model laid out over `mesh` (the pipeline mesh's other
+        # dimensions) by the model's own parallelize: tensor parallelism, FSDP2's
+        # units. Under FSDP2 the stage is then the root unit around them, as in
+        # torchtitan: torch.distributed.pipelining drives it, each micro-batch's
+        # gradients kept whole until the last backward reduces them once.
+        from torch.distributed.fsdp import FSDPModule, fully_shard
+
+        parallelize(self.model, mesh)
+        if isinstance(self.model, FSDPModule):
+            data = "dp_shard" if "dp_shard" in mesh.mesh_dim_names else "dp"
+            fully_shard(self, mesh=mesh[data])
+        self.hook_blocks()
 
     def take_input(self, block: nn.Module, args: tuple) -> tuple | None:
         if self.input is None:
@@ -151,9 +187,19 @@ class PipelineStageModel(nn.Module):
         try:
             return self.model(inputs)
         except StageOutput as done:
-            return done.x
+            return self.ended(inputs, done.x)
         finally:
             self.input, self.running = None, False
+
+    def ended(self, inputs: Tensor, x: Tensor) -> Tensor:
+        # The model's forward ended at this stage's last block: its own forward
+        # hooks still run, on x (FSDP2's reshards its unit and hooks its backward).
+        model = self.model
+        for key, hook in list(model._forward_hooks.items()):
+            kwargs = ({},) if key in model._forward_hooks_with_kwargs else ()
+            out = hook(model, (inputs,), *kwargs, x)
+            x = x if out is None else out
+        return x
 
 
 class Pipeline(nn.Module):
@@ -217,7 +263,13 @@ class Pipeline(nn.Module):
         last = self.n_stages - 1 in self.indices
         kwargs = {"target": target, "losses": losses} if last else {}
         out = self.schedule.step(*args, **kwargs)
-        grads = [weight.grad for weight in self.tied]
+        # A DTensor's gradient may come back whole (tp's embedding): as its weight.
+        for w in self.tied:
+            held = getattr(w, "placements", None)
+            if held is not None and w.grad.placements != held:
+                w.grad = w.grad.redistribute(w.device_mesh, held)
+        # Each rank's own share of them, under tp or FSDP2 (DTensors).
+        grads = [getattr(w.grad, "_local_tensor", w.grad) for w in self.tied]
         if self.tied_group is not None:
             for grad in grads:
                 torch.distributed.all_reduce(grad, group=self.tied_group)
@@ -242,12 +294,17 @@ def build_pipeline(
     tables: tuple[str, ...],
     head: tuple[str, ...],
     tied: tuple[str, str] | None,
+    parallelize=None,
 ) -> Pipeline:
     # This rank's stages of `model` (a second stage: `make_model()` given the same
     # weights), the schedule named `schedule` (torch's names: 1F1B, GPipe,
-    # Interleaved1F1B, InterleavedZeroBubble, ZBVZeroBubble, ...) over mesh["pp"].
+    # Interleaved1F1B, InterleavedZeroBubble, ZBVZeroBubble, ...) over mesh["pp"];
+    # each stage laid out by `parallelize` over the mesh's other dimensions
+    # (torchtitan's order: "pp" outermost), where one has more than one rank.
     from torch.distributed.pipelining.schedules import (
         PipelineScheduleSingle,
+        ScheduleDualPipeV,
+        ScheduleInterleavedZeroBubble,
         ScheduleZBVZeroBubble,
         get_schedule_class,
     )
@@ -278,6 +335,21 @@ def build_pipeline(
         ends = (i == 0, i == n_stages - 1)  # first, last
         parts = (embedding, tables, head)
         stages.append(PipelineStageModel(whole, stack, layers[i], *ends, *parts))
+    others = tuple(name for name in mesh.mesh_dim_names if name != "pp")
+    spread = [name for name in others if mesh[name].size() > 1]
+    beside = [name for name in spread if name not in ("dp", "dp_shard", "tp")]
+    if beside:
+        raise ValueError(f"pipeline stages over dp_shard and tp, not {beside}")
+    halves = (
+        ScheduleInterleavedZeroBubble,
+        ScheduleZBVZeroBubble,
+        ScheduleDualPipeV,
+    )
+    if "dp_shard" in spread and issubclass(kind, halves):
+        # Measured: the weights FSDP2 shards got no gradient.
+        raise ValueError(f"{schedule} splits the backward: FSDP2 does not follow")
+    for stage in stages if spread else ():
+        stage.lay_out(parallelize, mesh[others])
     return Pipeline(
         stages, indices, n_stages, kind, mesh, loss_fn, n_microbatches, tied, owners
     )

@@ -98,9 +98,10 @@ class Parallelism:
             raise SpecError(f"--engine takes megatron or torch, not {self.engine!r}")
         if self.engine == "torch" and self.pp > 1 and (self.tp * self.dp * self.cp > 1):
             raise SpecError(
-                f"--engine torch: the generated pipeline() runs alone, not with --tp {self.tp}, "
-                f"--cp {self.cp} and {self.dp} data-parallel replicas",
-                hint=f"use --gpus {self.pp} --tp 1",
+                f"--engine torch counts the generated pipeline() alone, not beside --tp "
+                f"{self.tp}, --cp {self.cp} and {self.dp} data-parallel replicas",
+                hint=f"use --gpus {self.pp} --tp 1 (bench runs a pipeline beside --tp and "
+                "--zero 3, predicting only its saved tensors under --zero 3)",
             )
         if self.engine == "torch":
             from archspec.backends.count.split_checks import check_generated_mesh

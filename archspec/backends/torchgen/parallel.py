@@ -305,12 +305,18 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
             "    embedding = RowwiseParallel(input_layouts=Replicate())",
         ]
     body += _dict("root_plan", model_plan(f))
-    body.append("parallelize_module(model, tp, root_plan)")
+    body += [
+        "# Those this model holds: a pipeline stage (pipeline()) holds some.",
+        "root_plan = {k: v for k, v in root_plan.items() if held(model, k)}",
+        "parallelize_module(model, tp, root_plan)",
+    ]
     head = f.lm_head
     if head is not None and head.tied_to:
+        embedding = head.tied_to.rpartition(".")[0]
         body += [
             "# The head and the embedding shard the same matrix by rows: tie them again.",
-            f"model.{head.name}.weight = model.{head.tied_to}",
+            f'if held(model, "{head.name}") and held(model, "{embedding}"):',
+            f"    model.{head.name}.weight = model.{head.tied_to}",
         ]
     grouped = _grouped(f)
     if grouped:
@@ -426,6 +432,7 @@ def parallelize_function(f: Features, size: ExprPrinter) -> str:
         *imports,
         "",
         *_copies("mesh", "mesh_sizes", "flat_mesh"),
+        *_copies("pipeline", "held"),
         "sizes = mesh_sizes(mesh)",
         f"blocks = [{stacks}]",
         'if sizes["tp"] > 1:',

@@ -150,8 +150,9 @@ def _units_beside_blocks(f: Features) -> tuple[list[str], list[str]]:
         return before, []
     parts = [f"model.{last.name}.{last.final_norm.name}"] if last.final_norm is not None else []
     after = [
-        f"last = [{', '.join([*parts, f'model.{head.name}'])}]",
-        "fully_shard(last, mesh=dp, mp_policy=mp_policy, reshard_after_forward=False)",
+        f'if held(model, "{head.name}"):  # not on a pipeline stage before the last',
+        f"    last = [{', '.join([*parts, f'model.{head.name}'])}]",
+        "    fully_shard(last, mesh=dp, mp_policy=mp_policy, reshard_after_forward=False)",
     ]
     return before, after
 

@@ -48,7 +48,12 @@ Returns a module holding this rank's stages (its parameters are what the optimiz
 steps); `step(input_ids, target=targets, losses=losses)` runs one training step's
 forwards and backwards over `n_microbatches` micro-batches of the batch, appending
 each micro-batch's loss_fn(output, target) to `losses` on the last stage's rank.
-Build the model under the same seed on every rank (or load weights) before."""
+Build the model under the same seed on every rank (or load weights) before.
+
+A mesh with "dp_shard" or "tp" beside "pp" ("pp" outermost, as torchtitan orders it)
+lays each stage out with `parallelize` over those dimensions: tensor parallelism,
+FSDP2's units, the stage the root unit around them; feed each data rank its own rows
+of the batch."""
 
 
 def refusal(f: Features) -> str | None:
@@ -115,6 +120,7 @@ def pipeline_function(f: Features) -> str:
         args = ["model", "lambda: Model(model.config)", "mesh", "loss_fn", "n_microbatches"]
         args += ["schedule", "stage_layers", "stages_per_rank"]
         args += [f"{key}={value}" for key, value in where.items()]
+        args.append("parallelize=parallelize")
         copied = [line for code in runtime_sources("pipeline", *COPIED) for line in (code, "")]
         body = [docstring(DOC, 1), "", *copied, call("return build_pipeline", args, 1)]
     head = call("def pipeline", params, 0, " -> nn.Module:")
