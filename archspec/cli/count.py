@@ -67,12 +67,11 @@ def count(
     kv_len: CountKvLen = None, convention: CountConvention = None, dtype: CountDtype = None,
     optimizer: CountOptimizer = None, recompute: CountRecompute = None, attn: CountAttn = None,
     gpus: CountGpus = None, tp: CountTp = None, pp: CountPp = None, cp: CountCp = None,
-    ep: CountEp = None, zero: CountZero = None,
-    sp_: CountSp = None, engine: CountEngine = None, mixed_precision: CountMixedPrecision = False,
-    loss_parallel: CountLossParallel = False, interleave: CountInterleave = None,
-    stage_layers: CountStageLayers = None, schedule: CountSchedule = None,
-    global_batch: CountGlobalBatch = None, grad_dtype: CountGradDtype = None, by: CountBy = None,
-    plot: CountPlot = None,
+    ep: CountEp = None, zero: CountZero = None, sp_: CountSp = None, engine: CountEngine = None,
+    mixed_precision: CountMixedPrecision = False, loss_parallel: CountLossParallel = False,
+    interleave: CountInterleave = None, stage_layers: CountStageLayers = None,
+    schedule: CountSchedule = None, global_batch: CountGlobalBatch = None,
+    grad_dtype: CountGradDtype = None, by: CountBy = None, plot: CountPlot = None,
     force: PlotForce = False, json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Count a spec's parameters exactly, row by row; with `--seq` or `--batch` (or any
@@ -109,8 +108,8 @@ def count(
             kv_len=kv_len, convention=convention, dtype=dtype, optimizer=optimizer,
             recompute=recompute, attn=attn, global_batch=global_batch, grad_dtype=grad_dtype,
             gpus=gpus, tp=tp, pp=pp, cp=cp, ep=ep, zero=zero, sp=sp_, interleave=interleave,
-            stage_layers=stage_layers, mixed_precision=mixed_precision, loss_parallel=loss_parallel,
-            schedule=schedule,
+            stage_layers=stage_layers, mixed_precision=mixed_precision,
+            loss_parallel=loss_parallel, schedule=schedule,
         )  # fmt: skip
         # Plain parameter counts need no formulas: an integer IR spares the sympy import.
         formulas = symbolic or workload is not None or plot is not None or names == "hf"
@@ -120,10 +119,7 @@ def count(
         request.add_costs(report, ir, workload, lengths, symbolic, by)
         if plot is not None:
             sweep.chart_sweep(report, ir, workload, plot, force)
-    if json_:
-        print_json(report)
-    else:
-        _render(report)
+    print_json(report) if json_ else _render(report)
 
 
 def _render(report: dict[str, Any]) -> None:
