@@ -85,6 +85,9 @@ class RankTerms:
     block_moment: Callable[[BackwardMoment, str], sp.Expr]
     held: Callable[[str], sp.Expr]  # what the rank holds besides at `moment`
     optimizer_temporaries: sp.Expr  # the optimizer step's own buffers
+    # Bytes of a compute-time parameter and of its gradient before the reduce-scatter: 2
+    # under FSDP2's mixed precision (param_dtype bf16: the activations bf16 too), else 4.
+    param_bytes: int = 4
 
 
 def step_peak(
@@ -98,6 +101,10 @@ def step_peak(
     if par.pp > 1:
         raise SpecError("the step's peak is worked out for one pipeline stage (--pp 1)")
     c, g = COMPUTE_BYTES[m.dtype], GRAD_BYTES[m.grad_dtype]
+    loss = c  # the bytes of each element of the loss's log-probabilities
+    if rank is not None:
+        # The generated model's loss casts the logits to fp32 (`ActivationCounter.op_loss`).
+        c, g, loss = rank.param_bytes, rank.param_bytes, 4
     split = par.sp and par.tp > 1
     counter = rank.counter_class if rank is not None else None
     parts = activation_parts(
@@ -125,9 +132,11 @@ def step_peak(
     if head is not None:
         vocab = model.vocab_size if par.engine == "torch" else rows
         tokens = B * _longest(model)
-        logits = tokens * vocab * c
-        moments["loss backward"] = kept + 2 * logits
-        moments["head backward"] = kept + tokens * d * c + rows * d * g
+        # nll_loss's and log_softmax's backward: two gradients of the fp32 log-probabilities.
+        moments["loss backward"] = kept + 2 * tokens * vocab * loss
+        # The gradient of the logits (compute dtype) in place of the log-probabilities.
+        logits = tokens * vocab * (c - loss)
+        moments["head backward"] = kept + logits + tokens * d * c + rows * d * g
     # The backward of the last block's MLP and of the first block's (block_backward.py).
     for which in ("last", "first"):
         name = f"{which} block's backward"
