@@ -291,7 +291,7 @@ def _moments(
     param_bytes: int, load: sp.Expr,
 ) -> dict[str, int]:  # fmt: skip
     """step_peak's moments for the rank holding `tensors`, its experts at `load`."""
-    terms = _rank_terms(ir, dims, rank, tensors, optimizer, load, param_bytes)
+    terms = _rank_terms(ir, dims, rank, tensors, optimizer, load, param_bytes, m.device)
     peak = step_peak(ir, m, rank=terms)
     return {k: int(sp.ceiling(v.xreplace(env))) for k, v in peak.moments.items()}
 
@@ -336,7 +336,7 @@ def _check_fsdp_beside_tp(ir: IR, dims: dict[str, int]) -> None:
 
 def _rank_terms(
     ir: IR, dims: dict[str, int], rank: int, tensors: list[int], optimizer: str, load: sp.Expr,
-    param_bytes: int = WEIGHT,
+    param_bytes: int = WEIGHT, device: str = "cuda",
 ) -> RankTerms:  # fmt: skip
     """The terms of step_peak's moments for a rank holding `tensors` (the module docstring)."""
     cp, ep, dp, tp = dims["cp"], dims["ep"], dims["dp_shard"], dims["tp"]
@@ -423,9 +423,35 @@ def _rank_terms(
         whole, reducing = gathered.get(moment, (0, 0))
         return sp.Integer(param_bytes * whole + WEIGHT * reducing)
 
+    def reduce_scatter(moment: str) -> sp.Expr:
+        # A block's post_backward (torch 2.13's FSDPParamGroup.post_backward): it reshards the
+        # block's parameters, lets the previous unit's reduce-scatter input go
+        # (`reduce_scatter_states`, one kept), then `foreach_reduce` allocates the block's
+        # reduce-scatter input (reduce_dtype, whole), copies the gradients in (whole, in the
+        # compute dtype), allocates the output (the rank's shard, reduce_dtype) and
+        # reduce-scatters; gloo's _reduce_scatter_base reduces a copy of the whole input
+        # (measured, each unit on 2 CPU ranks; none on a GPU's NCCL). foreach_reduce means to
+        # free the gradients after the copy-in (`unsharded_grads.clear()`; its loop variable
+        # keeps the last one), but on 2 gloo ranks one rank now and then holds them all
+        # through the reduce-scatter (a timing we did not pin down: benchmarks/RESULTS.md):
+        # counted, the most the step can hold. Held besides: the root's parameters, the
+        # prefetched unit's (the block before, or the embedding), the units done's gradients,
+        # sharded.
+        first = moment == "first block's reduce-scatter"
+        at, prefetched = (0, u.embedding) if first else (-1, units[-2] if len(units) > 1 else 0)
+        done = u.last + (sum(units[1:]) if first else 0)
+        unit = sp.Integer(units[at])
+        copy = unit if device == "cpu" else 0
+        whole = param_bytes * (u.root + prefetched + unit)
+        return whole + WEIGHT * (sp.Integer(done) / data + unit + unit / data + copy)
+
     temporaries = sp.Integer(adamw_temporaries(tensors, optimizer))
     counter = layout_counter(cp, ep, load, experts_sharded=dp > 1)
-    return RankTerms(counter, gradients, block_moment, held, temporaries, param_bytes)
+    alone = data > 1 and tp * cp * ep == 1 and not any(u.experts)  # FSDP2 alone
+    return RankTerms(
+        counter, gradients, block_moment, held, temporaries,
+        reduce_scatter if alone else None, param_bytes,
+    )  # fmt: skip
 
 
 def _has_experts(ir: IR) -> bool:

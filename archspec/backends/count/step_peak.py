@@ -85,6 +85,10 @@ class RankTerms:
     block_moment: Callable[[BackwardMoment, str], sp.Expr]
     held: Callable[[str], sp.Expr]  # what the rank holds besides at `moment`
     optimizer_temporaries: sp.Expr  # the optimizer step's own buffers
+    # What the rank holds besides the activations and the gradient of the block's input when
+    # FSDP2 reduce-scatters the first or the last block's gradients (named as in `moments`);
+    # None where those moments are not counted.
+    reduce_scatter: Callable[[str], sp.Expr] | None = None
     # Bytes of a compute-time parameter and of its gradient before the reduce-scatter: 2
     # under FSDP2's mixed precision (param_dtype bf16: the activations bf16 too), else 4.
     param_bytes: int = 4
@@ -149,6 +153,13 @@ def step_peak(
         ]  # fmt: skip
         if candidates:
             moments[name] = sp.Max(*candidates)
+    if rank is not None and rank.reduce_scatter is not None and parts.layers:
+        # A block's post_backward (rank_peak.py): its backward over, what it kept is freed;
+        # the gradient of its input is alive. The first block's: no block's kept is left.
+        blocks = {"last": kept - parts.after - parts.layers[-1][1], "first": parts.before}
+        for which, alive in blocks.items():
+            name = f"{which} block's reduce-scatter"
+            moments[name] = alive + B * _longest(model) * d * c + rank.reduce_scatter(name)
     # The token embeddings used twice (by a tied head, or by an encoder and a decoder): the
     # second use's gradient and the out-of-place sum autograd accumulates.
     tied = head is not None and head.tied_to is not None
