@@ -2,7 +2,7 @@
 torch engine): tensor parallelism (DTensor), FSDP2 over the data ranks, FSDP2 beside tp (a
 2-D mesh: fully_shard cuts each rank's tp shards, and a unit gathers them back, whole over
 the data ranks but still split over tp), context and expert parallelism; fp32 with
-torch.optim.AdamW as `bench --nproc` trains.
+torch.optim.AdamW as `bench --nproc` trains, or FSDP2's mixed precision (below).
 
 The moments are step_peak.py's, each with the rank's own terms (`RankTerms`):
 
@@ -39,6 +39,12 @@ The moments are step_peak.py's, each with the rank's own terms (`RankTerms`):
   into an fp32 output the sharded gradients view (orig_dtype == reduce_dtype: no cast). The
   loss casts the logits to fp32: its backward's gradients are fp32, the head's gradient of
   the logits bf16. Covered for FSDP2 alone, without experts (`rank_peaks` refuses the rest);
+- a block's reduce-scatter (FSDP2 alone, the first and the last block's; `reduce_scatter` in
+  `_rank_terms`): after its backward, with the gradient of its input alive, the block's
+  reduce-scatter input (fp32, whole) beside its gradients and the output shard, and on the
+  CPU gloo's copy of that input. Under fp32 it stays below the block's backward; under
+  mixed precision, whose fp32 reduce-scatter input is twice the bf16 gradients, it is the
+  peak of small batches (measured, benchmarks/RESULTS.md);
 - the optimizer step: every gradient, plus what AdamW allocates: the for-loop implementation
   (PyTorch's default on the CPU) makes sqrt(second moments) and its quotient for each
   parameter in turn, keeping that quotient until the next parameter's replaces it (`denom`):

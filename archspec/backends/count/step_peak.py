@@ -33,7 +33,8 @@ tests/test_train_peak.py):
 One device without pipeline parallelism (the step's order is a pipeline schedule's otherwise).
 A rank of the generated `parallelize`'s layouts gives its own terms (`RankTerms`, made by
 rank_peak.py): its activations, its gradients and when they are whole or sharded, and what it
-holds besides at each moment (FSDP2's gathered parameters).
+holds besides at each moment (FSDP2's gathered parameters), and under FSDP2 alone the
+moments of the first and the last block's reduce-scatter.
 """
 
 from __future__ import annotations
