@@ -41,8 +41,9 @@ The moments are step_peak.py's, each with the rank's own terms (`RankTerms`):
   the logits bf16. Covered for FSDP2 alone, without experts (`rank_peaks` refuses the rest);
 - a block's reduce-scatter (FSDP2 alone, the first and the last block's; `reduce_scatter` in
   `_rank_terms`): after its backward, with the gradient of its input alive, the block's
-  reduce-scatter input (fp32, whole) beside its gradients and the output shard, and on the
-  CPU gloo's copy of that input. Under fp32 it stays below the block's backward; under
+  reduce-scatter input (fp32, whole), its gradients freed but the last, the output shard,
+  and on the CPU gloo's copy of that input. Under fp32 it stays below the block's backward
+  in the runs measured; under
   mixed precision, whose fp32 reduce-scatter input is twice the bf16 gradients, it is the
   peak of small batches (measured, benchmarks/RESULTS.md);
 - the optimizer step: every gradient, plus what AdamW allocates: the for-loop implementation
@@ -434,30 +435,39 @@ def _rank_terms(
         # block's parameters, lets the previous unit's reduce-scatter input go
         # (`reduce_scatter_states`, one kept), then `foreach_reduce` allocates the block's
         # reduce-scatter input (reduce_dtype, whole), copies the gradients in (whole, in the
-        # compute dtype), allocates the output (the rank's shard, reduce_dtype) and
-        # reduce-scatters; gloo's _reduce_scatter_base reduces a copy of the whole input
-        # (measured, each unit on 2 CPU ranks; none on a GPU's NCCL). foreach_reduce means to
-        # free the gradients after the copy-in (`unsharded_grads.clear()`; its loop variable
-        # keeps the last one), but on 2 gloo ranks one rank now and then holds them all
-        # through the reduce-scatter (a timing we did not pin down: benchmarks/RESULTS.md):
-        # counted, the most the step can hold. Held besides: the root's parameters, the
-        # prefetched unit's (the block before, or the embedding), the units done's gradients,
-        # sharded.
+        # compute dtype) and frees them (`unsharded_grads.clear()`) but the last, which its
+        # loop over the gradients leaves bound to `unsharded_grad` until it returns; then the
+        # output (the rank's shard, reduce_dtype) and the reduce-scatter, where gloo's
+        # _reduce_scatter_base reduces a copy of the whole input (measured, each unit on 2 CPU
+        # ranks; none on a GPU's NCCL). Held besides: the root's parameters, the prefetched
+        # unit's (the block before, or the embedding), the units done's gradients, sharded.
+        # (On 2 gloo ranks one rank now and then holds more here: benchmarks/RESULTS.md.)
         first = moment == "first block's reduce-scatter"
         at, prefetched = (0, u.embedding) if first else (-1, units[-2] if len(units) > 1 else 0)
         done = u.last + (sum(units[1:]) if first else 0)
         unit = sp.Integer(units[at])
         copy = unit if device == "cpu" else 0
-        whole = param_bytes * (u.root + prefetched + unit)
+        whole = param_bytes * (u.root + prefetched + last_tensors[at])
         return whole + WEIGHT * (sp.Integer(done) / data + unit + unit / data + copy)
 
     temporaries = sp.Integer(adamw_temporaries(tensors, optimizer))
     counter = layout_counter(cp, ep, load, experts_sharded=dp > 1)
     alone = data > 1 and tp * cp * ep == 1 and not any(u.experts)  # FSDP2 alone
+    last_tensors = _last_tensors(ir) if alone else []
     return RankTerms(
         counter, gradients, block_moment, held, temporaries,
         reduce_scatter if alone else None, param_bytes,
     )  # fmt: skip
+
+
+def _last_tensors(ir: IR) -> list[int]:
+    """Elements of each block's last parameter tensor (whole), in forward order."""
+    dims = {"pp": 1, "dp_shard": 1, "ep": 1, "cp": 1, "tp": 1}
+    last: dict[int, int] = {}
+    for _, layer, _, tensors in leaf_tensors(ir, dims, 0):
+        if layer is not None and tensors:
+            last[layer] = tensors[-1]
+    return [last[layer] for layer in sorted(last)]
 
 
 def _has_experts(ir: IR) -> bool:
