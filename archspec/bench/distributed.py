@@ -148,7 +148,7 @@ def predicted(
 
 def _rank_predictions(
     ir: IR, dims: dict[str, int], ranks: list[dict[str, Any]], batch: int, seq: int, device: str,
-    sequence_parallel: bool = False,
+    sequence_parallel: bool = False, mixed_precision: bool = False,
 ) -> None:  # fmt: skip
     """Each rank's predicted parameters (under cp or ep), saved tensors and peak of a step
     (`count.rank_peak`), where count lays the mesh out. Under ep, for the routing the
@@ -162,7 +162,10 @@ def _rank_predictions(
         return
     attn = attention_that_runs(ir, device)
     try:
-        peaks = rank_peaks(ir, dims, batch, seq, device, attn, sequence_parallel)
+        peaks = rank_peaks(
+            ir, dims, batch, seq, device, attn, sequence_parallel,
+            mixed_precision=mixed_precision,
+        )  # fmt: skip
     except SpecError:  # a model count does not lay out this way: the run stands, unpredicted
         return
     if dims["ep"] > 1:
@@ -303,8 +306,10 @@ def run_distributed(
         for r in ranks:
             r["predicted_saved_tensor_bytes"] = alone[r["stages"][0]]["activations"]
     if pp == 1:
-        if not (mixed_precision or loss_parallel):  # not in rank_peak's moments
-            _rank_predictions(ir, dims, ranks, batch, seq, device, sequence_parallel)
+        if not loss_parallel:  # not in rank_peak's moments
+            _rank_predictions(
+                ir, dims, ranks, batch, seq, device, sequence_parallel, mixed_precision
+            )
     for r in ranks:
         r["step_time_s"] = statistics.median(r["step_times_s"])
         r["tokens_per_s"] = batch * seq / r["step_time_s"]

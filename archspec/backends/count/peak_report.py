@@ -2,9 +2,10 @@
 layouts (tensor parallelism, FSDP2, FSDP2 beside tp, cp and ep: `rank_peak`, under balanced
 routing) and the generated `pipeline` under each schedule (`schedules.rank_figures`, as bench
 predicts it; without tp or dp), fp32 training with AdamW and no recomputation, on GPUs (the
-foreach AdamW, PyTorch's default there), with or without sequence parallelism; without mixed
-precision or loss parallelism. Other settings get no per-rank peak (and `--schedule`, whose
-figures are all per rank, is refused with them)."""
+foreach AdamW, PyTorch's default there), with or without sequence parallelism, and FSDP2's
+mixed precision (mp_policy="bf16": FSDP2 alone, without experts); without loss parallelism.
+Other settings get no per-rank peak (and `--schedule`, whose figures are all per rank, is
+refused with them)."""
 
 from __future__ import annotations
 
@@ -38,8 +39,11 @@ def workload_peaks(ir: IR, w: Workload) -> list[dict] | None:
 
         dims = {"pp": 1, "dp_shard": par.dp // par.ep, "ep": par.ep, "cp": par.cp, "tp": par.tp}
         try:
-            peaks = rank_peaks(ir, dims, micro, seq, "cuda", w.attn, par.sp)
-        except SpecError:  # FSDP2 beside tp around units it does not count
+            peaks = rank_peaks(
+                ir, dims, micro, seq, "cuda", w.attn, par.sp,
+                mixed_precision=par.mixed_precision,
+            )  # fmt: skip
+        except SpecError:  # FSDP2 beside tp around units it does not count, mixed precision
             return None
     return [{"rank": p.rank, "peak": p.peak, "moment": p.moment} for p in peaks]
 
@@ -55,11 +59,10 @@ def _unpredicted(w: Workload) -> str | None:
     ):  # fmt: skip
         if value != plain:
             return f"--{option} {value}"
-    # FSDP2's bf16 gathered parameters and gradients, and the loss over split logits, are not
-    # in rank_peak's moments.
-    for option in ("mixed_precision", "loss_parallel"):
-        if getattr(par, option):
-            return "--" + option.replace("_", "-")
+    # The loss over split logits is not in rank_peak's moments (FSDP2's mixed precision is,
+    # for FSDP2 alone without experts: `rank_peaks` refuses the rest).
+    if par.loss_parallel:
+        return "--loss-parallel"
     if par.interleave > 1:
         return f"--interleave {par.interleave}"
     return None

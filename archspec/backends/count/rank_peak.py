@@ -2,7 +2,7 @@
 torch engine): tensor parallelism (DTensor), FSDP2 over the data ranks, FSDP2 beside tp (a
 2-D mesh: fully_shard cuts each rank's tp shards, and a unit gathers them back, whole over
 the data ranks but still split over tp), context and expert parallelism; fp32 with
-torch.optim.AdamW as `bench --nproc` trains.
+torch.optim.AdamW as `bench --nproc` trains, or FSDP2's mixed precision (below).
 
 The moments are step_peak.py's, each with the rank's own terms (`RankTerms`):
 
@@ -25,6 +25,27 @@ The moments are step_peak.py's, each with the rank's own terms (`RankTerms`):
   rows (Shard(1)), which gathering copies out through a temporary as large: in the block's
   unit (FSDP2 alone) or, under ep beside dp_shard, in a unit of their own, whole through
   their backward and three times their size while gathered before it (`experts_unit`);
+- FSDP2's mixed precision (parallelize's mp_policy="bf16": MixedPrecisionPolicy(param_dtype
+  bf16, reduce_dtype fp32), `MIXED_PRECISION`), as torch 2.13's fully_shard does it: the
+  shards, AdamW's states and the sharded gradients stay fp32 (`FSDPParam.init_dtype_attrs`:
+  orig_dtype fp32). Gathering a unit copies its shards into a flat bf16 all-gather input
+  (`_get_param_all_gather_inputs`' foreach copy, freed when `foreach_all_gather` returns)
+  inside a bf16 all-gather output, whole, which `foreach_all_gather_copy_out` copies into
+  the unsharded parameters (`init_unsharded_param`: param_dtype, bf16): whole parameters,
+  gathered or prefetched, are 2 bytes each. The forward and backward compute in bf16 (the
+  activations and their gradients: `activation_parts` at 2 bytes), so a unit's gradients
+  are bf16 and whole until `foreach_reduce` copies them into its reduce-scatter input of
+  reduce_dtype (fp32, whole, kept as `reduce_scatter_states` as above) and reduce-scatters
+  into an fp32 output the sharded gradients view (orig_dtype == reduce_dtype: no cast). The
+  loss casts the logits to fp32: its backward's gradients are fp32, the head's gradient of
+  the logits bf16. Covered for FSDP2 alone, without experts (`rank_peaks` refuses the rest);
+- a block's reduce-scatter (FSDP2 alone, the first and the last block's; `reduce_scatter` in
+  `_rank_terms`): after its backward, with the gradient of its input alive, the block's
+  reduce-scatter input (fp32, whole), its gradients freed but the last, the output shard,
+  and on the CPU gloo's copy of that input. Under fp32 it stays below the block's backward
+  in the runs measured; under
+  mixed precision, whose fp32 reduce-scatter input is twice the bf16 gradients, it is the
+  peak of small batches (measured, benchmarks/RESULTS.md);
 - the optimizer step: every gradient, plus what AdamW allocates: the for-loop implementation
   (PyTorch's default on the CPU) makes sqrt(second moments) and its quotient for each
   parameter in turn, keeping that quotient until the next parameter's replaces it (`denom`):
@@ -58,6 +79,7 @@ from archspec.ir.visit import INDEX_NAMES, join, walk
 
 WEIGHT = 4  # fp32 weights, gradients and each AdamW moment
 INDEX = 8  # int64 token ids and targets
+MIXED_PRECISION = 2  # module docstring: FSDP2's mp_policy="bf16"
 
 
 @dataclass(frozen=True)
@@ -222,12 +244,19 @@ def fsdp_units(ir: IR, tp: int = 1, tp_rank: int = 0) -> Units:
 def rank_peaks(
     ir: IR, dims: dict[str, int], batch: int, seq: int, device: str = "cpu", attn: str = "flash",
     sequence_parallel: bool = False, expert_loads: Sequence[ExpertLoad] | None = None,
+    mixed_precision: bool = False,
 ) -> list[RankPeak]:  # fmt: skip
     """Each rank's peak on mesh `dims` (`archspec.bench.mesh_layout.mesh_dims`, without pp),
     `batch` sequences of `seq` positions per data rank; `sequence_parallel`: parallelize's
     (the sequence split over tp between the blocks). `expert_loads`: under ep, the rows each
-    rank's experts receive relative to balanced routing (one per rank; default: balanced)."""
+    rank's experts receive relative to balanced routing (one per rank; default: balanced).
+    `mixed_precision`: parallelize's mp_policy="bf16" (`MIXED_PRECISION`)."""
     tp, cp, ep, dp = dims["tp"], dims["cp"], dims["ep"], dims["dp_shard"]
+    if mixed_precision and (dp * ep == 1 or tp * cp * ep > 1 or _has_experts(ir)):
+        raise SpecError(
+            "the peak per rank under mixed precision covers FSDP2 alone (dp_shard), without experts"
+        )
+    param_bytes = MIXED_PRECISION if mixed_precision else WEIGHT
     if dp > 1 and tp > 1:
         _check_fsdp_beside_tp(ir, dims)
     elif not covered(dims):
@@ -247,7 +276,7 @@ def rank_peaks(
 
     def activations(load: sp.Expr) -> int:
         if load not in kept:
-            kept[load] = _activations(ir, m, cp, ep, env, load)
+            kept[load] = _activations(ir, m, cp, ep, env, load, param_bytes)
         return kept[load]
 
     out = []
@@ -256,7 +285,7 @@ def rank_peaks(
         tensors = local_tensors(ir, dims, rank)
         key = (tuple(tensors), load)
         if key not in alike:
-            at = partial(_moments, ir, m, dims, rank, tensors, optimizer, env)
+            at = partial(_moments, ir, m, dims, rank, tensors, optimizer, env, param_bytes)
             alike[key] = _with_block_loads(at, load, activations)
         steps = len(tensors) * WEIGHT if device == "cpu" else 0
         resident = 3 * WEIGHT * sum(tensors) + steps + 2 * INDEX * batch * seq
@@ -266,10 +295,11 @@ def rank_peaks(
 
 def _moments(
     ir: IR, m, dims: dict[str, int], rank: int, tensors: list[int], optimizer: str, env: dict,
-    load: sp.Expr,
+    param_bytes: int, load: sp.Expr,
 ) -> dict[str, int]:  # fmt: skip
     """step_peak's moments for the rank holding `tensors`, its experts at `load`."""
-    peak = step_peak(ir, m, rank=_rank_terms(ir, dims, rank, tensors, optimizer, load))
+    terms = _rank_terms(ir, dims, rank, tensors, optimizer, load, param_bytes, m.device)
+    peak = step_peak(ir, m, rank=terms)
     return {k: int(sp.ceiling(v.xreplace(env))) for k, v in peak.moments.items()}
 
 
@@ -312,8 +342,9 @@ def _check_fsdp_beside_tp(ir: IR, dims: dict[str, int]) -> None:
 
 
 def _rank_terms(
-    ir: IR, dims: dict[str, int], rank: int, tensors: list[int], optimizer: str, load: sp.Expr
-) -> RankTerms:
+    ir: IR, dims: dict[str, int], rank: int, tensors: list[int], optimizer: str, load: sp.Expr,
+    param_bytes: int = WEIGHT, device: str = "cuda",
+) -> RankTerms:  # fmt: skip
     """The terms of step_peak's moments for a rank holding `tensors` (the module docstring)."""
     cp, ep, dp, tp = dims["cp"], dims["ep"], dims["dp_shard"], dims["tp"]
     data = dp * ep * (cp if dp > 1 else 1)  # the ranks FSDP2 shards over
@@ -339,7 +370,8 @@ def _rank_terms(
         if name == "first block's backward":
             done, own = done + sum(u.blocks[1:]), sum(u.experts[1:])
         sharded = sp.Integer(done) / data + sp.Integer(own) / (ep * dp)
-        alive = moment.activations + WEIGHT * (sharded + made - done - own)
+        # The running unit's gradients are in the compute dtype (`MIXED_PRECISION`).
+        alive = moment.activations + WEIGHT * sharded + param_bytes * (made - done - own)
         return alive + experts_unit(moment, name)
 
     def experts_unit(moment: BackwardMoment, name: str) -> sp.Expr:
@@ -380,31 +412,76 @@ def _rank_terms(
         # backward, the running block's and the one the backward prefetches. Besides, the
         # reduce-scatter input of the unit whose backward ran before (its gradients, whole):
         # FSDP2 keeps it (`reduce_scatter_state`) until the next unit's reduce-scatter.
+        # Parameters and gradients whole in the compute dtype, reduce-scatter inputs in fp32
+        # (`MIXED_PRECISION`).
         before_first = units[1] if len(units) > 1 else u.last
         gathered = {
-            "loss backward": u.root + u.last,
-            "head backward": u.root + u.last + units[-1],
-            "last block's backward": u.root + sum(units[-2:]) + u.last,
-            "first block's backward": u.root + units[0] + u.embedding + before_first,
+            "loss backward": (u.root + u.last, 0),
+            "head backward": (u.root + u.last + units[-1], 0),
+            "last block's backward": (u.root + sum(units[-2:]) + u.last, 0),
+            "first block's backward": (u.root + units[0] + u.embedding, before_first),
             # The last unit's backward (the embedding's, else the root's): its whole
             # parameters and gradients, and the first block's reduce-scatter input.
-            "end of backward": 2 * (u.embedding or u.root)
-            + (u.root if u.embedding else 0)
-            + (units[0] if units else 0),
+            "end of backward": (
+                2 * (u.embedding or u.root) + (u.root if u.embedding else 0),
+                units[0] if units else 0,
+            ),
         }
-        return sp.Integer(WEIGHT * gathered.get(moment, 0))
+        whole, reducing = gathered.get(moment, (0, 0))
+        return sp.Integer(param_bytes * whole + WEIGHT * reducing)
+
+    def reduce_scatter(moment: str) -> sp.Expr:
+        # A block's post_backward (torch 2.13's FSDPParamGroup.post_backward): it reshards the
+        # block's parameters, lets the previous unit's reduce-scatter input go
+        # (`reduce_scatter_states`, one kept), then `foreach_reduce` allocates the block's
+        # reduce-scatter input (reduce_dtype, whole), copies the gradients in (whole, in the
+        # compute dtype) and frees them (`unsharded_grads.clear()`) but the last, which its
+        # loop over the gradients leaves bound to `unsharded_grad` until it returns; then the
+        # output (the rank's shard, reduce_dtype) and the reduce-scatter, where gloo's
+        # _reduce_scatter_base reduces a copy of the whole input (measured, each unit on 2 CPU
+        # ranks; none on a GPU's NCCL). Held besides: the root's parameters, the prefetched
+        # unit's (the block before, or the embedding), the units done's gradients, sharded.
+        # (On 2 gloo ranks one rank now and then holds more here: benchmarks/RESULTS.md.)
+        first = moment == "first block's reduce-scatter"
+        at, prefetched = (0, u.embedding) if first else (-1, units[-2] if len(units) > 1 else 0)
+        done = u.last + (sum(units[1:]) if first else 0)
+        unit = sp.Integer(units[at])
+        copy = unit if device == "cpu" else 0
+        whole = param_bytes * (u.root + prefetched + last_tensors[at])
+        return whole + WEIGHT * (sp.Integer(done) / data + unit + unit / data + copy)
 
     temporaries = sp.Integer(adamw_temporaries(tensors, optimizer))
     counter = layout_counter(cp, ep, load, experts_sharded=dp > 1)
-    return RankTerms(counter, gradients, block_moment, held, temporaries)
+    alone = data > 1 and tp * cp * ep == 1 and not any(u.experts)  # FSDP2 alone
+    last_tensors = _last_tensors(ir) if alone else []
+    return RankTerms(
+        counter, gradients, block_moment, held, temporaries,
+        reduce_scatter if alone else None, param_bytes,
+    )  # fmt: skip
 
 
-def _activations(ir: IR, m, cp: int, ep: int, env: dict, load: sp.Expr) -> int:
+def _last_tensors(ir: IR) -> list[int]:
+    """Elements of each block's last parameter tensor (whole), in forward order."""
+    dims = {"pp": 1, "dp_shard": 1, "ep": 1, "cp": 1, "tp": 1}
+    last: dict[int, int] = {}
+    for _, layer, _, tensors in leaf_tensors(ir, dims, 0):
+        if layer is not None and tensors:
+            last[layer] = tensors[-1]
+    return [last[layer] for layer in sorted(last)]
+
+
+def _has_experts(ir: IR) -> bool:
+    return any(isinstance(p.node, MoE) for p in walk(ir.root))
+
+
+def _activations(
+    ir: IR, m, cp: int, ep: int, env: dict, load: sp.Expr, compute: int = WEIGHT
+) -> int:
     from archspec.backends.count.activations import activation_parts
 
     par = m.parallel
     parts = activation_parts(
-        ir, 4, m.attn, m.recompute, par.tp, par.sp, m.device, "torch",
+        ir, compute, m.attn, m.recompute, par.tp, par.sp, m.device, "torch",
         counter_class=layout_counter(cp, ep, load),
     )  # fmt: skip
     return int(sp.ceiling(parts.total.xreplace({**env, S_DEC: env[S]})))

@@ -33,7 +33,8 @@ tests/test_train_peak.py):
 One device without pipeline parallelism (the step's order is a pipeline schedule's otherwise).
 A rank of the generated `parallelize`'s layouts gives its own terms (`RankTerms`, made by
 rank_peak.py): its activations, its gradients and when they are whole or sharded, and what it
-holds besides at each moment (FSDP2's gathered parameters).
+holds besides at each moment (FSDP2's gathered parameters), and under FSDP2 alone the
+moments of the first and the last block's reduce-scatter.
 """
 
 from __future__ import annotations
@@ -85,6 +86,13 @@ class RankTerms:
     block_moment: Callable[[BackwardMoment, str], sp.Expr]
     held: Callable[[str], sp.Expr]  # what the rank holds besides at `moment`
     optimizer_temporaries: sp.Expr  # the optimizer step's own buffers
+    # What the rank holds besides the activations and the gradient of the block's input when
+    # FSDP2 reduce-scatters the first or the last block's gradients (named as in `moments`);
+    # None where those moments are not counted.
+    reduce_scatter: Callable[[str], sp.Expr] | None = None
+    # Bytes of a compute-time parameter and of its gradient before the reduce-scatter: 2
+    # under FSDP2's mixed precision (param_dtype bf16: the activations bf16 too), else 4.
+    param_bytes: int = 4
 
 
 def step_peak(
@@ -98,6 +106,10 @@ def step_peak(
     if par.pp > 1:
         raise SpecError("the step's peak is worked out for one pipeline stage (--pp 1)")
     c, g = COMPUTE_BYTES[m.dtype], GRAD_BYTES[m.grad_dtype]
+    loss = c  # the bytes of each element of the loss's log-probabilities
+    if rank is not None:
+        # The generated model's loss casts the logits to fp32 (`ActivationCounter.op_loss`).
+        c, g, loss = rank.param_bytes, rank.param_bytes, 4
     split = par.sp and par.tp > 1
     counter = rank.counter_class if rank is not None else None
     parts = activation_parts(
@@ -125,9 +137,11 @@ def step_peak(
     if head is not None:
         vocab = model.vocab_size if par.engine == "torch" else rows
         tokens = B * _longest(model)
-        logits = tokens * vocab * c
-        moments["loss backward"] = kept + 2 * logits
-        moments["head backward"] = kept + tokens * d * c + rows * d * g
+        # nll_loss's and log_softmax's backward: two gradients of the fp32 log-probabilities.
+        moments["loss backward"] = kept + 2 * tokens * vocab * loss
+        # The gradient of the logits (compute dtype) in place of the log-probabilities.
+        logits = tokens * vocab * (c - loss)
+        moments["head backward"] = kept + logits + tokens * d * c + rows * d * g
     # The backward of the last block's MLP and of the first block's (block_backward.py).
     for which in ("last", "first"):
         name = f"{which} block's backward"
@@ -140,6 +154,13 @@ def step_peak(
         ]  # fmt: skip
         if candidates:
             moments[name] = sp.Max(*candidates)
+    if rank is not None and rank.reduce_scatter is not None and parts.layers:
+        # A block's post_backward (rank_peak.py): its backward over, what it kept is freed;
+        # the gradient of its input is alive. The first block's: no block's kept is left.
+        blocks = {"last": kept - parts.after - parts.layers[-1][1], "first": parts.before}
+        for which, alive in blocks.items():
+            name = f"{which} block's reduce-scatter"
+            moments[name] = alive + B * _longest(model) * d * c + rank.reduce_scatter(name)
     # The token embeddings used twice (by a tied head, or by an encoder and a decoder): the
     # second use's gradient and the out-of-place sum autograd accumulates.
     tied = head is not None and head.tied_to is not None
