@@ -10,21 +10,18 @@ mean over the data ranks, the single-process model's loss over the whole batch."
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import re
-import socket
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor
 
 from tests.distributed_worker import _load
+from tests.gloo_spawn import spawn_cases
 
 DATA_DIMS = ("dp_replicate", "dp_shard", "ep")
 BATCH, SEQ, VOCAB, STEPS, LR = 4, 8, 64, 3, 0.1
@@ -129,22 +126,7 @@ def run_case(path: str, dims: dict[str, int], padded: bool = False) -> dict:
     }
 
 
-def worker(rank: int, world: int, port: int, cases: list, out: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    try:
-        results = {key: run_case(*case) for key, *case in cases}
-    finally:
-        dist.destroy_process_group()
-    Path(out, f"rank{rank}.json").write_text(json.dumps(results))
-
-
 def train_on_ranks(world: int, cases: list[tuple], folder: Path) -> list[dict]:
     """Run `cases` (key, generated file, mesh dims[, padded]) on `world` spawned gloo
     processes."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(worker, args=(world, port, cases, str(folder)), nprocs=world, join=True)
-    return [json.loads((folder / f"rank{r}.json").read_text()) for r in range(world)]
+    return spawn_cases(run_case, world, cases, folder)

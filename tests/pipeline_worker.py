@@ -5,19 +5,16 @@ Writes what it measured as JSON; the test compares. `run_pipelines` starts the r
 from __future__ import annotations
 
 import contextlib
-import json
-import os
-import socket
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch.distributed.device_mesh import init_device_mesh
 
 from archspec.bench.pipeline_rank import InFlight
 from tests.distributed_worker import _load
+from tests.gloo_spawn import spawn_cases
 
 STEPS = 2
 
@@ -74,22 +71,7 @@ def run_case(path: str, schedule: str, stage_layers: list[int] | None) -> dict:
     }
 
 
-def worker(rank: int, world: int, port: int, cases: list, out: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    try:
-        results = {key: run_case(*case) for key, *case in cases}
-    finally:
-        dist.destroy_process_group()
-    Path(out, f"rank{rank}.json").write_text(json.dumps(results))
-
-
 def run_pipelines(world: int, cases: list, folder: Path) -> list[dict]:
     """Run `cases` (key, generated file, schedule, stage_layers) on `world` spawned gloo
     processes, on a free port; what each rank measured."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(worker, args=(world, port, cases, str(folder)), nprocs=world, join=True)
-    return [json.loads((folder / f"rank{r}.json").read_text()) for r in range(world)]
+    return spawn_cases(run_case, world, cases, folder)
