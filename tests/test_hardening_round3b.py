@@ -319,3 +319,25 @@ def test_a_rank_records_its_error_where_the_launcher_finds_it(tmp_path) -> None:
     assert done.returncode != 0
     error = (tmp_path / "rank1.error").read_text()
     assert "MASTER_ADDR" in error or "Error" in error.split(":")[0], error
+
+
+def test_a_rank_killed_by_a_signal_is_named(tmp_path) -> None:
+    # No Python exception to record: the launcher's message comes from torchrun's own summary
+    # of a real run whose rank 1 aborts.
+    import subprocess
+    import sys
+
+    from archspec.bench.distributed import _why
+
+    script = tmp_path / "abort.py"
+    script.write_text(
+        "import os, signal\n"
+        "if os.environ['RANK'] == '1':\n"
+        "    os.kill(os.getpid(), signal.SIGABRT)\n"
+    )
+    launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2"]
+    done = subprocess.run([*launch, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    why = _why(str(tmp_path), done.stderr)
+    assert why.startswith("rank 1 exited with code -6"), why
+    assert "SIGABRT" in why, why

@@ -9,6 +9,7 @@ per-device prediction for the same layout."""
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -207,8 +208,26 @@ def _why(folder: str, stderr: str) -> str:
     if failed:
         rank = failed[0].name.removeprefix("rank").removesuffix(".error")
         return f"rank {rank}: {failed[0].read_text(errors='replace').strip()}"
+    cause = _root_cause(stderr)
+    if cause:
+        return cause
     errors = [line for line in stderr.splitlines() if "Error" in line]
     return errors[-1] if errors else stderr.strip()[-500:]
+
+
+def _root_cause(stderr: str) -> str | None:
+    """A rank that died without a Python exception (a signal, a native abort in gloo): the
+    "Root Cause" block of torchrun's summary names its rank, exit code and signal."""
+    block = stderr.partition("Root Cause")[2]
+    fields = dict(re.findall(r"^\s*(rank|exitcode|traceback)\s*:\s*(.+?)\s*$", block, re.M))
+    if "rank" not in fields or "exitcode" not in fields:
+        return None
+    rank, code = fields["rank"].split()[0], fields["exitcode"].split()[0]
+    how = fields.get("traceback", "")
+    detail = "" if how in ("", "<N/A>") or how.startswith("To enable traceback") else f": {how}"
+    # A C++ exception that ended the process (gloo's, say) is printed as "what(): ...".
+    native = [line.strip() for line in stderr.splitlines() if "what():" in line]
+    return f"rank {rank} exited with code {code}{detail}" + (f" ({native[-1]})" if native else "")
 
 
 def run_distributed(
