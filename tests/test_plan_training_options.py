@@ -9,7 +9,6 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from archspec.backends.count.layout import Parallelism
 from archspec.backends.count.params import parameter_count
 from archspec.cli import app
 from archspec.cli.common import compile_spec
@@ -136,11 +135,31 @@ def test_fp8_on_an_accelerator_without_it_is_refused() -> None:
     assert "a100-80g has no fp8 throughput" in result.output
 
 
-def test_count_parallelism_is_unchanged_by_context_parallel_ranks() -> None:
-    # cp ranks are data-parallel replicas to count's model of weights (they hold them whole).
-    lay = Layout(tp=2, pp=1, cp=2)
-    assert lay.dp(16) == 4
-    assert lay.parallelism(16 // 2, 1) == Parallelism(8, 2, 1, 0, False, 1, 1)
+def test_zero_shards_over_the_context_parallel_ranks_too() -> None:
+    # The cp ranks hold the same weights, and both stacks shard them there: Megatron-Core's
+    # distributed optimizer over its dp × cp group, torchtitan's FSDP over the flattened
+    # dp_shard_cp mesh even with one data-parallel rank (parallelize_llama.py and
+    # parallel_dims.py at 9dec370, which ran "FSDP 1 × CP 8" at 256K tokens).
+    lay = Layout(tp=2, pp=1, cp=2, zero=1)
+    assert lay.dp(16) == 4 and lay.parallelism(16, 1).data_ranks == 8
+    result = runner.invoke(app, ["plan", "llama-3-8b", "--gpu", "h100-sxm", "--gpus", "8",
+                                 "--global-batch", "1", "--seq", "65536", "--cp", "8",
+                                 "--zero", "3", "--engine", "fsdp", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["layout"]["dp"] == 1 and report["layout"]["cp"] == 8
+    # Llama 3 8B's 8,030,261,248 parameters (LlamaForCausalLM on the meta device), in bf16,
+    # and AdamW's 12 bytes each, an eighth of them on each rank.
+    params = 8_030_261_248
+    assert report["memory"]["weights"] == pytest.approx(2 * params / 8, rel=1e-9)
+    assert report["memory"]["optimizer"] == pytest.approx(12 * params / 8, rel=1e-9)
+
+
+def test_zero_without_data_or_context_parallel_ranks_is_refused() -> None:
+    result = runner.invoke(app, [*BASE[:4], "--gpus", "2", "--global-batch", "8", "--tp", "2",
+                                 "--zero", "1"])  # fmt: skip
+    assert result.exit_code == 2
+    assert "it needs dp·cp > 1" in " ".join(result.output.split())
 
 
 def test_expert_parallelism_deals_out_the_experts_and_adds_all_to_alls() -> None:

@@ -136,12 +136,13 @@ class MemoryModel:
             weights = float(WEIGHT_BYTES[self.dtype] * params)
             grads = float(GRAD_BYTES[self.grad_dtype] * params)
             opt = float(states * params)
+            # ZeRO shards over the ranks holding the same weights: dp·cp.
             if par.zero >= 1:
-                opt = float(states * full) / par.dp
+                opt = float(states * full) / par.data_ranks
             if par.zero >= 2:
-                grads /= par.dp
+                grads /= par.data_ranks
             if par.zero >= 3:
-                weights /= par.dp
+                weights /= par.data_ranks
             out.append(StageBytes(stage, params, weights, grads, opt, acts))
         return out
 

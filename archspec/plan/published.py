@@ -202,7 +202,7 @@ def candidates(run: Run) -> Candidates:
         for v in vs:
             layout = Layout(run.tp, run.pp, v, mb, run.sp, run.recompute, run.zero, run.cp,
                             run.stage_layers, run.ep)  # fmt: skip
-            par = Parallelism(run.gpus // run.cp, run.tp, run.pp, run.zero, run.sp, v, m)
+            par = Parallelism(run.gpus, run.tp, run.pp, run.zero, run.sp, v, m, cp=run.cp)
             need = memory.busiest(par, mb, run.recompute, run.stage_layers, run.ep).total
             leanest = min(leanest, need)
             everything.append(layout)

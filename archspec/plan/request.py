@@ -130,8 +130,8 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
         raise SpecError(f"--recompute takes one of: {', '.join(RECOMPUTE)}")
     if only["micro_batch"][0] < 1:
         raise SpecError("--batch must be at least 1")
-    par = Parallelism(run.gpus // cp, tp, pp, only["zero"][0], only["sp"][0],
-                      only["interleave"][0])  # fmt: skip
+    par = Parallelism(run.gpus, tp, pp, only["zero"][0], only["sp"][0],
+                      only["interleave"][0], cp=cp)  # fmt: skip
     if tp > system.gpus_per_node:
         raise SpecError(
             f"--tp {tp} spans more than one node of {system.gpus_per_node} accelerators",

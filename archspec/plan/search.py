@@ -110,13 +110,20 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                 # Given, --sp and --zero are tried as given: a layout they cannot run in is
                 # left out with its reason, not silently (which left "no layout runs: ").
                 sps = list(only["sp"]) if "sp" in only else [False, True] if tp > 1 else [False]
-                zeros = list(only["zero"]) if "zero" in only else [0, 1, 2, 3] if dp > 1 else [0]
+                sharded = [0, 1, 2, 3] if dp * cp > 1 else [0]
+                zeros = list(only["zero"]) if "zero" in only else sharded
                 for sp_, rc, zero in product(sps, allowed("recompute", recomputes), zeros):
                     if sp_ and tp == 1:
                         yield None, "sequence parallelism (--sp) needs tensor parallelism (tp > 1)"
                         continue
-                    if zero and dp == 1:
-                        yield None, "ZeRO shards over data-parallel replicas: it needs dp > 1"
+                    if zero and dp * cp == 1:
+                        yield (
+                            None,
+                            (
+                                "ZeRO shards over the data-parallel and context-parallel "
+                                "ranks: it needs dp·cp > 1"
+                            ),
+                        )
                         continue
                     if zero >= 2 and pp > 1:
                         yield None, "ZeRO-2 and -3 are not combined with pipeline parallelism"
@@ -152,7 +159,7 @@ def search(
             result.dropped[reason] += 1
             continue
         m = run.global_batch // (layout.micro_batch * layout.dp(run.gpus))
-        par = layout.parallelism(run.gpus // layout.cp, m)
+        par = layout.parallelism(run.gpus, m)
         key = (layout.tp, layout.pp, layout.interleave)
         if key not in checked:
             try:

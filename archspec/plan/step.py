@@ -80,10 +80,12 @@ class Layout:
     ep: int = 1  # expert parallelism: data-parallel ranks sharing each layer's experts
 
     def parallelism(self, gpus: int, micro_batches: int) -> Parallelism:
-        """count's layout: context-parallel ranks are data-parallel replicas to it (each holds
-        the whole weights and 1/cp of the activations, which the memory model is given)."""
+        """count's layout of all `gpus`. Context-parallel ranks hold the whole weights, so ZeRO
+        shards them over dp·cp (Megatron-Core's distributed optimizer over its dp × cp group,
+        torchtitan's FSDP over its flattened dp_shard_cp mesh); the memory model is given
+        1/cp of the sequence for the activations."""
         return Parallelism(gpus, self.tp, self.pp, self.zero, self.sp, self.interleave,
-                           micro_batches)  # fmt: skip
+                           micro_batches, cp=self.cp)  # fmt: skip
 
     def dp(self, gpus: int) -> int:
         return gpus // (self.tp * self.pp * self.cp)
