@@ -120,6 +120,10 @@ def test_common_spellings_resolve(name: str) -> None:
         (["--engine", "jax"], "--engine takes megatron, deepspeed, nemo, fsdp"),
         (["--engine", "deepspeed", "--pp", "2", "--interleave", "2"],
          "--engine deepspeed has no interleaved pipeline schedule"),
+        (["--pp", "2", "--interleave", "4", "--stage-layers", "2,30"],
+         "stage 0 holds 2 layers, too few for --interleave 4 chunks"),
+        (["--engine", "fsdp", "--pp", "2", "--zero", "3"],
+         "--zero 3 does not combine with pipeline parallelism (--pp) under --engine fsdp"),
     ],
 )  # fmt: skip
 def test_refusals_name_the_values(args: list[str], message: str) -> None:
@@ -238,3 +242,16 @@ def test_training_options_are_reported_as_ignored_when_serving() -> None:
                                  "--tokens", "1T", "--cp", "2", "--json"])  # fmt: skip
     assert result.exit_code == 0
     assert json.loads(result.stdout)["ignored"] == ["--cp", "--tokens"]
+
+
+def test_fsdp_beside_a_pipeline_is_zero_2_and_uneven_stages_interleave() -> None:
+    # torchtitan keeps a stage's gathered weights through its micro-batches beside a
+    # pipeline (ZeRO-2), as Llama 3 405B ran: 7, 8 × 14, 7 layers of 16 stages, 8 chunks each.
+    fsdp = plan_json("--engine", "fsdp", "--pp", "2", "--zero", "2")
+    assert fsdp["layout"]["zero"] == 2 and fsdp["layout"]["pp"] == 2
+    uneven = plan_json("--pp", "4", "--interleave", "8", "--stage-layers", "7,9,9,7")
+    assert uneven["layout"]["stage_layers"] == [7, 9, 9, 7]
+    assert uneven["layout"]["interleave"] == 8
+    # A given micro-batch or interleaving need not be one the search tries.
+    odd = plan_json("--pp", "2", "--interleave", "16", "--batch", "2")
+    assert odd["layout"]["interleave"] == 16 and odd["layout"]["micro_batch"] == 2

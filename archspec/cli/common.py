@@ -181,3 +181,16 @@ def write_output(
 def shown(path: Path | str) -> str:
     """A path as a message shows it: visible characters only."""
     return visible(path)
+
+
+def beyond_context(ir, lengths: list[int] | None) -> None:
+    """Say when S exceeds a learned position table: the formulas still give figures, but the
+    model (`archspec bench`) cannot run that length."""
+    longest = ir.value(ir.root.max_seq_len)
+    tables = [s for s in ir.root.stacks if s.position.entry.table == "absolute"]
+    beyond = [n for n in lengths or () if n > longest]
+    if tables and beyond:
+        say(
+            f"note: S = {max(beyond):,} is beyond {ir.name}'s {longest:,} learned positions: "
+            "the figures are what the formulas give, but the model cannot run that length"
+        )

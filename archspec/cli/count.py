@@ -17,6 +17,7 @@ from archspec.cli.common import (
     SetOpt,
     SpecArg,
     asked_title,
+    beyond_context,
     compile_spec,
     human,
     print_json,
@@ -115,7 +116,7 @@ def count(
         formulas = symbolic or workload is not None or plot is not None or names == "hf"
         ir = compile_spec(spec, set_, symbolic=formulas)
         report = request.params_report(ir, symbolic, names)
-        _beyond_context(ir, lengths)
+        beyond_context(ir, lengths)
         request.add_costs(report, ir, workload, lengths, symbolic, by)
         if plot is not None:
             sweep.chart_sweep(report, ir, workload, plot, force)
@@ -151,19 +152,6 @@ def _render_by_module(report: dict[str, Any]) -> None:
         sections=[len(rows) - 1],
     )  # fmt: skip
     print_table(table)
-
-
-def _beyond_context(ir, lengths: list[int] | None) -> None:
-    """Say when S exceeds a learned position table: the formulas still give figures, but the
-    model (and `archspec bench`) cannot run that length."""
-    longest = ir.value(ir.root.max_seq_len)
-    tables = [s for s in ir.root.stacks if s.position.entry.table == "absolute"]
-    beyond = [n for n in lengths or () if n > longest]
-    if tables and beyond:
-        say(
-            f"note: S = {max(beyond):,} is beyond {ir.name}'s {longest:,} learned positions: "
-            "the figures are what the formulas give, but the model cannot run that length"
-        )
 
 
 def _render_params(report: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 from archspec.cli.application import app
 from archspec.cli.common import (
     asked_title,
+    beyond_context,
     compile_spec,
     human,
     print_json,
@@ -142,26 +143,31 @@ def _train(ir, system, o) -> dict[str, Any]:
     what_if = request.checked_what_if(o.tokens, o.price, o.mfu, o.efficiency)
     run = request.training_run(ir, o.gpus, o.global_batch, o.seq, o.dtype, o.grad_dtype, o.attn,
                                o.top, o.engine)  # fmt: skip
+    beyond_context(ir, [run.seq])
     given = {"tp": o.tp, "pp": o.pp, "interleave": o.interleave, "sp": o.sp_,
              "micro_batch": o.batch, "recompute": o.recompute, "zero": o.zero, "cp": o.cp,
              "ep": o.ep, "stage_layers": o.stage_layers}  # fmt: skip
     only = request.given_layout(ir, system, run, given)
     eff = request.efficiency_override(system, run, o.efficiency)
     result = _run_search(ir, system, run, only, quiet=o.json_, eff=eff)
-    return request.training_report(ir, system, run, result, o.top, only is None, what_if)
+    report = request.training_report(ir, system, run, result, o.top, only is None, what_if)
+    if "warning" in report:
+        stderr().print(f"warning: {markup_safe(report['warning'])}")
+    return report
 
 
 def _run_search(ir, system, run, only, quiet, eff=None):
     from archspec.plan.search import layout_space, search
 
     total = sum(1 for _ in layout_space(ir, system, run, only))
+    given = only is not None  # a given layout is timed even where it does not fit
     if total < 2000 or quiet:
-        return search(ir, system, run, eff=eff, only=only)
+        return search(ir, system, run, eff=eff, only=only, keep_unfit=given)
     from rich.progress import Progress
 
     with Progress(console=stderr(), transient=True) as bar:
         task = bar.add_task("searching layouts", total=total)
-        return search(ir, system, run, eff=eff, only=only,
+        return search(ir, system, run, eff=eff, only=only, keep_unfit=given,
                       progress=lambda done, _: bar.update(task, completed=done))  # fmt: skip
 
 

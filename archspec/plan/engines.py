@@ -47,6 +47,12 @@ class Engine:
     on: tuple[tuple[str, float], ...] = ()
     interleave: bool = True  # the interleaved pipeline schedule exists
     scatter_gather: bool = True  # pipeline sends 1/tp of the activation, gathered after
+    # The highest ZeRO stage the stack runs beside a pipeline: Megatron-LM's distributed
+    # optimizer and DeepSpeed's pipeline engine shard the optimizer states only (1); FSDP
+    # keeps each stage's gathered weights through its micro-batches, which is ZeRO-2
+    # (torchtitan's `reshard_after_forward=not pp_enabled`, parallelize_llama.py at 9dec370;
+    # Llama 3's "we do not reshard after forward computation", Section 3.3.2).
+    pipeline_zero: int = 1
 
     def efficiency(self, accelerator: str | None = None) -> Efficiency:
         accelerator = SAME_TENSOR_CORES.get(accelerator, accelerator)
@@ -80,7 +86,7 @@ ENGINES = {
                    (("b200", 0.90), ("gb200", 0.78), ("h100-sxm", 0.90))),
     "fsdp": Engine("fsdp", True, True, False,
                    "PyTorch FSDP, torchtitan, Composer: sharded DP communication overlapped",
-                   0.68, (("a100-80g", 0.74), ("h100-sxm", 0.64))),
+                   0.68, (("a100-80g", 0.74), ("h100-sxm", 0.64)), pipeline_zero=2),
 }  # fmt: skip
 DEFAULT_ENGINE = "megatron"
 

@@ -44,6 +44,7 @@ def candidate_report(ir: IR, system: System, run: Training, c: Candidate) -> dic
         "mfu": model_flops / t.seconds / peak,
         "hfu": hardware_flops / t.seconds / peak,
         "layout": {**t.layout.as_dict(run.gpus), "micro_batches": t.micro_batches},
+        "fits": c.fits,
         "memory": {
             "stage": mem.stage,
             "weights": round(mem.weights),

@@ -97,15 +97,25 @@ def given_layout(
 
 
 def check_stage_layers(ir: IR, pp: int, interleave: int, stage_layers: tuple[int, ...]) -> None:
-    """The stages checked as count and bench check them, and refused with interleaving, which
-    plan does not time on uneven stages."""
+    """The stages checked as count and bench check them. Interleaved, each stage's layers are
+    dealt into `interleave` chunks, where the first stage's first chunk may hold the embedding
+    alone and the last stage's last chunk the head alone (Llama 3's 405B run: 7, 8 × 14, 7
+    layers over 16 stages of 8 chunks, Section 3.3.2 of the paper), so a stage needs at least
+    as many layers as chunks, one fewer at either end."""
     from archspec.backends.count import stages
     from archspec.backends.count.layout import layer_count
 
     layers = sum(layer_count(s, ir) for s in ir.root.stacks)
     stages.check_stage_layers(stage_layers, pp, layers)
-    if interleave > 1:
-        raise SpecError("--stage-layers with --interleave is not modelled: give one or the other")
+    for i, n in enumerate(stage_layers):
+        slots = n + (i == 0) + (i == len(stage_layers) - 1)
+        if slots < interleave:
+            raise SpecError(
+                f"--stage-layers: stage {i} holds {n} layers, too few for --interleave "
+                f"{interleave} chunks",
+                hint="each chunk holds at least one layer (the first and last stages' end "
+                "chunks may hold the embedding or the head alone)",
+            )
 
 
 def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, list]) -> None:
@@ -153,11 +163,13 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
             f"the interleaved schedule needs the {m} micro-batches per step to be a multiple "
             f"of --pp {pp}"
         )
-    if par.zero >= 2 and pp > 1:
+    if pp > 1 and par.zero > engine.pipeline_zero:
         raise SpecError(
-            f"--zero {par.zero} does not combine with pipeline parallelism (--pp)",
+            f"--zero {par.zero} does not combine with pipeline parallelism (--pp) under "
+            f"--engine {engine.name}",
             hint="Megatron-LM's distributed optimizer and DeepSpeed's pipelines shard only the "
-            "optimizer states: --zero 1",
+            "optimizer states (--zero 1); FSDP keeps a stage's gathered weights through its "
+            "micro-batches (--engine fsdp --zero 2)",
         )
 
 
@@ -203,15 +215,14 @@ def training_report(
     """The search's (or the given layout's) report; a clear message when nothing fits."""
     from archspec.plan.report import search_report
 
+    usable = usable_memory(system.accelerator.memory_bytes)
     if not result.ranked:
-        usable = usable_memory(system.accelerator.memory_bytes)
         need = result.least_unfit
         if need is None:  # a given layout is checked before; a search always has some
             raise SpecError("no layout runs: " + "; ".join(result.dropped))
-        what = "the layout needs" if not searching else "no layout fits: the leanest needs"
         raise SpecError(
-            f"{what} {need / 2**30:.1f} GiB per device; {system.key} has "
-            f"{usable / 2**30:.1f} GiB usable",
+            f"no layout fits: the leanest needs {need / 2**30:.1f} GiB per device; "
+            f"{system.key} has {usable / 2**30:.1f} GiB usable",
             hint="more GPUs, a smaller micro-batch, recomputation or ZeRO shrink what a device "
             "holds",
         )
@@ -219,6 +230,13 @@ def training_report(
 
     report = search_report(ir, system, run, result, top)
     report["searched"] = searching
+    if not report["fits"]:  # a given layout, timed though it does not fit
+        report["warning"] = (
+            f"the layout needs {report['memory']['total'] / 2**30:.1f} GiB per device; "
+            f"{system.key} has {usable / 2**30:.1f} GiB usable: timed, but it would not "
+            "fit as archspec counts memory (what the generated PyTorch code keeps; fused "
+            "kernels keep less)"
+        )
     what_if = what_if or {}
     if what_if.get("mfu") is not None:
         report = with_mfu(report, what_if["mfu"])

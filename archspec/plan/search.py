@@ -4,9 +4,10 @@ model, a cluster and a global batch, timed, with those that do not fit in memory
 The space is Megatron-LM's: tensor parallelism within a node (Narayanan et al. 2021's first
 takeaway: tp up to the GPUs of a node), pipeline stages of whole layers, the interleaved
 schedule only where the micro-batches per step are a multiple of the stages (as Megatron-LM
-requires), ZeRO-2 and -3 only without a pipeline (Megatron-LM's distributed optimizer is ZeRO-1,
-and DeepSpeed's pipeline engine takes ZeRO-1 only; FSDP has no pipeline), and
-micro-batches that are powers of two. Each layout costs a few evaluations of formulas lowered
+requires), beside a pipeline only the ZeRO stage the engine runs there (Megatron-LM's
+distributed optimizer and DeepSpeed's pipeline engine are ZeRO-1; FSDP keeps a stage's gathered
+weights, ZeRO-2: engines.py), and micro-batches that are powers of two. A layout given is
+timed as given, even one that does not fit (flagged). Each layout costs a few evaluations of formulas lowered
 once (step.py, fit.py): thousands take seconds.
 """
 
@@ -45,6 +46,7 @@ def usable_memory(memory_bytes: float) -> float:
 
 
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
+NO_ZERO_RANKS = "ZeRO shards over the data-parallel and context-parallel ranks: it needs dp·cp > 1"
 MAX_INTERLEAVE = 8
 
 
@@ -52,6 +54,7 @@ MAX_INTERLEAVE = 8
 class Candidate:
     time: StepTime
     memory: StageBytes  # the most loaded stage
+    fits: bool = True  # False only for a given layout, timed though it does not fit
 
 
 @dataclass
@@ -65,6 +68,7 @@ class SearchResult:
 def layout_space(ir: IR, system: System, run: Training, only: dict | None = None):
     """Every layout to consider, and the reason each one left out is impossible."""
     only = only or {}
+    engine = get_engine(run.engine)
     layers = sum(layer_count(s, ir) for s in ir.root.stacks)
     gpus = run.gpus
     # With a fused attention kernel selective recomputation has nothing left to replay: it is
@@ -94,12 +98,17 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                 yield None, f"--gpus {gpus} is not a multiple of tp {tp} × pp {pp} × cp {cp}"
             continue  # not a layout of this many devices
         dp = gpus // (tp * pp * cp)
-        if pp == 1 or stage_layers or not get_engine(run.engine).interleave:
+        # A given interleaving or micro-batch is tried as given (request.py checked it), not
+        # only where the searched values (powers of two, up to MAX_INTERLEAVE) hold it.
+        if "interleave" in only:
+            interleaves = list(only["interleave"])
+        elif pp == 1 or stage_layers or not engine.interleave:
             interleaves = [1]
         else:
             interleaves = [v for v in range(1, MAX_INTERLEAVE + 1) if (layers // pp) % v == 0]
-        for v in allowed("interleave", interleaves):
-            for mb in allowed("micro_batch", list(MICRO_BATCHES)):
+        micro_batches = list(only.get("micro_batch", MICRO_BATCHES))
+        for v in interleaves:
+            for mb in micro_batches:
                 if run.global_batch % (mb * dp):
                     yield None, "the global batch is not a whole number of micro-batches"
                     continue
@@ -117,16 +126,10 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                         yield None, "sequence parallelism (--sp) needs tensor parallelism (tp > 1)"
                         continue
                     if zero and dp * cp == 1:
-                        yield (
-                            None,
-                            (
-                                "ZeRO shards over the data-parallel and context-parallel "
-                                "ranks: it needs dp·cp > 1"
-                            ),
-                        )
+                        yield None, NO_ZERO_RANKS
                         continue
-                    if zero >= 2 and pp > 1:
-                        yield None, "ZeRO-2 and -3 are not combined with pipeline parallelism"
+                    if pp > 1 and zero > engine.pipeline_zero:
+                        yield None, f"ZeRO-{zero} is not run beside a pipeline by {engine.name}"
                         continue
                     if dp % ep:
                         yield None, f"--ep {ep} does not divide the {dp} data-parallel ranks"
@@ -142,8 +145,12 @@ def search(
     only: dict | None = None,
     progress: Callable[[int, int], None] | None = None,
     memory: MemoryModel | None = None,
+    keep_unfit: bool = False,
 ) -> SearchResult:
-    """Time every layout that fits, fastest first; count the others by why they were left out."""
+    """Time every layout that fits, fastest first; count the others by why they were left out.
+    With `keep_unfit` (a layout given, not searched) one that does not fit is timed too, and
+    flagged: published runs ran layouts that archspec's memory model, which counts what the
+    generated PyTorch code keeps, says need more than the device has."""
     result = SearchResult()
     model = StepModel(ir, system, run, eff)
     cp = (only or {}).get("cp", [1])[0]  # each rank holds the activations of seq / cp
@@ -175,11 +182,13 @@ def search(
         busiest = memory.busiest(
             par, layout.micro_batch, layout.recompute, layout.stage_layers, layout.ep
         )
-        if busiest.total > capacity:
-            result.dropped["do not fit in memory"] += 1
+        fits = busiest.total <= capacity
+        if not fits:
             result.least_unfit = min(result.least_unfit or busiest.total, busiest.total)
-            continue
-        result.ranked.append(Candidate(model.step(layout), busiest))
+            if not keep_unfit:
+                result.dropped["do not fit in memory"] += 1
+                continue
+        result.ranked.append(Candidate(model.step(layout), busiest, fits))
     if progress is not None:
         progress(len(space), len(space))
     # Ties (layouts that differ only where it costs nothing) go to the one holding less.
