@@ -39,6 +39,11 @@ class Efficiency:
     # a GEMM of its shape would (its softmax and online rescaling run between the two matmuls
     # on the same tiles). Held at 1 by the fit on published.yaml (published.ATTENTION).
     attention: float = 1.0
+    # What communication overlapped with compute still costs, as a fraction of the part the
+    # compute hides: the collective's kernels take streaming multiprocessors and memory
+    # bandwidth from the kernels beside them, so an overlapped step is slower than its compute
+    # alone (0: a perfect overlap, 1: none). Fitted on published.yaml (published.py).
+    overlap_interference: float = 0.0
 
     def matmul(self, m: float, n: float, k: float, half: float | None = None) -> float:
         half = self.matmul_half if half is None else half

@@ -244,6 +244,9 @@ FP8 = tuple(round(0.40 + 0.05 * i, 2) for i in range(13))  # 0.40 .. 1.00
 # swung with the long-context runs, the only ones it changes much. The grid keeps the factor
 # for a what-if (`--efficiency`), fitted at 1.0 only.
 ATTENTION = (1.0,)
+# What overlapped communication still costs (efficiency.py, engines.exposed): from a perfect
+# overlap to none.
+INTERFERENCE = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 def _factors(run: Run) -> tuple[float, ...]:
@@ -254,15 +257,28 @@ def _attention(run: Run) -> tuple[float, ...]:
     return ATTENTION if run.attn == "flash" else (1.0,)
 
 
+def _overlaps(run: Run) -> bool:
+    """Whether any of the run's communication is overlapped (else the interference changes
+    nothing): its engine overlaps some, or context parallelism's ring passes hide behind
+    attention."""
+    engine = ENGINES[run.engine]
+    return engine.overlap_dp or engine.overlap_zero3 or engine.overlap_tp or run.cp > 1
+
+
+def _interference(run: Run) -> tuple[float, ...]:
+    return INTERFERENCE if _overlaps(run) else (0.0,)
+
+
 @cache
-def error_grid() -> dict[tuple[str, float, float, float, float], float]:
+def error_grid() -> dict[tuple[str, float, float, float, float, float], float]:
     """Each expressible run's error at every (half-size, plateau, fp8 factor, attention
-    factor) of the grid."""
+    factor, interference) of the grid."""
     return {
-        (run.name, half, peak, f, a): error(run, replace(
-            CALIBRATED, matmul_peak=peak, matmul_half=half, fp8_matmul=f, attention=a))
+        (run.name, half, peak, f, a, i): error(run, replace(
+            CALIBRATED, matmul_peak=peak, matmul_half=half, fp8_matmul=f, attention=a,
+            overlap_interference=i))
         for run in expressible() for half in HALVES for peak in PEAKS for f in _factors(run)
-        for a in _attention(run)
+        for a in _attention(run) for i in _interference(run)
     }  # fmt: skip
 
 
@@ -278,6 +294,7 @@ class Fit:
     half: float
     fp8: float
     attention: float
+    interference: float
     peaks: dict[str, float]  # engine -> matmul plateau
     on: dict[tuple[str, str], float]  # (engine, accelerator) -> matmul plateau
 
@@ -286,32 +303,41 @@ class Fit:
 
     def efficiency(self, run: Run) -> Efficiency:
         return replace(CALIBRATED, matmul_peak=self.peak(run), matmul_half=self.half,
-                       fp8_matmul=self.fp8, attention=self.attention)  # fmt: skip
+                       fp8_matmul=self.fp8, attention=self.attention,
+                       overlap_interference=self.interference)  # fmt: skip
 
     def error(self, run: Run) -> float:
         return error_grid()[
-            (run.name, self.half, self.peak(run), *_key(run, self.fp8, self.attention))
+            (
+                run.name,
+                self.half,
+                self.peak(run),
+                *_key(run, self.fp8, self.attention, self.interference),
+            )
         ]
 
 
-def _key(run: Run, fp8: float, attention: float) -> tuple[float, float]:
-    """The fp8 and attention factors a run's grid entry is under (1.0 where they change
-    nothing: bf16 runs, materialised attention)."""
-    return (fp8 if run.dtype == "fp8" else 1.0, attention if run.attn == "flash" else 1.0)
+def _key(run: Run, fp8: float, attention: float, interference: float) -> tuple[float, ...]:
+    """The fp8 and attention factors and the interference a run's grid entry is under (1.0,
+    1.0 and 0.0 where they change nothing: bf16 runs, materialised attention, nothing
+    overlapped)."""
+    return (fp8 if run.dtype == "fp8" else 1.0, attention if run.attn == "flash" else 1.0,
+            interference if _overlaps(run) else 0.0)  # fmt: skip
 
 
 def fit(runs: list[Run]) -> Fit:
-    """The half-size, fp8 and attention factors and plateaus minimising the mean absolute
-    error over `runs`: one plateau per engine and accelerator, fitted on that engine's runs
-    there; an engine and accelerator none of `runs` used takes the engine's plateau (fitted on
-    its runs anywhere), an engine none used the plateau fitted on all of them."""
+    """The half-size, fp8 and attention factors, the interference and the plateaus minimising
+    the mean absolute error over `runs`: one plateau per engine and accelerator, fitted on
+    that engine's runs there; an engine and accelerator none of `runs` used takes the
+    engine's plateau (fitted on its runs anywhere), an engine none used the plateau fitted on
+    all of them."""
     grid = error_grid()
     pairs = {(r.engine, accelerator(r)) for r in expressible()}
     best: tuple[float, Fit] | None = None
-    for half, f, a in product(HALVES, FP8, ATTENTION):
+    for half, f, a, i in product(HALVES, FP8, ATTENTION, INTERFERENCE):
 
-        def mae(rs: list[Run], peak: float, half=half, f=f, a=a) -> float:
-            return mean(abs(grid[(r.name, half, peak, *_key(r, f, a))]) for r in rs)
+        def mae(rs: list[Run], peak: float, half=half, f=f, a=a, i=i) -> float:
+            return mean(abs(grid[(r.name, half, peak, *_key(r, f, a, i))]) for r in rs)
 
         def best_peak(rs: list[Run], fallback: float, mae=mae) -> float:
             return min(PEAKS, key=lambda p: mae(rs, p)) if rs else fallback
@@ -325,7 +351,7 @@ def fit(runs: list[Run]) -> Fit:
                 fitted[pair] = best_peak(own, 0.0)
         on = {pair: fitted.get(pair) or transferred(pair, fitted, peaks[pair[0]])
               for pair in sorted(pairs)}  # fmt: skip
-        candidate = Fit(half, f, a, peaks, on)
+        candidate = Fit(half, f, a, i, peaks, on)
         total = mean(abs(candidate.error(r)) for r in runs)
         if best is None or total < best[0]:
             best = (total, candidate)
@@ -425,7 +451,7 @@ def markdown() -> str:
         f"{mean(cv):.1%}, largest {max(cv):.1%} ("
         + "; ".join(f"{w['run']} {w['cv_error']:+.1%}" for w in worst)
         + f"). Constants fitted on all: d½ = {full.half:g}, fp8 factor {full.fp8:.2f}, attention "
-        + f"factor {full.attention:.2f}, plateaus "
+        + f"factor {full.attention:.2f}, overlap interference {full.interference:.2f}, plateaus "
         + ", ".join(f"{e} {p:.2f}" for e, p in full.peaks.items())
         + "; on one accelerator: "
         + ", ".join(f"{e} on {a} {p:.2f}" for (e, a), p in full.on.items())

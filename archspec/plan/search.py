@@ -7,8 +7,8 @@ schedule only where the micro-batches per step are a multiple of the stages (as 
 requires), beside a pipeline only the ZeRO stage the engine runs there (Megatron-LM's
 distributed optimizer and DeepSpeed's pipeline engine are ZeRO-1; FSDP keeps a stage's gathered
 weights, ZeRO-2: engines.py), and micro-batches that are powers of two. A layout given is
-timed as given, even one that does not fit (flagged). Each layout costs a few evaluations of formulas lowered
-once (step.py, fit.py): thousands take seconds.
+timed as given, even one that does not fit (flagged). Each layout costs a few evaluations of
+formulas lowered once (step.py, fit.py): thousands take seconds.
 """
 
 from __future__ import annotations

@@ -191,6 +191,7 @@ class StepModel:
         m = run.global_batch // (layout.micro_batch * dp)
         before, runs, after = self.numbers(layout.micro_batch, cp)
         net = self.eff.network_peak
+        hit = self.eff.overlap_interference  # what overlapped communication still costs
         tp_link = group_link(sysm, tp, 1, net)
         tokens = layout.micro_batch * run.seq // cp  # positions a rank runs per micro-batch
         activation = tokens * self.d_model * self.c
@@ -242,8 +243,8 @@ class StepModel:
             # Overlapped collectives cost what the compute beside them cannot hide: the
             # tensor-parallel ones the matmuls (with sp, engines that overlap them), the
             # ring's passes the attention core.
-            tp_comm = exposed(tp_comm, compute + rec, engine.overlap_tp and layout.sp)
-            cp_comm = exposed(per_stage * layer_cp, attn_core, True)
+            tp_comm = exposed(tp_comm, compute + rec, engine.overlap_tp and layout.sp, hit)
+            cp_comm = exposed(per_stage * layer_cp, attn_core, True, hit)
             stages.append((compute, rec + rec_comm, tp_comm, cp_comm, ep_comm))
         # p2p: each micro-batch crosses every chunk boundary forward and back.
         if pp > 1:
@@ -274,7 +275,7 @@ class StepModel:
         # Overlapped, the reduction runs during the last micro-batch's backward (about two
         # thirds of its compute, and its recomputation).
         last_backward = 2 / 3 * compute + rec
-        dp_comm = exposed(reduction, last_backward, engine.overlap_dp)
+        dp_comm = exposed(reduction, last_backward, engine.overlap_dp, hit)
         if layout.zero >= 3:
             # Weights gathered for the forward and again for the backward of every micro-batch,
             # gradients reduce-scattered after each backward; prefetched, they hide behind the
@@ -282,7 +283,7 @@ class StepModel:
             weights = params * COMPUTE_BYTES["bf16" if run.dtype == "fp8" else run.dtype]
             gather = all_gather(weights, replicas, dp_link)
             scatter = reduce_scatter(grads, replicas, dp_link)
-            dp_comm = m * exposed(2 * gather + scatter, compute + rec, engine.overlap_zero3)
+            dp_comm = m * exposed(2 * gather + scatter, compute + rec, engine.overlap_zero3, hit)
         shard = replicas if layout.zero >= 1 else 1
         optimizer = params / shard * OPTIMIZER_BYTES_PER_PARAM / self.bandwidth
         breakdown = {
