@@ -86,10 +86,11 @@ def test_cross_validated_errors() -> None:
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
     # What docs/plan.md reports (a regression guard, not the target of 8% / 15%):
-    # mean 8.35%, largest 33.6% (MPT-13B on 64 H100s left out; torchtitan's 64K row 33.5%);
-    # 8.28% before Megatron-Bridge's rows reduced their gradients in bf16 as their recipes do.
+    # mean 8.56%, largest 33.6% (MPT-13B on 64 H100s left out; torchtitan's 64K row 33.5%);
+    # 8.35% over 69 runs before OPT-175B (+11.1% left out); 8.28% before Megatron-Bridge's rows
+    # reduced their gradients in bf16 as their recipes do.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
-    assert mean(errors) < 0.084
+    assert mean(errors) < 0.086
     assert max(errors) < 0.337
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
