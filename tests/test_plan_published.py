@@ -9,7 +9,13 @@ from statistics import mean
 import pytest
 
 from archspec.plan import published
-from archspec.plan.engines import ENGINES, FITTED_ATTENTION, FITTED_FP8, FITTED_HALF
+from archspec.plan.engines import (
+    ENGINES,
+    FITTED_ATTENTION,
+    FITTED_FP8,
+    FITTED_HALF,
+    FITTED_INTERFERENCE,
+)
 from archspec.plan.hardware import get_system, load_catalogue
 
 
@@ -60,7 +66,7 @@ def test_runs_that_cannot_be_expressed_say_why() -> None:
 def test_the_shipped_constants_are_the_fit_on_every_run() -> None:
     fit = published.fit(published.expressible())
     assert fit.half == FITTED_HALF and fit.fp8 == FITTED_FP8
-    assert fit.attention == FITTED_ATTENTION
+    assert fit.attention == FITTED_ATTENTION and fit.interference == FITTED_INTERFERENCE
     assert fit.peaks == {name: e.matmul_peak for name, e in ENGINES.items()}
     assert fit.on == {(name, acc): p for name, e in ENGINES.items() for acc, p in e.on}
 
@@ -85,13 +91,12 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard, not the target of 8% / 15%):
-    # mean 8.56%, largest 33.6% (MPT-13B on 64 H100s left out; torchtitan's 64K row 33.5%);
-    # 8.35% over 69 runs before OPT-175B (+11.1% left out); 8.28% before Megatron-Bridge's rows
-    # reduced their gradients in bf16 as their recipes do.
+    # What docs/plan.md reports (a regression guard): mean 7.0%, within the target of
+    # 8%, largest 29.0% (torchtitan's 64K row), far above its 15%; 8.56% and 33.6% before
+    # overlapped communication cost a fitted share of what it hides.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
-    assert mean(errors) < 0.086
-    assert max(errors) < 0.337
+    assert mean(errors) < 0.071
+    assert max(errors) < 0.291
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
     ]
