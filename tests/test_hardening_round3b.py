@@ -230,7 +230,7 @@ def test_plan_serve_refuses_zero_not_turns_it_into_one(option) -> None:
 @pytest.mark.parametrize(
     ("given", "reason"),
     [
-        (["--zero", "3"], "ZeRO shards over data-parallel replicas"),
+        (["--zero", "3"], "ZeRO shards over the data-parallel and context-parallel ranks"),
         (["--sp"], "needs tensor parallelism"),
     ],  # fmt: skip
 )
