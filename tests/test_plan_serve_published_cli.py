@@ -81,3 +81,13 @@ def test_a_batch_that_does_not_fit_is_timed_and_flagged() -> None:
     assert report["fits"] is False
     assert report["decode_token_s"] > 0
     assert "would not fit" in report["warning"] and "warning:" in result.stderr
+
+
+def test_a_request_beyond_learned_positions_is_timed_with_a_note() -> None:
+    # GPT-2's 1,024 learned positions: 1,000 prompt tokens and 100 new ones run beyond them.
+    args = ["plan", "gpt2", "--mode", "serve", "--gpu", "a100-80g", "--prompt", "1000"]
+    beyond = runner.invoke(app, [*args, "--new-tokens", "100", "--json"])
+    within = runner.invoke(app, [*args, "--new-tokens", "24", "--json"])
+    assert beyond.exit_code == within.exit_code == 0
+    assert "S = 1,100 is beyond gpt2's 1,024 learned positions" in beyond.stderr
+    assert "beyond" not in within.stderr

@@ -124,6 +124,9 @@ def _serve(ir, system, o) -> dict[str, Any]:
     """`--mode serve`: prefill, decode and the request's time; training options are ignored."""
     from archspec.plan import request, serve_request
 
+    # An encoder-decoder's decoder holds the new tokens; a decoder the prompt and them.
+    beyond_context(ir, [o.prompt, o.new_tokens] if ir.root.layout == "encoder-decoder"
+                   else [o.prompt + o.new_tokens])  # fmt: skip
     speculation = serve_request.speculation(o.draft, o.speculate, o.accept)
     report = serve_request.serving_report(ir, system, o.gpus, o.tp, o.batch, o.prompt,
                                           o.new_tokens, o.dtype, o.engine, o.group, o.kv_dtype,
