@@ -91,3 +91,19 @@ def test_a_request_beyond_learned_positions_is_timed_with_a_note() -> None:
     assert beyond.exit_code == within.exit_code == 0
     assert "S = 1,100 is beyond gpt2's 1,024 learned positions" in beyond.stderr
     assert "beyond" not in within.stderr
+
+
+@pytest.mark.parametrize("spelling", ["RTX 4090", "nvidia-rtx-4090", "rtx_4090"])
+def test_an_accelerator_served_alone_takes_the_common_spellings(spelling: str) -> None:
+    # As a system's name does ("H100" is h100-sxm): the sources write "RTX 4090".
+    result = runner.invoke(app, ["plan", "llama-2-7b", "--mode", "serve", "--gpu", spelling,
+                                 "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["system"] == "rtx-4090"
+
+
+def test_an_unknown_accelerator_is_refused_with_the_nearest_name() -> None:
+    result = runner.invoke(app, ["plan", "llama-2-7b", "--mode", "serve", "--gpu", "rtx4090"])
+    assert result.exit_code == 2
+    assert "unknown system or accelerator 'rtx4090'" in result.stderr
+    assert "did you mean 'rtx-4090'?" in result.stderr
