@@ -88,3 +88,43 @@ def test_only_the_figure_whose_source_ran_without_the_cache_is_marked() -> None:
     assert [(f.source, f.model, f.precision) for f in marked] == [
         ("tinychat", "falcon-7b", "fp16")]  # fmt: skip
     assert "transformers#24701" in sources["tinychat"]["setting"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "options", "message"),
+    [
+        ("falcon-7b", ["--kv-dtype", "fp8"], "--kv-dtype fp8 is the KV cache's dtype"),
+        ("falcon-7b", ["--rate", "1"], "continuous batching"),
+        ("falcon-7b", ["--draft", "falcon-7b", "--accept", "0.7"], "speculative decoding"),
+        ("t5-small", [], "--no-kv-cache: t5-small is an encoder-decoder"),
+    ],
+)
+def test_what_needs_a_cache_is_refused_without_one(spec, options, message) -> None:
+    from typer.testing import CliRunner
+
+    from archspec.cli import app
+
+    args = ["plan", spec, "--mode", "serve", "--gpu", "rtx-4090", "--no-kv-cache", *options]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_without_the_cache_the_command_keeps_none() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from archspec.cli import app
+
+    args = ["plan", "falcon-7b", "--mode", "serve", "--gpu", "rtx-4090", "--json"]
+    cached, uncached = (json.loads(CliRunner().invoke(app, args + extra).stdout)
+                        for extra in ([], ["--no-kv-cache"]))  # fmt: skip
+    assert (cached["kv_cache"], uncached["kv_cache"]) == (True, False)
+    assert cached["memory"]["kv_cache"] > 0 == uncached["memory"]["kv_cache"]
+    assert uncached["memory"]["weights"] == cached["memory"]["weights"]
+    # The prefill is the same forward; each step without the cache is a forward over the
+    # whole sequence so far (512 + 64 positions), longer than the prefill over 512.
+    assert uncached["prefill_s"] == cached["prefill_s"]
+    assert uncached["decode_token_s"] > uncached["prefill_s"] > cached["decode_token_s"]

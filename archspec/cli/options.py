@@ -462,6 +462,13 @@ PlanKvDtype = Annotated[
     _opt("--kv-dtype", help="Serving: the KV cache's dtype (bf16, fp16, fp8, int8; default: "
          "16-bit).", metavar="DTYPE", panel=_SERVE, callback=dtype_name),
 ]  # fmt: skip
+PlanNoKvCache = Annotated[
+    bool,
+    _opt("--no-kv-cache", help="Serving: decode without a KV cache, every step a forward over "
+         "the whole sequence so far with every position's logits (a generate loop that never "
+         "hands the model its cache, as transformers' generate with Falcon's Hub code: "
+         "huggingface/transformers#24701).", panel=_SERVE),
+]  # fmt: skip
 PlanDraft = Annotated[
     str | None,
     _opt("--draft", help="Serving: a draft model (a spec) for speculative decoding.",

@@ -41,6 +41,7 @@ from archspec.cli.options import (
     PlanMfu,
     PlanMode,
     PlanNewTokens,
+    PlanNoKvCache,
     PlanPp,
     PlanPrice,
     PlanPrompt,
@@ -73,7 +74,8 @@ def plan(
     recompute: PlanRecompute = None, zero: PlanZero = None, dtype: PlanDtype = "bf16",
     grad_dtype: PlanGradDtype = None, attn: PlanAttn = "flash", top: PlanTop = 5,
     prompt: PlanPrompt = 512, new_tokens: PlanNewTokens = 128, engine: PlanEngine = None,
-    group: PlanGroup = None, kv_dtype: PlanKvDtype = None, draft: PlanDraft = None,
+    group: PlanGroup = None, kv_dtype: PlanKvDtype = None, no_kv_cache: PlanNoKvCache = False,
+    draft: PlanDraft = None,
     speculate: PlanSpeculate = 4, accept: PlanAccept = None, rate: PlanRate = None,
     concurrency: PlanConcurrency = None, plot: PlanServePlot = None, cp: PlanCp = None,
     ep: PlanEp = None, stage_layers: PlanStageLayers = None, tokens: PlanTokens = None,
@@ -122,11 +124,16 @@ def _serve(ir, system, o) -> dict[str, Any]:
     """`--mode serve`: prefill, decode and the request's time; training options are ignored."""
     from archspec.plan import request, serve_request
 
+    # An encoder-decoder's decoder holds the new tokens; a decoder the prompt and them.
+    beyond_context(ir, [o.prompt, o.new_tokens] if ir.root.layout == "encoder-decoder"
+                   else [o.prompt + o.new_tokens])  # fmt: skip
     speculation = serve_request.speculation(o.draft, o.speculate, o.accept)
     report = serve_request.serving_report(ir, system, o.gpus, o.tp, o.batch, o.prompt,
                                           o.new_tokens, o.dtype, o.engine, o.group, o.kv_dtype,
                                           speculation, o.rate, o.concurrency, o.plot,
-                                          o.force)  # fmt: skip
+                                          o.force, not o.no_kv_cache)  # fmt: skip
+    if "warning" in report:
+        stderr().print(f"warning: {markup_safe(report['warning'])}")
     ignored = request.training_only(
         {"--cp": o.cp, "--ep": o.ep, "--stage-layers": o.stage_layers, "--tokens": o.tokens,
          "--price": o.price, "--mfu": o.mfu, "--efficiency": o.efficiency})  # fmt: skip
@@ -287,6 +294,7 @@ def _render_serve(r: dict[str, Any]) -> None:
              f"batch {r['batch']}, {r['prompt']}-token prompts, "
              f"{r['new_tokens']} new tokens, {r['dtype']}"
              + (f" (KV cache {r['kv_dtype']})" if r["kv_dtype"] else "")
+             + ("" if r["kv_cache"] else " (no KV cache)")
              + (f", drafted by {r['draft']['model']} (k {r['draft']['speculate']}, "
                 f"accept {r['draft']['accept']:g})" if r["draft"] else "")
              + f", engine {r['engine']}")  # fmt: skip
@@ -301,7 +309,9 @@ def _render_serve(r: dict[str, Any]) -> None:
         ("per-token decode", _seconds(r["decode_token_s"])),
         ("whole request", _seconds(r["generate_s"])),
         ("generated tokens/s", human(r["tokens_per_s"])),
-    ]
+        ("whole batch tokens/s", f"{human(r['batch_tokens_per_s'])} "
+                                 f"({human(r['batch_tokens_per_s_per_gpu'])} per GPU)"),
+    ]  # fmt: skip
     if b is not None:
         timing = [
             ("continuous batching", f"{b['batch']} sequences decoding (the cache holds "

@@ -8,6 +8,7 @@ read and checked by catalogue_file.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -57,13 +58,20 @@ class System:
     source: str
 
 
+@cache
+def _built_in() -> tuple[dict[str, dict], dict[str, dict]]:
+    """The built-in catalogue, read and checked once: every plan reads it (a tenth of a second
+    each time), and nothing changes it while archspec runs. Its entries are only read."""
+    return read_catalogue(None)
+
+
 def _entries(extra: list[Path] | None) -> tuple[dict[str, Accelerator], dict[str, dict]]:
     """Accelerators and raw system entries: the built-in catalogue, then each `--system FILE`
     over it, each file read and checked by catalogue_file.py."""
     accels: dict[str, Accelerator] = {}
     systems: dict[str, dict] = {}
     for path in [None, *(extra or [])]:
-        file_accels, file_systems = read_catalogue(path, accels)
+        file_accels, file_systems = _built_in() if path is None else read_catalogue(path, accels)
         for key, a in file_accels.items():
             accels[key] = Accelerator(
                 key,

@@ -126,6 +126,8 @@ def serve_report(ir: IR, system: System, p: ServePrediction, settings: dict) -> 
         "decode_token_s": p.decode_token_s,
         "generate_s": p.generate_s,
         "tokens_per_s": p.tokens_per_s,
+        "batch_tokens_per_s": p.batch_tokens_per_s,
+        "batch_tokens_per_s_per_gpu": p.batch_tokens_per_s_per_gpu,
         "memory": {
             "weights": round(p.weights_bytes),
             "kv_cache": round(p.kv_cache_bytes),

@@ -80,11 +80,34 @@ class Precision:
 class ServePrediction:
     prefill_s: float  # time to first token: the prefill, plus the engine's per-request overhead
     decode_token_s: float  # one decode step (a token for every sequence), mean over generation
-    tokens_per_s: float  # generated tokens per second in steady decoding, all replicas
-    generate_s: float  # one whole request (or static batch): prefill and every decode step
+    batch: int  # sequences each replica decodes together
+    new_tokens: int
+    replicas: int  # tensor-parallel groups, each serving its own batch
+    tp: int
     weights_bytes: float
     kv_cache_bytes: float
     capacity_bytes: float
+
+    @property
+    def generate_s(self) -> float:
+        """One whole request (or static batch): the prefill gives the first token, then
+        new_tokens - 1 decode steps."""
+        return self.prefill_s + (self.new_tokens - 1) * self.decode_token_s
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Generated tokens per second in steady decoding, all replicas."""
+        return self.replicas * self.batch / self.decode_token_s
+
+    @property
+    def batch_tokens_per_s(self) -> float:
+        """A static batch's throughput, all replicas: its new tokens over generate_s, the
+        prefill included (TensorRT-LLM's gptSessionBenchmark's tokens/s; gpt-fast's at batch 1)."""
+        return self.replicas * self.batch * self.new_tokens / self.generate_s
+
+    @property
+    def batch_tokens_per_s_per_gpu(self) -> float:
+        return self.batch_tokens_per_s / (self.replicas * self.tp)
 
     @property
     def fits(self) -> bool:
@@ -138,6 +161,7 @@ class ServeParts:
     weights_bytes: float  # memory, per device
     kv_cache_bytes: float
     memory_bytes: float  # the device's
+    tp: int = 1
 
     def seconds(self, engine: ServeEngine, precision: Precision) -> tuple[float, float]:
         """(prefill with the request overhead, one mean decode step)."""
@@ -233,17 +257,19 @@ def serve_parts(ir: IR, system: System, batch: int, prompt: int, new_tokens: int
         decode = _pass_parts(pass_costs(ir, c, "flash"), recompute, tp, peak, eff,
                              allreduces(batch * middle * d * c))  # fmt: skip
     else:
-        raise SpecError(f"{ir.name} is an encoder-decoder: decoding without a KV cache is "
-                        "modelled for decoder-only models")  # fmt: skip
+        raise SpecError(f"--no-kv-cache: {ir.name} is an encoder-decoder; decoding without a "
+                        "KV cache is modelled for decoder-only models")  # fmt: skip
     stored = precision.dtype if precision.dtype in ("fp32", "bf16", "fp16") else "bf16"
     figures = memory_figures(ir, stored, parallel=Parallelism(gpus=tp, tp=tp))
     full = {**ir.env, B: batch, S: prompt, S_DEC: fed, KV_LEN: fed + new_tokens}
     weights = float(figures.weights.xreplace(full))
-    kv = float(figures.kv_cache.xreplace(full)) * precision.kv_bytes / c
+    # Without the cache nothing is kept between steps: each forward's keys and values are
+    # dropped with its activations, which the memory here does not count.
+    kv = float(figures.kv_cache.xreplace(full)) * precision.kv_bytes / c if kv_cache else 0.0
     if stored != precision.dtype:  # count's 16-bit weights, in the stored format's bytes
         weights *= precision.weight_bytes / COMPUTE_BYTES[stored]
     return ServeParts(prefill, decode, system.accelerator.bandwidth, c, weights, kv,
-                      system.accelerator.memory_bytes)  # fmt: skip
+                      system.accelerator.memory_bytes, tp)  # fmt: skip
 
 
 def predict_serving(
@@ -259,6 +285,7 @@ def predict_serving(
     engine: ServeEngine = IDEAL,
     group: int | None = None,
     kv_dtype: str | None = None,
+    kv_cache: bool = True,
 ) -> ServePrediction:
     check_counts(tp, batch, prompt, new_tokens)
     gpus = gpus or tp
@@ -266,15 +293,15 @@ def predict_serving(
         raise SpecError(f"--gpus {gpus} is not a multiple of --tp {tp}")
     precision = Precision(dtype, group, kv_dtype)
     engine.efficiency(dtype)  # one clear message for a precision the engine has no figures at
-    parts = serve_parts(ir, system, batch, prompt, new_tokens, tp, precision, eff)
+    parts = serve_parts(ir, system, batch, prompt, new_tokens, tp, precision, eff, kv_cache)
+    return serving_prediction(parts, engine, precision, batch, new_tokens, gpus // tp)
+
+
+def serving_prediction(parts: ServeParts, engine: ServeEngine, precision: Precision, batch: int,
+                       new_tokens: int, replicas: int = 1) -> ServePrediction:  # fmt: skip
+    """The run's times with that engine: what `plan --mode serve` reports, and what the
+    validation (serve_validation.py) compares with each published figure."""
     prefill, decode = parts.seconds(engine, precision)
-    replicas = gpus // tp
-    return ServePrediction(
-        prefill_s=prefill,
-        decode_token_s=decode,
-        tokens_per_s=replicas * batch / decode,
-        generate_s=prefill + (new_tokens - 1) * decode,
-        weights_bytes=parts.weights_bytes,
-        kv_cache_bytes=parts.kv_cache_bytes,
-        capacity_bytes=parts.memory_bytes * engine.usable_memory,
-    )
+    return ServePrediction(prefill, decode, batch, new_tokens, replicas, parts.tp,
+                           parts.weights_bytes, parts.kv_cache_bytes,
+                           parts.memory_bytes * engine.usable_memory)  # fmt: skip

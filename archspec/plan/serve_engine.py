@@ -28,7 +28,7 @@ from pathlib import Path
 import yaml
 
 from archspec.errors import SpecError, did_you_mean
-from archspec.plan.hardware import System, get_system, load_accelerators
+from archspec.plan.hardware import System, canonical_name, get_system, load_accelerators
 
 # What counts as usable memory is the engine's own setting: vLLM's gpu_memory_utilization and
 # TensorRT-LLM's kv_cache_free_gpu_mem_fraction both default to 0.9; gpt-fast and transformers
@@ -112,7 +112,11 @@ def serving_system(name: str, extra: list[Path] | None = None) -> System:
         return get_system(name, extra)
     except SpecError:
         accels = load_accelerators(extra)
-        if name not in accels:
-            raise
-        a = accels[name]
-        return System(name, a.name, a, 1, 0.0, 0.0, 0.0, 0.0, f"one device alone: {a.source}")
+        key = canonical_name(name, accels)  # "RTX 4090" is rtx-4090, as "H100" is h100-sxm
+        if key not in accels:
+            raise SpecError(
+                f"unknown system or accelerator '{name}'",
+                hint=did_you_mean(key, accels) or "see `archspec plan --list-systems`",
+            ) from None
+        a = accels[key]
+        return System(key, a.name, a, 1, 0.0, 0.0, 0.0, 0.0, f"one device alone: {a.source}")

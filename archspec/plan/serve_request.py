@@ -72,13 +72,28 @@ def _continuous(
     return {**mode, **point.as_dict()}, point.batch
 
 
+def without_cache(kv_dtype: str | None, speculation: Any, rate: float | None,
+                  concurrency: int | None, plot: Path | None) -> None:  # fmt: skip
+    """`--no-kv-cache` with the options that need a cache: one clear message each."""
+    if kv_dtype is not None:
+        raise SpecError(f"--kv-dtype {kv_dtype} is the KV cache's dtype: --no-kv-cache keeps none")
+    if speculation is not None:
+        raise SpecError("speculative decoding (--draft) verifies against a KV cache: "
+                        "leave out --no-kv-cache")  # fmt: skip
+    if rate is not None or concurrency is not None or plot is not None:
+        raise SpecError("continuous batching (--rate, --concurrency, --plot) pages a KV cache: "
+                        "leave out --no-kv-cache")  # fmt: skip
+
+
 def serving_report(
     ir: IR, system: System, gpus: int, tp: int | None, batch: int | None, prompt: int,
     new_tokens: int, dtype: str, engine: str | None = None, group: int | None = None,
     kv_dtype: str | None = None, speculation: Any = None, rate: float | None = None,
     concurrency: int | None = None, plot: Path | None = None, force: bool = False,
+    kv_cache: bool = True,
 ) -> dict[str, Any]:  # fmt: skip
-    """Prefill and per-token decode for `--mode serve` (tp and batch default to 1)."""
+    """Prefill and per-token decode for `--mode serve` (tp and batch default to 1).
+    `kv_cache=False` (`--no-kv-cache`): a generate loop that never hands the model its cache."""
     from archspec.plan.report import serve_report
     from archspec.plan.serve import check_counts, predict_serving
     from archspec.plan.serve_engine import get_engine
@@ -91,6 +106,8 @@ def serving_report(
         raise SpecError(f"--gpus {gpus} is not a multiple of --tp {tp}")
     if group is not None and group < 1:
         raise SpecError("--group must be at least 1")
+    if not kv_cache:
+        without_cache(kv_dtype, speculation, rate, concurrency, plot)
     profile = get_engine(engine or "ideal")
     batching = None
     if rate is not None or concurrency is not None or plot is not None:
@@ -98,19 +115,27 @@ def serving_report(
                                       profile, group, kv_dtype, speculation, rate, concurrency,
                                       plot, force)  # fmt: skip
     p = predict_serving(ir, system, batch, prompt, new_tokens, tp, gpus, dtype,
-                        engine=profile, group=group, kv_dtype=kv_dtype)  # fmt: skip
+                        engine=profile, group=group, kv_dtype=kv_dtype,
+                        kv_cache=kv_cache)  # fmt: skip
     draft = None
     if speculation is not None:
         from archspec.plan.serve import Precision
         from archspec.plan.serve_speculative import with_speculation
 
-        p = with_speculation(p, ir, speculation, system, batch, prompt, new_tokens, tp, gpus,
+        p = with_speculation(p, ir, speculation, system, batch, prompt, new_tokens, tp,
                              Precision(dtype, group, kv_dtype), profile)  # fmt: skip
         draft = {"model": speculation.draft.name, "speculate": speculation.k,
                  "accept": speculation.accept,
                  "tokens_per_round": speculation.tokens_per_round}  # fmt: skip
     settings = {"gpus": gpus, "tp": tp, "batch": batch, "prompt": prompt,
                 "new_tokens": new_tokens, "dtype": dtype, "group": group,
-                "kv_dtype": kv_dtype, "engine": profile.key, "draft": draft,
+                "kv_dtype": kv_dtype, "kv_cache": kv_cache, "engine": profile.key, "draft": draft,
                 "batching": batching}  # fmt: skip
-    return serve_report(ir, system, p, settings)
+    report = serve_report(ir, system, p, settings)
+    if not p.fits:  # the batch given is timed all the same, as published runs were
+        report["warning"] = (
+            f"weights and KV cache need {(p.weights_bytes + p.kv_cache_bytes) / 2**30:.1f} GiB "
+            f"per device; {system.key} has {p.capacity_bytes / 2**30:.1f} GiB usable "
+            f"({profile.usable_memory:.0%}, engine {profile.key}): timed, but it would not fit"
+        )
+    return report

@@ -90,7 +90,7 @@ def speculative_decode_s(ir: IR, spec: Speculation, system: System, batch: int, 
 
 
 def with_speculation(p: ServePrediction, ir: IR, spec: Speculation, system: System, batch: int,
-                     prompt: int, new_tokens: int, tp: int, gpus: int, precision: Precision,
+                     prompt: int, new_tokens: int, tp: int, precision: Precision,
                      engine: ServeEngine) -> ServePrediction:  # fmt: skip
     """A prediction decoded speculatively: the mean time per token, and the draft's weights and
     cache beside the target's (each on every tensor-parallel rank, split as the target is)."""
@@ -100,8 +100,6 @@ def with_speculation(p: ServePrediction, ir: IR, spec: Speculation, system: Syst
     return replace(
         p,
         decode_token_s=decode,
-        tokens_per_s=gpus // tp * batch / decode,
-        generate_s=p.prefill_s + (new_tokens - 1) * decode,
         weights_bytes=p.weights_bytes + draft.weights_bytes,
         kv_cache_bytes=p.kv_cache_bytes + draft.kv_cache_bytes,
     )

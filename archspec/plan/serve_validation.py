@@ -29,7 +29,7 @@ from importlib import resources
 
 import yaml
 
-from archspec.plan.serve import Precision, ServeParts, serve_parts
+from archspec.plan.serve import Precision, ServeParts, serve_parts, serving_prediction
 from archspec.plan.serve_engine import PRECISION_CLASSES, ServeEngine, serving_system
 
 # Engines whose per-layer overhead is not fitted: TensorRT-LLM's figures are mostly compute-
@@ -106,13 +106,15 @@ class Figure:
 
     @property
     def published_s(self) -> float:
-        """The figure as seconds of the thing the model times."""
+        """The figure as seconds of the thing the model times (a static batch's throughput
+        counts every replica's batch: `batch` is one tensor-parallel group's)."""
         if self.metric == "generate_tokens_per_s":
             return self.new_tokens / self.value
+        tokens = self.gpus // self.tp * self.batch * self.new_tokens
         if self.metric == "static_tokens_per_s":
-            return self.batch * self.new_tokens / self.value
+            return tokens / self.value
         if self.metric == "static_tokens_per_s_per_gpu":
-            return self.batch * self.new_tokens / (self.value * self.gpus)
+            return tokens / (self.value * self.gpus)
         if self.metric in ("ttft_ms", "decode_token_ms"):
             return self.value / 1e3
         if self.metric == "generate_decode_tokens_per_s":
@@ -120,12 +122,15 @@ class Figure:
         raise ValueError(f"unknown metric {self.metric}")
 
     def predicted_s(self, parts: ServeParts, engine: ServeEngine) -> float:
-        prefill, decode = parts.seconds(engine, self.stored)
+        """The time `plan --mode serve` gives for the figure's metric (one code path:
+        tests/test_plan_serve_published_cli.py gives every figure to the command)."""
+        p = serving_prediction(parts, engine, self.stored, self.batch, self.new_tokens,
+                               self.gpus // self.tp)  # fmt: skip
         if self.metric == "ttft_ms":
-            return prefill
+            return p.prefill_s
         if self.metric in DECODE_ONLY:
-            return decode
-        return prefill + (self.new_tokens - 1) * decode
+            return p.decode_token_s
+        return p.generate_s
 
 
 def load_dataset() -> tuple[dict[str, dict], list[Figure]]:
