@@ -237,7 +237,7 @@ if __name__ == "__main__":
     # The results are written and the group destroyed: leave without running the C++
     # destructors, where gloo's threads could still abort a finished rank ("terminate called
     # without an active exception", after both ranks had written their results, about one run
-    # in a hundred under load).
+    # in two hundred under load, with the barrier).
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
