@@ -122,3 +122,19 @@ def test_palm_flops_give_palm_its_own_mfu() -> None:
     ir = build_ir(load_spec("palm-540b", ["max_seq_len=2048"]))
     tokens_per_s = palm.global_batch * palm.seq / published.published_step(palm, ir)
     assert tokens_per_s == pytest.approx(238.3e3, rel=0.002)
+
+
+def test_the_interference_changes_nothing_where_nothing_overlaps() -> None:
+    """The fit evaluates the interference grid only for runs with overlapped communication
+    (`published._overlaps`); for every other run it must change nothing, or the fit would
+    skip a constant that moves it."""
+    from dataclasses import replace
+
+    for run in published.expressible():
+        if published._overlaps(run):
+            continue
+        accelerator = get_system(run.system).accelerator.key
+        eff = ENGINES[run.engine].efficiency(accelerator)
+        none, full = (published.predict(run, replace(eff, overlap_interference=i))[0]
+                      for i in (0.0, 1.0))  # fmt: skip
+        assert none == full, run.name
