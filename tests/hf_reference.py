@@ -148,6 +148,7 @@ def _llama(name: str, d: int, layers: int, heads: int, kv: int, ff: int, **kw: A
 
 
 _llama("llama-7b", 4096, 32, 32, 32, 11008, max_position_embeddings=2048, rms_norm_eps=1e-6)
+_llama("llama-30b", 6656, 60, 52, 52, 17920, max_position_embeddings=2048, rms_norm_eps=1e-6)
 _llama("llama-2-7b", 4096, 32, 32, 32, 11008, max_position_embeddings=4096)
 _llama("llama-2-13b", 5120, 40, 40, 40, 13824, max_position_embeddings=4096)
 _llama("llama-2-70b", 8192, 80, 64, 8, 28672, max_position_embeddings=4096)

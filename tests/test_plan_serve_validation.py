@@ -15,7 +15,15 @@ from archspec.cli.common import compile_spec
 from archspec.plan.hardware import get_system, load_accelerators
 from archspec.plan.serve import predict_serving
 from archspec.plan.serve_engine import load_engines
-from archspec.plan.serve_validation import fit_engine, load_dataset, parts_of, summary, validate
+from archspec.plan.serve_validation import (
+    fit_engine,
+    load_dataset,
+    parts_of,
+    predicted_range,
+    summary,
+    unstated,
+    validate,
+)
 from archspec.spec.resolve import builtin_names
 
 PINNED = re.compile(r"^https://github\.com/[^/]+/[^/]+/blob/[0-9a-f]{40}/")
@@ -45,6 +53,7 @@ def _same_profile(stored, fitted) -> None:
     assert stored.compute_efficiency == pytest.approx(fitted.compute_efficiency, abs=1e-3)
     assert stored.allreduce_us == pytest.approx(fitted.allreduce_us, abs=0.01)
     assert stored.layer_overhead_us == pytest.approx(fitted.layer_overhead_us, abs=0.01)
+    assert stored.host_layer_us == pytest.approx(fitted.host_layer_us, abs=0.01)
     assert stored.request_overhead_ms == pytest.approx(fitted.request_overhead_ms, abs=1e-3)
     assert stored.expert_efficiency == pytest.approx(fitted.expert_efficiency, abs=1e-3)
     assert stored.grouped_cache_efficiency == pytest.approx(
@@ -57,26 +66,27 @@ def test_stored_profiles_predict_the_published_figures() -> None:
     """The default suite's share of the check below: each engine's stored profile against its
     own published figures (docs/plan.md's "fitted" column), and the fit itself redone for the
     engines whose fit takes a moment (the RTX 4090 ones; the rest is `-m long`)."""
-    _, figures = load_dataset()
+    figures = [f for f in load_dataset()[1] if not unstated(f)]
     stored = load_engines()
     errors = [abs(f.published_s / f.predicted_s(parts_of(f), stored[f.engine]) - 1)
               for f in figures]  # fmt: skip
-    assert sum(errors) / len(errors) < 0.07 and max(errors) < 0.65
-    for key in ("transformers", "tinychat", "exllama"):
+    assert sum(errors) / len(errors) < 0.05 and max(errors) < 0.21
+    for key in ("transformers", "gptq-for-llama", "tinychat", "exllama"):
         _same_profile(stored[key], fit_engine(key, [f for f in figures if f.engine == key]))
 
 
 @pytest.mark.long
 def test_stored_profiles_are_the_fit_and_its_cross_validated_error() -> None:
-    engines, rows = validate()
+    engines, rows, brackets = validate()
     stored = load_engines()
     for key, fitted in engines.items():
         _same_profile(stored[key], fitted)
     s = summary(rows)
     # What was measured (docs/plan.md shows the table); the issue's target is 10% and 25%.
-    assert s["held_out"] == s["figures"] == len(load_dataset()[1])
-    assert s["fitted_mean"] < 0.07 and s["held_out_mean"] < 0.10
-    assert s["held_out_max"] < 0.65
+    assert s["held_out"] == s["figures"] == len(load_dataset()[1]) - len(brackets)
+    assert s["fitted_mean"] < 0.05 and s["held_out_mean"] < 0.071
+    assert s["held_out_max"] < 0.29
+    assert brackets and all(b.within for b in brackets)
 
 
 def test_profiles_never_beat_the_hardware() -> None:
@@ -193,3 +203,39 @@ def test_any_accelerator_serves_alone_without_a_system() -> None:
     assert r["memory"]["capacity"] == 24 * 2**30 and r["system"] == "rtx-4090"
     result = invoke("llama-2-7b", "--gpu", "rtx-4090", "--global-batch", "8")
     assert result.exit_code == 2 and "unknown system" in result.stderr
+
+
+def test_a_figure_decided_by_lengths_its_source_leaves_open_is_bracketed() -> None:
+    """TinyChat's FP16 Falcon-7B ran without a cache over lengths TinyChat never states: over
+    what its demo allows, the roofline moves several-fold, so the figure is checked to lie
+    within the range predicted; its cached figures, over the same ranges, move little and keep
+    their point error."""
+    _, figures = load_dataset()
+    ranged = [f for f in figures if f.prompt_range or f.new_tokens_range]
+    assert {f.source for f in ranged} == {"tinychat", "tinychat-awq"}
+    open_ended = [f for f in ranged if unstated(f)]
+    assert [(f.model, f.kv_cache) for f in open_ended] == [("falcon-7b", False)]
+    stored = load_engines()
+    for f in open_ended:
+        low, high = predicted_range(f, stored[f.engine])
+        assert low <= f.published_s <= high and high / low > 5
+
+
+def test_an_eager_engine_waits_for_its_host_only_when_the_host_is_slower() -> None:
+    """GPTQ-for-LLaMa decodes LLaMA 7B, 13B and 33B at 0.64-0.69 ms a layer (ExLlama's README):
+    its profile's host time a layer sits there, and a step is the longer of host and device,
+    never their sum."""
+    from dataclasses import replace
+
+    gptq = load_engines()["gptq-for-llama"]
+    assert 640 <= gptq.host_layer_us <= 700 and gptq.layer_overhead_us == 0
+    ir = compile_spec("llama-2-13b", None)
+    system = get_system("a100-80g")
+    args = (ir, system, 1, 128, 16)
+    device = predict_serving(*args, dtype="int4", group=128,
+                             engine=replace(gptq, host_layer_us=0.0)).decode_token_s  # fmt: skip
+    bound = predict_serving(*args, dtype="int4", group=128, engine=gptq).decode_token_s
+    assert bound == pytest.approx(max(device, 40 * gptq.host_layer_us * 1e-6))
+    fast_host = replace(gptq, host_layer_us=device / 40 * 1e6 / 2)
+    assert predict_serving(*args, dtype="int4", group=128, engine=fast_host
+                           ).decode_token_s == pytest.approx(device)  # fmt: skip

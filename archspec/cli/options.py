@@ -431,8 +431,8 @@ PlanEngine = Annotated[
     str | None,
     _opt("--engine", help="The stack whose fitted profile times the step. Training: megatron "
          "(default), deepspeed, nemo or fsdp (what it overlaps and its efficiency). Serving: "
-         "gpt-fast, tensorrt-llm, transformers, tinychat, exllama or typical (default ideal: "
-         "the roofline alone).", metavar="NAME"),
+         "gpt-fast, tensorrt-llm, transformers, gptq-for-llama, tinychat, exllama or typical "
+         "(default ideal: the roofline alone).", metavar="NAME"),
 ]  # fmt: skip
 PlanTokens = Annotated[
     str | None,

@@ -147,7 +147,9 @@ class PassParts:
         else:
             latency = self.allreduces * engine.allreduce_us * 1e-6
         overhead = self.layers * engine.layer_overhead_us * 1e-6
-        return memory + self.allreduce_bytes_s + latency + overhead
+        device = memory + self.allreduce_bytes_s + latency + overhead
+        # An eager engine's host issues the kernels as the device runs them: the slower wins.
+        return max(device, self.layers * engine.host_layer_us * 1e-6)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,11 @@ weights, whose kernels dequantize as they read), and adds time the roofline does
 - per layer of every forward pass, kernel launches and synchronisation the host issues, which
   CUDA graphs (gpt-fast's `reduce-overhead`) remove but for each kernel's own start and drain
   on the device (a few microseconds a kernel);
+- in an eager engine (Python issuing each kernel as it goes: transformers, GPTQ-for-LLaMa,
+  TinyChat, ExLlama), the host's time to issue a layer's kernels. The device runs them as they
+  arrive, so a pass takes the longer of the two: the device's time, or the host's when the
+  host falls behind (GPTQ-for-LLaMa decodes LLaMA-7B, 13B and 33B at 0.64-0.72 ms a layer on
+  an RTX 4090, whatever their weights' bytes: turboderp/exllama's README, Comparisons);
 - per tensor-parallel all-reduce (two a layer), its latency, beyond the bytes over the link;
 - per request (or static batch), a fixed overhead: scheduling, sampling, the first token's
   return.
@@ -42,7 +47,10 @@ class ServeEngine:
     key: str
     name: str
     memory_efficiency: dict[str, float]  # by precision class: achieved / peak HBM bandwidth
-    layer_overhead_us: float = 0.0  # per layer of every forward pass
+    layer_overhead_us: float = 0.0  # per layer of every forward pass, on the device
+    # An eager engine's host time to issue one layer's kernels: a pass takes at least its
+    # layers' issue time, which overlaps the device's work (0: the host never falls behind).
+    host_layer_us: float = 0.0
     allreduce_us: float | None = None  # per tensor-parallel all-reduce (None: the system's
     # ring latency, 2(n-1) steps of its catalogue latency)
     request_overhead_ms: float = 0.0  # per request or static batch

@@ -21,7 +21,6 @@ profiles in serve_engines.yaml.
 
 from __future__ import annotations
 
-import itertools
 import sys
 from dataclasses import dataclass, replace
 from functools import cache
@@ -29,22 +28,34 @@ from importlib import resources
 
 import yaml
 
+from archspec.plan.least_squares import nnls
 from archspec.plan.serve import Precision, ServeParts, serve_parts, serving_prediction
-from archspec.plan.serve_engine import PRECISION_CLASSES, ServeEngine, serving_system
+from archspec.plan.serve_engine import IDEAL, PRECISION_CLASSES, ServeEngine, serving_system
 
 # Engines whose per-layer overhead is not fitted: TensorRT-LLM's figures are mostly compute-
 # bound prefills and large batches, where a per-layer term would stand in for the matmuls'
 # efficiency; TinyChat and ExLlama have too few figures (two or three, all at batch 1 on one
 # GPU) to tell it from the bandwidth, which absorbs it. gpt-fast decodes in CUDA graphs, so its
 # per-layer term is what each kernel still costs on the device (start and drain).
-NO_LAYER_OVERHEAD = {"tensorrt-llm", "tinychat", "exllama"}
+NO_LAYER_OVERHEAD = {"tensorrt-llm", "tinychat"}
+# Engines whose Python issues each kernel as it goes (no CUDA graph in their code): the host's
+# time a layer is fitted instead of a device-side one, and a pass takes the longer of the two
+# (serve_engine.py). Only where the figures span models of different depths: a host-bound time
+# grows with the layers whatever the bytes, which figures of one depth cannot show.
+EAGER = {"transformers", "gptq-for-llama", "tinychat", "exllama"}
 ENGINE_NAMES = {
     "gpt-fast": "compiled PyTorch, static KV cache, CUDA graphs (gpt-fast)",
     "tensorrt-llm": "TensorRT-LLM (static batches, fused kernels)",
-    "transformers": "Hugging Face transformers generate, eager (GPTQ-for-LLaMa's kernels at int4)",
+    "transformers": "Hugging Face transformers generate, eager",
+    "gptq-for-llama": "GPTQ-for-LLaMa's 4-bit CUDA kernels in transformers, eager",
     "tinychat": "TinyChat (AWQ W4A16 kernels)",
     "exllama": "ExLlama (GPTQ 4-bit kernels, its own Llama)",
 }
+# A figure whose source leaves its lengths open (the prompt a user typed into a chat demo)
+# declares the range its code allows; where the roofline alone moves across that range by more
+# than the largest error the validation holds itself to (25%), the figure cannot test the model
+# to it: it is checked to lie within the range predicted, and left out of the fit and the means.
+UNSTATED_SPREAD = 0.25
 # One profile over every engine's figures: for an engine the dataset does not hold.
 TYPICAL = "typical"
 # The fraction of the device an engine fills with weights and cache. TensorRT-LLM's published
@@ -57,6 +68,7 @@ USABLE = {
     "tensorrt-llm": (0.96, "its largest published run holds 95.5% of the device (GptSession "
                      "sizes the cache to the batch)"),
     "transformers": (0.9, "assumed: transformers allocates as it goes"),
+    "gptq-for-llama": (0.9, "assumed: transformers allocates as it goes"),
     "tinychat": (0.9, "assumed: TinyChat pre-allocates its cache and states no fraction"),
     "exllama": (0.9, "assumed: the README advises about 20 GB of a 24 GB GPU for the model"),
     TYPICAL: (0.9, "assumed, as most engines"),
@@ -66,7 +78,7 @@ USABLE = {
 # get_blocks(model) only (mit-han-lab/llm-awq awq/quantize/quantizer.py,
 # real_quantize_model_weight); ExLlama loads lm_head.weight of a GPTQ checkpoint into a plain
 # nn.Linear (turboderp/exllama model.py), as GPTQ-for-LLaMa quantizes the decoder layers' only.
-HEAD_16BIT = {"tinychat", "exllama", "transformers"}
+HEAD_16BIT = {"tinychat", "exllama", "transformers", "gptq-for-llama"}
 # The engine's matmuls against the training-calibrated efficiency: half to 1.3 times.
 COMPUTE_GRID = [x / 100 for x in range(50, 131)]
 DECODE_ONLY = ("decode_token_ms", "generate_decode_tokens_per_s")
@@ -99,6 +111,9 @@ class Figure:
     # False where the source's code ran generate without handing the model its cache
     # (serve.serve_parts): every step a forward over the whole sequence.
     kv_cache: bool = True
+    # Where the source leaves a length open: the (least, most) its code allows (UNSTATED_SPREAD).
+    prompt_range: tuple[int, int] | None = None
+    new_tokens_range: tuple[int, int] | None = None
 
     @property
     def stored(self) -> Precision:
@@ -137,8 +152,30 @@ def load_dataset() -> tuple[dict[str, dict], list[Figure]]:
     text = (resources.files("archspec") / "plan" / "published_serving.yaml").read_text()
     data = yaml.safe_load(text)
     sources = data["sources"]
-    figures = [Figure(engine=sources[f["source"]]["engine"], **f) for f in data["figures"]]
+    figures = []
+    for f in data["figures"]:
+        ranges = {k: tuple(f.pop(k)) for k in ("prompt_range", "new_tokens_range") if k in f}
+        figures.append(Figure(engine=sources[f["source"]]["engine"], **f, **ranges))
     return sources, figures
+
+
+def predicted_range(f: Figure, engine: ServeEngine) -> tuple[float, float]:
+    """The least and most time predicted over the lengths the figure's source leaves open."""
+    prompts = f.prompt_range or (f.prompt,)
+    news = f.new_tokens_range or (f.new_tokens,)
+    lengths = [(p, n) for p in prompts for n in news]
+    times = [g.predicted_s(parts_of(g), engine)
+             for g in (replace(f, prompt=p, new_tokens=n) for p, n in lengths)]  # fmt: skip
+    return min(times), max(times)
+
+
+def unstated(f: Figure) -> bool:
+    """Whether the lengths its source leaves open move the roofline's time by more than
+    UNSTATED_SPREAD: such a figure is checked to lie within its predicted range only."""
+    if f.prompt_range is None and f.new_tokens_range is None:
+        return False
+    low, high = predicted_range(f, IDEAL)
+    return high / low - 1 > UNSTATED_SPREAD
 
 
 @cache
@@ -157,7 +194,8 @@ def _errors(figures: list[Figure], engine: ServeEngine) -> list[float]:
 def _free_overheads(key: str, figures: list[Figure]) -> list[str]:
     """The overheads this engine's figures can tell apart."""
     free = []
-    if key not in NO_LAYER_OVERHEAD:
+    deep = len({parts_of(f).decode.layers for f in figures}) > 1
+    if key not in NO_LAYER_OVERHEAD and (key not in EAGER or deep):
         free.append("layer_overhead_us")
     if any(f.tp > 1 for f in figures) and len({f.tp for f in figures}) > 1:
         free.append("allreduce_us")
@@ -165,6 +203,8 @@ def _free_overheads(key: str, figures: list[Figure]) -> list[str]:
     # batch of seconds to minutes it is lost in the decode steps, which then fit it at will.
     if any(f.metric == "ttft_ms" for f in figures):
         free.append("request_overhead_ms")
+    if key in EAGER and deep:
+        free.append("host_layer_us")
     return free
 
 
@@ -180,56 +220,46 @@ def _overhead_counts(f: Figure, field: str) -> float:
     return 1e-3 * prefill  # request_overhead_ms
 
 
-def _nnls(columns: list[list[float]], target: list[float]) -> list[float]:
-    """min ||Σ x_j col_j − target||² over x ≥ 0, for a handful of columns: every active set."""
-    k = len(columns)
-    best, best_x = float("inf"), [0.0] * k
-    for active in itertools.product((False, True), repeat=k):
-        idx = [j for j in range(k) if active[j]]
-        x = [0.0] * k
-        if idx:
-            solved = _least_squares([columns[j] for j in idx], target)
-            if solved is None or min(solved) < 0:
-                continue
-            for j, v in zip(idx, solved, strict=True):
-                x[j] = v
-        r = sum((sum(x[j] * columns[j][i] for j in range(k)) - t) ** 2
-                for i, t in enumerate(target))  # fmt: skip
-        if r < best:
-            best, best_x = r, x
-    return best_x
-
-
-def _least_squares(columns: list[list[float]], target: list[float]) -> list[float] | None:
-    """Normal equations by Gaussian elimination (a few unknowns)."""
-    k = len(columns)
-    a = [[sum(ci * cj for ci, cj in zip(columns[r], columns[c], strict=True)) for c in range(k)]
-         + [sum(ci * t for ci, t in zip(columns[r], target, strict=True))]
-         for r in range(k)]  # fmt: skip
-    for col in range(k):
-        pivot = max(range(col, k), key=lambda r: abs(a[r][col]))
-        if abs(a[pivot][col]) < 1e-30:
-            return None
-        a[col], a[pivot] = a[pivot], a[col]
-        for r in range(k):
-            if r != col:
-                factor = a[r][col] / a[col][col]
-                a[r] = [x - factor * y for x, y in zip(a[r], a[col], strict=True)]
-    return [a[r][k] / a[r][r] for r in range(k)]
-
-
 def _with_overheads(engine: ServeEngine, figures: list[Figure], free: list[str]
                     ) -> tuple[ServeEngine, float]:  # fmt: skip
     """The engine with its free overheads fitted (the relative residuals are linear in them:
-    non-negative least squares), and the squared error left."""
-    zero = replace(engine, layer_overhead_us=0.0, allreduce_us=0.0, request_overhead_ms=0.0)
-    if free:
+    non-negative least squares), and the squared error left. An eager engine's layers cost
+    either the device (added) or the host (overlapped), whichever predicts its figures better:
+    fitting both at once lets each stand in for the bandwidth."""
+    if "layer_overhead_us" in free and "host_layer_us" in free:
+        device = _with_overheads(engine, figures, [n for n in free if n != "host_layer_us"])
+        host = _with_overheads(engine, figures, [n for n in free if n != "layer_overhead_us"])
+        return min(device, host, key=lambda fit: fit[1])
+    zero = replace(engine, layer_overhead_us=0.0, allreduce_us=0.0, request_overhead_ms=0.0,
+                   host_layer_us=0.0)  # fmt: skip
+    linear = [name for name in free if name != "host_layer_us"]
+    if linear:
         base = [f.predicted_s(parts_of(f), zero) for f in figures]
         target = [1 - b / f.published_s for f, b in zip(figures, base, strict=True)]
         cols = [[_overhead_counts(f, name) / f.published_s for f in figures]
-                for name in free]  # fmt: skip
-        zero = replace(zero, **dict(zip(free, _nnls(cols, target), strict=True)))
+                for name in linear]  # fmt: skip
+        zero = replace(zero, **dict(zip(linear, nnls(cols, target), strict=True)))
+    if "host_layer_us" in free:
+        return _with_host(zero, figures)
     return zero, sum(e * e for e in _errors(figures, zero))
+
+
+def _with_host(engine: ServeEngine, figures: list[Figure]) -> tuple[ServeEngine, float]:
+    """The eager engine's host time a layer that best predicts the figures, and the squared
+    error left. A figure is bound by its host once that time exceeds its device's time a layer
+    (d); among the figures so bound (those of the k smallest d) the relative errors are linear
+    in it, so the optimum is that set's least-squares value or one of the boundaries d."""
+    per_layer = [_overhead_counts(f, "layer_overhead_us") / f.published_s for f in figures]
+    device = [f.predicted_s(parts_of(f), engine) / f.published_s / c
+              for f, c in zip(figures, per_layer, strict=True)]  # µs a layer  # fmt: skip
+    order = sorted(range(len(figures)), key=lambda i: device[i])
+    candidates = {0.0, *device}
+    for k in range(1, len(order) + 1):
+        bound = [per_layer[i] for i in order[:k]]
+        candidates.add(sum(bound) / sum(c * c for c in bound))
+    fits = [(e, sum(x * x for x in _errors(figures, e)))
+            for e in (replace(engine, host_layer_us=h) for h in sorted(candidates))]  # fmt: skip
+    return min(fits, key=lambda fit: fit[1])
 
 
 def _computes(figures: list[Figure]) -> bool:
@@ -290,8 +320,12 @@ def fit_engine(key: str, figures: list[Figure], rounds: int = 3,
                 trials += [replace(engine, compute_efficiency={**engine.compute_efficiency,
                                                                cls: scale})
                            for scale in COMPUTE_GRID]  # fmt: skip
+            # Figures all bound by an eager engine's host say nothing of its bandwidth: of the
+            # bandwidths that predict them equally well, the one nearest the roofline's default.
+            near = IDEAL.memory_efficiency.get(cls, 0.8)
             engine = min((_with_overheads(t, figures, free) for t in trials),
-                         key=lambda fit: fit[1])[0]  # fmt: skip
+                         key=lambda fit: (fit[1], abs(fit[0].memory_efficiency[cls] - near))
+                         )[0]  # fmt: skip
         if experts:  # the experts' share of the bandwidth, where the figures route tokens
             trials = [replace(engine, expert_efficiency=x) for x in EXPERT_GRID]
             engine = min((_with_overheads(t, figures, free) for t in trials),
@@ -325,10 +359,25 @@ def _engine_out(figures: list[Figure], typical: ServeEngine) -> dict[Figure, flo
     return out
 
 
-def validate() -> tuple[dict[str, ServeEngine], list[Row]]:
-    """The fitted profiles, and every figure's error fitted, left out (the figure, its source,
-    its engine)."""
-    _, figures = load_dataset()
+@dataclass(frozen=True)
+class Bracket:
+    """A figure whose unstated lengths decide it (UNSTATED_SPREAD): the time its engine's
+    profile predicts over those lengths, which the published one should lie within."""
+
+    figure: Figure
+    low_s: float
+    high_s: float
+
+    @property
+    def within(self) -> bool:
+        return self.low_s <= self.figure.published_s <= self.high_s
+
+
+def validate() -> tuple[dict[str, ServeEngine], list[Row], list[Bracket]]:
+    """The fitted profiles, every figure's error fitted and left out (the figure, its source,
+    its engine), and the figures whose unstated lengths decide them, bracketed."""
+    _, every = load_dataset()
+    figures = [f for f in every if not unstated(f)]
     engines, rows = {}, []
     typical = fit_engine(TYPICAL, figures)
     engine_out = _engine_out(figures, typical)
@@ -353,7 +402,9 @@ def validate() -> tuple[dict[str, ServeEngine], list[Row]]:
             rows.append(Row(f, -fitted / (1 + fitted), _flip(held), _flip(out),
                             _flip(engine_out.get(f))))  # fmt: skip
     engines[TYPICAL] = typical
-    return engines, rows
+    brackets = [Bracket(f, *predicted_range(f, engines.get(f.engine, typical)))
+                for f in every if unstated(f)]  # fmt: skip
+    return engines, rows, brackets
 
 
 def _flip(e: float | None) -> float | None:
@@ -382,81 +433,11 @@ def summary(rows: list[Row]) -> dict[str, float]:
     }
 
 
-def _pct(e: float | None) -> str:
-    return "—" if e is None else f"{e:+.1%}"
-
-
-def table(engines: dict[str, ServeEngine], rows: list[Row]) -> str:
-    lines = ["| engine | model | gpu × n | precision | batch | prompt → new | metric | published "
-             "| fitted | left out | source left out | typical, engine left out |",
-             "|---|---|---|---|---:|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
-    for r in rows:
-        f = r.figure
-        precision = f.precision + (f" g{f.group}" if f.group else "") + (
-            f", {f.kv} cache" if f.kv else "")  # fmt: skip
-        lines.append(
-            f"| {f.engine} | {f.model} | {f.gpu} × {f.gpus} | {precision} | {f.batch} "
-            f"| {f.prompt} → {f.new_tokens} | {f.metric} | {f.value:g} | {_pct(r.fitted)} "
-            f"| {_pct(r.held_out)} | {_pct(r.source_out)} | {_pct(r.engine_out)} |"
-        )
-    s = summary(rows)
-    lines.append("")
-    lines.append(
-        f"{s['figures']} figures. Fitted: mean {s['fitted_mean']:.1%}, largest "
-        f"{s['fitted_max']:.1%}. Left out one at a time ({s['held_out']} figures): mean "
-        f"{s['held_out_mean']:.1%}, largest {s['held_out_max']:.1%}. Source left out "
-        f"({s['source_out']} figures): mean {s['source_out_mean']:.1%}, largest "
-        f"{s['source_out_max']:.1%}. The typical profile, each engine left out "
-        f"({s['engine_out']} figures): mean {s['engine_out_mean']:.1%}, largest "
-        f"{s['engine_out_max']:.1%}."
-    )
-    lines.append("")
-    lines.append("| engine | bandwidth reached | experts (× dense) | grouped cache (× dense) "
-                 "| matmuls (× calibrated) | per layer | per all-reduce | per request "
-                 "| head quantized |")  # fmt: skip
-    lines.append("|---|---|---:|---:|---|---:|---:|---:|---|")
-    for key, e in engines.items():
-        eff = ", ".join(f"{c} {v:.0%}" for c, v in e.memory_efficiency.items())
-        eff += f" | {e.expert_efficiency:.2f}" if e.expert_efficiency != 1 else " | —"
-        eff += (f" | {e.grouped_cache_efficiency:.2f}" if e.grouped_cache_efficiency != 1
-                else " | —")  # fmt: skip
-        eff += " | " + (", ".join(f"{c} {v:.2f}" for c, v in e.compute_efficiency.items())
-                        or "—")  # fmt: skip
-        lines.append(
-            f"| {key} | {eff} | {e.layer_overhead_us:.1f} µs "
-            f"| {e.allreduce_us or 0:.1f} µs | {e.request_overhead_ms:.2f} ms "
-            f"| {'yes' if e.quantizes_head else 'no'} |"
-        )
-    return "\n".join(lines)
-
-
-def stored(engines: dict[str, ServeEngine]) -> str:
-    out = {}
-    for key, e in engines.items():
-        out[key] = {
-            "name": e.name,
-            "memory_efficiency": {c: round(v, 3) for c, v in e.memory_efficiency.items()},
-            "compute_efficiency": {c: round(v, 3) for c, v in e.compute_efficiency.items()},
-            "layer_overhead_us": round(e.layer_overhead_us, 2),
-            "allreduce_us": round(e.allreduce_us or 0.0, 2),
-            "request_overhead_ms": round(e.request_overhead_ms, 3),
-            "usable_memory": e.usable_memory,
-            "quantizes_head": e.quantizes_head,
-            "expert_efficiency": round(e.expert_efficiency, 3),
-            "grouped_cache_efficiency": round(e.grouped_cache_efficiency, 3),
-            "calibrated_on": e.calibrated_on,
-            "note": USABLE[key][1],
-        }
-    header = (
-        "# Serving engine profiles, fitted on published_serving.yaml by\n"
-        "# `python -m archspec.plan.serve_validation --write` (not edited by hand).\n"
-    )
-    return header + yaml.safe_dump(out, sort_keys=False, allow_unicode=True)
-
-
 def main(argv: list[str]) -> None:
-    engines, rows = validate()
-    print(table(engines, rows))
+    from archspec.plan.serve_validation_table import stored, table
+
+    engines, rows, brackets = validate()
+    print(table(engines, rows, brackets))
     if "--write" in argv:
         path = resources.files("archspec") / "plan" / "serve_engines.yaml"
         with resources.as_file(path) as p:
