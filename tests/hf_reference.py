@@ -486,6 +486,21 @@ _add(
 )
 
 _add(
+    "falcon-180b",
+    "FalconForCausalLM",
+    "FalconConfig",
+    vocab_size=65024,
+    hidden_size=14848,
+    num_hidden_layers=80,
+    num_attention_heads=232,
+    num_kv_heads=8,
+    new_decoder_architecture=True,
+    parallel_attn=True,
+    alibi=False,
+    bias=False,
+)
+
+_add(
     "phi-3-mini-4k",
     "Phi3ForCausalLM",
     "Phi3Config",
