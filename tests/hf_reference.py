@@ -470,35 +470,27 @@ _add(
     bias=False,
 )
 
-_add(
-    "falcon-40b",
-    "FalconForCausalLM",
-    "FalconConfig",
-    vocab_size=65024,
-    hidden_size=8192,
-    num_hidden_layers=60,
-    num_attention_heads=128,
-    num_kv_heads=8,
-    new_decoder_architecture=True,
-    parallel_attn=True,
-    alibi=False,
-    bias=False,
-)
 
-_add(
-    "falcon-180b",
-    "FalconForCausalLM",
-    "FalconConfig",
-    vocab_size=65024,
-    hidden_size=14848,
-    num_hidden_layers=80,
-    num_attention_heads=232,
-    num_kv_heads=8,
-    new_decoder_architecture=True,
-    parallel_attn=True,
-    alibi=False,
-    bias=False,
-)
+def _falcon_new(name: str, d: int, layers: int, heads: int) -> None:
+    """Falcon's new decoder architecture (40B, 180B): eight key/value heads, two norms."""
+    _add(
+        name,
+        "FalconForCausalLM",
+        "FalconConfig",
+        vocab_size=65024,
+        hidden_size=d,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_kv_heads=8,
+        new_decoder_architecture=True,
+        parallel_attn=True,
+        alibi=False,
+        bias=False,
+    )
+
+
+_falcon_new("falcon-40b", 8192, 60, 128)
+_falcon_new("falcon-180b", 14848, 80, 232)
 
 _add(
     "phi-3-mini-4k",
