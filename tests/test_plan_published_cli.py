@@ -31,6 +31,8 @@ def command(run: published.Run, micro_batch: int, interleave: int) -> list[str]:
     ]  # fmt: skip
     if run.sp:
         args.append("--sp")
+    if run.async_tp:
+        args.append("--async-tp")
     if run.stage_layers:
         args += ["--stage-layers", ",".join(map(str, run.stage_layers))]
     return [*args, "--json"]

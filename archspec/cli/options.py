@@ -379,6 +379,11 @@ PlanSp = Annotated[
     bool | None,
     _opt("--sp/--no-sp", help="Sequence parallelism.", panel=_LAYOUT, show_default=False),
 ]
+PlanAsyncTp = Annotated[
+    bool,
+    _opt("--async-tp", help="With --engine fsdp: torchtitan's async tensor parallelism (under "
+         "torch.compile), the --sp collectives overlapped with the matmuls.", panel=_LAYOUT),
+]  # fmt: skip
 PlanBatch = Annotated[
     int | None,
     _opt("--batch", "-b", help="Training: the micro-batch one device runs at a time. Serving: "

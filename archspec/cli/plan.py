@@ -21,6 +21,7 @@ from archspec.cli.options import (
     ForceOpt,
     JsonOpt,
     PlanAccept,
+    PlanAsyncTp,
     PlanAttn,
     PlanBatch,
     PlanConcurrency,
@@ -78,7 +79,8 @@ def plan(
     draft: PlanDraft = None,
     speculate: PlanSpeculate = 4, accept: PlanAccept = None, rate: PlanRate = None,
     concurrency: PlanConcurrency = None, plot: PlanServePlot = None, cp: PlanCp = None,
-    ep: PlanEp = None, stage_layers: PlanStageLayers = None, tokens: PlanTokens = None,
+    ep: PlanEp = None, stage_layers: PlanStageLayers = None, async_tp: PlanAsyncTp = False,
+    tokens: PlanTokens = None,
     price: PlanPrice = None, mfu: PlanMfu = None, efficiency: PlanEfficiency = None,
     force: ForceOpt = False, json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
@@ -135,7 +137,8 @@ def _serve(ir, system, o) -> dict[str, Any]:
     if "warning" in report:
         stderr().print(f"warning: {markup_safe(report['warning'])}")
     ignored = request.training_only(
-        {"--cp": o.cp, "--ep": o.ep, "--stage-layers": o.stage_layers, "--tokens": o.tokens,
+        {"--cp": o.cp, "--ep": o.ep, "--stage-layers": o.stage_layers,
+         "--async-tp": o.async_tp or None, "--tokens": o.tokens,
          "--price": o.price, "--mfu": o.mfu, "--efficiency": o.efficiency})  # fmt: skip
     if ignored:
         report["ignored"] = ignored
@@ -149,7 +152,7 @@ def _train(ir, system, o) -> dict[str, Any]:
 
     what_if = request.checked_what_if(o.tokens, o.price, o.mfu, o.efficiency)
     run = request.training_run(ir, o.gpus, o.global_batch, o.seq, o.dtype, o.grad_dtype, o.attn,
-                               o.top, o.engine)  # fmt: skip
+                               o.top, o.engine, o.async_tp)  # fmt: skip
     beyond_context(ir, [run.seq])
     given = {"tp": o.tp, "pp": o.pp, "interleave": o.interleave, "sp": o.sp_,
              "micro_batch": o.batch, "recompute": o.recompute, "zero": o.zero, "cp": o.cp,

@@ -119,6 +119,15 @@ def get_engine(name: str) -> Engine:
     return ENGINES[name]
 
 
+def with_async_tp(engine: Engine, async_tp: bool) -> Engine:
+    """The engine with torchtitan's async tensor parallelism (`enable_async_tensor_parallel`):
+    under torch.compile, inductor's micro-pipelined TP (`_micro_pipeline_tp`, over symmetric
+    memory) splits each sequence-parallel all-gather and reduce-scatter and runs the pieces
+    beside the matmul they feed or follow (parallelize_llama.py's apply_tp at torchtitan
+    9dec370), so the tensor-parallel collectives overlap the matmuls as NeMo's do."""
+    return replace(engine, overlap_tp=True) if async_tp else engine
+
+
 def exposed(communication: float, compute: float, overlapped: bool, interference: float) -> float:
     """What `communication` adds to a step: all of it, or, overlapped with `compute`, what the
     compute cannot hide and `interference` of what it does (the two slow each other)."""

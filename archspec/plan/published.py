@@ -66,6 +66,7 @@ class Run:
     cp: int = 1
     ep: int = 1
     sp: bool = False
+    async_tp: bool = False  # torchtitan's async TP (engines.with_async_tp)
     recompute: str = NO_RECOMPUTE
     zero: int = 0
     stage_layers: tuple[int, ...] | None = None
@@ -115,7 +116,7 @@ def run_ir(model: str, sets: tuple[str, ...], seq: int):
 
 def training(run: Run) -> Training:
     return Training(run.gpus, run.global_batch, run.seq, run.dtype, run.grad_dtype, run.attn,
-                    run.engine)  # fmt: skip
+                    run.engine, run.async_tp)  # fmt: skip
 
 
 def published_step(run: Run, ir) -> float:

@@ -95,6 +95,7 @@ def header(ir: IR, system: System, run: Training) -> dict[str, Any]:
         "grad_dtype": run.grad_dtype,
         "attn": run.attn,
         "engine": run.engine,
+        **({"async_tp": True} if run.async_tp else {}),
     }
 
 

@@ -56,14 +56,22 @@ def checked_system(
 def training_run(
     ir: IR, gpus: int, global_batch: int | None, seq: int | None, dtype: str,
     grad_dtype: str | None, attn: str, top: int = 1, engine: str | None = None,
+    async_tp: bool = False,
 ) -> Training:  # fmt: skip
     """The training run the options describe: the sequence length defaults to the context;
     gradients default to the dtype (bf16 under fp8, whose weights and gradients stay bf16);
-    the engine to megatron's (one --engine option serves both modes, so None means default)."""
+    the engine to megatron's (one --engine option serves both modes, so None means default);
+    --async-tp is torchtitan's (engines.with_async_tp), so --engine fsdp's."""
     from archspec.backends.count.memory import GRAD_BYTES
 
     engine = engine or DEFAULT_ENGINE
     get_engine(engine)
+    if async_tp and engine != "fsdp":
+        raise SpecError(
+            f"--async-tp is torchtitan's async tensor parallelism (--engine fsdp); --engine "
+            f"{engine} " + ("overlaps its tensor-parallel collectives already" if
+                            get_engine(engine).overlap_tp else "has no such overlap")
+        )  # fmt: skip
     if top < 1:
         raise SpecError(f"--top must be at least 1 (got {top}): the layouts a search shows")
 
@@ -77,7 +85,7 @@ def training_run(
     seq = seq if seq is not None else ir.value(ir.root.max_seq_len)
     if seq < 1:
         raise SpecError("--seq must be at least 1")
-    return Training(gpus, global_batch, seq, dtype, grad_dtype, attn, engine)
+    return Training(gpus, global_batch, seq, dtype, grad_dtype, attn, engine, async_tp)
 
 
 def given_layout(
@@ -136,6 +144,12 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
     if stage_layers is not None:
         check_stage_layers(ir, pp, only["interleave"][0], stage_layers)
     check_expert_split(ir, only["ep"][0], run.gpus // (tp * pp * cp))
+    if run.async_tp and (tp == 1 or not only["sp"][0]):
+        raise SpecError(
+            f"--async-tp overlaps the sequence-parallel all-gathers and reduce-scatters with "
+            f"the matmuls: it needs --tp above 1 and --sp (got --tp {tp}"
+            + ("" if only["sp"][0] else ", no --sp") + ")"
+        )
     if only["recompute"][0] not in RECOMPUTE:
         raise SpecError(f"--recompute takes one of: {', '.join(RECOMPUTE)}")
     if only["micro_batch"][0] < 1:

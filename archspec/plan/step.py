@@ -52,7 +52,7 @@ from archspec.plan.collectives import (
     send,
 )
 from archspec.plan.efficiency import Efficiency
-from archspec.plan.engines import DEFAULT_ENGINE, exposed, get_engine
+from archspec.plan.engines import DEFAULT_ENGINE, exposed, get_engine, with_async_tp
 from archspec.plan.hardware import System
 from archspec.plan.layers import stage_runs
 from archspec.plan.opcost import OpCost, PassCosts, pass_costs
@@ -123,6 +123,7 @@ class Training:
     grad_dtype: str = "fp32"
     attn: str = "flash"
     engine: str = DEFAULT_ENGINE  # what the stack overlaps (engines.py)
+    async_tp: bool = False  # torchtitan's async TP: the TP collectives overlap the matmuls
 
 
 @dataclass
@@ -138,7 +139,7 @@ class StepModel:
     lowered once; each micro-batch size evaluates them once."""
 
     def __init__(self, ir: IR, system: System, run: Training, eff: Efficiency | None = None):
-        self.engine = get_engine(run.engine)
+        self.engine = with_async_tp(get_engine(run.engine), run.async_tp)
         eff = eff or self.engine.efficiency(system.accelerator.key)
         self.ir, self.system, self.run, self.eff = ir, system, run, eff
         self.c = COMPUTE_BYTES[run.dtype]
