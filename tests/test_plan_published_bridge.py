@@ -1,0 +1,107 @@
+"""The NeMo and Megatron-Bridge rows of published.yaml beyond the first few read from each
+table, and those of later Megatron-Bridge tables: every layout is one `archspec plan` accepts
+and times as the harness does, and its pipeline split is the one Megatron-Core makes of it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from typer.testing import CliRunner
+
+from archspec.cli import app
+from archspec.plan import published
+from archspec.plan.engines import ENGINES
+from archspec.plan.hardware import get_system
+from tests.test_plan_published_cli import command
+
+runner = CliRunner()
+
+# The rows read from the tables' other pre-training lines (the NeMo 24.07 table, Megatron-
+# Bridge's 25.11 tables).
+ADDED = (
+    "GPT-3 5B fp8, 64 H100 (NeMo)",
+    "GPT-3 20B fp8, 64 H100 (NeMo)",
+    "Nemotron 8B fp8, 64 H100 (NeMo)",
+    "Nemotron 22B fp8, 64 H100 (NeMo)",
+    "Nemotron 340B fp8, 128 H100 (NeMo)",
+    "Llama 3.1 405B fp8, 256 GB200 (NeMo 25.11)",
+    "Llama 3.1 405B fp8, 128 B200 (NeMo 25.11)",
+    "Qwen3 30B-A3B fp8, 16 H100 (NeMo 25.11)",
+    "Qwen3 30B-A3B fp8, 8 B200 (NeMo 25.11)",
+    "Qwen3 235B-A22B, 256 GB200 (NeMo 25.11)",
+    "Qwen3 235B-A22B fp8, 64 B200 (NeMo 25.11)",
+)
+
+
+# Later Megatron-Bridge tables, every row of theirs.
+LATER_SOURCES = ("bridge2604", "bridge2606")
+
+
+def added() -> list[published.Run]:
+    runs = published.dataset().runs
+    return [r for r in runs if r.name in ADDED] + [r for r in runs if r.source in LATER_SOURCES]
+
+
+@pytest.mark.parametrize("run", added(), ids=lambda r: r.name)
+def test_the_command_times_each_added_row_as_the_harness_does(run) -> None:
+    assert run.not_expressible() is None
+    accelerator = get_system(run.system).accelerator.key
+    seconds, layout = published.predict(run, ENGINES[run.engine].efficiency(accelerator))
+    assert (layout.micro_batch, layout.interleave) == (run.micro_batch, run.interleave or 1)
+    result = runner.invoke(app, command(run, layout.micro_batch, layout.interleave))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["step_time_s"] == pytest.approx(seconds, rel=1e-9)
+
+
+def megatron_stage_layers(layers: int, pp: int, vp: int, embedding_and_loss: bool) -> list[int]:
+    """Megatron-Core's split (get_transformer_layer_offset, transformer_layer.py): with
+    account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split the
+    embedding and the loss take a layer's slot each, in the first and the last chunk; the
+    slots are divided evenly over pp × vp chunks, chunk c of stage s at position c·pp + s."""
+    slots = layers + 2 if embedding_and_loss else layers
+    chunks = pp * vp
+    assert slots % chunks == 0
+    per_chunk = [slots // chunks] * chunks
+    if embedding_and_loss:
+        per_chunk[0] -= 1
+        per_chunk[-1] -= 1
+    return [sum(per_chunk[c * pp + s] for c in range(vp)) for s in range(pp)]
+
+
+@pytest.mark.parametrize("run", added(), ids=lambda r: r.name)
+def test_each_added_pipeline_is_split_as_megatron_core_splits_it(run) -> None:
+    layers = published.model_layers(published.cands_ir(run))
+    # The Llama 3.1 405B and Qwen3-235B-A22B recipes count the embedding and the loss
+    # (llama31_405b.py, qwen3_moe.py); the others do not.
+    counted = run.model in ("llama-3-405b", "qwen3-235b-a22b")
+    expected = megatron_stage_layers(layers, run.pp, run.interleave or 1, counted)
+    assert list(run.stage_layers or [layers // run.pp] * run.pp) == expected
+
+
+# Each table's "Model TFLOP / sec / GPU" beside its "Tokens / sec / GPU" (the same files and
+# lines as the rows): NVIDIA's model FLOPs a token, which fix the shape the row was run at.
+# With it, whether the shape's input embedding is a table of its own (Nemotron's head is
+# untied; GPT-3's is the embedding).
+MODEL_TFLOPS = {
+    "GPT-3 5B fp8, 64 H100 (NeMo)": (736, False),
+    "GPT-3 20B fp8, 64 H100 (NeMo)": (750, False),
+    "Nemotron 8B fp8, 64 H100 (NeMo)": (653, True),
+    "Nemotron 22B fp8, 64 H100 (NeMo)": (554, True),
+    "Nemotron 340B fp8, 128 H100 (NeMo)": (678, True),
+}
+
+
+@pytest.mark.parametrize("name", MODEL_TFLOPS)
+def test_each_added_dense_shape_has_the_model_flops_the_table_prints(name) -> None:
+    """PaLM's 6N + 12·L·H·Q·T a token (published.py's `flops: palm`) less an untied input
+    embedding's 6·V·d, which multiplies nothing: NVIDIA's count."""
+    tflops, untied = MODEL_TFLOPS[name]
+    run = next(r for r in added() if r.name == name)
+    ir = published.cands_ir(run)
+    palm = published.published_step(replace(run, figure=("tflops_per_gpu", 1.0), flops="palm"), ir)
+    per_token = palm * 1e12 * run.gpus / (run.global_batch * run.seq)
+    if untied:
+        per_token -= 6 * ir.value(ir.root.vocab_size) * ir.value(ir.root.d_model)
+    assert per_token == pytest.approx(tflops * 1e12 / run.figure[1], rel=5e-3)
