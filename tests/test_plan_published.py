@@ -91,12 +91,12 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard): mean 7.0%, within the target of
-    # 8%, largest 29.0% (torchtitan's 64K row), far above its 15%; 8.56% and 33.6% before
-    # overlapped communication cost a fitted share of what it hides.
+    # What docs/plan.md reports (a regression guard): mean 9.1%, above the target of
+    # 8%, largest 38.7% (torchtitan's August 2024 405B float8 rows), far above its 15%; 7.0%
+    # and 29.0% over the 70 runs before torchtitan's and NVIDIA's other rows were added.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
-    assert mean(errors) < 0.071
-    assert max(errors) < 0.291
+    assert mean(errors) < 0.092
+    assert max(errors) < 0.388
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
     ]
