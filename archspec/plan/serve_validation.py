@@ -8,7 +8,8 @@ the routed experts' and a grouped-query cache's share of it), then the per-layer
 per-request overheads by non-negative least squares, alternately, minimising the squared
 relative error of the times. Only the parameters its figures can tell apart are fitted (an
 all-reduce latency needs figures at two tensor-parallel degrees, a request overhead times to
-first token, a layer overhead an eager engine with enough figures); the others stay 0.
+first token, an eager engine's layer cost, on the device or its host, figures of two depths);
+the others stay 0. A figure whose unstated lengths decide it is bracketed instead (Bracket).
 
 Cross-validation: every figure is predicted by the profile fitted on the other figures of its
 engine (leave one out), and, for the engines with more than one source, by the profile fitted
@@ -34,14 +35,14 @@ from archspec.plan.serve_engine import IDEAL, PRECISION_CLASSES, ServeEngine, se
 
 # Engines whose per-layer overhead is not fitted: TensorRT-LLM's figures are mostly compute-
 # bound prefills and large batches, where a per-layer term would stand in for the matmuls'
-# efficiency; TinyChat and ExLlama have too few figures (two or three, all at batch 1 on one
-# GPU) to tell it from the bandwidth, which absorbs it. gpt-fast decodes in CUDA graphs, so its
-# per-layer term is what each kernel still costs on the device (start and drain).
-NO_LAYER_OVERHEAD = {"tensorrt-llm", "tinychat"}
-# Engines whose Python issues each kernel as it goes (no CUDA graph in their code): the host's
-# time a layer is fitted instead of a device-side one, and a pass takes the longer of the two
-# (serve_engine.py). Only where the figures span models of different depths: a host-bound time
-# grows with the layers whatever the bytes, which figures of one depth cannot show.
+# efficiency. gpt-fast decodes in CUDA graphs, so its per-layer term is what each kernel still
+# costs on the device (start and drain).
+NO_LAYER_OVERHEAD = {"tensorrt-llm"}
+# Engines whose Python issues each kernel as it goes (no CUDA graph in their code): their
+# layers cost either the device (added) or the host (overlapped: a pass takes the longer of the
+# two, serve_engine.py), whichever fits (_with_overheads). Only where the figures span models of
+# different depths: a time a layer, on either side, cannot be told from the bandwidth in figures
+# of one depth (TinyChat's three are all 32 layers deep), which then absorbs it.
 EAGER = {"transformers", "gptq-for-llama", "tinychat", "exllama"}
 ENGINE_NAMES = {
     "gpt-fast": "compiled PyTorch, static KV cache, CUDA graphs (gpt-fast)",
