@@ -6,21 +6,19 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import json
-import os
-import socket
 import sys
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch.distributed._functional_collectives import AsyncCollectiveTensor
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor
 from torch.distributed.tensor.parallel import loss_parallel
 from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from tests.gloo_spawn import spawn_cases
 
 
 def _load(path: str):
@@ -158,25 +156,8 @@ def run_case(path: str, dp: int, tp: int, sequence_parallel: bool, vocab_split: 
     return out
 
 
-def worker(
-    rank: int, world: int, port: int, cases: list[tuple[str, str, int, int, bool, bool]], out: str
-):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    try:
-        results = {key: run_case(path, *layout) for key, path, *layout in cases}
-    finally:
-        dist.destroy_process_group()
-    Path(out, f"rank{rank}.json").write_text(json.dumps(results))
-
-
 def run_on_ranks(
     world: int, cases: list[tuple[str, str, int, int, bool, bool]], folder: Path
 ) -> list[dict]:
-    """Run `cases` on `world` spawned gloo processes, on a free port; what each rank measured."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(worker, args=(world, port, cases, str(folder)), nprocs=world, join=True)
-    return [json.loads((folder / f"rank{r}.json").read_text()) for r in range(world)]
+    """Run `cases` on `world` spawned gloo processes; what each rank measured."""
+    return spawn_cases(run_case, world, cases, folder)

@@ -15,16 +15,10 @@ input. Both layouts give the single-process loss and gradients."""
 
 from __future__ import annotations
 
-import json
-import os
-import socket
 from collections import Counter
-from pathlib import Path
 
 import pytest
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn.functional as F
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import DTensor, Replicate, Shard
@@ -40,6 +34,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from archspec import build_ir, load_spec
 from archspec.backends.torchgen import generate_source
 from tests.distributed_worker import _load
+from tests.gloo_spawn import spawn_cases
 from tests.tiny import tiny_sizes
 
 pytestmark = pytest.mark.slow
@@ -158,27 +153,12 @@ def run(path: str) -> dict:
     return out
 
 
-def worker(rank: int, port: int, path: str, folder: str) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=2)
-    try:
-        result = run(path)
-    finally:
-        dist.destroy_process_group()
-    Path(folder, f"rank{rank}.json").write_text(json.dumps(result))
-
-
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory) -> list[dict]:
     folder = tmp_path_factory.mktemp("tp_collectives")
     path = folder / "llama_tp.py"
     path.write_text(generate_source(build_ir(load_spec("llama-2-7b", tiny_sizes("n_kv_heads=2")))))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(worker, args=(port, str(path), str(folder)), nprocs=2, join=True)
-    return [json.loads((folder / f"rank{r}.json").read_text()) for r in range(2)]
+    return [rank["llama"] for rank in spawn_cases(run, 2, [("llama", str(path))], folder)]
 
 
 @pytest.mark.parametrize("layout", ["archspec", "torchtitan"])
