@@ -103,7 +103,7 @@ def test_an_accelerator_served_alone_takes_the_common_spellings(spelling: str) -
 
 
 def test_an_unknown_accelerator_is_refused_with_the_nearest_name() -> None:
-    result = runner.invoke(app, ["plan", "llama-2-7b", "--mode", "serve", "--gpu", "rtx4090"])
+    result = runner.invoke(app, ["plan", "llama-2-7b", "--mode", "serve", "--gpu", "rtx4080"])
     assert result.exit_code == 2
-    assert "unknown system or accelerator 'rtx4090'" in result.stderr
+    assert "unknown system or accelerator 'rtx4080'" in result.stderr
     assert "did you mean 'rtx-4090'?" in result.stderr

@@ -16,6 +16,7 @@ from archspec.plan.efficiency import CALIBRATED
 from archspec.plan.fit import MemoryModel
 from archspec.plan.hardware import get_system
 from archspec.plan.roofline import Roofline
+from archspec.plan.serve_engine import serving_system
 from archspec.plan.step import Layout, StepModel, Training
 
 runner = CliRunner()
@@ -101,9 +102,21 @@ def test_what_ifs() -> None:
     assert slower["step_time_s"] > base["step_time_s"]
 
 
-@pytest.mark.parametrize("name", ["h100", "h100-80g", "H100-SXM5", "NVIDIA H100_SXM5"])
+@pytest.mark.parametrize(
+    "name", ["h100", "h100-80g", "H100-SXM5", "NVIDIA H100_SXM5", "H100SXM", "h100sxm5"]
+)
 def test_common_spellings_resolve(name: str) -> None:
     assert get_system(name).key == "h100-sxm"
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [("rtx4090", "rtx-4090"), ("NVIDIA GeForce RTX 4090", "rtx-4090"), ("TPUv5p", "tpu-v5p"),
+     ("MI300X", "mi300x"), ("A10080G", "a100-80g")],
+)  # fmt: skip
+def test_spellings_without_hyphens_resolve(name: str, key: str) -> None:
+    """Systems and, for serving, an accelerator no system holds (the RTX 4090)."""
+    assert serving_system(name).key == key
 
 
 @pytest.mark.parametrize(

@@ -103,7 +103,8 @@ def load_catalogue(extra: list[Path] | None = None) -> dict[str, System]:
 
 # Common spellings of the catalogue's names (one scheme: vendor part, form factor, memory where
 # parts differ only in it). Looked up after lower-casing and turning spaces and underscores
-# into hyphens, with a leading "nvidia-" or "amd-" dropped.
+# into hyphens, with a leading vendor or brand ("nvidia-", "amd-", "geforce-") dropped; a name
+# that differs from one of these only in its hyphens ("rtx4090", "tpuv5p") is that one.
 ALIASES = {
     "h100": "h100-sxm", "h100-80g": "h100-sxm", "h100-80gb": "h100-sxm", "h100-sxm5": "h100-sxm",
     "h100-sxm5-80gb": "h100-sxm", "h100-sxm-80gb": "h100-sxm", "dgx-h100": "h100-sxm",
@@ -120,9 +121,13 @@ def canonical_name(name: str, catalogue: dict[str, Any]) -> str:
     if name in catalogue:
         return name
     key = name.strip().lower().replace("_", "-").replace(" ", "-")
-    for prefix in ("nvidia-", "amd-"):
+    for prefix in ("nvidia-", "amd-", "geforce-"):
         key = key.removeprefix(prefix)
-    return key if key in catalogue else ALIASES.get(key, name)
+    if key in catalogue:
+        return key
+    unhyphenated = {k.replace("-", ""): k for k in catalogue}
+    unhyphenated |= {k.replace("-", ""): v for k, v in ALIASES.items() if v in catalogue}
+    return ALIASES.get(key) or unhyphenated.get(key.replace("-", ""), name)
 
 
 def get_system(name: str, extra: list[Path] | None = None) -> System:
