@@ -15,8 +15,9 @@ quantizes it, `ServeEngine.quantizes_head`) and computes in bf16; fp8 stores the
 weights in one byte and runs the matmuls at the fp8 peak (TensorRT-LLM's FP8: activations cast
 to fp8 at each matmul, kept 16-bit between kernels). A quantized KV cache (fp8, int8) stores
 and reads keys and values in one byte. The engine (serve_engine.py) says what fraction of the
-bandwidth its kernels reach at that precision and what it adds per layer, per all-reduce and
-per request.
+bandwidth its kernels reach at that precision, how much of a grouped-query cache its decode
+attention loads again for each further query head of a key/value head, and what it adds per
+layer, per all-reduce and per request.
 """
 
 from __future__ import annotations
