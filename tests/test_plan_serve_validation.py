@@ -56,9 +56,7 @@ def _same_profile(stored, fitted) -> None:
     assert stored.host_layer_us == pytest.approx(fitted.host_layer_us, abs=0.01)
     assert stored.request_overhead_ms == pytest.approx(fitted.request_overhead_ms, abs=1e-3)
     assert stored.expert_efficiency == pytest.approx(fitted.expert_efficiency, abs=1e-3)
-    assert stored.grouped_cache_efficiency == pytest.approx(
-        fitted.grouped_cache_efficiency, abs=1e-3
-    )
+    assert stored.grouped_cache_reread == pytest.approx(fitted.grouped_cache_reread, abs=1e-3)
     assert stored.quantizes_head == fitted.quantizes_head
 
 
@@ -70,7 +68,7 @@ def test_stored_profiles_predict_the_published_figures() -> None:
     stored = load_engines()
     errors = [abs(f.published_s / f.predicted_s(parts_of(f), stored[f.engine]) - 1)
               for f in figures]  # fmt: skip
-    assert sum(errors) / len(errors) < 0.07 and max(errors) < 0.55
+    assert sum(errors) / len(errors) < 0.052 and max(errors) < 0.25
     for key in ("transformers", "gptq-for-llama", "tinychat", "exllama"):
         _same_profile(stored[key], fit_engine(key, [f for f in figures if f.engine == key]))
 
@@ -84,8 +82,8 @@ def test_stored_profiles_are_the_fit_and_its_cross_validated_error() -> None:
     s = summary(rows)
     # What was measured (docs/plan.md shows the table); the issue's target is 10% and 25%.
     assert s["held_out"] == s["figures"] == len(load_dataset()[1]) - len(brackets)
-    assert s["fitted_mean"] < 0.07 and s["held_out_mean"] < 0.086
-    assert s["held_out_max"] < 0.57
+    assert s["fitted_mean"] < 0.052 and s["held_out_mean"] < 0.071
+    assert s["held_out_max"] < 0.29
     assert brackets and all(b.within for b in brackets)
 
 
@@ -113,14 +111,14 @@ def test_a_fit_on_figures_made_from_a_known_profile_finds_it_again() -> None:
     assert found.allreduce_us == pytest.approx(20.0, rel=0.05)
 
 
-def test_a_grouped_cache_read_slower_slows_only_grouped_query_decoding() -> None:
+def test_a_grouped_cache_loaded_again_slows_only_grouped_query_decoding() -> None:
     """TensorRT-LLM before its XQA kernel: Llama-2-70B's eight query heads per key/value head
-    read the cache slower; Llama-2-7B (one per head) and every prefill are untouched."""
+    load its cache again; Llama-2-7B (one per head) and every prefill are untouched."""
     from dataclasses import replace
 
     system = get_system("h100-sxm")
     trt = load_engines()["tensorrt-llm"]
-    shared = replace(trt, grouped_cache_efficiency=1.0)
+    shared = replace(trt, grouped_cache_reread=0.0)
     for model, tp, grouped in (("llama-2-7b", 1, False), ("llama-2-70b", 2, True)):
         ir = compile_spec(model, None)
         args = (ir, system, 64, 2048, 2048, tp)

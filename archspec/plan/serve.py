@@ -15,8 +15,9 @@ quantizes it, `ServeEngine.quantizes_head`) and computes in bf16; fp8 stores the
 weights in one byte and runs the matmuls at the fp8 peak (TensorRT-LLM's FP8: activations cast
 to fp8 at each matmul, kept 16-bit between kernels). A quantized KV cache (fp8, int8) stores
 and reads keys and values in one byte. The engine (serve_engine.py) says what fraction of the
-bandwidth its kernels reach at that precision and what it adds per layer, per all-reduce and
-per request.
+bandwidth its kernels reach at that precision, how much of a grouped-query cache its decode
+attention loads again for each further query head of a key/value head, and what it adds per
+layer, per all-reduce and per request.
 """
 
 from __future__ import annotations
@@ -118,11 +119,12 @@ class ServePrediction:
 class PassParts:
     """One pass as numbers an engine turns into seconds: per op, (how many layers run it,
     compute seconds, bytes one rank moves, its weight elements, its key and value elements,
-    "head", "expert" (a routed expert's linear), "grouped" (a decode step's attention over a
-    grouped-query cache) or ""), and the pass's layers and
-    all-reduces."""
+    the key and value elements a decode step's attention over a grouped-query cache loads
+    again if each query head loads its key/value head's cache (the group's other query heads':
+    (group - 1) × the cache), "head", "expert" (a routed expert's linear) or ""), and the
+    pass's layers and all-reduces."""
 
-    ops: tuple[tuple[int, float, float, float, float, str], ...]
+    ops: tuple[tuple[int, float, float, float, float, float, str], ...]
     layers: int
     allreduces: int
     allreduce_bytes_s: float  # the all-reduces' bytes over the link, all of them
@@ -136,12 +138,12 @@ class PassParts:
         c = precision.kv_bytes - compute_bytes
         speed = engine.compute_scale(precision.dtype)
         memory = 0.0
-        for n, compute, moved, weights, kv, part in self.ops:
+        reread = engine.grouped_cache_reread * precision.kv_bytes
+        for n, compute, moved, weights, kv, rereads, part in self.ops:
             stored = 0.0 if part == "head" and not engine.quantizes_head else w
-            reached = bandwidth * (engine.expert_efficiency if part == "expert"
-                                   else engine.grouped_cache_efficiency if part == "grouped"
-                                   else 1.0)  # fmt: skip
-            memory += n * max(compute / speed, (moved + stored * weights + c * kv) / reached)
+            reached = bandwidth * (engine.expert_efficiency if part == "expert" else 1.0)
+            read = moved + stored * weights + c * kv + reread * rereads
+            memory += n * max(compute / speed, read / reached)
         if engine.allreduce_us is None:
             latency = self.allreduce_ring_s
         else:
@@ -178,7 +180,8 @@ def _pass_parts(costs: PassCosts, values, tp: int, peak: float, eff: Efficiency,
                 ) -> PassParts:  # fmt: skip
     """`after_values`: the lengths the ops after the blocks (final norm, head) run at, when
     not `values`'. `decoding`: a decode step, whose attention over a grouped cache (more query
-    heads than key/value heads) is marked "grouped"."""
+    heads than key/value heads) counts the cache its group's other query heads may load
+    again (a prefill's attention is compute-bound)."""
     compute = Roofline(peak, math.inf, eff)  # compute time only
     moved = Roofline(math.inf, 1.0, eff)  # bytes one rank moves, as "seconds" at 1 byte/s
     ops = []
@@ -195,9 +198,10 @@ def _pass_parts(costs: PassCosts, values, tp: int, peak: float, eff: Efficiency,
         weights = float(sp.sympify(cost.weights).xreplace(values)) / ways
         kv = float(sp.sympify(cost.kv).xreplace(values)) / ways
         group = float(sp.sympify(cost.kv_group).xreplace(values))
-        part = ("head" if cost.label == "head.linear" else "expert" if cost.expert
-                else "grouped" if decoding and group > 1 and kv else "")  # fmt: skip
-        ops.append((n, compute.op_time(item, tp), moved.op_time(item, tp), weights, kv, part))
+        rereads = (group - 1) * kv if decoding else 0.0
+        part = "head" if cost.label == "head.linear" else "expert" if cost.expert else ""
+        ops.append((n, compute.op_time(item, tp), moved.op_time(item, tp), weights, kv,
+                    rereads, part))  # fmt: skip
     layers = sum(n for n, _ in costs.layers)
     bytes_s, ring_s, calls = allreduce
     return PassParts(tuple(ops), layers, calls * layers, bytes_s * layers, ring_s * layers)

@@ -64,12 +64,18 @@ class ServeEngine:
     # What its routed experts' linears reach of its bandwidth: experts gathered by index
     # (gpt-fast's w1[expert_indices] under einsum) are read apart from the dense kernels.
     expert_efficiency: float = 1.0
-    # What its decode attention reaches of its bandwidth over a grouped-query cache (GQA, MQA):
-    # a kernel that loads a shared key/value head once per query head reads the cache several
-    # times. TensorRT-LLM's XQA kernel, from v0.8, shares the loads and "provides 2.4x more
-    # Llama-70B throughput" at 128 → 2048 tokens (NVIDIA/TensorRT-LLM at 585c756,
-    # docs/source/blogs/XQA-kernel.md); the published v0.6.1 tables predate it.
-    grouped_cache_efficiency: float = 1.0
+    # Over a grouped-query cache (GQA, MQA: several query heads per key/value head), the share
+    # of its cache that each further query head of a group loads again from memory in a decode
+    # step: 0, a kernel that loads a key/value head once for its group; up to 1, one that loads
+    # it once per query head and finds none of it in the L2 cache. TensorRT-LLM's masked
+    # multi-head attention kernel of v0.6.1 runs a thread block per (sequence, query head),
+    # each loading its key/value head's cache (NVIDIA/TensorRT-LLM at 138f96d,
+    # decoderMaskedMultiheadAttentionTemplate.h: "a threadblock for B x H pair", the keys at
+    # `hi_kv`), so the cache read grows with the group: 8 query heads a key/value head for
+    # Llama-2-70B, 29 for Falcon-180B. Its XQA kernel, from v0.8, shares the loads and
+    # "provides 2.4x more Llama-70B throughput" at 128 → 2048 tokens (at 585c756,
+    # docs/source/blogs/XQA-kernel.md).
+    grouped_cache_reread: float = 0.0
     calibrated_on: list[str] = field(default_factory=list)  # the figures' sources
     note: str = ""
 

@@ -4,7 +4,8 @@ Each figure becomes a time the model predicts: a generate call's wall time (pref
 new_tokens - 1 decode steps: the prefill gives the first token), a static batch's, a time to
 first token, or one decode step. Each engine's profile (serve_engine.py) is fitted on its own
 figures: the achieved bandwidth per precision on a grid (and, where the figures show them,
-the routed experts' and a grouped-query cache's share of it), then the per-layer, per-all-reduce and
+the routed experts' share of it and how much of a grouped-query cache each query head loads
+again), then the per-layer, per-all-reduce and
 per-request overheads by non-negative least squares, alternately, minimising the squared
 relative error of the times. Only the parameters its figures can tell apart are fitted (an
 all-reduce latency needs figures at two tensor-parallel degrees, a request overhead times to
@@ -83,9 +84,10 @@ HEAD_16BIT = {"tinychat", "exllama", "transformers", "gptq-for-llama"}
 # The engine's matmuls against the training-calibrated efficiency: half to 1.3 times.
 COMPUTE_GRID = [x / 100 for x in range(50, 131)]
 DECODE_ONLY = ("decode_token_ms", "generate_decode_tokens_per_s")
-# What an engine's expert kernels (or its decode attention over a grouped-query cache) reach of
-# its dense kernels' bandwidth: a fifth to all of it.
+# What an engine's expert kernels reach of its dense kernels' bandwidth: a fifth to all of it.
 EXPERT_GRID = [x / 100 for x in range(20, 101)]
+# The share of a grouped-query cache each further query head loads again: none to all of it.
+REREAD_GRID = [x / 100 for x in range(0, 101)]
 # Achieved bandwidth from 20% to 90% of the peak: streaming copies reach 80-90% on A100 and
 # H100 (efficiency.py's sources), and no kernel that also computes does better.
 EFFICIENCY_GRID = [x / 200 for x in range(40, 181)]
@@ -275,13 +277,13 @@ def _has_experts(figures: list[Figure]) -> bool:
 
 def _reads_grouped_cache(figures: list[Figure]) -> bool:
     """Whether some figure's decode steps spend a tenth of their bytes on a grouped-query cache
-    (large batches, long sequences): batch-1 decoding reads too little cache to tell its
-    kernel's bandwidth from the weights'."""
+    (large batches, long sequences): batch-1 decoding reads too little cache to tell how much
+    of it is loaded again from the weights' bandwidth."""
     for f in figures:
         if f.metric == "ttft_ms":
             continue
         ops = parts_of(f).decode.ops
-        grouped = sum(n * moved for n, _, moved, *_, part in ops if part == "grouped")
+        grouped = sum(n * moved for n, _, moved, _, _, rereads, _ in ops if rereads)
         if grouped >= 0.1 * sum(n * moved for n, _, moved, *_ in ops):
             return True
     return False
@@ -311,8 +313,8 @@ def fit_engine(key: str, figures: list[Figure], rounds: int = 3,
                          compute_efficiency={c: v for c, v in start.compute_efficiency.items()
                                              if c in computes},
                          expert_efficiency=start.expert_efficiency if experts else 1.0,
-                         grouped_cache_efficiency=start.grouped_cache_efficiency if grouped
-                         else 1.0)  # fmt: skip
+                         grouped_cache_reread=start.grouped_cache_reread if grouped
+                         else 0.0)  # fmt: skip
     for _ in range(rounds if len(classes) > 1 or computes or experts or grouped else 1):
         for cls in classes:
             trials = [replace(engine, memory_efficiency={**engine.memory_efficiency, cls: eta})
@@ -331,8 +333,8 @@ def fit_engine(key: str, figures: list[Figure], rounds: int = 3,
             trials = [replace(engine, expert_efficiency=x) for x in EXPERT_GRID]
             engine = min((_with_overheads(t, figures, free) for t in trials),
                          key=lambda fit: fit[1])[0]  # fmt: skip
-        if grouped:  # its decode attention's share of the bandwidth over a grouped cache
-            trials = [replace(engine, grouped_cache_efficiency=x) for x in EXPERT_GRID]
+        if grouped:  # how much of a grouped cache its decode attention loads again
+            trials = [replace(engine, grouped_cache_reread=x) for x in REREAD_GRID]
             engine = min((_with_overheads(t, figures, free) for t in trials),
                          key=lambda fit: fit[1])[0]  # fmt: skip
     return engine

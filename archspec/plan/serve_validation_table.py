@@ -59,15 +59,14 @@ def table(engines: dict[str, ServeEngine], rows: list[Row], brackets: list[Brack
             f"published figure lies {'within' if b.within else 'OUTSIDE'} that range."
         )
     lines.append("")
-    lines.append("| engine | bandwidth reached | experts (× dense) | grouped cache (× dense) "
+    lines.append("| engine | bandwidth reached | experts (× dense) | grouped cache re-read "
                  "| matmuls (× calibrated) | per layer | host per layer | per all-reduce "
                  "| per request | head quantized |")  # fmt: skip
     lines.append("|---|---|---:|---:|---|---:|---:|---:|---:|---|")
     for key, e in engines.items():
         eff = ", ".join(f"{c} {v:.0%}" for c, v in e.memory_efficiency.items())
         eff += f" | {e.expert_efficiency:.2f}" if e.expert_efficiency != 1 else " | —"
-        eff += (f" | {e.grouped_cache_efficiency:.2f}" if e.grouped_cache_efficiency != 1
-                else " | —")  # fmt: skip
+        eff += f" | {e.grouped_cache_reread:.2f}" if e.grouped_cache_reread else " | —"
         eff += " | " + (", ".join(f"{c} {v:.2f}" for c, v in e.compute_efficiency.items())
                         or "—")  # fmt: skip
         lines.append(
@@ -92,7 +91,7 @@ def stored(engines: dict[str, ServeEngine]) -> str:
             "usable_memory": e.usable_memory,
             "quantizes_head": e.quantizes_head,
             "expert_efficiency": round(e.expert_efficiency, 3),
-            "grouped_cache_efficiency": round(e.grouped_cache_efficiency, 3),
+            "grouped_cache_reread": round(e.grouped_cache_reread, 3),
             "calibrated_on": e.calibrated_on,
             "note": USABLE[key][1],
         }
