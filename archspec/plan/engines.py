@@ -19,7 +19,9 @@ matmul plateau per stack, `published.py`, cross-validated leaving one source out
   (`tp_comm_overlap`, Transformer Engine's userbuffers).
 - fsdp: PyTorch FSDP (torchtitan's FSDP2, MosaicML Composer): each layer's parameter all-gather
   is prefetched during the previous layer's compute and its gradient reduce-scatter runs
-  during the next layer's backward; tensor-parallel collectives are not overlapped.
+  during the next layer's backward; tensor-parallel collectives are not overlapped. Under
+  float8 with sequence parallelism the tensor-parallel all-gathers move one byte an element
+  (torchtitan's Float8ColwiseParallel and PrepareFloat8ModuleInput, fp8_comm.py).
 
 Overlapped communication costs what it exceeds the compute it hides behind, and a fraction of
 what it hides: while a collective runs beside a kernel the two share the streaming
@@ -57,6 +59,10 @@ class Engine:
     # (torchtitan's `reshard_after_forward=not pp_enabled`, parallelize_llama.py at 9dec370;
     # Llama 3's "we do not reshard after forward computation", Section 3.3.2).
     pipeline_zero: int = 1
+    # Under --dtype fp8 with sequence parallelism the blocks' tensor-parallel all-gathers
+    # move float8 (torchtitan's Float8ColwiseParallel and PrepareFloat8ModuleInput, which it
+    # applies whenever it trains in float8 with TP: fp8_comm.py).
+    fp8_sp_gather: bool = False
 
     def efficiency(self, accelerator: str | None = None) -> Efficiency:
         accelerator = SAME_TENSOR_CORES.get(accelerator, accelerator)
@@ -92,7 +98,8 @@ ENGINES = {
                    (("b200", 0.82), ("gb200", 0.76), ("h100-sxm", 0.86))),
     "fsdp": Engine("fsdp", True, True, False,
                    "PyTorch FSDP, torchtitan, Composer: sharded DP communication overlapped",
-                   0.70, (("a100-80g", 0.76), ("h100-sxm", 0.68)), pipeline_zero=2),
+                   0.70, (("a100-80g", 0.76), ("h100-sxm", 0.68)), pipeline_zero=2,
+                   fp8_sp_gather=True),
 }  # fmt: skip
 DEFAULT_ENGINE = "megatron"
 
