@@ -288,7 +288,8 @@ class StepModel:
         reduction = all_reduce(grads - experts, replicas, dp_link) + all_reduce(
             experts, replicas // layout.ep, expert_link
         )
-        if saved:  # ZeRO-2's gather of the updated weights, the float8 ones in one byte
+        if saved:  # ZeRO-2's gather of the weights (the all-reduce's second half): one byte
+            # less for each weight gathered in float8
             dense = grads - experts
             reduction += all_gather(dense - saved, replicas, dp_link) - all_gather(
                 dense, replicas, dp_link
