@@ -91,12 +91,13 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard): mean 9.1%, above the target of
-    # 8%, largest 38.7% (torchtitan's August 2024 405B float8 rows), far above its 15%; 7.0%
-    # and 29.0% over the 70 runs before torchtitan's and NVIDIA's other rows were added.
+    # What docs/plan.md reports (a regression guard): mean 8.8%, above the target of
+    # 8%, largest 31.5% (torchtitan's August 2024 405B float8 rows), far above its 15%; 9.1%
+    # and 38.7% before torchtitan's float8 all-gathers were costed in one byte (fp8_comm.py),
+    # 7.0% and 29.0% over the 70 runs before torchtitan's and NVIDIA's other rows were added.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
-    assert mean(errors) < 0.092
-    assert max(errors) < 0.388
+    assert mean(errors) < 0.089
+    assert max(errors) < 0.316
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
     ]

@@ -33,6 +33,8 @@ def command(run: published.Run, micro_batch: int, interleave: int) -> list[str]:
         args.append("--sp")
     if run.async_tp:
         args.append("--async-tp")
+    if run.fp8_all_gather:
+        args.append("--fp8-all-gather")
     if run.stage_layers:
         args += ["--stage-layers", ",".join(map(str, run.stage_layers))]
     return [*args, "--json"]

@@ -384,6 +384,12 @@ PlanAsyncTp = Annotated[
     _opt("--async-tp", help="With --engine fsdp: torchtitan's async tensor parallelism (under "
          "torch.compile), the --sp collectives overlapped with the matmuls.", panel=_LAYOUT),
 ]  # fmt: skip
+PlanFp8AllGather = Annotated[
+    bool,
+    _opt("--fp8-all-gather", help="With --engine fsdp, --dtype fp8 and --zero 2 or 3: "
+         "torchtitan's FSDP float8 all-gather (enable_fsdp_float8_all_gather), the blocks' "
+         "linear weights gathered in one byte.", panel=_LAYOUT),
+]  # fmt: skip
 PlanBatch = Annotated[
     int | None,
     _opt("--batch", "-b", help="Training: the micro-batch one device runs at a time. Serving: "

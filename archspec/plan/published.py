@@ -67,6 +67,7 @@ class Run:
     ep: int = 1
     sp: bool = False
     async_tp: bool = False  # torchtitan's async TP (engines.with_async_tp)
+    fp8_all_gather: bool = False  # torchtitan's FSDP float8 all-gather (fp8_comm.py)
     recompute: str = NO_RECOMPUTE
     zero: int = 0
     stage_layers: tuple[int, ...] | None = None
@@ -116,7 +117,7 @@ def run_ir(model: str, sets: tuple[str, ...], seq: int):
 
 def training(run: Run) -> Training:
     return Training(run.gpus, run.global_batch, run.seq, run.dtype, run.grad_dtype, run.attn,
-                    run.engine, run.async_tp)  # fmt: skip
+                    run.engine, run.async_tp, run.fp8_all_gather)  # fmt: skip
 
 
 def published_step(run: Run, ir) -> float:

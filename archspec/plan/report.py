@@ -96,6 +96,7 @@ def header(ir: IR, system: System, run: Training) -> dict[str, Any]:
         "attn": run.attn,
         "engine": run.engine,
         **({"async_tp": True} if run.async_tp else {}),
+        **({"fp8_all_gather": True} if run.fp8_all_gather else {}),
     }
 
 

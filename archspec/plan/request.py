@@ -56,12 +56,13 @@ def checked_system(
 def training_run(
     ir: IR, gpus: int, global_batch: int | None, seq: int | None, dtype: str,
     grad_dtype: str | None, attn: str, top: int = 1, engine: str | None = None,
-    async_tp: bool = False,
+    async_tp: bool = False, fp8_all_gather: bool = False,
 ) -> Training:  # fmt: skip
     """The training run the options describe: the sequence length defaults to the context;
     gradients default to the dtype (bf16 under fp8, whose weights and gradients stay bf16);
     the engine to megatron's (one --engine option serves both modes, so None means default);
-    --async-tp is torchtitan's (engines.with_async_tp), so --engine fsdp's."""
+    --async-tp is torchtitan's (engines.with_async_tp), so --engine fsdp's, and so is
+    --fp8-all-gather (fp8_comm.py), which gathers float8 weights: --dtype fp8's."""
     from archspec.backends.count.memory import GRAD_BYTES
 
     engine = engine or DEFAULT_ENGINE
@@ -72,6 +73,11 @@ def training_run(
             f"{engine} " + ("overlaps its tensor-parallel collectives already" if
                             get_engine(engine).overlap_tp else "has no such overlap")
         )  # fmt: skip
+    if fp8_all_gather and (engine != "fsdp" or dtype != "fp8"):
+        raise SpecError(
+            "--fp8-all-gather is torchtitan's FSDP float8 all-gather of the Float8Linear weights: "
+            f"it needs --engine fsdp and --dtype fp8 (got --engine {engine}, --dtype {dtype})"
+        )
     if top < 1:
         raise SpecError(f"--top must be at least 1 (got {top}): the layouts a search shows")
 
@@ -85,7 +91,8 @@ def training_run(
     seq = seq if seq is not None else ir.value(ir.root.max_seq_len)
     if seq < 1:
         raise SpecError("--seq must be at least 1")
-    return Training(gpus, global_batch, seq, dtype, grad_dtype, attn, engine, async_tp)
+    return Training(gpus, global_batch, seq, dtype, grad_dtype, attn, engine, async_tp,
+                    fp8_all_gather)  # fmt: skip
 
 
 def given_layout(
@@ -149,6 +156,11 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
             f"--async-tp overlaps the sequence-parallel all-gathers and reduce-scatters with "
             f"the matmuls: it needs --tp above 1 and --sp (got --tp {tp}"
             + ("" if only["sp"][0] else ", no --sp") + ")"
+        )
+    if run.fp8_all_gather and only["zero"][0] < 2:
+        raise SpecError(
+            f"--fp8-all-gather gathers the weights FSDP shards: it needs --zero 2 or 3 (got "
+            f"--zero {only['zero'][0]})"
         )
     if only["recompute"][0] not in RECOMPUTE:
         raise SpecError(f"--recompute takes one of: {', '.join(RECOMPUTE)}")

@@ -128,6 +128,9 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                     if zero and dp * cp == 1:
                         yield None, NO_ZERO_RANKS
                         continue
+                    if run.fp8_all_gather and zero < 2:
+                        yield None, "--fp8-all-gather needs FSDP's sharded weights (ZeRO 2 or 3)"
+                        continue
                     if pp > 1 and zero > engine.pipeline_zero:
                         yield None, f"ZeRO-{zero} is not run beside a pipeline by {engine.name}"
                         continue

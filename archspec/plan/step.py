@@ -18,6 +18,11 @@ core does 1/cp of the whole sequence's (load-balanced causal) work, and the keys
 round the ring once forward and twice backward (keys and values, then their gradients),
 overlapped with the attention core. Gradients are reduced over dp × cp ranks.
 
+Float8 communication (fp8_comm.py): with `fp8_all_gather` (torchtitan's FSDP float8 all-gather)
+the blocks' linear weights are gathered in one byte, the rest in bf16; under an engine whose
+float8 tensor parallelism gathers in float8 (torchtitan's) the sequence-parallel all-gathers
+move one byte an element, the reduce-scatters two.
+
 Uneven pipeline stages (`stage_layers`, e.g. BLOOM's 5, 6, ..., 6, 5) put that many layers on
 each stage; the slowest stage sets the pace.
 
@@ -53,6 +58,7 @@ from archspec.plan.collectives import (
 )
 from archspec.plan.efficiency import Efficiency
 from archspec.plan.engines import DEFAULT_ENGINE, exposed, get_engine, with_async_tp
+from archspec.plan.fp8_comm import FLOAT8_BYTES, SAVED_PER_ELEMENT, float8_weights
 from archspec.plan.hardware import System
 from archspec.plan.layers import stage_runs
 from archspec.plan.opcost import OpCost, PassCosts, pass_costs
@@ -124,6 +130,9 @@ class Training:
     attn: str = "flash"
     engine: str = DEFAULT_ENGINE  # what the stack overlaps (engines.py)
     async_tp: bool = False  # torchtitan's async TP: the TP collectives overlap the matmuls
+    # torchtitan's enable_fsdp_float8_all_gather: FSDP gathers the Float8Linear weights in
+    # one byte (fp8_comm.py)
+    fp8_all_gather: bool = False
 
 
 @dataclass
@@ -199,7 +208,11 @@ class StepModel:
         # Tensor-parallel collectives: one per row-parallel projection, forward and backward.
         row_parallel = sum(1 for c, *_ in runs[0][1] if c.tp == "row") if runs else 0
         if layout.sp and tp > 1:
-            one = reduce_scatter(activation, tp, tp_link) + all_gather(activation, tp, tp_link)
+            # In float8 the stack may gather the blocks' inputs and output gradients in one
+            # byte; its reduce-scatters stay bf16 (fp8_comm.py).
+            fp8_gather = run.dtype == "fp8" and engine.fp8_sp_gather
+            gathered = activation * (FLOAT8_BYTES / self.c if fp8_gather else 1)
+            one = reduce_scatter(activation, tp, tp_link) + all_gather(gathered, tp, tp_link)
         else:
             one = all_reduce(activation, tp, tp_link)
         layer_tp = 2 * row_parallel * one
@@ -267,12 +280,20 @@ class StepModel:
         dp_link = group_link(sysm, replicas, tp, net)
         params = max(self.params_per_device(tp, pp, layout.stage_layers, layout.ep))
         grads = params * GRAD_BYTES[run.grad_dtype]
+        # What FSDP's float8 all-gather saves on the weights it gathers (fp8_comm.py).
+        saved = SAVED_PER_ELEMENT * self.float8_weights(layout) if run.fp8_all_gather else 0.0
         # The experts' gradients are reduced only over the dp/ep ranks that hold the same ones.
         experts = self.expert_params(tp, pp, layout) * GRAD_BYTES[run.grad_dtype]
         expert_link = group_link(sysm, replicas // layout.ep, tp * layout.ep, net)
         reduction = all_reduce(grads - experts, replicas, dp_link) + all_reduce(
             experts, replicas // layout.ep, expert_link
         )
+        if saved:  # ZeRO-2's gather of the weights (the all-reduce's second half): one byte
+            # less for each weight gathered in float8
+            dense = grads - experts
+            reduction += all_gather(dense - saved, replicas, dp_link) - all_gather(
+                dense, replicas, dp_link
+            )
         # Overlapped, the reduction runs during the last micro-batch's backward (about two
         # thirds of its compute, and its recomputation).
         last_backward = 2 / 3 * compute + rec
@@ -281,7 +302,7 @@ class StepModel:
             # Weights gathered for the forward and again for the backward of every micro-batch,
             # gradients reduce-scattered after each backward; prefetched, they hide behind the
             # micro-batch's compute.
-            weights = params * COMPUTE_BYTES["bf16" if run.dtype == "fp8" else run.dtype]
+            weights = params * COMPUTE_BYTES["bf16" if run.dtype == "fp8" else run.dtype] - saved
             gather = all_gather(weights, replicas, dp_link)
             scatter = reduce_scatter(grads, replicas, dp_link)
             dp_comm = m * exposed(2 * gather + scatter, compute + rec, engine.overlap_zero3, hit)
@@ -302,6 +323,14 @@ class StepModel:
 
     def params_per_device(self, tp: int, pp: int, stage_layers=None, ep: int = 1) -> list[int]:
         return [p for _, p in self._memory_model().params(tp, pp, stage_layers, ep)]
+
+    def float8_weights(self, layout: Layout) -> float:
+        """Float8Linear weight elements a device of the stage holding the most parameters
+        holds (the stage whose weights the data-parallel exchange is timed on)."""
+        stages = self._memory_model().params(layout.tp, layout.pp, layout.stage_layers,
+                                             layout.ep)  # fmt: skip
+        (first, last), _ = max(stages, key=lambda s: s[1])
+        return float8_weights(self.costs, first, last, layout.tp)
 
     def expert_params(self, tp: int, pp: int, layout: Layout) -> float:
         """Expert parameters one device of the stage holding the most parameters holds."""
