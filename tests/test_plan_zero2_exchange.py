@@ -4,7 +4,9 @@ theirs, measured on torch's own FSDP2 as torchtitan runs it beside a pipeline
 (`reshard_after_forward=False`, MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32),
 the micro-batches' backwards without gradient sync but the last, as torch.distributed.pipelining
 sets them: `backward_maybe_with_nosync`) on a fake process group of 4 ranks (the buffers are
-made and the collectives called as on a real one; no data moves)."""
+made and the collectives called as on a real one; no data moves); and, for the stacks that
+cannot run here, which collectives in which dtypes the plan counts for each (the lines of
+Megatron-LM and DeepSpeed that do them are cited in StepModel.exchange)."""
 
 from __future__ import annotations
 
@@ -59,7 +61,9 @@ def fsdp2_exchange(model: torch.nn.Module, monkeypatch) -> dict[str, int]:
     return moved
 
 
-def planned_exchange(engine: str, zero: int, monkeypatch) -> tuple[dict[str, float], int]:
+def planned_exchange(
+    engine: str, zero: int, monkeypatch, dtype: str = "bf16"
+) -> tuple[dict[str, float], int]:
     """Bytes of the collectives `plan` times over the data-parallel ranks for the same model."""
     from archspec import build_ir, load_spec
 
@@ -76,7 +80,7 @@ def planned_exchange(engine: str, zero: int, monkeypatch) -> tuple[dict[str, flo
     for name in ("all_gather", "reduce_scatter", "all_reduce"):
         monkeypatch.setattr(step_module, name, recording(name, getattr(step_module, name)))
     ir = build_ir(load_spec("llama-3-8b", [f"{k}={v}" for k, v in SIZES.items()]))
-    run = Training(WORLD, WORLD * MICRO_BATCHES, SIZES["max_seq_len"], "bf16", "fp32", "flash",
+    run = Training(WORLD, WORLD * MICRO_BATCHES, SIZES["max_seq_len"], dtype, "fp32", "flash",
                    engine)  # fmt: skip
     model = StepModel(ir, get_system("grand-teton-h100"), run)
     result = model.step(Layout(zero=zero))
@@ -97,15 +101,16 @@ def test_fsdp2_under_a_pipeline_moves_the_bytes_the_plan_counts(monkeypatch) -> 
 
 
 @pytest.mark.parametrize(
-    ("engine", "zero", "collectives"),
+    ("engine", "zero", "dtype", "collectives"),
     [
-        ("megatron", 0, {"all_reduce": 4}),  # plain data parallelism: fp32 gradients
-        ("nemo", 1, {"reduce_scatter": 4, "all_gather": 2}),  # the distributed optimizer
-        ("deepspeed", 1, {"all_reduce": 4, "all_gather": 2}),  # BF16_Optimizer
+        ("megatron", 0, "bf16", {"all_reduce": 4}),  # plain data parallelism: fp32 gradients
+        ("nemo", 1, "bf16", {"reduce_scatter": 4, "all_gather": 2}),  # distributed optimizer
+        ("deepspeed", 1, "bf16", {"all_reduce": 4, "all_gather": 2}),  # BF16_Optimizer
+        ("deepspeed", 1, "fp16", {"reduce_scatter": 4, "all_gather": 2}),  # stage_1_and_2.py
     ],
 )
 def test_each_stack_exchanges_gradients_and_weights_in_their_own_dtypes(
-    engine, zero, collectives, monkeypatch
+    engine, zero, dtype, collectives, monkeypatch
 ) -> None:
-    counted, params = planned_exchange(engine, zero, monkeypatch)
+    counted, params = planned_exchange(engine, zero, monkeypatch, dtype)
     assert counted == {name: per * params for name, per in collectives.items()}

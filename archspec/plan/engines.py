@@ -64,10 +64,10 @@ class Engine:
     # move float8 (torchtitan's Float8ColwiseParallel and PrepareFloat8ModuleInput, which it
     # applies whenever it trains in float8 with TP: fp8_comm.py).
     fp8_sp_gather: bool = False
-    # Under ZeRO-1 the gradients are all-reduced whole, not reduce-scattered, before the
-    # updated weights are gathered (DeepSpeed's BF16_Optimizer beside a pipeline: step.py's
+    # In bf16 under ZeRO-1 the gradients are all-reduced whole, not reduce-scattered, before
+    # the updated weights are gathered (DeepSpeed's BF16_Optimizer beside a pipeline: step.py's
     # StepModel.exchange cites it).
-    zero_all_reduce: bool = False
+    bf16_zero_all_reduce: bool = False
 
     def efficiency(self, accelerator: str | None = None) -> Efficiency:
         accelerator = SAME_TENSOR_CORES.get(accelerator, accelerator)
@@ -98,7 +98,7 @@ ENGINES = {
     "deepspeed": Engine("deepspeed", False, False, False,
                         "Megatron-DeepSpeed: DeepSpeed's pipeline, no interleaving, no overlap",
                         0.62, (("a100-80g", 0.62),), interleave=False, scatter_gather=False,
-                        zero_all_reduce=True),
+                        bf16_zero_all_reduce=True),
     "nemo": Engine("nemo", True, True, True,
                    "NeMo / Megatron-Core: DP and TP communication overlapped", 0.84,
                    (("b200", 0.86), ("gb200", 0.8), ("h100-sxm", 0.9))),

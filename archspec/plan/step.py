@@ -340,10 +340,14 @@ class StepModel:
           `get_grads_for_reduction()`, the fp32 ones), then all-gathers the bf16 weight
           partitions after the update (`all_gather_dp_groups` of `bf16_partitioned_groups`,
           runtime/bf16_optimizer.py:337-362 and :402-403 at DeepSpeed 56c522386, April 2022):
-          the engine's `zero_all_reduce`."""
+          the engine's `bf16_zero_all_reduce`. Outside bf16 DeepSpeed's ZeRO-1/2 optimizer
+          reduces each partition to its owner (`average_tensor`'s `dist.reduce` per rank, a
+          reduce-scatter's volume) and gathers the 16-bit weights (`all_gather_dp_groups`,
+          zero/stage_1_and_2.py:879-961 at 56c522386)."""
         if layout.zero == 0:
             return all_reduce(grads, n, link)
-        reduce = all_reduce if self.engine.zero_all_reduce else reduce_scatter
+        whole = self.engine.bf16_zero_all_reduce and self.run.dtype == "bf16"
+        reduce = all_reduce if whole else reduce_scatter
         return reduce(grads, n, link) + all_gather(weights, n, link)
 
     def params_per_device(self, tp: int, pp: int, stage_layers=None, ep: int = 1) -> list[int]:
