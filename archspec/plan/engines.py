@@ -11,7 +11,8 @@ matmul plateau per stack, `published.py`, cross-validated leaving one source out
   activation gathered over NVLink (Narayanan et al. 2021, Section 4.1).
 - deepspeed: Megatron-DeepSpeed (MT-NLG, BLOOM): Megatron's layers under DeepSpeed's pipeline
   engine, which has no interleaved schedule and sends each stage's whole activation; nothing
-  overlapped.
+  overlapped. In bf16 its optimizer (BF16_Optimizer, its own ZeRO-1) all-reduces the fp32
+  gradients whole and then all-gathers the updated bf16 weights.
 - nemo: Megatron-Core as NeMo 24+ configures it: the distributed optimizer's gradient
   reduce-scatter overlaps the backward and its parameter all-gather the next forward
   (`overlap_grad_reduce`, `overlap_param_gather`), and with sequence parallelism the
@@ -63,6 +64,10 @@ class Engine:
     # move float8 (torchtitan's Float8ColwiseParallel and PrepareFloat8ModuleInput, which it
     # applies whenever it trains in float8 with TP: fp8_comm.py).
     fp8_sp_gather: bool = False
+    # In bf16 under ZeRO-1 the gradients are all-reduced whole, not reduce-scattered, before
+    # the updated weights are gathered (DeepSpeed's BF16_Optimizer beside a pipeline: step.py's
+    # StepModel.exchange cites it).
+    bf16_zero_all_reduce: bool = False
 
     def efficiency(self, accelerator: str | None = None) -> Efficiency:
         accelerator = SAME_TENSOR_CORES.get(accelerator, accelerator)
@@ -92,7 +97,8 @@ ENGINES = {
                        "Megatron-LM (2021-22): no overlap", 0.82, (("a100-80g", 0.82),)),
     "deepspeed": Engine("deepspeed", False, False, False,
                         "Megatron-DeepSpeed: DeepSpeed's pipeline, no interleaving, no overlap",
-                        0.62, (("a100-80g", 0.62),), interleave=False, scatter_gather=False),
+                        0.62, (("a100-80g", 0.62),), interleave=False, scatter_gather=False,
+                        bf16_zero_all_reduce=True),
     "nemo": Engine("nemo", True, True, True,
                    "NeMo / Megatron-Core: DP and TP communication overlapped", 0.84,
                    (("b200", 0.86), ("gb200", 0.8), ("h100-sxm", 0.9))),

@@ -21,8 +21,9 @@ touched: it runs in `mixed_precision_reduce` (fp32 in torchtitan's defaults). Th
 cost one all-reduce of a vector of amaxes a step (`precompute_float8_dynamic_scale_for_fsdp`,
 fsdp_utils.py:30-72), or a scalar's all-reduce per weight without it: left out (latency only).
 Beside a pipeline FSDP keeps the gathered weights through the micro-batches (`--zero 2`), and
-step.py times the gather as the second half of the gradients' all-reduce: the float8
-all-gather takes one byte an element off it for each swapped weight.
+step.py times the exchange as the gradients' reduce-scatter (fp32) and the weights' all-gather
+(bf16, once a step): the float8 all-gather takes one byte an element off the latter for each
+swapped weight.
 
 Tensor parallelism with float8 (`apply_tp(..., enable_float8=...)`, parallelize_llama.py:59
 and :132-144 at 3faaa1a0d; `enable_float8_tensorwise_tp = enable_float8_linear and not

@@ -273,38 +273,36 @@ class StepModel:
         compute, rec, tp_comm, cp_comm, ep_comm = max(stages, key=sum)
         per_micro = compute + rec + tp_comm + cp_comm + ep_comm + p2p
         bubble = (pp - 1) / v * per_micro
-        # Data parallelism: gradients reduced once per step over the replicas (ZeRO 1-2: a
-        # reduce-scatter and an all-gather of the updated weights, the same volume), and over
-        # the context-parallel ranks, which hold the same weights.
+        # Data parallelism, once per step over the replicas and the context-parallel ranks
+        # (which hold the same weights): without ZeRO an all-reduce of the gradients; under
+        # ZeRO-1/2 the gradients reduced in their own dtype, then the updated weights
+        # all-gathered in the weights' (exchange below).
         replicas = dp * cp
         dp_link = group_link(sysm, replicas, tp, net)
         params = max(self.params_per_device(tp, pp, layout.stage_layers, layout.ep))
-        grads = params * GRAD_BYTES[run.grad_dtype]
+        grad_bytes = GRAD_BYTES[run.grad_dtype]
+        # Under fp8 the weights stay bf16 (COMPUTE_BYTES), as the stacks keep and gather them.
+        weight_bytes = COMPUTE_BYTES[run.dtype]
         # What FSDP's float8 all-gather saves on the weights it gathers (fp8_comm.py).
         saved = SAVED_PER_ELEMENT * self.float8_weights(layout) if run.fp8_all_gather else 0.0
         # The experts' gradients are reduced only over the dp/ep ranks that hold the same ones.
-        experts = self.expert_params(tp, pp, layout) * GRAD_BYTES[run.grad_dtype]
+        experts = self.expert_params(tp, pp, layout)
+        dense = params - experts
         expert_link = group_link(sysm, replicas // layout.ep, tp * layout.ep, net)
-        reduction = all_reduce(grads - experts, replicas, dp_link) + all_reduce(
-            experts, replicas // layout.ep, expert_link
-        )
-        if saved:  # ZeRO-2's gather of the weights (the all-reduce's second half): one byte
-            # less for each weight gathered in float8
-            dense = grads - experts
-            reduction += all_gather(dense - saved, replicas, dp_link) - all_gather(
-                dense, replicas, dp_link
-            )
-        # Overlapped, the reduction runs during the last micro-batch's backward (about two
-        # thirds of its compute, and its recomputation).
+        reduction = self.exchange(
+            layout, dense * grad_bytes, dense * weight_bytes - saved, replicas, dp_link
+        ) + self.exchange(layout, experts * grad_bytes, experts * weight_bytes,
+                          replicas // layout.ep, expert_link)  # fmt: skip
+        # Overlapped, the exchange (under ZeRO-1/2 both its halves) runs during the last
+        # micro-batch's backward (about two thirds of its compute, and its recomputation).
         last_backward = 2 / 3 * compute + rec
         dp_comm = exposed(reduction, last_backward, engine.overlap_dp, hit)
         if layout.zero >= 3:
             # Weights gathered for the forward and again for the backward of every micro-batch,
             # gradients reduce-scattered after each backward; prefetched, they hide behind the
             # micro-batch's compute.
-            weights = params * COMPUTE_BYTES["bf16" if run.dtype == "fp8" else run.dtype] - saved
-            gather = all_gather(weights, replicas, dp_link)
-            scatter = reduce_scatter(grads, replicas, dp_link)
+            gather = all_gather(params * weight_bytes - saved, replicas, dp_link)
+            scatter = reduce_scatter(params * grad_bytes, replicas, dp_link)
             dp_comm = m * exposed(2 * gather + scatter, compute + rec, engine.overlap_zero3, hit)
         shard = replicas if layout.zero >= 1 else 1
         optimizer = params / shard * OPTIMIZER_BYTES_PER_PARAM / self.bandwidth
@@ -320,6 +318,37 @@ class StepModel:
             "optimizer": optimizer,
         }
         return StepTime(layout, m, sum(breakdown.values()), breakdown)
+
+    def exchange(self, layout: Layout, grads: float, weights: float, n: int, link) -> float:
+        """The data-parallel exchange of `grads` bytes of gradients and `weights` bytes of
+        weights over `n` ranks, once per step. Without ZeRO, an all-reduce of the gradients.
+        Under ZeRO-1/2 each rank updates its shard, so the gradients are reduce-scattered in
+        their reduce dtype and the updated weights all-gathered in theirs:
+        - Megatron-Core's distributed optimizer (NeMo): `_reduce_scatter_base` of the bucket's
+          `grad_data` (fp32 with grad_reduce_in_fp32, else the param dtype), then
+          `_all_gather_base` of its `param_data`, allocated in `param_dtype`
+          (megatron/core/distributed/param_and_grad_buffer.py:130-141 and :357-371,
+          distributed_data_parallel.py:107-108, optimizer/distrib_optimizer.py:1378-1405 at
+          Megatron-LM 86d5aa5d7, July 2024);
+        - FSDP2 with `reshard_after_forward=False` (torchtitan and Llama 3 beside a pipeline):
+          the weights gathered once in MixedPrecisionPolicy's param_dtype (bf16) and kept,
+          the gradients reduce-scattered in its reduce_dtype (fp32);
+        - DeepSpeed's BF16_Optimizer beside a pipeline (Megatron-DeepSpeed in bf16, ZeRO
+          stage 0 in its config: "bf16 must use z0! it implements its own zero stage 1
+          equivalent", BLOOM's tr11-176B-ml.slurm) all-reduces the fp32 gradients whole
+          (pipe/engine.py's `_bf16_reduce_grads`, `buffered_allreduce_fallback` of
+          `get_grads_for_reduction()`, the fp32 ones), then all-gathers the bf16 weight
+          partitions after the update (`all_gather_dp_groups` of `bf16_partitioned_groups`,
+          runtime/bf16_optimizer.py:337-362 and :402-403 at DeepSpeed 56c522386, April 2022):
+          the engine's `bf16_zero_all_reduce`. Outside bf16 DeepSpeed's ZeRO-1/2 optimizer
+          reduces each partition to its owner (`average_tensor`'s `dist.reduce` per rank, a
+          reduce-scatter's volume) and gathers the 16-bit weights (`all_gather_dp_groups`,
+          zero/stage_1_and_2.py:879-961 at 56c522386)."""
+        if layout.zero == 0:
+            return all_reduce(grads, n, link)
+        whole = self.engine.bf16_zero_all_reduce and self.run.dtype == "bf16"
+        reduce = all_reduce if whole else reduce_scatter
+        return reduce(grads, n, link) + all_gather(weights, n, link)
 
     def params_per_device(self, tp: int, pp: int, stage_layers=None, ep: int = 1) -> list[int]:
         return [p for _, p in self._memory_model().params(tp, pp, stage_layers, ep)]
