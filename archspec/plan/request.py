@@ -155,7 +155,8 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
         raise SpecError(
             f"--async-tp overlaps the sequence-parallel all-gathers and reduce-scatters with "
             f"the matmuls: it needs --tp above 1 and --sp (got --tp {tp}"
-            + ("" if only["sp"][0] else ", no --sp") + ")"
+            + ("" if only["sp"][0] else ", no --sp")
+            + ")"
         )
     if run.fp8_all_gather and only["zero"][0] < 2:
         raise SpecError(
