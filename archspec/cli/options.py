@@ -397,7 +397,13 @@ PlanBatch = Annotated[
 ]  # fmt: skip
 PlanRecompute = Annotated[
     str | None,
-    _opt("--recompute", help="none, selective or full.", metavar="POLICY", panel=_LAYOUT),
+    _opt(
+        "--recompute",
+        help="none, selective, full, or op (torchtitan's per-op checkpointing: "
+        "keeps every other matmul's output and the attention kernel's).",
+        metavar="POLICY",
+        panel=_LAYOUT,
+    ),
 ]
 PlanZero = Annotated[int | None, _opt("--zero", help="ZeRO stage 0-3.", panel=_LAYOUT)]
 PlanDtype = Annotated[

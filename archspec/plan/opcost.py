@@ -26,12 +26,13 @@ residual stream) run whole on every rank unless sequence parallelism splits them
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import sympy as sp
 
 from archspec.backends.count.conventions import get_convention
 from archspec.backends.count.flops import FlopCounter
+from archspec.backends.count.op_checkpoint import OpCheckpoint
 from archspec.backends.count.passes import B, Lengths, Pass, decode_pass, forward_pass
 from archspec.ir import ops
 from archspec.ir.lower import lower_block, lower_model, lower_stack
@@ -58,6 +59,9 @@ class OpCost:
     # Query heads per key/value head of an attention (GQA, MQA: above 1): an engine's decode
     # kernel may read a shared head's cache once per query head (serve_engine.py).
     kv_group: sp.Expr = sp.Integer(1)
+    # Whether per-op checkpointing (`--recompute op`, op_checkpoint.py) replays this op in the
+    # backward pass.
+    replayed_by_op_checkpoint: bool = False
 
 
 @dataclass
@@ -83,6 +87,8 @@ class CostCounter(FlopCounter):
         self.blocks_at: int | None = None  # where the blocks sit among `costs`
         self._flops = sp.Integer(0)
         self.route: ops.Route | None = None  # the router of the experts being costed
+        self.op_checkpoint: OpCheckpoint | None = None  # inside a block: what `op` keeps
+        self.visited: list[list[OpCost]] = []  # inside a block: each op's costs, in order
 
     def add(self, component: str, kind: str, flops: sp.Expr) -> None:
         super().add(component, kind, flops)
@@ -95,7 +101,11 @@ class CostCounter(FlopCounter):
                 continue
             self._flops = sp.Integer(0)
             getattr(self, f"op_{type(op).__name__.lower()}")(op)
-            self.costs += self.cost(op, self._flops)
+            costs = self.cost(op, self._flops)
+            if self.op_checkpoint is not None:
+                self.op_checkpoint.keeps(op)
+                self.visited.append(costs)
+            self.costs += costs
 
     def op_route(self, op: ops.Route) -> None:
         super().op_route(op)
@@ -107,8 +117,16 @@ class CostCounter(FlopCounter):
             assert isinstance(run.node, Block)
             inner = CostCounter(self.conv, self.lengths, self.compute_bytes, self.attn, self.ctx)
             inner.in_block = True
+            inner.op_checkpoint = OpCheckpoint(self.attn)
             inner.run(lower_block(run.node).ops)
-            self.runs.append((run.calls, inner.costs))
+            costs = [
+                replace(c, replayed_by_op_checkpoint=replayed)
+                for op_costs, replayed in zip(
+                    inner.visited, inner.op_checkpoint.replayed(), strict=True
+                )
+                for c in op_costs
+            ]
+            self.runs.append((run.calls, costs))
 
     # Bytes and shapes.
 
@@ -260,6 +278,6 @@ def _subs(cost: OpCost, env) -> OpCost:
         return sp.sympify(e).xreplace(env)
 
     shape = tuple(put(x) for x in cost.shape) if cost.shape else None
-    return OpCost(cost.label, cost.kind, put(cost.flops), put(cost.bytes), shape, cost.tp,
-                  cost.attn_core, cost.backward, put(cost.weights), put(cost.kv),
-                  cost.expert, put(cost.kv_group))  # fmt: skip
+    return replace(cost, flops=put(cost.flops), bytes=put(cost.bytes), shape=shape,
+                   weights=put(cost.weights), kv=put(cost.kv),
+                   kv_group=put(cost.kv_group))  # fmt: skip

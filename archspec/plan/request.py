@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from archspec.backends.count.conventions import NO_RECOMPUTE, RECOMPUTE
-from archspec.errors import SpecError
+from archspec.backends.count.conventions import NO_RECOMPUTE
+from archspec.backends.count.op_checkpoint import PLAN_RECOMPUTE
+from archspec.errors import SpecError, did_you_mean
 from archspec.ir.nodes import IR
 from archspec.plan.engines import DEFAULT_ENGINE, get_engine
 from archspec.plan.hardware import System, get_system
@@ -163,8 +164,9 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
             f"--fp8-all-gather gathers the weights FSDP shards: it needs --zero 2 or 3 (got "
             f"--zero {only['zero'][0]})"
         )
-    if only["recompute"][0] not in RECOMPUTE:
-        raise SpecError(f"--recompute takes one of: {', '.join(RECOMPUTE)}")
+    if only["recompute"][0] not in PLAN_RECOMPUTE:
+        raise SpecError(f"--recompute takes one of: {', '.join(PLAN_RECOMPUTE)}",
+                        hint=did_you_mean(only["recompute"][0], PLAN_RECOMPUTE))  # fmt: skip
     if only["micro_batch"][0] < 1:
         raise SpecError("--batch must be at least 1")
     par = Parallelism(run.gpus, tp, pp, only["zero"][0], only["sp"][0],

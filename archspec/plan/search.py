@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from itertools import product
 
 from archspec.backends.count.conventions import RECOMPUTE
+from archspec.backends.count.op_checkpoint import OP
 from archspec.backends.count.layout import Parallelism, check_layout, layer_count
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
@@ -75,6 +76,9 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
     # no recomputation (count's memory and FLOPs say the same), so the search skips it.
     skip = run.attn == "flash" and "recompute" not in only
     recomputes = [r for r in RECOMPUTE if not (r == "selective" and skip)]
+    # Per-op checkpointing (torchtitan's) is timed when asked for, not searched.
+    if OP in only.get("recompute", ()):
+        recomputes.append(OP)
 
     def allowed(name, values):
         return [v for v in values if name not in only or v in only[name]]

@@ -5,8 +5,9 @@ max(FLOPs / (peak × efficiency), bytes / (bandwidth × efficiency)), backward t
 a flash kernel's 2.5 times), tensor-parallel collectives after every row-parallel projection
 (an all-reduce, or with sequence parallelism a reduce-scatter then an all-gather of the same
 volume, in forward and backward: Korthikanti et al. 2022, Section 4.2.2), the replayed forward
-of recomputation, and pipeline sends to the next stage (1/tp of the activations each, as
-Megatron-LM's scatter-gather optimisation sends them: Narayanan et al. 2021, Section 4.1).
+of recomputation (under per-op checkpointing, what op_checkpoint.py does not keep), and
+pipeline sends to the next stage (1/tp of the activations each, as Megatron-LM's scatter-gather
+optimisation sends them: Narayanan et al. 2021, Section 4.1).
 A step runs m micro-batches plus the pipeline bubble, (p - 1)/(V·m) of them (Narayanan et al.
 2021, Section 2.2), then reduces gradients over data-parallel replicas, and updates the weights
 (Adam reads and writes every state). What the stack overlaps (engines.py) hides communication
@@ -45,6 +46,7 @@ import sympy as sp
 from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.layout import Parallelism
 from archspec.backends.count.memory import COMPUTE_BYTES, GRAD_BYTES
+from archspec.backends.count.op_checkpoint import OP
 from archspec.backends.count.passes import B, whole_sequences
 from archspec.ir.nodes import IR, Attention, MoE
 from archspec.ir.visit import walk
@@ -216,7 +218,15 @@ class StepModel:
         else:
             one = all_reduce(activation, tp, tp_link)
         layer_tp = 2 * row_parallel * one
-        layer_tp_recompute = row_parallel * one if layout.recompute == "full" else 0.0
+        if layout.recompute == "full":
+            layer_tp_recompute = row_parallel * one
+        elif layout.recompute == OP and tp > 1:
+            # Per-op checkpointing keeps the reduce-scatters' outputs (they are on its save
+            # list) and replays the all-gathers, or the all-reduces without sp.
+            gather = all_gather(gathered, tp, tp_link) if layout.sp else one
+            layer_tp_recompute = row_parallel * gather
+        else:
+            layer_tp_recompute = 0.0
         # Context parallelism: each layer's keys and values of the whole sequence pass round
         # the cp ring (an all-gather's volume) forward, and keys, values and their gradients
         # backward, over NVLink or the network as the ring spans (ranks ordered tp, cp, dp).
@@ -228,7 +238,7 @@ class StepModel:
         ep_link = group_link(sysm, layout.ep, tp * cp, net)
         routed = tokens * self.top_k * self.d_model * self.c / max(tp, 1)
         a2a = all_to_all(routed, layout.ep, ep_link)
-        passes = 4 + 2 * (layout.recompute == "full")
+        passes = 4 + 2 * (layout.recompute in ("full", OP))  # no checkpoint keeps them
         # The embedding's forward and the head's backward all-reduce over the vocabulary.
         vocab_tp = all_reduce(activation, tp, tp_link)
         stages = []
@@ -245,9 +255,12 @@ class StepModel:
                 compute += n * (1 + item[0].backward) * t
                 if item[0].attn_core:
                     attn_core += n * (1 + item[0].backward) * t
-                replay = layout.recompute == "full" or (
-                    layout.recompute == "selective" and item[0].attn_core and run.attn != "flash"
-                )
+                replay = (
+                    layout.recompute == "full"
+                    or (layout.recompute == "selective" and item[0].attn_core
+                        and run.attn != "flash")
+                    or (layout.recompute == OP and item[0].replayed_by_op_checkpoint)
+                )  # fmt: skip
                 if replay and in_block:
                     rec += n * t
             tp_comm = per_stage * layer_tp + vocab_tp * ((st == 0) + (st == pp - 1))

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from archspec.backends.count.conventions import NO_RECOMPUTE
+from archspec.backends.count.op_checkpoint import OP, OpCheckpoint
 from archspec.backends.count.passes import B, Lengths, forward_pass
 from archspec.ir import ops
 from archspec.ir.lower import StackValues, lower, lower_block, lower_model, lower_stack
@@ -114,6 +115,10 @@ class ActivationCounter:
         self.ctx = StackValues()
         self.scopes = [Scope()]
         self.rebuilt: list[sp.Expr] = []  # full recomputation: each kind of block, rebuilt
+        # Per-op checkpointing (`op`): inside a block, its policy and what it has kept so far
+        # (by storage; the fused kernel's log-sum-exp under its Attend op).
+        self.op_checkpoint: OpCheckpoint | None = None
+        self.op_kept: dict[object, sp.Expr] = {}
         # The additive masks a training forward builds: score biases (ALiBi, T5). Without
         # padding, a causal stack without one passes no mask (SDPA masks causally).
         self.built_masks: set[ops.Value] = set()
@@ -187,6 +192,17 @@ class ActivationCounter:
             if isinstance(op, ops.Route):
                 self.made(op.chosen)
             getattr(self, f"op_{type(op).__name__.lower()}")(op)
+            if self.op_checkpoint is not None and self.op_checkpoint.keeps(op):
+                self.kept_by_op_checkpoint(op)
+
+    def kept_by_op_checkpoint(self, op: ops.Op) -> None:
+        """What per-op checkpointing saves of an op it keeps: a projection's output; the fused
+        attention kernel's output and its fp32 log-sum-exp per row."""
+        assert op.out is not None
+        self.op_kept[op.out.storage] = self.bytes(op.out.storage)
+        if isinstance(op, ops.Attend):
+            lse = B * op.heads * self.lengths.queries * STATS * self.share(True)
+            self.op_kept[op] = lse
 
     # Leaves.
 
@@ -388,15 +404,23 @@ class ActivationCounter:
             self.scopes.append(Scope())
             for value in low.inputs:
                 self.made(value)
+            if self.recompute == OP:
+                self.op_checkpoint, self.op_kept = OpCheckpoint(self.attn), {}
             self.run(low.ops)
+            self.op_checkpoint = None
             block = self.scopes.pop().total()
-            if self.recompute == "full":
+            if self.recompute in ("full", OP):
                 # Checkpointing keeps each block's inputs: its own x, and the tensors the stack
-                # hands every block (the mask, RoPE's angles, the encoder output), once. The
-                # backward rebuilds one block at a time: the largest block's activations, less
-                # its input (kept already), come on top, once for the model.
-                self.rebuilt.append(block - self.bytes(low.inputs[0]))
-                block = self.bytes(low.inputs[0])
+                # hands every block (the mask, RoPE's angles, the encoder output), once; per-op
+                # checkpointing also the outputs its policy saves. The backward rebuilds one
+                # block at a time: the largest block's activations, less what was kept, come
+                # on top, once for the model.
+                x = low.inputs[0]
+                kept = self.bytes(x) + sp.Add(
+                    *(b for k, b in self.op_kept.items() if k is not x.storage)
+                )
+                self.rebuilt.append(block - kept)
+                block = kept
                 shared = [self.ctx.angles, self.ctx.local_angles, self.ctx.memory]
                 if self.ctx.mask in self.built_masks:
                     shared.append(self.ctx.mask)
