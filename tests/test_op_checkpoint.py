@@ -15,6 +15,7 @@ backward pass, are what the plan replays (opcost.py's costs it marks replayed).
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 
 import pytest
@@ -115,3 +116,26 @@ def test_replayed_flops_equal_the_plan(name: str) -> None:
         if c.kind == "matmul" and c.replayed_by_op_checkpoint
     )
     assert replayed == planned.xreplace({**ir.env, B: b, S: s})
+
+
+def test_plan_takes_op_and_says_what_it_takes() -> None:
+    """`plan --recompute op` times a pinned layout with the policy's replay; a policy it does
+    not know is one clear error with a did-you-mean."""
+    from typer.testing import CliRunner
+
+    from archspec.cli import app
+
+    base = ["plan", "llama-2-7b", "--gpu", "a100-80g", "--gpus", "8", "--global-batch", "16"]
+    base += ["--batch", "2", "--zero", "3", "--engine", "fsdp", "--json"]
+    times, flops = {}, {}
+    for policy in ("none", "op", "full"):
+        result = CliRunner().invoke(app, [*base, "--recompute", policy])
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.stdout)
+        times[policy] = report["breakdown"]["recompute"]
+        flops[policy] = report["flops"]["hardware"]
+    assert times["none"] == 0 < times["op"] < times["full"]
+    assert flops["none"] < flops["op"] < flops["full"]
+    result = CliRunner().invoke(app, [*base, "--recompute", "opp"])
+    assert result.exit_code == 2 and "did you mean 'op'" in result.stderr
+    assert "Traceback" not in result.output

@@ -187,6 +187,7 @@ def test_the_op_costs_carry_counts_flops(gpt3) -> None:
         (Parallelism(64, 4, 4, zero=1, interleave=3, micro_batches=8), 2, "none"),
         (Parallelism(64, 8, 8, micro_batches=16), 4, "full"),
         (Parallelism(64, 2, 1, zero=3, micro_batches=2), 1, "full"),
+        (Parallelism(64, 8, 2, sp=True, micro_batches=8), 2, "op"),
     ],
 )
 def test_the_fast_memory_model_is_counts(gpt3, par, micro, recompute) -> None:

@@ -5,14 +5,19 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import sympy as sp
+
 from archspec.backends.count.conventions import NO_RECOMPUTE, get_convention
 from archspec.backends.count.flops import flop_figures
 from archspec.backends.count.flops_report import Workload, whole
+from archspec.backends.count.memory import COMPUTE_BYTES
+from archspec.backends.count.op_checkpoint import OP
 from archspec.backends.count.passes import B, whole_sequences
 from archspec.backends.count.peak_report import workload_peaks
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 from archspec.plan.hardware import System
+from archspec.plan.opcost import pass_costs
 from archspec.plan.search import Candidate, SearchResult, usable_memory
 from archspec.plan.serve import ServePrediction
 from archspec.plan.step import Layout, Training
@@ -26,7 +31,14 @@ def step_flops(ir: IR, run: Training, recompute: str) -> tuple[int, int]:
     values = {**ir.env, B: run.global_batch, **whole_sequences(run.seq)}
     conv = get_convention("executed")
     model = flop_figures(ir, conv, "eager", NO_RECOMPUTE).train_step
-    hardware = flop_figures(ir, conv, run.attn, recompute).train_step
+    if recompute == OP:
+        # Per-op checkpointing replays ops, not components: the ops its policy replays.
+        costs = pass_costs(ir, COMPUTE_BYTES[run.dtype], run.attn)
+        replayed = sp.Add(*(n * c.flops for n, block in costs.layers for c in block
+                            if c.replayed_by_op_checkpoint))  # fmt: skip
+        hardware = flop_figures(ir, conv, run.attn, NO_RECOMPUTE).train_step + replayed
+    else:
+        hardware = flop_figures(ir, conv, run.attn, recompute).train_step
     return whole(model, values), whole(hardware, values)
 
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from itertools import product
 
 from archspec.backends.count.conventions import RECOMPUTE
-from archspec.backends.count.op_checkpoint import OP
 from archspec.backends.count.layout import Parallelism, check_layout, layer_count
+from archspec.backends.count.op_checkpoint import OP
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 from archspec.plan.efficiency import Efficiency

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from archspec.backends.count.conventions import NO_RECOMPUTE, Convention
+from archspec.backends.count.conventions import NO_RECOMPUTE, RECOMPUTE, Convention
 from archspec.backends.count.params import parameter_count
 from archspec.backends.count.passes import (
     KV_LEN,
@@ -35,6 +35,7 @@ from archspec.backends.count.passes import (
     decode_pass,
     forward_pass,
 )
+from archspec.errors import SpecError
 from archspec.ir import ops
 from archspec.ir.lower import StackValues, lower, lower_block, lower_model, lower_stack
 from archspec.ir.nodes import IR, Block, Model
@@ -368,6 +369,8 @@ def flop_figures(
         if inference.total(c) != 0
     }
     policy = conv.recompute if conv.recompute is not None else recompute
+    if policy not in RECOMPUTE:  # `op` is timed by plan from its op costs, not counted here
+        raise SpecError(f"--recompute takes one of: {', '.join(RECOMPUTE)} (got '{policy}')")
     flash = attn == "flash" and conv.recompute is None
     extra = Tally()
     if flash:

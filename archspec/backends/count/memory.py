@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 import sympy as sp
 
 from archspec.backends.count.activations import activation_bytes, activation_parts
-from archspec.backends.count.conventions import NO_RECOMPUTE, RECOMPUTE
+from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.layout import (
     Parallelism,
     check_layout,
@@ -46,6 +46,7 @@ from archspec.backends.count.layout import (
     overlap,
     stage_params,
 )
+from archspec.backends.count.op_checkpoint import PLAN_RECOMPUTE
 from archspec.backends.count.passes import S, decode_pass
 from archspec.errors import SpecError
 from archspec.ir import ops
@@ -172,7 +173,7 @@ def memory_figures(
     """Bytes per device on every pipeline stage (see `Parallelism` for the layout)."""
     check_choice(dtype, WEIGHT_BYTES, "dtype")
     check_choice(optimizer, OPTIMIZER_BYTES, "optimizer")
-    check_choice(recompute, RECOMPUTE, "recompute")
+    check_choice(recompute, PLAN_RECOMPUTE, "recompute")
     check_choice(attn, ATTN, "attn")
     grad_dtype = grad_dtype or ("bf16" if dtype in ("int8", "int4", "fp8") else dtype)
     check_choice(grad_dtype, GRAD_BYTES, "grad-dtype")
