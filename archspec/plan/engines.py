@@ -104,7 +104,7 @@ ENGINES = {
                    (("b200", 0.86), ("gb200", 0.8), ("h100-sxm", 0.9))),
     "fsdp": Engine("fsdp", True, True, False,
                    "PyTorch FSDP, torchtitan, Composer: sharded DP communication overlapped",
-                   0.70, (("a100-80g", 0.76), ("h100-sxm", 0.68)), pipeline_zero=2,
+                   0.72, (("a100-80g", 0.76), ("h100-sxm", 0.70)), pipeline_zero=2,
                    fp8_sp_gather=True),
 }  # fmt: skip
 DEFAULT_ENGINE = "megatron"
