@@ -91,14 +91,15 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard): mean 8.3%, above the issue's target of
-    # 8%, largest 29.4% (torchtitan's Llama 3.1 8B fp8 at 64K, cp 2), far above its 15%; 8.8%
+    # What docs/plan.md reports (a regression guard): mean 8.5%, above the issue's target of
+    # 8%, largest 29.4% (torchtitan's Llama 3.1 8B fp8 at 64K, cp 2), far above its 15%; 8.3%
+    # before BLOOM's inherited dropout of 0.1 was counted (MT-NLG left out +26.8%); 8.8%
     # and 31.5% before ZeRO-1/2's weight all-gather was counted in bf16 (step.py's exchange),
     # 9.1% and 38.7% before torchtitan's float8 all-gathers were costed in one byte
     # (fp8_comm.py), 7.0% and 29.0% over the 70 runs before torchtitan's and NVIDIA's other
     # rows were added.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
-    assert mean(errors) < 0.084
+    assert mean(errors) < 0.086
     assert max(errors) < 0.295
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
