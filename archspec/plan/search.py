@@ -37,7 +37,7 @@ CUDA_CONTEXT_BYTES = 1343 * 2**20
 # - the caching allocator's reserve (blocks it holds but has split too small to hand out) and
 #   the communication libraries' buffers (NCCL's, the framework's gradient buckets): 8% of the
 #   device. An assumption: no source measures it in general (BLOOM's ~60 GB a GPU against
-#   archspec's 42 GB of tensors, docs/plan.md, says it can be far more).
+#   archspec's 44 GB of tensors, docs/plan.md, says it can be far more).
 ALLOCATOR_RESERVE = 0.08
 
 
