@@ -273,8 +273,12 @@ def plan_run(p: dict, run: dict) -> dict:
     out = subprocess.run([sys.executable, "-m", "archspec", *args], capture_output=True,
                          text=True, check=True).stdout  # fmt: skip
     report = json.loads(out)
-    return {"system": accelerator.key, "predicted_step_time_s": report["step_time_s"],
-            "predicted_mfu": report["mfu"], "predicted_memory_bytes": report["memory"]["total"]}
+    return {
+        "system": accelerator.key,
+        "predicted_step_time_s": report["step_time_s"],
+        "predicted_mfu": report["mfu"],
+        "predicted_memory_bytes": report["memory"]["total"],
+    }
 
 
 def _catalogue_entry(p: dict, device_name: str):
@@ -361,26 +365,37 @@ def environment(p: dict) -> dict:
     }
 
 
-def main_run(p: dict, out: Path) -> dict:
+def main_run(
+    p: dict, out: Path, only: list[str] | None = None, total: float = TOTAL_BUDGET_S
+) -> dict:
+    """Every run, each part within its budget; or, with `only`, the runs of those labels,
+    which share `total` seconds and replace their rows in the results already in `out`
+    (a second call on a machine that has little time left)."""
     out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     results: dict[str, Any] = {"environment": environment(p), "parts": {}}
+    if only and (out / "results.json").exists():
+        results = json.loads((out / "results.json").read_text())
     part_end = start
     for part, make_runs in PARTS.items():
         # Each part ends at the sum of its budget and those before it: what an earlier part
         # did not use goes to the next, and the last ends within the total.
         budget = p["budgets"][part]
-        part_end = min(part_end + budget, start + TOTAL_BUDGET_S)
-        entry: dict[str, Any] = {"budget_s": budget, "runs": []}
-        results["parts"][part] = entry
+        part_end = start + total if only else min(part_end + budget, start + total)
+        entry: dict[str, Any] = results["parts"].setdefault(part, {"budget_s": budget, "runs": []})
         for run in make_runs(p):
+            if only and run["label"] not in only:
+                continue
             left = part_end - time.monotonic()
             if left < 5:
                 row = {"skipped": "no time left in its part's budget"}
             else:
                 print(f"[{time.monotonic() - start:5.0f} s] {run['label']}", flush=True)
                 row = run_in_child(p, run, left)
-            entry["runs"].append({"label": run["label"], **row})
+            done = [r for r in entry["runs"] if r["label"] != run["label"]]
+            labels = [r["label"] for r in make_runs(p)]
+            entry["runs"] = sorted([*done, {"label": run["label"], **row}],
+                                   key=lambda r: labels.index(r["label"]))  # fmt: skip
             plan_against_measured(results)
             fp8_against_bf16(results)
             write(results, out)
@@ -441,6 +456,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "gpu-check")
     parser.add_argument("--dry-run", action="store_true", help="every part on CPU, tiny sizes")
+    parser.add_argument("--only", action="append", metavar="LABEL",
+                        help="run only this run (repeatable); its row replaces the one in "
+                        "--out/results.json")  # fmt: skip
+    parser.add_argument("--budget", type=float, default=TOTAL_BUDGET_S,
+                        help="seconds for all the runs (with --only, they share it)")  # fmt: skip
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -448,7 +468,7 @@ def main() -> None:
         child(job["profile"], job["run"])
         return
     p = {**(DRY if args.dry_run else GPU), "out": str(args.out)}
-    results = main_run(p, args.out)
+    results = main_run(p, args.out, args.only, args.budget)
     print(markdown(results))
 
 

@@ -214,8 +214,12 @@ def test_decode_step_writes_only_static_inputs(name: str, tmp_path) -> None:
     is static: a parameter, a buffer or a tensor marked with mark_static_address
     (torch/_inductor/cudagraph_utils.py, check_for_mutation); otherwise they run it without
     a graph ("skipping cudagraphs due to mutated inputs"). A decode step writes each
-    cache's keys, values and length in place. This reads AOTAutograd's metadata of the
-    compiled step, the same that check reads: which inputs it mutates, which are static.
+    cache's keys, values and length in place. The prefill is compiled too, as bench
+    compiles generation: the caches it allocates must be made outside its graphs, else
+    they are a CUDA graph's outputs, overwritten by its next replay (seen on an H100:
+    "accessing tensor output of CUDAGraphs that has been overwritten"). This reads
+    AOTAutograd's metadata of the compiled steps, the same that check reads: which
+    inputs a step mutates, which are static, and whether it returns a new cache.
     (Replaying the graph itself needs a GPU.)"""
     from functorch.compile import make_boxed_func
     from torch._dynamo.backends.common import aot_autograd
@@ -228,20 +232,15 @@ def test_decode_step_writes_only_static_inputs(name: str, tmp_path) -> None:
         return make_boxed_func(gm.forward)
 
     extra = GEMMA2_WINDOW if name == "gemma-2-2b" else ()
-    module, model = tiny(name, tmp_path, extra=extra)
-    backend = aot_autograd(fw_compiler=keep_metadata)
-    compiled = torch.compile(model.decoder, backend=backend, fullgraph=True, dynamic=False)
-    memory = ()
-    if name == "t5-small":
-        memory = (model.encoder(model.tok_emb(torch.randint(VOCAB, (2, 6)))),)
-    cache = [module.KVCache(8) for _ in model.decoder.blocks]
+    _, model = tiny(name, tmp_path, extra=extra)
+    model.decoder.compile(backend=aot_autograd(fw_compiler=keep_metadata), dynamic=False)
     with torch.no_grad():
-        model.decoder(model.tok_emb(torch.randint(VOCAB, (2, 5))), *memory, cache=cache)
-        for _ in range(2):  # eager prefill, then compiled steps
-            compiled(model.tok_emb(torch.randint(VOCAB, (2, 1))), *memory, cache=cache)
+        model.generate(torch.randint(VOCAB, (2, 5)), max_new_tokens=4)
     torch._dynamo.reset()
-    assert len(graphs) == 1
-    mutated, static = graphs[0]
+    # The prompt's step, then one graph every later step replays (an encoder-decoder's
+    # first decoder step, which also projects the encoder output, is a graph of its own).
+    assert len(graphs) == 2
+    mutated, static = graphs[-1]
     # Keys, values and length of every layer's cache.
     assert len(mutated) == 3 * len(model.decoder.blocks)
     assert mutated <= static

@@ -63,9 +63,18 @@ def generate_tokens(
     step(new) returns the next-token logits, filling `cache`."""
     if num_beams > 1 and do_sample:
         raise ValueError("beam sampling (num_beams > 1, do_sample) is unsupported")
+
+    def settled_step(tokens: Tensor) -> Tensor:
+        # Each cache takes over what the step allocated in it: a compiled step's new
+        # tensors can live in its CUDA graph's memory (KVCache.settle).
+        logits = step(tokens)
+        for layer in cache:
+            layer.settle()
+        return logits
+
     if num_beams > 1:
         return beam_search(
-            step,
+            settled_step,
             cache,
             tokens,
             max_new_tokens,
@@ -75,7 +84,7 @@ def generate_tokens(
             eos_token_id,
         )
     return decode(
-        step,
+        settled_step,
         tokens,
         max_new_tokens,
         do_sample,

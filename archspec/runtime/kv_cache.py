@@ -37,6 +37,9 @@ class KVCache:
         self.v: Tensor | None = None
         self.length = static_address(torch.zeros((), dtype=torch.long, device=device))
         self.memory: tuple[Tensor, Tensor] | None = None
+        # Whether k and v, and memory, were made outside compiled steps (see settle).
+        self.owned = False
+        self.memory_owned = False
 
     def allocate(self, k: Tensor, v: Tensor, slots: int) -> None:
         """Room for `slots` positions of keys like k and values like v (latent
@@ -44,6 +47,25 @@ class KVCache:
         gets weight 0, and 0 times leftover NaNs would be NaN."""
         self.k = static_address(k.new_zeros((*k.shape[:2], slots, k.size(3))))
         self.v = static_address(v.new_zeros((*v.shape[:2], slots, v.size(3))))
+        self.owned = not torch.compiler.is_compiling()
+
+    def settle(self) -> None:
+        """Take over what a compiled step allocated (call it between steps). Compiled
+        with CUDA graphs (mode="reduce-overhead"), a step's new tensors are its graph's
+        outputs, in memory the graph's next replay overwrites; copies made outside the
+        step are the cache's own, static, and every later step writes them in place."""
+        if not self.owned and self.k is not None and self.v is not None:
+            self.k = static_address(self.k.clone())
+            self.v = static_address(self.v.clone())
+            self.owned = True
+        if self.memory is not None and not self.memory_owned:
+            self.memory = (self.memory[0].clone(), self.memory[1].clone())
+            self.memory_owned = True
+
+    def keep_memory(self, k: Tensor, v: Tensor) -> None:
+        """Keep the cross-attention's keys and values of the encoder output."""
+        self.memory = (k, v)
+        self.memory_owned = not torch.compiler.is_compiling()
 
     def update(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Write new keys and values (B, heads, S, head_dim) after the cached ones;

@@ -212,7 +212,7 @@ class _AttentionWriter(ForwardWriter):
                 "else:",
                 *(f"    {line}" for line in self.projections),
                 "    if cache is not None:",
-                f"        cache.memory = {k}, {v}",
+                f"        cache.keep_memory({k}, {v})",
             ]
         elif self.f.cached(self.stack):
             update = [f"    {k}, {v} = cache.update({k}, {v})"]
