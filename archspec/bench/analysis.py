@@ -35,6 +35,7 @@ from archspec.backends.count.flops import KV_LEN, S_DEC, B, S, flop_figures
 from archspec.backends.count.flops_report import whole, whole_bytes
 from archspec.backends.count.memory import COMPUTE_BYTES, memory_figures
 from archspec.backends.count.step_peak import step_peak
+from archspec.bench.autocast_peak import adamw_step_counters, autocast_step_peak
 from archspec.ir.lower import rotary_width
 from archspec.ir.nodes import IR, MLP, Attention
 from archspec.ir.visit import walk
@@ -84,7 +85,13 @@ def predict(
         peak = whole_bytes(m.weights + buffers + inference_transient(ir, dtype, head=True), env)
         return Prediction(whole(f.forward, env), whole(f.tokens, env), peak)
     if mode == "train":
-        peak, _ = step_peak(ir, m, "fused").at(env)  # the bench's AdamW is the fused one
+        if dtype == "fp32":
+            peak, _ = step_peak(ir, m, "fused").at(env)  # the bench's AdamW is the fused one
+        else:  # fp32 weights under autocast (autocast_peak.py)
+            fp32 = memory_figures(ir, dtype="fp32", optimizer="adamw", attn=attn, device=device)
+            peak, _ = autocast_step_peak(ir, fp32).at(env)
+            dtype = "fp32"  # the model's buffers too
+        peak += adamw_step_counters(ir)
         peak += whole_bytes(buffer_bytes(ir, dtype), env)
         return Prediction(whole(f.train_step, env), whole(f.tokens, env), peak)
     # generate: a prefill pass over the prompt, then one decode step per further token. In a

@@ -1,0 +1,56 @@
+"""bench's predicted peak of a bf16 training step (fp32 weights under torch.autocast, fused
+AdamW: archspec/bench/autocast_peak.py) against the step itself, byte for byte.
+
+The step is bench's own (`steps.prepare`, `steps.make_step`: autocast, cross-entropy over
+`logits.float()`, backward, fused AdamW, `zero_grad(set_to_none=True)`) on the generated model,
+measured as bench measures a CPU step: `LiveTensors` over the second step, on top of the
+weights, AdamW's state and the inputs. Fused AdamW is the kernel bench runs on CUDA too.
+The CPU runs SDPA's fused kernel when attention has no dropout, so gpt2 runs without it.
+
+At these sizes, as at bench's GPU sizes, the step peaks in the loss's backward: every kept
+activation (the residual stream fp32, each Linear's bf16 copy of its input, autocast's bf16
+copy of every matmul weight) and the three fp32 B·S·vocab tensors of the loss.
+"""
+
+from __future__ import annotations
+
+import tempfile
+
+import pytest
+import torch
+
+from archspec.bench import memory, steps
+from archspec.bench.analysis import predict
+from archspec.bench.runner import _generated_model
+from archspec.ir.build import build_ir
+from archspec.spec.resolve import load_spec
+
+SIZES = ["n_layers=2", "d_model=64", "n_heads=4", "vocab_size=1024", "max_seq_len=64"]
+CASES = [
+    ("llama-2-7b", [*SIZES, "n_kv_heads=2", "d_ff=160"]),  # RMSNorm, RoPE, gated MLP, GQA
+    ("gpt2", [*SIZES, "d_ff=256", "dropout.attention=0"]),  # LayerNorm, tied head, dropout
+]
+
+
+def bench_step_peak(ir, batch: int, seq: int) -> int:
+    device = torch.device("cpu")
+    inputs, targets = steps.make_inputs(ir, "train", batch, seq, device, seed=0)
+    with tempfile.TemporaryDirectory() as folder:
+        torch.manual_seed(0)
+        side = steps.Side("ours", _generated_model(ir, device, folder), inputs, targets)
+        steps.prepare(side, "train", device, "bf16")
+        vocab = ir.value(ir.root.vocab_size)
+        step = steps.make_step(side, "train", device, "bf16", vocab, new_tokens=0)
+        step()  # AdamW's state now exists, as after bench's warm-up
+        resident = memory.resident_tensors(side.model, side.optimizer, inputs, targets)
+        with memory.LiveTensors(resident) as tracker:
+            step()
+    return tracker.peak
+
+
+@pytest.mark.parametrize("name, sets", CASES)
+def test_bf16_training_peak_is_exact(name, sets) -> None:
+    ir = build_ir(load_spec(name, sets))
+    measured = bench_step_peak(ir, batch=2, seq=64)
+    predicted = predict(ir, "train", 2, 64, "bf16", 0, device="cpu").memory_bytes
+    assert measured == predicted
