@@ -14,7 +14,9 @@ copy of every matmul weight) and the three fp32 B·S·vocab tensors of the loss.
 
 from __future__ import annotations
 
+import re
 import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -54,3 +56,39 @@ def test_bf16_training_peak_is_exact(name, sets) -> None:
     measured = bench_step_peak(ir, batch=2, seq=64)
     predicted = predict(ir, "train", 2, 64, "bf16", 0, device="cpu").memory_bytes
     assert measured == predicted
+
+
+def _header(relative: str) -> str:
+    path = Path(torch.__file__).parent / "include" / relative
+    if not path.exists():
+        pytest.skip(f"this torch ships without its headers ({relative})")
+    return path.read_text()
+
+
+def _macro(text: str, name: str) -> set[str]:
+    """The op names a `#define NAME(_)` list of autocast_mode.h holds."""
+    body = text.split(f"#define {name}(_)", 1)[1].split("\n\n", 1)[0]
+    return set(re.findall(r"_\((\w+)", body))
+
+
+def test_cuda_autocast_lists_are_the_counters():
+    """What the counter assumes of CUDA's autocast, read from the installed torch's own
+    lists (ATen/autocast_mode.h, the CUDA ones): matmuls and SDPA in the low dtype, norms,
+    log_softmax and nll_loss in fp32; embedding, gelu, silu, dropout and mul in neither (they
+    keep their input's dtype)."""
+    text = _header("ATen/autocast_mode.h")
+    low = _macro(text, "AT_FORALL_LOWER_PRECISION_FP")
+    # log_softmax: fp32, or the dtype asked for (none here)
+    fp32 = _macro(text, "AT_FORALL_FP32") | _macro(text, "AT_FORALL_FP32_SET_OPT_DTYPE")
+    assert {"linear", "matmul", "addmm", "mm", "scaled_dot_product_attention"} <= low
+    assert {"layer_norm", "rms_norm", "log_softmax", "nll_loss"} <= fp32
+    untouched = {"embedding", "gelu", "silu", "dropout", "native_dropout", "mul", "add"}
+    assert not untouched & (low | fp32 | _macro(text, "AT_FORALL_PROMOTE"))
+
+
+def test_fused_rms_norm_keeps_no_normalised_input():
+    """On a GPU rms_norm runs _fused_rms_norm (fp32 input and weight under autocast), whose
+    backward node saves the input, the weight and 1/rms (result1) alone."""
+    text = _header("torch/csrc/autograd/generated/Functions.h")
+    node = text.split("struct TORCH_API FusedRmsNormBackward0", 1)[1].split("};", 1)[0]
+    assert set(re.findall(r"SavedVariable (\w+);", node)) == {"input_", "weight_", "result1_"}
