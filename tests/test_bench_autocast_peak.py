@@ -31,6 +31,8 @@ SIZES = ["n_layers=2", "d_model=64", "n_heads=4", "vocab_size=1024", "max_seq_le
 CASES = [
     ("llama-2-7b", [*SIZES, "n_kv_heads=2", "d_ff=160"]),  # RMSNorm, RoPE, gated MLP, GQA
     ("gpt2", [*SIZES, "d_ff=256", "dropout.attention=0"]),  # LayerNorm, tied head, dropout
+    # experts in fp32, stacked (one block, four experts: a few hundred small matmuls)
+    ("mixtral-8x7b", [*SIZES, "n_layers=1", "n_kv_heads=2", "d_ff=128", "moe.n_experts=4"]),
 ]
 
 

@@ -16,6 +16,10 @@ running the matmuls in the low dtype. What a step then holds, read from autocast
 - autocast caches one low-dtype copy of each weight a Linear reads, and the Linear keeps it
   for its backward: 2 bytes per matmul weight, alive from the forward until that Linear's
   backward (biases are cast too but not kept: addmm's backward does not read them);
+- a mixture's experts run in fp32: the generated `grouped_linear` multiplies with
+  torch.mm(out=...) inside an autograd.Function, which autocast leaves alone, and takes
+  torch._grouped_mm only for a bf16 input, which the fp32 stream is not; the experts keep
+  their fp32 inputs and no weight copy;
 - the loss runs over `logits.float()`: the log-probabilities and both gradients of the loss's
   backward are fp32 (B·S·vocab·4 each), which is the step's peak at bench's sizes.
 
@@ -28,14 +32,13 @@ the input and 1/rms only (FusedRmsNormBackward0's saved input, weight and result
 autograd/generated/Functions.h); the CPU runs the composite, which also keeps the normalised
 input. The counter follows the device.
 
-Exact, against the tracker, for dense decoders with fused attention (llama and gpt2 shapes,
-tests/test_bench_autocast_peak.py) at the moment the step peaks at bench's sizes, the loss's
+Exact, against the tracker, for decoders with fused attention (llama, gpt2 and mixtral
+shapes, tests/test_bench_autocast_peak.py) at the moment the step peaks at bench's sizes, the loss's
 backward (with a vocabulary much wider than the model, no later moment comes near it). Not
 exact, and not claimed: the later moments (the head's, the final norm's or a block's
 backward, the end of the backward), which reuse count's formulas with fp32 gradients (at
 vocab 500, d_model 384, S 512 the CPU step peaked in the final RMSNorm's backward, 0.06%
-above the prediction); a mixture of experts, whose expert loop runs in fp32 under autocast
-(5% below the tracker at a tiny size); T5's biased attention, which the CPU's math kernel
+above the prediction); T5's biased attention, which the CPU's math kernel
 computes in fp32 (7% below); fp16, whose grad scaler adds a few scalars (12 bytes).
 """
 
@@ -47,7 +50,7 @@ from archspec.backends.count.activations import STATS, ActivationCounter
 from archspec.backends.count.memory import MemoryFigures
 from archspec.backends.count.params import parameter_count
 from archspec.backends.count.passes import B
-from archspec.backends.count.rank_peak import local_tensors
+from archspec.backends.count.rank_peak import leaf_tensors
 from archspec.backends.count.step_peak import RankTerms, StepPeak, step_peak
 from archspec.bench.mesh_layout import mesh_dims
 from archspec.ir import ops
@@ -67,6 +70,8 @@ class AutocastCounter(ActivationCounter):
         self.c = LOW  # what count's ops keep "in the compute dtype" inside a low-dtype op
         self.sdpa_mask_bytes = 1 if self.device != "cpu" else LOW
         self.widths: dict[ops.Value, int] = {}  # storage -> bytes per element
+        self.routed: set[ops.Value] = set()  # the rows a mixture dispatched to its experts
+        self.in_experts = False
 
     def width(self, value: ops.Value) -> int:
         """Bytes per element of a compute value: what made it says; fp32 where nothing did
@@ -89,8 +94,12 @@ class AutocastCounter(ActivationCounter):
             super().run([op])
 
     def out_width(self, op: ops.Op) -> int:
+        if isinstance(op, ops.LinearOp) and self.in_experts:
+            return self.width(op.x)
         if isinstance(op, (ops.LinearOp, ops.Attend)):
             return LOW
+        if isinstance(op, ops.Combine):
+            return FP32  # the expert outputs scaled by fp32 routing weights
         if isinstance(op, ops.Lookup):
             return FP32  # the fp32 table's rows
         if isinstance(op, ops.NormOp):
@@ -112,7 +121,33 @@ class AutocastCounter(ActivationCounter):
         else:
             self.keep_new(self.lengths.elements(value), LOW, split=value.split, rows=value.rows)
 
+    def op_call(self, op: ops.Call) -> None:
+        # A mixture's experts: the generated `grouped_linear` runs torch.mm(out=...) inside
+        # an autograd.Function, which autocast does not cast (and torch._grouped_mm only for
+        # a bf16 input, which the fp32 stream is not): fp32 matmuls over the fp32 weights.
+        experts = bool(op.args) and op.args[0].storage in self.routed
+        outer, self.in_experts = self.in_experts, self.in_experts or experts
+        try:
+            super().op_call(op)
+        finally:
+            self.in_experts = outer
+
+    def op_dispatch(self, op: ops.Dispatch) -> None:
+        super().op_dispatch(op)
+        self.routed.add(op.out.storage)
+
+    def op_combine(self, op: ops.Combine) -> None:
+        # As count's, with the scaled expert outputs index_add_ keeps in fp32.
+        saved, self.c = self.c, FP32
+        try:
+            super().op_combine(op)
+        finally:
+            self.c = saved
+
     def op_linearop(self, op: ops.LinearOp) -> None:
+        if self.in_experts:
+            self.keep(op.x)  # ExpertRows keeps its input and the fp32 weight itself
+            return
         self.keep_low(op.x)
         # The weight's cached low-dtype copy, kept by the Linear for its backward.
         weight = op.module.in_features * op.module.out_features * LOW
@@ -179,5 +214,12 @@ def autocast_step_peak(ir: IR, m: MemoryFigures) -> StepPeak:
 
 def adamw_step_counters(ir: IR) -> int:
     """Bytes of fused AdamW's step counts: one fp32 scalar per parameter tensor, on the
-    parameters' device (torch.optim.AdamW keeps `state["step"]` a tensor when fused)."""
-    return FP32 * len(local_tensors(ir, mesh_dims(1), 0))
+    parameters' device (torch.optim.AdamW keeps `state["step"]` a tensor when fused). A
+    mixture's experts are stacked, one tensor per projection for all of them."""
+    tensors, experts = 0, set()
+    for node, layer, expert, shapes in leaf_tensors(ir, mesh_dims(1), 0):
+        if expert and (layer, id(node)) in experts:
+            continue  # another expert's slice of the same stacked tensor
+        experts.add((layer, id(node)))
+        tensors += len(shapes)
+    return FP32 * tensors
