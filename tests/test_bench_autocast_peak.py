@@ -43,6 +43,7 @@ def bench_step_peak(ir, batch: int, seq: int) -> int:
         torch.manual_seed(0)
         side = steps.Side("ours", _generated_model(ir, device, folder), inputs, targets)
         steps.prepare(side, "train", device, "bf16")
+        assert side.optimizer.defaults["fused"]  # the kernel bench's CUDA runs use
         vocab = ir.value(ir.root.vocab_size)
         step = steps.make_step(side, "train", device, "bf16", vocab, new_tokens=0)
         step()  # AdamW's state now exists, as after bench's warm-up
