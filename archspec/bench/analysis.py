@@ -12,9 +12,10 @@ runs with `attn="flash"`.
   largest moment of the step (the loss's backward with the logits' gradients, a block's
   backward, the end of the backward with every gradient). Activations are those of the
   kernel the step runs (on the CPU, SDPA's math path when attention has dropout or a bias).
-  The analysis's bf16 figure (2-byte weights and gradients, 12 bytes of fp32 master weights
-  and moments) is 16 bytes per parameter, the same total as the run's fp32 weights and
-  gradients with 8 bytes of moments.
+  In bf16 and fp16 the run keeps fp32 weights under autocast, which count's bf16 figures (a
+  model all in bf16) do not describe: `autocast_peak.py` counts that step (an fp32 residual
+  stream, bf16 copies of each Linear's input and weight, an fp32 loss). Fused AdamW adds one
+  fp32 step count per parameter tensor.
 - forward: the weights in the dtype and the forward's largest transient moment
   (`inference_transient`: the widest MLP step, or the head's logits).
 - generate: the weights, the KV cache at its final length and the prefill's transient.
