@@ -33,13 +33,15 @@ autograd/generated/Functions.h); the CPU runs the composite, which also keeps th
 input. The counter follows the device.
 
 Exact, against the tracker, for decoders with fused attention (llama, gpt2 and mixtral
-shapes, tests/test_bench_autocast_peak.py) at the moment the step peaks at bench's sizes, the loss's
-backward (with a vocabulary much wider than the model, no later moment comes near it). Not
-exact, and not claimed: the later moments (the head's, the final norm's or a block's
-backward, the end of the backward), which reuse count's formulas with fp32 gradients (at
-vocab 500, d_model 384, S 512 the CPU step peaked in the final RMSNorm's backward, 0.06%
-above the prediction); T5's biased attention, which the CPU's math kernel
-computes in fp32 (7% below); fp16, whose grad scaler adds a few scalars (12 bytes).
+shapes, tests/test_bench_autocast_peak.py) at the moment the step peaks at bench's sizes, the
+loss's backward (with a vocabulary much wider than the model, no later moment comes near it).
+Not exact, and not claimed: the later moments (the head's, the final norm's or a block's
+backward, the end of the backward), which reuse count's formulas with fp32 gradients. Where
+the vocabulary is narrow they can matter: llama at vocab 500, d_model 384, S 512 peaked in
+the final RMSNorm's backward, 0.06% above the prediction; gpt2 at vocab 1000, d_model 512
+peaked in the loss's backward, 0.5% below count's last-block formula. Nor T5's biased
+attention, which the CPU's math kernel computes in fp32 (7% below), nor fp16, whose grad
+scaler adds a few scalars (12 bytes).
 """
 
 from __future__ import annotations
