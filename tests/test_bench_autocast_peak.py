@@ -95,3 +95,19 @@ def test_fused_rms_norm_keeps_no_normalised_input():
     text = _header("torch/csrc/autograd/generated/Functions.h")
     node = text.split("struct TORCH_API FusedRmsNormBackward0", 1)[1].split("};", 1)[0]
     assert set(re.findall(r"SavedVariable (\w+);", node)) == {"input_", "weight_", "result1_"}
+
+
+# Real vocabularies and wider layers: the same terms at a size where each is megabytes.
+WIDE = [
+    ("llama-2-7b", ["n_layers=4", "d_model=512", "n_heads=8", "n_kv_heads=2", "d_ff=1376"], 1),
+    ("gpt2", ["n_layers=4", "d_model=512", "n_heads=8", "d_ff=2048", "dropout.attention=0"], 2),
+]
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("name, sets, batch", WIDE)
+def test_bf16_training_peak_is_exact_with_real_vocabularies(name, sets, batch) -> None:
+    ir = build_ir(load_spec(name, [*sets, "max_seq_len=512"]))
+    seq = 512 // batch
+    measured = bench_step_peak(ir, batch, seq)
+    assert measured == predict(ir, "train", batch, seq, "bf16", 0, device="cpu").memory_bytes
