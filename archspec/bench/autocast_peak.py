@@ -201,6 +201,9 @@ def autocast_step_peak(ir: IR, m: MemoryFigures) -> StepPeak:
     def block_moment(moment, name: str) -> sp.Expr:
         return moment.activations + gradients * moment.made_params / total
 
+    # step_peak's terms for one device's own layout (made for a rank of `parallelize`, which
+    # also trains fp32 parameters with an fp32 loss): the counter, fp32 gradients, and what
+    # the step holds besides.
     terms = RankTerms(
         counter_class=AutocastCounter,
         gradients=gradients,
