@@ -12,9 +12,10 @@ runs with `attn="flash"`.
   largest moment of the step (the loss's backward with the logits' gradients, a block's
   backward, the end of the backward with every gradient). Activations are those of the
   kernel the step runs (on the CPU, SDPA's math path when attention has dropout or a bias).
-  The analysis's bf16 figure (2-byte weights and gradients, 12 bytes of fp32 master weights
-  and moments) is 16 bytes per parameter, the same total as the run's fp32 weights and
-  gradients with 8 bytes of moments.
+  In bf16 and fp16 the run keeps fp32 weights under autocast, which count's bf16 figures (a
+  model all in bf16) do not describe: `autocast_peak.py` counts that step (an fp32 residual
+  stream, bf16 copies of each Linear's input and weight, an fp32 loss). Fused AdamW adds one
+  fp32 step count per parameter tensor.
 - forward: the weights in the dtype and the forward's largest transient moment
   (`inference_transient`: the widest MLP step, or the head's logits).
 - generate: the weights, the KV cache at its final length and the prefill's transient.
@@ -35,6 +36,7 @@ from archspec.backends.count.flops import KV_LEN, S_DEC, B, S, flop_figures
 from archspec.backends.count.flops_report import whole, whole_bytes
 from archspec.backends.count.memory import COMPUTE_BYTES, memory_figures
 from archspec.backends.count.step_peak import step_peak
+from archspec.bench.autocast_peak import adamw_step_counters, autocast_step_peak
 from archspec.ir.lower import rotary_width
 from archspec.ir.nodes import IR, MLP, Attention
 from archspec.ir.visit import walk
@@ -84,7 +86,13 @@ def predict(
         peak = whole_bytes(m.weights + buffers + inference_transient(ir, dtype, head=True), env)
         return Prediction(whole(f.forward, env), whole(f.tokens, env), peak)
     if mode == "train":
-        peak, _ = step_peak(ir, m, "fused").at(env)  # the bench's AdamW is the fused one
+        if dtype == "fp32":
+            peak, _ = step_peak(ir, m, "fused").at(env)  # the bench's AdamW is the fused one
+        else:  # fp32 weights under autocast (autocast_peak.py)
+            fp32 = memory_figures(ir, dtype="fp32", optimizer="adamw", attn=attn, device=device)
+            peak, _ = autocast_step_peak(ir, fp32).at(env)
+            dtype = "fp32"  # the model's buffers too
+        peak += adamw_step_counters(ir)
         peak += whole_bytes(buffer_bytes(ir, dtype), env)
         return Prediction(whole(f.train_step, env), whole(f.tokens, env), peak)
     # generate: a prefill pass over the prompt, then one decode step per further token. In a
