@@ -94,3 +94,18 @@ def test_per_expert_names_stack_and_unstack() -> None:
         all(torch.equal(back[k], v) for k, v in per_expert.items())
         and back.keys() == per_expert.keys()
     )
+
+
+def test_autocast_runs_the_experts_as_it_runs_a_linear() -> None:
+    """Under autocast an fp32 input and fp32 stacked weights multiply in autocast's dtype,
+    as F.linear's do (neither torch._grouped_mm nor the loop's mm(out=...) is on autocast's
+    lists: without the cast they would stay fp32, and never take the grouped kernel on a
+    GPU); the gradients reach the fp32 weights and input in fp32."""
+    x, weight = _rows_and_weight()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = grouped_linear(x, weight, COUNTS)
+        first = F.linear(x[:3], weight[0])
+    assert y.dtype == first.dtype == torch.bfloat16
+    torch.testing.assert_close(y[:3], first)
+    y.float().sum().backward()
+    assert x.grad.dtype == weight.grad.dtype == torch.float32

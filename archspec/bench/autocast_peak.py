@@ -16,10 +16,9 @@ running the matmuls in the low dtype. What a step then holds, read from autocast
 - autocast caches one low-dtype copy of each weight a Linear reads, and the Linear keeps it
   for its backward: 2 bytes per matmul weight, alive from the forward until that Linear's
   backward (biases are cast too but not kept: addmm's backward does not read them);
-- a mixture's experts run in fp32: the generated `grouped_linear` multiplies with
-  torch.mm(out=...) inside an autograd.Function, which autocast leaves alone, and takes
-  torch._grouped_mm only for a bf16 input, which the fp32 stream is not; the experts keep
-  their fp32 inputs and no weight copy;
+- a mixture's experts as a Linear: the generated `grouped_linear` casts its input and the
+  stacked weight to autocast's dtype itself (neither torch._grouped_mm nor the loop's
+  mm(out=...) is on autocast's lists) and keeps both copies, each call its own;
 - the loss runs over `logits.float()`: the log-probabilities and both gradients of the loss's
   backward are fp32 (B·S·vocab·4 each), which is the step's peak at bench's sizes.
 
@@ -74,6 +73,7 @@ class AutocastCounter(ActivationCounter):
         self.widths: dict[ops.Value, int] = {}  # storage -> bytes per element
         self.routed: set[ops.Value] = set()  # the rows a mixture dispatched to its experts
         self.in_experts = False
+        self.n_experts: sp.Expr = sp.Integer(1)  # the last router's, read inside its experts
 
     def width(self, value: ops.Value) -> int:
         """Bytes per element of a compute value: what made it says; fp32 where nothing did
@@ -96,8 +96,6 @@ class AutocastCounter(ActivationCounter):
             super().run([op])
 
     def out_width(self, op: ops.Op) -> int:
-        if isinstance(op, ops.LinearOp) and self.in_experts:
-            return self.width(op.x)
         if isinstance(op, (ops.LinearOp, ops.Attend)):
             return LOW
         if isinstance(op, ops.Combine):
@@ -124,15 +122,19 @@ class AutocastCounter(ActivationCounter):
             self.keep_new(self.lengths.elements(value), LOW, split=value.split, rows=value.rows)
 
     def op_call(self, op: ops.Call) -> None:
-        # A mixture's experts: the generated `grouped_linear` runs torch.mm(out=...) inside
-        # an autograd.Function, which autocast does not cast (and torch._grouped_mm only for
-        # a bf16 input, which the fp32 stream is not): fp32 matmuls over the fp32 weights.
+        # A mixture's experts: one Linear of the IR stands for n_experts stacked weights.
         experts = bool(op.args) and op.args[0].storage in self.routed
         outer, self.in_experts = self.in_experts, self.in_experts or experts
         try:
             super().op_call(op)
         finally:
             self.in_experts = outer
+        if experts:  # their output is their last projection's, in autocast's dtype
+            self.widths[op.out.storage] = LOW
+
+    def op_route(self, op: ops.Route) -> None:
+        super().op_route(op)
+        self.n_experts = op.n_experts
 
     def op_dispatch(self, op: ops.Dispatch) -> None:
         super().op_dispatch(op)
@@ -147,12 +149,12 @@ class AutocastCounter(ActivationCounter):
             self.c = saved
 
     def op_linearop(self, op: ops.LinearOp) -> None:
-        if self.in_experts:
-            self.keep(op.x)  # ExpertRows keeps its input and the fp32 weight itself
-            return
         self.keep_low(op.x)
-        # The weight's cached low-dtype copy, kept by the Linear for its backward.
+        # The weight's low-dtype copy (autocast's cached one, or grouped_linear's of the
+        # stacked experts), kept by the Linear for its backward.
         weight = op.module.in_features * op.module.out_features * LOW
+        if self.in_experts:
+            weight *= self.n_experts
         self.scopes[-1].kept.setdefault(("weight copy", id(op.module)), weight)  # type: ignore[index]
 
     def op_attend(self, op: ops.Attend) -> None:

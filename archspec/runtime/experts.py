@@ -18,6 +18,13 @@ def grouped_linear(x: Tensor, weight: Tensor, counts: Tensor, bias=None) -> Tens
     if hasattr(weight, "to_local"):  # tensor parallel: the rank's share of each expert
         weight = weight.to_local()
         bias = bias.to_local() if bias is not None else None
+    if torch.is_autocast_enabled(x.device.type):
+        # As autocast runs a Linear, in its dtype: neither torch._grouped_mm nor the
+        # loop's mm(out=...) is on autocast's lists, so fp32 weights and an fp32 input
+        # would otherwise multiply in fp32 (and never take the grouped kernel).
+        dtype = torch.get_autocast_dtype(x.device.type)
+        x, weight = x.to(dtype), weight.to(dtype)
+        bias = bias.to(dtype) if bias is not None else None
     # torch._grouped_mm, one kernel for every expert, where torch documents it (bf16 on
     # CUDA devices of compute capability 8.0 or more, widths in whole 16 bytes). Else a
     # loop over the experts' slices of the rows: torch 2.13's CPU kernel runs, but
