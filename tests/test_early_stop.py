@@ -8,9 +8,9 @@ and metaseq run) replays each block whole: the same measurement with the blocks 
 adds the ops after the early stop, which plan replays for a reentrant stack.
 
 The attention drops out its probabilities, so that SDPA takes its math path on the CPU, whose
-batched matmuls FlopCounterMode counts (it does not count the CPU's fused kernel); the residual
-stream does not drop out (a dropout there saves its mask, and the replay then runs to it:
-tests/test_flops.py's full recomputation stays the whole block for such a block).
+batched matmuls FlopCounterMode counts (it does not count the CPU's fused kernel). Where the
+residual stream drops out too, the dropout after the last projection saves its mask: the
+replay runs to it, so through the projection, and both checkpoints replay the whole block.
 """
 
 from __future__ import annotations
@@ -26,14 +26,17 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from archspec.backends.count.conventions import get_convention
 from archspec.backends.count.flops import B, S, flop_figures
-from archspec.backends.count.replay import NON_REENTRANT, REENTRANT
+from archspec.backends.count.replay import CHECKPOINTS, NON_REENTRANT, REENTRANT
+from archspec.errors import SpecError
+from archspec.plan import published
 from archspec.plan.hardware import get_system
 from archspec.plan.opcost import pass_costs
 from archspec.plan.step import Layout, StepModel, Training
 from tests.test_memory import small_ir
 from tests.tiny import built_model
 
-DROPOUT = ("dropout.hidden=0", "dropout.attention=0.1")
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 b, s = 2, 32
 
 
@@ -59,10 +62,11 @@ def replayed_flops(ir, checkpoint: str) -> int:
     return backward_flops(model) - backward_flops(built_model(ir))
 
 
-# Llama-2: bias-free projections, GQA, SwiGLU; GPT-2: biased ones (addmm), a GELU MLP.
-@pytest.mark.parametrize("name", ["llama-2-70b", "gpt2"])
-def test_count_replays_what_torch_replays(name: str) -> None:
-    ir = small_ir(name, DROPOUT)
+# Llama-2: bias-free projections, GQA, SwiGLU; GPT-2: biased ones (addmm), a GELU MLP, and
+# with dropout on the residual stream.
+@pytest.mark.parametrize(("name", "hidden"), [("llama-2-70b", 0), ("gpt2", 0), ("gpt2", 0.1)])
+def test_count_replays_what_torch_replays(name: str, hidden: float) -> None:
+    ir = small_ir(name, (f"dropout.hidden={hidden}", "dropout.attention=0.1"))
     values = {**ir.env, B: b, S: s}
     full = flop_figures(ir, get_convention("executed"), "eager", "full")
     early = replayed_flops(ir, NON_REENTRANT)
@@ -70,14 +74,16 @@ def test_count_replays_what_torch_replays(name: str) -> None:
     # Reentrant: the whole block, i.e. also the projections after the early stop (the down
     # projection), as plan's op costs mark them.
     costs = pass_costs(ir, 4, "eager")
-    past = sum(
-        n * 2 * sp.prod(c.shape)
-        for n, block in costs.layers
-        for c in block
-        if c.kind == "matmul" and c.past_early_stop
-    )
-    assert past > 0
-    assert replayed_flops(ir, REENTRANT) == early + past.xreplace(values)
+    past = sp.Add(
+        *(
+            n * 2 * sp.prod(c.shape)
+            for n, block in costs.layers
+            for c in block
+            if c.kind == "matmul" and c.past_early_stop
+        )
+    ).xreplace(values)
+    assert (past > 0) == (hidden == 0)
+    assert replayed_flops(ir, REENTRANT) == early + past
 
 
 def test_plan_replays_per_stack() -> None:
@@ -99,3 +105,12 @@ def test_plan_replays_per_stack() -> None:
     reentrant = megatron.step(layout).breakdown["recompute"]
     early = StepModel(ir, system, Training(4, 4, 64, engine="megatron", checkpoint=NON_REENTRANT))
     assert early.step(layout).breakdown["recompute"] < reentrant
+
+
+def test_published_rows_name_a_checkpoint_plan_knows() -> None:
+    """A row's `checkpoint` is one plan knows; a misspelt one is refused, not taken as the
+    non-reentrant default."""
+    named = {r.checkpoint for r in published.dataset().runs if r.checkpoint is not None}
+    assert named and named <= set(CHECKPOINTS)
+    with pytest.raises(SpecError, match="reentrant"):
+        StepModel(small_ir("gpt2"), get_system("a100-80g"), Training(4, 4, 64, checkpoint="re"))

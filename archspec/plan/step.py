@@ -50,7 +50,8 @@ from archspec.backends.count.layout import Parallelism
 from archspec.backends.count.memory import COMPUTE_BYTES, GRAD_BYTES
 from archspec.backends.count.op_checkpoint import OP
 from archspec.backends.count.passes import B, whole_sequences
-from archspec.backends.count.replay import full_replays
+from archspec.backends.count.replay import CHECKPOINTS, full_replays
+from archspec.errors import SpecError
 from archspec.ir.nodes import IR, Attention, MoE
 from archspec.ir.visit import walk
 from archspec.plan.collectives import (
@@ -158,6 +159,9 @@ class StepModel:
     def __init__(self, ir: IR, system: System, run: Training, eff: Efficiency | None = None):
         self.engine = with_async_tp(get_engine(run.engine), run.async_tp)
         self.checkpoint = run.checkpoint or self.engine.checkpoint
+        if self.checkpoint not in CHECKPOINTS:
+            raise SpecError(f"checkpoint is one of {', '.join(CHECKPOINTS)} "
+                            f"(got {self.checkpoint!r})")  # fmt: skip
         eff = eff or self.engine.efficiency(system.accelerator.key)
         self.ir, self.system, self.run, self.eff = ir, system, run, eff
         self.c = COMPUTE_BYTES[run.dtype]
