@@ -1,5 +1,7 @@
 """What the backward pass replays of a checkpointed block: the whole block, or the block up to
-torch's early stop. count (FLOPs, memory) and plan (op costs, step time) both ask here.
+torch's early stop. count's FLOPs and plan's op costs, step time and hardware FLOPs ask here.
+What the backward rebuilds (count's memory) does not depend on it: the early stop stops once it
+has rebuilt every tensor the forward saved, and a whole replay rebuilds no more of them.
 
 A checkpoint keeps a block's inputs and runs the block's forward again in the backward pass.
 How much of it runs again is a property of the checkpoint implementation, so of the training
@@ -19,7 +21,8 @@ stack, not of the model:
   029483a, CheckpointImpl.REENTRANT; llm-foundry's MPT yamls at 061f2c7 leave it unset).
 - non-reentrant: torch.utils.checkpoint with use_reentrant=False, which the generated code
   runs (archspec/runtime/checkpoint.py) and torchtitan through torch's checkpoint_wrapper
-  (its default CheckpointImpl.NO_REENTRANT, called without one in
+  (its default CheckpointImpl.NO_REENTRANT, read in torch 2.13's
+  torch/distributed/algorithms/_checkpoint/checkpoint_wrapper.py; called without one in
   torchtitan/parallelisms/parallelize_llama.py at 3faaa1a and 9dec370; NO_REENTRANT named at
   0413364). Its replay stops early by default (`torch.utils.checkpoint.set_checkpoint_early_stop`):
   it counts the tensors the forward saved for backward and stops, raising inside the replay,
