@@ -249,7 +249,12 @@ def test_flash_attention_backward_recomputes_the_scores() -> None:
     assert at(flash.train_step_matmul, vals) == at(eager.train_step_matmul, vals) + qk
     full = flop_figures(ir, EXECUTED, recompute="full")
     blocks = at(eager.forward_matmul, vals) - at(eager.components["head"][0], vals)
-    assert at(full.train_step_matmul, vals) == at(eager.train_step_matmul, vals) + blocks
+    # torch's non-reentrant checkpoint stops before each block's down projection (replay.py;
+    # tests/test_early_stop.py measures it with FlopCounterMode).
+    spec = load_spec("llama-2-7b")
+    down = 2 * 2048 * spec.d_model * spec.d_ff * spec.n_layers
+    full_matmul = at(full.train_step_matmul, vals)
+    assert full_matmul == at(eager.train_step_matmul, vals) + blocks - down
     # A preset is its paper's formula: the kernel and the recompute options do not change it.
     for name in ("kaplan", "chinchilla", "palm", "megatron"):
         conv = CONVENTIONS[name]

@@ -24,6 +24,12 @@ matmul plateau per stack, `published.py`, cross-validated leaving one source out
   float8 with sequence parallelism the tensor-parallel all-gathers move one byte an element
   (torchtitan's Float8ColwiseParallel and PrepareFloat8ModuleInput, fp8_comm.py).
 
+Full recomputation replays each block whole in the stacks whose checkpoint is reentrant
+(Megatron-LM, Megatron-Core and so NeMo, DeepSpeed), and up to torch's early stop in those that
+run torch's non-reentrant checkpoint (torchtitan): replay.py cites each. A run on another stack
+of the same profile says which it used (`Training.checkpoint`: MosaicML Composer's and
+metaseq's FSDP runs are reentrant).
+
 Overlapped communication costs what it exceeds the compute it hides behind, and a fraction of
 what it hides: while a collective runs beside a kernel the two share the streaming
 multiprocessors and the memory bandwidth (NCCL's kernels run on SMs of their own), so the
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from archspec.backends.count.replay import NON_REENTRANT, REENTRANT
 from archspec.errors import SpecError, did_you_mean
 from archspec.plan.efficiency import CALIBRATED, MAX_PLATEAU, Efficiency
 
@@ -68,6 +75,9 @@ class Engine:
     # the updated weights are gathered (DeepSpeed's BF16_Optimizer beside a pipeline: step.py's
     # StepModel.exchange cites it).
     bf16_zero_all_reduce: bool = False
+    # The activation checkpoint full recomputation runs (replay.py): reentrant, or torch's
+    # non-reentrant one, whose replay stops early.
+    checkpoint: str = REENTRANT
 
     def efficiency(self, accelerator: str | None = None) -> Efficiency:
         accelerator = SAME_TENSOR_CORES.get(accelerator, accelerator)
@@ -105,7 +115,7 @@ ENGINES = {
     "fsdp": Engine("fsdp", True, True, False,
                    "PyTorch FSDP, torchtitan, Composer: sharded DP communication overlapped",
                    0.72, (("a100-80g", 0.76), ("h100-sxm", 0.70)), pipeline_zero=2,
-                   fp8_sp_gather=True),
+                   fp8_sp_gather=True, checkpoint=NON_REENTRANT),
 }  # fmt: skip
 DEFAULT_ENGINE = "megatron"
 

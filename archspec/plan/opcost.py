@@ -34,6 +34,7 @@ from archspec.backends.count.conventions import get_convention
 from archspec.backends.count.flops import FlopCounter
 from archspec.backends.count.op_checkpoint import OpCheckpoint
 from archspec.backends.count.passes import B, Lengths, Pass, decode_pass, forward_pass
+from archspec.backends.count.replay import early_stop
 from archspec.ir import ops
 from archspec.ir.lower import lower_block, lower_model, lower_stack
 from archspec.ir.nodes import IR, Block
@@ -62,6 +63,9 @@ class OpCost:
     # Whether per-op checkpointing (`--recompute op`, op_checkpoint.py) replays this op in the
     # backward pass.
     replayed_by_op_checkpoint: bool = False
+    # Whether this op comes after the early stop of torch's non-reentrant checkpoint, which
+    # full recomputation then does not replay (replay.py).
+    past_early_stop: bool = False
 
 
 @dataclass
@@ -119,10 +123,11 @@ class CostCounter(FlopCounter):
             inner.in_block = True
             inner.op_checkpoint = OpCheckpoint(self.attn)
             inner.run(lower_block(run.node).ops)
+            end = early_stop([op for op, _ in inner.op_checkpoint.visited])
             costs = [
-                replace(c, replayed_by_op_checkpoint=replayed)
-                for op_costs, replayed in zip(
-                    inner.visited, inner.op_checkpoint.replayed(), strict=True
+                replace(c, replayed_by_op_checkpoint=replayed, past_early_stop=i >= end)
+                for i, (op_costs, replayed) in enumerate(
+                    zip(inner.visited, inner.op_checkpoint.replayed(), strict=True)
                 )
                 for c in op_costs
             ]

@@ -69,6 +69,9 @@ class Run:
     async_tp: bool = False  # torchtitan's async TP (engines.with_async_tp)
     fp8_all_gather: bool = False  # torchtitan's FSDP float8 all-gather (fp8_comm.py)
     recompute: str = NO_RECOMPUTE
+    # The stack's activation checkpoint where it is not the engine's (replay.py): Composer's
+    # and metaseq's FSDP runs are reentrant, torchtitan's (the fsdp engine's) is not.
+    checkpoint: str | None = None
     zero: int = 0
     stage_layers: tuple[int, ...] | None = None
     needs: tuple[str, ...] = ()
@@ -117,7 +120,7 @@ def run_ir(model: str, sets: tuple[str, ...], seq: int):
 
 def training(run: Run) -> Training:
     return Training(run.gpus, run.global_batch, run.seq, run.dtype, run.grad_dtype, run.attn,
-                    run.engine, run.async_tp, run.fp8_all_gather)  # fmt: skip
+                    run.engine, run.async_tp, run.fp8_all_gather, run.checkpoint)  # fmt: skip
 
 
 def published_step(run: Run, ir) -> float:

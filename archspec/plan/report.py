@@ -14,8 +14,10 @@ from archspec.backends.count.memory import COMPUTE_BYTES
 from archspec.backends.count.op_checkpoint import OP
 from archspec.backends.count.passes import B, whole_sequences
 from archspec.backends.count.peak_report import workload_peaks
+from archspec.backends.count.replay import full_replays
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
+from archspec.plan.engines import get_engine
 from archspec.plan.hardware import System
 from archspec.plan.opcost import pass_costs
 from archspec.plan.search import Candidate, SearchResult, usable_memory
@@ -39,6 +41,13 @@ def step_flops(ir: IR, run: Training, recompute: str) -> tuple[int, int]:
         hardware = flop_figures(ir, conv, run.attn, NO_RECOMPUTE).train_step + replayed
     else:
         hardware = flop_figures(ir, conv, run.attn, recompute).train_step
+    checkpoint = run.checkpoint or get_engine(run.engine).checkpoint
+    if recompute == "full" and full_replays(True, checkpoint):
+        # count's full recomputation replays up to torch's early stop; a stack whose
+        # checkpoint is reentrant also what comes after it (replay.py).
+        costs = pass_costs(ir, COMPUTE_BYTES[run.dtype], run.attn)
+        hardware += sp.Add(*(n * c.flops for n, block in costs.layers for c in block
+                             if c.past_early_stop))  # fmt: skip
     return whole(model, values), whole(hardware, values)
 
 

@@ -5,7 +5,9 @@ max(FLOPs / (peak × efficiency), bytes / (bandwidth × efficiency)), backward t
 a flash kernel's 2.5 times), tensor-parallel collectives after every row-parallel projection
 (an all-reduce, or with sequence parallelism a reduce-scatter then an all-gather of the same
 volume, in forward and backward: Korthikanti et al. 2022, Section 4.2.2), the replayed forward
-of recomputation (under per-op checkpointing, what op_checkpoint.py does not keep), and
+of recomputation (under per-op checkpointing, what op_checkpoint.py does not keep; under full
+recomputation the whole block, or up to the early stop of torch's non-reentrant checkpoint:
+replay.py), and
 pipeline sends to the next stage (1/tp of the activations each, as Megatron-LM's scatter-gather
 optimisation sends them: Narayanan et al. 2021, Section 4.1).
 A step runs m micro-batches plus the pipeline bubble, (p - 1)/(V·m) of them (Narayanan et al.
@@ -48,6 +50,8 @@ from archspec.backends.count.layout import Parallelism
 from archspec.backends.count.memory import COMPUTE_BYTES, GRAD_BYTES
 from archspec.backends.count.op_checkpoint import OP
 from archspec.backends.count.passes import B, whole_sequences
+from archspec.backends.count.replay import CHECKPOINTS, full_replays
+from archspec.errors import SpecError
 from archspec.ir.nodes import IR, Attention, MoE
 from archspec.ir.visit import walk
 from archspec.plan.collectives import (
@@ -135,6 +139,9 @@ class Training:
     # torchtitan's enable_fsdp_float8_all_gather: FSDP gathers the Float8Linear weights in
     # one byte (fp8_comm.py)
     fp8_all_gather: bool = False
+    # The activation checkpoint of full recomputation (replay.py: "reentrant" replays each
+    # block whole, "non-reentrant" stops early); None: the engine's.
+    checkpoint: str | None = None
 
 
 @dataclass
@@ -151,6 +158,10 @@ class StepModel:
 
     def __init__(self, ir: IR, system: System, run: Training, eff: Efficiency | None = None):
         self.engine = with_async_tp(get_engine(run.engine), run.async_tp)
+        self.checkpoint = run.checkpoint or self.engine.checkpoint
+        if self.checkpoint not in CHECKPOINTS:
+            raise SpecError(f"checkpoint is one of {', '.join(CHECKPOINTS)} "
+                            f"(got {self.checkpoint!r})")  # fmt: skip
         eff = eff or self.engine.efficiency(system.accelerator.key)
         self.ir, self.system, self.run, self.eff = ir, system, run, eff
         self.c = COMPUTE_BYTES[run.dtype]
@@ -219,7 +230,14 @@ class StepModel:
             one = all_reduce(activation, tp, tp_link)
         layer_tp = 2 * row_parallel * one
         if layout.recompute == "full":
-            layer_tp_recompute = row_parallel * one
+            # A row-parallel projection past the early stop does not run again, nor the
+            # all-reduce or reduce-scatter of its output (the all-gather before the
+            # projections feeding it does).
+            skipped = sum(1 for c, *_ in (runs[0][1] if runs else []) if c.tp == "row"
+                          and not full_replays(c.past_early_stop, self.checkpoint))  # fmt: skip
+            sequence_parallel = layout.sp and tp > 1
+            after_row = reduce_scatter(activation, tp, tp_link) if sequence_parallel else one
+            layer_tp_recompute = row_parallel * one - skipped * after_row
         elif layout.recompute == OP and tp > 1:
             # Per-op checkpointing keeps the reduce-scatters' outputs (they are on its save
             # list) and replays the all-gathers, or the all-reduces without sp.
@@ -256,7 +274,8 @@ class StepModel:
                 if item[0].attn_core:
                     attn_core += n * (1 + item[0].backward) * t
                 replay = (
-                    layout.recompute == "full"
+                    (layout.recompute == "full"
+                     and full_replays(item[0].past_early_stop, self.checkpoint))
                     or (layout.recompute == "selective" and item[0].attn_core
                         and run.attn != "flash")
                     or (layout.recompute == OP and item[0].replayed_by_op_checkpoint)

@@ -35,6 +35,7 @@ from archspec.backends.count.passes import (
     decode_pass,
     forward_pass,
 )
+from archspec.backends.count.replay import early_stop
 from archspec.errors import SpecError
 from archspec.ir import ops
 from archspec.ir.lower import StackValues, lower, lower_block, lower_model, lower_stack
@@ -72,7 +73,9 @@ DROPOUT = 2
 CLAMP = 2
 
 
-Key = tuple[str, str, bool]  # (component, MATMUL | OTHER, inside the repeated blocks)
+# (component, MATMUL | OTHER, inside the repeated blocks, replayed by full recomputation under
+# torch's non-reentrant checkpoint, which stops early: replay.py)
+Key = tuple[str, str, bool, bool]
 
 
 @dataclass
@@ -81,28 +84,40 @@ class Tally:
 
     terms: dict[Key, list[sp.Expr]] = field(default_factory=dict)
 
-    def add(self, component: str, kind: str, flops: sp.Expr, in_block: bool) -> None:
+    def add(
+        self, component: str, kind: str, flops: sp.Expr, in_block: bool, replayed: bool = True
+    ) -> None:
         if flops != 0:
-            self.terms.setdefault((component, kind, in_block), []).append(flops)
+            key = (component, kind, in_block, in_block and replayed)
+            self.terms.setdefault(key, []).append(flops)
 
     def merge(self, other: Tally, times: sp.Expr | int = 1) -> None:
         for key, exprs in other.terms.items():
             self.terms.setdefault(key, []).append(times * sp.Add(*exprs))
+
+    def marked(self, replayed: bool) -> Tally:
+        """These in-block FLOPs, marked as replayed or not by an early-stopping checkpoint."""
+        out = Tally()
+        for (c, k, b, r), exprs in self.terms.items():
+            out.terms[(c, k, b, b and r and replayed)] = list(exprs)
+        return out
 
     def total(
         self,
         component: str | Iterable[str] | None = None,
         kind: str | None = None,
         in_block: bool | None = None,
+        replayed: bool | None = None,
     ) -> sp.Expr:
         wanted = {component} if isinstance(component, str) else component
         return sp.Add(
             *(
                 sp.Add(*exprs)
-                for (c, k, b), exprs in self.terms.items()
+                for (c, k, b, r), exprs in self.terms.items()
                 if (wanted is None or c in wanted)
                 and (kind is None or k == kind)
                 and (in_block is None or b == in_block)
+                and (replayed is None or r == replayed)
             )
         )
 
@@ -125,6 +140,9 @@ class FlopCounter:
         self.training = training  # dropout runs
         self.in_block = False  # inside a Repeat: work that full recomputation replays
         self.tally = Tally()
+        # Inside a block: each leaf op, in forward order, with what it added (replay.py reads
+        # the ops, and says which of them the early stop leaves out).
+        self.leaves: list[tuple[ops.Op, Tally]] | None = None
 
     @property
     def tokens(self) -> sp.Expr:
@@ -133,7 +151,15 @@ class FlopCounter:
 
     def run(self, op_list: Iterable[ops.Op]) -> None:
         for op in op_list:
-            getattr(self, f"op_{type(op).__name__.lower()}")(op)
+            method = getattr(self, f"op_{type(op).__name__.lower()}")
+            if self.leaves is None or isinstance(op, (ops.Call, ops.Blocks)):
+                method(op)
+                continue
+            whole, self.tally = self.tally, Tally()
+            method(op)
+            self.leaves.append((op, self.tally))
+            whole.merge(self.tally)
+            self.tally = whole
 
     def add(self, component: str, kind: str, flops: sp.Expr) -> None:
         self.tally.add(component, kind, flops, self.in_block)
@@ -269,9 +295,11 @@ class FlopCounter:
         for run in op.repeat.runs:
             assert isinstance(run.node, Block)
             inner = FlopCounter(self.conv, self.lengths, self.ctx, self.training)
-            inner.in_block = True
+            inner.in_block, inner.leaves = True, []
             inner.run(lower_block(run.node).ops)
-            self.tally.merge(inner.tally, run.calls)
+            end = early_stop([op for op, _ in inner.leaves])
+            for i, (_, leaf) in enumerate(inner.leaves):
+                self.tally.merge(leaf.marked(replayed=i < end), run.calls)
         self.in_block = outer
 
     # What a stack builds once for its blocks: positions, encodings, angles, the mask.
@@ -356,7 +384,9 @@ def flop_figures(
     pass counts again: flash attention (`attn="flash"`) recomputes QKᵀ and the softmax from
     its saved statistics (FlopCounterMode counts 5 matmuls for its backward, not 4); selective
     recomputation (Korthikanti et al. 2022) replays the attention core and full recomputation
-    the forward of every block. A preset with its own policy (Megatron) ignores both options.
+    the forward of every block as the generated code's non-reentrant checkpoint does: up to its
+    early stop, without a pre-norm block's last projection and residual adds (replay.py). A
+    preset with its own policy (Megatron) ignores both options.
     """
     model = ir.root
     inference = count_pass(model, conv, forward_pass(model.layout))
@@ -378,7 +408,8 @@ def flop_figures(
             for kind in (MATMUL, OTHER):
                 extra.add(c, kind, fwd.total(c, kind, in_block=True), True)
     if policy == "full":
-        extra.merge(_only(fwd, in_block=True))
+        # What the generated code replays: torch's non-reentrant checkpoint stops early.
+        extra.merge(_only(fwd, in_block=True, replayed=True))
     elif policy == "selective" and not flash:
         # With flash attention there is nothing left to recompute: no probabilities are kept.
         extra.merge(_only(fwd, in_block=True, components=ATTN_CORE))
@@ -406,9 +437,12 @@ def flop_figures(
     )
 
 
-def _only(t: Tally, in_block: bool, components: Iterable[str] | None = None) -> Tally:
+def _only(
+    t: Tally, in_block: bool, components: Iterable[str] | None = None, replayed: bool | None = None
+) -> Tally:
     out = Tally()
-    for (c, kind, b), exprs in t.terms.items():
+    for (c, kind, b, r), exprs in t.terms.items():
         if b == in_block and (components is None or c in components):
-            out.terms[(c, kind, b)] = list(exprs)
+            if replayed is None or r == replayed:
+                out.terms[(c, kind, b, r)] = list(exprs)
     return out

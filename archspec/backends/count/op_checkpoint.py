@@ -15,15 +15,14 @@ does not name, and an expert's grouped matmul neither, so both are replayed and 
 the count. An attention that no fused kernel runs (the math path, soft-capped scores) replays
 its matmuls, which are batched (`bmm`), and its softmax.
 
-The replay stops early (torch's non-reentrant checkpoint stops recomputing once it has rebuilt
-every tensor the backward pass needs): a block's trailing residual adds keep nothing for
-backward, nor does the projection feeding them keep its output, so a pre-norm block's last
-projection and its adds are not replayed.
+The replay stops early, as torch's non-reentrant checkpoint does under full recomputation too
+(replay.py): a pre-norm block's last projection and its adds are not replayed.
 """
 
 from __future__ import annotations
 
 from archspec.backends.count.conventions import RECOMPUTE
+from archspec.backends.count.replay import early_stop
 from archspec.ir import ops
 
 OP = "op"
@@ -48,13 +47,8 @@ class OpCheckpoint:
     def replayed(self) -> list[bool]:
         """For each op visited, in order: whether the backward pass replays it (not kept, and
         not in the trailing run the early stop skips)."""
-        flags = [not kept for _, kept in self.visited]
-        end = len(flags)
-        while end and isinstance(self.visited[end - 1][0], ops.Add):
-            end -= 1
-        if end < len(flags) and isinstance(self.visited[end - 1][0], ops.LinearOp):
-            end -= 1
-        return flags[:end] + [False] * (len(flags) - end)
+        end = early_stop([op for op, _ in self.visited])
+        return [not kept and i < end for i, (_, kept) in enumerate(self.visited)]
 
     def _keeps(self, op: ops.Op) -> bool:
         if isinstance(op, ops.LinearOp):
