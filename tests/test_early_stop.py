@@ -114,3 +114,25 @@ def test_published_rows_name_a_checkpoint_plan_knows() -> None:
     assert named and named <= set(CHECKPOINTS)
     with pytest.raises(SpecError, match="reentrant"):
         StepModel(small_ir("gpt2"), get_system("a100-80g"), Training(4, 4, 64, checkpoint="re"))
+
+
+def test_plan_checkpoint_option() -> None:
+    """`plan --checkpoint` picks the replay of a run's full recomputation (the report says
+    which ran); a misspelt value gets one error with a did-you-mean, exit 2."""
+    import json
+
+    from tests.hostile import cli
+
+    args = ["plan", "llama-2-7b", "--gpu", "a100-80g", "--gpus", "8", "--global-batch", "8",
+            "--seq", "2048", "--zero", "3", "--recompute", "full", "--batch", "1",
+            "--engine", "fsdp", "--json"]  # fmt: skip
+    recompute = {}
+    for checkpoint in (None, *CHECKPOINTS):
+        result = cli(*args, *(["--checkpoint", checkpoint] if checkpoint else []))
+        assert result.exit_code == 0, result.output
+        report = json.loads(result.stdout)
+        assert report["checkpoint"] == (checkpoint or NON_REENTRANT)  # the fsdp engine's
+        recompute[checkpoint] = report["breakdown"]["recompute"]
+    assert recompute[None] == recompute[NON_REENTRANT] < recompute[REENTRANT]
+    wrong = cli(*args[:-1], "--checkpoint", "reentrnt")
+    assert wrong.exit_code == 2 and "did you mean 'reentrant'" in wrong.output

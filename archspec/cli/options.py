@@ -390,6 +390,13 @@ PlanFp8AllGather = Annotated[
          "torchtitan's FSDP float8 all-gather (enable_fsdp_float8_all_gather), the blocks' "
          "linear weights gathered in one byte.", panel=_LAYOUT),
 ]  # fmt: skip
+PlanCheckpoint = Annotated[
+    str | None,
+    _opt("--checkpoint", help="The activation checkpoint --recompute full runs: reentrant "
+         "(Megatron, DeepSpeed, NeMo, Composer: each block replayed whole) or non-reentrant "
+         "(torch's use_reentrant=False, torchtitan: the replay stops after the last tensor the "
+         "backward needs). Default: the engine's.", panel=_LAYOUT),
+]  # fmt: skip
 PlanBatch = Annotated[
     int | None,
     _opt("--batch", "-b", help="Training: the micro-batch one device runs at a time. Serving: "

@@ -24,6 +24,7 @@ from archspec.cli.options import (
     PlanAsyncTp,
     PlanAttn,
     PlanBatch,
+    PlanCheckpoint,
     PlanConcurrency,
     PlanCp,
     PlanDraft,
@@ -81,7 +82,7 @@ def plan(
     speculate: PlanSpeculate = 4, accept: PlanAccept = None, rate: PlanRate = None,
     concurrency: PlanConcurrency = None, plot: PlanServePlot = None, cp: PlanCp = None,
     ep: PlanEp = None, stage_layers: PlanStageLayers = None, async_tp: PlanAsyncTp = False,
-    fp8_all_gather: PlanFp8AllGather = False,
+    fp8_all_gather: PlanFp8AllGather = False, checkpoint: PlanCheckpoint = None,
     tokens: PlanTokens = None,
     price: PlanPrice = None, mfu: PlanMfu = None, efficiency: PlanEfficiency = None,
     force: ForceOpt = False, json_: JsonOpt = False, debug: DebugOpt = False,
@@ -141,7 +142,7 @@ def _serve(ir, system, o) -> dict[str, Any]:
     ignored = request.training_only(
         {"--cp": o.cp, "--ep": o.ep, "--stage-layers": o.stage_layers,
          "--async-tp": o.async_tp or None, "--fp8-all-gather": o.fp8_all_gather or None,
-         "--tokens": o.tokens,
+         "--checkpoint": o.checkpoint, "--tokens": o.tokens,
          "--price": o.price, "--mfu": o.mfu, "--efficiency": o.efficiency})  # fmt: skip
     if ignored:
         report["ignored"] = ignored
@@ -155,7 +156,8 @@ def _train(ir, system, o) -> dict[str, Any]:
 
     what_if = request.checked_what_if(o.tokens, o.price, o.mfu, o.efficiency)
     run = request.training_run(ir, o.gpus, o.global_batch, o.seq, o.dtype, o.grad_dtype, o.attn,
-                               o.top, o.engine, o.async_tp, o.fp8_all_gather)  # fmt: skip
+                               o.top, o.engine, o.async_tp, o.fp8_all_gather,
+                               o.checkpoint)  # fmt: skip
     beyond_context(ir, [run.seq])
     given = {"tp": o.tp, "pp": o.pp, "interleave": o.interleave, "sp": o.sp_,
              "micro_batch": o.batch, "recompute": o.recompute, "zero": o.zero, "cp": o.cp,

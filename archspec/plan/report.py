@@ -116,6 +116,9 @@ def header(ir: IR, system: System, run: Training) -> dict[str, Any]:
         "grad_dtype": run.grad_dtype,
         "attn": run.attn,
         "engine": run.engine,
+        # The activation checkpoint --recompute full runs (replay.py): the run's, else the
+        # engine's.
+        "checkpoint": run.checkpoint or get_engine(run.engine).checkpoint,
         **({"async_tp": True} if run.async_tp else {}),
         **({"fp8_all_gather": True} if run.fp8_all_gather else {}),
     }

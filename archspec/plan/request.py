@@ -8,6 +8,7 @@ from typing import Any
 
 from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.op_checkpoint import PLAN_RECOMPUTE
+from archspec.backends.count.replay import CHECKPOINTS
 from archspec.errors import SpecError, did_you_mean
 from archspec.ir.nodes import IR
 from archspec.plan.engines import DEFAULT_ENGINE, get_engine
@@ -57,7 +58,7 @@ def checked_system(
 def training_run(
     ir: IR, gpus: int, global_batch: int | None, seq: int | None, dtype: str,
     grad_dtype: str | None, attn: str, top: int = 1, engine: str | None = None,
-    async_tp: bool = False, fp8_all_gather: bool = False,
+    async_tp: bool = False, fp8_all_gather: bool = False, checkpoint: str | None = None,
 ) -> Training:  # fmt: skip
     """The training run the options describe: the sequence length defaults to the context;
     gradients default to the dtype (bf16 under fp8, whose weights and gradients stay bf16);
@@ -79,6 +80,9 @@ def training_run(
             "--fp8-all-gather is torchtitan's FSDP float8 all-gather of the Float8Linear weights: "
             f"it needs --engine fsdp and --dtype fp8 (got --engine {engine}, --dtype {dtype})"
         )
+    if checkpoint is not None and checkpoint not in CHECKPOINTS:
+        raise SpecError(f"--checkpoint takes one of: {', '.join(CHECKPOINTS)}",
+                        hint=did_you_mean(checkpoint, CHECKPOINTS))  # fmt: skip
     if top < 1:
         raise SpecError(f"--top must be at least 1 (got {top}): the layouts a search shows")
 
@@ -93,7 +97,7 @@ def training_run(
     if seq < 1:
         raise SpecError("--seq must be at least 1")
     return Training(gpus, global_batch, seq, dtype, grad_dtype, attn, engine, async_tp,
-                    fp8_all_gather)  # fmt: skip
+                    fp8_all_gather, checkpoint)  # fmt: skip
 
 
 def given_layout(
