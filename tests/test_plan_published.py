@@ -91,9 +91,10 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard): mean 7.3%, within the target of
-    # 8%, largest 27.9% (NeMo's GPT-3 5B fp8 on 64 H100s), far above its 15%; 7.2% and 26.8%
-    # before full recomputation replayed as each stack's checkpoint does (replay.py), 7.1%
+    # What docs/plan.md reports (a regression guard): mean 6.9%, within the target of
+    # 8%, largest 26.8% (MT-NLG on 3360 A100s), far above its 15%; 7.3% and 27.9% before fp8
+    # runs timed the output head in bf16, 7.2% and 26.8% before full recomputation replayed
+    # as each stack's checkpoint does (replay.py), 7.1%
     # and 24.7% before BLOOM's inherited dropout was counted (its DeepSpeed plateau, alone,
     # then sets MT-NLG's),
     # 8.3% and 29.4% before torchtitan's per-op checkpointing was timed as it runs (`--recompute
@@ -102,8 +103,8 @@ def test_cross_validated_errors() -> None:
     # costed in one byte (fp8_comm.py), 7.0% and 29.0% over the 70 runs before torchtitan's
     # and NVIDIA's other rows were added.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
-    assert mean(errors) < 0.074
-    assert max(errors) < 0.28
+    assert mean(errors) < 0.07
+    assert max(errors) < 0.27
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
     ]

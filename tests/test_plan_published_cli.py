@@ -35,6 +35,8 @@ def command(run: published.Run, micro_batch: int, interleave: int) -> list[str]:
         args.append("--async-tp")
     if run.fp8_all_gather:
         args.append("--fp8-all-gather")
+    if run.checkpoint:
+        args += ["--checkpoint", run.checkpoint]
     if run.stage_layers:
         args += ["--stage-layers", ",".join(map(str, run.stage_layers))]
     return [*args, "--json"]

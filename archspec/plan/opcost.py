@@ -66,6 +66,15 @@ class OpCost:
     # Whether this op comes after the early stop of torch's non-reentrant checkpoint, which
     # full recomputation then does not replay (replay.py).
     past_early_stop: bool = False
+    # Whether an fp8 run does this matmul in fp8: the blocks' projections. The stacks keep a
+    # projection outside the blocks, the output head, in bf16: Megatron-Core's output_layer is
+    # a plain ColumnParallelLinear (TE's fp8 reaches TE modules only; an fp8 head is the
+    # opt-in `fp8_output_proj`, mxfp8 only, default False: megatron/core/models/gpt/
+    # gpt_model.py and transformer/transformer_config.py at Megatron-LM d98e8a6), torchtitan
+    # leaves "output" out of its Float8Linear swap (fp8_comm.py), llm-foundry's MPT
+    # unembeds with F.linear of the tied embedding (llmfoundry/models/layers/
+    # custom_embedding.py at 8c8dd48).
+    in_fp8: bool = True
 
 
 @dataclass
@@ -154,7 +163,8 @@ class CostCounter(FlopCounter):
             moved = c * (m * k + weights * k * n + m * n)
             shape = (m / weights, n, k)
             return [OpCost(f"{op.component}.linear", "matmul", flops, moved, shape, tp,
-                           weights=weights * k * n, expert=op.x.copies != 1)]  # fmt: skip
+                           weights=weights * k * n, expert=op.x.copies != 1,
+                           in_fp8=self.in_block)]  # fmt: skip
         if isinstance(op, ops.Attend):
             return self.attend(op, flops)
         if isinstance(op, ops.Loss):

@@ -66,7 +66,7 @@ class Roofline:
                 n /= tp
             elif cost.tp == "row":
                 k /= tp
-            if cost.attn_core:
+            if cost.attn_core or not cost.in_fp8:
                 peak, half = self.peak, self.half
             else:
                 peak, half = self.linear_peak or self.peak, self.linear_half or self.half
