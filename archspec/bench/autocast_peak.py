@@ -48,6 +48,7 @@ from __future__ import annotations
 import sympy as sp
 
 from archspec.backends.count.activations import STATS, ActivationCounter
+from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.memory import MemoryFigures
 from archspec.backends.count.params import parameter_count
 from archspec.backends.count.passes import B
@@ -158,7 +159,7 @@ class AutocastCounter(ActivationCounter):
         self.scopes[-1].kept.setdefault(("weight copy", id(op.module)), weight)  # type: ignore[index]
 
     def op_attend(self, op: ops.Attend) -> None:
-        if self.attn != "flash" or self.recompute != "none" or op.softcap is not None:
+        if self.attn != "flash" or self.recompute != NO_RECOMPUTE or op.softcap is not None:
             super().op_attend(op)  # kept in the low dtype (self.c), as count keeps it
             return
         # The fused kernel keeps q, k and v as it got them (RoPE's fp32 q and k cast), its
