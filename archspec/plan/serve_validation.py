@@ -79,8 +79,12 @@ USABLE = {
 # quantize.py swaps every nn.Linear, the output's included): AWQ quantizes the linears of
 # get_blocks(model) only (mit-han-lab/llm-awq awq/quantize/quantizer.py,
 # real_quantize_model_weight); ExLlama loads lm_head.weight of a GPTQ checkpoint into a plain
-# nn.Linear (turboderp/exllama model.py), as GPTQ-for-LLaMa quantizes the decoder layers' only.
-HEAD_16BIT = {"tinychat", "exllama", "transformers", "gptq-for-llama"}
+# nn.Linear (turboderp/exllama model.py), as GPTQ-for-LLaMa quantizes the decoder layers' only;
+# TensorRT-LLM's fp8 quantizes each layer's linears and leaves lm_head 16-bit
+# (tensorrt_llm/models/quantized/quant.py at 14af1d9, `_default_fp8_quantize`, "used by benchmark
+# script": the layers, then "# TODO: add lm_head"; its weight-only groupwise path excludes
+# 'lm_head' by default).
+HEAD_16BIT = {"tinychat", "exllama", "transformers", "gptq-for-llama", "tensorrt-llm"}
 # The engine's matmuls against the training-calibrated efficiency: half to 1.3 times.
 COMPUTE_GRID = [x / 100 for x in range(50, 131)]
 DECODE_ONLY = ("decode_token_ms", "generate_decode_tokens_per_s")
