@@ -17,12 +17,11 @@ from archspec.backends.count.peak_report import workload_peaks
 from archspec.backends.count.replay import full_replays
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
-from archspec.plan.engines import get_engine
 from archspec.plan.hardware import System
 from archspec.plan.opcost import pass_costs
 from archspec.plan.search import Candidate, SearchResult, usable_memory
 from archspec.plan.serve import ServePrediction
-from archspec.plan.step import Layout, Training
+from archspec.plan.step import Layout, Training, checkpoint_of
 
 
 def step_flops(ir: IR, run: Training, recompute: str) -> tuple[int, int]:
@@ -41,8 +40,7 @@ def step_flops(ir: IR, run: Training, recompute: str) -> tuple[int, int]:
         hardware = flop_figures(ir, conv, run.attn, NO_RECOMPUTE).train_step + replayed
     else:
         hardware = flop_figures(ir, conv, run.attn, recompute).train_step
-    checkpoint = run.checkpoint or get_engine(run.engine).checkpoint
-    if recompute == "full" and full_replays(True, checkpoint):
+    if recompute == "full" and full_replays(True, checkpoint_of(run)):
         # count's full recomputation replays up to torch's early stop; a stack whose
         # checkpoint is reentrant also what comes after it (replay.py).
         costs = pass_costs(ir, COMPUTE_BYTES[run.dtype], run.attn)
@@ -116,9 +114,7 @@ def header(ir: IR, system: System, run: Training) -> dict[str, Any]:
         "grad_dtype": run.grad_dtype,
         "attn": run.attn,
         "engine": run.engine,
-        # The activation checkpoint --recompute full runs (replay.py): the run's, else the
-        # engine's.
-        "checkpoint": run.checkpoint or get_engine(run.engine).checkpoint,
+        "checkpoint": checkpoint_of(run),  # what --recompute full runs (replay.py)
         **({"async_tp": True} if run.async_tp else {}),
         **({"fp8_all_gather": True} if run.fp8_all_gather else {}),
     }

@@ -144,6 +144,11 @@ class Training:
     checkpoint: str | None = None
 
 
+def checkpoint_of(run: Training) -> str:
+    """The activation checkpoint the run's full recomputation runs: its own, else its engine's."""
+    return run.checkpoint or get_engine(run.engine).checkpoint
+
+
 @dataclass
 class StepTime:
     layout: Layout
@@ -158,7 +163,7 @@ class StepModel:
 
     def __init__(self, ir: IR, system: System, run: Training, eff: Efficiency | None = None):
         self.engine = with_async_tp(get_engine(run.engine), run.async_tp)
-        self.checkpoint = run.checkpoint or self.engine.checkpoint
+        self.checkpoint = checkpoint_of(run)
         if self.checkpoint not in CHECKPOINTS:
             raise SpecError(f"checkpoint is one of {', '.join(CHECKPOINTS)} "
                             f"(got {self.checkpoint!r})")  # fmt: skip
