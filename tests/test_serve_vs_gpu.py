@@ -1,0 +1,37 @@
+"""benchmarks/serve_vs_gpu.py: `plan --mode serve` beside every generation gpu_check.py
+measured (benchmarks/gpu-h100/results.json, one H100), under the profile that decodes as the
+measured code did."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MEASURED = ROOT / "benchmarks" / "gpu-h100" / "results.json"
+
+
+def test_every_measured_generate_gets_its_profile(tmp_path):
+    shutil.copy(MEASURED, tmp_path / "results.json")
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "serve_vs_gpu.py"), str(tmp_path)],
+                   check=True, capture_output=True, cwd=ROOT)  # fmt: skip
+    table = json.loads((tmp_path / "serve_vs_plan.json").read_text())
+    results = json.loads(MEASURED.read_text())
+    generate = [r for part in results["parts"].values() for r in part["runs"]
+                if r.get("mode") == "generate" and "step_time_s" in r]  # fmt: skip
+    # One row for the generated code of every run, one more where transformers ran beside it.
+    assert len(table) == len(generate) + sum("hf_step_time_s" in r for r in generate)
+    by_way = {(r["run"], r["way"]): r for r in table}
+    graphs = by_way[("decode llama-7b B=1 cuda graphs", "generated, cuda graphs")]
+    assert graphs["engine"] == "gpt-fast"
+    assert graphs["measured_s"] == next(
+        r["step_time_s"] for r in generate if r["label"] == "decode llama-7b B=1 cuda graphs"
+    )
+    eager = by_way[("decode llama-7b B=1 eager", "generated, eager")]
+    assert eager["engine"] == "transformers"
+    # Compiled without CUDA graphs decodes as no published profile does: no prediction.
+    assert by_way[("decode llama-7b B=1 compiled", "generated, compiled")]["engine"] is None
+    for r in table:
+        if r["predicted_s"]:
+            assert r["predicted_over_measured"] == r["predicted_s"] / r["measured_s"]
