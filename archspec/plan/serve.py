@@ -88,6 +88,7 @@ class ServePrediction:
     weights_bytes: float
     kv_cache_bytes: float
     capacity_bytes: float
+    decode_layers: int = 0  # the layers a decode step runs
 
     @property
     def generate_s(self) -> float:
@@ -310,4 +311,5 @@ def serving_prediction(parts: ServeParts, engine: ServeEngine, precision: Precis
     prefill, decode = parts.seconds(engine, precision)
     return ServePrediction(prefill, decode, batch, new_tokens, replicas, parts.tp,
                            parts.weights_bytes, parts.kv_cache_bytes,
-                           parts.memory_bytes * engine.usable_memory)  # fmt: skip
+                           parts.memory_bytes * engine.usable_memory,
+                           parts.decode.layers)  # fmt: skip

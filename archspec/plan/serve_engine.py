@@ -38,6 +38,16 @@ from archspec.plan.hardware import System, canonical_name, get_system, load_acce
 # What counts as usable memory is the engine's own setting: vLLM's gpu_memory_utilization and
 # TensorRT-LLM's kv_cache_free_gpu_mem_fraction both default to 0.9; gpt-fast and transformers
 # allocate as they go. Not fitted: stored per engine in serve_engines.yaml with its source.
+# Engines whose Python issues each kernel as it goes (no CUDA graph in their code): a pass
+# takes at least its host's time to issue its layers (`host_layer_us`).
+EAGER = {"transformers", "gptq-for-llama", "tinychat", "exllama"}
+# The host time a layer measured for eager decoding on one H100 machine, least and most: the
+# generated code's (539 and 554 us, a 7B at batch 1 and a 1B at batch 8) and transformers' own
+# generate (794 us), benchmarks/gpu-h100/serve_vs_plan.md. GPTQ-for-LLaMa's profile,
+# transformers' generate with GPTQ's kernels, fits 675 us on an RTX 4090's host. A profile whose
+# figures were bound by their GPU fits 0 (its host time cannot show), so a decode step of less
+# than the least a layer may be the host's, not the device's.
+EAGER_HOST_LAYER_S = (539e-6, 794e-6)
 PRECISION_CLASSES = {"bf16": "16-bit", "fp16": "16-bit", "fp32": "16-bit", "int8": "int8",
                      "int4": "int4", "fp8": "fp8"}  # fmt: skip
 

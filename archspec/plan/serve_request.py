@@ -132,10 +132,35 @@ def serving_report(
                 "kv_dtype": kv_dtype, "kv_cache": kv_cache, "engine": profile.key, "draft": draft,
                 "batching": batching}  # fmt: skip
     report = serve_report(ir, system, p, settings)
+    warnings = []
     if not p.fits:  # the batch given is timed all the same, as published runs were
-        report["warning"] = (
+        warnings.append(
             f"weights and KV cache need {(p.weights_bytes + p.kv_cache_bytes) / 2**30:.1f} GiB "
             f"per device; {system.key} has {p.capacity_bytes / 2**30:.1f} GiB usable "
             f"({profile.usable_memory:.0%}, engine {profile.key}): timed, but it would not fit"
         )
+    host = host_bound_warning(profile, p.decode_token_s, p.decode_layers)
+    if host:
+        warnings.append(host)
+    if warnings:
+        report["warning"] = "; ".join(warnings)
     return report
+
+
+def host_bound_warning(profile, decode_token_s: float, layers: int) -> str | None:
+    """Why an eager engine's decode step may be slower than predicted: its profile counts no
+    host time, and the step's device time a layer is below what an eager host was measured to
+    take (serve_engine.EAGER_HOST_LAYER_S)."""
+    from archspec.plan.serve_engine import EAGER, EAGER_HOST_LAYER_S
+
+    least, most = EAGER_HOST_LAYER_S
+    per_layer = decode_token_s / layers
+    if profile.key not in EAGER or profile.host_layer_us or per_layer >= least:
+        return None
+    return (
+        f"engine {profile.key} issues every kernel from Python and its profile counts no host "
+        f"time (its figures were bound by their GPU): this decode step is "
+        f"{per_layer * 1e6:.0f} us a layer on the device, below what eager hosts were measured "
+        f"to take ({least * 1e6:.0f}-{most * 1e6:.0f} us a layer on an H100 machine, docs/"
+        f"plan.md, 'Against the generated code on an H100'), so the host may set its pace"
+    )

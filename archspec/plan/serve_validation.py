@@ -32,19 +32,24 @@ import yaml
 
 from archspec.plan.least_squares import nnls
 from archspec.plan.serve import Precision, ServeParts, serve_parts, serving_prediction
-from archspec.plan.serve_engine import IDEAL, PRECISION_CLASSES, ServeEngine, serving_system
+from archspec.plan.serve_engine import (
+    EAGER,
+    IDEAL,
+    PRECISION_CLASSES,
+    ServeEngine,
+    serving_system,
+)
 
 # Engines whose per-layer overhead is not fitted: TensorRT-LLM's figures are mostly compute-
 # bound prefills and large batches, where a per-layer term would stand in for the matmuls'
 # efficiency. gpt-fast decodes in CUDA graphs, so its per-layer term is what each kernel still
 # costs on the device (start and drain).
 NO_LAYER_OVERHEAD = {"tensorrt-llm"}
-# Engines whose Python issues each kernel as it goes (no CUDA graph in their code): their
-# layers cost either the device (added) or the host (overlapped: a pass takes the longer of the
-# two, serve_engine.py), whichever fits (_with_overheads). Only where the figures span models of
-# different depths: a time a layer, on either side, cannot be told from the bandwidth in figures
-# of one depth (TinyChat's three are all 32 layers deep), which then absorbs it.
-EAGER = {"transformers", "gptq-for-llama", "tinychat", "exllama"}
+# The eager engines' layers (serve_engine.EAGER) cost either the device (added) or the host
+# (overlapped: a pass takes the longer of the two, serve_engine.py), whichever fits
+# (_with_overheads). Only where the figures span models of different depths: a time a layer,
+# on either side, cannot be told from the bandwidth in figures of one depth (TinyChat's three
+# are all 32 layers deep), which then absorbs it.
 ENGINE_NAMES = {
     "gpt-fast": "compiled PyTorch, static KV cache, CUDA graphs (gpt-fast)",
     "tensorrt-llm": "TensorRT-LLM (static batches, fused kernels)",
