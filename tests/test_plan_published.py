@@ -14,7 +14,6 @@ from archspec.plan.engines import (
     FITTED_ATTENTION,
     FITTED_FP8,
     FITTED_HALF,
-    FITTED_INTERFERENCE,
 )
 from archspec.plan.hardware import get_system, load_catalogue
 
@@ -66,7 +65,8 @@ def test_runs_that_cannot_be_expressed_say_why() -> None:
 def test_the_shipped_constants_are_the_fit_on_every_run() -> None:
     fit = published.fit(published.expressible())
     assert fit.half == FITTED_HALF and fit.fp8 == FITTED_FP8
-    assert fit.attention == FITTED_ATTENTION and fit.interference == FITTED_INTERFERENCE
+    assert fit.attention == FITTED_ATTENTION
+    assert fit.interference == {name: e.interference for name, e in ENGINES.items()}
     assert fit.peaks == {name: e.matmul_peak for name, e in ENGINES.items()}
     assert fit.on == {(name, acc): p for name, e in ENGINES.items() for acc, p in e.on}
 
@@ -91,8 +91,9 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard): mean 6.9%, within the target of
-    # 8%, largest 26.8% (MT-NLG on 3360 A100s), far above its 15%; 7.3% and 27.9% before fp8
+    # What docs/plan.md reports (a regression guard): mean 6.5%, within the target of
+    # 8%, largest 26.8% (MT-NLG on 3360 A100s), far above its 15%; 6.9% and 26.8% before each
+    # stack fitted its own overlap interference, 7.3% and 27.9% before fp8
     # runs timed the output head in bf16, 7.2% and 26.8% before full recomputation replayed
     # as each stack's checkpoint does (replay.py), 7.1%
     # and 24.7% before BLOOM's inherited dropout was counted (its DeepSpeed plateau, alone,
@@ -103,7 +104,7 @@ def test_cross_validated_errors() -> None:
     # costed in one byte (fp8_comm.py), 7.0% and 29.0% over the 70 runs before torchtitan's
     # and NVIDIA's other rows were added.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
-    assert mean(errors) < 0.07
+    assert mean(errors) < 0.066
     assert max(errors) < 0.27
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))

@@ -299,7 +299,7 @@ class Fit:
     half: float
     fp8: float
     attention: float
-    interference: float
+    interference: dict[str, float]  # engine -> what its overlapped communication still costs
     peaks: dict[str, float]  # engine -> matmul plateau
     on: dict[tuple[str, str], float]  # (engine, accelerator) -> matmul plateau
 
@@ -309,7 +309,7 @@ class Fit:
     def efficiency(self, run: Run) -> Efficiency:
         return replace(CALIBRATED, matmul_peak=self.peak(run), matmul_half=self.half,
                        fp8_matmul=self.fp8, attention=self.attention,
-                       overlap_interference=self.interference)  # fmt: skip
+                       overlap_interference=self.interference[run.engine])  # fmt: skip
 
     def error(self, run: Run) -> float:
         return error_grid()[
@@ -317,7 +317,7 @@ class Fit:
                 run.name,
                 self.half,
                 self.peak(run),
-                *_key(run, self.fp8, self.attention, self.interference),
+                *_key(run, self.fp8, self.attention, self.interference[run.engine]),
             )
         ]
 
@@ -331,32 +331,56 @@ def _key(run: Run, fp8: float, attention: float, interference: float) -> tuple[f
 
 
 def fit(runs: list[Run]) -> Fit:
-    """The half-size, fp8 and attention factors, the interference and the plateaus minimising
-    the mean absolute error over `runs`: one plateau per engine and accelerator, fitted on
-    that engine's runs there; an engine and accelerator none of `runs` used takes the
+    """The half-size, fp8 and attention factors, each engine's interference and the plateaus
+    minimising the mean absolute error over `runs`: one plateau per engine and accelerator,
+    fitted on that engine's runs there, with one interference per engine (how much its
+    overlapped collectives slow the kernels beside them is its communication's, NCCL's or
+    Transformer Engine's userbuffers'); an engine and accelerator none of `runs` used takes the
     engine's plateau (fitted on its runs anywhere), an engine none used the plateau fitted on
-    all of them."""
+    all of them, and an engine none of whose runs overlaps anything the interference that fits
+    all of them as one."""
     grid = error_grid()
-    pairs = {(r.engine, accelerator(r)) for r in expressible()}
+    pairs = sorted({(r.engine, accelerator(r)) for r in expressible()})
     best: tuple[float, Fit] | None = None
-    for half, f, a, i in product(HALVES, FP8, ATTENTION, INTERFERENCE):
+    for half, f, a in product(HALVES, FP8, ATTENTION):
 
-        def mae(rs: list[Run], peak: float, half=half, f=f, a=a, i=i) -> float:
-            return mean(abs(grid[(r.name, half, peak, *_key(r, f, a, i))]) for r in rs)
+        def err(r: Run, peak: float, i: float, half=half, f=f, a=a) -> float:
+            return abs(grid[(r.name, half, peak, *_key(r, f, a, i))])
 
-        def best_peak(rs: list[Run], fallback: float, mae=mae) -> float:
-            return min(PEAKS, key=lambda p: mae(rs, p)) if rs else fallback
+        def best_peak(rs: list[Run], i_of, fallback: float, err=err) -> float:
+            if not rs:
+                return fallback
+            return min(PEAKS, key=lambda p: sum(err(r, p, i_of(r)) for r in rs))
 
-        shared = best_peak(runs, 0.0)
-        peaks = {e: best_peak([r for r in runs if r.engine == e], shared) for e in ENGINES}
-        fitted = {}
-        for pair in sorted(pairs):
-            own = [r for r in runs if (r.engine, accelerator(r)) == pair]
-            if own:
-                fitted[pair] = best_peak(own, 0.0)
+        # Each engine's interference decides its own runs' errors only: for each, the summed
+        # error of its runs at every interference, each accelerator at its best plateau.
+        options: dict[str, dict[float, tuple[float, dict]]] = {}
+        for e in ENGINES:
+            options[e] = {}
+            for i in INTERFERENCE:
+                fitted, total = {}, 0.0
+                for pair in (pr for pr in pairs if pr[0] == e):
+                    own = [r for r in runs if (r.engine, accelerator(r)) == pair]
+                    if own:
+                        fitted[pair] = best_peak(own, lambda r, i=i: i, 0.0)
+                        total += sum(err(r, fitted[pair], i) for r in own)
+                options[e][i] = (total, fitted)
+        shared = min(INTERFERENCE, key=lambda i: sum(o[i][0] for o in options.values()))
+        # Ties (an engine whose runs overlap nothing) go to the interference shared by all.
+        interference = {e: min(INTERFERENCE, key=lambda i, o=o: (o[i][0], abs(i - shared)))
+                        for e, o in options.items()}  # fmt: skip
+        fitted = {pair: plateau for e, o in options.items()
+                  for pair, plateau in o[interference[e]][1].items()}  # fmt: skip
+
+        def i_of(r: Run, interference=interference) -> float:
+            return interference[r.engine]
+
+        everyone = best_peak(runs, i_of, 0.0)
+        peaks = {e: best_peak([r for r in runs if r.engine == e], i_of, everyone)
+                 for e in ENGINES}  # fmt: skip
         on = {pair: fitted.get(pair) or transferred(pair, fitted, peaks[pair[0]])
-              for pair in sorted(pairs)}  # fmt: skip
-        candidate = Fit(half, f, a, i, peaks, on)
+              for pair in pairs}  # fmt: skip
+        candidate = Fit(half, f, a, interference, peaks, on)
         total = mean(abs(candidate.error(r)) for r in runs)
         if best is None or total < best[0]:
             best = (total, candidate)
@@ -456,7 +480,9 @@ def markdown() -> str:
         f"{mean(cv):.1%}, largest {max(cv):.1%} ("
         + "; ".join(f"{w['run']} {w['cv_error']:+.1%}" for w in worst)
         + f"). Constants fitted on all: d½ = {full.half:g}, fp8 factor {full.fp8:.2f}, attention "
-        + f"factor {full.attention:.2f}, overlap interference {full.interference:.2f}, plateaus "
+        + f"factor {full.attention:.2f}, overlap interference "
+        + ", ".join(f"{e} {i:.2f}" for e, i in full.interference.items())
+        + ", plateaus "
         + ", ".join(f"{e} {p:.2f}" for e, p in full.peaks.items())
         + "; on one accelerator: "
         + ", ".join(f"{e} on {a} {p:.2f}" for (e, a), p in full.on.items())
