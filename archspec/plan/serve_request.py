@@ -117,6 +117,8 @@ def serving_report(
     p = predict_serving(ir, system, batch, prompt, new_tokens, tp, gpus, dtype,
                         engine=profile, group=group, kv_dtype=kv_dtype,
                         kv_cache=kv_cache)  # fmt: skip
+    # On the plain decode step: a speculative round also runs the draft's layers.
+    host = host_bound_warning(profile, p.decode_token_s, p.decode_layers)
     draft = None
     if speculation is not None:
         from archspec.plan.serve import Precision
@@ -139,7 +141,6 @@ def serving_report(
             f"per device; {system.key} has {p.capacity_bytes / 2**30:.1f} GiB usable "
             f"({profile.usable_memory:.0%}, engine {profile.key}): timed, but it would not fit"
         )
-    host = host_bound_warning(profile, p.decode_token_s, p.decode_layers)
     if host:
         warnings.append(host)
     if warnings:
@@ -154,8 +155,10 @@ def host_bound_warning(profile, decode_token_s: float, layers: int) -> str | Non
     from archspec.plan.serve_engine import EAGER, EAGER_HOST_LAYER_S
 
     least, most = EAGER_HOST_LAYER_S
+    if profile.key not in EAGER or profile.host_layer_us or not layers:
+        return None
     per_layer = decode_token_s / layers
-    if profile.key not in EAGER or profile.host_layer_us or per_layer >= least:
+    if per_layer >= least:
         return None
     return (
         f"engine {profile.key} issues every kernel from Python and its profile counts no host "
