@@ -32,6 +32,8 @@ def test_every_measured_generate_gets_its_profile(tmp_path):
     assert eager["engine"] == "transformers"
     # Compiled without CUDA graphs decodes as no published profile does: no prediction.
     assert by_way[("decode llama-7b B=1 compiled", "generated, compiled")]["engine"] is None
-    for r in table:
-        if r["predicted_s"]:
-            assert r["predicted_over_measured"] == r["predicted_s"] / r["measured_s"]
+    # Against the measurement (not fitted to it): under CUDA graphs gpt-fast's profile within
+    # the 25% (docs/plan.md: 0.87); eager, below the measured time, whose host the
+    # transformers profile does not count (0.05-0.27).
+    assert 0.75 < graphs["predicted_over_measured"] < 1.25
+    assert all(r["predicted_over_measured"] < 0.5 for r in table if r["engine"] == "transformers")
