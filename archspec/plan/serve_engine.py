@@ -35,9 +35,6 @@ import yaml
 from archspec.errors import SpecError, did_you_mean
 from archspec.plan.hardware import System, canonical_name, get_system, load_accelerators
 
-# What counts as usable memory is the engine's own setting: vLLM's gpu_memory_utilization and
-# TensorRT-LLM's kv_cache_free_gpu_mem_fraction both default to 0.9; gpt-fast and transformers
-# allocate as they go. Not fitted: stored per engine in serve_engines.yaml with its source.
 # Engines whose Python issues each kernel as it goes (no CUDA graph in their code): a pass
 # takes at least its host's time to issue its layers (`host_layer_us`).
 EAGER = {"transformers", "gptq-for-llama", "tinychat", "exllama"}
@@ -48,6 +45,9 @@ EAGER = {"transformers", "gptq-for-llama", "tinychat", "exllama"}
 # figures were bound by their GPU fits 0 (its host time cannot show), so a decode step of less
 # than the least a layer may be the host's, not the device's.
 EAGER_HOST_LAYER_S = (539e-6, 794e-6)
+# What counts as usable memory is the engine's own setting: vLLM's gpu_memory_utilization and
+# TensorRT-LLM's kv_cache_free_gpu_mem_fraction both default to 0.9; gpt-fast and transformers
+# allocate as they go. Not fitted: stored per engine in serve_engines.yaml with its source.
 PRECISION_CLASSES = {"bf16": "16-bit", "fp16": "16-bit", "fp32": "16-bit", "int8": "int8",
                      "int4": "int4", "fp8": "fp8"}  # fmt: skip
 
