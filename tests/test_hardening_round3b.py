@@ -122,6 +122,12 @@ def test_a_good_system_file_plans() -> None:
         (None, {"gpus_per_node": "8.5"}, ["gpus_per_node", "whole number"]),
         (None, {"intra_node_latency_us": ".nan"}, ["intra_node_latency_us", "finite"]),
         (None, {"intra_node_latency_us": "null"}, ["intra_node_latency_us", "null"]),
+        # Tiny but positive: a step of 1e300 seconds, a division into infinity, or memory of
+        # which nothing is usable.
+        ({"memory_bandwidth_gbs": "1.0e-200"}, None, ["memory_bandwidth_gbs", "under the least"]),
+        ({"peak_tflops": "{bf16: 1.0e-300}"}, None, ["peak_tflops.bf16", "under the least"]),
+        ({"memory_gib": "1"}, None, ["memory_gib", "under the least of 2"]),
+        (None, {"inter_node_gbs": "1.0e-300"}, ["inter_node_gbs", "under the least"]),
     ],
 )
 def test_every_field_of_a_system_file_is_checked(tmp_path, accelerator, system, words) -> None:
@@ -209,6 +215,35 @@ def test_a_configs_rope_scaling_factor_of_zero_is_refused(tmp_path) -> None:
         '"rope_scaling": {"rope_type": "linear", "factor": 0.0}}'
     )
     refused(cli("count", str(tmp_path / "config.json")), "positive", "0.0")
+
+
+LLAMA_CONFIG = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64,
+                "intermediate_size": 128, "num_attention_heads": 4, "num_hidden_layers": 1,
+                "vocab_size": 100, "max_position_embeddings": 128}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("config", "words"),
+    [
+        ({"num_attention_heads": 0}, ["num_attention_heads", "positive integer", "got 0"]),
+        ({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 64, "n_head": 0,
+          "n_layer": 1, "vocab_size": 100, "n_positions": 128}, ["n_head", "positive integer"]),
+        ({"rope_theta": "abc"}, ["rope_theta", "positive number", "'abc'"]),
+        ({"rope_theta": [1]}, ["rope_theta", "positive number"]),
+        ({"rope_theta": True}, ["rope_theta", "positive number", "True"]),
+        ({"rope_scaling": 5}, ["rope_scaling", "mapping", "got 5"]),
+        ({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"], "d_model": 64,
+          "d_ff": 128, "d_kv": 16, "num_heads": 4, "num_layers": 1, "vocab_size": 100,
+          "feed_forward_proj": 5}, ["feed_forward_proj", "expected text"]),
+    ],
+)  # fmt: skip
+def test_a_configs_wrong_types_and_zero_heads_are_refused(tmp_path, config, words) -> None:
+    """Each once divided by zero or called a string method on a number (a traceback)."""
+    import json
+
+    base = {} if "architectures" in config else LLAMA_CONFIG
+    (tmp_path / "config.json").write_text(json.dumps({**base, **config}))
+    refused(cli("import-hf", str(tmp_path / "config.json")), *words)
 
 
 def test_plan_top_shows_that_many_or_is_refused() -> None:

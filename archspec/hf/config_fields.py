@@ -121,6 +121,14 @@ class Fields:
             raise self.error(key, f"expected an integer, got {shown(value)}")
         return value
 
+    def count(self, key: str, default: Any = _MISSING, *aliases: str) -> int:
+        """An integer that counts something every model has at least one of (heads): 0 or
+        fewer is refused here, naming the field, before anything divides by it."""
+        value = self.int(key, default, *aliases)
+        if value < 1:
+            raise self.error(key, f"expected a positive integer, got {shown(value)}")
+        return value
+
     def _not_null(self, key: str, *aliases: str) -> None:
         """A size transformers has a default for only when the field is absent: null is kept
         as None, and its config class refuses it (or its model fails to build)."""

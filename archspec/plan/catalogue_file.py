@@ -24,12 +24,16 @@ MAX_GPUS_PER_NODE = 4096
 
 @dataclass(frozen=True)
 class Number:
-    """A figure of the catalogue: above zero (or zero, when `zero_ok`), at most `high`."""
+    """A figure of the catalogue: above zero (or zero, when `zero_ok`), at least `low` where
+    it has one, at most `high`."""
 
     unit: str
     high: float
     zero_ok: bool = False
     whole: bool = False
+    # The least a figure may be: below it the arithmetic leaves the range of a float (a
+    # bandwidth of 1e-200 GB/s divides a step into infinity) or, for memory, nothing is usable.
+    low: float = 0.0
 
 
 TEXT = str
@@ -38,21 +42,24 @@ PEAKS = "peaks"  # a mapping of dtype to TFLOP/s
 ACCELERATOR_FIELDS: dict[str, Any] = {
     "name": TEXT,
     "peak_tflops": PEAKS,
-    "memory_gib": Number("GiB", 1e6),
-    "memory_bandwidth_gbs": Number("GB/s", 1e7),
+    # Under 2 GiB the CUDA context and the allocator's reserve leave nothing usable
+    # (search.usable_memory).
+    "memory_gib": Number("GiB", 1e6, low=2),
+    "memory_bandwidth_gbs": Number("GB/s", 1e7, low=1e-3),
     "source": TEXT,
 }
 SYSTEM_FIELDS: dict[str, Any] = {
     "accelerator": TEXT,
     "name": TEXT,
     "gpus_per_node": Number("accelerators", MAX_GPUS_PER_NODE, whole=True),
-    "intra_node_gbs": Number("GB/s", 1e7),
-    "inter_node_gbs": Number("GB/s", 1e7),
+    "intra_node_gbs": Number("GB/s", 1e7, low=1e-3),
+    "inter_node_gbs": Number("GB/s", 1e7, low=1e-3),
     "intra_node_latency_us": Number("µs", 1e6, zero_ok=True),
     "inter_node_latency_us": Number("µs", 1e6, zero_ok=True),
     "source": TEXT,
 }
-PEAK = Number("TFLOP/s", 1e6)  # a million TFLOP/s: far above any chip (B200: 4,500 at FP8)
+# A million TFLOP/s: far above any chip (B200: 4,500 at FP8); a GFLOP/s at least.
+PEAK = Number("TFLOP/s", 1e6, low=1e-3)
 
 
 class _File:
@@ -83,6 +90,8 @@ class _File:
         if value < 0 or (value == 0 and not rule.zero_ok):
             least = "zero or more" if rule.zero_ok else "above zero"
             raise self.error(f"expected {least} {rule.unit}, got {shown}", path)
+        if value < rule.low:
+            raise self.error(f"{shown} {rule.unit} is under the least of {rule.low:g}", path)
         if value > rule.high:
             raise self.error(f"{shown} {rule.unit} is over the limit of {rule.high:g}", path)
         return value

@@ -143,6 +143,9 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
     from archspec.backends.count.layout import Parallelism, check_layout
     from archspec.backends.count.split_checks import check_context_split, check_expert_split
 
+    for degree in ("tp", "pp", "cp", "ep", "interleave"):
+        if only[degree][0] < 1:
+            raise SpecError(f"--{degree} must be at least 1 (got {only[degree][0]})")
     tp, pp = only["tp"][0], only["pp"][0]
     cp, stage_layers = only["cp"][0], only["stage_layers"][0]
     engine = get_engine(run.engine)

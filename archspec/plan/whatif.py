@@ -9,6 +9,13 @@ from typing import Any
 from archspec.errors import SpecError
 
 SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+# Bounds that keep a whole run's days and cost finite and meaningful: a quintillion tokens is
+# 10^4 times the largest published corpus a model has trained on (Llama 3: 15.6T); a million
+# per accelerator-hour is beyond any price; a what-if MFU or efficiency under 0.1% describes no
+# run (and at 1e-300 turned a step into 10^300 seconds).
+MAX_TOKENS = 1e18
+MAX_PRICE = 1e6
+LEAST_FRACTION = 1e-3
 
 
 def parse_tokens(text: str) -> float:
@@ -24,19 +31,23 @@ def parse_tokens(text: str) -> float:
         raise SpecError(
             f"--tokens takes a positive number of tokens, e.g. 15T or 300B (got '{text}')"
         )
+    if value > MAX_TOKENS:
+        raise SpecError(f"--tokens {text} is over the limit of {MAX_TOKENS:g} tokens")
     return value
 
 
 def check_fraction(name: str, value: float | None) -> None:
-    if value is not None and not (0 < value <= 1):
-        raise SpecError(f"{name} takes a fraction above 0 and at most 1 (got {value:g})")
+    if value is not None and not (LEAST_FRACTION <= value <= 1):
+        raise SpecError(f"{name} takes a fraction from {LEAST_FRACTION:g} to 1 (got {value:g})")
 
 
 def check_price(price: float | None, tokens: str | None) -> None:
     if price is None:
         return
-    if not math.isfinite(price) or price < 0:
-        raise SpecError(f"--price takes a non-negative price per accelerator-hour (got {price:g})")
+    if not math.isfinite(price) or price < 0 or price > MAX_PRICE:
+        raise SpecError(
+            f"--price takes a price per accelerator-hour from 0 to {MAX_PRICE:g} (got {price:g})"
+        )
     if tokens is None:
         raise SpecError("--price costs a whole run: give --tokens too")
 

@@ -56,7 +56,7 @@ def import_bert_like(
     spec: dict[str, Any] = {
         "d_model": d,
         "n_layers": f.int("num_hidden_layers", defaults["num_hidden_layers"]),
-        "n_heads": f.int("num_attention_heads", defaults["num_attention_heads"]),
+        "n_heads": f.count("num_attention_heads", defaults["num_attention_heads"]),
         "d_ff": f.int("intermediate_size", defaults["intermediate_size"]),
         "vocab_size": f.int("vocab_size", vocab_default or (50265 if roberta else 30522)),
         "max_seq_len": max_pos - offset,

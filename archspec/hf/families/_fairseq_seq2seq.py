@@ -102,9 +102,9 @@ def import_seq2seq(f: Fields, cls: HFClass, v: Seq2Seq) -> dict[str, Any]:
     f.expect("is_encoder_decoder", True, True, f"{f.model_type} is an encoder-decoder")
     enc_layers = f.int("encoder_layers", v.layers[0], "num_hidden_layers")
     dec_layers = f.int("decoder_layers", v.layers[1])
-    heads = f.int("encoder_attention_heads", v.heads, "num_attention_heads")
+    heads = f.count("encoder_attention_heads", v.heads, "num_attention_heads")
     ffn = f.int("encoder_ffn_dim", v.ffn)
-    if f.int("decoder_attention_heads", v.heads) != heads:
+    if f.count("decoder_attention_heads", v.heads) != heads:
         raise f.error(
             "decoder_attention_heads",
             f"decoder_attention_heads ({f.get('decoder_attention_heads')}) differs from "

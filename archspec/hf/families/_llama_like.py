@@ -7,12 +7,13 @@ expert names; a `LlamaVariant` states those differences, the rest is here once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 from archspec.errors import SpecError
 from archspec.hf import dropouts
-from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, head_fields, read_head
+from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, head_fields, read_head, shown
 from archspec.hf.dropouts import read_dropout, write_dropout
 from archspec.hf.families import _longrope as longrope
 from archspec.hf.families import _yarn as yarn
@@ -84,6 +85,9 @@ def rope_settings(
     key = "rope_parameters" if f.present("rope_parameters") else "rope_scaling"
     params = f.get("rope_parameters") or {}
     scaling = f.get("rope_scaling") or {}
+    for name, value in (("rope_parameters", params), ("rope_scaling", scaling)):
+        if not isinstance(value, dict):
+            raise f.error(name, f"expected a mapping of RoPE settings, got {shown(value)}")
     if params and scaling and {**scaling, **params} != params:
         raise f.error("rope_scaling", "rope_scaling and rope_parameters disagree")
     found = {**scaling, **params}
@@ -113,6 +117,14 @@ def _rope(f: Fields, default: float, max_positions: int | None = None) -> dict[s
     key, found, kind, fields = rope_settings(f)
     f.expect("partial_rotary_factor", (None, 1, 1.0), None, "rotary embedding on part of a head")
     theta = found.get("rope_theta", f.get("rope_theta", default))
+    given = [("rope_theta", f.get("rope_theta"))] if f.present("rope_theta") else []
+    for name, value in [*given, (key, theta)]:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not (math.isfinite(value) and value > 0)
+        ):
+            raise f.error(name, f"expected RoPE's base, a positive number, got {shown(value)}")
     if f.present("rope_theta") and float(f.get("rope_theta")) != float(theta):
         raise f.error("rope_theta", "rope_theta and rope_parameters.rope_theta disagree")
     position: dict[str, Any] = {"kind": "rope", "theta": float(theta)}
@@ -180,7 +192,7 @@ def export_window(spec: Spec) -> int | None:
 
 def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any]:
     d = f.int("hidden_size", 4096)
-    heads = f.int("num_attention_heads", 32)
+    heads = f.count("num_attention_heads", 32)
     kv = f.size("num_key_value_heads", v.kv_heads) or heads
     head_dim = f.size("head_dim", None) or d // heads
     max_pos = f.int("max_position_embeddings", v.max_positions)

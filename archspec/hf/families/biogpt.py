@@ -29,7 +29,7 @@ def import_biogpt(f: Fields, cls: HFClass) -> dict[str, Any]:
     return {
         "d_model": f.int("hidden_size", 1024),
         "n_layers": f.int("num_hidden_layers", 24),
-        "n_heads": f.int("num_attention_heads", 16),
+        "n_heads": f.count("num_attention_heads", 16),
         "d_ff": f.int("intermediate_size", 4096),
         "vocab_size": f.int("vocab_size", 42384),
         "max_seq_len": f.int("max_position_embeddings", 1024),

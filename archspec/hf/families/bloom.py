@@ -35,7 +35,7 @@ def import_bloom(f: Fields, cls: HFClass) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "d_model": d,
         "n_layers": f.int("n_layer", 2, "num_hidden_layers"),
-        "n_heads": f.int("n_head", 8, "num_attention_heads"),
+        "n_heads": f.count("n_head", 8, "num_attention_heads"),
         "d_ff": 4 * d,
         "vocab_size": f.int("vocab_size", 250880),
         "layout": "decoder",

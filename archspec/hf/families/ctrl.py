@@ -33,7 +33,7 @@ def import_ctrl(f: Fields, cls: HFClass) -> dict[str, Any]:
     return {
         "d_model": f.int("n_embd", 1280),
         "n_layers": f.int("n_layer", 48),
-        "n_heads": f.int("n_head", 16),
+        "n_heads": f.count("n_head", 16),
         "d_ff": f.int("dff", 8192),
         "vocab_size": f.int("vocab_size", 246534),
         "max_seq_len": f.int("n_positions", 256),

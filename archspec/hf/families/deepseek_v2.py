@@ -100,7 +100,7 @@ def latent_decoder(f: Fields, cls: HFClass, interleaved: bool) -> dict[str, Any]
     """The spec of DeepSeek's decoder without its experts, as DeepSeek-V2 and V3 share it:
     latent attention rotated by RoPE (on `interleaved` channel pairs), dense MLPs."""
     d = f.int("hidden_size", 4096)
-    heads = f.int("num_attention_heads", 32)
+    heads = f.count("num_attention_heads", 32)
     kv = f.size("num_key_value_heads", heads)
     if kv != heads:
         raise f.error(

@@ -35,7 +35,7 @@ def import_distilbert(f: Fields, cls: HFClass) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "d_model": f.int("dim", 768, "hidden_size"),
         "n_layers": f.int("n_layers", 6, "num_hidden_layers"),
-        "n_heads": f.int("n_heads", 12, "num_attention_heads"),
+        "n_heads": f.count("n_heads", 12, "num_attention_heads"),
         "d_ff": f.int("hidden_dim", 3072),
         "vocab_size": f.int("vocab_size", 30522),
         "max_seq_len": f.int("max_position_embeddings", 512),

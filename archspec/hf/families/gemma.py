@@ -52,7 +52,7 @@ def import_gemma_like(
     `position`, read by the caller where its RoPE settings are its own (Gemma 3's, per layer
     type)."""
     d = f.int("hidden_size", defaults["hidden_size"])
-    heads = f.int("num_attention_heads", defaults["num_attention_heads"])
+    heads = f.count("num_attention_heads", defaults["num_attention_heads"])
     kv = f.size("num_key_value_heads", defaults["num_key_value_heads"]) or heads
     head_dim = f.size("head_dim", 256) or 256
     f.expect(

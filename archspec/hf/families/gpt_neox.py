@@ -27,7 +27,7 @@ DROPOUT: Places = {
 
 def import_gpt_neox(f: Fields, cls: HFClass) -> dict[str, Any]:
     d = f.int("hidden_size", 6144)
-    heads = f.int("num_attention_heads", 64)
+    heads = f.count("num_attention_heads", 64)
     bias = f.bool("attention_bias", True)
     f.expect("is_decoder", False, False, "cross-attention in a decoder-only model")
     f.harmless("classifier_dropout")  # the token and sequence classification heads only

@@ -25,7 +25,7 @@ DROPOUT: dropouts.Places = {
 
 def import_gptj(f: Fields, cls: HFClass) -> dict[str, Any]:
     d = f.int("n_embd", 4096, "hidden_size")
-    heads = f.int("n_head", 16, "num_attention_heads")
+    heads = f.count("n_head", 16, "num_attention_heads")
     head_dim = d // heads
     rotary_dim = f.data.get("rotary_dim", 64)  # null is a value here: all of n_embd
     f.harmless("rotary_dim")

@@ -97,7 +97,7 @@ def import_modernbert(f: Fields, cls: HFClass) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "d_model": d,
         "n_layers": n_layers,
-        "n_heads": f.int("num_attention_heads", 12),
+        "n_heads": f.count("num_attention_heads", 12),
         "d_ff": f.int("intermediate_size", 1152),
         "vocab_size": f.int("vocab_size", 50368),
         "max_seq_len": f.int("max_position_embeddings", 8192),

@@ -80,7 +80,7 @@ def import_mpt(f: Fields, cls: HFClass) -> dict[str, Any]:
     )
     attn = _attn_config(f)
     d = f.int("d_model", 2048)
-    heads = f.int("n_heads", 16)
+    heads = f.count("n_heads", 16)
     if heads & (heads - 1):
         raise f.error(
             "n_heads",

@@ -24,7 +24,7 @@ def import_openai_gpt(f: Fields, cls: HFClass) -> dict[str, Any]:
     return {
         "d_model": d,
         "n_layers": f.int("n_layer", 12, "num_hidden_layers"),
-        "n_heads": f.int("n_head", 12, "num_attention_heads"),
+        "n_heads": f.count("n_head", 12, "num_attention_heads"),
         "d_ff": 4 * d,
         "vocab_size": f.int("vocab_size", 40478),
         "max_seq_len": f.int("n_positions", 512, "max_position_embeddings"),

@@ -24,7 +24,7 @@ def import_opt(f: Fields, cls: HFClass) -> dict[str, Any]:
     return {
         "d_model": d,
         "n_layers": f.int("num_hidden_layers", 12),
-        "n_heads": f.int("num_attention_heads", 12),
+        "n_heads": f.count("num_attention_heads", 12),
         "d_ff": f.int("ffn_dim", 3072),
         "vocab_size": f.int("vocab_size", 50272),
         "max_seq_len": f.int("max_position_embeddings", 2048),

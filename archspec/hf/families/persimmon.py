@@ -21,7 +21,7 @@ DROPOUTS = {"attention": ("attention_dropout", 0.0), "hidden": ("hidden_dropout"
 
 def import_persimmon(f: Fields, cls: HFClass) -> dict[str, Any]:
     d = f.int("hidden_size", 4096)
-    heads = f.int("num_attention_heads", 64)
+    heads = f.count("num_attention_heads", 64)
     max_pos = f.int("max_position_embeddings", 16384)
     qk_norm = f.bool("qk_layernorm", True)
     # Adept's files carry it; transformers' Persimmon gives every query head its own key

@@ -24,7 +24,7 @@ DROPOUT: dropouts.Places = {
 
 def import_phi(f: Fields, cls: HFClass) -> dict[str, Any]:
     d = f.int("hidden_size", 2048)
-    heads = f.int("num_attention_heads", 32)
+    heads = f.count("num_attention_heads", 32)
     kv = f.size("num_key_value_heads", None) or heads
     f.expect("qk_layernorm", False, False, "LayerNorms on the queries and keys of every head")
     return {

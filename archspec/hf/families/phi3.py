@@ -35,7 +35,7 @@ RECOMPUTE_CACHE = True
 
 def import_phi3(f: Fields, cls: HFClass) -> dict[str, Any]:
     d = f.int("hidden_size", 3072)
-    heads = f.int("num_attention_heads", 32)
+    heads = f.count("num_attention_heads", 32)
     kv = f.size("num_key_value_heads", None) or heads
     max_pos = f.int("max_position_embeddings", 4096)
     # Phi3Config's default is no window; transformers then builds a sliding-window mask on

@@ -29,7 +29,7 @@ DROPOUT: dropouts.Places = {
 
 def import_stablelm(f: Fields, cls: HFClass) -> dict[str, Any]:
     d = f.int("hidden_size", 2560)
-    heads = f.int("num_attention_heads", 32)
+    heads = f.count("num_attention_heads", 32)
     kv = f.size("num_key_value_heads", 32)
     f.expect(
         "qk_layernorm",

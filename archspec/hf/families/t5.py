@@ -12,6 +12,7 @@ from archspec.hf.config_fields import (
     Fields,
     head_fields,
     read_head,
+    shown,
 )
 from archspec.hf.dropouts import read_dropout, write_dropout
 from archspec.hf.family import Family, HFClass, NameRules, Target, Where
@@ -39,6 +40,8 @@ T5 = T5Variant()
 def import_t5(f: Fields, cls: HFClass, v: T5Variant = T5) -> dict[str, Any]:
     f.expect("is_decoder", False, False, "a decoder-only T5")
     proj = f.get("feed_forward_proj", v.feed_forward_proj)
+    if not isinstance(proj, str):
+        raise f.error("feed_forward_proj", f"expected text such as 'gated-gelu', got {shown(proj)}")
     act_info = proj.split("-")
     gated = act_info[0] == "gated" and len(act_info) == 2
     if len(act_info) > 2 or (len(act_info) == 2 and not gated):
@@ -57,7 +60,7 @@ def import_t5(f: Fields, cls: HFClass, v: T5Variant = T5) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "d_model": d,
         "n_layers": n_layers,
-        "n_heads": f.int("num_heads", v.n_heads, "num_attention_heads"),
+        "n_heads": f.count("num_heads", v.n_heads, "num_attention_heads"),
         "head_dim": f.int("d_kv", 64, "head_dim"),
         "d_ff": f.int("d_ff", v.d_ff),
         "vocab_size": f.int("vocab_size", v.vocab_size),
