@@ -376,3 +376,13 @@ def test_a_rank_killed_by_a_signal_is_named(tmp_path) -> None:
     why = _why(str(tmp_path), done.stderr)
     assert why.startswith("rank 1 exited with code -6"), why
     assert "SIGABRT" in why, why
+
+
+def test_top_groups_beyond_the_groups_is_refused_with_one_group() -> None:
+    refused(cli("validate", "mixtral-8x7b", "--set", "moe.top_groups=99"), "moe.top_groups",
+            "at least top_groups (99)")  # fmt: skip
+
+
+def test_count_names_the_global_batch_it_refuses() -> None:
+    refused(cli("count", "llama-2-7b", "--global-batch", "0", "--seq", "128"),
+            "--global-batch must be at least 1 (got 0)")  # fmt: skip

@@ -260,6 +260,17 @@ def test_training_options_are_reported_as_ignored_when_serving() -> None:
                                  "--tokens", "1T", "--cp", "2", "--json"])  # fmt: skip
     assert result.exit_code == 0
     assert json.loads(result.stdout)["ignored"] == ["--cp", "--tokens"]
+    # The layout's training-only parts too: serving runs no pipeline and no global batch.
+    serve = ["plan", "llama-2-7b", "--mode", "serve", "--gpu", "h100", "--json"]
+    result = runner.invoke(app, [*serve, "--pp", "2", "--global-batch", "8", "--seq", "0"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["ignored"] == ["--global-batch", "--seq", "--pp"]
+
+
+def test_serving_options_are_reported_as_ignored_when_training() -> None:
+    result = runner.invoke(app, [*BASE, "--rate", "3", "--draft", "gpt2", "--json"])
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["ignored"] == ["--draft", "--rate"]
 
 
 def test_fsdp_beside_a_pipeline_is_zero_2_and_uneven_stages_interleave() -> None:

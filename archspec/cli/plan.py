@@ -139,8 +139,11 @@ def _serve(ir, system, o) -> dict[str, Any]:
                                           o.force, not o.no_kv_cache)  # fmt: skip
     if "warning" in report:
         stderr().print(f"warning: {markup_safe(report['warning'])}")
-    ignored = request.training_only(
-        {"--cp": o.cp, "--ep": o.ep, "--stage-layers": o.stage_layers,
+    ignored = request.other_mode_options(
+        {"--global-batch": o.global_batch, "--seq": o.seq, "--pp": o.pp,
+         "--interleave": o.interleave, "--sp": o.sp_, "--recompute": o.recompute,
+         "--zero": o.zero, "--grad-dtype": o.grad_dtype,
+         "--cp": o.cp, "--ep": o.ep, "--stage-layers": o.stage_layers,
          "--async-tp": o.async_tp or None, "--fp8-all-gather": o.fp8_all_gather or None,
          "--checkpoint": o.checkpoint, "--tokens": o.tokens,
          "--price": o.price, "--mfu": o.mfu, "--efficiency": o.efficiency})  # fmt: skip
@@ -168,6 +171,13 @@ def _train(ir, system, o) -> dict[str, Any]:
     report = request.training_report(ir, system, run, result, o.top, only is None, what_if)
     if "warning" in report:
         stderr().print(f"warning: {markup_safe(report['warning'])}")
+    ignored = request.other_mode_options(
+        {"--group": o.group, "--kv-dtype": o.kv_dtype, "--no-kv-cache": o.no_kv_cache or None,
+         "--draft": o.draft, "--accept": o.accept, "--rate": o.rate,
+         "--concurrency": o.concurrency, "--plot": o.plot})  # fmt: skip
+    if ignored:
+        report["ignored"] = ignored
+        stderr().print(f"ignored without --mode serve: {', '.join(ignored)} (serving only)")
     return report
 
 

@@ -209,8 +209,9 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
         )
 
 
-def training_only(options: dict[str, Any]) -> list[str]:
-    """The training options given to a serving plan, which change nothing there."""
+def other_mode_options(options: dict[str, Any]) -> list[str]:
+    """The options of the other mode given to a plan (training options to a serving plan,
+    serving options to a training one), which change nothing there."""
     return [name for name, value in options.items() if value is not None]
 
 

@@ -412,7 +412,7 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             ("moe", "top_k"),
             f"top_k ({spec.moe.top_k}) exceeds n_experts ({spec.moe.n_experts})",
         )
-    if spec.moe and spec.moe.groups > 1:
+    if spec.moe and (spec.moe.groups > 1 or spec.moe.top_groups > spec.moe.groups):
         m = spec.moe
         if m.n_experts % m.groups or m.top_groups > m.groups:
             raise v.error_between(

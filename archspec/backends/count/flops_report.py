@@ -78,6 +78,8 @@ class Workload:
                     "as the micro-batch per device",
                 )
             return self.batch // dp, 1
+        if self.global_batch < 1:
+            raise SpecError(f"--global-batch must be at least 1 (got {self.global_batch})")
         per_step = self.batch * dp
         if self.global_batch % per_step:
             raise SpecError(
