@@ -43,7 +43,7 @@ def test_every_run_cites_a_source_that_says_where_it_was_read() -> None:
         assert run.model in data.models, run.name
         assert run.figure[0] in published.FIGURES and run.figure[1] > 0, run.name
         if run.figure[0] == "tflops_per_gpu":
-            assert run.flops in ("megatron", "palm"), run.name
+            assert run.flops in ("megatron", "megatron-core", "palm"), run.name
 
 
 def test_figures_convert_to_the_step_they_imply() -> None:
@@ -91,8 +91,9 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard): mean 6.5%, within the issue's target of
-    # 8%, largest 26.8% (MT-NLG on 3360 A100s), far above its 15%; 6.9% and 26.8% before each
+    # What docs/plan.md reports (a regression guard): mean 7.3%, within the issue's target of
+    # 8%, largest 26.8% (MT-NLG on 3360 A100s), far above its 15%; 6.5% and 26.8% over the 102
+    # runs before Megatron-LM's H100 table (nine bf16 runs), 6.9% and 26.8% before each
     # stack fitted its own overlap interference, 7.3% and 27.9% before fp8
     # runs timed the output head in bf16, 7.2% and 26.8% before full recomputation replayed
     # as each stack's checkpoint does (replay.py), 7.1%
@@ -104,7 +105,7 @@ def test_cross_validated_errors() -> None:
     # costed in one byte (fp8_comm.py), 7.0% and 29.0% over the 70 runs before torchtitan's
     # and NVIDIA's other rows were added.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
-    assert mean(errors) < 0.066
+    assert mean(errors) < 0.074
     assert max(errors) < 0.27
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
@@ -147,3 +148,25 @@ def test_the_interference_changes_nothing_where_nothing_overlaps() -> None:
         none, full = (published.predict(run, replace(eff, overlap_interference=i))[0]
                       for i in (0.0, 1.0))  # fmt: skip
         assert none == full, run.name
+
+
+def test_megatron_core_flops_are_the_logged_formula() -> None:
+    """`flops: megatron-core` (Megatron-LM's num_floating_point_operations at f2e5db402c)
+    for GPT-3's block reduces to 72·B·s·l·h²·(1 + s/6h + V/12lh): the 1.7B row of the README's
+    H100 table, from the IR's heads, widths and vocabulary."""
+    run = next(r for r in published.dataset().runs if r.flops == "megatron-core")
+    ir = published.cands_ir(run)
+    b, s, layers, h, v = run.global_batch, run.seq, 24, 2048, 131072
+    expected = 72 * b * s * layers * h * h * (1 + s / (6 * h) + v / (12 * layers * h))
+    assert published.megatron_core_flops(ir, b, s, layers) == pytest.approx(expected)
+    # The row's 408.8 TFLOP/s is 41% of the H100's 989.4 (the README's MFU column).
+    step = published.published_step(run, ir)
+    assert expected / (step * run.gpus) / 989.4e12 == pytest.approx(0.413, abs=0.001)
+
+
+def test_megatron_core_flops_refuse_a_mixture() -> None:
+    from archspec import build_ir, load_spec
+    from archspec.errors import SpecError
+
+    with pytest.raises(SpecError, match="dense MLPs"):
+        published.megatron_core_flops(build_ir(load_spec("mixtral-8x7b")), 1, 4096, 32)

@@ -29,7 +29,7 @@ from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.layout import Parallelism, check_layout
 from archspec.errors import SpecError
 from archspec.ir.build import build_ir
-from archspec.ir.nodes import Attention
+from archspec.ir.nodes import MLP, Attention, MoE
 from archspec.ir.visit import walk
 from archspec.plan.efficiency import CALIBRATED, Efficiency
 from archspec.plan.engines import ENGINES, SAME_TENSOR_CORES
@@ -144,10 +144,39 @@ def published_step(run: Run, ir) -> float:
         n = ir.value(parameter_count(ir.root))
         flops = b * s * (6 * n + 12 * layers * width * s)
         return flops / (value * 1e12 * run.gpus)
-    # Narayanan et al. 2021, Equation 3 (recomputation counted): 96·B·s·l·h²·(1 + s/6h + V/16lh).
     h, v = ir.value(ir.root.d_model), ir.value(ir.root.vocab_size)
+    if run.flops == "megatron-core":
+        return megatron_core_flops(ir, b, s, layers) / (value * 1e12 * run.gpus)
+    # Narayanan et al. 2021, Equation 3 (recomputation counted): 96·B·s·l·h²·(1 + s/6h + V/16lh).
     flops = 96 * b * s * layers * h * h * (1 + s / (6 * h) + v / (16 * layers * h))
     return flops / (value * 1e12 * run.gpus)
+
+
+def megatron_core_flops(ir, b: int, s: int, layers: int) -> float:
+    """The FLOPs a step of `b` sequences of `s` tokens counts in Megatron-LM's own log at
+    Megatron-Core r0.8 (num_floating_point_operations in megatron/training/training.py at
+    f2e5db402c, the commit of the README's H100 table): forward and backward, no
+    recomputation, every query-key pair (no causal half):
+    12·b·s·l·h²·((1 + g/a + s/h)·(a·d/h) + f/h + V/(2·l·h)), with a query heads of width d, g
+    key-value groups, f the MLP's width (× 3/2 gated) and V the vocabulary. A mixture's
+    experts are refused: that formula's top-k term is not built here."""
+    attn = next(p.node for p in walk(ir.root) if isinstance(p.node, Attention))
+    mlp = next((p.node for p in walk(ir.root) if isinstance(p.node, MLP)), None)
+    if mlp is None or any(isinstance(p.node, MoE) for p in walk(ir.root)):
+        raise SpecError(f"'flops: megatron-core' is built for dense MLPs; '{ir.name}' has none")
+    h, v = ir.value(ir.root.d_model), ir.value(ir.root.vocab_size)
+    heads, groups = ir.value(attn.n_heads), ir.value(attn.n_kv_heads)
+    query = heads * ir.value(attn.head_dim) / h
+    width = ir.value(mlp.up.out_features) * (3 / 2 if mlp.gate is not None else 1)
+    return (
+        12
+        * b
+        * s
+        * layers
+        * h
+        * h
+        * ((1 + groups / heads + s / h) * query + width / h + v / (2 * layers * h))
+    )
 
 
 def model_layers(ir) -> int:
