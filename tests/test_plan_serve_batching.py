@@ -93,3 +93,18 @@ def test_the_report_carries_the_point_and_the_chart_is_written(tmp_path) -> None
     r = json.loads(result.stdout)
     assert r["batching"]["rate"] == 4 and r["batch"] == r["batching"]["batch"]
     assert chart.read_text().startswith("<?xml")
+
+
+def test_a_batch_the_cache_holds_is_reported_as_fitting() -> None:
+    """At the most clients the paged cache holds, the memory the report shows is the cache at
+    its mean length, within what is usable (it once showed every sequence at full length and
+    said 'does not fit' beside 'the cache holds')."""
+    ir = compile_spec("llama-2-7b", [])
+    server = Server(ir, get_system("h100-sxm"), 512, 128, 1, 1, Precision("bf16"),
+                    get_engine("ideal"))  # fmt: skip
+    result = invoke("llama-2-7b", "--mode", "serve", "--gpu", "h100-sxm", "--concurrency",
+                    str(server.max_batch), "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)
+    assert r["batching"]["batch"] == server.max_batch and r["fits"] and "warning" not in r
+    assert r["memory"]["total"] <= r["memory"]["usable"]

@@ -342,7 +342,10 @@ def _render_serve(r: dict[str, Any]) -> None:
     for name, value in [
         *timing,
         ("weights per device", _gib(mem["weights"])),
-        ("KV cache per device", _gib(mem["kv_cache"])),
+        (
+            "KV cache per device" + (" (paged, mean)" if b is not None else ""),
+            _gib(mem["kv_cache"]),
+        ),
         ("memory", f"{_gib(mem['total'])} of {_gib(mem['usable'])} usable: {fits}"),
     ]:
         table.add_row(name, value)

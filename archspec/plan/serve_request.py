@@ -3,6 +3,7 @@ each), turned into a prediction (plain, speculative, or continuously batched) an
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,13 @@ def serving_report(
     p = predict_serving(ir, system, batch, prompt, new_tokens, tp, gpus, dtype,
                         engine=profile, group=group, kv_dtype=kv_dtype,
                         kv_cache=kv_cache)  # fmt: skip
+    if batching is not None:
+        # A paged cache under continuous batching holds each sequence's positions so far, the
+        # prompt and half the new tokens on average (serve_batching.Server sizes the batch so):
+        # the memory reported is that, not every sequence at its full length at once.
+        fed = 1 if ir.root.layout == "encoder-decoder" else prompt
+        mean = p.kv_cache_bytes * (fed + new_tokens / 2) / (fed + new_tokens)
+        p = replace(p, kv_cache_bytes=mean)
     # On the plain decode step: a speculative round also runs the draft's layers.
     host = host_bound_warning(profile, p.decode_token_s, p.decode_layers)
     draft = None
