@@ -168,15 +168,8 @@ def megatron_core_flops(ir, b: int, s: int, layers: int) -> float:
     heads, groups = ir.value(attn.n_heads), ir.value(attn.n_kv_heads)
     query = heads * ir.value(attn.head_dim) / h
     width = ir.value(mlp.up.out_features) * (3 / 2 if mlp.gate is not None else 1)
-    return (
-        12
-        * b
-        * s
-        * layers
-        * h
-        * h
-        * ((1 + groups / heads + s / h) * query + width / h + v / (2 * layers * h))
-    )
+    per_layer = (1 + groups / heads + s / h) * query + width / h + v / (2 * layers * h)
+    return 12 * b * s * layers * h * h * per_layer
 
 
 def model_layers(ir) -> int:

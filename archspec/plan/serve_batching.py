@@ -52,6 +52,14 @@ class BatchingPoint:
         return dict(self.__dict__)
 
 
+def mean_cache_share(ir: IR, prompt: int, new_tokens: int) -> float:
+    """What share of a sequence's whole cache (its positions at the end) a paged cache holds
+    for it on average over its generation: the prompt (a decoder's; an encoder-decoder's
+    decoder starts from one token) and half the new tokens."""
+    fed = 1 if ir.root.layout == "encoder-decoder" else prompt
+    return (fed + new_tokens / 2) / (fed + new_tokens)
+
+
 class Server:
     """One model served on one tensor-parallel group of `system`, and its replicas."""
 
@@ -65,8 +73,8 @@ class Server:
         self.prefill_s = one.seconds(engine, precision)[0]  # one prompt, with its overhead
         usable = one.memory_bytes * engine.usable_memory - one.weights_bytes
         fed = 1 if ir.root.layout == "encoder-decoder" else prompt
-        per_position = one.kv_cache_bytes / (fed + new_tokens)
-        self.max_batch = max(0, math.floor(usable / (per_position * (fed + new_tokens / 2))))
+        mean = one.kv_cache_bytes * mean_cache_share(ir, prompt, new_tokens)
+        self.max_batch = max(0, math.floor(usable / mean))
         if self.max_batch < 1:
             raise SpecError(
                 f"one sequence of {fed + new_tokens} positions does not fit beside the "

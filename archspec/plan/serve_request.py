@@ -122,9 +122,10 @@ def serving_report(
         # A paged cache under continuous batching holds each sequence's positions so far, the
         # prompt and half the new tokens on average (serve_batching.Server sizes the batch so):
         # the memory reported is that, not every sequence at its full length at once.
-        fed = 1 if ir.root.layout == "encoder-decoder" else prompt
-        mean = p.kv_cache_bytes * (fed + new_tokens / 2) / (fed + new_tokens)
-        p = replace(p, kv_cache_bytes=mean)
+        from archspec.plan.serve_batching import mean_cache_share
+
+        share = mean_cache_share(ir, prompt, new_tokens)
+        p = replace(p, kv_cache_bytes=p.kv_cache_bytes * share)
     # On the plain decode step: a speculative round also runs the draft's layers.
     host = host_bound_warning(profile, p.decode_token_s, p.decode_layers)
     draft = None
