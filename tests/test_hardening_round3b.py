@@ -386,3 +386,7 @@ def test_top_groups_beyond_the_groups_is_refused_with_one_group() -> None:
 def test_count_names_the_global_batch_it_refuses() -> None:
     refused(cli("count", "llama-2-7b", "--global-batch", "0", "--seq", "128"),
             "--global-batch must be at least 1 (got 0)")  # fmt: skip
+
+
+def test_an_empty_spec_is_named_as_empty() -> None:
+    refused(cli("count", ""), "the spec is empty")  # it said '.: the file is a directory'

@@ -77,6 +77,8 @@ def resolve_spec(spec: str, overrides: list[str] | None):
     from archspec.hf.hub_cache import looks_like_hub_id
     from archspec.spec.resolve import is_builtin, load_spec, shadowed_file
 
+    if not spec.strip():
+        raise SpecError("the spec is empty: give a built-in name (`archspec list`) or a .yaml path")
     shadowed = shadowed_file(spec)
     if shadowed is not None:
         say(f"note: {spec} is the built-in spec; for the file of that name, write ./{spec}")
