@@ -68,3 +68,11 @@ def test_the_report_says_the_draft_and_holds_its_weights() -> None:
     assert r["draft"]["tokens_per_round"] == pytest.approx((1 - 0.7**6) / 0.3)
     assert r["memory"]["weights"] > plain["memory"]["weights"]
     assert r["decode_token_s"] < plain["decode_token_s"]
+    assert "warning" not in r  # one tokenizer: Llama 2's 32,000 tokens
+
+
+def test_a_draft_of_another_vocabulary_is_warned_of() -> None:
+    result = invoke("llama-2-7b", "--mode", "serve", "--gpu", "a100-80g", "--draft", "gpt2",
+                    "--accept", "0.7", "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "vocabulary (50,257) is not the model's (32,000)" in json.loads(result.stdout)["warning"]

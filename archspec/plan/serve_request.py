@@ -152,6 +152,18 @@ def serving_report(
         )
     if host:
         warnings.append(host)
+    if speculation is not None:
+        ours, theirs = (
+            ir.value(ir.root.vocab_size),
+            speculation.draft.value(speculation.draft.root.vocab_size),
+        )
+        if ours != theirs:
+            # Not refused: one tokenizer's tables may be padded to different sizes (Qwen2.5
+            # 0.5B's 151,936 rows beside 7B's 152,064), and archspec cannot see tokenizers.
+            warnings.append(
+                f"the draft's vocabulary ({theirs:,}) is not the model's ({ours:,}): "
+                "speculative decoding verifies the draft's tokens, so both need one tokenizer"
+            )
     if warnings:
         report["warning"] = "; ".join(warnings)
     return report
