@@ -31,6 +31,10 @@ import torch.multiprocessing as mp
 
 HOST = "127.0.0.1"
 TIMEOUT = timedelta(minutes=5)
+# Native aborts remain, rarely, under CI's two test workers: a CI run of November 27 lost a
+# spawn of tests/test_distributed.py to 'free(): invalid pointer' (SIGABRT) in a rank; the same
+# file passed 3 runs of 3 alone. A spawn whose rank dies of a signal runs once more.
+NATIVE_ABORT_RETRIES = 1
 
 
 def _worker(rank: int, run_case: Callable, world: int, port: int, cases: list, out: str) -> None:
@@ -50,7 +54,17 @@ def spawn_cases(run_case: Callable, world: int, cases: list, folder: Path) -> li
     """`run_case(*case)` for every (key, *case) of `cases` on `world` spawned gloo processes;
     each rank's {key: result}. `run_case` is a module-level function (spawn pickles it by
     name)."""
-    store = dist.TCPStore(HOST, 0, is_master=True, wait_for_workers=False, timeout=TIMEOUT)
-    args = (run_case, world, store.port, cases, str(folder))
-    mp.spawn(_worker, args=args, nprocs=world, join=True)
+    for attempt in range(1 + NATIVE_ABORT_RETRIES):
+        store = dist.TCPStore(HOST, 0, is_master=True, wait_for_workers=False, timeout=TIMEOUT)
+        args = (run_case, world, store.port, cases, str(folder))
+        try:
+            mp.spawn(_worker, args=args, nprocs=world, join=True)
+            break
+        except mp.ProcessExitedException as exc:
+            # A rank killed by a signal, not by a Python exception in a case (that one is
+            # ProcessRaisedException, never retried): a native abort inside gloo under load.
+            if exc.signal_name is None or attempt == NATIVE_ABORT_RETRIES:
+                raise
+            print(f"gloo_spawn: rank {exc.error_index} died of {exc.signal_name}; once more",
+                  file=sys.stderr)  # fmt: skip
     return [json.loads((folder / f"rank{r}.json").read_text()) for r in range(world)]
