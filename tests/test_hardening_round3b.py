@@ -390,3 +390,19 @@ def test_count_names_the_global_batch_it_refuses() -> None:
 
 def test_an_empty_spec_is_named_as_empty() -> None:
     refused(cli("count", ""), "the spec is empty")  # it said '.: the file is a directory'
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["plan", "llama-2-7b", "--gpu", "h100-sxm", "--global-batch", "64", "--gpus",
+         "99999999999999999999"],
+        ["plan", "llama-2-7b", "--gpu", "h100-sxm", "--global-batch", "64", "--seq",
+         "999999999999999999"],
+        ["plan", "llama-2-7b", "--mode", "serve", "--gpu", "h100-sxm", "--prompt", "10000000000"],
+        ["compare", "llama-2-7b", "gpt2", "--seq", "99999999999999999999"],
+    ],
+)  # fmt: skip
+def test_sizes_beyond_the_limit_are_refused_everywhere(args: list[str]) -> None:
+    """plan took --gpus 10^20 (a step of 10^15 seconds at 0.0% MFU), compare any --seq."""
+    refused(cli(*args), "must be at most 1,000,000,000")

@@ -116,6 +116,7 @@ def plan(
 
     o = SimpleNamespace(**locals())  # every option, by name, for the mode's function below
     with user_errors(debug, json_):
+        _check_sizes(o)
         if list_systems:
             return _list_systems(system_files, json_)
         system = request.checked_system(spec, gpu, system_files, mode, attn, dtype, gpus)
@@ -123,6 +124,17 @@ def plan(
         report = (_serve if mode == "serve" else _train)(ir, system, o)
     render = print_json if json_ else _render_serve if mode == "serve" else _render_train
     render(report)
+
+
+def _check_sizes(o) -> None:
+    """Every whole-number option within archspec's size limit, before any work."""
+    from archspec.safety.limits import check_sizes
+
+    check_sizes({"--gpus": o.gpus, "--global-batch": o.global_batch, "--seq": o.seq,
+                 "--tp": o.tp, "--pp": o.pp, "--interleave": o.interleave, "--batch": o.batch,
+                 "--zero": o.zero, "--top": o.top, "--prompt": o.prompt,
+                 "--new-tokens": o.new_tokens, "--group": o.group, "--speculate": o.speculate,
+                 "--concurrency": o.concurrency, "--cp": o.cp, "--ep": o.ep})  # fmt: skip
 
 
 def _serve(ir, system, o) -> dict[str, Any]:

@@ -21,3 +21,12 @@ MAX_NAMED_COPIES = 1_000_000
 # Modules print(model) lists one by one (a mixed window pattern's, which torch's ModuleList
 # cannot fold): Gemma 2's 46 layers make 46 entries.
 MAX_LAYER_RUNS = 1_000
+
+
+def check_sizes(options: dict[str, object]) -> None:
+    """Every whole-number option (named as given, "--seq") at most MAX_SIZE."""
+    from archspec.errors import SpecError
+
+    for name, value in options.items():
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SIZE:
+            raise SpecError(f"{name} must be at most {MAX_SIZE:,}, got {value:,}")

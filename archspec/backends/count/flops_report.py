@@ -35,6 +35,7 @@ from archspec.backends.count.params import parameter_count
 from archspec.backends.count.report import simplify
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
+from archspec.safety.limits import check_sizes
 
 # Weight-only quantisation is an inference format; a training figure for it has to say how the
 # step would run.
@@ -99,6 +100,7 @@ class Workload:
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise SpecError(f"--{name.replace('_', '-')} must be at least 1")
+            check_sizes({f"--{name.replace('_', '-')}": value})
         if self.dec_seq is not None and ir.root.layout != "encoder-decoder":
             raise SpecError(
                 f"--dec-seq applies to encoder-decoders; {ir.name} is {ir.root.layout}-only",

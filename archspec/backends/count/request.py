@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from archspec.errors import SpecError
-from archspec.safety.limits import MAX_SIZE
+from archspec.safety.limits import check_sizes
 
 if TYPE_CHECKING:
     from archspec.ir.nodes import IR
@@ -43,10 +43,8 @@ def requested_workload(by: str | None = None, engine: str | None = None, **optio
         from archspec.backends.count.stages import read_stage_layers
 
         parallel["stage_layers"] = read_stage_layers(parallel["stage_layers"])
-    for option, value in (*given.items(), *parallel.items()):
-        if isinstance(value, int) and abs(value) > MAX_SIZE:
-            name = option.replace("_", "-")
-            raise SpecError(f"--{name} must be at most {MAX_SIZE:,}, got {value:,}")
+    check_sizes({f"--{option.replace('_', '-')}": value
+                 for option, value in (*given.items(), *parallel.items())})  # fmt: skip
     par = Parallelism(**{k: v for k, v in parallel.items() if v is not None})
     return Workload(**{k: v for k, v in given.items() if v is not None}, parallel=par)
 
