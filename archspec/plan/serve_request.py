@@ -158,8 +158,8 @@ def serving_report(
             speculation.draft.value(speculation.draft.root.vocab_size),
         )
         if ours != theirs:
-            # Not refused: one tokenizer's tables may be padded to different sizes (Qwen2.5
-            # 0.5B's 151,936 rows beside 7B's 152,064), and archspec cannot see tokenizers.
+            # Not refused: a family's sizes may pad one tokenizer's embedding table to
+            # different row counts, and archspec cannot see tokenizers.
             warnings.append(
                 f"the draft's vocabulary ({theirs:,}) is not the model's ({ours:,}): "
                 "speculative decoding verifies the draft's tokens, so both need one tokenizer"
