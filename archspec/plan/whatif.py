@@ -10,9 +10,9 @@ from archspec.errors import SpecError
 
 SUFFIXES = {"K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
 # Bounds that keep a whole run's days and cost finite and meaningful: a quintillion tokens is
-# 10^4 times the largest published corpus a model has trained on (Llama 3: 15.6T); a million
-# per accelerator-hour is beyond any price; a what-if MFU or efficiency under 0.1% describes no
-# run (and at 1e-300 turned a step into 10^300 seconds).
+# a hundred thousand times a 10T-token corpus; a million per accelerator-hour is beyond any
+# price; a what-if MFU or efficiency under 0.1% describes no run (and at 1e-300 turned a step
+# into 10^300 seconds).
 MAX_TOKENS = 1e18
 MAX_PRICE = 1e6
 LEAST_FRACTION = 1e-3
