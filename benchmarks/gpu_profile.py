@@ -65,14 +65,12 @@ def kind_of(kernel: str) -> str:
 
 
 def _model(spec: str, sets: list[str], device: torch.device, folder: str):
-    from archspec.backends.torchgen import generate_source, load_generated
-    from archspec.cli.common import resolve_spec, with_overrides
-    from archspec.ir.build import build_ir
+    """The spec's IR and its generated model on `device`, as bench builds it."""
+    from archspec.bench.runner import _generated_model
+    from archspec.cli.common import compile_spec
 
-    ir = with_overrides(build_ir(resolve_spec(spec, sets)), sets)
-    module = load_generated(generate_source(ir), folder)
-    with torch.device(device):
-        return ir, module.Model(module.Config())
+    ir = compile_spec(spec, sets)
+    return ir, _generated_model(ir, device, folder)
 
 
 def _sync(device: torch.device) -> None:
@@ -147,6 +145,8 @@ def decode(device: torch.device, dry: bool, compiled: bool = False) -> dict:
     (compiled) llama-1b through torch.compile without CUDA graphs."""
     from torch.profiler import profile
 
+    from archspec.backends.count.layout import layer_count
+
     models = {"llama-7b": ("llama-2-7b", TINY if dry else []),
               "llama-1b": ("llama-2-7b", TINY if dry else LLAMA_1B)}  # fmt: skip
     if compiled:
@@ -163,7 +163,7 @@ def decode(device: torch.device, dry: bool, compiled: bool = False) -> dict:
                 from archspec.bench.runner import _compile
 
                 _compile(model, "generate", backend="eager" if dry else "inductor")
-            layers = sum(ir.value(run.count) for run in ir.root.stacks[0].blocks.runs)
+            layers = sum(layer_count(stack, ir) for stack in ir.root.stacks)
             ids = torch.randint(0, ir.value(ir.root.vocab_size), (1, seq), device=device)
             with torch.inference_mode():
                 # Warm-up: allocator, cuBLAS handles, SDPA's choice, and compiled graphs for
