@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from archspec.errors import Location, SpecError
+from archspec.safety.text import visible
 from archspec.spec.flat_position import flat_value
 from archspec.spec.resolve import _load_chain, builtin_dir, deep_merge
 from archspec.spec.schema import MoESpec, Spec
@@ -221,12 +222,16 @@ def _scalar(value: Any) -> str:
 
 
 def _render(imported: Imported) -> str:
+    # A comment ends at any line break YAML knows, U+2028 and U+0085 among them: text from the
+    # config (its path, a field's name or value in a note) goes in with those escaped, or a
+    # crafted key would write spec lines of its own.
     lines = [
-        f"# Imported by `archspec import-hf` from {imported.config_path}",
-        f"# (model_type {imported.model_type}, {imported.hf_class}).",
+        f"# Imported by `archspec import-hf` from {visible(imported.config_path)}",
+        f"# (model_type {visible(imported.model_type)}, {imported.hf_class}).",
     ]
     for note in imported.notes:
-        lines += textwrap.wrap(f"Note: {note}.", 96, initial_indent="# ", subsequent_indent="# ")
+        lines += textwrap.wrap(f"Note: {visible(note)}.", 96, initial_indent="# ",
+                               subsequent_indent="# ")  # fmt: skip
     lines.append(f"extends: {imported.base}")
     for key, value in imported.data.items():
         if isinstance(value, dict):
