@@ -16,7 +16,7 @@ from archspec.plan.hardware import get_system
 from archspec.plan.report import step_flops
 
 # docs/plan.md's leave-one-source-out mean error over published.yaml.
-CROSS_VALIDATED_MEAN = 0.073
+CROSS_VALIDATED_MEAN = 0.076
 
 
 def best_published_mfu(accelerator: str, fp8: bool) -> float:
@@ -44,6 +44,8 @@ def best_published_mfu(accelerator: str, fp8: bool) -> float:
           "--seq", "4096"], "h100-sxm", False),
         (["llama-3-8b", "--gpu", "h100-sxm", "--gpus", "64", "--global-batch", "128",
           "--seq", "8192", "--dtype", "fp8", "--engine", "nemo"], "h100-sxm", True),
+        (["llama-2-70b", "--gpu", "tpu-v5p", "--gpus", "128", "--global-batch", "256",
+          "--seq", "4096", "--engine", "maxtext"], "tpu-v5p", False),
     ],
 )  # fmt: skip
 def test_searched_mfu_is_within_the_best_published_on_that_accelerator(

@@ -43,7 +43,7 @@ def test_every_run_cites_a_source_that_says_where_it_was_read() -> None:
         assert run.model in data.models, run.name
         assert run.figure[0] in published.FIGURES and run.figure[1] > 0, run.name
         if run.figure[0] == "tflops_per_gpu":
-            assert run.flops in ("megatron", "megatron-core", "palm"), run.name
+            assert run.flops in ("megatron", "megatron-core", "palm", "maxtext"), run.name
 
 
 def test_figures_convert_to_the_step_they_imply() -> None:
@@ -91,8 +91,9 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard): mean 7.3%, within the issue's target of
-    # 8%, largest 26.8% (MT-NLG on 3360 A100s), far above its 15%; 6.5% and 26.8% over the 102
+    # What docs/plan.md reports (a regression guard): mean 7.6%, within the issue's target of
+    # 8%, largest 26.8% (MT-NLG on 3360 A100s), far above its 15%; 7.3% and 26.8% over the 111
+    # runs before MaxText's TPU v5p table (eight runs), 6.5% and 26.8% over the 102
     # runs before Megatron-LM's H100 table (nine bf16 runs), 6.9% and 26.8% before each
     # stack fitted its own overlap interference, 7.3% and 27.9% before fp8
     # runs timed the output head in bf16, 7.2% and 26.8% before full recomputation replayed
@@ -105,7 +106,7 @@ def test_cross_validated_errors() -> None:
     # costed in one byte (fp8_comm.py), 7.0% and 29.0% over the 70 runs before torchtitan's
     # and NVIDIA's other rows were added.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
-    assert mean(errors) < 0.074
+    assert mean(errors) < 0.077
     assert max(errors) < 0.27
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
@@ -173,3 +174,31 @@ def test_megatron_core_flops_refuse_a_mixture() -> None:
 
     with pytest.raises(SpecError, match="dense MLPs"):
         published.megatron_core_flops(build_ir(load_spec("mixtral-8x7b")), 1, 4096, 32)
+
+
+def test_maxtext_rows_have_the_sizes_and_utilisation_their_readme_names() -> None:
+    """The MaxText rows (MaxText/configs/v5p/README.md at 76bd53b0f) against what the README
+    states beside each TFLOP/s: its size label (32B ... 1024B: parameters within 3%, from
+    base.yml's widths scaled by pyconfig's get_individual_scales) and its MFU column (the
+    TFLOP/s over the v5p's bf16 peak, each TFLOP/s rounded to a whole number: 71.47% for 328).
+    `flops: maxtext` turns the TFLOP/s into the step: 6·N·T·B plus the causal half of PaLM's
+    attention term, 6·L·H·d·T²·B with heads of d = 256."""
+    from archspec.backends.count.params import parameter_count
+
+    mfu = {328: 0.7147, 323: 0.7031, 315: 0.6868, 316: 0.6883, 308: 0.6709, 294: 0.6399,
+           254: 0.5535, 297: 0.6480}  # fmt: skip
+    runs = [r for r in published.dataset().runs if r.flops == "maxtext"]
+    assert len(runs) == 8
+    for run in runs:
+        ir = published.cands_ir(run)
+        n = ir.value(parameter_count(ir.root))
+        label = float(run.name.split()[1].rstrip(",B")) * 1e9
+        assert n == pytest.approx(label, rel=0.03), run.name
+        peak = get_system(run.system).accelerator.peak("bf16")
+        assert run.figure[1] * 1e12 / peak == pytest.approx(mfu[int(run.figure[1])], abs=1.2e-3)
+        sets = dict(x.split("=") for x in run.sets)
+        heads, layers = int(sets["n_heads"]), int(sets["n_layers"])
+        b, s = run.global_batch, run.seq
+        flops = 6 * n * b * s + 6 * layers * heads * 256 * s * s * b
+        step = flops / (run.figure[1] * 1e12 * run.gpus)
+        assert published.published_step(run, ir) == pytest.approx(step), run.name

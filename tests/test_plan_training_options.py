@@ -135,7 +135,7 @@ def test_spellings_without_hyphens_resolve(name: str, key: str) -> None:
         (["--tp", "0"], "--tp must be at least 1 (got 0)"),
         (["--pp", "0"], "--pp must be at least 1 (got 0)"),
         (["--price", "3"], "--price costs a whole run: give --tokens too"),
-        (["--engine", "jax"], "--engine takes megatron, deepspeed, nemo, fsdp"),
+        (["--engine", "jax"], "--engine takes megatron, deepspeed, nemo, fsdp, maxtext"),
         (["--engine", "deepspeed", "--pp", "2", "--interleave", "2"],
          "--engine deepspeed has no interleaved pipeline schedule"),
         (["--pp", "2", "--interleave", "4", "--stage-layers", "2,30"],

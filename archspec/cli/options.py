@@ -454,9 +454,9 @@ PlanStageLayers = Annotated[
 PlanEngine = Annotated[
     str | None,
     _opt("--engine", help="The stack whose fitted profile times the step. Training: megatron "
-         "(default), deepspeed, nemo or fsdp (what it overlaps and its efficiency). Serving: "
-         "gpt-fast, tensorrt-llm, transformers, gptq-for-llama, tinychat, exllama or typical "
-         "(default ideal: the roofline alone).", metavar="NAME"),
+         "(default), deepspeed, nemo, fsdp or maxtext (what it overlaps and its efficiency). "
+         "Serving: gpt-fast, tensorrt-llm, transformers, gptq-for-llama, tinychat, exllama or "
+         "typical (default ideal: the roofline alone).", metavar="NAME"),
 ]  # fmt: skip
 PlanTokens = Annotated[
     str | None,

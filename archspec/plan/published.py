@@ -132,17 +132,20 @@ def published_step(run: Run, ir) -> float:
         return run.global_batch * run.seq / (value * run.gpus)
     b, s = run.global_batch, run.seq
     layers = model_layers(ir)
-    if run.flops == "palm":
+    if run.flops in ("palm", "maxtext"):
         # Chowdhery et al. 2022 (PaLM)'s model FLOPs: 6N + 12·L·H·Q·T a token, N every
         # parameter, H·Q the query heads' width, T the sequence, no recomputation; the
         # attention term counts every query-key pair (no causal half): it is what turns PaLM
         # Appendix B's 45.7% "without self-attention" (6 × 540B) into its 46.2% "with it".
+        # MaxText counts the same with the attention term halved for causality
+        # (calculate_training_tflops in MaxText/train.py at 76bd53b0f).
         from archspec.backends.count.params import parameter_count
 
         attn = next(p.node for p in walk(ir.root) if isinstance(p.node, Attention))
         width = ir.value(attn.n_heads) * ir.value(attn.head_dim)
         n = ir.value(parameter_count(ir.root))
-        flops = b * s * (6 * n + 12 * layers * width * s)
+        pairs = 12 if run.flops == "palm" else 6
+        flops = b * s * (6 * n + pairs * layers * width * s)
         return flops / (value * 1e12 * run.gpus)
     h, v = ir.value(ir.root.d_model), ir.value(ir.root.vocab_size)
     if run.flops == "megatron-core":
