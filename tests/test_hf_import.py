@@ -679,8 +679,8 @@ def test_qwen2_window_from_max_window_layers_is_a_pattern_as_long_as_the_stack()
     qwen2 = {
         "model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "vocab_size": 99,
         "hidden_size": 64, "num_hidden_layers": 4, "num_attention_heads": 4,
-        "intermediate_size": 128, "max_position_embeddings": 64, "sliding_window": 16,
-        "max_window_layers": 2,
+        "num_key_value_heads": 4, "intermediate_size": 128, "max_position_embeddings": 64,
+        "sliding_window": 16, "max_window_layers": 2,
     }  # fmt: skip
     # Qwen2's configs carry a window but switch it off: plain causal attention.
     off = import_config(qwen2).spec

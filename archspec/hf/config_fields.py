@@ -152,6 +152,15 @@ class Fields:
             raise self.error(key, f"expected a positive integer, got {shown(value)}")
         return value
 
+    def optional_size(self, key: str, absent: int | None) -> int | None:
+        """An optional size whose config class fills in `absent` where the field is left out
+        but keeps an explicit null as None (Qwen2Config's `num_key_value_heads: int | None =
+        32`, None then read as one per head): absent and null may mean different models."""
+        if key not in self.data:
+            self.used.add(key)
+            return absent
+        return self.size(key, None)
+
     def float(self, key: str, default: Any, *aliases: str) -> float:
         value = self.get(key, default, *aliases)
         if isinstance(value, bool) or not isinstance(value, (int, float)):

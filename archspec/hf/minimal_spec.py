@@ -138,7 +138,8 @@ def _minimal_over(
         if path[0] in fixed:
             continue
         if path[0] == "moe" and probe.moe is None:
-            minimal.setdefault("moe", {})[path[1]] = value
+            if len(path) > 1:  # ("moe",): None, no experts over a base without them
+                minimal.setdefault("moe", {})[path[1]] = value
             continue
         if _effective(probe, path) != value:
             if len(path) == 1:

@@ -193,7 +193,7 @@ def export_window(spec: Spec) -> int | None:
 def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any]:
     d = f.int("hidden_size", 4096)
     heads = f.count("num_attention_heads", 32)
-    kv = f.size("num_key_value_heads", v.kv_heads) or heads
+    kv = f.optional_size("num_key_value_heads", v.kv_heads) or heads
     head_dim = f.size("head_dim", None) or d // heads
     max_pos = f.int("max_position_embeddings", v.max_positions)
     if v.biases:

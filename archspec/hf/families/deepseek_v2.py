@@ -16,6 +16,7 @@ naming the field.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from archspec.errors import SpecError
@@ -96,11 +97,28 @@ def _moe(f: Fields, n_layers: int) -> dict[str, Any] | None:
     }
 
 
-def latent_decoder(f: Fields, cls: HFClass, interleaved: bool) -> dict[str, Any]:
+@dataclass(frozen=True)
+class DecoderDefaults:
+    """What a DeepSeek config class fills in for the decoder's sizes a file leaves out."""
+
+    hidden: int
+    heads: int
+    layers: int
+    d_ff: int
+    vocab: int
+    positions: int
+
+
+V2_DEFAULTS = DecoderDefaults(4096, 32, 32, 11008, 102400, 2048)  # DeepseekV2Config's
+V3_DEFAULTS = DecoderDefaults(7168, 128, 61, 18432, 129280, 4096)  # DeepseekV3Config's
+
+
+def latent_decoder(f: Fields, cls: HFClass, interleaved: bool,
+                   defaults: DecoderDefaults = V2_DEFAULTS) -> dict[str, Any]:  # fmt: skip
     """The spec of DeepSeek's decoder without its experts, as DeepSeek-V2 and V3 share it:
     latent attention rotated by RoPE (on `interleaved` channel pairs), dense MLPs."""
-    d = f.int("hidden_size", 4096)
-    heads = f.count("num_attention_heads", 32)
+    d = f.int("hidden_size", defaults.hidden)
+    heads = f.count("num_attention_heads", defaults.heads)
     kv = f.size("num_key_value_heads", heads)
     if kv != heads:
         raise f.error(
@@ -111,7 +129,7 @@ def latent_decoder(f: Fields, cls: HFClass, interleaved: bool) -> dict[str, Any]
     f.harmless("head_dim")  # the config class sets it to qk_rope_head_dim itself
     f.harmless("pretraining_tp")  # a different order of the same sums
     f.expect("attention_bias", False, False, "biases on the latent projections")
-    n_layers = f.int("num_hidden_layers", 32)
+    n_layers = f.int("num_hidden_layers", defaults.layers)
     eps = f.float("rms_norm_eps", 1e-6)
     position = _rope(f, 10000.0) | {"interleaved": interleaved}
     rope = f.get("rope_parameters") or f.get("rope_scaling") or {}
@@ -134,9 +152,9 @@ def latent_decoder(f: Fields, cls: HFClass, interleaved: bool) -> dict[str, Any]
         "d_model": d,
         "n_layers": n_layers,
         "n_heads": heads,
-        "d_ff": f.int("intermediate_size", 11008),
-        "vocab_size": f.int("vocab_size", 102400),
-        "max_seq_len": f.int("max_position_embeddings", 2048),
+        "d_ff": f.int("intermediate_size", defaults.d_ff),
+        "vocab_size": f.int("vocab_size", defaults.vocab),
+        "max_seq_len": f.int("max_position_embeddings", defaults.positions),
         "layout": "decoder",
         "residual": "pre",
         "final_norm": True,
@@ -153,9 +171,8 @@ def latent_decoder(f: Fields, cls: HFClass, interleaved: bool) -> dict[str, Any]
 def import_deepseek_v2(f: Fields, cls: HFClass) -> dict[str, Any]:
     spec = latent_decoder(f, cls, interleaved=True)
     f.expect("mlp_bias", False, False, "biases on the MLPs")
-    moe = _moe(f, spec["n_layers"])
-    if moe is not None:
-        spec["moe"] = moe
+    # None (every layer dense) is written too: the base spec's experts must not stand in.
+    spec["moe"] = _moe(f, spec["n_layers"])
     return spec
 
 

@@ -27,6 +27,7 @@ from archspec.hf.families.deepseek_v2 import (
     ATTENTION,
     CHECKPOINT_BLOCK,
     SHARED,
+    V3_DEFAULTS,
     latent_decoder,
     latent_fields,
 )
@@ -68,10 +69,9 @@ def _moe(f: Fields, n_layers: int) -> dict[str, Any] | None:
 
 
 def import_deepseek_v3(f: Fields, cls: HFClass) -> dict[str, Any]:
-    spec = latent_decoder(f, cls, interleaved=f.bool("rope_interleave", True))
-    moe = _moe(f, spec["n_layers"])
-    if moe is not None:
-        spec["moe"] = moe
+    spec = latent_decoder(f, cls, f.bool("rope_interleave", True), V3_DEFAULTS)
+    # None (every layer dense) is written too: the base spec's experts must not stand in.
+    spec["moe"] = _moe(f, spec["n_layers"])
     return spec
 
 

@@ -29,9 +29,7 @@ from archspec.hf.family import Family, HFClass, NameRules
 from archspec.hf.name_rules import chain
 from archspec.spec.schema import Spec
 
-VARIANT = LlamaVariant(
-    d_ff=10944, kv_heads=None, max_positions=2048, rms_eps=1e-6, vocab_size=152064
-)
+VARIANT = LlamaVariant(d_ff=10944, kv_heads=32, max_positions=2048, rms_eps=1e-6, vocab_size=152064)
 # Dots1Config's defaults where they differ from import_llama_like's.
 DEFAULTS = {"hidden_size": 4608, "num_hidden_layers": 62}
 EXPERTS = ExpertDefaults(
@@ -77,9 +75,8 @@ def import_dots1(f: Fields, cls: HFClass) -> dict[str, Any]:
         "qk_norm": True,
         **window,
     }
-    moe = read_sigmoid_moe(f, spec["n_layers"], EXPERTS)
-    if moe is not None:
-        spec["moe"] = moe
+    # None (every layer dense) is written too: the base spec's experts must not stand in.
+    spec["moe"] = read_sigmoid_moe(f, spec["n_layers"], EXPERTS)
     return spec
 
 

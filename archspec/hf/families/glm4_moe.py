@@ -60,9 +60,8 @@ def import_glm4_moe(f: Fields, cls: HFClass) -> dict[str, Any]:
     if f.bool("use_qk_norm", False):
         attention["qk_norm"] = True
     spec["attention"] = attention
-    moe = read_sigmoid_moe(f, spec["n_layers"], EXPERTS)
-    if moe is not None:
-        spec["moe"] = moe
+    # None (every layer dense) is written too: the base spec's experts must not stand in.
+    spec["moe"] = read_sigmoid_moe(f, spec["n_layers"], EXPERTS)
     return spec
 
 

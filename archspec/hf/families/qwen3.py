@@ -24,7 +24,7 @@ from archspec.spec.schema import Spec
 
 VARIANT = LlamaVariant(
     d_ff=22016,
-    kv_heads=None,
+    kv_heads=32,
     max_positions=32768,
     rms_eps=1e-6,
     vocab_size=151936,
