@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 
-from tests.hostile import cli
+from tests.hostile import cli, refused
 
 LLAMA = {
     "model_type": "llama",
@@ -37,3 +38,67 @@ def test_a_field_name_cannot_write_spec_lines_through_its_note(tmp_path: Path) -
         text = out.read_text()
         assert breaker not in text
         assert "attention" not in yaml.safe_load(text)
+
+
+def _import(tmp_path: Path, config: dict):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return cli("import-hf", str(path))
+
+
+@pytest.mark.parametrize(
+    ("scaling", "words"),
+    [
+        ({"rope_type": "linear", "factor": "2"}, "factor: expected a number, got '2'"),
+        ({"rope_type": "linear", "factor": None}, "factor: expected a number, got None"),
+        ({"type": "dynamic", "factor": "2"}, "factor: expected a number"),
+        ({"rope_type": "llama3", "factor": 8, "low_freq_factor": "1", "high_freq_factor": 4,
+          "original_max_position_embeddings": 128}, "low_freq_factor: expected a number"),
+        ({"rope_type": "yarn", "factor": 4, "beta_fast": "32",
+          "original_max_position_embeddings": 128}, "beta_fast: expected a number"),
+        ({"rope_type": "yarn", "factor": 4, "attention_factor": True,
+          "original_max_position_embeddings": 128}, "attention_factor: expected a number"),
+    ],
+)  # fmt: skip
+def test_rope_scaling_numbers_that_are_not_numbers_are_refused(tmp_path, scaling, words) -> None:
+    """A factor written as text or a boolean crashed the import (an assertion that the spec
+    read back what was written) or was quietly converted ("32" to 32.0, true to 1.0)."""
+    refused(_import(tmp_path, {**LLAMA, "rope_scaling": scaling}), "rope_scaling", words)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "field", "value", "words"),
+    [
+        ("gemma2", "num_hidden_layers", 0, "at least one layer"),
+        ("cohere2", "num_hidden_layers", 0, "at least one layer"),
+        ("qwen2", "num_hidden_layers", 10**9, "at most 100,000 layers"),
+        ("gemma2", "num_hidden_layers", 10**12, "at most 100,000 layers"),
+        ("gpt2", "n_inner", 0, "expected a positive integer"),
+        ("gptj", "n_inner", 0, "expected a positive integer"),
+        ("gpt_neo", "intermediate_size", 0, "expected a positive integer"),
+        ("falcon", "ffn_hidden_size", 0, "expected a positive integer"),
+        ("t5", "d_kv", 0, "expected a positive integer"),
+        ("qwen2_moe", "layer_types", [[1], [1]], "full_attention"),
+        ("gemma2", "layer_types", [[1], [1]], "sliding_attention"),
+        ("exaone4", "layer_types", "full_attention", "a list of layer types"),
+    ],
+)  # fmt: skip
+def test_degenerate_sizes_are_refused_naming_the_field(
+    tmp_path, model_type, field, value, words
+) -> None:
+    """Zero layers and odd layer_types crashed (StopIteration, TypeError); a billion layers
+    took 8 GB to list their types; a zero-width MLP (n_inner: 0) was read as left out (4 ×
+    the width: transformers builds it zero wide); T5's d_kv 0 crashed."""
+    from tests.hf_reference import FAMILY_CONFIGS
+
+    config = {"model_type": model_type, **FAMILY_CONFIGS[model_type], field: value}
+    refused(_import(tmp_path, config), field, words)
+
+
+@pytest.mark.parametrize("key", ["\x1b[31mfoo", "a\u202eb", "zero\u200bwidth"])
+def test_an_ignored_field_name_reaches_the_terminal_escaped(tmp_path, key) -> None:
+    """Values were escaped in the 'ignored' note, names were not: ESC and bidi controls in a
+    key reached stdout raw."""
+    result = _import(tmp_path, {**LLAMA, key: 3})
+    assert result.exit_code == 0, result.output
+    assert key not in result.stdout and "is ignored" in result.stdout

@@ -25,13 +25,26 @@ from archspec.hf.families import FAMILIES
 from archspec.hf.minimal_spec import Imported, fewest_overrides
 from archspec.hf.transformers_reads import fields_read, unread_fields
 from archspec.hf.unsupported import refusal
+from archspec.safety.limits import MAX_CONFIG_LAYERS
 from archspec.safety.text import shortened
 
 __all__ = ["FAMILIES", "Imported", "import_config", "read_config"]
 
 
+# The fields that count layers, whatever a family calls them.
+LAYER_COUNTS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "encoder_layers",
+                "decoder_layers", "num_decoder_layers")  # fmt: skip
+
+
 def _generic(f: Fields) -> None:
     """Fields any model_type may carry that archspec cannot reproduce: refused for all."""
+    for key in LAYER_COUNTS:
+        layers = f.data.get(key)
+        if isinstance(layers, int) and not isinstance(layers, bool):
+            if layers > MAX_CONFIG_LAYERS:
+                raise f.error(key, f"expected at most {MAX_CONFIG_LAYERS:,} layers, got {layers:,}")
+            if layers < 1:
+                raise f.error(key, f"expected at least one layer, got {layers}")
     f.expect("add_cross_attention", False, False, "cross-attention blocks in this family")
     f.expect("tie_encoder_decoder", False, False, "the encoder sharing the decoder's weights")
     f.expect("pruned_heads", ({}, None), {}, "pruned attention heads change the layer shapes")

@@ -15,6 +15,10 @@ MAX_INT_DIGITS = 30  # an integer in config.json; int64 has 19 digits
 MAX_EXTENDS = 32  # files in one `extends:` chain; the built-in specs use 2
 MAX_SIZE = 10**9  # any integer size in a spec or a workload option (vocab, width, batch, ...)
 MAX_LENGTHS = 64  # sequence lengths in one `--seq` sweep
+# Layers a config.json may give: some families list a type per layer as they import (which
+# layers attend through a window), and a billion of them took 8 GB. The deepest published
+# model has a few hundred.
+MAX_CONFIG_LAYERS = 100_000
 # Modules named one by one (a checkpoint's tensors): DeepSeek-V3's 58 layers of 256 experts
 # have under 50,000.
 MAX_NAMED_COPIES = 1_000_000

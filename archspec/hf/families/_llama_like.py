@@ -108,6 +108,9 @@ def rope_settings(
     missing = set(fields) - set(found)
     if missing:
         raise f.error(key, f"rope_type {kind!r} needs {', '.join(sorted(missing))}")
+    for name in fields:  # LongRoPE's short_factor and long_factor lists are _longrope.py's
+        if name.endswith("factor") and name not in ("short_factor", "long_factor"):
+            yarn.scaling_number(f, key, name, found[name])
     return key, found, kind, fields
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from archspec.errors import SpecError
 from archspec.hf.config_fields import Fields
+from archspec.hf.families._yarn import scaling_number
 from archspec.kinds.positions.rope_longrope import LongRopeScaling
 
 OPTIONAL = ("factor", "attention_factor")
@@ -26,6 +27,9 @@ def read_longrope(f: Fields, key: str, found: dict[str, Any], max_positions: int
         ):
             raise f.error(key, f"{name}: expected a list of numbers, got {factors!r}")
         out[name] = [float(x) for x in factors]
+    for name in OPTIONAL:
+        if found.get(name) is not None:
+            scaling_number(f, key, name, found[name])
     factor = found.get("factor")
     original = found["original_max_position_embeddings"]
     out["factor"] = float(factor if factor is not None else max_positions / original)

@@ -14,7 +14,11 @@ LAYER_TYPES = {"sliding_attention": "L", "full_attention": "G"}
 def check_layer_types(f: Fields, types: object, n_layers: int) -> list[str]:
     """`types` as one layer type per layer, each one archspec knows; else an error naming
     layer_types."""
-    if not isinstance(types, list) or len(types) != n_layers or set(types) - set(LAYER_TYPES):
+    if (
+        not isinstance(types, list)
+        or len(types) != n_layers
+        or any(not isinstance(t, str) or t not in LAYER_TYPES for t in types)
+    ):
         raise f.error(
             "layer_types",
             f"expected {n_layers} of sliding_attention / full_attention, got {types!r}",

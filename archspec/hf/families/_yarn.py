@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from archspec.hf.config_fields import Fields
+from archspec.hf.config_fields import Fields, shown
 from archspec.kinds.positions.rope_yarn import YarnScaling
 
 OPTIONAL = ("beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim", "truncate")
@@ -16,11 +16,22 @@ def _mscale(scale: float, mscale: float = 1.0) -> float:
     return 0.1 * mscale * math.log(scale) + 1.0 if scale > 1 else 1.0
 
 
+def scaling_number(f: Fields, key: str, name: str, value: Any) -> float:
+    """A RoPE scaling setting that is a number (factor, beta_fast, ...): a finite int or float,
+    not text or a boolean, which transformers' arithmetic would take or trip over."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise f.error(key, f"{name}: expected a number, got {shown(value)}")
+    return float(value)
+
+
 def read_yarn(f: Fields, key: str, found: dict[str, Any]) -> dict[str, Any]:
     """The spec's yarn fields. transformers reads `beta_fast or 32` and `beta_slow or 1`, and
     derives attention_factor from mscale / mscale_all_dim when both are set (DeepSeek)."""
     if found.get("truncate", True) is not True:
         raise f.error(key, "YaRN with truncate: false (an unrounded correction range)")
+    for name in ("factor", *OPTIONAL[:-1]):  # every setting but truncate is a number
+        if found.get(name) is not None:
+            scaling_number(f, key, name, found[name])
     factor = float(found["factor"])
     attention = found.get("attention_factor")
     mscale, mscale_all_dim = found.get("mscale"), found.get("mscale_all_dim")

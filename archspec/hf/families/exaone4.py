@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from archspec.errors import SpecError
-from archspec.hf.config_fields import Fields
+from archspec.hf.config_fields import Fields, shown
 from archspec.hf.families._llama_like import (
     MODEL_NAMES,
     ROPE_BUFFERS,
@@ -32,7 +32,9 @@ WINDOW = 4096  # Exaone4Config's default sliding_window
 def import_exaone4(f: Fields, cls: HFClass) -> dict[str, Any]:
     window = f.get("sliding_window") if "sliding_window" in f.data else WINDOW
     types = f.get("layer_types")
-    if window is not None or (types and set(types) != {"full_attention"}):
+    if types is not None and not isinstance(types, list):
+        raise f.error("layer_types", f"expected a list of layer types, got {shown(types)}")
+    if window is not None or (types and any(t != "full_attention" for t in types)):
         raise f.error(
             "sliding_window",
             f"sliding_window = {window}: EXAONE 4's windowed layers rotate and its global "

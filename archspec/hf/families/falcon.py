@@ -57,7 +57,7 @@ def import_falcon(f: Fields, cls: HFClass) -> dict[str, Any]:
         # calls: refused rather than guessed.
         f.expect("num_ln_in_parallel_attn", (None, 1), None, "two norms need the new architecture")
         residual = "parallel" if parallel else "pre"
-    ffn = f.get("ffn_hidden_size") or 4 * d
+    ffn = f.size("ffn_hidden_size", None) or 4 * d
     bias = f.bool("bias", False)
     position = read_rope(f, d // heads)
     if "rotary_dim" in position:

@@ -30,7 +30,7 @@ def import_gpt2(f: Fields, cls: HFClass) -> dict[str, Any]:
         "d_model": d,
         "n_layers": f.int("n_layer", 12, "num_hidden_layers"),
         "n_heads": f.count("n_head", 12, "num_attention_heads"),
-        "d_ff": f.get("n_inner") or 4 * d,
+        "d_ff": f.size("n_inner", None) or 4 * d,
         "vocab_size": f.int("vocab_size", 50257),
         "max_seq_len": f.int("n_positions", 1024, "max_position_embeddings"),
         "layout": "decoder",

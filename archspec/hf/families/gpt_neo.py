@@ -70,7 +70,7 @@ def import_gpt_neo(f: Fields, cls: HFClass) -> dict[str, Any]:
         "d_model": d,
         "n_layers": n_layers,
         "n_heads": f.count("num_heads", 16),
-        "d_ff": f.get("intermediate_size") or 4 * d,
+        "d_ff": f.size("intermediate_size", None) or 4 * d,
         "vocab_size": f.int("vocab_size", 50257),
         "max_seq_len": f.int("max_position_embeddings", 2048),
         "layout": "decoder",

@@ -49,7 +49,7 @@ def import_gptj(f: Fields, cls: HFClass) -> dict[str, Any]:
         "d_model": d,
         "n_layers": f.int("n_layer", 28, "num_hidden_layers"),
         "n_heads": heads,
-        "d_ff": f.get("n_inner") or 4 * d,
+        "d_ff": f.size("n_inner", None) or 4 * d,
         "vocab_size": f.int("vocab_size", 50400),
         "max_seq_len": f.int("n_positions", 2048, "max_position_embeddings"),
         "layout": "decoder",

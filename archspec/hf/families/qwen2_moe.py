@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from archspec.errors import SpecError
-from archspec.hf.config_fields import Fields
+from archspec.hf.config_fields import Fields, shown
 from archspec.hf.families._llama_like import (
     DENSE_BLOCK,
     MODEL_NAMES,
@@ -52,8 +52,13 @@ def import_qwen2_moe(f: Fields, cls: HFClass) -> dict[str, Any]:
     f.data = {**DEFAULTS, **f.data}
     f.expect("use_sliding_window", False, False, "sliding-window attention")
     types = f.get("layer_types")
-    if types is not None and set(types) != {"full_attention"}:
-        raise f.error("layer_types", "only full attention is supported")
+    if types is not None and (not isinstance(types, list) or
+                              any(t != "full_attention" for t in types)):  # fmt: skip
+        raise f.error(
+            "layer_types",
+            f"expected full_attention on every layer (only full attention is supported), "
+            f"got {shown(types)}",
+        )
     f.harmless("sliding_window", "max_window_layers")  # inert without use_sliding_window
     f.harmless("output_router_logits", "router_aux_loss_coef")  # training losses only
     spec = import_llama_like(f, cls, VARIANT)

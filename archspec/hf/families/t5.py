@@ -61,7 +61,7 @@ def import_t5(f: Fields, cls: HFClass, v: T5Variant = T5) -> dict[str, Any]:
         "d_model": d,
         "n_layers": n_layers,
         "n_heads": f.count("num_heads", v.n_heads, "num_attention_heads"),
-        "head_dim": f.int("d_kv", 64, "head_dim"),
+        "head_dim": f.count("d_kv", 64, "head_dim"),
         "d_ff": f.int("d_ff", v.d_ff),
         "vocab_size": f.int("vocab_size", v.vocab_size),
         "layout": cls.layout or "encoder-decoder",
