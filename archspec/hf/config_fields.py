@@ -173,6 +173,15 @@ class Fields:
             raise self.error(key, f"expected true or false, got {shown(value)}")
         return value
 
+    def flag(self, key: str, default: bool) -> bool:
+        """A boolean whose config class keeps an explicit null as None, which its modeling code
+        then reads as false (`if config.parallel_attn:`, FalconConfig); absent, the class's
+        default."""
+        if key in self.data and self.data[key] is None:
+            self.used.add(key)
+            return False
+        return self.bool(key, default)
+
     def expect(self, key: str, allowed: Any, default: Any, why: str) -> Any:
         """A field archspec supports only at some values: refuse the others, saying why."""
         value = self.get(key, default)

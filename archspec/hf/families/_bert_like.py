@@ -80,6 +80,13 @@ def import_bert_like(
         "dropout": read_dropout(f, places),
     }
     if cls.head == "lm":  # the masked-LM classes: transform, then a projection with a bias
+        if not spec["head"]["tied"]:
+            raise f.error(
+                "tie_word_embeddings",
+                "false on a masked-LM head: transformers 5 then keeps the output bias twice "
+                "(the head's `bias` and its decoder's, no longer one tensor), a head archspec "
+                "does not build",
+            )
         spec["head"] |= {"transform": True, "bias": True, "pooler": False}
         if roberta and spec["mlp"]["activation"] != "gelu":
             spec["head"]["transform_activation"] = "gelu"  # RobertaLMHead calls gelu itself

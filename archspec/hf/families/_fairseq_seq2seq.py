@@ -100,6 +100,13 @@ def note_frozen_sinusoids(f: Fields, v: Seq2Seq) -> None:
 def import_seq2seq(f: Fields, cls: HFClass, v: Seq2Seq) -> dict[str, Any]:
     f.expect("is_decoder", False, False, f"a decoder-only {f.model_type}")
     f.expect("is_encoder_decoder", True, True, f"{f.model_type} is an encoder-decoder")
+    f.expect(
+        "tie_word_embeddings",
+        True,
+        True,
+        "untied, transformers 5 builds the encoder's and the decoder's token embeddings apart "
+        "from `shared` (three tables, the output head a fourth); a spec has one table for both",
+    )
     enc_layers = f.int("encoder_layers", v.layers[0], "num_hidden_layers")
     dec_layers = f.int("decoder_layers", v.layers[1])
     heads = f.count("encoder_attention_heads", v.heads, "num_attention_heads")

@@ -31,6 +31,9 @@ class LlamaVariant:
     max_positions: int
     rms_eps: float
     biases: bool = False  # reads attention_bias / mlp_bias (LLaMA); else there are none
+    # With `biases`, whether the MLP reads mlp_bias (Qwen3's builds its linears without, and
+    # the field is reported as ignored).
+    mlp_bias: bool = True
     sliding_window: bool = False  # reads sliding_window, whose default is `window_default`
     window_default: int | None = None
     experts: bool = False  # a sparse mixture of experts (Mixtral)
@@ -200,7 +203,11 @@ def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any
     head_dim = f.size("head_dim", None) or d // heads
     max_pos = f.int("max_position_embeddings", v.max_positions)
     if v.biases:
-        bias = {"attention": f.bool("attention_bias", False), "mlp": f.bool("mlp_bias", False)}
+        bias = {"attention": f.bool("attention_bias", False), "mlp": False}
+        if v.mlp_bias:
+            bias["mlp"] = f.bool("mlp_bias", False)
+        else:
+            f.ignored("mlp_bias", f"transformers' {f.model_type} MLPs (built without biases)")
         f.harmless("pretraining_tp")  # a different order of the same sums
     else:
         bias = {"attention": False, "mlp": False}

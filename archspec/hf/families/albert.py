@@ -55,6 +55,13 @@ def import_albert(f: Fields, cls: HFClass) -> dict[str, Any]:
         f, cls, roberta=False, vocab_default=30000, defaults=DEFAULTS, places=DROPOUTS,
         factorised=True,
     )  # fmt: skip
+    if "dim" in spec["embedding"] and spec["embedding"]["dim"] is None:
+        raise f.error(
+            "embedding_size",
+            f"{spec['d_model']}, the hidden size: ALBERT still projects it "
+            "(embedding_hidden_mapping_in, a hidden_size² linear), and a spec projects only "
+            "embeddings of another width",
+        )
     layers = spec["n_layers"]
     groups = f.int("num_hidden_groups", 1)
     if groups < 1 or layers % groups:

@@ -60,12 +60,10 @@ def _layer_types(f: Fields, n_layers: int) -> list[str]:
 
 
 def import_cohere2(f: Fields, cls: HFClass) -> dict[str, Any]:
+    # An explicit head_dim is the attention's: Cohere2Config's __post_init__ sets hidden_size
+    # // num_attention_heads, and the field given in the file is set after it (transformers
+    # 5.24: Cohere2Config(hidden_size=64, num_attention_heads=4, head_dim=8).head_dim is 8).
     data = {**DEFAULTS, **f.data}
-    heads = data["num_attention_heads"]
-    if isinstance(data["hidden_size"], int) and isinstance(heads, int) and heads > 0:
-        if data.get("head_dim") not in (None, data["hidden_size"] // heads):
-            f.ignored("head_dim", "Cohere2Config (it sets hidden_size // num_attention_heads)")
-        data.pop("head_dim", None)
     for key in COHERE_FORMAT:
         f.ignored(key, "Cohere2Config and Cohere2Model")
     f.data = {k: v for k, v in data.items() if k not in COHERE_FORMAT}
@@ -108,7 +106,7 @@ def export_cohere2(spec: Spec) -> dict[str, Any]:
             path="attention.sliding_window",
         )
     fields = export_cohere_like(spec)
-    del fields["use_qk_norm"], fields["head_dim"]  # Cohere2Config reads neither
+    del fields["use_qk_norm"]  # Cohere2Config does not read it
     return fields | {
         "sliding_window": spec.attention.sliding_window,
         "layer_types": layer_types(spec),

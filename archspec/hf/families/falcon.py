@@ -27,9 +27,9 @@ from archspec.spec.schema import Spec
 def import_falcon(f: Fields, cls: HFClass) -> dict[str, Any]:
     d = f.int("hidden_size", 4544, "n_embed")
     heads = f.count("num_attention_heads", 71, "n_head")
-    new = f.bool("new_decoder_architecture", False)
-    multi_query = f.bool("multi_query", True)
-    parallel = f.bool("parallel_attn", True)
+    new = f.flag("new_decoder_architecture", False)
+    multi_query = f.flag("multi_query", True)
+    parallel = f.flag("parallel_attn", True)
     f.expect(
         "alibi",
         False,

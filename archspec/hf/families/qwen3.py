@@ -29,6 +29,7 @@ VARIANT = LlamaVariant(
     rms_eps=1e-6,
     vocab_size=151936,
     biases=True,
+    mlp_bias=False,  # Qwen3MLP's linears take bias=False whatever mlp_bias says
 )
 HEAD_DIM = 128  # Qwen3Config's default, not hidden_size / num_attention_heads
 
