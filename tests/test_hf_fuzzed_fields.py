@@ -83,3 +83,17 @@ def test_what_archspec_cannot_build_is_refused_naming_the_field(
     with pytest.raises(SpecError) as err:
         import_config(config)
     assert err.value.path == field
+
+
+def test_a_spec_refusal_names_the_spec_field_it_came_to() -> None:
+    """'expected a positive number, got 0.0' named nothing a user could find in the config."""
+    with pytest.raises(SpecError, match=r"\(the spec's attention\.scale\)"):
+        import_config(_config("granite", attention_multiplier=0.0))
+
+
+def test_a_left_out_key_value_head_count_says_it_took_the_default() -> None:
+    config = _config("qwen2")
+    config.pop("num_key_value_heads", None)
+    with pytest.raises(SpecError, match="left out, it is the config class's default, 32") as err:
+        import_config(config)
+    assert err.value.path == "num_key_value_heads"

@@ -185,8 +185,11 @@ def _validate(data: dict[str, Any], where: Location) -> Spec:
     try:
         return validate({"name": "imported", **data}, {}, where)
     except SpecError as exc:
+        # The spec field it came to (the config's own names differ by family) points the user
+        # at the config's setting: "attention.multiplier" for granite's attention_multiplier.
+        field = f" (the spec's {exc.path})" if exc.path else ""
         raise SpecError(
-            f"the config describes a model archspec cannot build: {exc.message}",
+            f"the config describes a model archspec cannot build{field}: {exc.message}",
             location=where,
             hint=exc.hint,
         ) from None

@@ -200,6 +200,12 @@ def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any
     d = f.int("hidden_size", 4096)
     heads = f.count("num_attention_heads", 32)
     kv = f.optional_size("num_key_value_heads", v.kv_heads) or heads
+    if "num_key_value_heads" not in f.data and heads % kv:
+        raise f.error(
+            "num_key_value_heads",
+            f"left out, it is the config class's default, {kv}, which does not divide the "
+            f"{heads} attention heads",
+        )
     head_dim = f.size("head_dim", None) or d // heads
     max_pos = f.int("max_position_embeddings", v.max_positions)
     if v.biases:
