@@ -102,3 +102,22 @@ def test_an_ignored_field_name_reaches_the_terminal_escaped(tmp_path, key) -> No
     result = _import(tmp_path, {**LLAMA, key: 3})
     assert result.exit_code == 0, result.output
     assert key not in result.stdout and "is ignored" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("override", "words"),
+    [
+        ("attention.bias.x=1", "at 'attention.bias': expected true or false"),
+        ("x.y.z=1", "unknown key 'x'"),
+        ("attention={bias: 3}", "at 'attention.bias'"),
+        ("n_layers.=1", "a dotted key of names"),
+        ("..=1", "a dotted key of names"),
+        ("extends=gpt2", "cannot change `extends`"),
+    ],
+)
+def test_a_set_error_names_the_option_not_the_spec_file(override: str, words: str) -> None:
+    """An override that made a value a mapping, or added an unknown section, was blamed on
+    the built-in spec file's line of what it replaced (`_gpt2.yaml:11:19`)."""
+    err = refused(cli("count", "gpt2", "--set", override), words)
+    assert err.startswith(f"--set {override}: error:"), err
+    assert ".yaml" not in err.splitlines()[0]

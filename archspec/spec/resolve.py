@@ -26,7 +26,7 @@ from archspec.spec.flat_position import flat_override_keys
 from archspec.spec.schema import Spec
 from archspec.spec.shorthand import expand_shorthands, override_keys
 from archspec.spec.validate import Locations, validate
-from archspec.spec.yaml_loader import NotYaml, load_yaml_file, load_yaml_text
+from archspec.spec.yaml_loader import KEY, NotYaml, load_yaml_file, load_yaml_text
 
 NOT_INHERITED = ("name", "abstract")
 _WARNED_NO_SOURCE: set[Path] = set()
@@ -150,6 +150,18 @@ def parse_override(text: str) -> tuple[list[str], Any]:
             hint="for example --set n_layers=48 or --set norm.kind=rmsnorm",
         )
     keys = key.strip().split(".")
+    if "" in keys:
+        raise SpecError(
+            f"--set expects a dotted key of names, got {key.strip()!r}",
+            location=_option_location(text),
+            hint="for example --set n_layers=48 or --set norm.kind=rmsnorm",
+        )
+    if keys[0] == "extends":
+        raise SpecError(
+            "--set cannot change `extends`: it sets fields of the spec its chain resolves to",
+            location=_option_location(text),
+            hint="write a spec file that extends the other model, with the fields you change",
+        )
     try:
         # The spec loader's rules hold here too: `010` is refused, nesting is bounded.
         value = load_yaml_text(raw, "--set", tuple(keys))[0] if raw.strip() else None
@@ -169,12 +181,31 @@ def apply_overrides(
     for text in overrides:
         keys, value = parse_override(text)
         keys = flat_override_keys(data, override_keys(keys, value))
+        where = _option_location(text)
+        # A section the option creates, or writes over a value with, is the option's too: an
+        # error about it (`--set attention.bias.x=1` made attention.bias a mapping) names the
+        # option, not the file line of what it replaced.
+        node: Any = data
+        for depth in range(1, len(keys)):
+            node = node.get(keys[depth - 1]) if isinstance(node, dict) else None
+            if not isinstance(node, dict):
+                locations[tuple(keys[:depth])] = locations[(*keys[:depth], KEY)] = where
         patch: Any = value
         for key in reversed(keys):
             patch = {key: patch}
         data = deep_merge(data, patch)
-        locations[tuple(keys)] = _option_location(text)
+        for path in (tuple(keys), *_paths(value, tuple(keys))):  # and a mapping's own keys
+            locations[path] = locations[(*path, KEY)] = where
     return data, locations
+
+
+def _paths(value: Any, prefix: tuple[str, ...]) -> list[tuple[str, ...]]:
+    if not isinstance(value, dict):
+        return []
+    out = []
+    for key, sub in value.items():
+        out += [(*prefix, str(key)), *_paths(sub, (*prefix, str(key)))]
+    return out
 
 
 def name_from_file(path: Path) -> str:
