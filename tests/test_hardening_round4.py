@@ -121,3 +121,9 @@ def test_a_set_error_names_the_option_not_the_spec_file(override: str, words: st
     err = refused(cli("count", "gpt2", "--set", override), words)
     assert err.startswith(f"--set {override}: error:"), err
     assert ".yaml" not in err.splitlines()[0]
+
+
+def test_a_misspelt_extends_is_suggested(tmp_path: Path) -> None:
+    spec = tmp_path / "typo.yaml"
+    spec.write_text("extend: gpt2\n")
+    refused(cli("count", str(spec)), "unknown key 'extend'", "did you mean 'extends'?")

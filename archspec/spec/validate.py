@@ -139,11 +139,13 @@ class _Validator:
                 self.collect(self.error(path, f"keys must be strings, got {_describe(key)}"))
                 failed = True
             elif key not in fields:
+                # At the top, `extends` is a key too (the loader follows it before this).
+                known = [*fields, "extends"] if not path else list(fields)
                 self.collect(
                     self.error(
                         (*path, key),
                         f"unknown key '{key}'",
-                        did_you_mean(key, fields) or f"expected one of: {', '.join(fields)}",
+                        did_you_mean(key, known) or f"expected one of: {', '.join(known)}",
                         at_key=True,
                     )
                 )
