@@ -127,3 +127,9 @@ def test_a_misspelt_extends_is_suggested(tmp_path: Path) -> None:
     spec = tmp_path / "typo.yaml"
     spec.write_text("extend: gpt2\n")
     refused(cli("count", str(spec)), "unknown key 'extend'", "did you mean 'extends'?")
+
+
+def test_a_symlink_loop_is_not_called_missing(tmp_path: Path) -> None:
+    loop = tmp_path / "loop.yaml"
+    loop.symlink_to(loop)
+    refused(cli("count", str(loop)), "a symbolic link that leads to no file")

@@ -72,7 +72,9 @@ def _find(ref: str, relative_to: Path | None, location: Location | None) -> Path
                 path="extends",
             )
         if not path.exists():  # a special file is refused when it is read
-            raise SpecError(f"spec file not found: {path}", location=location)
+            # A link to nothing (or to itself: a loop) is there, but leads nowhere.
+            what = "a symbolic link that leads to no file" if path.is_symlink() else "not found"
+            raise SpecError(f"spec file {what}: {path}", location=location)
         return path.resolve()
     path = builtin_dir() / f"{ref}.yaml"
     if not path.is_file():
