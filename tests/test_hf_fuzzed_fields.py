@@ -5,16 +5,12 @@ transformers builds it, or is refused naming the field."""
 from __future__ import annotations
 
 import copy
-import warnings
 
 import pytest
-import torch
 
-from archspec.backends.count.params import parameter_count
 from archspec.errors import SpecError
-from archspec.hf.classes import hf_class
 from archspec.hf.import_config import import_config
-from archspec.ir.build import build_ir
+from tests.hf_counts import counts
 from tests.hf_reference import FAMILY_CONFIGS
 
 transformers = pytest.importorskip("transformers")
@@ -22,19 +18,6 @@ transformers = pytest.importorskip("transformers")
 
 def _config(model_type: str, **changes) -> dict:
     return {"model_type": model_type, **copy.deepcopy(FAMILY_CONFIGS[model_type]), **changes}
-
-
-def _counts(config: dict) -> tuple[int, int]:
-    fields = {k: v for k, v in config.items() if k not in ("model_type", "architectures")}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        hf_config = transformers.AutoConfig.for_model(config["model_type"], **fields)
-    cls = getattr(transformers, hf_class(config["architectures"][0]).transformers_name)
-    with torch.device("meta"):
-        model = cls(hf_config)
-    ir = build_ir(import_config(copy.deepcopy(config)).spec)
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    return ir.value(parameter_count(ir.root)), trainable
 
 
 @pytest.mark.parametrize(
@@ -50,7 +33,7 @@ def _counts(config: dict) -> tuple[int, int]:
     ],
 )
 def test_counts_as_transformers_builds_it(model_type: str, changes: dict) -> None:
-    ours, theirs = _counts(_config(model_type, **changes))
+    ours, theirs = counts(_config(model_type, **changes))
     assert ours == theirs
 
 

@@ -13,13 +13,10 @@ import copy
 import warnings
 
 import pytest
-import torch
 
-from archspec.backends.count.params import parameter_count
 from archspec.errors import SpecError
-from archspec.hf.classes import hf_class
 from archspec.hf.import_config import import_config
-from archspec.ir.build import build_ir
+from tests.hf_counts import counts
 from tests.hf_reference import FAMILY_CONFIGS
 
 transformers = pytest.importorskip("transformers")
@@ -59,18 +56,6 @@ def test_each_field_left_out_reads_as_its_config_class_fills_it(name: str) -> No
         assert _spec_or_refused(written) == expected, (name, key)
 
 
-def _counts(config: dict) -> tuple[int, int]:
-    fields = {k: v for k, v in config.items() if k not in ("model_type", "architectures")}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        hf_config = transformers.AutoConfig.for_model(config["model_type"], **fields)
-    cls = getattr(transformers, hf_class(config["architectures"][0]).transformers_name)
-    with torch.device("meta"):
-        model = cls(hf_config)
-    ir = build_ir(import_config(copy.deepcopy(config)).spec)
-    return ir.value(parameter_count(ir.root)), sum(p.numel() for p in model.parameters())
-
-
 @pytest.mark.parametrize("name", ["qwen2", "llama", "ernie4_5", "internlm3"])
 def test_null_key_value_heads_is_one_per_head(name: str) -> None:
     """Written null, `num_key_value_heads` is one per head in the LLaMA-like config classes
@@ -79,7 +64,7 @@ def test_null_key_value_heads_is_one_per_head(name: str) -> None:
     config = {"model_type": name, **FAMILY_CONFIGS[name], "num_key_value_heads": None}
     spec = import_config(copy.deepcopy(config)).spec
     assert spec.kv_heads == spec.n_heads
-    ours, theirs = _counts(config)
+    ours, theirs = counts(config)
     assert ours == theirs
 
 
@@ -91,5 +76,5 @@ def test_dense_layers_over_the_whole_stack_leave_no_experts(name: str) -> None:
     config = {"model_type": name, **FAMILY_CONFIGS[name]}
     config["first_k_dense_replace"] = config["num_hidden_layers"]
     assert import_config(copy.deepcopy(config)).spec.moe is None
-    ours, theirs = _counts(config)
+    ours, theirs = counts(config)
     assert ours == theirs
