@@ -30,6 +30,8 @@ def _config(model_type: str, **changes) -> dict:
         ("qwen3", {"mlp_bias": True}),
         # an explicit head_dim outlives Cohere2Config's __post_init__ (was: reported ignored)
         ("cohere2", {"head_dim": 8}),
+        # ELECTRA's generator head has one output bias: untied, it imports exactly
+        ("electra", {"architectures": ["ElectraForMaskedLM"], "tie_word_embeddings": False}),
     ],
 )
 def test_counts_as_transformers_builds_it(model_type: str, changes: dict) -> None:

@@ -33,9 +33,11 @@ def import_bert_like(
     defaults: dict[str, Any] = BERT_DEFAULTS,
     places: dropouts.Places = dropouts.BERT,
     factorised: bool = False,
+    separate_bias: bool = True,
 ) -> dict[str, Any]:
     """The spec of a BERT-like encoder; with `factorised`, `embedding_size` (default 128, as
-    ALBERT and ELECTRA have it) is the embeddings' width."""
+    ALBERT and ELECTRA have it) is the embeddings' width. `separate_bias`: the masked-LM head
+    keeps an output bias of its own beside its decoder's, so untied it has two."""
     f.expect("position_embedding_type", ("absolute",), "absolute", "only absolute positions")
     f.expect("is_decoder", False, False, "a causal BERT")
     d = f.int("hidden_size", defaults["hidden_size"])
@@ -80,7 +82,9 @@ def import_bert_like(
         "dropout": read_dropout(f, places),
     }
     if cls.head == "lm":  # the masked-LM classes: transform, then a projection with a bias
-        if not spec["head"]["tied"]:
+        # BERT's head holds its output bias beside its decoder's (one tensor while tied);
+        # ELECTRA's generator head has the decoder's alone (`separate_bias` False).
+        if not spec["head"]["tied"] and separate_bias:
             raise f.error(
                 "tie_word_embeddings",
                 "false on a masked-LM head: transformers 5 then keeps the output bias twice "

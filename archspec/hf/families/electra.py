@@ -29,7 +29,9 @@ DEFAULTS = {
 def import_electra(f: Fields, cls: HFClass) -> dict[str, Any]:
     # The sequence summary of ElectraForMultipleChoice: no part of the classes mapped here.
     f.harmless("summary_type", "summary_use_proj", "summary_activation")
-    spec = import_bert_like(f, cls, roberta=False, defaults=DEFAULTS, factorised=True)
+    spec = import_bert_like(
+        f, cls, roberta=False, defaults=DEFAULTS, factorised=True, separate_bias=False
+    )
     if cls.head == "lm" and spec["mlp"]["activation"] != "gelu":
         spec["head"]["transform_activation"] = "gelu"  # ElectraGeneratorPredictions
     return spec
