@@ -136,3 +136,34 @@ def test_plan_checkpoint_option() -> None:
     assert recompute[None] == recompute[NON_REENTRANT] < recompute[REENTRANT]
     wrong = cli(*args[:-1], "--checkpoint", "reentrnt")
     assert wrong.exit_code == 2 and "did you mean 'reentrant'" in wrong.output
+
+
+def _replayed_projections(spec: str, sets: list[str], checkpoint: str) -> list[int]:
+    """Where a block's replayed projections sit among its ops."""
+    from archspec.backends.count.replay import full_replays
+    from archspec.ir.build import build_ir
+    from archspec.spec.resolve import load_spec
+
+    costs = pass_costs(build_ir(load_spec(spec, sets)), 2, "flash")
+    (_, block), *_ = costs.layers
+    return [i for i, c in enumerate(block) if c.label.endswith(".linear")
+            and full_replays(c.past_early_stop, checkpoint, c.unread)]  # fmt: skip
+
+
+def test_a_pruned_replay_skips_what_the_backward_never_reads() -> None:
+    """JAX's rematerialisation (the maxtext engine's `pruned` checkpoint) reruns what the
+    backward reads: in a parallel block neither output projection (their outputs only meet the
+    residual adds), where torch's early stop replays the attention's; in a sequential block the
+    attention's output feeds the second norm, which keeps it, so the two agree.
+    benchmarks/jax_remat_replay.py checks both against jax.grad's own jaxprs."""
+    from archspec.backends.count.replay import PRUNED
+
+    parallel = ["norm.kind=rmsnorm", "mlp.gated=false", "mlp.activation=relu"]
+    pruned = _replayed_projections("palm-8b", parallel, PRUNED)
+    early = _replayed_projections("palm-8b", parallel, NON_REENTRANT)
+    assert len(pruned) == 4 and len(early) == 5  # q, k, v, up; and the attention's output
+    assert set(pruned) < set(early)
+    for spec in ("llama-2-7b", "gpt2", "mixtral-8x7b"):
+        assert _replayed_projections(spec, [], PRUNED) == _replayed_projections(
+            spec, [], NON_REENTRANT
+        )

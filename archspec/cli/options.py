@@ -393,9 +393,10 @@ PlanFp8AllGather = Annotated[
 PlanCheckpoint = Annotated[
     str | None,
     _opt("--checkpoint", help="The activation checkpoint --recompute full runs: reentrant "
-         "(Megatron, DeepSpeed, NeMo, Composer: each block replayed whole) or non-reentrant "
+         "(Megatron, DeepSpeed, NeMo, Composer: each block replayed whole), non-reentrant "
          "(torch's use_reentrant=False, torchtitan: the replay stops after the last tensor the "
-         "backward needs). Default: the engine's.", panel=_LAYOUT),
+         "backward needs) or pruned (JAX's jax.checkpoint, MaxText: only what the backward "
+         "reads is replayed). Default: the engine's.", panel=_LAYOUT),
 ]  # fmt: skip
 PlanBatch = Annotated[
     int | None,

@@ -31,8 +31,8 @@ matmul plateau per stack, `published.py`, cross-validated leaving one source out
   `--xla_tpu_enable_async_collective_fusion`, `--xla_tpu_overlap_compute_collective_tc`);
   tensor parallelism shards the residual stream on its width ('activation_embed' over
   'tensor' in base.yml's logical_axis_rules), which costs what sequence parallelism does. Its
-  remat is jax.checkpoint, whose replay XLA prunes to what the backward reads (as torch's
-  non-reentrant checkpoint stops early).
+  remat is jax.checkpoint (flax's nn.remat), which replays only what the backward reads
+  (replay.py's pruned checkpoint: in MaxText's parallel block, neither output projection).
 
 Full recomputation replays each block whole in the stacks whose checkpoint is reentrant
 (Megatron-LM, Megatron-Core and so NeMo, DeepSpeed), and up to torch's early stop in those that
@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from archspec.backends.count.replay import NON_REENTRANT, REENTRANT
+from archspec.backends.count.replay import NON_REENTRANT, PRUNED, REENTRANT
 from archspec.errors import SpecError, did_you_mean
 from archspec.plan.efficiency import CALIBRATED, MAX_PLATEAU, Efficiency
 
@@ -136,7 +136,7 @@ ENGINES = {
     # each other, and the runs do not tell what XLA hides.
     "maxtext": Engine("maxtext", True, True, True,
                       "MaxText (JAX/XLA on TPUs): FSDP and TP communication overlapped",
-                      0.84, (("tpu-v5p", 0.84),), checkpoint=NON_REENTRANT, interference=1.0),
+                      0.84, (("tpu-v5p", 0.84),), checkpoint=PRUNED, interference=1.0),
 }  # fmt: skip
 DEFAULT_ENGINE = "megatron"
 

@@ -34,7 +34,7 @@ from archspec.backends.count.conventions import get_convention
 from archspec.backends.count.flops import FlopCounter
 from archspec.backends.count.op_checkpoint import OpCheckpoint
 from archspec.backends.count.passes import B, Lengths, Pass, decode_pass, forward_pass
-from archspec.backends.count.replay import early_stop
+from archspec.backends.count.replay import early_stop, unread
 from archspec.ir import ops
 from archspec.ir.lower import lower_block, lower_model, lower_stack
 from archspec.ir.nodes import IR, Block
@@ -66,6 +66,9 @@ class OpCost:
     # Whether this op comes after the early stop of torch's non-reentrant checkpoint, which
     # full recomputation then does not replay (replay.py).
     past_early_stop: bool = False
+    # Whether the backward reads nothing this op computes, so a pruned replay (JAX's
+    # rematerialisation) skips it (replay.py).
+    unread: bool = False
     # Whether an fp8 run does this matmul in fp8: the blocks' projections. The stacks keep a
     # projection outside the blocks, the output head, in bf16: Megatron-Core's output_layer is
     # a plain ColumnParallelLinear (TE's fp8 reaches TE modules only; an fp8 head is the
@@ -132,9 +135,17 @@ class CostCounter(FlopCounter):
             inner.in_block = True
             inner.op_checkpoint = OpCheckpoint(self.attn)
             inner.run(lower_block(run.node).ops)
-            end = early_stop([op for op, _ in inner.op_checkpoint.visited])
+            block = [op for op, _ in inner.op_checkpoint.visited]
+            end = early_stop(block)
+            skipped = unread(lower_block(run.node).ops, self.lengths, self.ctx)
+            assert len(skipped) == len(block)  # the same leaves, in the same order
             costs = [
-                replace(c, replayed_by_op_checkpoint=replayed, past_early_stop=i >= end)
+                replace(
+                    c,
+                    replayed_by_op_checkpoint=replayed,
+                    past_early_stop=i >= end,
+                    unread=skipped[i],
+                )  # fmt: skip
                 for i, (op_costs, replayed) in enumerate(
                     zip(inner.visited, inner.op_checkpoint.replayed(), strict=True)
                 )

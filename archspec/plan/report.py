@@ -14,7 +14,7 @@ from archspec.backends.count.memory import COMPUTE_BYTES
 from archspec.backends.count.op_checkpoint import OP
 from archspec.backends.count.passes import B, whole_sequences
 from archspec.backends.count.peak_report import workload_peaks
-from archspec.backends.count.replay import full_replays
+from archspec.backends.count.replay import NON_REENTRANT, full_replays
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 from archspec.plan.hardware import System
@@ -40,12 +40,16 @@ def step_flops(ir: IR, run: Training, recompute: str) -> tuple[int, int]:
         hardware = flop_figures(ir, conv, run.attn, NO_RECOMPUTE).train_step + replayed
     else:
         hardware = flop_figures(ir, conv, run.attn, recompute).train_step
-    if recompute == "full" and full_replays(True, checkpoint_of(run)):
-        # count's full recomputation replays up to torch's early stop; a stack whose
-        # checkpoint is reentrant also what comes after it (replay.py).
+    checkpoint = checkpoint_of(run)
+    if recompute == "full" and checkpoint != NON_REENTRANT:
+        # count's full recomputation replays up to torch's early stop; a reentrant
+        # checkpoint also what comes after it, a pruned one what the backward reads
+        # (replay.py).
         costs = pass_costs(ir, COMPUTE_BYTES[run.dtype], run.attn)
-        hardware += sp.Add(*(n * c.flops for n, block in costs.layers for c in block
-                             if c.past_early_stop))  # fmt: skip
+        hardware += sp.Add(*(
+            n * c.flops * (full_replays(c.past_early_stop, checkpoint, c.unread)
+                           - full_replays(c.past_early_stop, NON_REENTRANT))
+            for n, block in costs.layers for c in block))  # fmt: skip
     return whole(model, values), whole(hardware, values)
 
 

@@ -239,7 +239,8 @@ class StepModel:
             # all-reduce or reduce-scatter of its output (the all-gather before the
             # projections feeding it does).
             skipped = sum(1 for c, *_ in (runs[0][1] if runs else []) if c.tp == "row"
-                          and not full_replays(c.past_early_stop, self.checkpoint))  # fmt: skip
+                          and not full_replays(c.past_early_stop, self.checkpoint,
+                                               c.unread))  # fmt: skip
             sequence_parallel = layout.sp and tp > 1
             after_row = reduce_scatter(activation, tp, tp_link) if sequence_parallel else one
             layer_tp_recompute = row_parallel * one - skipped * after_row
@@ -280,7 +281,8 @@ class StepModel:
                     attn_core += n * (1 + item[0].backward) * t
                 replay = (
                     (layout.recompute == "full"
-                     and full_replays(item[0].past_early_stop, self.checkpoint))
+                     and full_replays(item[0].past_early_stop, self.checkpoint,
+                                      item[0].unread))
                     or (layout.recompute == "selective" and item[0].attn_core
                         and run.attn != "flash")
                     or (layout.recompute == OP and item[0].replayed_by_op_checkpoint)

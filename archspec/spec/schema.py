@@ -34,7 +34,9 @@ NAME_PATTERN = r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}"  # llama-2-7b, flan-t5-small,
 IDENTIFIER_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,99}"  # a Python class name
 # One line of visible text: no control, bidi or invisible character (archspec/safety/text.py),
 # no quotes, backslashes or backticks (it is written into a docstring of the generated code).
-TEXT_WORDS = "one line of visible text, at most 300 characters, without quotes, backslashes or backticks"
+TEXT_WORDS = (
+    "one line of visible text, at most 300 characters, without quotes, backslashes or backticks"
+)
 TEXT_PATTERN = f'[^{UNSAFE_CLASS}\\\\"`]{{0,300}}'
 WINDOW_PATTERN = r"[LG]{1,64}"  # a sliding window's layers, cycled: L windowed, G full
 # Each layer's positions, cycled: P `position`, L `local_position`, N none.

@@ -31,6 +31,15 @@ stack, not of the model:
   what comes before a save of its inputs alone. A pre-norm block ends in residual adds (which
   save nothing) fed by a projection (which saves its input and its weight, not its output): the
   replay stops at that projection's save, and neither its matmul nor the adds run again.
+- pruned: JAX's rematerialisation (jax.checkpoint, flax's nn.remat), which MaxText runs: "only
+  the inputs of a jax.checkpoint-decorated function might be saved, and any residuals consumed
+  on the backward pass are re-computed from those inputs as needed" (JAX's documentation,
+  "Control autodiff's saved values with jax.checkpoint"). So the replay runs the ops whose
+  output some op of the block keeps for its backward, and what they are computed from: not a
+  projection whose output only feeds residual adds, wherever it sits. In a parallel block
+  (PaLM's, MaxText's) that is the attention's output projection as well as the MLP's down
+  projection; in a sequential pre-norm block the attention's output feeds the second norm,
+  which keeps its input, so the replay is torch's early stop.
 """
 
 from __future__ import annotations
@@ -39,8 +48,8 @@ from collections.abc import Sequence
 
 from archspec.ir import ops
 
-REENTRANT, NON_REENTRANT = "reentrant", "non-reentrant"
-CHECKPOINTS = (REENTRANT, NON_REENTRANT)
+REENTRANT, NON_REENTRANT, PRUNED = "reentrant", "non-reentrant", "pruned"
+CHECKPOINTS = (REENTRANT, NON_REENTRANT, PRUNED)
 
 
 def early_stop(block: Sequence[ops.Op]) -> int:
@@ -56,7 +65,66 @@ def early_stop(block: Sequence[ops.Op]) -> int:
     return end
 
 
-def full_replays(past_early_stop: bool, checkpoint: str) -> bool:
+def unread(block: Sequence[ops.Op], lengths, ctx) -> list[bool]:
+    """For each leaf op of a block (its lowered ops with each sublayer call expanded, in
+    forward order: what the interpreters visit), whether the backward reads nothing it
+    computes: no op of the block keeps its output (or a view of it), it keeps nothing of its
+    own making, and no op the backward does read is computed from it. The activation
+    interpreter (activations.py) says what each op keeps; `ctx` is the stack's values the
+    block's sublayers are lowered with."""
+    from archspec.backends.count.activations import ActivationCounter
+    from archspec.ir.lower import lower
+
+    returned: dict[ops.Value, ops.Value] = {}  # a sublayer call's result -> what made it
+
+    def expand(op_list) -> list[ops.Op]:
+        out = []
+        for op in op_list:
+            if isinstance(op, ops.Call):
+                sub = lower(op.module, op.args[0], ctx)
+                out += expand(sub.ops)
+                if op.out is not None and sub.out is not None:
+                    returned[op.out.storage] = sub.out.storage
+            else:
+                out.append(op)
+        return out
+
+    def made(value: ops.Value) -> ops.Value:
+        storage = value.storage
+        while storage in returned:
+            storage = returned[storage]
+        return storage
+
+    leaves = expand(block)
+    maker: dict[ops.Value, int] = {}  # a storage -> the first op making it (not its views)
+    for i, op in enumerate(leaves):
+        if op.out is not None:
+            maker.setdefault(made(op.out), i)
+    counter = ActivationCounter(lengths, 2, "flash", "none")
+    counter.ctx = ctx
+    scope = counter.scopes[-1]
+    read = [False] * len(leaves)
+    for i, op in enumerate(leaves):
+        kept, internal = set(scope.kept), len(scope.internal)
+        counter.run([op])
+        read[i] = len(scope.internal) > internal  # statistics only this op makes
+        for storage in set(scope.kept) - kept:
+            j = maker.get(made(storage))
+            if j is not None:
+                read[j] = True
+    # What a replayed op is computed from is replayed too, back to the block's inputs.
+    for i in reversed(range(len(leaves))):
+        if read[i]:
+            for value in leaves[i].inputs:
+                j = maker.get(made(value))
+                if j is not None and j < i:
+                    read[j] = True
+    return [not r for r in read]
+
+
+def full_replays(past_early_stop: bool, checkpoint: str, unread: bool = False) -> bool:
     """Whether full recomputation under `checkpoint` replays an op (`past_early_stop`: the op
-    is among those `early_stop` leaves out)."""
+    is among those `early_stop` leaves out; `unread`: among those `unread` finds)."""
+    if checkpoint == PRUNED:
+        return not unread
     return checkpoint == REENTRANT or not past_early_stop
