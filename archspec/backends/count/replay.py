@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.ir import ops
 
 REENTRANT, NON_REENTRANT, PRUNED = "reentrant", "non-reentrant", "pruned"
@@ -100,7 +101,7 @@ def unread(block: Sequence[ops.Op], lengths, ctx) -> list[bool]:
     for i, op in enumerate(leaves):
         if op.out is not None:
             maker.setdefault(made(op.out), i)
-    counter = ActivationCounter(lengths, 2, "flash", "none")
+    counter = ActivationCounter(lengths, 2, "flash", NO_RECOMPUTE)
     counter.ctx = ctx
     scope = counter.scopes[-1]
     read = [False] * len(leaves)
