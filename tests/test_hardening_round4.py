@@ -133,3 +133,18 @@ def test_a_symlink_loop_is_not_called_missing(tmp_path: Path) -> None:
     loop = tmp_path / "loop.yaml"
     loop.symlink_to(loop)
     refused(cli("count", str(loop)), "a symbolic link that leads to no file")
+
+
+@pytest.mark.parametrize("recompute", ["none", "selective", "op"])
+def test_a_checkpoint_that_changes_nothing_is_reported_ignored(recompute: str) -> None:
+    """--checkpoint picks what full recomputation replays: beside another --recompute it
+    changed nothing, and said nothing."""
+    args = ["plan", "llama-2-7b", "--gpu", "h100", "--gpus", "8", "--global-batch", "64",
+            "--batch", "1", "--tp", "2", "--checkpoint", "pruned", "--recompute", recompute,
+            "--json"]  # fmt: skip
+    result = cli(*args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["ignored"] == ["--checkpoint"]
+    assert "ignored with --recompute" in result.stderr
+    full = cli(*args[:-2], "full", "--json")
+    assert "ignored" not in json.loads(full.stdout)

@@ -190,6 +190,9 @@ def _train(ir, system, o) -> dict[str, Any]:
     if ignored:
         report["ignored"] = ignored
         stderr().print(f"ignored without --mode serve: {', '.join(ignored)} (serving only)")
+    if note := request.inert_checkpoint(o.checkpoint, o.recompute):
+        report["ignored"] = [*report.get("ignored", []), "--checkpoint"]
+        stderr().print(note)
     return report
 
 

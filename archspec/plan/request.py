@@ -215,6 +215,14 @@ def other_mode_options(options: dict[str, Any]) -> list[str]:
     return [name for name, value in options.items() if value is not None]
 
 
+def inert_checkpoint(checkpoint: str | None, recompute: str | None) -> str | None:
+    """The note for a --checkpoint that changes nothing: it picks what full recomputation
+    replays, and the given layout recomputes otherwise; None where it may matter."""
+    if checkpoint is None or recompute in (None, "full"):
+        return None
+    return f"ignored with --recompute {recompute}: --checkpoint (what full recomputation replays)"
+
+
 def checked_what_if(
     tokens: str | None, price: float | None, mfu: float | None, efficiency: float | None
 ) -> dict[str, Any]:
