@@ -9,7 +9,8 @@ from typing import Any
 from archspec.hf.config_fields import Fields, shown
 from archspec.kinds.positions.rope_yarn import YarnScaling
 
-OPTIONAL = ("beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim", "truncate")
+NUMBERS = ("beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim")
+OPTIONAL = (*NUMBERS, "truncate")
 
 
 def _mscale(scale: float, mscale: float = 1.0) -> float:
@@ -29,7 +30,7 @@ def read_yarn(f: Fields, key: str, found: dict[str, Any]) -> dict[str, Any]:
     derives attention_factor from mscale / mscale_all_dim when both are set (DeepSeek)."""
     if found.get("truncate", True) is not True:
         raise f.error(key, "YaRN with truncate: false (an unrounded correction range)")
-    for name in ("factor", *OPTIONAL[:-1]):  # every setting but truncate is a number
+    for name in ("factor", *NUMBERS):
         if found.get(name) is not None:
             scaling_number(f, key, name, found[name])
     factor = float(found["factor"])
