@@ -91,8 +91,9 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard): mean 7.5%, within the target of
-    # 8%, largest 26.8% (MT-NLG on 3360 A100s), far above its 15%; 7.3% and 26.8% over the 111
+    # What docs/plan.md reports (a regression guard): mean 7.1%, within the target of
+    # 8%, largest 26.8% (MT-NLG on 3360 A100s), far above its 15%; 7.5% before an H200 took
+    # its H100 twin's GEMM half-size; 7.3% and 26.8% over the 111
     # runs before MaxText's TPU v5p table (eight runs; 7.6% with its rematerialisation timed as
     # torch's early stop), 6.5% and 26.8% over the 102
     # runs before Megatron-LM's H100 table (nine bf16 runs), 6.9% and 26.8% before each
@@ -107,7 +108,7 @@ def test_cross_validated_errors() -> None:
     # costed in one byte (fp8_comm.py), 7.0% and 29.0% over the 70 runs before torchtitan's
     # and NVIDIA's other rows were added.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
-    assert mean(errors) < 0.076
+    assert mean(errors) < 0.072
     assert max(errors) < 0.27
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))

@@ -34,6 +34,19 @@ def test_the_half_size_grows_with_the_flops_per_byte_of_the_part() -> None:
     assert ratio[h100] < ratio[a100] < 1
 
 
+def test_a_part_with_another_parts_tensor_cores_takes_its_half_size() -> None:
+    """An H200 is an H100 SXM's chip beside 4.8 TB/s of HBM3e (the datasheets): the GEMM
+    kernels and tiles are the same, so is the half-size; the bandwidth binds through the
+    roofline alone. Measured on one of each (benchmarks/RESULTS.md, "A second accelerator"),
+    the H200's compiled llama-1b training step was 1.08x the H100's, where a half-size scaled
+    with the H200's own bandwidth made plan predict 1.23x."""
+    eff = Efficiency(matmul_half=64.0)
+    h100 = Roofline.of(get_system("h100-sxm").accelerator, "bf16", eff)
+    h200 = Roofline.of(get_system("h200").accelerator, "bf16", eff)
+    assert h200.half == h100.half and h200.linear_half == h100.linear_half
+    assert h200.bandwidth == pytest.approx(h100.bandwidth * 4800 / 3350)
+
+
 def megatron_core_stages(layers: int, pp: int, vp: int) -> list[int]:
     """Transformer layers per pipeline rank under account_for_embedding_in_pipeline_split and
     account_for_loss_in_pipeline_split, as Megatron-Core's get_transformer_layer_offset deals

@@ -57,6 +57,7 @@ from dataclasses import dataclass, replace
 from archspec.backends.count.replay import NON_REENTRANT, PRUNED, REENTRANT
 from archspec.errors import SpecError, did_you_mean
 from archspec.plan.efficiency import CALIBRATED, MAX_PLATEAU, Efficiency
+from archspec.plan.hardware import tensor_core_twin
 
 
 @dataclass(frozen=True)
@@ -96,19 +97,12 @@ class Engine:
     interference: float = 0.5
 
     def efficiency(self, accelerator: str | None = None) -> Efficiency:
-        accelerator = SAME_TENSOR_CORES.get(accelerator, accelerator)
+        accelerator = tensor_core_twin(accelerator) if accelerator else accelerator
         peak = dict(self.on).get(accelerator) or transferred(self, accelerator)
         return replace(CALIBRATED, matmul_peak=peak, matmul_half=FITTED_HALF,
                        fp8_matmul=FITTED_FP8, attention=FITTED_ATTENTION,
                        overlap_interference=self.interference)  # fmt: skip
 
-
-# Parts with another part's tensor cores and clocks (systems.yaml's sources say so): a matmul
-# reaches the same share of their peak, so they take its fitted plateaus. The H100 96GB of Meta's
-# Grand Teton has the SXM's tensor cores under a 500 W limit (systems.yaml): what the limit costs
-# is left to the plateau fitted on the runs of both.
-SAME_TENSOR_CORES = {"h200": "h100-sxm", "h800": "h100-sxm", "h100-96g": "h100-sxm",
-                     "a100-40g": "a100-80g"}  # fmt: skip
 
 # The half-size (at an A100's FLOPs per byte; roofline.half_size scales it to each part) and the
 # fp8 factor fitted with the plateaus below on all of published.yaml; the attention factor is

@@ -45,6 +45,21 @@ class Accelerator:
         return self.memory_bandwidth_gbs * 1e9
 
 
+# Parts with another part's tensor cores and clocks (systems.yaml's sources say so): a matmul
+# reaches the same share of their peak, so they take its fitted plateaus (engines.py) and its
+# GEMM half-size (roofline.half_size). The H100 96GB of Meta's Grand Teton has the SXM's tensor
+# cores under a 500 W limit (systems.yaml): what the limit costs is left to the plateau fitted
+# on the runs of both.
+SAME_TENSOR_CORES = {"h200": "h100-sxm", "h800": "h100-sxm", "h100-96g": "h100-sxm",
+                     "a100-40g": "a100-80g"}  # fmt: skip
+
+
+def tensor_core_twin(key: str) -> str:
+    """The catalogue key of the part whose tensor cores and clocks this one has (its own key
+    where it is that part)."""
+    return SAME_TENSOR_CORES.get(key, key)
+
+
 @dataclass(frozen=True)
 class System:
     key: str

@@ -32,9 +32,9 @@ from archspec.ir.build import build_ir
 from archspec.ir.nodes import MLP, Attention, MoE
 from archspec.ir.visit import walk
 from archspec.plan.efficiency import CALIBRATED, Efficiency
-from archspec.plan.engines import ENGINES, SAME_TENSOR_CORES
+from archspec.plan.engines import ENGINES
 from archspec.plan.fit import MemoryModel
-from archspec.plan.hardware import get_system
+from archspec.plan.hardware import get_system, tensor_core_twin
 from archspec.plan.search import MAX_INTERLEAVE, MICRO_BATCHES, usable_memory
 from archspec.plan.step import Layout, StepModel, Training
 from archspec.spec.yaml_loader import load_yaml_text
@@ -316,7 +316,7 @@ def error_grid() -> dict[tuple[str, float, float, float, float, float], float]:
 def accelerator(run: Run) -> str:
     """The accelerator whose plateau a run fits: parts with another's tensor cores pool with it."""
     key = get_system(run.system).accelerator.key
-    return SAME_TENSOR_CORES.get(key, key)
+    return tensor_core_twin(key)
 
 
 @dataclass(frozen=True)

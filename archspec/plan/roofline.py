@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from archspec.plan.efficiency import Efficiency
-from archspec.plan.hardware import Accelerator
+from archspec.plan.hardware import Accelerator, load_accelerators, tensor_core_twin
 from archspec.plan.opcost import OpCost
 
 # FLOPs per byte of memory of an A100's bf16 peak (312 TFLOP/s over 2,039 GB/s, systems.yaml):
@@ -45,10 +45,18 @@ class Roofline:
         compute = dtype if dtype in ("fp32", "bf16", "fp16") else "bf16"
         peak = accel.peak(compute)
         linear = accel.peak("fp8") if dtype == "fp8" else peak
+        # More HBM than the chip was built with does not make its GEMMs more efficient: a part
+        # with another's tensor cores and clocks (an H200 beside an H100 SXM) runs the same
+        # kernels at the same tiles, so its balance counts the twin's bandwidth where its own
+        # is higher (measured: benchmarks/RESULTS.md, "A second accelerator"). Less HBM (the
+        # H100 96GB's 2.4 TB/s, the A100 40GB's) still costs, as on any part.
+        twin = tensor_core_twin(accel.key)
+        chip = load_accelerators().get(twin, accel) if twin != accel.key else accel
+        gemm_bandwidth = min(accel.bandwidth, chip.bandwidth)
         return cls(peak, accel.bandwidth * eff.memory_peak, eff,
                    linear * (eff.fp8_matmul if dtype == "fp8" else 1.0),
-                   half_size(eff, linear, accel.bandwidth),
-                   half_size(eff, peak, accel.bandwidth))  # fmt: skip
+                   half_size(eff, linear, gemm_bandwidth),
+                   half_size(eff, peak, gemm_bandwidth))  # fmt: skip
 
     def matmul_time(self, flops: float, m: float, n: float, k: float, peak: float = 0.0,
                     half: float = 0.0) -> float:  # fmt: skip
