@@ -91,9 +91,10 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard): mean 7.1%, within the target of
-    # 8%, largest 26.8% (MT-NLG on 3360 A100s), far above its 15%; 7.5% before an H200 took
-    # its H100 twin's GEMM half-size; 7.3% and 26.8% over the 111
+    # What docs/plan.md reports (a regression guard): mean 7.2%, within the target of
+    # 8%, largest 26.8% (MT-NLG on 3360 A100s), far above its 15%; 7.1% over the 119 runs
+    # before MaxText's two-slice rows (hybrid sharding), 7.5% before an H200 took its H100
+    # twin's GEMM half-size; 7.3% and 26.8% over the 111
     # runs before MaxText's TPU v5p table (eight runs; 7.6% with its rematerialisation timed as
     # torch's early stop), 6.5% and 26.8% over the 102
     # runs before Megatron-LM's H100 table (nine bf16 runs), 6.9% and 26.8% before each
@@ -108,7 +109,7 @@ def test_cross_validated_errors() -> None:
     # costed in one byte (fp8_comm.py), 7.0% and 29.0% over the 70 runs before torchtitan's
     # and NVIDIA's other rows were added.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
-    assert mean(errors) < 0.072
+    assert mean(errors) < 0.073
     assert max(errors) < 0.27
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
@@ -188,9 +189,16 @@ def test_maxtext_rows_have_the_sizes_and_utilisation_their_readme_names() -> Non
     from archspec.backends.count.params import parameter_count
 
     mfu = {328: 0.7147, 323: 0.7031, 315: 0.6868, 316: 0.6883, 308: 0.6709, 294: 0.6399,
-           254: 0.5535, 297: 0.6480}  # fmt: skip
+           254: 0.5535, 297: 0.6480,  # one slice ('1x')
+           319: 0.6943, 309: 0.6726, 305: 0.6634, 274: 0.5966, 289: 0.6299, 282: 0.6145,
+           237: 0.5155, 279: 0.6083}  # two slices ('2x')  # fmt: skip
     runs = [r for r in published.dataset().runs if r.flops == "maxtext"]
-    assert len(runs) == 8
+    assert len(runs) == 16
+    # A '2x' row is its '1x' row on two slices: the same model, twice the chips and batch.
+    for one, two in zip(runs[::2], runs[1::2], strict=True):
+        assert (two.sets, two.gpus, two.global_batch) == (one.sets, 2 * one.gpus,
+                                                          2 * one.global_batch)  # fmt: skip
+        assert (two.dp_replicate, two.node_size) == (2, one.gpus)
     for run in runs:
         ir = published.cands_ir(run)
         n = ir.value(parameter_count(ir.root))

@@ -37,6 +37,10 @@ def command(run: published.Run, micro_batch: int, interleave: int) -> list[str]:
         args.append("--fp8-all-gather")
     if run.checkpoint:
         args += ["--checkpoint", run.checkpoint]
+    if run.dp_replicate > 1:
+        args += ["--dp-replicate", str(run.dp_replicate)]
+    if run.node_size:
+        args += ["--node-size", str(run.node_size)]
     if run.stage_layers:
         args += ["--stage-layers", ",".join(map(str, run.stage_layers))]
     return [*args, "--json"]

@@ -193,6 +193,12 @@ CountEp = Annotated[
     typer.Option("--ep", help="Expert-parallel degree: data-parallel ranks sharing each "
                  "mixture's routed experts.", rich_help_panel=_FLOPS),
 ]  # fmt: skip
+CountDpReplicate = Annotated[
+    int | None,
+    typer.Option("--dp-replicate", help="Hybrid sharding (HSDP): replicas of the ZeRO shard "
+                 "group, which then shards over one replica's data-parallel ranks.",
+                 rich_help_panel=_FLOPS),
+]  # fmt: skip
 CountZero = Annotated[
     int | None,
     typer.Option("--zero", help="ZeRO stage over data-parallel replicas: 0-3.",
@@ -364,6 +370,12 @@ PlanListSystems = Annotated[
 ]
 PlanMode = Annotated[str, _opt("--mode", help="train or serve.", metavar="MODE")]
 PlanGpus = Annotated[int, _opt("--gpus", help="Accelerators in all.")]
+PlanNodeSize = Annotated[
+    int | None,
+    _opt("--node-size", help="Accelerators that share the fast interconnect, if fewer than the "
+         "system's node (a TPU slice of fewer chips: slices join over the data-center "
+         "network).", metavar="N"),
+]  # fmt: skip
 PlanGlobalBatch = Annotated[
     int | None, _opt("--global-batch", help="Sequences per optimizer step.", metavar="G")
 ]
@@ -439,6 +451,12 @@ PlanCp = Annotated[
     int | None,
     _opt("--cp", help="Context-parallel degree: ranks sharing each sequence.", panel=_LAYOUT),
 ]
+PlanDpReplicate = Annotated[
+    int | None,
+    _opt("--dp-replicate", help="Hybrid sharding (HSDP): replicas of the ZeRO shard group, "
+         "which then shards over the data-parallel ranks of one replica.", metavar="R",
+         panel=_LAYOUT),
+]  # fmt: skip
 PlanEp = Annotated[
     int | None,
     _opt(

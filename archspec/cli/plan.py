@@ -27,6 +27,7 @@ from archspec.cli.options import (
     PlanCheckpoint,
     PlanConcurrency,
     PlanCp,
+    PlanDpReplicate,
     PlanDraft,
     PlanDtype,
     PlanEfficiency,
@@ -44,6 +45,7 @@ from archspec.cli.options import (
     PlanMfu,
     PlanMode,
     PlanNewTokens,
+    PlanNodeSize,
     PlanNoKvCache,
     PlanPp,
     PlanPrice,
@@ -81,7 +83,8 @@ def plan(
     draft: PlanDraft = None,
     speculate: PlanSpeculate = 4, accept: PlanAccept = None, rate: PlanRate = None,
     concurrency: PlanConcurrency = None, plot: PlanServePlot = None, cp: PlanCp = None,
-    ep: PlanEp = None, stage_layers: PlanStageLayers = None, async_tp: PlanAsyncTp = False,
+    ep: PlanEp = None, dp_replicate: PlanDpReplicate = None, node_size: PlanNodeSize = None,
+    stage_layers: PlanStageLayers = None, async_tp: PlanAsyncTp = False,
     fp8_all_gather: PlanFp8AllGather = False, checkpoint: PlanCheckpoint = None,
     tokens: PlanTokens = None,
     price: PlanPrice = None, mfu: PlanMfu = None, efficiency: PlanEfficiency = None,
@@ -113,6 +116,7 @@ def plan(
     from types import SimpleNamespace
 
     from archspec.plan import request
+    from archspec.plan.hardware import with_node_size
 
     o = SimpleNamespace(**locals())  # every option, by name, for the mode's function below
     with user_errors(debug, json_):
@@ -120,6 +124,7 @@ def plan(
         if list_systems:
             return _list_systems(system_files, json_)
         system = request.checked_system(spec, gpu, system_files, mode, attn, dtype, gpus)
+        system = with_node_size(system, node_size)
         ir = compile_spec(spec, set_)
         report = (_serve if mode == "serve" else _train)(ir, system, o)
     render = print_json if json_ else _render_serve if mode == "serve" else _render_train
@@ -134,7 +139,8 @@ def _check_sizes(o) -> None:
                  "--tp": o.tp, "--pp": o.pp, "--interleave": o.interleave, "--batch": o.batch,
                  "--zero": o.zero, "--top": o.top, "--prompt": o.prompt,
                  "--new-tokens": o.new_tokens, "--group": o.group, "--speculate": o.speculate,
-                 "--concurrency": o.concurrency, "--cp": o.cp, "--ep": o.ep})  # fmt: skip
+                 "--concurrency": o.concurrency, "--cp": o.cp, "--ep": o.ep,
+                 "--dp-replicate": o.dp_replicate, "--node-size": o.node_size})  # fmt: skip
 
 
 def _serve(ir, system, o) -> dict[str, Any]:
@@ -155,7 +161,8 @@ def _serve(ir, system, o) -> dict[str, Any]:
         {"--global-batch": o.global_batch, "--seq": o.seq, "--pp": o.pp,
          "--interleave": o.interleave, "--sp": o.sp_, "--recompute": o.recompute,
          "--zero": o.zero, "--grad-dtype": o.grad_dtype,
-         "--cp": o.cp, "--ep": o.ep, "--stage-layers": o.stage_layers,
+         "--cp": o.cp, "--ep": o.ep, "--dp-replicate": o.dp_replicate,
+         "--stage-layers": o.stage_layers,
          "--async-tp": o.async_tp or None, "--fp8-all-gather": o.fp8_all_gather or None,
          "--checkpoint": o.checkpoint, "--tokens": o.tokens,
          "--price": o.price, "--mfu": o.mfu, "--efficiency": o.efficiency})  # fmt: skip
@@ -176,7 +183,8 @@ def _train(ir, system, o) -> dict[str, Any]:
     beyond_context(ir, [run.seq])
     given = {"tp": o.tp, "pp": o.pp, "interleave": o.interleave, "sp": o.sp_,
              "micro_batch": o.batch, "recompute": o.recompute, "zero": o.zero, "cp": o.cp,
-             "ep": o.ep, "stage_layers": o.stage_layers}  # fmt: skip
+             "ep": o.ep, "dp_replicate": o.dp_replicate,
+             "stage_layers": o.stage_layers}  # fmt: skip
     only = request.given_layout(ir, system, run, given)
     eff = request.efficiency_override(system, run, o.efficiency)
     result = _run_search(ir, system, run, only, quiet=o.json_, eff=eff)
@@ -228,6 +236,8 @@ def _layout_text(lay: dict[str, Any]) -> str:
         text += f" · cp {lay['cp']}"
     if lay.get("ep", 1) > 1:
         text += f" · ep {lay['ep']}"
+    if lay.get("dp_replicate", 1) > 1:
+        text += f" · dp replicated {lay['dp_replicate']}×"
     if lay.get("stage_layers"):
         text += f" · stages {','.join(map(str, lay['stage_layers']))}"
     if lay["interleave"] > 1:

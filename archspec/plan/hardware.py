@@ -7,7 +7,7 @@ read and checked by catalogue_file.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -154,6 +154,22 @@ def get_system(name: str, extra: list[Path] | None = None) -> System:
             hint=did_you_mean(name, catalogue) or "see `archspec plan --list-systems`",
         )
     return catalogue[name]
+
+
+def with_node_size(system: System, node_size: int | None) -> System:
+    """The system with nodes of `node_size` accelerators: a TPU slice of fewer chips than the
+    catalogue's node (slices join over the data-center network), a partition of a larger
+    NVLink domain. A node is never made larger than the catalogue's."""
+    if node_size is None:
+        return system
+    if not 1 <= node_size <= system.gpus_per_node:
+        raise SpecError(
+            f"--node-size {node_size}: {system.key}'s nodes hold {system.gpus_per_node} "
+            "accelerators",
+            hint="a node can be given smaller than the catalogue's (1 to "
+            f"{system.gpus_per_node}), not larger: a larger one is another system (--system)",
+        )
+    return replace(system, gpus_per_node=node_size)
 
 
 def catalogue_rows(catalogue: dict[str, System]) -> list[dict[str, Any]]:

@@ -34,7 +34,7 @@ from archspec.ir.visit import walk
 from archspec.plan.efficiency import CALIBRATED, Efficiency
 from archspec.plan.engines import ENGINES
 from archspec.plan.fit import MemoryModel
-from archspec.plan.hardware import get_system, tensor_core_twin
+from archspec.plan.hardware import get_system, tensor_core_twin, with_node_size
 from archspec.plan.search import MAX_INTERLEAVE, MICRO_BATCHES, usable_memory
 from archspec.plan.step import Layout, StepModel, Training
 from archspec.spec.yaml_loader import load_yaml_text
@@ -73,6 +73,8 @@ class Run:
     # and metaseq's FSDP runs are reentrant, torchtitan's (the fsdp engine's) is not.
     checkpoint: str | None = None
     zero: int = 0
+    dp_replicate: int = 1  # hybrid sharding: replicas of the ZeRO shard group
+    node_size: int | None = None  # accelerators sharing the fast interconnect, where fewer
     stage_layers: tuple[int, ...] | None = None
     needs: tuple[str, ...] = ()
     assumed: str | None = None  # what the source leaves unstated and the row takes
@@ -209,7 +211,7 @@ def candidates(run: Run) -> Candidates:
     does: the run is still timed, and flagged)."""
     ir = run_ir(run.model, run.sets, run.seq)
     check_stages(ir, run)
-    system = get_system(run.system)
+    system = with_node_size(get_system(run.system), run.node_size)
     layers = model_layers(ir)
     dp = run.gpus // (run.tp * run.pp * run.cp)
     if dp % run.ep:
@@ -231,8 +233,9 @@ def candidates(run: Run) -> Candidates:
                   if per % v == 0 and (v == 1 or m % run.pp == 0)]  # fmt: skip
         for v in vs:
             layout = Layout(run.tp, run.pp, v, mb, run.sp, run.recompute, run.zero, run.cp,
-                            run.stage_layers, run.ep)  # fmt: skip
-            par = Parallelism(run.gpus, run.tp, run.pp, run.zero, run.sp, v, m, cp=run.cp)
+                            run.stage_layers, run.ep, run.dp_replicate)  # fmt: skip
+            par = Parallelism(run.gpus, run.tp, run.pp, run.zero, run.sp, v, m, cp=run.cp,
+                              dp_replicate=run.dp_replicate)  # fmt: skip
             need = memory.busiest(par, mb, run.recompute, run.stage_layers, run.ep).total
             leanest = min(leanest, need)
             everything.append(layout)

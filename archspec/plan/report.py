@@ -111,6 +111,7 @@ def header(ir: IR, system: System, run: Training) -> dict[str, Any]:
         "overrides": list(ir.identity.overrides),
         "system": system.key,
         "accelerator": system.accelerator.name,
+        "gpus_per_node": system.gpus_per_node,
         "gpus": run.gpus,
         "global_batch": run.global_batch,
         "seq": run.seq,

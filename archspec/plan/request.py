@@ -19,7 +19,7 @@ from archspec.plan.step import Training
 # A given layout's options left out take these values (a search tries them all instead).
 LAYOUT_DEFAULTS = {"tp": 1, "pp": 1, "interleave": 1, "sp": False, "micro_batch": 1,
                    "recompute": NO_RECOMPUTE, "zero": 0, "cp": 1,
-                   "stage_layers": None, "ep": 1}  # fmt: skip
+                   "stage_layers": None, "ep": 1, "dp_replicate": 1}  # fmt: skip
 
 
 def checked_system(
@@ -177,7 +177,8 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
     if only["micro_batch"][0] < 1:
         raise SpecError("--batch must be at least 1")
     par = Parallelism(run.gpus, tp, pp, only["zero"][0], only["sp"][0],
-                      only["interleave"][0], cp=cp)  # fmt: skip
+                      only["interleave"][0], cp=cp, ep=only["ep"][0],
+                      dp_replicate=only["dp_replicate"][0])  # fmt: skip
     if tp > system.gpus_per_node:
         raise SpecError(
             f"--tp {tp} spans more than one node of {system.gpus_per_node} accelerators",

@@ -95,6 +95,7 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
     # Context parallelism and uneven stages are tried as given, never searched.
     cp = only.get("cp", [1])[0]
     ep = only.get("ep", [1])[0]
+    replicas = only.get("dp_replicate", [1])[0]  # hybrid sharding: as given, never searched
     stage_layers = only.get("stage_layers", [None])[0]
     for tp, pp in product(tps, pps):
         if gpus % (tp * pp * cp):
@@ -141,7 +142,12 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                     if dp % ep:
                         yield None, f"--ep {ep} does not divide the {dp} data-parallel ranks"
                         continue
-                    yield Layout(tp, pp, v, mb, sp_, rc, zero, cp, stage_layers, ep), None
+                    if replicas > 1 and (zero == 0 or dp % replicas or (dp // replicas) % ep):
+                        yield None, (f"--dp-replicate {replicas} needs ZeRO and whole groups "
+                                     "of data-parallel ranks")  # fmt: skip
+                        continue
+                    yield Layout(tp, pp, v, mb, sp_, rc, zero, cp, stage_layers, ep,
+                                 replicas), None  # fmt: skip
 
 
 def search(

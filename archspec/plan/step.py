@@ -90,6 +90,7 @@ class Layout:
     cp: int = 1  # context parallelism: ranks sharing each sequence
     stage_layers: tuple[int, ...] | None = None  # layers per pipeline stage; None: even
     ep: int = 1  # expert parallelism: data-parallel ranks sharing each layer's experts
+    dp_replicate: int = 1  # hybrid sharding: replicas of the ZeRO shard group (Parallelism's)
 
     def parallelism(self, gpus: int, micro_batches: int) -> Parallelism:
         """count's layout of all `gpus`. Context-parallel ranks hold the whole weights, so ZeRO
@@ -97,7 +98,7 @@ class Layout:
         torchtitan's FSDP over its flattened dp_shard_cp mesh); the memory model is given
         1/cp of the sequence for the activations."""
         return Parallelism(gpus, self.tp, self.pp, self.zero, self.sp, self.interleave,
-                           micro_batches, cp=self.cp)  # fmt: skip
+                           micro_batches, cp=self.cp, dp_replicate=self.dp_replicate)  # fmt: skip
 
     def dp(self, gpus: int) -> int:
         return gpus // (self.tp * self.pp * self.cp)
@@ -121,6 +122,7 @@ class Layout:
             "sp": self.sp,
             "recompute": self.recompute,
             "zero": self.zero,
+            "dp_replicate": self.dp_replicate,
         }
 
 
@@ -315,9 +317,13 @@ class StepModel:
         # Data parallelism, once per step over the replicas and the context-parallel ranks
         # (which hold the same weights): without ZeRO an all-reduce of the gradients; under
         # ZeRO-1/2 the gradients reduced in their own dtype, then the updated weights
-        # all-gathered in the weights' (exchange below).
+        # all-gathered in the weights' (exchange below). Under hybrid sharding ZeRO shards
+        # over one of `dp_replicate` groups (ranks ordered tp, cp, dp_shard, dp_replicate, so
+        # a group's ranks are tp apart), and the groups then all-reduce the gradient shard
+        # each rank holds, a group's width apart (FSDP2's HSDP; XLA's across TPU slices).
         replicas = dp * cp
-        dp_link = group_link(sysm, replicas, tp, net)
+        group = replicas // layout.dp_replicate
+        dp_link = group_link(sysm, group, tp, net)
         params = max(self.params_per_device(tp, pp, layout.stage_layers, layout.ep))
         grad_bytes = GRAD_BYTES[run.grad_dtype]
         # Under fp8 the weights stay bf16 (COMPUTE_BYTES), as the stacks keep and gather them.
@@ -327,23 +333,28 @@ class StepModel:
         # The experts' gradients are reduced only over the dp/ep ranks that hold the same ones.
         experts = self.expert_params(tp, pp, layout)
         dense = params - experts
-        expert_link = group_link(sysm, replicas // layout.ep, tp * layout.ep, net)
-        reduction = self.exchange(
-            layout, dense * grad_bytes, dense * weight_bytes - saved, replicas, dp_link
-        ) + self.exchange(layout, experts * grad_bytes, experts * weight_bytes,
-                          replicas // layout.ep, expert_link)  # fmt: skip
-        # Overlapped, the exchange (under ZeRO-1/2 both its halves) runs during the last
-        # micro-batch's backward (about two thirds of its compute, and its recomputation).
-        last_backward = 2 / 3 * compute + rec
-        dp_comm = exposed(reduction, last_backward, engine.overlap_dp, hit)
+        replica_link = group_link(sysm, layout.dp_replicate, tp * group, net)
+        shard_grads = (dense / group + experts / (group // layout.ep)) * grad_bytes
+        across = all_reduce(shard_grads, layout.dp_replicate, replica_link)
         if layout.zero >= 3:
             # Weights gathered for the forward and again for the backward of every micro-batch,
-            # gradients reduce-scattered after each backward; prefetched, they hide behind the
-            # micro-batch's compute.
-            gather = all_gather(params * weight_bytes - saved, replicas, dp_link)
-            scatter = reduce_scatter(params * grad_bytes, replicas, dp_link)
-            dp_comm = m * exposed(2 * gather + scatter, compute + rec, engine.overlap_zero3, hit)
-        shard = replicas if layout.zero >= 1 else 1
+            # gradients reduce-scattered (and, hybrid, all-reduced across the groups) after
+            # each backward; prefetched, they hide behind the micro-batch's compute.
+            gather = all_gather(params * weight_bytes - saved, group, dp_link)
+            scatter = reduce_scatter(params * grad_bytes, group, dp_link)
+            dp_comm = m * exposed(2 * gather + scatter + across, compute + rec,
+                                  engine.overlap_zero3, hit)  # fmt: skip
+        else:
+            expert_link = group_link(sysm, group // layout.ep, tp * layout.ep, net)
+            reduction = self.exchange(
+                layout, dense * grad_bytes, dense * weight_bytes - saved, group, dp_link
+            ) + self.exchange(layout, experts * grad_bytes, experts * weight_bytes,
+                              group // layout.ep, expert_link)  # fmt: skip
+            # Overlapped, the exchange (under ZeRO-1/2 both its halves) runs during the last
+            # micro-batch's backward (about two thirds of its compute, and its recomputation).
+            last_backward = 2 / 3 * compute + rec
+            dp_comm = exposed(reduction + across, last_backward, engine.overlap_dp, hit)
+        shard = group if layout.zero >= 1 else 1
         optimizer = params / shard * OPTIMIZER_BYTES_PER_PARAM / self.bandwidth
         breakdown = {
             "compute": m * compute,

@@ -74,9 +74,14 @@ class Parallelism:
     # --engine torch: the generated pipeline()'s schedule, as --schedule spells it
     # (`schedules.SCHEDULES`; None: 1F1B, with the stages of `pp` ranks' figures).
     schedule: str | None = None
+    # Hybrid sharding (HSDP; MaxText's data parallelism across slices beside FSDP within each):
+    # data-parallel groups that each hold a whole ZeRO shard set, ZeRO sharding over the
+    # dp·cp / dp_replicate ranks of one group (torchtitan's data_parallel_replicate_degree).
+    dp_replicate: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("gpus", "tp", "pp", "interleave", "micro_batches", "cp", "ep"):
+        for name in ("gpus", "tp", "pp", "interleave", "micro_batches", "cp", "ep",
+                     "dp_replicate"):  # fmt: skip
             if getattr(self, name) < 1:
                 raise SpecError(f"--{name.replace('_', '-')} must be at least 1")
         if self.zero not in (0, 1, 2, 3):
@@ -92,6 +97,8 @@ class Parallelism:
                 f"--ep {self.ep} does not divide the {self.dp} data-parallel ranks",
                 hint="expert-parallel ranks are data-parallel ranks that share the experts",
             )
+        if self.dp_replicate > 1:
+            self._check_replicas()
         if self.interleave > 1 and self.pp == 1:
             raise SpecError("--interleave needs pipeline parallelism (--pp 2 or more)")
         if self.engine not in ("megatron", "torch"):
@@ -135,6 +142,33 @@ class Parallelism:
         if self.loss_parallel and (self.engine != "torch" or self.tp == 1):
             raise SpecError("--loss-parallel splits the logits over --tp: --engine torch, --tp 2+")
 
+    def _check_replicas(self) -> None:
+        if self.zero == 0:
+            raise SpecError(
+                f"--dp-replicate {self.dp_replicate} replicates ZeRO's shard groups: it needs "
+                "--zero 1, 2 or 3",
+                hint="without ZeRO every data-parallel rank holds the whole weights already",
+            )
+        if self.dp % self.dp_replicate:
+            raise SpecError(
+                f"--dp-replicate {self.dp_replicate} does not divide the {self.dp} "
+                "data-parallel ranks",
+                hint="each replica is a whole group of data-parallel ranks",
+            )
+        if (self.dp // self.dp_replicate) % self.ep:
+            raise SpecError(
+                f"--ep {self.ep} does not divide the {self.dp // self.dp_replicate} "
+                f"data-parallel ranks of one of --dp-replicate {self.dp_replicate} replicas"
+            )
+        if self.engine == "torch":
+            # The generated parallelize runs HSDP, but each rank's peak under it (the replicas'
+            # all-reduce buffers beside FSDP2's) has not been measured against torch.
+            raise SpecError(
+                f"--engine torch: a rank's peak under --dp-replicate {self.dp_replicate} "
+                "(HSDP) is not counted",
+                hint="count HSDP's memory with --engine megatron",
+            )
+
     def _check_schedule(self) -> None:
         from archspec.backends.count.schedules import check_schedule
 
@@ -171,10 +205,10 @@ class Parallelism:
         """The ranks ZeRO shards a weight's states over: the data-parallel ranks and the cp
         ranks beside them (Megatron-Core's distributed optimizer over its dp × cp group; FSDP2
         over dp_shard × ep × cp in the generated parallelize, where with no data ranks
-        beside cp nothing is sharded)."""
+        beside cp nothing is sharded); under hybrid sharding those of one replica."""
         if self.engine == "torch" and self.dp == 1:
             return 1
-        return self.dp * self.cp
+        return self.dp * self.cp // self.dp_replicate
 
     @property
     def expert_data_ranks(self) -> int:

@@ -25,7 +25,7 @@ def requested_workload(by: str | None = None, engine: str | None = None, **optio
     A None option is one not given. Parameters alone import no formulas (sympy)."""
     parallel_names = (
         "gpus", "tp", "pp", "cp", "ep", "zero", "sp", "interleave", "stage_layers",
-        "mixed_precision", "loss_parallel", "schedule",
+        "mixed_precision", "loss_parallel", "schedule", "dp_replicate",
     )  # fmt: skip
     given = {k: v for k, v in options.items() if k not in parallel_names}
     parallel = {k: options.get(k) for k in parallel_names} | {"engine": engine}
