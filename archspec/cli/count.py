@@ -70,11 +70,10 @@ def count(
     optimizer: CountOptimizer = None, recompute: CountRecompute = None, attn: CountAttn = None,
     gpus: CountGpus = None, tp: CountTp = None, pp: CountPp = None, cp: CountCp = None,
     ep: CountEp = None, zero: CountZero = None, dp_replicate: CountDpReplicate = None,
-    sp_: CountSp = None, engine: CountEngine = None,
+    sp_: CountSp = None, engine: CountEngine = None, interleave: CountInterleave = None,
     mixed_precision: CountMixedPrecision = False, loss_parallel: CountLossParallel = False,
-    interleave: CountInterleave = None, stage_layers: CountStageLayers = None,
-    schedule: CountSchedule = None, global_batch: CountGlobalBatch = None,
-    grad_dtype: CountGradDtype = None, by: CountBy = None, plot: CountPlot = None,
+    stage_layers: CountStageLayers = None, schedule: CountSchedule = None, plot: CountPlot = None,
+    global_batch: CountGlobalBatch = None, grad_dtype: CountGradDtype = None, by: CountBy = None,
     force: PlotForce = False, json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Count a spec's parameters exactly, row by row; with `--seq` or `--batch` (or any
