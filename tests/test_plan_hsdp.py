@@ -142,6 +142,7 @@ def test_two_slices_exchange_their_gradients_over_the_data_center_network() -> N
     replicated = json.loads(invoke(*SLICES, "--dp-replicate", "2").stdout)
     two = json.loads(invoke(*SLICES, "--dp-replicate", "2", "--node-size", "64").stdout)
     assert two["gpus_per_node"] == 64 and one["gpus_per_node"] == 4096
+    assert two["node_size"] == 64 and "node_size" not in one
     assert two["layout"]["dp_replicate"] == 2 and one["layout"]["dp_replicate"] == 1
     # Each replica shards over half the ranks: twice the weights a chip holds.
     assert replicated["memory"]["weights"] == pytest.approx(2 * one["memory"]["weights"], rel=1e-6)

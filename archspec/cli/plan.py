@@ -189,6 +189,8 @@ def _train(ir, system, o) -> dict[str, Any]:
     eff = request.efficiency_override(system, run, o.efficiency)
     result = _run_search(ir, system, run, only, quiet=o.json_, eff=eff)
     report = request.training_report(ir, system, run, result, o.top, only is None, what_if)
+    if o.node_size is not None:
+        report["node_size"] = o.node_size
     if "warning" in report:
         stderr().print(f"warning: {markup_safe(report['warning'])}")
     ignored = request.other_mode_options(
@@ -280,8 +282,9 @@ def _render_train(r: dict[str, Any]) -> None:
 
     model = asked_title(r["model"], r["overrides"])
     # The system's names may come from a --system file: shown as written, never as markup.
+    nodes = f", nodes of {r['node_size']}" if "node_size" in r else ""
     title = (f"{model} on {r['gpus']} × {markup_safe(r['system'])} "
-             f"({markup_safe(r['accelerator'])}): "
+             f"({markup_safe(r['accelerator'])}{nodes}): "
              f"{r['global_batch']} × {r['seq']} tokens per step, {r['dtype']}")  # fmt: skip
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column("", style="bold")
