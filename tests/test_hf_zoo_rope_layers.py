@@ -165,3 +165,63 @@ def test_cohere2_without_windows_is_refused_naming_the_field() -> None:
     with pytest.raises(SpecError, match="windowed layers alone") as err:
         import_config({**COHERE2_DEFAULTS, "sliding_window": None})
     assert err.value.path == "sliding_window"
+
+
+# Every layer windowed (layer_types all sliding_attention): the windowed layers' rotation
+# (rope_local_base_freq) is the stack's, and the full layers' settings, which no layer reads,
+# are reported as ignored. Once refused in the spec's terms ("position_pattern 'L' uses
+# `position` on no layer").
+GEMMA3_ALL_SLIDING = {
+    **{k: v for k, v in GEMMA3_TINY.items() if k != "sliding_window_pattern"},
+    "layer_types": ["sliding_attention"] * 3,
+    "rope_local_base_freq": 100.0,
+}
+
+
+def test_gemma3_with_every_layer_windowed_rotates_by_the_local_settings() -> None:
+    imported = import_config({**GEMMA3_ALL_SLIDING, "architectures": ["Gemma3ForCausalLM"]})
+    spec, notes = imported.spec, imported.notes
+    assert spec.position.theta == 100.0 and spec.local_position is None
+    assert [spec.windowed(i) for i in range(3)] == [True] * 3
+    assert any("full_attention layers' rotary settings are ignored" in n for n in notes)
+
+
+# Every layer full, and both rotations at one base: the base spec's windows (five of six
+# layers) and its local rotation (base 10,000) were once kept, a silent other model.
+GEMMA3_ALL_FULL = {**GEMMA3_ALL_SLIDING, "layer_types": ["full_attention"] * 3}
+GEMMA3_ONE_BASE = {
+    **GEMMA3_TINY,
+    "rope_theta": 500.0,
+    "rope_local_base_freq": 500.0,
+    "rope_scaling": None,
+}
+GEMMA2_ALL_FULL = dict(model_type="gemma2", hidden_size=64, num_hidden_layers=3,
+                       num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                       intermediate_size=96, max_position_embeddings=64, pad_token_id=0,
+                       sliding_window=4, query_pre_attn_scalar=24,
+                       layer_types=["full_attention"] * 3)  # fmt: skip
+
+
+def test_layer_types_without_one_kind_import_as_they_say() -> None:
+    def imported(fields, cls):
+        return import_config({**fields, "architectures": [cls]})
+
+    full = imported(GEMMA3_ALL_FULL, "Gemma3ForCausalLM")
+    assert not any(full.spec.windowed(i) for i in range(3)) and full.spec.local_position is None
+    assert full.spec.position.theta == 1e6  # Gemma3TextConfig's rope_theta, scaled as given
+    assert any("sliding_attention layers' rotary settings are ignored" in n for n in full.notes)
+    one = imported(GEMMA3_ONE_BASE, "Gemma3ForCausalLM").spec
+    assert one.local_position is None and one.position.theta == 500.0
+    gemma2 = imported(GEMMA2_ALL_FULL, "Gemma2ForCausalLM").spec
+    assert not any(gemma2.windowed(i) for i in range(3))
+
+
+@pytest.mark.long
+@pytest.mark.parametrize(
+    ("cls", "fields"),
+    [("Gemma3ForCausalLM", GEMMA3_ALL_SLIDING), ("Gemma3ForCausalLM", GEMMA3_ALL_FULL),
+     ("Gemma3ForCausalLM", GEMMA3_ONE_BASE), ("Gemma2ForCausalLM", GEMMA2_ALL_FULL)],
+    ids=["gemma3-all-sliding", "gemma3-all-full", "gemma3-one-base", "gemma2-all-full"],
+)  # fmt: skip
+def test_layer_types_of_one_kind_equal_transformers(cls, fields, tmp_path: Path) -> None:
+    check_logits_and_tokens(cls, fields, tmp_path)

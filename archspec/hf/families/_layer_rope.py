@@ -75,12 +75,30 @@ def write_rope_per_type(spec: Spec) -> dict[str, Any]:
     }
 
 
-def local_layers(spec_fields: dict[str, Any], pattern: str, local: dict[str, Any]) -> None:
+def local_layers(
+    f: Fields, spec_fields: dict[str, Any], pattern: str, local: dict[str, Any]
+) -> None:
     """Give the spec's windowed layers (L in `pattern`, the window pattern) the rotation
-    `local` where it differs from the stack's position."""
-    if "L" in pattern and local != spec_fields["position"]:
+    `local` where it differs from the stack's position; else none of their own, written so
+    (a base spec may have one). Where every layer is windowed, the local rotation is the
+    stack's; the settings of a layer type no layer has are reported as ignored."""
+    if "L" in pattern and "G" not in pattern and local != spec_fields["position"]:
+        spec_fields["position"] = local
+        f.notes.append(
+            "the full_attention layers' rotary settings are ignored: layer_types has no "
+            "full_attention layer"
+        )
+    if "L" not in pattern and local != spec_fields["position"]:
+        f.notes.append(
+            "the sliding_attention layers' rotary settings are ignored: layer_types has no "
+            "sliding_attention layer"
+        )
+    if "L" in pattern and "G" in pattern and local != spec_fields["position"]:
         spec_fields["local_position"] = local
         spec_fields["position_pattern"] = pattern.replace("G", "P")
+    else:
+        spec_fields["local_position"] = None
+        spec_fields["position_pattern"] = "P"
 
 
 def check_local_layers(spec: Spec, what: str) -> None:

@@ -85,8 +85,9 @@ def import_cohere2(f: Fields, cls: HFClass) -> dict[str, Any]:
             "Cohere 2 model has",
         )
     spec["attention"] |= {"sliding_window": window, "window_pattern": pattern}
-    if "G" in pattern:  # the full layers attend without positions
-        spec["position_pattern"] = pattern.replace("L", "P").replace("G", "N")
+    # The full layers attend without positions; written either way, as the base spec's
+    # every fourth layer without them is not the config's where all its layers slide.
+    spec["position_pattern"] = pattern.replace("L", "P").replace("G", "N")
     return spec
 
 

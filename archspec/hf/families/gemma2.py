@@ -56,8 +56,12 @@ def import_gemma2(f: Fields, cls: HFClass) -> dict[str, Any]:
         "softcap": _cap(f, "attn_logit_softcapping", 50.0),
         "scale_dim": scalar if scalar != head_dim else None,
     }
+    # Written either way: the base spec's windows (every other layer) are not the config's
+    # when none of its layers is sliding_attention.
     if window is not None and "L" in pattern:
         spec["attention"] |= {"sliding_window": window, "window_pattern": pattern}
+    else:
+        spec["attention"] |= {"sliding_window": None}
     spec["head"]["softcap"] = _cap(f, "final_logit_softcapping", 30.0)
     return spec
 

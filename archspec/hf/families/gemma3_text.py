@@ -81,9 +81,13 @@ def import_gemma3(f: Fields, cls: HFClass) -> dict[str, Any]:
         "softcap": _cap(f, "attn_logit_softcapping"),
         "scale_dim": scalar if scalar != head_dim else None,
     }
+    # Written either way: the base spec's five windowed layers to each full one, and their
+    # rotation, are not the config's when its layer_types say otherwise.
     if "L" in pattern:
         spec["attention"] |= {"sliding_window": window, "window_pattern": pattern}
-        local_layers(spec, pattern, ropes["sliding_attention"])
+    else:
+        spec["attention"] |= {"sliding_window": None}
+    local_layers(f, spec, pattern, ropes["sliding_attention"])
     spec["head"]["softcap"] = _cap(f, "final_logit_softcapping")
     return spec
 

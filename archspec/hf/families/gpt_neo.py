@@ -66,6 +66,8 @@ def import_gpt_neo(f: Fields, cls: HFClass) -> dict[str, Any]:
     attention: dict[str, Any] = {"bias": True, "qkv_bias": False, "scale_scores": False}
     if "L" in letters:
         attention |= {"sliding_window": window, "window_pattern": _pattern(f, letters)}
+    else:  # written: the base spec alternates global and local layers
+        attention |= {"sliding_window": None}
     return {
         "d_model": d,
         "n_layers": n_layers,

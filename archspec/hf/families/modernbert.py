@@ -116,9 +116,13 @@ def import_modernbert(f: Fields, cls: HFClass) -> dict[str, Any]:
         "head": read_head(f, cls, True),
         "dropout": read_dropout(f, DROPOUT),
     }
+    # Written either way: the base spec's two local layers to each global one, and their
+    # rotation, are not the config's where every layer is global.
     if "L" in pattern:
         spec["attention"] |= {"sliding_window": half + 1, "window_pattern": pattern}
-        local_layers(spec, pattern, ropes["sliding_attention"])
+    else:
+        spec["attention"] |= {"sliding_window": None}
+    local_layers(f, spec, pattern, ropes["sliding_attention"])
     classifier = ("classifier_activation", "classifier_bias", "decoder_bias")
     if cls.head == "lm":
         spec["head"] |= {

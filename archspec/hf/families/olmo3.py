@@ -50,7 +50,7 @@ def import_olmo3(f: Fields, cls: HFClass) -> dict[str, Any]:
     if window is not None and "sliding_attention" in types:
         pattern = window_pattern(f, types)
         spec["attention"] |= {"sliding_window": window, "window_pattern": pattern}
-        local_layers(spec, pattern, ropes["sliding_attention"])
+        local_layers(f, spec, pattern, ropes["sliding_attention"])
     elif set(types) == set(TYPES) and ropes["sliding_attention"] != ropes["full_attention"]:
         raise f.error(
             "sliding_window",

@@ -72,9 +72,10 @@ def import_smollm3(f: Fields, cls: HFClass) -> dict[str, Any]:
     spec["head"]["tied"] = f.bool("tie_word_embeddings", True)
     n = spec["n_layers"]
     rotated = _rotated(f, n)
-    if not all(rotated):
-        letters = "".join("P" if r else "N" for r in rotated)
-        spec["position_pattern"] = shortest_cycle(f, "no_rope_layers", letters)
+    # Written either way: the base spec's every fourth layer without RoPE is not the config's
+    # where no_rope_layers says otherwise.
+    letters = "".join("P" if r else "N" for r in rotated)
+    spec["position_pattern"] = shortest_cycle(f, "no_rope_layers", letters)
     # As SmolLM3Config: without layer_types, a window where sliding is on, on the NoPE layers.
     windowed = f.bool("use_sliding_window", False)
     window = f.size("sliding_window", None)
