@@ -158,6 +158,7 @@ def test_two_slices_exchange_their_gradients_over_the_data_center_network() -> N
         (["--dp-replicate", "3", "--zero", "3"], "--dp-replicate 3 does not divide the 32"),
         (["--node-size", "8192", "--zero", "3"], "--node-size 8192: tpu-v5p's nodes hold 4096"),
         (["--node-size", "0", "--zero", "3"], "--node-size 0: tpu-v5p's nodes hold 4096"),
+        (["--node-size", "48", "--zero", "3"], "--gpus 128 is not a whole number of nodes of"),
     ],
 )
 def test_a_layout_hybrid_sharding_cannot_run_is_refused(extra, message) -> None:

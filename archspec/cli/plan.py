@@ -124,7 +124,7 @@ def plan(
         if list_systems:
             return _list_systems(system_files, json_)
         system = request.checked_system(spec, gpu, system_files, mode, attn, dtype, gpus)
-        system = with_node_size(system, node_size)
+        system = with_node_size(system, node_size, gpus)
         ir = compile_spec(spec, set_)
         report = (_serve if mode == "serve" else _train)(ir, system, o)
     render = print_json if json_ else _render_serve if mode == "serve" else _render_train

@@ -156,7 +156,7 @@ def get_system(name: str, extra: list[Path] | None = None) -> System:
     return catalogue[name]
 
 
-def with_node_size(system: System, node_size: int | None) -> System:
+def with_node_size(system: System, node_size: int | None, gpus: int = 1) -> System:
     """The system with nodes of `node_size` accelerators: a TPU slice of fewer chips than the
     catalogue's node (slices join over the data-center network), a partition of a larger
     NVLink domain. A node is never made larger than the catalogue's."""
@@ -168,6 +168,11 @@ def with_node_size(system: System, node_size: int | None) -> System:
             "accelerators",
             hint="a node can be given smaller than the catalogue's (1 to "
             f"{system.gpus_per_node}), not larger: a larger one is another system (--system)",
+        )
+    if gpus > node_size and gpus % node_size:
+        raise SpecError(
+            f"--gpus {gpus} is not a whole number of nodes of --node-size {node_size}",
+            hint="give accelerators in whole nodes, or fewer than one node",
         )
     return replace(system, gpus_per_node=node_size)
 

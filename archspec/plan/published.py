@@ -211,7 +211,7 @@ def candidates(run: Run) -> Candidates:
     does: the run is still timed, and flagged)."""
     ir = run_ir(run.model, run.sets, run.seq)
     check_stages(ir, run)
-    system = with_node_size(get_system(run.system), run.node_size)
+    system = with_node_size(get_system(run.system), run.node_size, run.gpus)
     layers = model_layers(ir)
     dp = run.gpus // (run.tp * run.pp * run.cp)
     if dp % run.ep:
