@@ -100,6 +100,12 @@ class Fields:
     def present(self, key: str) -> bool:
         return self.data.get(key) is not None
 
+    def is_null(self, key: str) -> bool:
+        """The file gives `key` as null: `get` reads that as left out (the default), which is
+        what most config classes do; where a class keeps the None and its model reads it
+        otherwise, the importer asks this first."""
+        return key in self.data and self.data[key] is None
+
     def get(self, key: str, default: Any = None, *aliases: str) -> Any:
         """The value of `key` (or of an alias transformers maps onto it), else `default`."""
         found: list[tuple[str, Any]] = []

@@ -41,6 +41,10 @@ class LlamaVariant:
     norm_kind: str = "rmsnorm"  # StarCoder2's and StableLM's LayerNorm has a bias
     # RoPE on the first partial_rotary_factor of each head (GLM: 0.5 by default); None: all
     rotary_fraction: float | None = None
+    # What an explicit null partial_rotary_factor means, where the config class keeps it and
+    # the model reads it (GLM's: left out of rope_parameters, rotating the whole head, 1.0);
+    # None: read as left out.
+    rotary_fraction_null: float | None = None
     eps_key: str = "rms_norm_eps"  # the config key of the norms' eps
     rope_theta: float = 10000.0  # the config class's RoPE base, for files that leave it out
 
@@ -146,14 +150,13 @@ def _rope(f: Fields, default: float, max_positions: int | None = None) -> dict[s
     return position
 
 
-def _partial_rope(
-    f: Fields, head_dim: int, fraction: float, max_pos: int, theta: float
-) -> dict[str, Any]:
+def _partial_rope(f: Fields, head_dim: int, v: LlamaVariant, max_pos: int) -> dict[str, Any]:
     from archspec.hf.families._rotary import read_rope  # it builds on this module
 
     return read_rope(
-        f, head_dim, default_fraction=fraction, max_positions=max_pos, default_theta=theta
-    )
+        f, head_dim, default_fraction=v.rotary_fraction, max_positions=max_pos,
+        default_theta=v.rope_theta, null_fraction=v.rotary_fraction_null,
+    )  # fmt: skip
 
 
 def rope_parameters(spec: Spec) -> dict[str, Any]:
@@ -233,7 +236,7 @@ def import_llama_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any
         "norm": {"kind": v.norm_kind, "eps": f.float(v.eps_key, v.rms_eps)},
         "position": _rope(f, v.rope_theta, max_pos)
         if v.rotary_fraction is None
-        else _partial_rope(f, head_dim, v.rotary_fraction, max_pos, v.rope_theta),
+        else _partial_rope(f, head_dim, v, max_pos),
         "embedding": {"token_types": 0, "norm": False, "scale": False},
         "attention": {"bias": bias["attention"], "scale_scores": True}
         | ({"sliding_window": window} if window is not None else {}),

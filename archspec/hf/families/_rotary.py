@@ -28,21 +28,25 @@ def read_rope(
     max_positions: int | None = None,
     aliases: dict[str, str] | None = None,
     outer: dict[str, Any] | None = None,
+    null_fraction: float | None = None,
 ) -> dict[str, Any]:
     """The spec's `position`: base, scaling and rotated channels (`rotary_dim`, the
     `int(head_dim * partial_rotary_factor)` transformers rotates). A rope_type or setting not
     listed in LLaMA's scalings is refused, naming the field. `max_positions` (the config's
     max_position_embeddings) is LongRoPE's default factor's numerator; `aliases` and `outer`
-    are rope_settings'."""
+    are rope_settings'. `null_fraction`: what an explicit null partial_rotary_factor means
+    where the config class keeps it (None: read as left out)."""
     key, found, kind, fields = rope_settings(f, ("partial_rotary_factor",), aliases, outer)
     theta = _agreed(f, found, "rope_theta", ("rope_theta", *theta_aliases), default_theta)
-    fraction = _agreed(
-        f,
-        found,
-        "partial_rotary_factor",
-        ("partial_rotary_factor", *fraction_aliases),
-        default_fraction,
-    )
+    nulled = f.is_null("partial_rotary_factor") and "partial_rotary_factor" not in found
+    if null_fraction is not None and nulled:
+        f.harmless("partial_rotary_factor")
+        fraction = null_fraction
+    else:
+        fraction = _agreed(
+            f, found, "partial_rotary_factor", ("partial_rotary_factor", *fraction_aliases),
+            default_fraction,
+        )  # fmt: skip
     rotary_dim = int(head_dim * fraction)
     if rotary_dim % 2 or rotary_dim < 2:
         raise f.error(

@@ -34,8 +34,12 @@ def _pattern(f: Fields, n_layers: int) -> str:
 
 
 def _cap(f: Fields, key: str, default: float) -> float | None:
-    value = f.get(key, default)
-    return None if value is None else f.float(key, default)
+    # An explicit null is no cap: Gemma2Config keeps the None and the model caps only when
+    # given one; only a left-out field takes the config class's default.
+    if f.is_null(key):
+        f.harmless(key)
+        return None
+    return f.float(key, default)
 
 
 def import_gemma2(f: Fields, cls: HFClass) -> dict[str, Any]:

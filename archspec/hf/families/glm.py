@@ -29,6 +29,7 @@ VARIANT = LlamaVariant(
     rms_eps=1.5625e-07,
     vocab_size=151552,
     rotary_fraction=0.5,
+    rotary_fraction_null=1.0,
 )
 # GlmConfig's (and Glm4Config's) defaults where they differ from import_llama_like's.
 DEFAULTS = {"hidden_size": 4096, "num_hidden_layers": 40, "num_attention_heads": 32}

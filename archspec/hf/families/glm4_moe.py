@@ -37,6 +37,7 @@ VARIANT = LlamaVariant(
     rms_eps=1e-5,
     vocab_size=151552,
     rotary_fraction=0.5,
+    rotary_fraction_null=1.0,
 )
 # Glm4MoeConfig's defaults where they differ from import_llama_like's.
 DEFAULTS = {"hidden_size": 4096, "num_hidden_layers": 46, "num_attention_heads": 96}

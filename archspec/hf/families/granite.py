@@ -26,11 +26,23 @@ VARIANT = LlamaVariant(
 )
 
 
+def _attention_multiplier(f: Fields) -> float | None:
+    """The scores' factor. GraniteMoeConfig (and GraniteMoeSharedConfig) keep an explicit null,
+    which their attention passes on as scaling=None: SDPA's 1/sqrt(head_dim), the spec's
+    default (None); GraniteConfig refuses it."""
+    if not f.is_null("attention_multiplier"):
+        return f.float("attention_multiplier", 1.0)
+    if f.model_type == "granite":
+        raise f.error("attention_multiplier", "GraniteConfig takes a number here, not null")
+    f.harmless("attention_multiplier")
+    return None
+
+
 def import_granite(f: Fields, cls: HFClass) -> dict[str, Any]:
     spec = import_llama_like(f, cls, VARIANT)
     spec["embedding"] = {**spec["embedding"], "multiplier": f.float("embedding_multiplier", 1.0)}
     spec["residual_multiplier"] = f.float("residual_multiplier", 1.0)
-    spec["attention"] = {**spec["attention"], "scale": f.float("attention_multiplier", 1.0)}
+    spec["attention"] = {**spec["attention"], "scale": _attention_multiplier(f)}
     spec["head"] = {**spec["head"], "logits_divisor": f.float("logits_scaling", 1.0)}
     return spec
 

@@ -33,7 +33,8 @@ def read_window(f: Fields) -> dict[str, Any]:
     windowed, whatever the other fields say."""
     n_layers = f.int("num_hidden_layers", 32)
     used = f.bool("use_sliding_window", False)
-    window = f.get("sliding_window", 4096) if used else None
+    # An explicit null is no window: Qwen2Config keeps it, and every layer is then full.
+    window = f.get("sliding_window", 4096) if used and not f.is_null("sliding_window") else None
     if window is not None and (not isinstance(window, int) or window < 1):
         raise f.error("sliding_window", f"expected a positive integer or null, got {window!r}")
     f.harmless("sliding_window")

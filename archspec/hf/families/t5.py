@@ -54,6 +54,9 @@ def import_t5(f: Fields, cls: HFClass, v: T5Variant = T5) -> dict[str, Any]:
         "dense_act_fn", (None, act_name), None, f"feed_forward_proj {proj!r} implies {act_name}"
     )
     f.expect("is_gated_act", (None, gated), None, f"feed_forward_proj {proj!r} implies {gated}")
+    # An explicit null is kept by T5Config (it derives the flag only when left out), and the
+    # model then builds the ungated MLP (T5DenseActDense) with feed_forward_proj's activation.
+    gated = gated and not f.is_null("is_gated_act")
     n_layers = f.int("num_layers", v.n_layers, "num_hidden_layers")
     decoder_layers = f.size("num_decoder_layers", n_layers)  # null: as many (T5Config)
     d = f.int("d_model", 512, "hidden_size")
@@ -101,7 +104,9 @@ def import_t5(f: Fields, cls: HFClass, v: T5Variant = T5) -> dict[str, Any]:
     elif cls.head == "lm":
         # transformers scales the decoder output by d_model**-0.5 before a tied head (T5 v1.0);
         # 5.x states it as scale_decoder_outputs, defaulting to "the head is tied".
-        scale = f.get("scale_decoder_outputs", head["tied"])
+        # An explicit null is kept by T5Config and read as false by the model.
+        nulled = f.is_null("scale_decoder_outputs")
+        scale = f.get("scale_decoder_outputs", head["tied"]) and not nulled
         if scale and not head["tied"]:
             raise f.error(
                 "scale_decoder_outputs",
