@@ -82,23 +82,24 @@ def local_layers(
     `local` where it differs from the stack's position; else none of their own, written so
     (a base spec may have one). Where every layer is windowed, the local rotation is the
     stack's; the settings of a layer type no layer has are reported as ignored."""
-    if "L" in pattern and "G" not in pattern and local != spec_fields["position"]:
+    differs = local != spec_fields["position"]
+    if "L" in pattern and "G" in pattern and differs:
+        spec_fields["local_position"] = local
+        spec_fields["position_pattern"] = pattern.replace("G", "P")
+        return
+    spec_fields["local_position"] = None
+    spec_fields["position_pattern"] = "P"
+    if differs and "G" not in pattern:  # every layer windowed: theirs is the stack's rotation
         spec_fields["position"] = local
         f.notes.append(
             "the full_attention layers' rotary settings are ignored: layer_types has no "
             "full_attention layer"
         )
-    if "L" not in pattern and local != spec_fields["position"]:
+    elif differs:  # no layer windowed
         f.notes.append(
             "the sliding_attention layers' rotary settings are ignored: layer_types has no "
             "sliding_attention layer"
         )
-    if "L" in pattern and "G" in pattern and local != spec_fields["position"]:
-        spec_fields["local_position"] = local
-        spec_fields["position_pattern"] = pattern.replace("G", "P")
-    else:
-        spec_fields["local_position"] = None
-        spec_fields["position_pattern"] = "P"
 
 
 def check_local_layers(spec: Spec, what: str) -> None:
