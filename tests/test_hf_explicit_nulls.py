@@ -109,3 +109,18 @@ def test_the_decoders_equal_transformers(case: str, tmp_path: Path) -> None:
         assert_close(model(ids, mask)[real], hf(input_ids=ids, attention_mask=mask).logits[real])
         prompt = torch.randint(3, VOCAB, (2, 5))
         assert torch.equal(model.generate(prompt, 16), greedy_hf(hf, prompt, 16))
+
+
+@pytest.mark.parametrize("family", ["phi", "persimmon", "stablelm", "nemotron"])
+def test_a_null_transformers_cannot_build_is_refused(family: str) -> None:
+    """Their config classes keep a null partial_rotary_factor and their rotary embeddings
+    then fail (KeyError): refused, naming the field, where it was read as the default."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = fields(family, partial_rotary_factor=None)
+    with pytest.raises(KeyError):
+        built = AutoConfig.for_model(**config)
+        AutoModelForCausalLM.from_config(built)
+    cls = FAMILY_CONFIGS[family]["architectures"][0]
+    with pytest.raises(SpecError, match="partial_rotary_factor.*null"):
+        imported(cls, config)

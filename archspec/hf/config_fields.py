@@ -106,6 +106,12 @@ class Fields:
         otherwise, the importer asks this first."""
         return key in self.data and self.data[key] is None
 
+    def refuse_null(self, key: str, reader: str) -> None:
+        """Refuse an explicit null that the config class keeps and `reader` cannot build with
+        (transformers fails on it): read as left out, it would be another model's default."""
+        if self.is_null(key):
+            raise self.error(key, f"null, which {reader} cannot build with (it reads a number)")
+
     def get(self, key: str, default: Any = None, *aliases: str) -> Any:
         """The value of `key` (or of an alias transformers maps onto it), else `default`."""
         found: list[tuple[str, Any]] = []

@@ -20,6 +20,7 @@ DROPOUTS = {"attention": ("attention_dropout", 0.0), "hidden": ("hidden_dropout"
 
 
 def import_persimmon(f: Fields, cls: HFClass) -> dict[str, Any]:
+    f.refuse_null("partial_rotary_factor", "transformers' PersimmonRotaryEmbedding")
     d = f.int("hidden_size", 4096)
     heads = f.count("num_attention_heads", 64)
     max_pos = f.int("max_position_embeddings", 16384)

@@ -23,6 +23,7 @@ DROPOUT: dropouts.Places = {
 
 
 def import_phi(f: Fields, cls: HFClass) -> dict[str, Any]:
+    f.refuse_null("partial_rotary_factor", "transformers' PhiRotaryEmbedding")
     d = f.int("hidden_size", 2048)
     heads = f.count("num_attention_heads", 32)
     kv = f.size("num_key_value_heads", None) or heads

@@ -28,6 +28,7 @@ DROPOUT: dropouts.Places = {
 
 
 def import_stablelm(f: Fields, cls: HFClass) -> dict[str, Any]:
+    f.refuse_null("partial_rotary_factor", "transformers' StableLmRotaryEmbedding")
     d = f.int("hidden_size", 2560)
     heads = f.count("num_attention_heads", 32)
     kv = f.size("num_key_value_heads", 32)
