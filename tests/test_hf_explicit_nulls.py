@@ -5,7 +5,9 @@ of Gemma 2 and VaultGemma (null: no cap, not 50 and 30), GraniteMoe's attention_
 rotates, not half), T5's is_gated_act (null: the ungated MLP) and scale_decoder_outputs (null:
 no scaling), Qwen2's sliding_window beside use_sliding_window (null: no window). Each imported
 as the left-out default before, a silent other model; checked against transformers' own
-classes (the decoders' logits and greedy tokens on tiny random models are long tests)."""
+classes (the decoders' logits and greedy tokens on tiny random models are long tests). Beside
+them, values transformers keeps but cannot build with (a null rotary fraction in Phi and its
+kin, an empty token-type table), refused where they were read as something else."""
 
 from __future__ import annotations
 
@@ -123,4 +125,19 @@ def test_a_null_transformers_cannot_build_is_refused(family: str) -> None:
         AutoModelForCausalLM.from_config(built)
     cls = FAMILY_CONFIGS[family]["architectures"][0]
     with pytest.raises(SpecError, match="partial_rotary_factor.*null"):
+        imported(cls, config)
+
+
+@pytest.mark.parametrize("family", ["bert", "roberta", "electra", "albert", "megatron-bert"])
+def test_an_empty_token_type_table_is_refused(family: str) -> None:
+    """type_vocab_size 0: transformers builds a table of no rows and its forward fails; it was
+    imported as a model without token types (a helper's audit of the encoder families)."""
+    from transformers import AutoConfig, AutoModel
+
+    config = fields(family, type_vocab_size=0)
+    model = AutoModel.from_config(AutoConfig.for_model(**config))
+    with pytest.raises(RuntimeError):
+        model(input_ids=torch.tensor([[5, 6, 7]]))
+    cls = FAMILY_CONFIGS[family]["architectures"][0]
+    with pytest.raises(SpecError, match="type_vocab_size"):
         imported(cls, config)

@@ -25,6 +25,19 @@ BERT_DEFAULTS = {
 }
 
 
+def _token_types(f: Fields) -> int:
+    """type_vocab_size. Zero is refused: these classes build the token-type table whatever
+    its size, and an empty one fails in their forward (index_select on no rows)."""
+    types = f.int("type_vocab_size", 2)
+    if types == 0:
+        raise f.error(
+            "type_vocab_size",
+            "0: transformers builds an empty token-type table and cannot run the model",
+            hint="1 is one token type (RoBERTa's)",
+        )
+    return types
+
+
 def import_bert_like(
     f: Fields,
     cls: HFClass,
@@ -67,7 +80,7 @@ def import_bert_like(
         "norm": {"kind": "layernorm", "bias": True, "eps": f.float("layer_norm_eps", 1e-12)},
         "position": {"kind": "learned", "offset": offset},
         "embedding": {
-            "token_types": f.int("type_vocab_size", 2),
+            "token_types": _token_types(f),
             "norm": True,
             "scale": False,
             "dim": None if width == d else width,
