@@ -41,6 +41,18 @@ def test_the_note_says_what_a_config_built_model_counts() -> None:
     assert not [n for n in tied.notes if "tie_word_embeddings" in n]
 
 
+def test_t5_says_the_same_as_its_config_class_forces_the_tie_too() -> None:
+    """T5Config (transformers 5) forces the tie as MT5Config does; T5 v1.1's and FLAN-T5's
+    config.json say false. The note was mT5's alone (a helper's audit of the encoders)."""
+    data = {"model_type": "t5", "architectures": ["T5ForConditionalGeneration"], **SMALL,
+            "tie_word_embeddings": False}  # fmt: skip
+    assert transformers.T5Config(**SMALL, tie_word_embeddings=False).tie_word_embeddings
+    imported = import_config(data)
+    assert imported.spec.head.tied is False
+    (note,) = [n for n in imported.notes if "tie_word_embeddings" in n]
+    assert "T5Config forces the tie" in note and "1,584 parameters fewer" in note
+
+
 def test_from_pretrained_on_a_checkpoint_with_its_own_head_counts_like_archspec(
     tmp_path: Path,
 ) -> None:

@@ -26,20 +26,7 @@ VARIANT = T5Variant(
 
 
 def import_mt5(f: Fields, cls: HFClass) -> dict[str, Any]:
-    spec = import_t5(f, cls, VARIANT)
-    if spec["head"].get("lm_head") and not spec["head"].get("tied"):
-        # MT5Config.__post_init__ drops the field and sets True ("official weights have False
-        # serialized, but we have to tie always"); from_pretrained then unties the head when
-        # the checkpoint stores a lm_head.weight that differs from shared.weight.
-        extra = spec["vocab_size"] * spec["d_model"]
-        f.notes.append(
-            "config.json says tie_word_embeddings: false, which archspec follows, as "
-            "from_pretrained does on the real mT5 checkpoints (they store a separate "
-            "lm_head.weight); transformers' MT5Config forces the tie, so a model built from "
-            f"this config alone (meta device, from_config) ties the head and counts "
-            f"{extra:,} parameters fewer"
-        )
-    return spec
+    return import_t5(f, cls, VARIANT)  # the forced tie's note is import_t5's
 
 
 def export_mt5(spec: Spec) -> dict[str, Any]:

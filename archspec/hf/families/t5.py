@@ -116,7 +116,26 @@ def import_t5(f: Fields, cls: HFClass, v: T5Variant = T5) -> dict[str, Any]:
     else:
         f.harmless("scale_decoder_outputs")
     spec["head"] = {**head, "bias": False}
+    if head.get("lm_head") and not head.get("tied"):
+        _forced_tie_note(f, spec)
     return spec
+
+
+def _forced_tie_note(f: Fields, spec: dict[str, Any]) -> None:
+    """T5Config and MT5Config (transformers 5) drop tie_word_embeddings and set True ("official
+    weights have False serialized, but we have to tie always"); from_pretrained then unties
+    the head when the checkpoint stores a lm_head.weight that differs from shared.weight, as
+    T5 v1.1's, FLAN-T5's and mT5's do. archspec follows the file; the note says where a model
+    built from the config alone differs."""
+    extra = spec["vocab_size"] * spec["d_model"]
+    config_class = "MT5Config" if f.model_type == "mt5" else "T5Config"
+    f.notes.append(
+        "config.json says tie_word_embeddings: false, which archspec follows, as "
+        "from_pretrained does on checkpoints that store a separate lm_head.weight (T5 v1.1, "
+        f"FLAN-T5, mT5); transformers' {config_class} forces the tie, so a model built from "
+        f"this config alone (meta device, from_config) ties the head and counts {extra:,} "
+        "parameters fewer"
+    )
 
 
 def export_t5(spec: Spec, v: T5Variant = T5) -> dict[str, Any]:
