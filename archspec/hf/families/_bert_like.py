@@ -66,7 +66,8 @@ def import_bert_like(
         offset = f.int("pad_token_id", 1) + 1
         f.notes.append(
             f"RoBERTa numbers positions from pad_token_id + 1 = {offset}; they equal "
-            "transformers' for right-padded batches"
+            "transformers' for right-padded batches whose text holds no pad_token_id "
+            "(transformers skips every such token, archspec only the masked ones)"
         )
     spec: dict[str, Any] = {
         "d_model": d,
