@@ -113,18 +113,27 @@ def test_the_decoders_equal_transformers(case: str, tmp_path: Path) -> None:
         assert torch.equal(model.generate(prompt, 16), greedy_hf(hf, prompt, 16))
 
 
-@pytest.mark.parametrize("family", ["phi", "persimmon", "stablelm", "nemotron"])
-def test_a_null_transformers_cannot_build_is_refused(family: str) -> None:
-    """Their config classes keep a null partial_rotary_factor and their rotary embeddings
-    then fail (KeyError): refused, naming the field, where it was read as the default."""
+@pytest.mark.parametrize(
+    ("family", "key"),
+    [("phi", "partial_rotary_factor"), ("persimmon", "partial_rotary_factor"),
+     ("stablelm", "partial_rotary_factor"), ("nemotron", "partial_rotary_factor"),
+     ("gpt_neox", "rotary_pct"), ("cohere", "logit_scale"), ("cohere2", "logit_scale"),
+     ("granite", "embedding_multiplier"), ("granite", "residual_multiplier"),
+     ("granite", "logits_scaling"), ("granitemoe", "embedding_multiplier"),
+     ("falcon", "activation")],
+)  # fmt: skip
+def test_a_null_transformers_cannot_build_is_refused(family: str, key: str) -> None:
+    """Nulls that transformers cannot build with: its config class refuses them, or keeps
+    them and the model fails (a KeyError, a TypeError). Refused, naming the field, where they
+    were read as the default."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    config = fields(family, partial_rotary_factor=None)
-    with pytest.raises(KeyError):
+    config = fields(family, **{key: None})
+    with pytest.raises(Exception):  # noqa: B017, PT011 (each class fails its own way)
         built = AutoConfig.for_model(**config)
-        AutoModelForCausalLM.from_config(built)
+        AutoModelForCausalLM.from_config(built)(torch.tensor([[1, 2, 3]]))
     cls = FAMILY_CONFIGS[family]["architectures"][0]
-    with pytest.raises(SpecError, match="partial_rotary_factor.*null"):
+    with pytest.raises(SpecError, match=f"{key}.*null"):
         imported(cls, config)
 
 

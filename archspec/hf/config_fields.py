@@ -110,7 +110,7 @@ class Fields:
         """Refuse an explicit null that the config class keeps and `reader` cannot build with
         (transformers fails on it): read as left out, it would be another model's default."""
         if self.is_null(key):
-            raise self.error(key, f"null, which {reader} cannot build with (it reads a number)")
+            raise self.error(key, f"null, which {reader} cannot build with (it fails on it)")
 
     def get(self, key: str, default: Any = None, *aliases: str) -> Any:
         """The value of `key` (or of an alias transformers maps onto it), else `default`."""

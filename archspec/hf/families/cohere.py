@@ -41,6 +41,7 @@ LOGIT_SCALE = 0.0625
 
 def import_cohere_like(f: Fields, cls: HFClass, v: LlamaVariant) -> dict[str, Any]:
     """What Cohere and Cohere 2 share: the parallel block, its norms, rotation and head."""
+    f.refuse_null("logit_scale", f"transformers' {cls.name}")
     f.expect(
         "use_qk_norm",
         (False, None),

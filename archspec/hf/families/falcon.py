@@ -25,6 +25,7 @@ from archspec.spec.schema import Spec
 
 
 def import_falcon(f: Fields, cls: HFClass) -> dict[str, Any]:
+    f.refuse_null("activation", "transformers' FalconMLP")
     d = f.int("hidden_size", 4544, "n_embed")
     heads = f.count("num_attention_heads", 71, "n_head")
     new = f.flag("new_decoder_architecture", False)

@@ -26,6 +26,7 @@ DROPOUT: Places = {
 
 
 def import_gpt_neox(f: Fields, cls: HFClass) -> dict[str, Any]:
+    f.refuse_null("rotary_pct", "transformers' GPTNeoXRotaryEmbedding")
     d = f.int("hidden_size", 6144)
     heads = f.count("num_attention_heads", 64)
     bias = f.bool("attention_bias", True)

@@ -39,6 +39,8 @@ def _attention_multiplier(f: Fields) -> float | None:
 
 
 def import_granite(f: Fields, cls: HFClass) -> dict[str, Any]:
+    for key in ("embedding_multiplier", "residual_multiplier", "logits_scaling"):
+        f.refuse_null(key, f"transformers' {cls.name}")
     spec = import_llama_like(f, cls, VARIANT)
     spec["embedding"] = {**spec["embedding"], "multiplier": f.float("embedding_multiplier", 1.0)}
     spec["residual_multiplier"] = f.float("residual_multiplier", 1.0)
