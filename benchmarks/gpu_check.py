@@ -10,7 +10,10 @@ Parts (docs/bench.md, "GPU check", says what each figure means):
 3. decode: B=1 bf16 generation of a 7B llama against the HBM roofline, eager, compiled and
    compiled with CUDA graphs (mode="reduce-overhead");
 4. fp8: the llama trained through torchao.float8, loss finite, speed against bf16;
-5. plan: plan's predicted single-GPU step time for each training run against the measured.
+5. plan: plan's predicted single-GPU step time for each training run against the measured;
+6. sweep (only when asked: --part sweep): shapes nothing was calibrated on, for plan's
+   held-out checks: CUDA-graph decoding of the 7B at batch 8, 32 and 64 and a 2,048-token
+   prompt, and compiled llama-1b training at S=1024 (B=4) and S=512 (B=8).
 
 Each run is its own process (this script with --child), so a run's compiled graphs,
 allocator pools or out-of-memory error cannot touch the next, and a run that overruns its
@@ -53,7 +56,8 @@ GPU = {
     "vs_hf_steps": {"steps": 5, "warmup": 2},
     "decode": {"seq": 128, "new_tokens": 128, "steps": 3, "warmup": 2},
     "compile_backend": "inductor",
-    "budgets": {"train": 170, "vs_hf": 75, "decode": 140, "fp8": 45, "plan": 20},
+    "budgets": {"train": 170, "vs_hf": 75, "decode": 140, "fp8": 45, "plan": 20, "sweep": 0},
+    "sweep": {"decode": [(8, 128), (32, 128), (64, 128), (1, 2048)], "train": [(4, 1024), (8, 512)]},
 }
 TINY = ["n_layers=2", "d_model=64", "n_heads=4", "d_ff=128", "vocab_size=256", "max_seq_len=64"]
 # --dry-run: the same runs on CPU at tiny sizes. torch.compile runs with backend="eager"
@@ -74,7 +78,8 @@ DRY = {
     "vs_hf_steps": {"steps": 2, "warmup": 1},
     "decode": {"seq": 16, "new_tokens": 8},
     "compile_backend": "eager",
-    "budgets": {"train": 60, "vs_hf": 60, "decode": 60, "fp8": 30, "plan": 30},
+    "budgets": {"train": 60, "vs_hf": 60, "decode": 60, "fp8": 30, "plan": 30, "sweep": 0},
+    "sweep": {"decode": [(2, 16)], "train": [(2, 16)]},
 }
 
 
@@ -130,8 +135,29 @@ def plan_runs(p: dict) -> list[dict]:
             for run in train_runs(p) if not run["settings"]["compile"]]  # fmt: skip
 
 
+def sweep_runs(p: dict) -> list[dict]:
+    """Held-out shapes (a budget of 0: run only when asked, by --part sweep or --only): the
+    7B decoded under CUDA graphs at other batches and prompt lengths, llama-1b trained
+    compiled at other sequence lengths with the same tokens a step."""
+    cuda = p["options"]["device"] == "cuda"
+    decode = [
+        {"kind": "decode", "label": f"decode llama-7b B={b} prompt {seq} cuda graphs",
+         "model": "llama-7b",
+         "settings": {"mode": "generate", "batch": b, "compile": True,
+                      "compile_mode": "reduce-overhead" if cuda else None,
+                      **{**p["decode"], "seq": seq}}}
+        for b, seq in p["sweep"]["decode"]
+    ]  # fmt: skip
+    train = [
+        {"kind": "bench", "label": f"train llama-1b compiled B={b} S={seq}", "model": "llama-1b",
+         "settings": {"mode": "train", "compile": True, "batch": b, "seq": seq}}
+        for b, seq in p["sweep"]["train"]
+    ]  # fmt: skip
+    return decode + train
+
+
 PARTS = {"train": train_runs, "vs_hf": vs_hf_runs, "decode": decode_runs, "fp8": fp8_runs,
-         "plan": plan_runs}  # fmt: skip
+         "plan": plan_runs, "sweep": sweep_runs}  # fmt: skip
 
 
 # ---- one run, in a child process ----
@@ -170,9 +196,10 @@ def bench_run(p: dict, run: dict) -> dict:
 
 
 def decode_run(p: dict, run: dict) -> dict:
-    """A bench generate run and its HBM roofline: every generated token reads the weights
-    and the whole KV cache (the generated code preallocates it to the final length and
-    reads it whole at each step), so tokens/s can be at most bandwidth / those bytes."""
+    """A bench generate run and its HBM roofline: every decode step reads the weights once
+    and each sequence's whole KV cache (the generated code preallocates it to the final
+    length and reads it whole at each step), and yields one token a sequence, so tokens/s
+    can be at most batch x bandwidth / those bytes."""
     from torch._dynamo.utils import counters
 
     from archspec.backends.count.flops_report import kv_cache_bytes_per_token, weight_bytes
@@ -184,9 +211,10 @@ def decode_run(p: dict, run: dict) -> dict:
     result["cudagraph_skips"] = counters["inductor"]["cudagraph_skips"]
     _, ir = _ir(p, run["model"])
     s = run["settings"]
-    per_token = weight_bytes(ir, "bf16") + kv_cache_bytes_per_token(ir, "bf16") * (
+    per_step = weight_bytes(ir, "bf16") + s["batch"] * kv_cache_bytes_per_token(ir, "bf16") * (
         s["seq"] + s["new_tokens"]
     )
+    per_token = per_step / s["batch"]
     accelerator = _catalogue_entry(p, result["device_name"])
     result["bytes_per_token"] = per_token
     result["cache_reuse"] = (
@@ -382,6 +410,8 @@ def main_run(
         # did not use goes to the next, and the last ends within the total.
         budget = p["budgets"][part]
         part_end = start + total if only else min(part_end + budget, start + total)
+        if budget == 0 and not only:
+            continue  # a part run only when asked
         entry: dict[str, Any] = results["parts"].setdefault(part, {"budget_s": budget, "runs": []})
         for run in make_runs(p):
             if only and run["label"] not in only:
@@ -393,8 +423,10 @@ def main_run(
                 print(f"[{time.monotonic() - start:5.0f} s] {run['label']}", flush=True)
                 row = run_in_child(p, run, left)
             done = [r for r in entry["runs"] if r["label"] != run["label"]]
+            # Rows of runs this version no longer makes (a changed shape) are dropped.
             labels = [r["label"] for r in make_runs(p)]
-            entry["runs"] = sorted([*done, {"label": run["label"], **row}],
+            entry["runs"] = sorted([r for r in [*done, {"label": run["label"], **row}]
+                                    if r["label"] in labels],
                                    key=lambda r: labels.index(r["label"]))  # fmt: skip
             plan_against_measured(results)
             fp8_against_bf16(results)
@@ -459,6 +491,8 @@ def main() -> None:
     parser.add_argument("--only", action="append", metavar="LABEL",
                         help="run only this run (repeatable); its row replaces the one in "
                         "--out/results.json")  # fmt: skip
+    parser.add_argument("--part", action="append", choices=sorted(GPU["budgets"]),
+                        help="run only this part's runs (repeatable), as --only does")
     parser.add_argument("--budget", type=float, default=TOTAL_BUDGET_S,
                         help="seconds for all the runs (with --only, they share it)")  # fmt: skip
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -468,7 +502,8 @@ def main() -> None:
         child(job["profile"], job["run"])
         return
     p = {**(DRY if args.dry_run else GPU), "out": str(args.out)}
-    results = main_run(p, args.out, args.only, args.budget)
+    only = [*(args.only or []), *(r["label"] for part in args.part or [] for r in PARTS[part](p))]
+    results = main_run(p, args.out, only or None, args.budget)
     print(markdown(results))
 
 
