@@ -57,7 +57,11 @@ GPU = {
     "decode": {"seq": 128, "new_tokens": 128, "steps": 3, "warmup": 2},
     "compile_backend": "inductor",
     "budgets": {"train": 170, "vs_hf": 75, "decode": 140, "fp8": 45, "plan": 20, "sweep": 0},
-    "sweep": {"decode": [(8, 128), (32, 128), (64, 128), (1, 2048)], "train": [(4, 1024), (8, 512)]},
+    # (batch, prompt) decoded and (batch, seq) trained by the sweep part.
+    "sweep": {
+        "decode": [(8, 128), (32, 128), (64, 128), (1, 2048)],
+        "train": [(4, 1024), (8, 512)],
+    },  # fmt: skip
 }
 TINY = ["n_layers=2", "d_model=64", "n_heads=4", "d_ff=128", "vocab_size=256", "max_seq_len=64"]
 # --dry-run: the same runs on CPU at tiny sizes. torch.compile runs with backend="eager"
@@ -491,8 +495,12 @@ def main() -> None:
     parser.add_argument("--only", action="append", metavar="LABEL",
                         help="run only this run (repeatable); its row replaces the one in "
                         "--out/results.json")  # fmt: skip
-    parser.add_argument("--part", action="append", choices=sorted(GPU["budgets"]),
-                        help="run only this part's runs (repeatable), as --only does")
+    parser.add_argument(
+        "--part",
+        action="append",
+        choices=sorted(GPU["budgets"]),
+        help="run only this part's runs (repeatable), as --only does",
+    )
     parser.add_argument("--budget", type=float, default=TOTAL_BUDGET_S,
                         help="seconds for all the runs (with --only, they share it)")  # fmt: skip
     parser.add_argument("--child", help=argparse.SUPPRESS)
