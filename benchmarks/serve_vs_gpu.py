@@ -66,7 +66,7 @@ def profile_of(way: str) -> str | None:
 def rows(results: dict, gpu: str) -> list[dict]:
     """One row per measured side of every generate run: measured, predicted, their ratio."""
     out = []
-    for part in ("decode", "vs_hf"):
+    for part in ("decode", "vs_hf", "sweep"):
         for run in results["parts"].get(part, {}).get("runs", []):
             if run.get("mode") != "generate" or "step_time_s" not in run:
                 continue
