@@ -2,19 +2,24 @@
 
     python benchmarks/kernel_shapes.py --out benchmarks/gpu-h100-sweep/kernels.json   # on a GPU
     python benchmarks/kernel_shapes.py --dry-run --out /tmp/kernels.json             # CPU, tiny
+    python benchmarks/kernel_shapes.py --against-plan benchmarks/gpu-h100-sweep/kernels.json
 
 plan costs a matmul of shape (M, N, K) at a plateau times d / (d + d½) for each dimension
 (archspec/plan/efficiency.py), and a fused (flash) attention as a GEMM of shape (queries,
 keys, head width) under the same rule (opcost.py). This script times, with CUDA events:
 
 - matmuls: torch.mm in bf16 of (M, N, K) with M = N = 8192 and K from 64 to 8192, and square
-  ones from 256 to 8192: TFLOP/s, what the rule is checked against;
+  ones from 256 to 8192, each timed as a CUDA graph of 20 calls (a small one is shorter than
+  its launch): TFLOP/s, what the rule is checked against;
 - attention: torch's scaled_dot_product_attention (bf16, causal, the flash backend), forward
   and forward + backward, head widths 64 and 128, sequences 512 to 8192 with the tokens of a
   call held at 16,384 a head: TFLOP/s counting the causal half of the pairs (4·S²·d/2 a head
   forward, 2.5 times that backward, as opcost.py counts them).
 
-Nothing is fitted here; the figures go beside plan's (docs/plan.md).
+Nothing is fitted here. --against-plan (no GPU needed) puts a results file beside plan's rule
+on the device's catalogue entry: plan's TFLOP/s under Megatron-LM's fitted plateau, and both
+sides as a share of their own 8192-cube GEMM, so that the rule's shape is compared apart from
+its plateau (which is fitted on whole published steps, not on kernels).
 """
 
 from __future__ import annotations
@@ -51,6 +56,29 @@ def timed(fn, device: torch.device, repeat: int) -> float:
     return sorted(times)[len(times) // 2]
 
 
+def timed_in_graph(a: torch.Tensor, b: torch.Tensor, device: torch.device, repeat: int) -> float:
+    """Median seconds of one torch.mm, from a CUDA graph of CALLS of them: a small matmul
+    takes less time on the GPU than its launch takes the host, so timing calls one by one
+    would time the host (on CPU, calls timed one by one)."""
+    out = torch.empty(a.shape[0], b.shape[1], device=device, dtype=a.dtype)
+    if device.type != "cuda":
+        return timed(lambda: torch.mm(a, b, out=out), device, repeat)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm-up outside the graph, as capture requires
+        for _ in range(3):
+            torch.mm(a, b, out=out)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(CALLS):
+            torch.mm(a, b, out=out)
+    return timed(graph.replay, device, repeat) / CALLS
+
+
+CALLS = 20
+
+
 def matmuls(device: torch.device, sizes: dict, repeat: int) -> list[dict]:
     big = sizes["big"]
     shapes = [(big, big, k) for k in sizes["k"]] + [(n, n, n) for n in sizes["square"]]
@@ -58,7 +86,7 @@ def matmuls(device: torch.device, sizes: dict, repeat: int) -> list[dict]:
     for m, n, k in shapes:
         a = torch.randn(m, k, device=device, dtype=torch.bfloat16)
         b = torch.randn(k, n, device=device, dtype=torch.bfloat16)
-        seconds = timed(lambda a=a, b=b: torch.mm(a, b), device, repeat)
+        seconds = timed_in_graph(a, b, device, repeat)
         rows.append({"m": m, "n": n, "k": k, "seconds": seconds,
                      "tflops": 2 * m * n * k / seconds / 1e12})  # fmt: skip
     return rows
@@ -100,11 +128,64 @@ DRY = {"big": 64, "k": [16, 32], "square": [32], "head_dim": [16], "seq": [32, 6
        "tokens": 64, "heads": 2, "repeat": 2}  # fmt: skip
 
 
+def against_plan(result: dict) -> str:
+    """A markdown table: each measured kernel beside plan's rule for its shape."""
+    from archspec.bench.devices import find_accelerator
+    from archspec.plan.engines import ENGINES
+    from archspec.plan.roofline import Roofline
+
+    accelerator = find_accelerator(result["device"])
+    if accelerator is None:
+        raise SystemExit(f"'{result['device']}' is not in the hardware catalogue")
+    eff = ENGINES["megatron"].efficiency(accelerator.key)
+    roofline = Roofline.of(accelerator, "bf16", eff)
+
+    def plan_tflops(m: float, n: float, k: float) -> float:
+        return eff.matmul(m, n, k, roofline.half) * roofline.peak / 1e12
+
+    big = max(result["matmuls"], key=lambda r: r["m"] * r["n"] * r["k"])
+    measured_big, plan_big = big["tflops"], plan_tflops(big["m"], big["n"], big["k"])
+    lines = [f"{result['device']}, torch {result['torch']}; plan: `{accelerator.key}`, "
+             f"Megatron-LM's plateau {eff.matmul_peak:g}, GEMM half-size {roofline.half:.0f}",
+             "", "| kernel | shape | measured TFLOP/s | plan TFLOP/s | measured / big GEMM "
+             "| plan / big GEMM |", "|---|---|---:|---:|---:|---:|"]  # fmt: skip
+
+    def row(kernel: str, shape: str, measured: float, plan: float) -> None:
+        lines.append(f"| {kernel} | {shape} | {measured:.0f} | {plan:.0f} | "
+                     f"{measured / measured_big:.2f} | {plan / plan_big:.2f} |")  # fmt: skip
+
+    for r in result["matmuls"]:
+        row(
+            "matmul",
+            f"{r['m']}×{r['n']}×{r['k']}",
+            r["tflops"],
+            plan_tflops(r["m"], r["n"], r["k"]),
+        )
+    for r in result["attention"]:
+        # plan costs a flash kernel as a GEMM of (queries, keys, head width), forward and
+        # backward at the same efficiency (opcost.py).
+        plan = plan_tflops(r["seq"], r["seq"], r["head_dim"]) * eff.attention
+        row("SDPA causal, forward + backward", f"S {r['seq']}, head width {r['head_dim']}",
+            r["forward_backward_tflops"], plan)  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--against-plan",
+        type=Path,
+        metavar="RESULTS",
+        help="print a results file beside plan's rule (no GPU needed)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes")
     args = parser.parse_args()
+    if args.against_plan:
+        print(against_plan(json.loads(args.against_plan.read_text())), end="")
+        return
+    if args.out is None:
+        parser.error("--out is required to measure")
     sizes = DRY if args.dry_run else GPU
     device = torch.device("cpu" if args.dry_run else "cuda")
     result = {
