@@ -59,3 +59,51 @@ def test_a_run_cut_off_or_failing_is_recorded_with_why(tmp_path: Path) -> None:
     rows = gpu_check.markdown({"environment": gpu_check.environment(p), "parts": {
         "train": {"runs": [{"label": "a", **cut}, {"label": "b", **failed}]}}})  # fmt: skip
     assert "| a | killed after" in rows and "| b | error: KeyError" in rows
+
+
+def test_the_sweep_runs_only_when_asked_and_stale_rows_go(tmp_path: Path, monkeypatch) -> None:
+    """The held-out sweep (a budget of 0) is left out of the whole check and run by --only or
+    --part; a row whose run this version no longer makes (a changed shape) is dropped."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_check
+
+    ran: list[str] = []
+    monkeypatch.setattr(
+        gpu_check,
+        "run_in_child",
+        lambda p, run, left: ran.append(run["label"]) or {"tokens_per_s": 1.0},
+    )
+    p = {**gpu_check.DRY, "out": str(tmp_path)}
+    results = gpu_check.main_run(p, tmp_path, total=60)
+    assert "sweep" not in results["parts"]
+    assert not any(label in ran for label in (r["label"] for r in gpu_check.sweep_runs(p)))
+    sweep = [r["label"] for r in gpu_check.sweep_runs(p)]
+    stale = {"label": "train llama-1b compiled B=1 S=99", "tokens_per_s": 2.0}
+    results["parts"]["sweep"] = {"budget_s": 0, "runs": [stale]}
+    gpu_check.write(results, tmp_path)
+    ran.clear()
+    results = gpu_check.main_run(p, tmp_path, only=sweep, total=60)
+    assert ran == sweep
+    assert [r["label"] for r in results["parts"]["sweep"]["runs"]] == sweep
+
+
+def test_decode_roofline_counts_the_weights_once_a_step(tmp_path: Path) -> None:
+    """A decode step of batch B reads the weights once and B caches: the roofline's bytes a
+    token are (weights + B·cache) / B, so a batch of 8 has a higher roofline than one."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_check
+
+    p = {**gpu_check.DRY, "out": str(tmp_path)}
+    rows = {}
+    for batch in (1, 2):
+        run = {**gpu_check.sweep_runs(p)[0]}
+        run["settings"] = {**run["settings"], "batch": batch}
+        rows[batch] = gpu_check.decode_run(p, run)
+    one, two = rows[1]["bytes_per_token"], rows[2]["bytes_per_token"]
+    from archspec.backends.count.flops_report import kv_cache_bytes_per_token
+
+    _, ir = gpu_check._ir(p, "llama-7b")
+    s = gpu_check.sweep_runs(p)[0]["settings"]
+    cache = kv_cache_bytes_per_token(ir, "bf16") * (s["seq"] + s["new_tokens"])
+    weights = one - cache
+    assert two == pytest.approx((weights + 2 * cache) / 2)

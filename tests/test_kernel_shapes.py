@@ -1,0 +1,44 @@
+"""benchmarks/kernel_shapes.py: its dry run measures every shape on CPU, and --against-plan
+puts a results file beside plan's GEMM rule on the device's catalogue entry."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "kernel_shapes.py"
+
+
+def test_dry_run_then_against_plan(tmp_path: Path) -> None:
+    out = tmp_path / "kernels.json"
+    done = subprocess.run([sys.executable, str(SCRIPT), "--dry-run", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    assert result["matmuls"] and result["attention"]
+    assert all(r["tflops"] > 0 for r in result["matmuls"])
+    # Beside plan on an H100's entry: the largest GEMM is each side's 1.00, and a GEMM with a
+    # short inner dimension is a smaller share of it under plan's rule.
+    result["device"] = "NVIDIA H100 80GB HBM3"
+    (tmp_path / "h100.json").write_text(json.dumps(result))
+    table = subprocess.run([sys.executable, str(SCRIPT), "--against-plan",
+                            str(tmp_path / "h100.json")], capture_output=True, text=True,
+                           timeout=120, cwd=ROOT)  # fmt: skip
+    assert table.returncode == 0, table.stderr
+    rows = [line.split(" | ") for line in table.stdout.splitlines() if line.startswith("| matmul")]
+    big = max(rows, key=lambda r: math.prod(int(d) for d in r[1].split("×")))
+    assert big[-1].rstrip(" |") == "1.00"
+    assert "plan: `h100-sxm`" in table.stdout
+    assert "SDPA causal, forward + backward" in table.stdout
+
+
+def test_against_plan_refuses_a_device_not_in_the_catalogue(tmp_path: Path) -> None:
+    (tmp_path / "r.json").write_text(json.dumps({"device": "cpu", "torch": "x", "matmuls": [],
+                                                 "attention": []}))  # fmt: skip
+    done = subprocess.run([sys.executable, str(SCRIPT), "--against-plan", str(tmp_path / "r.json")],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)  # fmt: skip
+    assert done.returncode != 0 and "not in the hardware catalogue" in done.stderr
