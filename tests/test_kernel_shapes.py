@@ -42,3 +42,27 @@ def test_against_plan_refuses_a_device_not_in_the_catalogue(tmp_path: Path) -> N
     done = subprocess.run([sys.executable, str(SCRIPT), "--against-plan", str(tmp_path / "r.json")],
                           capture_output=True, text=True, timeout=120, cwd=ROOT)  # fmt: skip
     assert done.returncode != 0 and "not in the hardware catalogue" in done.stderr
+
+
+def test_the_gemm_rule_follows_the_measured_inner_dimension() -> None:
+    """plan's GEMM rule (efficiency.py, the half-size scaled to an H100's balance) against two
+    H100s' measured bf16 products of 8,192 × 8,192 × K (benchmarks/gpu-h100-sweep, nothing fitted
+    to them): as a share of each side's own 8,192-cube, the rule lies within the two machines'
+    spread, give or take 0.05, at every K from 64 to 8,192 (docs/plan.md)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import kernel_shapes
+
+    folder = ROOT / "benchmarks" / "gpu-h100-sweep"
+    shares: dict[int, list[float]] = {}
+    plan: dict[int, float] = {}
+    for name in ("kernels.json", "kernels-graph.json"):
+        table = kernel_shapes.against_plan(json.loads((folder / name).read_text()))
+        for line in table.splitlines():
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if cells[0] == "matmul" and cells[1].startswith("8192×8192×"):
+                k = int(cells[1].split("×")[2])
+                shares.setdefault(k, []).append(float(cells[4]))
+                plan[k] = float(cells[5])
+    assert sorted(shares) == [64, 128, 256, 512, 1024, 2048, 4096, 8192]
+    for k, measured in shares.items():
+        assert min(measured) - 0.05 <= plan[k] <= max(measured) + 0.05, (k, measured, plan[k])

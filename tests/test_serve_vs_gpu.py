@@ -37,3 +37,20 @@ def test_every_measured_generate_gets_its_profile(tmp_path):
     # transformers profile does not count (0.05-0.27).
     assert 0.75 < graphs["predicted_over_measured"] < 1.25
     assert all(r["predicted_over_measured"] < 0.5 for r in table if r["engine"] == "transformers")
+
+
+def test_the_held_out_batches_and_prompt_stay_within_the_target(tmp_path):
+    """The sweep one H100 measured later (benchmarks/gpu-h100-sweep): CUDA-graph decoding of
+    the 7B at batch 8, 32 and 64 and with a 2,048-token prompt, shapes no profile was fitted
+    or checked on. gpt-fast's profile within the issue's 25% at every one (docs/plan.md:
+    0.88-0.90), and as flat across them as the measurement (within 5% of each other)."""
+    measured = ROOT / "benchmarks" / "gpu-h100-sweep" / "results.json"
+    shutil.copy(measured, tmp_path / "results.json")
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "serve_vs_gpu.py"), str(tmp_path)],
+                   check=True, capture_output=True, cwd=ROOT)  # fmt: skip
+    table = json.loads((tmp_path / "serve_vs_plan.json").read_text())
+    ratios = [r["predicted_over_measured"] for r in table]
+    assert [(r["batch"], r["prompt"]) for r in table] == [(8, 128), (32, 128), (64, 128), (1, 2048)]
+    assert all(r["engine"] == "gpt-fast" for r in table)
+    assert all(0.75 < x < 1.25 for x in ratios)
+    assert max(ratios) / min(ratios) < 1.05
