@@ -45,6 +45,23 @@ def test_a_part_with_another_parts_tensor_cores_takes_its_half_size() -> None:
     h200 = Roofline.of(get_system("h200").accelerator, "bf16", eff)
     assert h200.half == h100.half and h200.linear_half == h100.linear_half
     assert h200.bandwidth == pytest.approx(h100.bandwidth * 4800 / 3350)
+    # The MI325X is the MI300X's CDNA 3 compute beside 6 TB/s of HBM3e against 5.3.
+    mi300x = Roofline.of(get_system("mi300x").accelerator, "bf16", eff)
+    mi325x = Roofline.of(get_system("mi325x").accelerator, "bf16", eff)
+    assert mi325x.half == mi300x.half and mi325x.peak == mi300x.peak
+    assert mi325x.bandwidth == pytest.approx(mi300x.bandwidth * 6000 / 5300)
+
+
+def test_gaudi_3_and_the_mi325x_are_systems_with_their_sources_links() -> None:
+    """`--gpu gaudi3` and `--gpu mi325x` name whole nodes: Gaudi 3's HLS-3 box with 525 GB/s
+    of scale-up and 75 GB/s of scale-out each way per accelerator (Intel's network
+    configuration guide), the MI325X platform with the MI300X platform's Infinity Fabric."""
+    gaudi = get_system("gaudi3")
+    assert (gaudi.gpus_per_node, gaudi.intra_node_gbs, gaudi.inter_node_gbs) == (8, 525, 75)
+    assert gaudi.accelerator.key == "gaudi3"
+    mi325x, mi300x = get_system("mi325x"), get_system("mi300x")
+    assert mi325x.intra_node_gbs == mi300x.intra_node_gbs
+    assert mi325x.accelerator.memory_gib == 256
 
 
 def megatron_core_stages(layers: int, pp: int, vp: int) -> list[int]:

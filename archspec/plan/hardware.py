@@ -49,9 +49,10 @@ class Accelerator:
 # reaches the same share of their peak, so they take its fitted plateaus (engines.py) and its
 # GEMM half-size (roofline.half_size). The H100 96GB of Meta's Grand Teton has the SXM's tensor
 # cores under a 500 W limit (systems.yaml): what the limit costs is left to the plateau fitted
-# on the runs of both.
+# on the runs of both. The MI325X is the MI300X's CDNA 3 compute (the same 304 compute units
+# and peaks) with more and faster HBM (systems.yaml's sources).
 SAME_TENSOR_CORES = {"h200": "h100-sxm", "h800": "h100-sxm", "h100-96g": "h100-sxm",
-                     "a100-40g": "a100-80g"}  # fmt: skip
+                     "a100-40g": "a100-80g", "mi325x": "mi300x"}  # fmt: skip
 
 
 def tensor_core_twin(key: str) -> str:
