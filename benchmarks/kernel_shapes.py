@@ -11,8 +11,9 @@ keys, head width) under the same rule (opcost.py). This script times, with CUDA 
 - matmuls: torch.mm in bf16 of (M, N, K) with M = N = 8192 and K from 64 to 8192, and square
   ones from 256 to 8192, each timed as a CUDA graph of 20 calls (a small one is shorter than
   its launch): TFLOP/s, what the rule is checked against;
-- attention: torch's scaled_dot_product_attention (bf16, causal, the flash backend), forward
-  and forward + backward, head widths 64 and 128, sequences 512 to 8192 with the tokens of a
+- attention: torch's scaled_dot_product_attention (bf16, causal), as SDPA chooses and with
+  each fused backend forced (flash, memory-efficient, cuDNN; one the device or the shape does
+  not take is recorded with why), forward and forward + backward, head widths 64 and 128, sequences 512 to 8192 with the tokens of a
   call held at 16,384 a head: TFLOP/s counting the causal half of the pairs (4·S²·d/2 a head
   forward, 2.5 times that backward, as opcost.py counts them).
 
@@ -25,6 +26,7 @@ its plateau (which is fitted on whole published steps, not on kernels).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from pathlib import Path
 
@@ -92,40 +94,65 @@ def matmuls(device: torch.device, sizes: dict, repeat: int) -> list[dict]:
     return rows
 
 
+# SDPA's own choice, then each of its fused kernels forced: which one a stack ran decides
+# what its attention costs (docs/plan.md: torch 2.11's default against the FlashAttention-2
+# kernels of the stacks' published runs).
+BACKENDS = ("default", "flash", "efficient", "cudnn")
+
+
+def _backend(name: str):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    if name == "default":
+        return contextlib.nullcontext()
+    kind = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+            "cudnn": SDPBackend.CUDNN_ATTENTION}[name]  # fmt: skip
+    return sdpa_kernel(kind)
+
+
 def attention(device: torch.device, sizes: dict, repeat: int) -> list[dict]:
     rows = []
-    for d in sizes["head_dim"]:
-        for s in sizes["seq"]:
-            batch = max(1, sizes["tokens"] // s)
-            heads = sizes["heads"]
-            q, k, v = (torch.randn(batch, heads, s, d, device=device, dtype=torch.bfloat16,
-                                   requires_grad=True) for _ in range(3))  # fmt: skip
-            grad = torch.randn_like(q)
-
-            def forward(q=q, k=k, v=v):
-                with torch.no_grad():
-                    F.scaled_dot_product_attention(q, k, v, is_causal=True)
-
-            def both(q=q, k=k, v=v, grad=grad):
-                out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-                out.backward(grad)
-
-            flops = 4 * batch * heads * s * s * d / 2  # the causal half of the pairs
-            fwd = timed(forward, device, repeat)
-            total = timed(both, device, repeat)
-            rows.append({"batch": batch, "heads": heads, "seq": s, "head_dim": d,
-                         "forward_s": fwd, "forward_backward_s": total,
-                         "forward_tflops": flops / fwd / 1e12,
-                         "forward_backward_tflops": 3.5 * flops / total / 1e12})  # fmt: skip
+    for backend in sizes["backends"]:
+        for d in sizes["head_dim"]:
+            for s in sizes["seq"]:
+                shape = {"backend": backend, "seq": s, "head_dim": d}
+                try:
+                    rows.append({**shape, **_attention_row(device, sizes, repeat, backend, s, d)})
+                except RuntimeError as e:  # the backend takes no such call on this device
+                    rows.append({**shape, "error": str(e).splitlines()[0][:200]})
     return rows
+
+
+def _attention_row(device, sizes: dict, repeat: int, backend: str, s: int, d: int) -> dict:
+    batch = max(1, sizes["tokens"] // s)
+    heads = sizes["heads"]
+    q, k, v = (torch.randn(batch, heads, s, d, device=device, dtype=torch.bfloat16,
+                           requires_grad=True) for _ in range(3))  # fmt: skip
+    grad = torch.randn_like(q)
+
+    def forward():
+        with torch.no_grad(), _backend(backend):
+            F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    def both():
+        with _backend(backend):
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        out.backward(grad)
+
+    flops = 4 * batch * heads * s * s * d / 2  # the causal half of the pairs
+    fwd = timed(forward, device, repeat)
+    total = timed(both, device, repeat)
+    return {"batch": batch, "heads": heads, "forward_s": fwd, "forward_backward_s": total,
+            "forward_tflops": flops / fwd / 1e12,
+            "forward_backward_tflops": 3.5 * flops / total / 1e12}  # fmt: skip
 
 
 GPU = {"big": 8192, "k": [64, 128, 256, 512, 1024, 2048, 4096, 8192],
        "square": [256, 512, 1024, 2048, 4096, 8192],
        "head_dim": [64, 128], "seq": [512, 1024, 2048, 4096, 8192], "tokens": 16384,
-       "heads": 32, "repeat": 10}  # fmt: skip
+       "heads": 32, "repeat": 10, "backends": BACKENDS}  # fmt: skip
 DRY = {"big": 64, "k": [16, 32], "square": [32], "head_dim": [16], "seq": [32, 64],
-       "tokens": 64, "heads": 2, "repeat": 2}  # fmt: skip
+       "tokens": 64, "heads": 2, "repeat": 2, "backends": BACKENDS}  # fmt: skip
 
 
 def against_plan(result: dict) -> str:
@@ -162,11 +189,16 @@ def against_plan(result: dict) -> str:
             plan_tflops(r["m"], r["n"], r["k"]),
         )
     for r in result["attention"]:
+        if "error" in r:
+            continue
         # plan costs a flash kernel as a GEMM of (queries, keys, head width), forward and
         # backward at the same efficiency (opcost.py).
         plan = plan_tflops(r["seq"], r["seq"], r["head_dim"]) * eff.attention
-        row("SDPA causal, forward + backward", f"S {r['seq']}, head width {r['head_dim']}",
-            r["forward_backward_tflops"], plan)  # fmt: skip
+        backend = r.get("backend", "default")  # results of before the backends were timed
+        kernel = "SDPA causal, forward + backward" + (
+            "" if backend == "default" else f", {backend}"
+        )
+        row(kernel, f"S {r['seq']}, head width {r['head_dim']}", r["forward_backward_tflops"], plan)
     return "\n".join(lines) + "\n"
 
 
@@ -199,9 +231,12 @@ def main() -> None:
     for row in result["matmuls"]:
         print(f"mm {row['m']}x{row['n']}x{row['k']}: {row['tflops']:.0f} TFLOP/s")
     for row in result["attention"]:
-        print(f"sdpa d={row['head_dim']} S={row['seq']} B={row['batch']}: fwd "
-              f"{row['forward_tflops']:.0f}, fwd+bwd {row['forward_backward_tflops']:.0f} "
-              "TFLOP/s")  # fmt: skip
+        what = f"sdpa {row['backend']} d={row['head_dim']} S={row['seq']}"
+        if "error" in row:
+            print(f"{what}: {row['error']}")
+            continue
+        print(f"{what}: fwd {row['forward_tflops']:.0f}, fwd+bwd "
+              f"{row['forward_backward_tflops']:.0f} TFLOP/s")  # fmt: skip
 
 
 if __name__ == "__main__":
