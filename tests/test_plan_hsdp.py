@@ -182,5 +182,9 @@ def test_count_holds_one_replicas_shard() -> None:
     for part in ("weights", "gradients", "optimizer"):
         assert hybrid[part] == 4 * whole[part], part
     assert hybrid["activations"] == whole["activations"]
-    refused = CliRunner().invoke(app, [*base, "--engine", "torch", "--dp-replicate", "4"])
-    assert refused.exit_code == 2 and "(HSDP) is not counted" in refused.output
+    # The torch engine lays it out as the generated parallelize does (FSDP2 on a
+    # dp_replicate × dp_shard mesh): one replica's shard too (tests/test_rank_peak_hsdp.py).
+    torch = CliRunner().invoke(app, [*base, "--engine", "torch", "--dp-replicate", "4"])
+    assert torch.exit_code == 0, torch.output
+    for part in ("weights", "gradients", "optimizer"):
+        assert json.loads(torch.stdout)["memory"][part] == hybrid[part], part

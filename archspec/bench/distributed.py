@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from archspec.bench.mesh_layout import check_model_layout, mesh_dims
+from archspec.bench.mesh_layout import check_model_layout, data_ranks, mesh_dims
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 
@@ -27,14 +27,20 @@ MAX_NPROC = 128
 
 
 def check_layout(
-    nproc: int, tp: int, zero: int, device: str, gpus: int, cp: int = 1, ep: int = 1, pp: int = 1
-) -> dict[str, int]:
+    nproc: int, tp: int, zero: int, device: str, gpus: int, cp: int = 1, ep: int = 1, pp: int = 1,
+    dp_replicate: int = 1,
+) -> dict[str, int]:  # fmt: skip
     """One clear message per impossible request; the mesh (`mesh_layout.mesh_dims`)."""
     if not 2 <= nproc <= MAX_NPROC:
         raise SpecError(f"--nproc takes 2 or more processes, at most {MAX_NPROC} (got {nproc:,})")
-    dims = mesh_dims(nproc, tp=tp, cp=cp, ep=ep, pp=pp)
     if zero not in (0, 3):
         raise SpecError("--zero with --nproc takes 0 (replicated) or 3 (FSDP2)")
+    if dp_replicate != 1 and zero != 3:
+        raise SpecError(
+            f"--dp-replicate {dp_replicate} replicates FSDP2's shard groups: it needs --zero 3",
+            hint="with --zero 0 every data rank holds the whole weights already",
+        )
+    dims = mesh_dims(nproc, tp=tp, cp=cp, ep=ep, pp=pp, dp_replicate=dp_replicate)
     if dims["dp_shard"] > 1 and zero != 3:
         raise SpecError(
             f"--nproc {nproc} with --tp {tp} leaves {dims['dp_shard']} data-parallel replicas",
@@ -115,6 +121,7 @@ def attention_that_runs(ir: IR, device: str) -> str:
 def predicted(
     ir: IR, nproc: int, tp: int, zero: int, batch: int, seq: int, device: str = "cpu",
     mixed_precision: bool = False, loss_parallel: bool = False, sequence_parallel: bool = False,
+    dp_replicate: int = 1,
 ) -> dict[str, int]:  # fmt: skip
     """archspec's per-device figures for the generated `parallelize`'s layout (count's torch
     engine), in bytes: fp32 training with AdamW (bf16 compute under FSDP2's
@@ -127,7 +134,7 @@ def predicted(
     attn = attention_that_runs(ir, device)
     par = Parallelism(
         gpus=nproc, tp=tp, zero=zero, engine="torch", mixed_precision=mixed_precision,
-        loss_parallel=loss_parallel, sp=sequence_parallel,
+        loss_parallel=loss_parallel, sp=sequence_parallel, dp_replicate=dp_replicate,
     )  # fmt: skip
     m = memory_figures(ir, attn=attn, parallel=par).stages[0]
     env = {**ir.env, B: batch, S: seq, S_DEC: seq, KV_LEN: seq}
@@ -233,14 +240,14 @@ def _root_cause(stderr: str) -> str | None:
 def run_distributed(
     ir: IR, nproc: int, tp: int, zero: int, s: Any, pipeline: dict[str, Any] | None = None,
     cp: int = 1, ep: int = 1, mixed_precision: bool = False, loss_parallel: bool = False,
-    sequence_parallel: bool = False,
+    sequence_parallel: bool = False, dp_replicate: int = 1,
 ) -> dict[str, Any]:  # fmt: skip
     """`bench --nproc`: fp32 training under torchrun on this machine (on the CPU unless
     `s.device` says cuda), with the bench's Settings `s` (`s.seq` positions, default 512 or the
     model's context if shorter). Every guard of the single-process bench runs first.
     `pipeline`: {"pp", "stage_layers", "schedule"} as the command gave them, for `--pp`.
     `mixed_precision`, `sequence_parallel`, `loss_parallel`: parallelize's options
-    (mp_policy="bf16")."""
+    (mp_policy="bf16"). `dp_replicate`: HSDP's replicas of the dp_shard groups."""
     import torch
 
     from archspec.backends.torchgen import generate_source, load_generated
@@ -261,7 +268,7 @@ def run_distributed(
     batch = s.batch
     gpus = torch.cuda.device_count()
     pp = pipeline["pp"] if pipeline is not None else 1
-    dims = check_layout(nproc, tp, zero, device, gpus, cp=cp, ep=ep, pp=pp)
+    dims = check_layout(nproc, tp, zero, device, gpus, cp, ep, pp, dp_replicate)
     check_options_of_parallelize(ir, dims, mixed_precision, loss_parallel, sequence_parallel)
     stage_layers = schedule = None
     stages: list = []
@@ -278,7 +285,7 @@ def run_distributed(
     if laid_out:
         prediction = predicted(
             ir, nproc, tp, zero, batch, seq, device, mixed_precision, loss_parallel,
-            sequence_parallel,
+            sequence_parallel, dp_replicate,
         )  # fmt: skip
     if not s.force and prediction is not None:
         # Per device, with what any step holds besides; CPU processes share the machine's RAM.
@@ -309,10 +316,10 @@ def run_distributed(
             raise SpecError(f"torchrun failed (exit {done.returncode}): {why}")
         ranks = [json.loads(Path(folder, f"rank{r}.json").read_text()) for r in range(nproc)]
         # The model alone on this process, over the same steps and sequences: every data rank's
-        # (dp_shard × ep) batch side by side.
+        # (dp_replicate × dp_shard × ep) batch side by side.
         steps = s.warmup + 1 + s.steps
         module = load_generated(source.read_text(), folder)
-        reference = reference_losses(module, settings, dims["dp_shard"] * dims["ep"], steps)
+        reference = reference_losses(module, settings, data_ranks(dims), steps)
     for r, predicted_bytes in zip(ranks, stages, strict=False):
         r["predicted_bytes"] = predicted_bytes  # a pipeline rank's own stage
         if "peak" in predicted_bytes:
@@ -334,7 +341,8 @@ def run_distributed(
         r["tokens_per_s"] = batch * seq / r["step_time_s"]
     return {
         "name": ir.name, "overrides": list(ir.identity.overrides), "nproc": nproc, "tp": tp,
-        "dp": dims["dp_shard"], "cp": cp, "ep": ep, "mesh": dims, "zero": zero,
+        "dp": dims["dp_shard"], "dp_replicate": dp_replicate, "cp": cp, "ep": ep, "mesh": dims,
+        "zero": zero,
         "device": device, "batch": batch, "seq": seq,
         "mixed_precision": mixed_precision, "loss_parallel": loss_parallel,
         "sequence_parallel": sequence_parallel, "predicted_bytes": prediction, "ranks": ranks,

@@ -140,8 +140,7 @@ def main(source: str, settings_path: str) -> None:
     # Logits split over the vocabulary: the loss and its backward under loss_parallel().
     split_loss = loss_parallel if s["loss_parallel"] else contextlib.nullcontext
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    # Each data rank (dp_shard, ep) its own sequences; its tp and cp ranks the same ones.
-    data = mesh["dp_shard"].get_local_rank() * dims["ep"] + mesh["ep"].get_local_rank()
+    data = data_rank(mesh, dims)
     inputs, targets = batch(s, data, device)
     ids = inputs["input_ids"]
     losses: list[float] = []
@@ -210,6 +209,17 @@ def main(source: str, settings_path: str) -> None:
         result["phase_peak_bytes"] = phases
     Path(settings_path).with_name(f"rank{rank}.json").write_text(json.dumps(result))
     finish()
+
+
+def data_rank(mesh, dims: dict[str, int]) -> int:
+    """The rank's index among the data ranks (dp_replicate, dp_shard, ep; row-major, as
+    `mesh_layout.data_ranks` counts them and `reference_losses` lays their batches side by
+    side): each its own sequences, its tp and cp ranks the same ones."""
+    index = 0
+    for name in ("dp_replicate", "dp_shard", "ep"):
+        if name in dims:
+            index = index * dims[name] + mesh[name].get_local_rank()
+    return index
 
 
 def finish() -> None:

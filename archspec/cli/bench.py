@@ -23,6 +23,7 @@ from archspec.cli.options import (
     BenchCompile,
     BenchCp,
     BenchDevice,
+    BenchDpReplicate,
     BenchDtype,
     BenchEp,
     BenchForce,
@@ -51,6 +52,7 @@ from archspec.cli.options import (
     StageLayers,
 )  # fmt: skip
 from archspec.cli.tables import print_table
+from archspec.errors import SpecError
 
 
 @app.command()
@@ -64,7 +66,8 @@ def bench(
     stage_layers: StageLayers = None, schedule: BenchSchedule = "1f1b", cp: BenchCp = 1,
     ep: BenchEp = 1, mixed_precision: BenchMixedPrecision = False,
     loss_parallel: BenchLossParallel = False, force: BenchForce = False,
-    sequence_parallel: BenchSequenceParallel = False, set_: SetOpt = None,
+    sequence_parallel: BenchSequenceParallel = False, dp_replicate: BenchDpReplicate = 1,
+    set_: SetOpt = None,
     json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Time the spec's generated PyTorch model in this process: median, min and max step
@@ -95,9 +98,12 @@ def bench(
         pipeline = {"pp": pp, "stage_layers": stage_layers, "schedule": schedule}
         options = {"mixed_precision": mixed_precision, "loss_parallel": loss_parallel,
                    "sequence_parallel": sequence_parallel}  # fmt: skip
-        _bench_distributed(spec, set_, nproc, (tp, cp, ep), zero, pipeline, settings, json_,
-                           debug, options)  # fmt: skip
+        _bench_distributed(spec, set_, nproc, (tp, cp, ep, dp_replicate), zero, pipeline,
+                           settings, json_, debug, options)  # fmt: skip
         return
+    if dp_replicate != 1:  # HSDP's replicas are processes: there is one without --nproc
+        with user_errors(debug, json_):
+            raise SpecError(f"--dp-replicate {dp_replicate} needs --nproc (and --zero 3)")
     settings = Settings(
         device=device, dtype=dtype, batch=batch, seq=seq, mode=mode, compile=compile_,
         steps=steps, warmup=warmup, new_tokens=new_tokens, vs_hf=vs_hf, seed=seed,
@@ -257,7 +263,7 @@ def _notes(r: dict[str, Any], hf: bool) -> list[str]:
 
 def _distributed_title(r: dict) -> str:
     """The table's title: the model, the processes and the layout they train in."""
-    more = "".join(f", {k}={r[k]}" for k in ("cp", "ep") if r[k] > 1)
+    more = "".join(f", {k}={r[k]}" for k in ("dp_replicate", "cp", "ep") if r[k] > 1)
     layout = f"tp={r['tp']}, dp={r['dp']}{more}, zero={r['zero']}"
     if "pp" in r:
         layers = ",".join(map(str, r["stage_layers"]))
@@ -312,9 +318,9 @@ def _bench_distributed(
     spec, set_, nproc, dims, zero, pipeline, settings, json_, debug, options
 ) -> None:
     """`--nproc`: torchrun on this machine; a row per rank beside the per-device prediction.
-    dims: (tp, cp, ep); options: parallelize's mixed_precision, loss_parallel and
-    sequence_parallel."""
-    tp, cp, ep = dims
+    dims: (tp, cp, ep, dp_replicate); options: parallelize's mixed_precision, loss_parallel
+    and sequence_parallel."""
+    tp, cp, ep, dp_replicate = dims
     from rich.table import Table
 
     from archspec.bench.distributed import run_distributed
@@ -322,7 +328,10 @@ def _bench_distributed(
 
     with user_errors(debug):
         ir = with_overrides(build_ir(resolve_spec(spec, set_)), set_)
-        r = run_distributed(ir, nproc, tp, zero, settings, pipeline, cp=cp, ep=ep, **options)
+        r = run_distributed(
+            ir, nproc, tp, zero, settings, pipeline, cp=cp, ep=ep, dp_replicate=dp_replicate,
+            **options,
+        )  # fmt: skip
     if json_:
         print_json(r)
         return

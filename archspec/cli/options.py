@@ -339,6 +339,11 @@ BenchEp = Annotated[
 BenchZero = Annotated[
     int, _opt("--zero", help="3: FSDP2 over the data-parallel ranks (with --nproc).", panel=_RUN)
 ]
+BenchDpReplicate = Annotated[
+    int, _opt("--dp-replicate", help="Hybrid sharding (HSDP, with --nproc and --zero 3): R "
+              "replicas of FSDP2's shard group, which shards over one replica's data ranks.",
+              metavar="R", panel=_RUN)
+]  # fmt: skip
 BenchForce = Annotated[
     bool,
     _opt("--force", help="Run even when the predicted memory exceeds what the device has (it "

@@ -17,7 +17,8 @@ vocabulary is not padded (the embedding rows and the LM head's columns split as 
 does: the first ranks hold ceil(V / tp), and the device counted is the one that holds most),
 beyond n_kv_heads ranks the k and v weights are whole on every rank (`kv_ways`), a pipeline is
 the generated `pipeline()` alone (1F1B, without tensor or data parallelism; a tied head's copy on
-the last stage holds the whole vocabulary) and a data-parallel layout is FSDP2 (ZeRO-3);
+the last stage holds the whole vocabulary) and a data-parallel layout is FSDP2 (ZeRO-3), under
+`dp_replicate` FSDP2 on a dp_replicate × dp_shard mesh (HSDP, beside dp_shard and tp alone);
 its activations are `activations`' torch engine.
 
 A size that cannot be split is an error naming the values, never a fraction.
@@ -161,12 +162,25 @@ class Parallelism:
                 f"data-parallel ranks of one of --dp-replicate {self.dp_replicate} replicas"
             )
         if self.engine == "torch":
-            # The generated parallelize runs HSDP, but each rank's peak under it (the replicas'
-            # all-reduce buffers beside FSDP2's) has not been measured against torch.
+            self._check_generated_replicas()
+
+    def _check_generated_replicas(self) -> None:
+        """What the generated parallelize refuses about HSDP: replicas beside cp or ep, and
+        shard groups of one rank (it needs a dp_shard dimension)."""
+        beside = [
+            f"--{name} {getattr(self, name)}" for name in ("cp", "ep") if getattr(self, name) > 1
+        ]
+        if beside:
             raise SpecError(
-                f"--engine torch: a rank's peak under --dp-replicate {self.dp_replicate} "
-                "(HSDP) is not counted",
-                hint="count HSDP's memory with --engine megatron",
+                f"--engine torch: --dp-replicate {self.dp_replicate} with {' and '.join(beside)}: "
+                "the generated parallelize lays HSDP out beside dp_shard and tp alone",
+                hint="count HSDP beside cp or ep with --engine megatron",
+            )
+        if self.dp == self.dp_replicate:
+            raise SpecError(
+                f"--engine torch: --dp-replicate {self.dp_replicate} leaves one rank in each of "
+                f"FSDP2's shard groups (the {self.dp} data-parallel ranks)",
+                hint="HSDP shards over 2 or more ranks in each replica: fewer replicas",
             )
 
     def _check_schedule(self) -> None:

@@ -1,11 +1,11 @@
 """`count --engine torch`'s peak of a training step per rank: the generated `parallelize`'s
-layouts (tensor parallelism, FSDP2, FSDP2 beside tp, cp and ep: `rank_peak`, under balanced
-routing) and the generated `pipeline` under each schedule (`schedules.rank_figures`, as bench
-predicts it; without tp or dp), fp32 training with AdamW and no recomputation, on GPUs (the
-foreach AdamW, PyTorch's default there), with or without sequence parallelism, and FSDP2's
-mixed precision (mp_policy="bf16": FSDP2 alone, without experts); without loss parallelism.
-Other settings get no per-rank peak (and `--schedule`, whose figures are all per rank, is
-refused with them)."""
+layouts (tensor parallelism, FSDP2, HSDP's replicas of FSDP2, FSDP2 beside tp, cp and ep:
+`rank_peak`, under balanced routing) and the generated `pipeline` under each schedule
+(`schedules.rank_figures`, as bench predicts it; without tp or dp), fp32 training with AdamW
+and no recomputation, on GPUs (the foreach AdamW, PyTorch's default there), with or without
+sequence parallelism, and FSDP2's mixed precision (mp_policy="bf16": FSDP2 alone, without
+experts); without loss parallelism. Other settings get no per-rank peak (and `--schedule`,
+whose figures are all per rank, is refused with them)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def workload_peaks(ir: IR, w: Workload) -> list[dict] | None:
             return None
         from archspec.backends.count.rank_peak import rank_peaks
 
-        dims = {"pp": 1, "dp_shard": par.dp // par.ep, "ep": par.ep, "cp": par.cp, "tp": par.tp}
+        dims = _mesh(par)
         try:
             peaks = rank_peaks(
                 ir, dims, micro, seq, "cuda", w.attn, par.sp,
@@ -46,6 +46,15 @@ def workload_peaks(ir: IR, w: Workload) -> list[dict] | None:
         except SpecError:  # FSDP2 beside tp around units it does not count, mixed precision
             return None
     return [{"rank": p.rank, "peak": p.peak, "moment": p.moment} for p in peaks]
+
+
+def _mesh(par) -> dict[str, int]:
+    """The generated parallelize's mesh for `par` (`bench.mesh_layout.mesh_dims`'s: HSDP's
+    dp_replicate only where there are replicas)."""
+    replicas = par.dp_replicate
+    shard = par.dp // (par.ep * replicas)
+    hsdp = {"dp_replicate": replicas} if replicas > 1 else {}
+    return {"pp": 1, **hsdp, "dp_shard": shard, "ep": par.ep, "cp": par.cp, "tp": par.tp}
 
 
 def _unpredicted(w: Workload) -> str | None:

@@ -46,6 +46,12 @@ The moments are step_peak.py's, each with the rank's own terms (`RankTerms`):
   in the runs measured; under
   mixed precision, whose fp32 reduce-scatter input is twice the bf16 gradients, it is the
   peak of small batches (measured, benchmarks/RESULTS.md);
+- HSDP (a dp_replicate × dp_shard mesh, FSDP2 alone): a rank holds what it holds under
+  FSDP2 over its replica's dp_shard ranks, and the moments are those: torch 2.13's
+  `foreach_reduce` reduce-scatters a unit's gradients over dp_shard into the rank's shard as
+  without replicas, then all-reduces that shard in place over dp_replicate (gloo copies
+  nothing, measured; `_all_reduce_state` keeps the reduce-dtype output, the sharded
+  gradients' own storage under parallelize's policies, whose reduce dtype is theirs);
 - the optimizer step: every gradient, plus what AdamW allocates: the for-loop implementation
   (PyTorch's default on the CPU) makes sqrt(second moments) and its quotient for each
   parameter in turn, keeping that quotient until the next parameter's replaces it (`denom`):
@@ -246,7 +252,8 @@ def rank_peaks(
     sequence_parallel: bool = False, expert_loads: Sequence[ExpertLoad] | None = None,
     mixed_precision: bool = False,
 ) -> list[RankPeak]:  # fmt: skip
-    """Each rank's peak on mesh `dims` (`archspec.bench.mesh_layout.mesh_dims`, without pp),
+    """Each rank's peak on mesh `dims` (`archspec.bench.mesh_layout.mesh_dims`, without pp;
+    with dp_replicate, HSDP: FSDP2 over dp_shard alone, the module docstring),
     `batch` sequences of `seq` positions per data rank; `sequence_parallel`: parallelize's
     (the sequence split over tp between the blocks). `expert_loads`: under ep, the rows each
     rank's experts receive relative to balanced routing (one per rank; default: balanced).
@@ -257,6 +264,8 @@ def rank_peaks(
             "the peak per rank under mixed precision covers FSDP2 alone (dp_shard), without experts"
         )
     param_bytes = MIXED_PRECISION if mixed_precision else WEIGHT
+    if dims.get("dp_replicate", 1) > 1 and tp * cp * ep > 1:
+        raise SpecError("the peak per rank under HSDP covers dp_replicate × dp_shard alone")
     if dp > 1 and tp > 1:
         _check_fsdp_beside_tp(ir, dims)
     elif not covered(dims):
@@ -267,7 +276,7 @@ def rank_peaks(
     env = {**ir.env, B: batch, **whole_sequences(seq)}
     par = Parallelism(gpus=tp, tp=tp, sp=sequence_parallel and tp > 1, engine="torch")
     m = memory_figures(ir, attn=attn, parallel=par, device=device)
-    ranks = tp * cp * ep * dp
+    ranks = tp * cp * ep * dp * dims.get("dp_replicate", 1)
     loads = [ExpertLoad()] * ranks if expert_loads is None else list(expert_loads)
     if len(loads) != ranks:
         raise ValueError(f"{len(loads)} expert loads for {ranks} ranks")
