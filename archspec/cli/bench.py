@@ -67,8 +67,7 @@ def bench(
     ep: BenchEp = 1, mixed_precision: BenchMixedPrecision = False,
     loss_parallel: BenchLossParallel = False, force: BenchForce = False,
     sequence_parallel: BenchSequenceParallel = False, dp_replicate: BenchDpReplicate = 1,
-    set_: SetOpt = None,
-    json_: JsonOpt = False, debug: DebugOpt = False,
+    set_: SetOpt = None, json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Time the spec's generated PyTorch model in this process: median, min and max step
     time, tokens/s, achieved FLOP/s from the analytic FLOPs, MFU against the GPU's peak dense
@@ -101,15 +100,14 @@ def bench(
         _bench_distributed(spec, set_, nproc, (tp, cp, ep, dp_replicate), zero, pipeline,
                            settings, json_, debug, options)  # fmt: skip
         return
-    if dp_replicate != 1:  # HSDP's replicas are processes: there is one without --nproc
-        with user_errors(debug, json_):
-            raise SpecError(f"--dp-replicate {dp_replicate} needs --nproc (and --zero 3)")
     settings = Settings(
         device=device, dtype=dtype, batch=batch, seq=seq, mode=mode, compile=compile_,
         steps=steps, warmup=warmup, new_tokens=new_tokens, vs_hf=vs_hf, seed=seed,
         peak_tflops=peak_tflops, threads=threads, force=force, hf_first=hf_first,
     )  # fmt: skip
     with user_errors(debug, json_):
+        if dp_replicate != 1:  # HSDP's replicas are processes: there is one without --nproc
+            raise SpecError(f"--dp-replicate {dp_replicate} needs --nproc (and --zero 3)")
         resolved = resolve_spec(spec, set_)
         ir = with_overrides(build_ir(resolved), set_)
         # The transformers side is built from the spec's exported config.json, which refuses
