@@ -87,3 +87,22 @@ def test_no_engine_profile_decodes_an_moe_faster_than_its_bytes() -> None:
             p = predict_serving(ir, SYSTEM, batch, PROMPT, NEW, engine=engine)
             bound = read_per_step(ir, batch) / SYSTEM.accelerator.bandwidth
             assert p.decode_token_s >= bound, (engine.key, batch)
+
+
+def test_a_long_prefill_counts_the_experts_it_touches_without_exact_powers() -> None:
+    """A prefill of B·S tokens touches E·(1 − (1 − top_k/E)^(B·S)) experts: the power of a
+    float base, the same to 12 digits as the exact fraction at a few tokens, and a number at
+    the 8,388,608 tokens of batch 1,024 × 8,192 (an exact fraction of millions of digits took
+    minutes there; a user's `plan --mode serve` of that size timed out)."""
+    import sympy as sp
+
+    from archspec.plan.opcost import distinct_experts
+
+    class Route:  # a mixture's routing as the op carries it: 8 experts, 2 a token
+        n_experts, top_k = 8, 2
+
+    exact = 8 * (1 - (1 - sp.Rational(2, 8)) ** 5)
+    assert float(distinct_experts(Route, sp.Integer(5))) == pytest.approx(float(exact), rel=1e-12)
+    tokens = sp.Symbol("tokens", positive=True)
+    many = distinct_experts(Route, tokens).subs(tokens, 1024 * 8192)
+    assert float(many) == pytest.approx(8.0)

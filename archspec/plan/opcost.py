@@ -250,9 +250,11 @@ class CostCounter(FlopCounter):
 
 def distinct_experts(route: ops.Route, tokens: sp.Expr) -> sp.Expr:
     """The expected number of experts `tokens` tokens touch, each routed to top_k of E
-    (uniformly: a balanced router's load, the case auxiliary load-balancing losses aim at)."""
+    (uniformly: a balanced router's load, the case auxiliary load-balancing losses aim at).
+    The base is a float: an exact rational raised to a prefill's B·S tokens (hundreds of
+    thousands) is a fraction of as many digits, which took minutes to evaluate."""
     e, k = route.n_experts, route.top_k
-    return e * (1 - (1 - sp.sympify(k) / e) ** tokens)
+    return e * (1 - sp.N(1 - sp.sympify(k) / e) ** tokens)
 
 
 def pass_costs(ir: IR, compute_bytes: int, attn: str, run: Pass | None = None) -> PassCosts:
