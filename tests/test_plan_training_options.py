@@ -284,3 +284,19 @@ def test_fsdp_beside_a_pipeline_is_zero_2_and_uneven_stages_interleave() -> None
     # A given micro-batch or interleaving need not be one the search tries.
     odd = plan_json("--pp", "2", "--interleave", "16", "--batch", "2")
     assert odd["layout"]["interleave"] == 16 and odd["layout"]["micro_batch"] == 2
+
+
+def test_an_mfu_above_100_percent_says_why() -> None:
+    """Model FLOPs count every query-key pair (PaLM's MFU), where a causal flash kernel does
+    half: a small model at 163,840 tokens, attention most of its step, comes out above 100%,
+    and the report says so, beside the memory warning, on stderr and in the JSON."""
+    args = ["plan", "deepseek-v2-lite", "--gpu", "grand-teton-h100", "--gpus", "32",
+            "--global-batch", "128", "--batch", "4", "--dtype", "fp32"]  # fmt: skip
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["mfu"] > 1 and report["hfu"] > 1
+    assert "MFU and HFU above 100%" in report["warning"]
+    assert "it would not fit" in report["warning"]
+    ordinary = plan_json()
+    assert ordinary["mfu"] < 1 and "warning" not in ordinary

@@ -276,13 +276,23 @@ def training_report(
 
     report = search_report(ir, system, run, result, top)
     report["searched"] = searching
+    warnings = []
     if not report["fits"]:  # a given layout, timed though it does not fit
-        report["warning"] = (
+        warnings.append(
             f"the layout needs {report['memory']['total'] / 2**30:.1f} GiB per device; "
             f"{system.key} has {usable / 2**30:.1f} GiB usable: timed, but it would not "
             "fit as archspec counts memory (what the generated PyTorch code keeps; fused "
             "kernels keep less)"
         )
+    above = [name for name in ("mfu", "hfu") if report[name] > 1]
+    if above and run.attn == "flash":
+        warnings.append(
+            f"{' and '.join(n.upper() for n in above)} above 100%: model FLOPs count every "
+            "query-key pair (Chowdhery et al. 2022, Appendix B), where a causal flash kernel "
+            f"computes half of them, and at {run.seq:,} tokens attention is most of the step"
+        )
+    if warnings:
+        report["warning"] = "; ".join(warnings)
     what_if = what_if or {}
     if what_if.get("mfu") is not None:
         report = with_mfu(report, what_if["mfu"])
