@@ -300,3 +300,12 @@ def test_an_mfu_above_100_percent_says_why() -> None:
     assert "it would not fit" in report["warning"]
     ordinary = plan_json()
     assert ordinary["mfu"] < 1 and "warning" not in ordinary
+    # A what-if MFU that the layout's recomputation puts above the peak, and fp8 against bf16.
+    asked = plan_json("--mfu", "1", "--recompute", "full", "--tp", "1", "--pp", "1")
+    assert asked["hfu"] > 1 and "--mfu 1 with this layout's recomputation" in asked["warning"]
+    fp8 = runner.invoke(app, ["plan", "gpt3-175b", "--gpu", "mi325x", "--gpus", "64",
+                              "--global-batch", "512", "--seq", "4096", "--dtype", "fp8",
+                              "--json"])  # fmt: skip
+    assert fp8.exit_code == 0, fp8.output
+    report = json.loads(fp8.stdout)
+    assert report["mfu"] > 1 and "count against the bf16 peak" in report["warning"]
