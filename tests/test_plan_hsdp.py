@@ -157,7 +157,7 @@ def test_two_slices_exchange_their_gradients_over_the_data_center_network() -> N
         (["--dp-replicate", "2", "--zero", "0"], "--dp-replicate 2 replicates ZeRO's shard"),
         (["--dp-replicate", "3", "--zero", "3"], "--dp-replicate 3 does not divide the 32"),
         (["--node-size", "8192", "--zero", "3"], "--node-size 8192: tpu-v5p's nodes hold 4096"),
-        (["--node-size", "0", "--zero", "3"], "--node-size 0: tpu-v5p's nodes hold 4096"),
+        (["--node-size", "0", "--zero", "3"], "--node-size must be at least 1 (got 0)"),
         (["--node-size", "48", "--zero", "3"], "--gpus 128 is not a whole number of nodes of"),
     ],
 )
@@ -188,3 +188,25 @@ def test_count_holds_one_replicas_shard() -> None:
     assert torch.exit_code == 0, torch.output
     for part in ("weights", "gradients", "optimizer"):
         assert json.loads(torch.stdout)["memory"][part] == hybrid[part], part
+
+
+def test_count_and_serving_name_the_replicas_and_the_node_size() -> None:
+    """count's title and JSON name HSDP's replicas (its figures change with them); plan's
+    serving report names --node-size, as its training report does."""
+    from typer.testing import CliRunner
+
+    from archspec.cli import app
+
+    runner = CliRunner()
+    args = ["count", "llama-2-70b", "--seq", "4096", "--batch", "64", "--gpus", "64", "--tp", "8",
+            "--zero", "3", "--dp-replicate", "2"]  # fmt: skip
+    shown = runner.invoke(app, args, env={"COLUMNS": "400"})
+    assert shown.exit_code == 0, shown.output
+    # The title wraps at its table's width.
+    assert "dp=8 ZeRO-3 over 2" in shown.output and "replicas; micro-batch" in shown.output
+    report = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    assert report["workload"]["dp_replicate"] == 2
+    serve = ["plan", "llama-2-70b", "--mode", "serve", "--gpu", "tpu-v5p", "--gpus", "8",
+             "--tp", "4", "--node-size", "4"]  # fmt: skip
+    assert json.loads(runner.invoke(app, [*serve, "--json"]).stdout)["node_size"] == 4
+    assert "nodes of 4" in runner.invoke(app, serve, env={"COLUMNS": "400"}).output

@@ -95,7 +95,7 @@ def main() -> None:
     register_commands(command_in(sys.argv[1:]))
     try:
         try:
-            app()
+            exit_code = _run(app)
         finally:
             if sys.stdout is not None:
                 try:
@@ -108,6 +108,34 @@ def main() -> None:
         say(str(exc))
         silence_stdout()
         sys.exit(2)
+    if exit_code:
+        sys.exit(exit_code)
+
+
+def _run(app) -> int | None:
+    """The application, with click's mistakes in the arguments (an unknown option, a value of
+    the wrong type) shown as Typer shows them and, under --json, also as the JSON error
+    object every other mistake gives on stdout. The exit code a command asked for, if any."""
+    import typer
+
+    # click's base error, wherever this typer keeps click (its own copy from 0.28 on).
+    usage_error = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+    try:
+        code = app(standalone_mode=False)
+    except usage_error as exc:
+        if "--json" in sys.argv[1:]:
+            from archspec.cli.common import json_error
+            from archspec.errors import SpecError
+
+            json_error(SpecError(exc.format_message()))
+        from typer import rich_utils
+
+        rich_utils.rich_format_error(exc)
+        return exc.exit_code
+    except typer.Abort:
+        print("Aborted!", file=sys.stderr)
+        return 1
+    return code if isinstance(code, int) else None
 
 
 if __name__ == "__main__":

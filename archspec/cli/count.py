@@ -388,6 +388,8 @@ def _memory_title(w: dict[str, Any], memory: dict[str, Any]) -> str:
         devices += f": tp={w['tp']} pp={w['pp']}"
         devices += "".join(f" {k}={w[k]}" for k in ("cp", "ep") if w.get(k, 1) > 1)
         devices += f" dp={w['dp']} ZeRO-{w['zero']}"
+        if w.get("dp_replicate", 1) > 1:  # HSDP: ZeRO within each of the replicas
+            devices += f" over {w['dp_replicate']} replicas"
         if w["sp"]:
             devices += ", SP"
         if w.get("engine") == "torch":

@@ -155,6 +155,8 @@ def _serve(ir, system, o) -> dict[str, Any]:
                                           o.new_tokens, o.dtype, o.engine, o.group, o.kv_dtype,
                                           speculation, o.rate, o.concurrency, o.plot,
                                           o.force, not o.no_kv_cache)  # fmt: skip
+    if o.node_size is not None:
+        report["node_size"] = o.node_size
     if "warning" in report:
         stderr().print(f"warning: {markup_safe(report['warning'])}")
     ignored = request.other_mode_options(
@@ -336,7 +338,9 @@ def _render_serve(r: dict[str, Any]) -> None:
     from rich.table import Table
 
     model = asked_title(r["model"], r["overrides"])
-    title = (f"{model} serving on {r['gpus']} × {markup_safe(r['system'])} (tp {r['tp']}): "
+    nodes = f", nodes of {r['node_size']}" if "node_size" in r else ""
+    title = (f"{model} serving on {r['gpus']} × {markup_safe(r['system'])} (tp {r['tp']}"
+             f"{nodes}): "
              f"batch {r['batch']}, {r['prompt']}-token prompts, "
              f"{r['new_tokens']} new tokens, {r['dtype']}"
              + (f" (KV cache {r['kv_dtype']})" if r["kv_dtype"] else "")

@@ -163,7 +163,9 @@ def with_node_size(system: System, node_size: int | None, gpus: int = 1) -> Syst
     NVLink domain. A node is never made larger than the catalogue's."""
     if node_size is None:
         return system
-    if not 1 <= node_size <= system.gpus_per_node:
+    if node_size < 1:
+        raise SpecError(f"--node-size must be at least 1 (got {node_size:,})")
+    if node_size > system.gpus_per_node:
         raise SpecError(
             f"--node-size {node_size}: {system.key}'s nodes hold {system.gpus_per_node} "
             "accelerators",

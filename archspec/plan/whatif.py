@@ -19,7 +19,8 @@ LEAST_FRACTION = 1e-3
 
 
 def parse_tokens(text: str) -> float:
-    """`15T`, `300B`, `2.5e12` or `1000000`: a positive, finite number of tokens."""
+    """`15T`, `300B`, `2.5e12` or `1000000`: a finite number of tokens, one or more (a run
+    trains on whole tokens; below one the steps, days and cost round to nothing)."""
     raw = text.strip()
     scale = SUFFIXES.get(raw[-1:].upper(), 1.0) if raw else 1.0
     number = raw[:-1] if scale != 1.0 else raw
@@ -27,9 +28,9 @@ def parse_tokens(text: str) -> float:
         value = float(number) * scale
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value <= 0:
+    if not math.isfinite(value) or value < 1:
         raise SpecError(
-            f"--tokens takes a positive number of tokens, e.g. 15T or 300B (got '{text}')"
+            f"--tokens takes a number of tokens, 1 or more, e.g. 15T or 300B (got '{text}')"
         )
     if value > MAX_TOKENS:
         raise SpecError(f"--tokens {text} is over the limit of {MAX_TOKENS:g} tokens")

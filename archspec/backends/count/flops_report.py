@@ -238,6 +238,7 @@ def flops_report(ir: IR, w: Workload, symbolic: bool = False) -> dict[str, Any]:
             "cp": par.cp,
             "ep": par.ep,
             "dp": par.dp,
+            "dp_replicate": par.dp_replicate,
             "sp": par.sp,
             "interleave": par.interleave,
             "zero": par.zero,
