@@ -183,12 +183,15 @@ def test_hsdp_layouts_the_generated_parallelize_refuses_are_refused(args, messag
 
 
 @pytest.mark.long
-def test_every_rank_peak_within_5_percent_under_hsdp():
+@pytest.mark.parametrize("mixed", [False, True], ids=["fp32", "mixed-precision"])
+def test_every_rank_peak_within_5_percent_under_hsdp(mixed):
     """llama on 4 gloo processes, 2 replicas of 2 dp_shard ranks, 4 sequences of 8 a data
     rank. Measured: every rank 422,108 bytes against 422,356 predicted (0.9994), its saved
     tensors equal to the prediction, and the mean of the data ranks' losses the one-process
-    reference's."""
+    reference's; under FSDP2's mixed precision (mp_policy="bf16") 329,052 against 329,300
+    (0.9992), the peak at the last block's reduce-scatter, where the all-reduce runs."""
     options = ["--device", "cpu", "--nproc", "4", "--zero", "3", "--dp-replicate", "2"]
+    options += ["--mixed-precision"] if mixed else []
     options += ["--batch", "4", "--seq", "8", "--steps", "1", "--warmup", "1", "--json"]
     result = CliRunner().invoke(app, ["bench", "llama-2-7b", *as_sets(LLAMA), *options])
     assert result.exit_code == 0, result.output
@@ -197,6 +200,8 @@ def test_every_rank_peak_within_5_percent_under_hsdp():
     ranks = r["ranks"]
     peaks = [rank["peak_memory_bytes"] for rank in ranks]
     assert peaks == pytest.approx([rank["predicted_peak_bytes"] for rank in ranks], rel=0.05)
+    if mixed:
+        return  # bf16 compute: its saved tensors and losses are the mixed-precision tests'
     assert [rank["saved_tensor_bytes"] for rank in ranks] == [
         r["predicted_bytes"]["activations"]
     ] * 4
