@@ -46,8 +46,8 @@ The moments are step_peak.py's, each with the rank's own terms (`RankTerms`):
   in the runs measured; under
   mixed precision, whose fp32 reduce-scatter input is twice the bf16 gradients, it is the
   peak of small batches (measured, benchmarks/RESULTS.md);
-- HSDP (a dp_replicate × dp_shard mesh, FSDP2 alone): a rank holds what it holds under
-  FSDP2 over its replica's dp_shard ranks, and the moments are those: torch 2.13's
+- HSDP (a dp_replicate × dp_shard mesh, alone or beside tp): a rank holds what it holds
+  under FSDP2 (beside tp) over its replica's dp_shard ranks, and the moments are those: torch 2.13's
   `foreach_reduce` reduce-scatters a unit's gradients over dp_shard into the rank's shard as
   without replicas, then all-reduces that shard in place over dp_replicate (gloo copies
   nothing, measured; `_all_reduce_state` keeps the reduce-dtype output, the sharded
@@ -253,7 +253,7 @@ def rank_peaks(
     mixed_precision: bool = False,
 ) -> list[RankPeak]:  # fmt: skip
     """Each rank's peak on mesh `dims` (`archspec.bench.mesh_layout.mesh_dims`, without pp;
-    with dp_replicate, HSDP: FSDP2 over dp_shard alone, the module docstring),
+    with dp_replicate, HSDP: FSDP2 over one replica's dp_shard, the module docstring),
     `batch` sequences of `seq` positions per data rank; `sequence_parallel`: parallelize's
     (the sequence split over tp between the blocks). `expert_loads`: under ep, the rows each
     rank's experts receive relative to balanced routing (one per rank; default: balanced).
@@ -264,8 +264,8 @@ def rank_peaks(
             "the peak per rank under mixed precision covers FSDP2 alone (dp_shard), without experts"
         )
     param_bytes = MIXED_PRECISION if mixed_precision else WEIGHT
-    if dims.get("dp_replicate", 1) > 1 and tp * cp * ep > 1:
-        raise SpecError("the peak per rank under HSDP covers dp_replicate × dp_shard alone")
+    if dims.get("dp_replicate", 1) > 1 and cp * ep > 1:
+        raise SpecError("the peak per rank under HSDP covers dp_replicate × dp_shard (× tp)")
     if dp > 1 and tp > 1:
         _check_fsdp_beside_tp(ir, dims)
     elif not covered(dims):
