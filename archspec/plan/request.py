@@ -311,6 +311,8 @@ def _above_the_peak(report: dict[str, Any], run: Training) -> str | None:
     if run.dtype == "fp8":
         return (f"{which}: an fp8 run's FLOPs count against the bf16 peak (only the "
                 "projections run at fp8's; NeMo's model TFLOP/s read the same way)")  # fmt: skip
+    if run.attn != "flash":
+        return None  # a materialised attention computes every pair: no convention explains it
     return (f"{which}: the FLOPs count every query-key pair (Chowdhery et al. 2022, "
             "Appendix B), where a causal flash kernel computes half of them, and at "
             f"{run.seq:,} tokens attention is much of the step")  # fmt: skip
