@@ -61,6 +61,9 @@ GPU = {
     "sweep": {
         "decode": [(8, 128), (32, 128), (64, 128), (1, 2048)],
         "train": [(4, 1024), (8, 512)],
+        # The training shapes again with SDPA held to its FlashAttention-2 kernel (cuDNN's
+        # and the memory-efficient one turned off): the kernel most published runs used.
+        "train_flash": [(2, 2048), (4, 1024), (8, 512)],
     },  # fmt: skip
 }
 TINY = ["n_layers=2", "d_model=64", "n_heads=4", "d_ff=128", "vocab_size=256", "max_seq_len=64"]
@@ -83,7 +86,7 @@ DRY = {
     "decode": {"seq": 16, "new_tokens": 8},
     "compile_backend": "eager",
     "budgets": {"train": 60, "vs_hf": 60, "decode": 60, "fp8": 30, "plan": 30, "sweep": 0},
-    "sweep": {"decode": [(2, 16)], "train": [(2, 16)]},
+    "sweep": {"decode": [(2, 16)], "train": [(2, 16)], "train_flash": [(2, 16)]},
 }
 
 
@@ -157,7 +160,13 @@ def sweep_runs(p: dict) -> list[dict]:
          "settings": {"mode": "train", "compile": True, "batch": b, "seq": seq}}
         for b, seq in p["sweep"]["train"]
     ]  # fmt: skip
-    return decode + train
+    flash = [
+        {"kind": "bench", "label": f"train llama-1b compiled B={b} S={seq} flash-2 only",
+         "model": "llama-1b", "sdpa": "flash",
+         "settings": {"mode": "train", "compile": True, "batch": b, "seq": seq}}
+        for b, seq in p["sweep"]["train_flash"]
+    ]  # fmt: skip
+    return decode + train + flash
 
 
 PARTS = {"train": train_runs, "vs_hf": vs_hf_runs, "decode": decode_runs, "fp8": fp8_runs,
@@ -328,7 +337,16 @@ RUNNERS = {"bench": bench_run, "decode": decode_run, "fp8": fp8_run, "plan": pla
 
 
 def child(p: dict, run: dict) -> None:
-    print(json.dumps(RUNNERS[run["kind"]](p, run)))
+    if run.get("sdpa") == "flash":  # SDPA may then choose only the flash kernel (or math)
+        torch_backends = __import__("torch").backends.cuda
+        torch_backends.enable_cudnn_sdp(False)
+        torch_backends.enable_mem_efficient_sdp(False)
+    result = RUNNERS[run["kind"]](p, run)
+    if run.get("sdpa"):
+        cuda = __import__("torch").backends.cuda
+        result["sdpa_enabled"] = {"flash": cuda.flash_sdp_enabled(), "cudnn": cuda.cudnn_sdp_enabled(),
+                                  "efficient": cuda.mem_efficient_sdp_enabled()}  # fmt: skip
+    print(json.dumps(result))
 
 
 # ---- the parent: budgets, processes, files ----
