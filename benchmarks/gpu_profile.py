@@ -314,13 +314,20 @@ def main() -> None:
     parser.add_argument("part", choices=sorted(PARTS))
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "gpu-profile")
     parser.add_argument("--dry-run", action="store_true", help="on CPU, tiny sizes")
+    parser.add_argument("--flash-only", action="store_true",
+                        help="SDPA held to its FlashAttention-2 kernel (cuDNN's and the "
+                        "memory-efficient one turned off); writes <part>-flash.json")  # fmt: skip
     args = parser.parse_args()
+    if args.flash_only:
+        torch.backends.cuda.enable_cudnn_sdp(False)
+        torch.backends.cuda.enable_mem_efficient_sdp(False)
     device = torch.device("cpu" if args.dry_run else "cuda")
     args.out.mkdir(parents=True, exist_ok=True)
     name = "cpu" if args.dry_run else torch.cuda.get_device_name()
     figures = PARTS[args.part](device, args.dry_run)
-    result = {"part": args.part, "device": name, "torch": torch.__version__, **figures}
-    (args.out / f"{args.part}.json").write_text(json.dumps(result, indent=1))
+    result = {"part": args.part, "device": name, "torch": torch.__version__,
+              "sdpa": "flash only" if args.flash_only else "as torch chooses", **figures}  # fmt: skip
+    (args.out / f"{args.part}{'-flash' if args.flash_only else ''}.json").write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1)[:6000])
 
 
