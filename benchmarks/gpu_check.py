@@ -13,7 +13,8 @@ Parts (docs/bench.md, "GPU check", says what each figure means):
 5. plan: plan's predicted single-GPU step time for each training run against the measured;
 6. sweep (only when asked: --part sweep): shapes nothing was calibrated on, for plan's
    held-out checks: CUDA-graph decoding of the 7B at batch 8, 32 and 64 and a 2,048-token
-   prompt, and compiled llama-1b training at S=1024 (B=4) and S=512 (B=8).
+   prompt, compiled llama-1b training at S=1024 (B=4) and S=512 (B=8), and the three
+   training shapes again with SDPA held to FlashAttention-2 ("flash-2 only").
 
 Each run is its own process (this script with --child), so a run's compiled graphs,
 allocator pools or out-of-memory error cannot touch the next, and a run that overruns its
@@ -337,15 +338,18 @@ RUNNERS = {"bench": bench_run, "decode": decode_run, "fp8": fp8_run, "plan": pla
 
 
 def child(p: dict, run: dict) -> None:
-    if run.get("sdpa") == "flash":  # SDPA may then choose only the flash kernel (or math)
-        torch_backends = __import__("torch").backends.cuda
-        torch_backends.enable_cudnn_sdp(False)
-        torch_backends.enable_mem_efficient_sdp(False)
+    if run.get("sdpa") == "flash":
+        # SDPA may then choose only the flash kernel (or math). Compiled graphs cached on
+        # disk by an earlier run of the same shapes would still call cuDNN's (the flags are
+        # not in the cache's key: seen on an H100), so this run compiles afresh.
+        os.environ["TORCHINDUCTOR_FORCE_DISABLE_CACHES"] = "1"
+        import torch
+
+        torch.backends.cuda.enable_cudnn_sdp(False)
+        torch.backends.cuda.enable_mem_efficient_sdp(False)
     result = RUNNERS[run["kind"]](p, run)
     if run.get("sdpa"):
-        cuda = __import__("torch").backends.cuda
-        result["sdpa_enabled"] = {"flash": cuda.flash_sdp_enabled(), "cudnn": cuda.cudnn_sdp_enabled(),
-                                  "efficient": cuda.mem_efficient_sdp_enabled()}  # fmt: skip
+        result["sdpa"] = run["sdpa"]
     print(json.dumps(result))
 
 

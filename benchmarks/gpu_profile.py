@@ -319,15 +319,20 @@ def main() -> None:
                         "memory-efficient one turned off); writes <part>-flash.json")  # fmt: skip
     args = parser.parse_args()
     if args.flash_only:
+        # Graphs compiled and cached on disk by an earlier run would still call cuDNN's
+        # kernel (the flags are not in the cache's key: seen on an H100).
+        torch.compiler.config.force_disable_caches = True
         torch.backends.cuda.enable_cudnn_sdp(False)
         torch.backends.cuda.enable_mem_efficient_sdp(False)
     device = torch.device("cpu" if args.dry_run else "cuda")
     args.out.mkdir(parents=True, exist_ok=True)
     name = "cpu" if args.dry_run else torch.cuda.get_device_name()
     figures = PARTS[args.part](device, args.dry_run)
-    result = {"part": args.part, "device": name, "torch": torch.__version__,
-              "sdpa": "flash only" if args.flash_only else "as torch chooses", **figures}  # fmt: skip
-    (args.out / f"{args.part}{'-flash' if args.flash_only else ''}.json").write_text(json.dumps(result, indent=1))
+    sdpa = "flash only" if args.flash_only else "as torch chooses"
+    result = {"part": args.part, "device": name, "torch": torch.__version__, "sdpa": sdpa,
+              **figures}  # fmt: skip
+    name = f"{args.part}-flash" if args.flash_only else args.part
+    (args.out / f"{name}.json").write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1)[:6000])
 
 

@@ -13,9 +13,10 @@ keys, head width) under the same rule (opcost.py). This script times, with CUDA 
   its launch): TFLOP/s, what the rule is checked against;
 - attention: torch's scaled_dot_product_attention (bf16, causal), as SDPA chooses and with
   each fused backend forced (flash, memory-efficient, cuDNN; one the device or the shape does
-  not take is recorded with why), forward and forward + backward, head widths 64 and 128, sequences 512 to 8192 with the tokens of a
-  call held at 16,384 a head: TFLOP/s counting the causal half of the pairs (4·S²·d/2 a head
-  forward, 2.5 times that backward, as opcost.py counts them).
+  not take is recorded with why), forward and forward + backward, head widths 64 and 128,
+  sequences 512 to 8192 with the tokens of a call held at 16,384 a head: TFLOP/s counting
+  the causal half of the pairs (4·S²·d/2 a head forward, 2.5 times that backward, as
+  opcost.py counts them).
 
 Nothing is fitted here. --against-plan (no GPU needed) puts a results file beside plan's rule
 on the device's catalogue entry: plan's TFLOP/s under Megatron-LM's fitted plateau, and both
