@@ -239,7 +239,7 @@ def test_one_given_layout_is_timed_as_given() -> None:
     assert report["layout"] == {"tp": 8, "pp": 8, "cp": 1, "ep": 1, "dp": 1, "stage_layers": None,
                                 "interleave": 1, "micro_batch": 1, "sp": True,
                                 "recompute": "selective", "zero": 0, "dp_replicate": 1,
-                                "micro_batches": 64}  # fmt: skip
+                                "offload_layers": 0, "micro_batches": 64}  # fmt: skip
     assert len(report["ranked"]) == 1
 
 

@@ -47,6 +47,7 @@ from archspec.cli.options import (
     PlanNewTokens,
     PlanNodeSize,
     PlanNoKvCache,
+    PlanOffloadLayers,
     PlanPp,
     PlanPrice,
     PlanPrompt,
@@ -84,7 +85,8 @@ def plan(
     speculate: PlanSpeculate = 4, accept: PlanAccept = None, rate: PlanRate = None,
     concurrency: PlanConcurrency = None, plot: PlanServePlot = None, cp: PlanCp = None,
     ep: PlanEp = None, dp_replicate: PlanDpReplicate = None, node_size: PlanNodeSize = None,
-    stage_layers: PlanStageLayers = None, async_tp: PlanAsyncTp = False,
+    stage_layers: PlanStageLayers = None, offload_layers: PlanOffloadLayers = None,
+    async_tp: PlanAsyncTp = False,
     fp8_all_gather: PlanFp8AllGather = False, checkpoint: PlanCheckpoint = None,
     tokens: PlanTokens = None,
     price: PlanPrice = None, mfu: PlanMfu = None, efficiency: PlanEfficiency = None,
@@ -140,7 +142,8 @@ def _check_sizes(o) -> None:
                  "--zero": o.zero, "--top": o.top, "--prompt": o.prompt,
                  "--new-tokens": o.new_tokens, "--group": o.group, "--speculate": o.speculate,
                  "--concurrency": o.concurrency, "--cp": o.cp, "--ep": o.ep,
-                 "--dp-replicate": o.dp_replicate, "--node-size": o.node_size})  # fmt: skip
+                 "--dp-replicate": o.dp_replicate, "--node-size": o.node_size,
+                 "--offload-layers": o.offload_layers})  # fmt: skip
 
 
 def _serve(ir, system, o) -> dict[str, Any]:
@@ -164,7 +167,7 @@ def _serve(ir, system, o) -> dict[str, Any]:
          "--interleave": o.interleave, "--sp": o.sp_, "--recompute": o.recompute,
          "--zero": o.zero, "--grad-dtype": o.grad_dtype,
          "--cp": o.cp, "--ep": o.ep, "--dp-replicate": o.dp_replicate,
-         "--stage-layers": o.stage_layers,
+         "--stage-layers": o.stage_layers, "--offload-layers": o.offload_layers,
          "--async-tp": o.async_tp or None, "--fp8-all-gather": o.fp8_all_gather or None,
          "--checkpoint": o.checkpoint, "--tokens": o.tokens,
          "--price": o.price, "--mfu": o.mfu, "--efficiency": o.efficiency})  # fmt: skip
@@ -186,7 +189,7 @@ def _train(ir, system, o) -> dict[str, Any]:
     given = {"tp": o.tp, "pp": o.pp, "interleave": o.interleave, "sp": o.sp_,
              "micro_batch": o.batch, "recompute": o.recompute, "zero": o.zero, "cp": o.cp,
              "ep": o.ep, "dp_replicate": o.dp_replicate,
-             "stage_layers": o.stage_layers}  # fmt: skip
+             "stage_layers": o.stage_layers, "offload_layers": o.offload_layers}  # fmt: skip
     only = request.given_layout(ir, system, run, given)
     eff = request.efficiency_override(system, run, o.efficiency)
     result = _run_search(ir, system, run, only, quiet=o.json_, eff=eff)
@@ -252,6 +255,8 @@ def _layout_text(lay: dict[str, Any]) -> str:
     text += f" · recompute {lay['recompute']}"
     if lay["zero"]:
         text += f" · ZeRO-{lay['zero']}"
+    if lay.get("offload_layers"):
+        text += f" · {lay['offload_layers']} layers offloaded"
     return text
 
 
@@ -300,6 +305,8 @@ def _render_train(r: dict[str, Any]) -> None:
     parts.add_column("time", justify="right")
     parts.add_column("share", justify="right")
     for name, t in r["breakdown"].items():
+        if name == "offload" and not r["layout"].get("offload_layers"):
+            continue  # a part only a layout that offloads has
         parts.add_row(name.replace("_", " "), _seconds(t), f"{t / r['step_time_s']:.1%}")
     memory = Table(title=f"memory per device (stage {mem['stage']}, the most loaded)",
                    title_justify="left")  # fmt: skip

@@ -57,7 +57,11 @@ SYSTEM_FIELDS: dict[str, Any] = {
     "intra_node_latency_us": Number("µs", 1e6, zero_ok=True),
     "inter_node_latency_us": Number("µs", 1e6, zero_ok=True),
     "source": TEXT,
+    # Between an accelerator and its host's memory, each way (what activation offloading
+    # moves): optional, since few plans need it and few spec sheets print it per accelerator.
+    "host_link_gbs": Number("GB/s", 1e7, low=1e-3),
 }
+OPTIONAL = {"host_link_gbs"}
 # A million TFLOP/s: far above any chip (B200: 4,500 at FP8); a GFLOP/s at least.
 PEAK = Number("TFLOP/s", 1e6, low=1e-3)
 
@@ -111,7 +115,7 @@ class _File:
                     (*path, key, KEY) if (*path, key, KEY) in self.locations else (*path, key),
                     hint=did_you_mean(key, fields) or f"its fields: {', '.join(fields)}",
                 )
-        missing = [f for f in fields if f not in value]
+        missing = [f for f in fields if f not in value and f not in OPTIONAL]
         if missing:
             raise self.error(
                 f"{what} lacks {', '.join(missing)}",
@@ -121,6 +125,8 @@ class _File:
         out = {}
         for key, rule in fields.items():
             at = (*path, key)
+            if key not in value:  # an optional field left out
+                continue
             if rule is TEXT:
                 out[key] = self.text(value[key], at)
             elif rule is PEAKS:

@@ -17,7 +17,8 @@ matmul plateau per stack, `published.py`, cross-validated leaving one source out
   reduce-scatter overlaps the backward and its parameter all-gather the next forward
   (`overlap_grad_reduce`, `overlap_param_gather`), and with sequence parallelism the
   tensor-parallel all-gathers and reduce-scatters overlap the matmuls beside them
-  (`tp_comm_overlap`, Transformer Engine's userbuffers).
+  (`tp_comm_overlap`, Transformer Engine's userbuffers). Its layers are Transformer Engine's,
+  which keep fewer activations than PyTorch's (te_activations.py).
 - fsdp: PyTorch FSDP (torchtitan's FSDP2, MosaicML Composer): each layer's parameter all-gather
   is prefetched during the previous layer's compute and its gradient reduce-scatter runs
   during the next layer's backward; tensor-parallel collectives are not overlapped. Under
@@ -95,6 +96,10 @@ class Engine:
     # (efficiency.py, `exposed` below), fitted on its published runs (published.py); a stack
     # whose runs overlap nothing takes the share fitted on all runs as one.
     interference: float = 0.5
+    # Whose layers keep the activations (fit.MemoryModel): the generated PyTorch code's, which
+    # Megatron-LM of 2022 keeps as well (Korthikanti et al. 2022), or Transformer Engine's in
+    # Megatron-Core (te_activations.py: fused norms and SwiGLU, fp8 inputs).
+    kernels: str = "pytorch"
 
     def efficiency(self, accelerator: str | None = None) -> Efficiency:
         accelerator = tensor_core_twin(accelerator) if accelerator else accelerator
@@ -120,7 +125,8 @@ ENGINES = {
                         bf16_zero_all_reduce=True),
     "nemo": Engine("nemo", True, True, True,
                    "NeMo / Megatron-Core: DP and TP communication overlapped", 0.72,
-                   (("b200", 0.80), ("gb200", 0.68), ("h100-sxm", 0.74)), interference=0.25),
+                   (("b200", 0.80), ("gb200", 0.68), ("h100-sxm", 0.74)), interference=0.25,
+                   kernels="transformer_engine"),
     "fsdp": Engine("fsdp", True, True, False,
                    "PyTorch FSDP, torchtitan, Composer: sharded DP communication overlapped",
                    0.70, (("a100-80g", 0.76), ("h100-sxm", 0.68)), pipeline_zero=2,

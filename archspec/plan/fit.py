@@ -25,8 +25,11 @@ from archspec.backends.count.memory import (
     WEIGHT_BYTES,
 )
 from archspec.backends.count.passes import B, whole_sequences
+from archspec.backends.count.te_activations import transformer_engine_counter
 from archspec.ir.nodes import IR
 from archspec.plan.layers import stage_runs
+
+KERNELS = ("pytorch", "transformer_engine")
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,13 @@ class StageBytes:
 
 class MemoryModel:
     def __init__(self, ir: IR, seq: int, dtype: str, grad_dtype: str, attn: str,
-                 optimizer: str = "adamw"):  # fmt: skip
+                 optimizer: str = "adamw", kernels: str = "pytorch"):  # fmt: skip
+        """`kernels`: whose layers keep the activations: "pytorch" (the generated code's, and
+        Megatron-LM's of 2022: activations.py) or "transformer_engine" (Megatron-Core's with
+        Transformer Engine's layers: te_activations.py)."""
+        if kernels not in KERNELS:
+            raise ValueError(f"kernels is one of {', '.join(KERNELS)}, not {kernels!r}")
+        self.kernels = kernels
         self.ir = ir
         self.values = {**ir.env, **whole_sequences(seq)}
         self.dtype, self.grad_dtype, self.attn, self.optimizer = dtype, grad_dtype, attn, optimizer
@@ -71,9 +80,11 @@ class MemoryModel:
         self.expert_per_layer = expert_params_per_layer(ir)
 
     def _parts(self, tp: int, sp_: bool, recompute: str):
-        parts = activation_parts(
-            self.ir, COMPUTE_BYTES[self.dtype], self.attn, recompute, tp, sp_ and tp > 1
-        )
+        counter = None
+        if self.kernels == "transformer_engine":
+            counter = transformer_engine_counter(fp8=self.dtype == "fp8")
+        parts = activation_parts(self.ir, COMPUTE_BYTES[self.dtype], self.attn, recompute, tp,
+                                 sp_ and tp > 1, counter_class=counter)  # fmt: skip
         runs = [(self.ir.value(count), _linear(each, self.values)) for count, each in parts.layers]
         return (
             _linear(parts.before, self.values),
@@ -110,11 +121,13 @@ class MemoryModel:
 
     def stages(self, par: Parallelism, micro: int, recompute: str,
                stage_layers: tuple[int, ...] | None = None,
-               ep: int = 1) -> list[StageBytes]:  # fmt: skip
+               ep: int = 1, offload: int = 0) -> list[StageBytes]:  # fmt: skip
         """Bytes per device on every stage, as memory_figures counts them. With expert
         parallelism a device holds 1/ep of the experts' weights and gradients; ZeRO shards the
         experts' optimizer states over the dp/ep replicas of each expert, which comes to the
-        same 1/dp of all states."""
+        same 1/dp of all states. With `offload` layers' activations offloaded to the host (one
+        stage, checked by request.py), the device holds at most the other layers' worth at any
+        time (offloaded_activations)."""
         before, runs, after, rebuilt, spans = self.parts(par.tp, par.sp, recompute)
         states = OPTIMIZER_BYTES[self.optimizer] + (MASTER_BYTES if self.dtype != "fp32" else 0)
         out = []
@@ -124,6 +137,8 @@ class MemoryModel:
             chunks, per_chunk = par.in_flight(stage)
             layers = stage_runs(runs, spans, first, last)
             acts = chunks * sum(n * x.at(micro) for n, x in layers) / per_chunk
+            if offload:
+                acts = offloaded_activations(layers, micro, offload)
             if stage == 0:
                 if par.interleave == 1:
                     held = min(par.pp, par.micro_batches)
@@ -148,8 +163,30 @@ class MemoryModel:
 
     def busiest(self, par: Parallelism, micro: int, recompute: str,
                 stage_layers: tuple[int, ...] | None = None,
-                ep: int = 1) -> StageBytes:  # fmt: skip
-        return max(self.stages(par, micro, recompute, stage_layers, ep), key=lambda s: s.total)
+                ep: int = 1, offload: int = 0) -> StageBytes:  # fmt: skip
+        return max(self.stages(par, micro, recompute, stage_layers, ep, offload),
+                   key=lambda s: s.total)  # fmt: skip
+
+    def layer_activations(self, tp: int, sp_: bool, micro: int) -> list[float]:
+        """Each layer's activation bytes at micro-batch `micro`, first layer first, without
+        recomputation (what activation offloading moves to the host and back)."""
+        from archspec.backends.count.conventions import NO_RECOMPUTE
+
+        _, runs, _, _, spans = self.parts(tp, sp_, NO_RECOMPUTE)
+        total = sum(n for n, _ in runs)
+        return [x.at(micro) for n, x in stage_runs(runs, spans, 0, total) for _ in range(n)]
+
+
+def offloaded_activations(layers: list[tuple[int, Linear]], micro: int, offload: int) -> float:
+    """The most activation bytes a device holds when the first `offload` of its layers are
+    offloaded to the host: at most (layers - offload) layers' sets are on the device at any
+    time (Transformer Engine's CPU offloading, which Megatron-Core's `cpu_offloading_num_layers`
+    runs: "At most (model_layers - num_layers) sets of activations are on GPU at any time",
+    docs/features/other_optimizations/cpu_offloading at TransformerEngine d0067d0), so the
+    most of any window of that many consecutive layers."""
+    each = [x.at(micro) for n, x in layers for _ in range(n)]
+    window = len(each) - offload
+    return max(sum(each[i : i + window]) for i in range(len(each) - window + 1))
 
 
 def expert_params_per_layer(ir: IR) -> float:

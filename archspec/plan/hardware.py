@@ -72,6 +72,9 @@ class System:
     intra_node_latency_us: float
     inter_node_latency_us: float
     source: str
+    # GB/s each way between an accelerator and its host's memory; None where the catalogue
+    # has no figure (activation offloading is then refused, naming the field).
+    host_link_gbs: float | None = None
 
 
 @cache
@@ -195,6 +198,7 @@ def catalogue_rows(catalogue: dict[str, System]) -> list[dict[str, Any]]:
             "gpus_per_node": s.gpus_per_node,
             "intra_node_gbs": s.intra_node_gbs,
             "inter_node_gbs": s.inter_node_gbs,
+            "host_link_gbs": s.host_link_gbs,
             "accelerator_source": a.source,
             "system_source": s.source,
         })  # fmt: skip

@@ -76,6 +76,7 @@ class Run:
     dp_replicate: int = 1  # hybrid sharding: replicas of the ZeRO shard group
     node_size: int | None = None  # accelerators sharing the fast interconnect, where fewer
     stage_layers: tuple[int, ...] | None = None
+    offload_layers: int = 0  # activation offloading (Megatron-Core's cpu_offloading_num_layers)
     needs: tuple[str, ...] = ()
     assumed: str | None = None  # what the source leaves unstated and the row takes
 
@@ -218,7 +219,8 @@ def candidates(run: Run) -> Candidates:
         raise SpecError(f"--ep {run.ep} does not divide the {dp} data-parallel ranks")
     micro = [run.micro_batch] if run.micro_batch else [
         b for b in MICRO_BATCHES if run.global_batch % (b * dp) == 0]  # fmt: skip
-    memory = MemoryModel(ir, run.seq // run.cp, run.dtype, run.grad_dtype, run.attn)
+    memory = MemoryModel(ir, run.seq // run.cp, run.dtype, run.grad_dtype, run.attn,
+                         kernels=ENGINES[run.engine].kernels)  # fmt: skip
     capacity = usable_memory(system.accelerator.memory_bytes)
     fitting, everything, leanest = [], [], float("inf")
     for mb in micro:
@@ -233,10 +235,12 @@ def candidates(run: Run) -> Candidates:
                   if per % v == 0 and (v == 1 or m % run.pp == 0)]  # fmt: skip
         for v in vs:
             layout = Layout(run.tp, run.pp, v, mb, run.sp, run.recompute, run.zero, run.cp,
-                            run.stage_layers, run.ep, run.dp_replicate)  # fmt: skip
+                            run.stage_layers, run.ep, run.dp_replicate,
+                            run.offload_layers)  # fmt: skip
             par = Parallelism(run.gpus, run.tp, run.pp, run.zero, run.sp, v, m, cp=run.cp,
                               dp_replicate=run.dp_replicate)  # fmt: skip
-            need = memory.busiest(par, mb, run.recompute, run.stage_layers, run.ep).total
+            need = memory.busiest(par, mb, run.recompute, run.stage_layers, run.ep,
+                                  run.offload_layers).total  # fmt: skip
             leanest = min(leanest, need)
             everything.append(layout)
             if need <= capacity:

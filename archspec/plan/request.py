@@ -19,7 +19,15 @@ from archspec.plan.step import Training
 # A given layout's options left out take these values (a search tries them all instead).
 LAYOUT_DEFAULTS = {"tp": 1, "pp": 1, "interleave": 1, "sp": False, "micro_batch": 1,
                    "recompute": NO_RECOMPUTE, "zero": 0, "cp": 1,
-                   "stage_layers": None, "ep": 1, "dp_replicate": 1}  # fmt: skip
+                   "stage_layers": None, "ep": 1, "dp_replicate": 1,
+                   "offload_layers": 0}  # fmt: skip
+
+
+# Whose activations the memory model counts, by the engine's kernels (fit.MemoryModel).
+KEPT_BY = {
+    "pytorch": "what the generated PyTorch code keeps; fused kernels keep less",
+    "transformer_engine": "what Megatron-Core's Transformer Engine layers keep",
+}
 
 
 def checked_system(
@@ -176,6 +184,7 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
                         hint=did_you_mean(only["recompute"][0], PLAN_RECOMPUTE))  # fmt: skip
     if only["micro_batch"][0] < 1:
         raise SpecError("--batch must be at least 1")
+    check_offload(ir, system, only)
     par = Parallelism(run.gpus, tp, pp, only["zero"][0], only["sp"][0],
                       only["interleave"][0], cp=cp, ep=only["ep"][0],
                       dp_replicate=only["dp_replicate"][0])  # fmt: skip
@@ -207,6 +216,36 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
             hint="Megatron-LM's distributed optimizer and DeepSpeed's pipelines shard only the "
             "optimizer states (--zero 1); FSDP keeps a stage's gathered weights through its "
             "micro-batches (--engine fsdp --zero 2)",
+        )
+
+
+def check_offload(ir: IR, system: System, only: dict[str, list]) -> None:
+    """--offload-layers as Megatron-Core takes cpu_offloading_num_layers: fewer than the model's
+    layers, one stage, no recomputation (TransformerConfig.__post_init__ refuses the rest),
+    and a host link the catalogue knows the bandwidth of."""
+    from archspec.backends.count.layout import layer_count
+
+    offload = only["offload_layers"][0]
+    if offload == 0:
+        return
+    layers = sum(layer_count(s, ir) for s in ir.root.stacks)
+    if not 0 < offload < layers:
+        raise SpecError(f"--offload-layers takes 1 to {layers - 1} of the model's {layers} "
+                        f"layers (got {offload})",
+                        hint="Megatron-Core offloads fewer layers than the model has")  # fmt: skip
+    if only["pp"][0] > 1:
+        raise SpecError(f"--offload-layers {offload} with --pp {only['pp'][0]}: activation "
+                        "offloading runs without pipeline stages, as Megatron-Core's")  # fmt: skip
+    if only["recompute"][0] != NO_RECOMPUTE:
+        raise SpecError(f"--offload-layers {offload} with --recompute {only['recompute'][0]}: "
+                        "activation offloading keeps the activations it moves, and "
+                        "Megatron-Core refuses it beside recomputation")  # fmt: skip
+    if system.host_link_gbs is None:
+        raise SpecError(
+            f"--offload-layers: {system.key} has no host link bandwidth in the catalogue "
+            "(host_link_gbs)",
+            hint="give it in a --system file: the GB/s each way between an accelerator and "
+            "its host's memory",
         )
 
 
@@ -281,8 +320,7 @@ def training_report(
         warnings.append(
             f"the layout needs {report['memory']['total'] / 2**30:.1f} GiB per device; "
             f"{system.key} has {usable / 2**30:.1f} GiB usable: timed, but it would not "
-            "fit as archspec counts memory (what the generated PyTorch code keeps; fused "
-            "kernels keep less)"
+            f"fit as archspec counts memory ({KEPT_BY[get_engine(run.engine).kernels]})"
         )
     what_if = what_if or {}
     if what_if.get("mfu") is not None:

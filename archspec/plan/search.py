@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import product
 
-from archspec.backends.count.conventions import RECOMPUTE
+from archspec.backends.count.conventions import NO_RECOMPUTE, RECOMPUTE
 from archspec.backends.count.layout import Parallelism, check_layout, layer_count
 from archspec.backends.count.op_checkpoint import OP
 from archspec.errors import SpecError
@@ -48,6 +48,10 @@ def usable_memory(memory_bytes: float) -> float:
 
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 NO_ZERO_RANKS = "ZeRO shards over the data-parallel and context-parallel ranks: it needs dp·cp > 1"
+# Megatron-Core refuses both (TransformerConfig.__post_init__): "Currently there is no support
+# for Pipeline parallelism with CPU offloading", "CPU offloading does not work when activation
+# recomputation is enabled".
+OFFLOAD_ALONE = "activation offloading runs without pipeline stages or recomputation"
 MAX_INTERLEAVE = 8
 
 
@@ -97,6 +101,7 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
     ep = only.get("ep", [1])[0]
     replicas = only.get("dp_replicate", [1])[0]  # hybrid sharding: as given, never searched
     stage_layers = only.get("stage_layers", [None])[0]
+    offload = only.get("offload_layers", [0])[0]  # as given, never searched
     for tp, pp in product(tps, pps):
         if gpus % (tp * pp * cp):
             if "tp" in only and "pp" in only:
@@ -146,8 +151,11 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                         yield None, (f"--dp-replicate {replicas} needs ZeRO and whole groups "
                                      "of data-parallel ranks")  # fmt: skip
                         continue
+                    if offload and (pp > 1 or rc != NO_RECOMPUTE):
+                        yield None, OFFLOAD_ALONE
+                        continue
                     yield Layout(tp, pp, v, mb, sp_, rc, zero, cp, stage_layers, ep,
-                                 replicas), None  # fmt: skip
+                                 replicas, offload), None  # fmt: skip
 
 
 def search(
@@ -167,7 +175,8 @@ def search(
     result = SearchResult()
     model = StepModel(ir, system, run, eff)
     cp = (only or {}).get("cp", [1])[0]  # each rank holds the activations of seq / cp
-    memory = memory or MemoryModel(ir, run.seq // cp, run.dtype, run.grad_dtype, run.attn)
+    memory = memory or MemoryModel(ir, run.seq // cp, run.dtype, run.grad_dtype, run.attn,
+                                   kernels=get_engine(run.engine).kernels)  # fmt: skip
     capacity = usable_memory(system.accelerator.memory_bytes)
     space = list(layout_space(ir, system, run, only))
     checked: dict[tuple[int, int, int], str | None] = {}
@@ -192,9 +201,8 @@ def search(
         if checked[key] is not None:
             result.dropped[checked[key]] += 1
             continue
-        busiest = memory.busiest(
-            par, layout.micro_batch, layout.recompute, layout.stage_layers, layout.ep
-        )
+        busiest = memory.busiest(par, layout.micro_batch, layout.recompute,
+                                 layout.stage_layers, layout.ep, layout.offload_layers)  # fmt: skip
         fits = busiest.total <= capacity
         if not fits:
             result.least_unfit = min(result.least_unfit or busiest.total, busiest.total)

@@ -29,6 +29,13 @@ move one byte an element, the reduce-scatters two.
 Uneven pipeline stages (`stage_layers`, e.g. BLOOM's 5, 6, ..., 6, 5) put that many layers on
 each stage; the slowest stage sets the pace.
 
+Activation offloading (`offload_layers`, Transformer Engine's CPU offloading as Megatron-Core
+runs it) copies the first layers' saved activations to the host during the forward, on a stream
+of their own, and back during the backward: each copy hides behind the compute of its pass,
+and a pass whose copies take longer than its compute waits for them (the host link's
+bandwidth, each way, from systems.yaml's `host_link_gbs`). The copies also read and write the
+device's memory, which the memory-bound ops beside them feel; that is not counted.
+
 Expert parallelism (ep ranks of the data-parallel group share each MoE layer's experts,
 Megatron-Core's and DeepSpeed-MoE's layout) leaves the compute as it is with tokens spread
 evenly over the experts (no routing imbalance is modelled), adds an all-to-all of the routed
@@ -75,7 +82,7 @@ from archspec.plan.roofline import Roofline
 OPTIMIZER_BYTES_PER_PARAM = 4 + 4 + 8 + 4 + 8 + 2
 
 BREAKDOWN = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "bubble",
-             "dp_comm", "optimizer")  # fmt: skip
+             "dp_comm", "optimizer", "offload")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,10 @@ class Layout:
     stage_layers: tuple[int, ...] | None = None  # layers per pipeline stage; None: even
     ep: int = 1  # expert parallelism: data-parallel ranks sharing each layer's experts
     dp_replicate: int = 1  # hybrid sharding: replicas of the ZeRO shard group (Parallelism's)
+    # Activation offloading: the first layers whose saved activations go to the host's
+    # memory during the forward and come back for the backward (Megatron-Core's
+    # cpu_offloading_num_layers, one stage, no recomputation: request.py checks)
+    offload_layers: int = 0
 
     def parallelism(self, gpus: int, micro_batches: int) -> Parallelism:
         """count's layout of all `gpus`. Context-parallel ranks hold the whole weights, so ZeRO
@@ -123,6 +134,7 @@ class Layout:
             "recompute": self.recompute,
             "zero": self.zero,
             "dp_replicate": self.dp_replicate,
+            "offload_layers": self.offload_layers,
         }
 
 
@@ -272,13 +284,14 @@ class StepModel:
             per_stage = last - first
             layers = stage_runs(runs, self.costs.spans, first, last)
             ends = (before if st == 0 else []) + (after if st == pp - 1 else [])
-            compute = rec = attn_core = 0.0
+            compute = rec = attn_core = forward = 0.0
             # Recomputation replays the blocks' forward only, not the embeddings or the head.
             for n, item, in_block in [(n, op, True) for n, ops in layers for op in ops] + [
                 (1, op, False) for op in ends
             ]:
                 t = self.roofline.op_time(item, tp, layout.sp)
                 compute += n * (1 + item[0].backward) * t
+                forward += n * t
                 if item[0].attn_core:
                     attn_core += n * (1 + item[0].backward) * t
                 replay = (
@@ -300,7 +313,7 @@ class StepModel:
             # ring's passes the attention core.
             tp_comm = exposed(tp_comm, compute + rec, engine.overlap_tp and layout.sp, hit)
             cp_comm = exposed(per_stage * layer_cp, attn_core, True, hit)
-            stages.append((compute, rec + rec_comm, tp_comm, cp_comm, ep_comm))
+            stages.append((compute, rec + rec_comm, tp_comm, cp_comm, ep_comm, forward))
         # p2p: each micro-batch crosses every chunk boundary forward and back.
         if pp > 1:
             pp_link = group_link(sysm, pp, tp * cp * dp, net)
@@ -311,8 +324,10 @@ class StepModel:
                 p2p = 2 * v * send(activation, pp_link)
         else:
             p2p = 0.0
-        compute, rec, tp_comm, cp_comm, ep_comm = max(stages, key=sum)
-        per_micro = compute + rec + tp_comm + cp_comm + ep_comm + p2p
+        slowest = max(stages, key=lambda s: sum(s[:5]))
+        compute, rec, tp_comm, cp_comm, ep_comm, forward = slowest
+        offload = self.offload_wait(layout, forward, compute - forward)
+        per_micro = compute + rec + tp_comm + cp_comm + ep_comm + p2p + offload
         bubble = (pp - 1) / v * per_micro
         # Data parallelism, once per step over the replicas and the context-parallel ranks
         # (which hold the same weights): without ZeRO an all-reduce of the gradients; under
@@ -366,8 +381,22 @@ class StepModel:
             "bubble": bubble,
             "dp_comm": dp_comm,
             "optimizer": optimizer,
+            "offload": m * offload,
         }
         return StepTime(layout, m, sum(breakdown.values()), breakdown)
+
+    def offload_wait(self, layout: Layout, forward: float, backward: float) -> float:
+        """Seconds a micro-batch waits for activation offloading: the offloaded layers'
+        activations cross the host link once each way, the forward's copies beside the
+        forward's compute and the backward's beside the backward's; what a pass cannot hide
+        it waits for."""
+        if not layout.offload_layers:
+            return 0.0
+        link = self.system.host_link_gbs * 1e9
+        each = self._memory_model(layout.cp).layer_activations(layout.tp, layout.sp,
+                                                               layout.micro_batch)  # fmt: skip
+        moved = sum(each[: layout.offload_layers]) / link
+        return max(0.0, moved - forward) + max(0.0, moved - backward)
 
     def exchange(self, layout: Layout, grads: float, weights: float, n: int, link) -> float:
         """The data-parallel exchange of `grads` bytes of gradients and `weights` bytes of
@@ -418,10 +447,15 @@ class StepModel:
         bounds, _ = max(stages, key=lambda s: s[1])
         return (bounds[1] - bounds[0]) * memory.expert_per_layer / tp / layout.ep
 
-    def _memory_model(self):
+    def _memory_model(self, cp: int = 1):
+        """count's memory model at a rank's share of the sequence (the parameters do not
+        depend on it), cached."""
         from archspec.plan.fit import MemoryModel  # the cached stage parameters
 
         if not hasattr(self, "_memory"):
-            self._memory = MemoryModel(self.ir, self.run.seq, self.run.dtype,
-                                       self.run.grad_dtype, self.run.attn)  # fmt: skip
-        return self._memory
+            self._memory = {}
+        if cp not in self._memory:
+            self._memory[cp] = MemoryModel(self.ir, self.run.seq // cp, self.run.dtype,
+                                           self.run.grad_dtype, self.run.attn,
+                                           kernels=self.engine.kernels)  # fmt: skip
+        return self._memory[cp]

@@ -1,0 +1,102 @@
+"""What a Megatron-Core model built from Transformer Engine's layers keeps for its backward,
+where it keeps less than the generated PyTorch code (activations.py counts the latter, and
+tests/test_memory.py measures it). NeMo's runs (the `nemo` plan engine) are built so:
+
+- A norm keeps its input and its per-row statistics, not the normalised input: Transformer
+  Engine's LayerNormLinear, the norm fused with the projections it feeds, saves `inputmat`,
+  `ln_out` (the GEMM's input, which the projection keeps anyway), `mu` and `rsigma`
+  (transformer_engine/pytorch/module/layernorm_linear.py, its `save_for_backward`, at
+  TransformerEngine d0067d0), and its RMSNorm computes the scale's gradient from the input
+  and 1/rms (transformer_engine/pytorch/ops/basic/rmsnorm.py).
+- A gated MLP's activation and product are one fused kernel (Megatron-Core's
+  `bias_swiglu_impl`, on under `bias_activation_fusion`, which NeMo's recipes set), whose
+  autograd function saves only its input, the gate and the up projection side by side
+  (megatron/core/fusions/fused_bias_swiglu.py, `SwiGLUFunction.forward`:
+  `ctx.save_for_backward(input_for_backward)`): the activation's output is not kept.
+- Under fp8 each of the blocks' projections keeps its input quantized, one byte an element
+  (LayerNormLinear's `ln_out_to_save` and Linear's saved input are Transformer Engine's
+  quantized tensors, the column-wise copy the weight gradient reads); the 16-bit tensor is
+  kept only where another op keeps it (the fused attention keeps its output, which the
+  output projection reads). The LM head is Megatron-Core's own ColumnParallelLinear, outside
+  fp8: it keeps its input as it is.
+- A mixture's unpermute multiplies each expert output by its routing weight and scatter-adds
+  the products (megatron/core/transformer/moe/moe_utils.py, `unpermute`): the expert output
+  and the weights are kept, not the scaled copy that index_add_ keeps in the generated code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import sympy as sp
+
+from archspec.backends.count.activations import INDEX, STATS, ActivationCounter
+from archspec.ir import ops
+from archspec.kinds import NORMS
+
+FLOAT8 = 1  # bytes an element of a quantized (fp8) tensor
+
+
+@dataclass(frozen=True)
+class Float8Copy:
+    """The quantized copy of a value a Transformer Engine projection keeps under fp8: a
+    storage of its own beside the value's."""
+
+    value: ops.Value
+
+
+class TransformerEngineCounter(ActivationCounter):
+    """Bytes kept for backward by one forward of the stack as Megatron-Core runs it with
+    Transformer Engine's layers; `fp8`: the projections run in fp8."""
+
+    def __init__(self, *args, fp8: bool = False, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fp8 = fp8
+        self.activation_input: dict[ops.Value, ops.Value] = {}  # output storage -> input
+
+    def norm_parts(self, norm, x: ops.Value, rows: sp.Expr) -> list:
+        """The input and the statistics, without the normalised copy."""
+        parts = super().norm_parts(norm, x, rows)
+        if NORMS[norm.kind].keeps_normalised:  # (input, statistics, normalised, ...)
+            del parts[2]
+        return parts
+
+    def op_activationop(self, op: ops.ActivationOp) -> None:
+        super().op_activationop(op)
+        assert op.out is not None
+        self.activation_input[op.out.storage] = op.x
+
+    def op_mul(self, op: ops.Mul) -> None:
+        """A gated MLP's product, fused with its activation: the activation's input and the
+        other factor, not the activation's output."""
+        for gated, other in ((op.a, op.b), (op.b, op.a)):
+            source = self.activation_input.get(gated.storage)
+            if source is not None:
+                for scope in self.scopes:
+                    scope.kept.pop(gated.storage, None)
+                self.keep(source)
+                self.keep(other)
+                return
+        super().op_mul(op)
+
+    def op_linearop(self, op: ops.LinearOp) -> None:
+        if not (self.fp8 and len(self.scopes) > 1):  # outside fp8, or not in a block
+            super().op_linearop(op)
+            return
+        storage = op.x.storage
+        owner = next((s for s in reversed(self.scopes) if storage in s.made), self.scopes[0])
+        copy = Float8Copy(storage)
+        owner.kept.setdefault(copy, self.bytes(storage) * FLOAT8 / self.c)  # type: ignore[index]
+
+    def op_combine(self, op: ops.Combine) -> None:
+        """Each routed copy's place (int64), the expert output and its fp32 weight."""
+        routed = self.lengths.rows(op.expert_out)
+        self.keep_new(routed, INDEX)
+        self.keep(op.expert_out)
+        self.keep_new(routed, STATS)
+
+
+def transformer_engine_counter(fp8: bool):
+    """The counter class activation_parts builds for a run in fp8 or not."""
+    return partial(TransformerEngineCounter, fp8=fp8)
