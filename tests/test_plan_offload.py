@@ -73,6 +73,7 @@ def test_layouts_megatron_core_refuses_are_refused() -> None:
         (["--offload-layers", "32"], "1 to 31 of the model's 32 layers"),
         (["--offload-layers", "-1"], "1 to 31"),
         (["--offload-layers", "8", "--recompute", "full"], "recomputation"),
+        (["--offload-layers", "8", "--engine", "fsdp"], "needs --engine nemo"),
     ):
         result = invoke(*TRAIN, *extra)
         assert result.exit_code == 2, result.output

@@ -466,7 +466,8 @@ PlanOffloadLayers = Annotated[
     int | None,
     _opt("--offload-layers", help="Activation offloading (Megatron-Core's "
          "cpu_offloading_num_layers): the first N layers' saved activations go to the host's "
-         "memory and back; one stage, no recomputation, a system with host_link_gbs.",
+         "memory and back; --engine nemo, one stage, no recomputation, a system with "
+         "host_link_gbs.",
          metavar="N", panel=_LAYOUT),
 ]  # fmt: skip
 PlanEp = Annotated[

@@ -184,7 +184,7 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
                         hint=did_you_mean(only["recompute"][0], PLAN_RECOMPUTE))  # fmt: skip
     if only["micro_batch"][0] < 1:
         raise SpecError("--batch must be at least 1")
-    check_offload(ir, system, only)
+    check_offload(ir, system, run, only)
     par = Parallelism(run.gpus, tp, pp, only["zero"][0], only["sp"][0],
                       only["interleave"][0], cp=cp, ep=only["ep"][0],
                       dp_replicate=only["dp_replicate"][0])  # fmt: skip
@@ -219,15 +219,20 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
         )
 
 
-def check_offload(ir: IR, system: System, only: dict[str, list]) -> None:
-    """--offload-layers as Megatron-Core takes cpu_offloading_num_layers: fewer than the model's
-    layers, one stage, no recomputation (TransformerConfig.__post_init__ refuses the rest),
-    and a host link the catalogue knows the bandwidth of."""
+def check_offload(ir: IR, system: System, run: Training, only: dict[str, list]) -> None:
+    """--offload-layers as Megatron-Core takes cpu_offloading_num_layers: under its engine
+    (nemo: the schedule is Transformer Engine's, the other stacks offload otherwise or not at
+    all), fewer than the model's layers, one stage, no recomputation
+    (TransformerConfig.__post_init__ refuses the rest), and a host link the catalogue knows
+    the bandwidth of."""
     from archspec.backends.count.layout import layer_count
 
     offload = only["offload_layers"][0]
     if offload == 0:
         return
+    if run.engine != "nemo":
+        raise SpecError(f"--offload-layers is Megatron-Core's activation offloading: it needs "
+                        f"--engine nemo (got --engine {run.engine})")  # fmt: skip
     layers = sum(layer_count(s, ir) for s in ir.root.stacks)
     if not 0 < offload < layers:
         raise SpecError(f"--offload-layers takes 1 to {layers - 1} of the model's {layers} "
