@@ -91,9 +91,10 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard): mean 7.4%, within the issue's target of
-    # 8%, largest 26.8% (MT-NLG on 3360 A100s), far above its 15%; 7.4% over 128 runs, 7.2%
-    # over the 127 before NeMo 26.04.01's offloaded GB200 FSDP row; 7.1% over the 119 runs
+    # What docs/plan.md reports (a regression guard): mean 7.2%, within the issue's target of
+    # 8%, largest 26.8% (MT-NLG on 3360 A100s), far above its 15%, over 131 runs; 7.4% over
+    # 128 (NeMo 26.04.01's offloaded GB200 FSDP row without its Qwen3 rows), 7.2% over the 127
+    # before; 7.1% over the 119 runs
     # before MaxText's two-slice rows (hybrid sharding), 7.5% before an H200 took its H100
     # twin's GEMM half-size; 7.3% and 26.8% over the 111
     # runs before MaxText's TPU v5p table (eight runs; 7.6% with its rematerialisation timed as
@@ -110,7 +111,7 @@ def test_cross_validated_errors() -> None:
     # costed in one byte (fp8_comm.py), 7.0% and 29.0% over the 70 runs before torchtitan's
     # and NVIDIA's other rows were added.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
-    assert mean(errors) < 0.075
+    assert mean(errors) < 0.073
     assert max(errors) < 0.27
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))

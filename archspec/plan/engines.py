@@ -125,7 +125,7 @@ ENGINES = {
                         bf16_zero_all_reduce=True),
     "nemo": Engine("nemo", True, True, True,
                    "NeMo / Megatron-Core: DP and TP communication overlapped", 0.72,
-                   (("b200", 0.80), ("gb200", 0.68), ("h100-sxm", 0.74)), interference=0.25,
+                   (("b200", 0.76), ("gb200", 0.68), ("h100-sxm", 0.76)), interference=0.25,
                    kernels="transformer_engine"),
     "fsdp": Engine("fsdp", True, True, False,
                    "PyTorch FSDP, torchtitan, Composer: sharded DP communication overlapped",
