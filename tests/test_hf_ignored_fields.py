@@ -101,3 +101,30 @@ def test_any_value_is_ignored_since_transformers_never_reads_it(config, field) -
     never builds. The model transformers builds is the same, so is archspec's."""
     other = not config[field] if isinstance(config[field], bool) else 2048
     assert import_config({**config, field: other}).spec == import_config(config).spec
+
+
+@pytest.mark.parametrize("old", [{"n_layer": 2}, {"n_head": 4, "num_kv_heads": 1}])
+def test_falcon_s_old_layer_and_head_names_are_ignored_as_falcon_config_ignores_them(
+    old: dict[str, int],
+) -> None:
+    """FalconConfig maps RefinedWeb's n_embed to hidden_size but not n_head or n_layer, which
+    it keeps as attributes nothing reads: the defaults (71 heads, 32 layers) build the model.
+    Counted against transformers' FalconForCausalLM on the meta device."""
+    import torch
+    from transformers import FalconConfig, FalconForCausalLM
+
+    from archspec import build_ir
+    from archspec.backends.count.params import parameter_count
+
+    config = {"model_type": "falcon", "architectures": ["FalconForCausalLM"],
+              "hidden_size": 568, "num_attention_heads": 4, "vocab_size": 512,
+              "ffn_hidden_size": 256, "new_decoder_architecture": "n_head" in old,
+              **old}  # fmt: skip
+    if "n_head" in old:
+        del config["num_attention_heads"]
+    imported = import_config(config)
+    with torch.device("meta"):
+        reference = FalconForCausalLM(FalconConfig(**config))
+    ir = build_ir(imported.spec)
+    assert ir.value(parameter_count(ir.root)) == sum(p.numel() for p in reference.parameters())
+    assert any(f"'{next(iter(old))}'" in n and "ignored" in n for n in imported.notes)

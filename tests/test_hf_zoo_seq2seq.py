@@ -382,3 +382,27 @@ def test_count_reads_a_real_file_as_it_is(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_text(json.dumps(PEGASUS_LARGE))
     assert "568,699,904 parameters" in cli("count", str(path))
+
+
+def test_the_frozen_sinusoids_note_reads_the_width_under_either_name() -> None:
+    """A Marian file that gives its width as hidden_size (MarianConfig's attribute_map): the
+    note's sinusoid count is what transformers' parameters() holds beyond archspec's count."""
+    import torch
+    from transformers import MarianConfig, MarianMTModel
+
+    from archspec import build_ir
+    from archspec.backends.count.params import parameter_count
+    from archspec.hf.import_config import import_config
+
+    config = {"model_type": "marian", "architectures": ["MarianMTModel"], "encoder_layers": 2,
+              "decoder_layers": 2, "encoder_attention_heads": 4, "decoder_attention_heads": 4,
+              "encoder_ffn_dim": 128, "decoder_ffn_dim": 128, "vocab_size": 512,
+              "max_position_embeddings": 128, "pad_token_id": 0, "decoder_start_token_id": 0,
+              "hidden_size": 128}  # fmt: skip
+    imported = import_config(config)
+    with torch.device("meta"):
+        reference = MarianMTModel(MarianConfig(**config))
+    ir = build_ir(imported.spec)
+    frozen = sum(p.numel() for p in reference.parameters()) - ir.value(parameter_count(ir.root))
+    assert frozen == 2 * 128 * 128
+    assert any(f"= {frozen:,} in num_parameters()" in note for note in imported.notes)

@@ -89,7 +89,7 @@ def read_legacy(f: Fields, v: Seq2Seq, sinusoidal: bool, offset: int = 2) -> Non
 def note_frozen_sinusoids(f: Fields, v: Seq2Seq) -> None:
     """Marian and Pegasus: what transformers counts that archspec does not."""
     rows = f.int("max_position_embeddings", v.max_positions)
-    width = f.int("d_model", v.d_model)
+    width = f.int("d_model", v.d_model, "hidden_size")
     f.notes.append(
         f"transformers keeps the fixed sinusoids as frozen parameters, 2 x {rows} x {width} "
         f"= {2 * rows * width:,} in num_parameters() but not trainable; archspec computes "

@@ -27,7 +27,11 @@ from archspec.spec.schema import Spec
 def import_falcon(f: Fields, cls: HFClass) -> dict[str, Any]:
     f.refuse_null("activation", "transformers' FalconMLP")
     d = f.int("hidden_size", 4544, "n_embed")
-    heads = f.count("num_attention_heads", 71, "n_head")
+    # FalconConfig reads the old RefinedWeb name n_embed (its __post_init__) but not n_head or
+    # n_layer: they are left as attributes nothing reads, so the defaults build the model.
+    heads = f.count("num_attention_heads", 71)
+    for old in ("n_head", "n_layer"):
+        f.ignored(old, "transformers' FalconConfig and FalconModel")
     new = f.flag("new_decoder_architecture", False)
     multi_query = f.flag("multi_query", True)
     parallel = f.flag("parallel_attn", True)
@@ -65,7 +69,7 @@ def import_falcon(f: Fields, cls: HFClass) -> dict[str, Any]:
         raise f.error("rope_parameters", "Falcon rotates every channel of a head")
     return {
         "d_model": d,
-        "n_layers": f.int("num_hidden_layers", 32, "n_layer"),
+        "n_layers": f.int("num_hidden_layers", 32),
         "n_heads": heads,
         "n_kv_heads": kv if kv != heads else None,
         "d_ff": ffn,
