@@ -128,3 +128,38 @@ def test_falcon_s_old_layer_and_head_names_are_ignored_as_falcon_config_ignores_
     ir = build_ir(imported.spec)
     assert ir.value(parameter_count(ir.root)) == sum(p.numel() for p in reference.parameters())
     assert any(f"'{next(iter(old))}'" in n and "ignored" in n for n in imported.notes)
+
+
+@pytest.mark.parametrize(
+    ("model_type", "cls", "field", "value"),
+    [("qwen2", "Qwen2ForCausalLM", "attention_bias", False),
+     ("gpt_bigcode", "GPTBigCodeForCausalLM", "num_key_value_heads", 2)],
+)  # fmt: skip
+def test_fields_the_config_class_overrides_or_never_reads_are_ignored(
+    model_type: str, cls: str, field: str, value: Any
+) -> None:
+    """Qwen2Attention's q, k and v always have biases (attention_bias is named nowhere in
+    qwen2's code); GPTBigCodeConfig sets one key/value head under multi_query. The count is
+    transformers' on the meta device with or without the field."""
+    import torch
+    import transformers
+
+    from archspec import build_ir
+    from archspec.backends.count.params import parameter_count
+
+    config = {"model_type": model_type, "architectures": [cls], "vocab_size": 512,
+              "hidden_size": 64, "n_embd": 64, "num_attention_heads": 4, "n_head": 4,
+              "num_hidden_layers": 2, "n_layer": 2, "intermediate_size": 128,
+              "num_key_value_heads": 2, field: value}  # fmt: skip
+    if model_type == "gpt_bigcode":
+        config = {k: v for k, v in config.items() if k not in ("hidden_size", "num_attention_heads",
+                  "num_hidden_layers", "intermediate_size")} | {field: value}  # fmt: skip
+    else:
+        config = {k: v for k, v in config.items() if k not in ("n_embd", "n_head", "n_layer")}
+    imported = import_config(config)
+    hf_config = transformers.AutoConfig.for_model(**config)
+    with torch.device("meta"):
+        reference = getattr(transformers, cls)(hf_config)
+    ir = build_ir(imported.spec)
+    assert ir.value(parameter_count(ir.root)) == sum(p.numel() for p in reference.parameters())
+    assert any(f"'{field}'" in n and "ignored" in n for n in imported.notes), imported.notes

@@ -20,7 +20,9 @@ from archspec.spec.schema import Spec
 
 def import_gpt_bigcode(f: Fields, cls: HFClass) -> dict[str, Any]:
     f.expect("multi_query", True, True, "per-head interleaved q/k/v (multi-head GPT-BigCode)")
-    f.expect("num_key_value_heads", (None, 1), None, "multi_query implies one key/value head")
+    # GPTBigCodeConfig sets num_key_value_heads to 1 under multi_query, whatever the file says.
+    f.ignored("num_key_value_heads", "GPTBigCodeConfig (multi_query sets one key/value head) and "
+              "GPTBigCodeAttention")  # fmt: skip
     f.expect("add_cross_attention", False, False, "cross-attention in a decoder-only model")
     # Only where the softmax is computed in half precision, not the function.
     f.harmless("attention_softmax_in_fp32", "scale_attention_softmax_in_fp32")

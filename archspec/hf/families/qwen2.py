@@ -71,6 +71,9 @@ def import_qwen2(f: Fields, cls: HFClass) -> dict[str, Any]:
     # Qwen2.5's files say use_mrope: false; the multimodal rotation is Qwen2-VL's (model_type
     # qwen2_vl), which Qwen2's classes never build.
     f.ignored("use_mrope", "Qwen2Config and Qwen2Model")
+    # Qwen2Attention builds q, k and v with biases and o without, whatever attention_bias says
+    # (neither Qwen2Config nor the model names it).
+    f.ignored("attention_bias", "Qwen2Config and Qwen2Attention")
     window = read_window(f)
     spec = import_llama_like(f, cls, VARIANT)
     spec["attention"] = {**spec["attention"], "bias": False, "qkv_bias": True, **window}
