@@ -130,6 +130,8 @@ def test_vs_hf_bf16_on_cpu() -> None:
         (["--set", "norm.kind=rmsnorm", "--vs-hf"], "is not a GPT2LMHeadModel"),
         (["--device", "tpu"], "--device takes cpu or cuda"),
         (["--hf-first"], "--hf-first orders the two models of --vs-hf"),
+        (["--seed", str(2**64)], "--seed must be between 0 and 2**64-1"),
+        (["--seed", "-1"], "--seed must be between 0 and 2**64-1"),
     ],
 )
 def test_mistakes_exit_2(args: list[str], message: str) -> None:

@@ -23,12 +23,15 @@ from archspec.safety.limits import MAX_SIZE
 MAX_THREADS = 4096
 MAX_STEPS = 100_000  # --steps, --warmup
 MAX_NEW_TOKENS = 100_000
+MAX_SEED = 2**64 - 1  # torch.Generator.manual_seed takes an unsigned 64-bit seed
 
 
 def check_options(s: Any) -> None:
     """The options alone (the spec is not needed): numbers in range, flags that need another."""
     if s.threads is not None and not 1 <= s.threads <= MAX_THREADS:
         raise SpecError(f"--threads must be between 1 and {MAX_THREADS:,} (got {s.threads})")
+    if not 0 <= s.seed <= MAX_SEED:
+        raise SpecError(f"--seed must be between 0 and 2**64-1 = {MAX_SEED:,} (got {s.seed:,})")
     if s.hf_first and not s.vs_hf:
         raise SpecError("--hf-first orders the two models of --vs-hf; add --vs-hf")
     if s.peak_tflops is not None and not (math.isfinite(s.peak_tflops) and s.peak_tflops > 0):
