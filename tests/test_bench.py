@@ -141,6 +141,27 @@ def test_mistakes_exit_2(args: list[str], message: str) -> None:
     assert result.stdout == ""
 
 
+def test_a_forced_run_the_allocator_refuses_is_one_message() -> None:
+    """--force skips the fit check; the allocator's failure to hold the weights (a 4e18-byte
+    embedding here) still ends as one message with the size it asked for."""
+    huge = ["--set", "n_layers=1", "--set", "d_model=1000000000", "--set", "n_heads=1",
+            "--set", "vocab_size=1000000000"]  # fmt: skip
+    args = ["bench", "gpt2", *huge, "--device", "cpu", "--mode", "forward", "--seq", "8"]
+    result = runner.invoke(app, [*args, "--steps", "1", "--force"])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    assert "could not allocate 4,000,000,000,000,000,000 bytes" in result.stderr
+    assert "--force skipped the memory check" in result.stderr
+
+
+def test_the_size_a_failed_allocation_asked_for() -> None:
+    from archspec.bench.runner import _asked
+
+    gpu = "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79 GiB"
+    assert _asked(gpu) == "2.00 GiB for one tensor"
+    assert _asked("can't allocate memory") == "one of its tensors"
+
+
 def test_refusals_name_the_reason() -> None:
     cases = [
         (["bert-base", *sets("bert-base"), "--mode", "generate"], "needs a decoder"),
