@@ -52,3 +52,8 @@ def test_refusals(options, message):
     result = CliRunner().invoke(app, ["bench", "llama-2-7b", *SETS, *options])
     assert result.exit_code == 2
     assert message in result.output
+    # Under --json the refusal is the JSON error object on stdout, as for every command.
+    result = CliRunner().invoke(app, ["bench", "llama-2-7b", *SETS, *options, "--json"])
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)["error"]
+    assert message in f"{error['message']} {error['hint']}"

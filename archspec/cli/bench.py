@@ -324,7 +324,7 @@ def _bench_distributed(
     from archspec.bench.distributed import run_distributed
     from archspec.ir.build import build_ir
 
-    with user_errors(debug):
+    with user_errors(debug, json_):
         ir = with_overrides(build_ir(resolve_spec(spec, set_)), set_)
         r = run_distributed(
             ir, nproc, tp, zero, settings, pipeline, cp=cp, ep=ep, dp_replicate=dp_replicate,
