@@ -24,6 +24,7 @@ MAX_THREADS = 4096
 MAX_STEPS = 100_000  # --steps, --warmup
 MAX_NEW_TOKENS = 100_000
 MAX_SEED = 2**64 - 1  # torch.Generator.manual_seed takes an unsigned 64-bit seed
+MEMINFO = "/proc/meminfo"  # Linux's memory figures
 
 
 def check_options(s: Any) -> None:
@@ -103,13 +104,29 @@ def check_settings(ir: IR, s: Any, device: torch.device) -> tuple[str, int]:
 
 
 def available_bytes(device: torch.device) -> int | None:
-    """Memory the run may use on `device`: free GPU memory, or the machine's RAM."""
+    """Memory the run may use on `device`: free GPU memory; on the CPU the memory Linux says
+    a new process can have without swapping (MemAvailable), else the machine's RAM."""
     try:
         if device.type == "cuda":
             return torch.cuda.mem_get_info(device)[0]
+        available = _mem_available()
+        if available is not None:
+            return available
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, RuntimeError, AttributeError):
         return None
+
+
+def _mem_available() -> int | None:
+    """/proc/meminfo's MemAvailable in bytes, or None off Linux."""
+    try:
+        with open(MEMINFO) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # in kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def least_bytes(vocab: int, width: int, batch: int, seq: int, element: int) -> int:
@@ -123,8 +140,10 @@ def check_fits(name: str, predicted_bytes: int, device: torch.device, batch: int
     available = available_bytes(device)
     if available is not None and predicted_bytes > available:
         smaller = "a smaller --batch or --seq" if batch > 1 else "a shorter --seq"  # 1 is least
+        # Off Linux the figure is the machine's RAM, not what is free of it.
+        what = "available" if device.type == "cuda" or _mem_available() is not None else "of RAM"
         raise SpecError(
-            f"'{name}' needs about {predicted_bytes / 2**30:,.1f} GiB for this run, more than "
-            f"the {available / 2**30:,.1f} GiB available on {device.type}",
+            f"'{name}' needs about {predicted_bytes / 2**30:,.1f} GiB for this run, "
+            f"more than the {available / 2**30:,.1f} GiB {what} on {device.type}",
             hint=f"use --set n_layers=N (or smaller sizes), {smaller}; --force runs it anyway",
         )
