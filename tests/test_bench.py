@@ -115,6 +115,27 @@ def test_vs_hf_builds_either_model_first(monkeypatch) -> None:
         assert built[0] == first and sorted(built) == ["hf", "ours"]
 
 
+def test_vs_hf_counts_transformers_model_against_memory(tmp_path, monkeypatch) -> None:
+    """transformers' model lives beside ours: the guard counts it, buffers included (here
+    GPTBigCode's 20,000² bool mask, 400 MB beside a model of 5 MB)."""
+    import archspec.bench.guards as guards
+    from archspec.bench.hf_side import resident_bytes
+
+    spec = tmp_path / "bigcode.yaml"
+    spec.write_text("extends: starcoder\nn_layers: 1\nd_model: 64\nn_heads: 2\nd_ff: 128\n"
+                    "vocab_size: 128\nmax_seq_len: 20000\n")  # fmt: skip
+    hf = resident_bytes(hf_config_dict(load_spec(str(spec))), "forward", "fp32")
+    assert hf.buffers >= 20_000**2 and hf.largest_buffer.endswith("20000 × 20000 torch.bool")
+    monkeypatch.setattr(guards, "available_bytes", lambda device: 100 * 2**20)
+    args = ["bench", str(spec), *FAST, "--mode", "forward", "--steps", "1"]
+    alone = runner.invoke(app, args)
+    assert alone.exit_code == 0, alone.output  # ours fits in 100 MiB
+    result = runner.invoke(app, [*args, "--vs-hf"])
+    assert result.exit_code == 2, result.output
+    assert "with transformers' model beside it" in result.stderr
+    assert "20000 × 20000 torch.bool" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_vs_hf_bf16_on_cpu() -> None:
     r = bench("gpt2", "--mode", "train", "--dtype", "bf16", "--vs-hf")
     assert r["dtype"] == "bf16" and r["hf_max_abs_diff"] < 0.1

@@ -135,15 +135,18 @@ def least_bytes(vocab: int, width: int, batch: int, seq: int, element: int) -> i
     return batch * seq * (8 + (width + vocab) * element)
 
 
-def check_fits(name: str, predicted_bytes: int, device: torch.device, batch: int) -> None:
-    """Refuse a run whose predicted memory exceeds what the device has."""
+def check_fits(
+    name: str, predicted_bytes: int, device: torch.device, batch: int, beside: str = ""
+) -> None:
+    """Refuse a run whose predicted memory exceeds what the device has. `beside`: what the
+    figure holds besides the generated model's run (--vs-hf's transformers model)."""
     available = available_bytes(device)
     if available is not None and predicted_bytes > available:
         smaller = "a smaller --batch or --seq" if batch > 1 else "a shorter --seq"  # 1 is least
         # Off Linux the figure is the machine's RAM, not what is free of it.
         what = "available" if device.type == "cuda" or _mem_available() is not None else "of RAM"
         raise SpecError(
-            f"'{name}' needs about {predicted_bytes / 2**30:,.1f} GiB for this run, "
+            f"'{name}' needs about {predicted_bytes / 2**30:,.1f} GiB for this run{beside}, "
             f"more than the {available / 2**30:,.1f} GiB {what} on {device.type}",
             hint=f"use --set n_layers=N (or smaller sizes), {smaller}; --force runs it anyway",
         )

@@ -63,6 +63,24 @@ class Settings:
     compile_backend: str = "inductor"
 
 
+def _fits_beside_hf(ir: IR, hf_data, s: Settings, device, dtype: str, needed: int) -> int:
+    """Refuse a --vs-hf run whose two models the device cannot hold together; the memory
+    both need. transformers' model is sized on the meta device (hf_side.resident_bytes): its
+    buffers may be far larger than ours (GPTBigCode's max_position_embeddings² mask)."""
+    from archspec.bench import hf_side
+
+    hf = hf_side.resident_bytes(hf_data, s.mode, dtype)
+    held = "parameters and AdamW moments" if s.mode == "train" else "parameters"
+    largest = f", the largest {hf.largest_buffer}" if hf.largest_buffer else ""
+    beside = (
+        f" with transformers' model beside it (--vs-hf: {hf.params / 2**30:,.2f} GiB of "
+        f"{held} and {hf.buffers / 2**30:,.2f} GiB of buffers{largest})"
+    )
+    needed += hf.params + hf.buffers
+    check_fits(ir.name, needed, device, s.batch, beside)
+    return needed
+
+
 def _generated_model(ir: IR, device: torch.device, folder: str) -> torch.nn.Module:
     from archspec.backends.torchgen import generate_source, load_generated
     from archspec.backends.torchgen.features import UnsupportedIR
@@ -212,6 +230,8 @@ def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None)
     needed = pred.memory_bytes + least_bytes(vocab, width, s.batch, seq, element)
     if not s.force:
         check_fits(ir.name, needed, device, s.batch)  # before allocating
+    if s.vs_hf and not s.force:
+        needed = _fits_beside_hf(ir, hf_data, s, device, dtype, needed)
     hf_built = None
     if s.hf_first and device.type == "cuda":
         # On a GPU, transformers' memory is what was allocated after ours was built.
