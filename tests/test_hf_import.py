@@ -485,6 +485,23 @@ def test_a_config_imports_whatever_its_folder_is_called(tmp_path: Path, folder: 
     assert load_spec(str(written)).source == source
 
 
+def test_the_commands_import_hf_suggests_are_quoted_for_the_shell(tmp_path: Path) -> None:
+    import shlex
+
+    folder = tmp_path / "my $(touch pwned) model"
+    folder.mkdir()
+    write_config(folder, SMALL_GPT2)
+    out = tmp_path / "it's out.yaml"
+    result = runner.invoke(app, ["import-hf", str(folder), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    suggested = result.stderr.replace("\n", "").split("count it with `", 1)[1].split("`")[0]
+    assert shlex.split(suggested) == ["archspec", "count", str(out)]
+    result = runner.invoke(app, ["count", str(folder)])
+    assert result.exit_code == 0, result.output
+    note = result.stderr.replace("\n", "").split("; `", 1)[1].split("`")[0]
+    assert shlex.split(note) == ["archspec", "import-hf", str(folder), "-o", "FILE.yaml"]
+
+
 def test_t5_heads_follow_the_config() -> None:
     base = {
         "model_type": "t5",

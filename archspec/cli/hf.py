@@ -16,7 +16,7 @@ from archspec.cli.common import (
 )
 from archspec.cli.options import ImportArchitecture, ImportConfigArg, ImportJson, ImportOutput
 from archspec.errors import SpecError
-from archspec.safety.text import has_unsafe, visible
+from archspec.safety.text import has_unsafe, shell_join, visible
 
 
 @app.command("import-hf")
@@ -63,7 +63,7 @@ def import_hf(
     what = "wrote" if written else "unchanged:"
     say(
         f"{what} {output} ({imported.hf_class}, extends {imported.base}); "
-        f"count it with `archspec count {output}`"
+        f"count it with `{shell_join(['archspec', 'count', str(output)])}`"
     )
 
 
