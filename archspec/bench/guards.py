@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from archspec.bench import steps
-from archspec.errors import SpecError
+from archspec.errors import SpecError, did_you_mean
 from archspec.ir.nodes import IR
 from archspec.safety.limits import MAX_SIZE
 
@@ -56,9 +56,9 @@ def device_of(name: str | None) -> torch.device:
     try:
         device = torch.device(name)
     except RuntimeError:
-        raise SpecError(f"--device takes cpu or cuda (or cuda:N), not {name!r}") from None
+        raise _not_a_device(name) from None
     if device.type not in ("cpu", "cuda"):
-        raise SpecError(f"--device takes cpu or cuda (or cuda:N), not {name!r}")
+        raise _not_a_device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SpecError(
             f"--device cuda: no CUDA device is available to this torch ({torch.__version__})",
@@ -68,13 +68,23 @@ def device_of(name: str | None) -> torch.device:
     return device
 
 
+def _not_a_device(name: str) -> SpecError:
+    # A misspelt cuda:N is suggested with its index.
+    index = name.partition(":")[2]
+    choices = ("cpu", "cuda", *([f"cuda:{index}"] if index else []))
+    return SpecError(f"--device takes cpu or cuda (or cuda:N), not {name!r}",
+                     hint=did_you_mean(name, choices))  # fmt: skip
+
+
 def check_settings(ir: IR, s: Any, device: torch.device) -> tuple[str, int]:
     """The settings against the spec and the device: the dtype and sequence length."""
     if s.mode not in steps.MODES:
-        raise SpecError(f"--mode takes one of: {', '.join(steps.MODES)} (got {s.mode!r})")
+        raise SpecError(f"--mode takes one of: {', '.join(steps.MODES)} (got {s.mode!r})",
+                        hint=did_you_mean(s.mode, steps.MODES))  # fmt: skip
     dtype = s.dtype or ("bf16" if device.type == "cuda" else "fp32")
     if dtype not in steps.DTYPES:
-        raise SpecError(f"--dtype takes one of: {', '.join(steps.DTYPES)} (got {dtype!r})")
+        raise SpecError(f"--dtype takes one of: {', '.join(steps.DTYPES)} (got {dtype!r})",
+                        hint=did_you_mean(dtype, steps.DTYPES))  # fmt: skip
     if dtype == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise SpecError(
             f"{torch.cuda.get_device_name(device)} has no bf16", hint="use --dtype fp16"

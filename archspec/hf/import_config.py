@@ -25,7 +25,7 @@ from archspec.hf.config_fields import SHOWN_CHARS, Fields, read_config, shown
 from archspec.hf.families import FAMILIES
 from archspec.hf.minimal_spec import Imported, fewest_overrides
 from archspec.hf.transformers_reads import fields_read, unread_fields
-from archspec.hf.unsupported import refusal
+from archspec.hf.unsupported import known_model_type, refusal, typo_hint
 from archspec.safety.limits import MAX_CONFIG_LAYERS
 from archspec.safety.text import UNSAFE_CLASS, shortened
 
@@ -176,7 +176,11 @@ def import_config(
         why = refusal(model_type, data) if isinstance(model_type, str) else None
         if why is not None:  # not a text model, or one the spec cannot express yet
             raise SpecError(why.message, location=where, path="model_type", hint=why.hint)
-        hint = _same_architecture(model_type) or f"supported: {', '.join(FAMILIES)}"
+        hint = (
+            _same_architecture(model_type)
+            or typo_hint(model_type, FAMILIES, known_model_type)
+            or f"supported: {', '.join(FAMILIES)}"
+        )
         message = (
             f"model_type {shown(model_type)} is not supported by import-hf"
             if model_type

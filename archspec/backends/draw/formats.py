@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from archspec.errors import SpecError
+from archspec.errors import SpecError, did_you_mean
 from archspec.safety.text import visible
 
 FORMATS = {".svg": "svg", ".png": "png", ".mmd": "mmd", ".mermaid": "mmd"}
@@ -16,7 +16,8 @@ def output_format(output: Path | None, fmt: str | None) -> str:
     A name ending in another format's suffix (x.svg with --format mmd) is refused: the file
     would not hold what its name says."""
     if fmt is not None and fmt not in FORMATS.values():
-        raise SpecError(f"--format takes svg, png or mmd, not {fmt!r}")
+        raise SpecError(f"--format takes svg, png or mmd, not {fmt!r}",
+                        hint=did_you_mean(fmt, ("svg", "png", "mmd")))  # fmt: skip
     if output is None:
         chosen = fmt or "mmd"
         if chosen == "png":
