@@ -98,12 +98,12 @@ def _generated_model(ir: IR, device: torch.device, folder: str) -> torch.nn.Modu
 def _allocating(what: str, device: torch.device, s: Settings, predicted: int) -> Iterator[None]:
     """Building a model whose weights the device cannot hold (the fit check was skipped with
     --force, or the prediction fell short) ends in one message, not the allocator's traceback:
-    torch raises a RuntimeError on CPU and torch.OutOfMemoryError (one) on a GPU."""
+    torch raises a RuntimeError on CPU and torch.cuda.OutOfMemoryError (one) on a GPU."""
     try:
         yield
     except RuntimeError as exc:
         text = str(exc)
-        if not (isinstance(exc, torch.OutOfMemoryError) or "can't allocate memory" in text):
+        if not (isinstance(exc, torch.cuda.OutOfMemoryError) or "can't allocate memory" in text):
             raise
         forced = "; --force skipped the memory check" if s.force else ""
         raise SpecError(
