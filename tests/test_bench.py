@@ -115,6 +115,27 @@ def test_vs_hf_builds_either_model_first(monkeypatch) -> None:
         assert built[0] == first and sorted(built) == ["hf", "ours"]
 
 
+def test_vs_hf_counts_transformers_model_against_memory(tmp_path, monkeypatch) -> None:
+    """transformers' model lives beside ours: the guard counts it, buffers included (here
+    GPTBigCode's 20,000² bool mask, 400 MB beside a model of 5 MB)."""
+    import archspec.bench.guards as guards
+    from archspec.bench.hf_side import resident_bytes
+
+    spec = tmp_path / "bigcode.yaml"
+    spec.write_text("extends: starcoder\nn_layers: 1\nd_model: 64\nn_heads: 2\nd_ff: 128\n"
+                    "vocab_size: 128\nmax_seq_len: 20000\n")  # fmt: skip
+    hf = resident_bytes(hf_config_dict(load_spec(str(spec))), "forward", "fp32")
+    assert hf.buffers >= 20_000**2 and hf.largest_buffer.endswith("20000 × 20000 torch.bool")
+    monkeypatch.setattr(guards, "available_bytes", lambda device: 100 * 2**20)
+    args = ["bench", str(spec), *FAST, "--mode", "forward", "--steps", "1"]
+    alone = runner.invoke(app, args)
+    assert alone.exit_code == 0, alone.output  # ours fits in 100 MiB
+    result = runner.invoke(app, [*args, "--vs-hf"])
+    assert result.exit_code == 2, result.output
+    assert "with transformers' model beside it" in result.stderr
+    assert "20000 × 20000 torch.bool" in result.stderr and "Traceback" not in result.stderr
+
+
 def test_vs_hf_bf16_on_cpu() -> None:
     r = bench("gpt2", "--mode", "train", "--dtype", "bf16", "--vs-hf")
     assert r["dtype"] == "bf16" and r["hf_max_abs_diff"] < 0.1
@@ -130,6 +151,8 @@ def test_vs_hf_bf16_on_cpu() -> None:
         (["--set", "norm.kind=rmsnorm", "--vs-hf"], "is not a GPT2LMHeadModel"),
         (["--device", "tpu"], "--device takes cpu or cuda"),
         (["--hf-first"], "--hf-first orders the two models of --vs-hf"),
+        (["--seed", str(2**64)], "--seed must be between 0 and 2**64-1"),
+        (["--seed", "-1"], "--seed must be between 0 and 2**64-1"),
     ],
 )
 def test_mistakes_exit_2(args: list[str], message: str) -> None:
@@ -137,6 +160,27 @@ def test_mistakes_exit_2(args: list[str], message: str) -> None:
     assert result.exit_code == 2, result.output
     assert message in result.stderr and "Traceback" not in result.stderr
     assert result.stdout == ""
+
+
+def test_a_forced_run_the_allocator_refuses_is_one_message() -> None:
+    """--force skips the fit check; the allocator's failure to hold the weights (a 4e18-byte
+    embedding here) still ends as one message with the size it asked for."""
+    huge = ["--set", "n_layers=1", "--set", "d_model=1000000000", "--set", "n_heads=1",
+            "--set", "vocab_size=1000000000"]  # fmt: skip
+    args = ["bench", "gpt2", *huge, "--device", "cpu", "--mode", "forward", "--seq", "8"]
+    result = runner.invoke(app, [*args, "--steps", "1", "--force"])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.stderr and result.stdout == ""
+    assert "could not allocate 4,000,000,000,000,000,000 bytes" in result.stderr
+    assert "--force skipped the memory check" in result.stderr
+
+
+def test_the_size_a_failed_allocation_asked_for() -> None:
+    from archspec.bench.runner import _asked
+
+    gpu = "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79 GiB"
+    assert _asked(gpu) == "2.00 GiB for one tensor"
+    assert _asked("can't allocate memory") == "one of its tensors"
 
 
 def test_refusals_name_the_reason() -> None:

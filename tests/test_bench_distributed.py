@@ -41,6 +41,12 @@ def test_nproc_2_tp_2_reports_every_rank():
         (["--nproc", "2", "--tp", "3"], "--tp 3 does not divide --nproc 2"),
         (["--nproc", "2"], "add --zero 3"),
         (["--nproc", "1"], "--nproc takes 2 or more"),
+        # Without --nproc the options of a run over several processes would change nothing.
+        (
+            ["--tp", "2", "--sp", "--schedule", "gpipe"],
+            "--tp 2, --schedule gpipe, --sp need --nproc",
+        ),
+        (["--zero", "3"], "--zero 3 needs --nproc"),
         (
             ["--nproc", "3", "--tp", "3", *as_sets(GQA_6_2)],
             "--tp 3 does not divide the 2 kv heads, nor is it a multiple of them",
@@ -52,3 +58,8 @@ def test_refusals(options, message):
     result = CliRunner().invoke(app, ["bench", "llama-2-7b", *SETS, *options])
     assert result.exit_code == 2
     assert message in result.output
+    # Under --json the refusal is the JSON error object on stdout, as for every command.
+    result = CliRunner().invoke(app, ["bench", "llama-2-7b", *SETS, *options, "--json"])
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)["error"]
+    assert message in f"{error['message']} {error['hint']}"

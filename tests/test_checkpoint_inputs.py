@@ -154,7 +154,17 @@ def test_import_hf_refuses_a_folder_name_with_a_yaml_line(tmp_path: Path) -> Non
         json.dumps({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]})
     )
     err = refused(cli("import-hf", str(folder)), "control or invisible character")
-    assert "\nattention" not in err
+    assert "\nattention" not in err and "x\\x0aattention" in err  # the path, escaped
+
+
+def test_import_hf_names_a_path_that_is_not_utf8_or_missing(tmp_path: Path) -> None:
+    folder = tmp_path / os.fsdecode(b"dir\xff")
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(LLAMA))
+    refused(cli("import-hf", str(folder)), "dir\\xff' holds a byte that is not UTF-8")
+    missing = tmp_path / os.fsdecode(b"none\xff")
+    err = refused(cli("import-hf", str(missing)), "no such file")
+    assert "control" not in err
 
 
 LLAMA = {

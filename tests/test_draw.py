@@ -130,6 +130,14 @@ def test_cli_writes_each_format(tmp_path: Path) -> None:
     assert again.exit_code == 0 and "unchanged" in again.stderr
 
 
+def test_an_explicit_format_is_drawn_whatever_the_files_suffix(tmp_path: Path) -> None:
+    for name in ("x.out", "noext"):
+        path = tmp_path / name
+        result = runner.invoke(app, ["draw", "gpt2", "-o", str(path), "--format", "svg"])
+        assert result.exit_code == 0, result.output
+        assert path.read_text().lstrip().startswith("<?xml") and "(svg diagram" in result.stderr
+
+
 def test_cli_png(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     path = tmp_path / "llama.png"

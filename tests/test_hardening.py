@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 import tracemalloc
 from pathlib import Path
@@ -152,6 +153,41 @@ def test_injection_through_build_stays_in_the_docstring(
     module = load_generated(source, tmp_path)
     assert module.Config().n_layers == 2
     assert not (tmp_path / "PWNED").exists()
+
+
+def recorded_command(source: str) -> list[str]:
+    """The words of the command build's header records, as bash reads them back."""
+    import ast
+    import shutil
+    import subprocess
+
+    bash = shutil.which("bash") or pytest.skip("no bash to read the command back")
+    doc = ast.get_docstring(ast.parse(source), clean=False) or ""
+    command = doc.split(" with:\n\n", 1)[1].split("\n\n", 1)[0]
+    script = f'archspec() {{ printf "%s\\0" "$@"; }}\n{command}\n'
+    out = subprocess.run([bash, "-c", script], capture_output=True, check=True).stdout
+    return ["archspec", *(os.fsdecode(word) for word in out.split(b"\0")[:-1])]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ['x"""y.yaml', "a\'\'\'b.yaml", "a\\N{x}b\\x.yaml", "e\x1b[31m.yaml", "n\nl.yaml",
+     os.fsdecode(b"b\xff.yaml"), "it's a " + "long " * 20 + '"q" name.yaml'],
+)  # fmt: skip
+def test_builds_header_records_the_command_that_rebuilds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """The spec's path as given, quoted for the shell ($'...' for a control character or a
+    byte that is not UTF-8, and for three double quotes, which the docstring cannot hold)."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / name, "extends: gpt2\nn_layers: 1\n")
+    result = build(name, "--set", "n_layers=2", "-o", "out.py")
+    assert result.exit_code == 0, result.output
+    source = Path("out.py").read_text()
+    assert top_level_code(source) == ["ClassDef", "FunctionDef", "Import", "ImportFrom"]
+    assert "\x1b" not in source.split("import", 1)[0]  # the raw escape never reaches the file
+    words = recorded_command(source)
+    assert words == ["archspec", "build", name, "--set", "n_layers=2", "-o", "out.py"]
 
 
 @pytest.mark.parametrize(

@@ -153,6 +153,10 @@ def test_a_system_file_is_read_by_the_spec_reader(tmp_path) -> None:
         file.truncate(50_000_000)  # sparse: read only up to the limit
     refused(_plan_on(big), "over the limit")
     refused(_plan_on(tmp_path / "missing.yaml"), "missing.yaml")
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    err = refused(_plan_on(empty), "the file is empty; a hardware catalogue is a YAML mapping")
+    assert "a spec is" not in err  # it is no spec
 
 
 def test_a_huge_node_neither_hangs_nor_is_refused_below_the_limit(tmp_path) -> None:

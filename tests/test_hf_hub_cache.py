@@ -91,6 +91,16 @@ def test_an_id_not_cached_is_exit_2_saying_where_it_looked(hub_cache: Path, comm
     assert "Traceback" not in result.output
 
 
+def test_a_cache_file_that_cannot_be_read_is_named(hub_cache: Path) -> None:
+    """huggingface_hub reads refs/main as text: other bytes there were its UnicodeDecodeError."""
+    refs_main = cache_dir() / ("models--" + HUB_ID.replace("/", "--")) / "refs" / "main"
+    refs_main.write_bytes(b"\xff\x00\x01")
+    result = invoke("validate", HUB_ID)
+    assert result.exit_code == 2, result.output
+    assert f"{refs_main} is not UTF-8 text" in result.stderr
+    assert "Traceback" not in result.output
+
+
 def test_paths_and_builtins_are_not_hub_ids(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert looks_like_hub_id("meta-llama/Llama-3.1-8B")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -451,6 +453,53 @@ def test_import_writes_and_refuses_to_clobber(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert out.read_text() == imported
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.json", "gpt2.yaml"]
+
+
+@pytest.mark.parametrize(
+    "folder",
+    [
+        'q"uo`te',
+        "back\\slash",
+        "x\nn_layers: 99",
+        "byte" + os.fsdecode(b"\xff"),
+        "d" * 200 + "/d" * 60,
+    ],
+)
+def test_a_config_imports_whatever_its_folder_is_called(tmp_path: Path, folder: str) -> None:
+    """The path goes into the spec's `source`, a text field without quotes, backslashes,
+    backticks or controls, of at most 300 characters: such characters are percent-encoded and
+    a long path kept by its end, so a valid config is never refused for its folder's name."""
+    from archspec.hf.import_config import path_source
+    from archspec.spec.schema import TEXT_PATTERN
+
+    (tmp_path / folder).mkdir(parents=True)
+    config = write_config(tmp_path / folder, SMALL_GPT2)
+    source = path_source(str(config))
+    assert re.fullmatch(TEXT_PATTERN, source) and source.endswith("/config.json")
+    result = runner.invoke(app, ["count", str(config), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["source"] == source
+    if "\n" in folder or "\udcff" in folder:
+        return  # import-hf refuses a control character or a non-UTF-8 byte in the path itself
+    written = import_cli(config, tmp_path / "spec.yaml")
+    assert load_spec(str(written)).source == source
+
+
+def test_the_commands_import_hf_suggests_are_quoted_for_the_shell(tmp_path: Path) -> None:
+    import shlex
+
+    folder = tmp_path / "my $(touch pwned) model"
+    folder.mkdir()
+    write_config(folder, SMALL_GPT2)
+    out = tmp_path / "it's out.yaml"
+    result = runner.invoke(app, ["import-hf", str(folder), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    suggested = result.stderr.replace("\n", "").split("count it with `", 1)[1].split("`")[0]
+    assert shlex.split(suggested) == ["archspec", "count", str(out)]
+    result = runner.invoke(app, ["count", str(folder)])
+    assert result.exit_code == 0, result.output
+    note = result.stderr.replace("\n", "").split("; `", 1)[1].split("`")[0]
+    assert shlex.split(note) == ["archspec", "import-hf", str(folder), "-o", "FILE.yaml"]
 
 
 def test_t5_heads_follow_the_config() -> None:

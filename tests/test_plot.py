@@ -85,6 +85,24 @@ def test_count_sweep_plot(tmp_path: Path) -> None:
     assert "FLOPs per token" in text and "KV cache (inference)" in text
 
 
+def test_a_context_past_2_to_the_29_is_charted_up_to_the_size_limit(tmp_path: Path) -> None:
+    """The doubling after 536,870,912 is past the 10**9 any --seq may be: the sweep stops
+    there, so a valid spec of a longer context is charted, not refused."""
+    from archspec.backends.compare.sweep import chart_lengths
+    from archspec.safety.limits import MAX_SIZE
+
+    assert chart_lengths(600_000_000)[-2:] == [2**29, MAX_SIZE]
+    assert chart_lengths(MAX_SIZE)[-1] == MAX_SIZE and chart_lengths(1024)[-1] == 1024
+    pytest.importorskip("matplotlib")
+    spec = tmp_path / "longctx.yaml"
+    spec.write_text("extends: gpt2\nn_layers: 2\nposition: {kind: rope}\nmax_seq_len: 600000000\n")
+    for command in (["compare", str(spec)], ["count", str(spec)]):
+        path = tmp_path / f"{command[0]}.svg"
+        result = runner.invoke(app, [*command, "--plot", str(path)])
+        assert result.exit_code == 0, result.output
+        assert "<svg" in path.read_text()
+
+
 def test_plot_refuses_other_formats_and_missing_folders(tmp_path: Path) -> None:
     for bad in ("chart.pdf", str(tmp_path / "no-such-dir" / "chart.png")):
         result = runner.invoke(app, ["compare", "gpt2", "--plot", bad])

@@ -181,7 +181,7 @@ BENCH = ["bench", "llama-2-7b", *as_sets(LLAMA), "--device", "cpu", "--seq", "8"
          "--dp-replicate 2 with --pp 2"),
         ([*BENCH, "--nproc", "2", "--zero", "3", "--dp-replicate", "2"],
          "--dp-replicate 2 leaves one rank in each of FSDP2's shard groups"),
-        ([*BENCH, "--dp-replicate", "2"], "--dp-replicate 2 needs --nproc (and --zero 3)"),
+        ([*BENCH, "--dp-replicate", "2"], "--dp-replicate 2 needs --nproc"),
     ],
     ids=["count-cp", "count-one-rank-groups", "bench-not-dividing", "bench-zero-0",
          "bench-cp", "bench-pp", "bench-one-rank-groups", "bench-no-nproc"],

@@ -123,3 +123,21 @@ def test_hostile_text_in_a_real_browser(tmp_path: Path) -> None:
     assert page.body.get("data-specs") == "2"
     assert page.tags.count("script") == 2 and page.comments == []
     assert json.loads(page.scripts[0])["specs"] == data["specs"]
+
+
+def test_the_pages_commands_are_quoted_for_the_shell(tmp_path: Path) -> None:
+    """A spec path of `$(...)` and spaces is one word of each command shown, not a command."""
+    import shlex
+
+    spec = tmp_path / "$(touch pwned) x.yaml"
+    spec.write_text("extends: gpt2\nn_layers: 2\n")
+    result = cli("report", str(spec), "--set", "d_ff=3000", "--json")
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)["specs"][0]
+    commands = [figures["params_command"], figures["at_seq"]["command"]]
+    commands += [point["command"] for point in figures["sweep"]]
+    commands += [layout["command"] for layout in figures["layouts"]]
+    for command in commands:
+        words = shlex.split(command)
+        assert words[:5] == ["archspec", "count", str(spec), "--set", "d_ff=3000"], command
+        assert words[-1] == "--json"

@@ -53,6 +53,28 @@ def test_bench_force_overrides_the_memory_guard(monkeypatch: pytest.MonkeyPatch)
     assert json.loads(result.stdout)["peak_memory_bytes"] > 0
 
 
+def test_the_memory_guard_measures_what_it_calls_available(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On Linux the CPU's figure is MemAvailable (what a new process can have without
+    swapping), not the machine's RAM; where the system does not say, the RAM, called so."""
+    import torch
+
+    import archspec.bench.guards as guards
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       1048576 kB\nMemAvailable:       1024 kB\n")
+    monkeypatch.setattr(guards, "MEMINFO", str(meminfo))
+    assert guards.available_bytes(torch.device("cpu")) == 2**20
+    args = ["bench", "gpt2", "--set", "n_layers=1", "--device", "cpu", "--mode", "forward"]
+    refused(runner.invoke(app, args), "more than the 0.0 GiB available on cpu")
+    meminfo.write_text("MemTotal:       1048576 kB\n")  # no MemAvailable: the RAM
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    assert guards.available_bytes(torch.device("cpu")) == ram
+    monkeypatch.setattr(guards, "available_bytes", lambda device: 1)
+    refused(runner.invoke(app, args), "more than the 0.0 GiB of RAM on cpu")
+
+
 def test_json_records_what_was_asked() -> None:
     result = runner.invoke(app, ["count", "gpt2", "--set", "n_layers=3", "--json"])
     report = json.loads(result.stdout)

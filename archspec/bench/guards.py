@@ -16,19 +16,23 @@ from typing import Any
 import torch
 
 from archspec.bench import steps
-from archspec.errors import SpecError
+from archspec.errors import SpecError, did_you_mean
 from archspec.ir.nodes import IR
 from archspec.safety.limits import MAX_SIZE
 
 MAX_THREADS = 4096
 MAX_STEPS = 100_000  # --steps, --warmup
 MAX_NEW_TOKENS = 100_000
+MAX_SEED = 2**64 - 1  # torch.Generator.manual_seed takes an unsigned 64-bit seed
+MEMINFO = "/proc/meminfo"  # Linux's memory figures
 
 
 def check_options(s: Any) -> None:
     """The options alone (the spec is not needed): numbers in range, flags that need another."""
     if s.threads is not None and not 1 <= s.threads <= MAX_THREADS:
         raise SpecError(f"--threads must be between 1 and {MAX_THREADS:,} (got {s.threads})")
+    if not 0 <= s.seed <= MAX_SEED:
+        raise SpecError(f"--seed must be between 0 and 2**64-1 = {MAX_SEED:,} (got {s.seed:,})")
     if s.hf_first and not s.vs_hf:
         raise SpecError("--hf-first orders the two models of --vs-hf; add --vs-hf")
     if s.peak_tflops is not None and not (math.isfinite(s.peak_tflops) and s.peak_tflops > 0):
@@ -52,9 +56,9 @@ def device_of(name: str | None) -> torch.device:
     try:
         device = torch.device(name)
     except RuntimeError:
-        raise SpecError(f"--device takes cpu or cuda (or cuda:N), not {name!r}") from None
+        raise _not_a_device(name) from None
     if device.type not in ("cpu", "cuda"):
-        raise SpecError(f"--device takes cpu or cuda (or cuda:N), not {name!r}")
+        raise _not_a_device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SpecError(
             f"--device cuda: no CUDA device is available to this torch ({torch.__version__})",
@@ -64,13 +68,23 @@ def device_of(name: str | None) -> torch.device:
     return device
 
 
+def _not_a_device(name: str) -> SpecError:
+    # A misspelt cuda:N is suggested with its index.
+    index = name.partition(":")[2]
+    choices = ("cpu", "cuda", *([f"cuda:{index}"] if index else []))
+    return SpecError(f"--device takes cpu or cuda (or cuda:N), not {name!r}",
+                     hint=did_you_mean(name, choices))  # fmt: skip
+
+
 def check_settings(ir: IR, s: Any, device: torch.device) -> tuple[str, int]:
     """The settings against the spec and the device: the dtype and sequence length."""
     if s.mode not in steps.MODES:
-        raise SpecError(f"--mode takes one of: {', '.join(steps.MODES)} (got {s.mode!r})")
+        raise SpecError(f"--mode takes one of: {', '.join(steps.MODES)} (got {s.mode!r})",
+                        hint=did_you_mean(s.mode, steps.MODES))  # fmt: skip
     dtype = s.dtype or ("bf16" if device.type == "cuda" else "fp32")
     if dtype not in steps.DTYPES:
-        raise SpecError(f"--dtype takes one of: {', '.join(steps.DTYPES)} (got {dtype!r})")
+        raise SpecError(f"--dtype takes one of: {', '.join(steps.DTYPES)} (got {dtype!r})",
+                        hint=did_you_mean(dtype, steps.DTYPES))  # fmt: skip
     if dtype == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise SpecError(
             f"{torch.cuda.get_device_name(device)} has no bf16", hint="use --dtype fp16"
@@ -100,13 +114,29 @@ def check_settings(ir: IR, s: Any, device: torch.device) -> tuple[str, int]:
 
 
 def available_bytes(device: torch.device) -> int | None:
-    """Memory the run may use on `device`: free GPU memory, or the machine's RAM."""
+    """Memory the run may use on `device`: free GPU memory; on the CPU the memory Linux says
+    a new process can have without swapping (MemAvailable), else the machine's RAM."""
     try:
         if device.type == "cuda":
             return torch.cuda.mem_get_info(device)[0]
+        available = _mem_available()
+        if available is not None:
+            return available
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, RuntimeError, AttributeError):
         return None
+
+
+def _mem_available() -> int | None:
+    """/proc/meminfo's MemAvailable in bytes, or None off Linux."""
+    try:
+        with open(MEMINFO) as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # in kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def least_bytes(vocab: int, width: int, batch: int, seq: int, element: int) -> int:
@@ -115,13 +145,18 @@ def least_bytes(vocab: int, width: int, batch: int, seq: int, element: int) -> i
     return batch * seq * (8 + (width + vocab) * element)
 
 
-def check_fits(name: str, predicted_bytes: int, device: torch.device, batch: int) -> None:
-    """Refuse a run whose predicted memory exceeds what the device has."""
+def check_fits(
+    name: str, predicted_bytes: int, device: torch.device, batch: int, beside: str = ""
+) -> None:
+    """Refuse a run whose predicted memory exceeds what the device has. `beside`: what the
+    figure holds besides the generated model's run (--vs-hf's transformers model)."""
     available = available_bytes(device)
     if available is not None and predicted_bytes > available:
         smaller = "a smaller --batch or --seq" if batch > 1 else "a shorter --seq"  # 1 is least
+        # Off Linux the figure is the machine's RAM, not what is free of it.
+        what = "available" if device.type == "cuda" or _mem_available() is not None else "of RAM"
         raise SpecError(
-            f"'{name}' needs about {predicted_bytes / 2**30:,.1f} GiB for this run, more than "
-            f"the {available / 2**30:,.1f} GiB available on {device.type}",
+            f"'{name}' needs about {predicted_bytes / 2**30:,.1f} GiB for this run{beside}, "
+            f"more than the {available / 2**30:,.1f} GiB {what} on {device.type}",
             hint=f"use --set n_layers=N (or smaller sizes), {smaller}; --force runs it anyway",
         )

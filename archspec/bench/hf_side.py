@@ -10,10 +10,12 @@ onto the generated model strictly (every tensor used, every parameter filled).
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from archspec.bench.steps import DTYPES
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 
@@ -45,6 +47,42 @@ def build_hf_model(data: dict, device: torch.device) -> tuple[torch.nn.Module, s
         except (ValueError, ImportError):  # the class has no SDPA path
             model = cls._from_config(config, attn_implementation="eager")
     return model, model.config._attn_implementation
+
+
+@dataclass(frozen=True)
+class Resident:
+    """What transformers' model holds for the whole of a --vs-hf run, in bytes."""
+
+    params: int  # its parameters as the mode keeps them
+    buffers: int  # its buffers, which no parameter count includes
+    largest_buffer: str  # the largest one's name and shape, for the refusal ("" if none)
+
+
+def resident_bytes(data: dict, mode: str, dtype: str) -> Resident:
+    """What transformers' model of `data` will hold beside ours, measured on the model built
+    on the meta device (no memory is allocated). Its parameters are ours in number, but its
+    buffers are its own and may outgrow the weights: GPTBigCode keeps a causal mask of
+    max_position_embeddings² bools (400 MB at 20,000 positions for a model of 5 MB), which
+    no formula of ours predicts; the meta model has it at its size, whatever the class.
+    Parameters are counted as the mode keeps them between steps: in the dtype for forward
+    and generate (floating buffers too), fp32 with AdamW's two moments in training (the
+    gradients are freed after each step). Its step's activations are left out: the two sides'
+    steps alternate, so the activations of one step (ours' prediction) are counted once."""
+    model, _ = build_hf_model(data, torch.device("meta"))
+    train = mode == "train"
+    element = 4 if train else DTYPES[dtype].itemsize
+    params = sum(p.numel() for p in model.parameters()) * element * (3 if train else 1)
+    buffers = dict(model.named_buffers())
+    sizes = {
+        name: b.numel() * (element if b.is_floating_point() else b.element_size())
+        for name, b in buffers.items()
+    }
+    largest = max(sizes, key=sizes.__getitem__, default=None)
+    described = ""
+    if largest is not None:
+        shape = " × ".join(map(str, buffers[largest].shape))
+        described = f"{largest}: {shape} {buffers[largest].dtype}"
+    return Resident(params, sum(sizes.values()), described)
 
 
 def copy_weights(ours: torch.nn.Module, hf: torch.nn.Module, ir: IR) -> None:

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import platform
+import re
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +63,24 @@ class Settings:
     compile_backend: str = "inductor"
 
 
+def _fits_beside_hf(ir: IR, hf_data, s: Settings, device, dtype: str, needed: int) -> int:
+    """Refuse a --vs-hf run whose two models the device cannot hold together; the memory
+    both need. transformers' model is sized on the meta device (hf_side.resident_bytes): its
+    buffers may be far larger than ours (GPTBigCode's max_position_embeddings² mask)."""
+    from archspec.bench import hf_side
+
+    hf = hf_side.resident_bytes(hf_data, s.mode, dtype)
+    held = "parameters and AdamW moments" if s.mode == "train" else "parameters"
+    largest = f", the largest {hf.largest_buffer}" if hf.largest_buffer else ""
+    beside = (
+        f" with transformers' model beside it (--vs-hf: {hf.params / 2**30:,.2f} GiB of "
+        f"{held} and {hf.buffers / 2**30:,.2f} GiB of buffers{largest})"
+    )
+    needed += hf.params + hf.buffers
+    check_fits(ir.name, needed, device, s.batch, beside)
+    return needed
+
+
 def _generated_model(ir: IR, device: torch.device, folder: str) -> torch.nn.Module:
     from archspec.backends.torchgen import generate_source, load_generated
     from archspec.backends.torchgen.features import UnsupportedIR
@@ -73,6 +92,37 @@ def _generated_model(ir: IR, device: torch.device, folder: str) -> torch.nn.Modu
     module = load_generated(source, folder)
     with torch.device(device):
         return module.Model(module.Config())
+
+
+@contextlib.contextmanager
+def _allocating(what: str, device: torch.device, s: Settings, predicted: int) -> Iterator[None]:
+    """Building a model whose weights the device cannot hold (the fit check was skipped with
+    --force, or the prediction fell short) ends in one message, not the allocator's traceback:
+    torch raises a RuntimeError on CPU and torch.cuda.OutOfMemoryError (one) on a GPU."""
+    try:
+        yield
+    except RuntimeError as exc:
+        text = str(exc)
+        if not (isinstance(exc, torch.cuda.OutOfMemoryError) or "can't allocate memory" in text):
+            raise
+        forced = "; --force skipped the memory check" if s.force else ""
+        raise SpecError(
+            f"cannot build {what} on {device.type}: the allocator could not allocate "
+            f"{_asked(text)}{forced}",
+            hint=f"the run's predicted memory is about {predicted / 2**30:,.1f} GiB; use "
+            "--set n_layers=N (or smaller sizes)",
+        ) from None
+
+
+def _asked(allocator_message: str) -> str:
+    """The size the failed allocation asked for, as torch's message gives it: a count of
+    bytes on CPU, a size with its unit on a GPU ("Tried to allocate 2.00 GiB")."""
+    found = re.search(r"allocate (\d+) bytes", allocator_message)
+    if found:
+        n = int(found.group(1))
+        return f"{n:,} bytes ({n / 2**30:,.1f} GiB) for one tensor"
+    found = re.search(r"allocate (\d+(?:\.\d+)? [KMGTP]?i?B)", allocator_message)
+    return f"{found.group(1)} for one tensor" if found else "one of its tensors"
 
 
 def _measure_memory(
@@ -177,9 +227,11 @@ def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None)
         raise SpecError("--vs-hf needs the spec's transformers config (archspec.hf.hf_config_dict)")
     element = 4 if dtype == "fp32" else 2
     vocab, width = ir.value(ir.root.vocab_size), ir.value(ir.root.d_model)
-    least = least_bytes(vocab, width, s.batch, seq, element)
+    needed = pred.memory_bytes + least_bytes(vocab, width, s.batch, seq, element)
     if not s.force:
-        check_fits(ir.name, pred.memory_bytes + least, device, s.batch)  # before allocating
+        check_fits(ir.name, needed, device, s.batch)  # before allocating
+    if s.vs_hf and not s.force:
+        needed = _fits_beside_hf(ir, hf_data, s, device, dtype, needed)
     hf_built = None
     if s.hf_first and device.type == "cuda":
         # On a GPU, transformers' memory is what was allocated after ours was built.
@@ -189,12 +241,15 @@ def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None)
         # Which model is built first matters on CPU: in benchmarks/same_model.py's runs the
         # first of two identical models took 1-1.5% longer, on average, than the second.
         # Runs that alternate the order cancel that.
-        hf_built = _build_hf(hf_data, s, device)
+        with _allocating("transformers' model", device, s, needed):
+            hf_built = _build_hf(hf_data, s, device)
     base = torch.cuda.memory_allocated(device) if device.type == "cuda" else 0
     inputs, targets = steps.make_inputs(ir, s.mode, s.batch, seq, device, s.seed)
     with tempfile.TemporaryDirectory(prefix="archspec-bench-") as folder:
         torch.manual_seed(s.seed)
-        ours = steps.Side("ours", _generated_model(ir, device, folder), inputs, targets)
+        with _allocating(f"the generated model of '{ir.name}'", device, s, needed):
+            model = _generated_model(ir, device, folder)
+        ours = steps.Side("ours", model, inputs, targets)
         steps.prepare(ours, s.mode, device, dtype)
         if s.compile:
             _compile(ours.model, s.mode, s.compile_mode, s.compile_backend)
@@ -205,7 +260,9 @@ def _run(ir: IR, s: Settings, progress: Progress | None, hf_config: dict | None)
         hf_step = hf_memory = None
         hf_info: dict[str, Any] = {}
         if s.vs_hf:
-            hf_built = hf_built or _build_hf(hf_data, s, device)
+            if hf_built is None:
+                with _allocating("transformers' model", device, s, needed):
+                    hf_built = _build_hf(hf_data, s, device)
             hf_step, hf_memory, hf_info = _hf_side(
                 ir, hf_built, s, device, dtype, ours, inputs, targets, progress
             )

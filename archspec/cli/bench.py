@@ -106,8 +106,13 @@ def bench(
         peak_tflops=peak_tflops, threads=threads, force=force, hf_first=hf_first,
     )  # fmt: skip
     with user_errors(debug, json_):
-        if dp_replicate != 1:  # HSDP's replicas are processes: there is one without --nproc
-            raise SpecError(f"--dp-replicate {dp_replicate} needs --nproc (and --zero 3)")
+        _refuse_without_nproc({
+            "--tp": (tp, 1), "--pp": (pp, 1), "--zero": (zero, 0), "--cp": (cp, 1),
+            "--ep": (ep, 1), "--dp-replicate": (dp_replicate, 1), "--schedule": (schedule, "1f1b"),
+            "--stage-layers": (stage_layers, None), "--sp": (sequence_parallel, False),
+            "--loss-parallel": (loss_parallel, False),
+            "--mixed-precision": (mixed_precision, False),
+        })  # fmt: skip
         resolved = resolve_spec(spec, set_)
         ir = with_overrides(build_ir(resolved), set_)
         # The transformers side is built from the spec's exported config.json, which refuses
@@ -116,6 +121,25 @@ def bench(
         with _progress() as progress:
             result = run_bench(ir, settings, progress, hf_config)
     print_json(result) if json_ else _render(result)
+
+
+def _refuse_without_nproc(options: dict[str, tuple[Any, Any]]) -> None:
+    """The options of a run over several processes, {name: (value, default)}, given without
+    --nproc: one process has no ranks to lay out, so each would change nothing. Refused, as
+    bench refuses any option that needs another (--hf-first without --vs-hf)."""
+    given = [
+        name if isinstance(value, bool) else f"{name} {value}"
+        for name, (value, default) in options.items()
+        if value != default
+    ]
+    if not given:
+        return
+    verb = "needs" if len(given) == 1 else "need"
+    hint = "add --nproc N for a run over N processes under torchrun"
+    if options["--dp-replicate"][0] != options["--dp-replicate"][1]:
+        hint += "; --dp-replicate also needs --zero 3"
+    raise SpecError(f"{', '.join(given)} {verb} --nproc: a single-process bench lays out no ranks",
+                    hint=hint)  # fmt: skip
 
 
 class _progress:
@@ -324,7 +348,7 @@ def _bench_distributed(
     from archspec.bench.distributed import run_distributed
     from archspec.ir.build import build_ir
 
-    with user_errors(debug):
+    with user_errors(debug, json_):
         ir = with_overrides(build_ir(resolve_spec(spec, set_)), set_)
         r = run_distributed(
             ir, nproc, tp, zero, settings, pipeline, cp=cp, ep=ep, dp_replicate=dp_replicate,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
 from archspec.cli.application import app
@@ -21,7 +20,6 @@ from archspec.cli.common import (
 )
 from archspec.cli.options import BuildHfIgnore, BuildHfWeights, BuildOutput
 from archspec.errors import SpecError
-from archspec.safety.text import visible
 from archspec.safety.writing import Output, check_places, write_files
 
 
@@ -112,13 +110,12 @@ def _spec_inputs(spec: str) -> list[Path]:
     return [path] if not is_builtin(spec) and path.exists() else []
 
 
-def _command(spec: str, overrides: list[str] | None, output: Path | None) -> str:
-    """The command line recorded in the file's header: what rebuilds it."""
+def _command(spec: str, overrides: list[str] | None, output: Path | None) -> list[str]:
+    """The words of the command line recorded in the file's header: what rebuilds it (the
+    header quotes each as the shell reads it back, archspec.safety.text.shell_word)."""
     words = ["archspec", "build", spec]
     for text in overrides or []:
         words += ["--set", text]
     if output is not None:
         words += ["-o", str(output)]
-    # Visible characters only: an escape or bidi character in a file name must not reach the
-    # generated file, and a lone surrogate (an undecodable name) could not even be encoded.
-    return visible(shlex.join(words))
+    return words

@@ -18,7 +18,7 @@ import typer
 from archspec.cli.options import DebugOpt, ForceOpt, JsonOpt, SetOpt, SpecArg  # noqa: F401
 from archspec.cli.streams import GuardedStdout, say, write_stdout  # noqa: F401 (re-exported)
 from archspec.errors import SpecError, all_errors
-from archspec.safety.text import visible
+from archspec.safety.text import shell_join, visible
 
 
 def stdout():
@@ -101,9 +101,10 @@ def _imported(config: str, overrides: list[str] | None, hub_id: bool = False):
     imported = import_config(path, source=hub_source(config) if hub_id else None)
     name = name_from_text(config.rsplit("/", 1)[-1]) if hub_id else _config_name(config)
     found = f" (cached: {shown(path)})" if hub_id else ""
+    again = shell_join(["archspec", "import-hf", config])
     say(
         f"note: {shown(config)}{found} imported as a spec ({name}: {imported.hf_class}, "
-        f"extends {imported.base}); `archspec import-hf {shown(config)} -o FILE.yaml` saves it"
+        f"extends {imported.base}); `{again} -o FILE.yaml` saves it"
     )
     for note in imported.notes:  # fields ignored, a class assumed: said once, as import-hf does
         say(f"note: {note}")

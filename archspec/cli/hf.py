@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from archspec.cli.application import app
 from archspec.cli.common import (
     DebugOpt,
@@ -14,7 +16,7 @@ from archspec.cli.common import (
 )
 from archspec.cli.options import ImportArchitecture, ImportConfigArg, ImportJson, ImportOutput
 from archspec.errors import SpecError
-from archspec.safety.text import has_unsafe
+from archspec.safety.text import has_unsafe, shell_join, visible
 
 
 @app.command("import-hf")
@@ -45,13 +47,8 @@ def import_hf(
         if looks_like_hub_id(str(config)):  # org/name, read from the local Hugging Face cache
             source = hub_source(str(config))
             config = cached_config(str(config))
-        if has_unsafe(str(config)):
-            # The path is recorded in the spec (a comment, or `source`): a newline in a folder
-            # name would start a YAML line of its own.
-            raise SpecError(
-                "the config's path holds a control or invisible character; rename the folder",
-                location=None,
-            )
+        if has_unsafe(str(config)) and config.exists():  # a missing file: read_config says so
+            raise _unsafe_path(config)
         imported = import_config(config, architecture=architecture, source=source)
     if json_:
         print_json({"extends": imported.base, **imported.data})
@@ -66,5 +63,23 @@ def import_hf(
     what = "wrote" if written else "unchanged:"
     say(
         f"{what} {output} ({imported.hf_class}, extends {imported.base}); "
-        f"count it with `archspec count {output}`"
+        f"count it with `{shell_join(['archspec', 'count', str(output)])}`"
+    )
+
+
+def _unsafe_path(config: Path) -> SpecError:
+    """The path is recorded in the written spec's header: a path holding characters that no
+    terminal or editor shows as they are is refused, naming it (escaped) and what it holds."""
+    path = str(config)
+    try:  # os.fsdecode keeps each byte of a name that is not UTF-8 as a lone surrogate
+        shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        shown = path
+    what = "a control or invisible character"
+    if shown != path:
+        what = "a byte that is not UTF-8"
+    return SpecError(
+        f"the config's path '{visible(shown)}' holds {what}; import-hf records the path in "
+        "the spec it writes",
+        hint="rename the file or folder",
     )

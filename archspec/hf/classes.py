@@ -10,6 +10,7 @@ from __future__ import annotations
 from archspec.errors import SpecError
 from archspec.hf.families import CLASSES, class_alias, refuse_unsupported_head
 from archspec.hf.family import Head, HFClass
+from archspec.hf.unsupported import known_class, typo_hint
 
 __all__ = ["CLASSES", "HFClass", "Head", "hf_class"]
 
@@ -22,5 +23,5 @@ def hf_class(name: str) -> HFClass:
     refuse_unsupported_head(name)
     raise SpecError(
         f"transformers class '{name}' is not supported",
-        hint=f"supported classes: {', '.join(CLASSES)}",
+        hint=typo_hint(name, CLASSES, known_class) or f"supported classes: {', '.join(CLASSES)}",
     )

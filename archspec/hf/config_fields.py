@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from archspec.errors import Location, SpecError
 from archspec.hf.family import HFClass
+from archspec.hf.unsupported import known_activation, typo_hint
 from archspec.safety.json_file import read_json
 from archspec.safety.text import shortened
 
@@ -218,7 +219,7 @@ class Fields:
             raise self.error(
                 key,
                 f"activation {shown(value)} is not supported",
-                hint=f"supported: {', '.join(table)}",
+                hint=typo_hint(value, table, known_activation) or f"supported: {', '.join(table)}",
             )
         return table[value]
 

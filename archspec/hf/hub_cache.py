@@ -59,7 +59,10 @@ def cached_config(hub_id: str) -> Path:
             "a config.json",
         ) from None
     folder = cache_dir()
-    found = try_to_load_from_cache(hub_id, "config.json", cache_dir=folder)
+    try:
+        found = try_to_load_from_cache(hub_id, "config.json", cache_dir=folder)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _unreadable(hub_id, folder, exc) from None
     if not isinstance(found, str):
         raise SpecError(
             f"Hugging Face Hub id {hub_id!r} is not in the local cache: no config.json for it "
@@ -68,3 +71,19 @@ def cached_config(hub_id: str) -> Path:
             "HF_HOME name another cache), or pass the path of a config.json",
         )
     return Path(found)
+
+
+def _unreadable(hub_id: str, folder: Path, exc: OSError | UnicodeDecodeError) -> SpecError:
+    """The lookup reads the cache's refs/main as text (the commit its snapshot is named
+    after): a file of other bytes, or one it may not read, names the file to fix."""
+    repo = folder / ("models--" + hub_id.replace("/", "--"))
+    where = getattr(exc, "filename", None) or repo / "refs" / "main"
+    if isinstance(exc, UnicodeDecodeError):
+        why = "is not UTF-8 text"
+    else:
+        why = f"cannot be read ({exc.strerror or exc})"
+    return SpecError(
+        f"cannot read Hugging Face Hub id {hub_id!r} from the local cache: {where} {why}",
+        hint=f"remove that file and download {hub_id} again (`hf download {hub_id} "
+        "config.json`), or pass the path of a config.json",
+    )

@@ -15,6 +15,7 @@ over the base that needs the fewest overrides. This module ties them together.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,9 @@ from archspec.hf.config_fields import SHOWN_CHARS, Fields, read_config, shown
 from archspec.hf.families import FAMILIES
 from archspec.hf.minimal_spec import Imported, fewest_overrides
 from archspec.hf.transformers_reads import fields_read, unread_fields
-from archspec.hf.unsupported import refusal
+from archspec.hf.unsupported import known_model_type, refusal, typo_hint
 from archspec.safety.limits import MAX_CONFIG_LAYERS
-from archspec.safety.text import shortened
+from archspec.safety.text import UNSAFE_CLASS, shortened
 
 __all__ = ["FAMILIES", "Imported", "import_config", "read_config"]
 
@@ -126,7 +127,34 @@ def _source(data: dict[str, Any], path: str) -> str:
         and not hub_id.startswith(("/", "."))
     ):
         return f"https://huggingface.co/{hub_id}/blob/main/config.json"
-    return path
+    return path_source(path)
+
+
+# What a spec's text field may not hold (TEXT_PATTERN): a control, bidi or invisible
+# character (a non-UTF-8 byte of a file name is a lone surrogate), a quote, backslash or backtick.
+_NOT_IN_TEXT = re.compile(f'[{UNSAFE_CLASS}\\\\"`]')
+MAX_SOURCE_CHARS = 300  # TEXT_PATTERN's length
+
+
+def path_source(path: str) -> str:
+    """A config's path as the spec's `source` may hold it: any character a text field refuses
+    percent-encoded as its bytes (`"` is %22, a file name's byte 0xff is %FF), and a path
+    longer than the field kept by its end (the folder the config is in). Any folder name then
+    imports; the path is a note of where the numbers came from, not something to open."""
+    safe = _NOT_IN_TEXT.sub(_percent, path)
+    if len(safe) <= MAX_SOURCE_CHARS:
+        return safe
+    return "..." + safe[-(MAX_SOURCE_CHARS - 3) :]
+
+
+def _percent(match: re.Match[str]) -> str:
+    # surrogateescape keeps an undecodable byte of a file name as U+DC80-U+DCFF; any other
+    # lone surrogate is encoded as it stands.
+    try:
+        data = match.group().encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        data = match.group().encode("utf-8", "surrogatepass")
+    return "".join(f"%{byte:02X}" for byte in data)
 
 
 def import_config(
@@ -148,7 +176,11 @@ def import_config(
         why = refusal(model_type, data) if isinstance(model_type, str) else None
         if why is not None:  # not a text model, or one the spec cannot express yet
             raise SpecError(why.message, location=where, path="model_type", hint=why.hint)
-        hint = _same_architecture(model_type) or f"supported: {', '.join(FAMILIES)}"
+        hint = (
+            _same_architecture(model_type)
+            or typo_hint(model_type, FAMILIES, known_model_type)
+            or f"supported: {', '.join(FAMILIES)}"
+        )
         message = (
             f"model_type {shown(model_type)} is not supported by import-hf"
             if model_type

@@ -15,7 +15,10 @@ does.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from archspec.errors import did_you_mean
 
 
 @dataclass(frozen=True)
@@ -378,3 +381,44 @@ def refusal(model_type: str, data: dict) -> Refusal | None:
         f"(transformers' registries list it under {evidence})",
         hint=hint,
     )
+
+
+def typo_hint(
+    name: object, choices: Iterable[str], known: Callable[[str], bool | None]
+) -> str | None:
+    """A did-you-mean for a name that transformers does not know either: a typo (`lamma`,
+    `sillu`). None for a name transformers implements, however close its spelling to one
+    archspec supports (gptj is not gpt2, quick_gelu is not gelu_fast), and None without
+    transformers to tell the two apart."""
+    if not isinstance(name, str) or known(name) is not False:
+        return None
+    return did_you_mean(name, choices)
+
+
+def known_model_type(name: str) -> bool | None:
+    """Whether transformers has a configuration for model_type `name`."""
+    try:
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    except ImportError:
+        return None
+    return name in CONFIG_MAPPING_NAMES
+
+
+def known_class(name: str) -> bool | None:
+    """Whether transformers exports a class (or anything) of that name; its lazy module
+    lists every name without importing the models."""
+    try:
+        import transformers
+    except ImportError:
+        return None
+    return name in dir(transformers)
+
+
+def known_activation(name: str) -> bool | None:
+    """Whether transformers has an activation of that name (ACT2FN's; imports torch, which
+    only a refusal pays)."""
+    try:
+        from transformers.activations import ACT2CLS
+    except ImportError:
+        return None
+    return name in ACT2CLS

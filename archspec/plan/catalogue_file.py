@@ -164,7 +164,7 @@ def read_catalogue(
         text = resources.files("archspec.plan").joinpath("systems.yaml").read_text()
         file = _File(*load_yaml_text(text, "systems.yaml"), "systems.yaml")
     else:
-        file = _File(*load_yaml_file(Path(path)), str(path))
+        file = _File(*load_yaml_file(Path(path), "a hardware catalogue"), str(path))
     data = file.data if file.data is not None else {}
     data = file.mapping(data, (), "a hardware catalogue")
     for key in data:

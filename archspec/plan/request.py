@@ -40,7 +40,8 @@ def checked_system(
     if gpu is None:
         raise SpecError("--gpu names the system to plan on", hint="see --list-systems")
     if mode not in ("train", "serve"):
-        raise SpecError(f"--mode takes train or serve (got '{mode}')")
+        raise SpecError(f"--mode takes train or serve (got '{mode}')",
+                        hint=did_you_mean(mode, ("train", "serve")))  # fmt: skip
     if mode == "serve":  # one device of any accelerator serves: no system needed
         from archspec.plan.serve_engine import serving_system
 
@@ -48,11 +49,14 @@ def checked_system(
     else:
         system = get_system(gpu, system_files)
     if attn not in ("flash", "eager"):
-        raise SpecError(f"--attn takes flash or eager (got '{attn}')")
+        raise SpecError(f"--attn takes flash or eager (got '{attn}')",
+                        hint=did_you_mean(attn, ("flash", "eager")))  # fmt: skip
     served = ("int8", "int4") if mode == "serve" else ()
-    if dtype not in ("bf16", "fp16", "fp32", "fp8", *served):
+    dtypes = ("bf16", "fp16", "fp32", "fp8", *served)
+    if dtype not in dtypes:
         also = ", or int8, int4 when serving" if mode == "train" else ", int8, int4"
-        raise SpecError(f"--dtype takes bf16, fp16, fp32, fp8{also} (got '{dtype}')")
+        raise SpecError(f"--dtype takes bf16, fp16, fp32, fp8{also} (got '{dtype}')",
+                        hint=did_you_mean(dtype, dtypes))  # fmt: skip
     if dtype == "fp8" and "fp8" not in system.accelerator.peak_tflops:
         raise SpecError(
             f"--dtype fp8: {system.key} has no fp8 throughput in the catalogue",
@@ -100,7 +104,8 @@ def training_run(
         raise SpecError("--global-batch must be at least 1")
     grad_dtype = grad_dtype or (dtype if dtype in GRAD_BYTES else "bf16")
     if grad_dtype not in GRAD_BYTES:
-        raise SpecError(f"--grad-dtype takes {', '.join(GRAD_BYTES)} (got '{grad_dtype}')")
+        raise SpecError(f"--grad-dtype takes {', '.join(GRAD_BYTES)} (got '{grad_dtype}')",
+                        hint=did_you_mean(grad_dtype, GRAD_BYTES))  # fmt: skip
     seq = seq if seq is not None else ir.value(ir.root.max_seq_len)
     if seq < 1:
         raise SpecError("--seq must be at least 1")

@@ -30,7 +30,7 @@ import sympy as sp
 from archspec.backends.count.layout import Parallelism
 from archspec.backends.count.memory import COMPUTE_BYTES, memory_figures
 from archspec.backends.count.passes import KV_LEN, S_DEC, B, S
-from archspec.errors import SpecError
+from archspec.errors import SpecError, did_you_mean
 from archspec.ir.nodes import IR
 from archspec.plan.collectives import Link, all_reduce, group_link
 from archspec.plan.efficiency import CALIBRATED, Efficiency
@@ -58,7 +58,8 @@ class Precision:
         if self.dtype != "int4" and self.group is not None:
             raise SpecError(f"--group {self.group} is for int4 weights; --dtype is {self.dtype}")
         if self.kv is not None and self.kv not in KV_BYTES:
-            raise SpecError(f"--kv-dtype takes {', '.join(KV_BYTES)} (got '{self.kv}')")
+            raise SpecError(f"--kv-dtype takes {', '.join(KV_BYTES)} (got '{self.kv}')",
+                            hint=did_you_mean(self.kv, KV_BYTES))  # fmt: skip
 
     @property
     def compute(self) -> str:

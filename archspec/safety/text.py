@@ -11,6 +11,8 @@ text stays readable and unambiguous; `markup_safe` also neutralises rich markup.
 from __future__ import annotations
 
 import re
+import shlex
+from collections.abc import Iterable
 
 # Characters that never belong in shown or generated text: C0 and C1 controls and DEL, bidi
 # embeddings, overrides and isolates, zero-width and other invisible format characters, line
@@ -61,3 +63,32 @@ def markup_safe(text: object) -> str:
     from rich.markup import escape
 
     return escape(visible(text))
+
+
+def shell_word(word: str) -> str:
+    """`word` as a POSIX shell reads it back (shlex.quote), for a command shown to the user or
+    recorded in a file. A word holding a character no terminal shows as it is (a control,
+    an invisible character, a byte of a file name that is not UTF-8) is written in the
+    $'...' quoting of bash and zsh, each such character as the escapes of its bytes, so that
+    the command stays visible and still names that file. So is a word with three double
+    quotes in a row, which a Python docstring (build's header) cannot hold."""
+    if not has_unsafe(word) and '"""' not in word:
+        return shlex.quote(word)
+    return "$'" + "".join(_ansi_c(c) for c in word) + "'"
+
+
+def shell_join(words: Iterable[str]) -> str:
+    """A command line of `words`, each quoted by `shell_word`."""
+    return " ".join(shell_word(w) for w in words)
+
+
+def _ansi_c(char: str) -> str:
+    if char in "\\'\"":
+        return "\\" + char
+    if not _UNSAFE.match(char):
+        return char
+    try:  # surrogateescape turns an undecodable byte of a file name back into that byte
+        data = char.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        data = char.encode("utf-8", "surrogatepass")
+    return "".join(f"\\x{byte:02x}" for byte in data)

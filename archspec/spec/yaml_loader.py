@@ -212,10 +212,11 @@ class _Builder:
         return result
 
 
-def load_yaml_file(path: Path) -> tuple[Any, dict[YamlPath, Location]]:
-    """Read and parse a spec file; oversized, binary and special files are refused clearly."""
+def load_yaml_file(path: Path, what: str = "a spec") -> tuple[Any, dict[YamlPath, Location]]:
+    """Read and parse a spec file (or `what` else the file should be: "a hardware
+    catalogue"); oversized, binary and special files are refused clearly."""
     text = decode_utf8(read_bounded(path, MAX_FILE_BYTES), str(path))
-    return load_yaml_text(text, str(path))
+    return load_yaml_text(text, str(path), what=what)
 
 
 def _key_words(key: Any) -> str:
@@ -223,9 +224,10 @@ def _key_words(key: Any) -> str:
 
 
 def load_yaml_text(
-    text: str, file: str, root: YamlPath = ()
+    text: str, file: str, root: YamlPath = (), what: str = "a spec"
 ) -> tuple[Any, dict[YamlPath, Location]]:
-    """Parse one YAML document; return its value and the location of every value in it."""
+    """Parse one YAML document; return its value and the location of every value in it.
+    `what`: what the file should be, for the message about an empty one."""
     if len(text.encode("utf-8", "surrogateescape")) > MAX_FILE_BYTES:
         raise SpecError(
             f"the file is larger than the limit of {MAX_FILE_BYTES:,} bytes",
@@ -244,7 +246,7 @@ def load_yaml_text(
     try:
         node = loader.get_single_node()
         if node is None:
-            raise SpecError("the file is empty; a spec is a YAML mapping", location=Location(file))
+            raise SpecError(f"the file is empty; {what} is a YAML mapping", location=Location(file))
         builder = _Builder(file, loader)
         return builder.build(node, root), builder.locations
     except yaml.MarkedYAMLError as exc:

@@ -10,15 +10,19 @@ from typing import Any
 
 from archspec.backends.count.flops_report import Workload, flops_report, forward_flops_per_token
 from archspec.ir.nodes import IR
+from archspec.safety.limits import MAX_SIZE
 
 SHORTEST = 128  # the charts start here: below it every model's cost is flat
 
 
 def chart_lengths(longest: int) -> list[int]:
-    """Powers of two from 128 up to the first at or beyond `longest` (log axes want doublings)."""
+    """Powers of two from 128 up to the first at or beyond `longest` (log axes want doublings).
+    The last stops at MAX_SIZE, the longest length a count takes: past a context over 2**29
+    (which a spec may have) the next doubling would be refused as a --seq."""
+    end = min(longest, MAX_SIZE)
     lengths = [SHORTEST]
-    while lengths[-1] < longest:
-        lengths.append(lengths[-1] * 2)
+    while lengths[-1] < end:
+        lengths.append(min(lengths[-1] * 2, MAX_SIZE))
     return lengths
 
 

@@ -36,7 +36,7 @@ from archspec.backends.count.passes import (
     forward_pass,
 )
 from archspec.backends.count.replay import early_stop
-from archspec.errors import SpecError
+from archspec.errors import SpecError, did_you_mean
 from archspec.ir import ops
 from archspec.ir.lower import StackValues, lower, lower_block, lower_model, lower_stack
 from archspec.ir.nodes import IR, Block, Model
@@ -400,7 +400,8 @@ def flop_figures(
     }
     policy = conv.recompute if conv.recompute is not None else recompute
     if policy not in RECOMPUTE:  # `op` is timed by plan from its op costs, not counted here
-        raise SpecError(f"--recompute takes one of: {', '.join(RECOMPUTE)} (got '{policy}')")
+        raise SpecError(f"--recompute takes one of: {', '.join(RECOMPUTE)} (got '{policy}')",
+                        hint=did_you_mean(policy, RECOMPUTE))  # fmt: skip
     flash = attn == "flash" and conv.recompute is None
     extra = Tally()
     if flash:

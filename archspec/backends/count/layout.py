@@ -33,7 +33,7 @@ import sympy as sp
 
 from archspec.backends.count.params import parameter_count
 from archspec.backends.count.stages import check_stage_layers, stage_ranges
-from archspec.errors import SpecError
+from archspec.errors import SpecError, did_you_mean
 from archspec.ir.nodes import (
     IR,
     MLP,
@@ -103,7 +103,8 @@ class Parallelism:
         if self.interleave > 1 and self.pp == 1:
             raise SpecError("--interleave needs pipeline parallelism (--pp 2 or more)")
         if self.engine not in ("megatron", "torch"):
-            raise SpecError(f"--engine takes megatron or torch, not {self.engine!r}")
+            raise SpecError(f"--engine takes megatron or torch, not {self.engine!r}",
+                            hint=did_you_mean(self.engine, ("megatron", "torch")))  # fmt: skip
         if self.engine == "torch" and self.pp > 1 and (self.tp * self.dp * self.cp > 1):
             raise SpecError(
                 f"--engine torch counts the generated pipeline() alone, not beside --tp "

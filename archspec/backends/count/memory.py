@@ -48,7 +48,7 @@ from archspec.backends.count.layout import (
 )
 from archspec.backends.count.op_checkpoint import PLAN_RECOMPUTE
 from archspec.backends.count.passes import S, decode_pass
-from archspec.errors import SpecError
+from archspec.errors import SpecError, did_you_mean
 from archspec.ir import ops
 from archspec.ir.lower import Segment, lower, lower_block, lower_model, lower_stack
 from archspec.ir.nodes import IR, Attention, Block, within
@@ -157,7 +157,8 @@ class MemoryFigures:
 
 def check_choice(value: str, choices, option: str) -> None:
     if value not in choices:
-        raise SpecError(f"--{option} takes one of: {', '.join(choices)} (got '{value}')")
+        raise SpecError(f"--{option} takes one of: {', '.join(choices)} (got '{value}')",
+                        hint=did_you_mean(value, choices))  # fmt: skip
 
 
 def memory_figures(

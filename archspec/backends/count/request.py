@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from archspec.errors import SpecError
+from archspec.errors import SpecError, did_you_mean
 from archspec.safety.limits import check_sizes
 
 if TYPE_CHECKING:
@@ -14,9 +14,11 @@ if TYPE_CHECKING:
 
 def check_options(names: str, by: str | None) -> None:
     if names not in ("ours", "hf"):
-        raise SpecError(f"--names takes ours or hf, not {names!r}")
+        raise SpecError(f"--names takes ours or hf, not {names!r}",
+                        hint=did_you_mean(names, ("ours", "hf")))  # fmt: skip
     if by not in (None, "module", "component"):
-        raise SpecError(f"--by takes module (or component, the default), not {by!r}")
+        raise SpecError(f"--by takes module (or component, the default), not {by!r}",
+                        hint=did_you_mean(by, ("module", "component")))  # fmt: skip
 
 
 def requested_workload(by: str | None = None, engine: str | None = None, **options: Any):

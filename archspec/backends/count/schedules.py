@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from archspec.errors import SpecError
+from archspec.errors import SpecError, did_you_mean
 from archspec.ir.nodes import IR
 
 # --schedule's words: torch.distributed.pipelining's schedules (get_schedule_class's names), and
@@ -35,7 +35,8 @@ SCHEDULES = {
 def check_schedule(schedule: str) -> tuple[str, int]:
     """(torch's name, stages a rank holds) of a `--schedule` word, or a refusal naming it."""
     if schedule not in SCHEDULES:
-        raise SpecError(f"--schedule {schedule!r} is not one of {', '.join(SCHEDULES)}")
+        raise SpecError(f"--schedule {schedule!r} is not one of {', '.join(SCHEDULES)}",
+                        hint=did_you_mean(schedule, SCHEDULES))  # fmt: skip
     return SCHEDULES[schedule]
 
 

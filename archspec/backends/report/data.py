@@ -16,6 +16,7 @@ from archspec.backends.count.memory import Parallelism
 from archspec.backends.count.report import param_report
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
+from archspec.safety.text import shell_join
 
 
 @dataclass(frozen=True)
@@ -39,8 +40,10 @@ LAYOUTS = (
 
 
 def _command(name: str, overrides: list[str], *options: str) -> str:
-    sets = " ".join(f"--set {o}" for o in overrides)
-    return " ".join(p for p in ("archspec count", name, sets, *options) if p) + " --json"
+    """The `archspec count` command behind a figure, quoted as the shell reads it back (a spec
+    path of `$(...)` or spaces is one word, not a command to run)."""
+    sets = [word for o in overrides for word in ("--set", o)]
+    return shell_join(["archspec", "count", name, *sets, *options, "--json"])
 
 
 def _seq_options(seq: int) -> tuple[str, ...]:

@@ -17,6 +17,7 @@ from archspec.hf.config_fields import (
 from archspec.hf.dropouts import read_dropout, write_dropout
 from archspec.hf.family import Family, HFClass, NameRules, Target, Where
 from archspec.hf.name_rules import chain, lm_head, placed, shared_embedding
+from archspec.hf.unsupported import known_activation, typo_hint
 from archspec.spec.schema import Spec
 
 
@@ -48,7 +49,8 @@ def import_t5(f: Fields, cls: HFClass, v: T5Variant = T5) -> dict[str, Any]:
         raise f.error("feed_forward_proj", f"feed_forward_proj {proj!r} is not valid")
     act_name = "gelu_new" if proj == "gated-gelu" else act_info[-1]
     if act_name not in ACTIVATIONS:
-        raise f.error("feed_forward_proj", f"activation {act_info[-1]!r} is not supported")
+        raise f.error("feed_forward_proj", f"activation {act_info[-1]!r} is not supported",
+                      hint=typo_hint(act_info[-1], ACTIVATIONS, known_activation))  # fmt: skip
     # Fields transformers derives from feed_forward_proj must agree with it.
     f.expect(
         "dense_act_fn", (None, act_name), None, f"feed_forward_proj {proj!r} implies {act_name}"
