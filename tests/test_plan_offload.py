@@ -117,3 +117,18 @@ def test_the_published_gb200_fsdp_run_fits_with_its_offloaded_layers() -> None:
     assert run.offload_layers == 40
     assert candidates(run).fits
     assert not candidates(replace(run, offload_layers=0)).fits
+
+
+def test_one_set_on_the_device_leaves_nothing_to_overlap() -> None:
+    """Offloading all layers but one leaves one set on the device: each layer waits for the
+    last one's copy (Transformer Engine: "compute and transfers cannot overlap"), so each
+    pass waits for every copy, however fast the compute."""
+    ir = build_ir(load_spec("llama-2-7b"))
+    run = Training(8, 16, 4096, "bf16", "bf16", "flash", "nemo")
+    model = StepModel(ir, get_system("gb200-nvl72"), run)
+    time = model.step(Layout(micro_batch=2, zero=3, offload_layers=31))
+    copies = sum(model._memory_model().layer_activations(1, False, 2)[:31]) / 450e9
+    waited = time.breakdown["offload"] / time.micro_batches
+    assert abs(waited - 2 * copies) < 1e-9 * copies
+    # Half offloaded, the window (15 other layers beside each copy) hides them.
+    assert model.step(Layout(micro_batch=2, zero=3, offload_layers=16)).breakdown["offload"] == 0

@@ -31,9 +31,10 @@ each stage; the slowest stage sets the pace.
 
 Activation offloading (`offload_layers`, Transformer Engine's CPU offloading as Megatron-Core
 runs it) copies the first layers' saved activations to the host during the forward, on a stream
-of their own, and back during the backward: each copy hides behind the compute of its pass,
-and a pass whose copies take longer than its compute waits for them (the host link's
-bandwidth, each way, from systems.yaml's `host_link_gbs`). The copies also read and write the
+of their own, and back during the backward: the copies hide behind the compute of their pass,
+each behind the layers computed while it is in flight (at most layers - offloaded sets on the
+device), and a pass waits for what they cannot hide (the host link's bandwidth, each way, from
+systems.yaml's `host_link_gbs`). The copies also read and write the
 device's memory, which the memory-bound ops beside them feel; that is not counted.
 
 Expert parallelism (ep ranks of the data-parallel group share each MoE layer's experts,
@@ -386,17 +387,27 @@ class StepModel:
         return StepTime(layout, m, sum(breakdown.values()), breakdown)
 
     def offload_wait(self, layout: Layout, forward: float, backward: float) -> float:
-        """Seconds a micro-batch waits for activation offloading: the offloaded layers'
-        activations cross the host link once each way, the forward's copies beside the
-        forward's compute and the backward's beside the backward's; what a pass cannot hide
-        it waits for."""
-        if not layout.offload_layers:
+        """Seconds a micro-batch waits for activation offloading. The offloaded layers'
+        activations cross the host link once each way, on one copy stream, beside the pass's
+        compute; and with at most W = layers - offloaded sets on the device, a layer's copy
+        can only hide behind the W - 1 layers computed while it is in flight (Transformer
+        Engine's scheduling: at W = 1 "compute and transfers cannot overlap"). A pass waits
+        for the larger of what its compute cannot hide in all and what the window cannot hide
+        layer by layer (the layers' mean times)."""
+        offloaded = layout.offload_layers
+        if not offloaded:
             return 0.0
         link = self.system.host_link_gbs * 1e9
         each = self._memory_model(layout.cp).layer_activations(layout.tp, layout.sp,
                                                                layout.micro_batch)  # fmt: skip
-        moved = sum(each[: layout.offload_layers]) / link
-        return max(0.0, moved - forward) + max(0.0, moved - backward)
+        copies = sum(each[:offloaded]) / link
+        window = len(each) - offloaded - 1  # the other layers computed beside one copy
+
+        def waited(compute: float) -> float:
+            per_layer = compute / len(each)
+            return max(0.0, copies - compute, copies - offloaded * window * per_layer)
+
+        return waited(forward) + waited(backward)
 
     def exchange(self, layout: Layout, grads: float, weights: float, n: int, link) -> float:
         """The data-parallel exchange of `grads` bytes of gradients and `weights` bytes of
