@@ -100,19 +100,14 @@ def bench(
         _bench_distributed(spec, set_, nproc, (tp, cp, ep, dp_replicate), zero, pipeline,
                            settings, json_, debug, options)  # fmt: skip
         return
+    given = locals()  # the multi-process options, refused below without --nproc
     settings = Settings(
         device=device, dtype=dtype, batch=batch, seq=seq, mode=mode, compile=compile_,
         steps=steps, warmup=warmup, new_tokens=new_tokens, vs_hf=vs_hf, seed=seed,
         peak_tflops=peak_tflops, threads=threads, force=force, hf_first=hf_first,
     )  # fmt: skip
     with user_errors(debug, json_):
-        _refuse_without_nproc({
-            "--tp": (tp, 1), "--pp": (pp, 1), "--zero": (zero, 0), "--cp": (cp, 1),
-            "--ep": (ep, 1), "--dp-replicate": (dp_replicate, 1), "--schedule": (schedule, "1f1b"),
-            "--stage-layers": (stage_layers, None), "--sp": (sequence_parallel, False),
-            "--loss-parallel": (loss_parallel, False),
-            "--mixed-precision": (mixed_precision, False),
-        })  # fmt: skip
+        _refuse_without_nproc(given)
         resolved = resolve_spec(spec, set_)
         ir = with_overrides(build_ir(resolved), set_)
         # The transformers side is built from the spec's exported config.json, which refuses
@@ -123,10 +118,20 @@ def bench(
     print_json(result) if json_ else _render(result)
 
 
-def _refuse_without_nproc(options: dict[str, tuple[Any, Any]]) -> None:
-    """The options of a run over several processes, {name: (value, default)}, given without
-    --nproc: one process has no ranks to lay out, so each would change nothing. Refused, as
-    bench refuses any option that needs another (--hf-first without --vs-hf)."""
+# The options of a run over several processes: bench's parameter -> (flag, default).
+MULTI_PROCESS = {"tp": ("--tp", 1), "pp": ("--pp", 1), "zero": ("--zero", 0), "cp": ("--cp", 1),
+                 "ep": ("--ep", 1), "dp_replicate": ("--dp-replicate", 1),
+                 "schedule": ("--schedule", "1f1b"), "stage_layers": ("--stage-layers", None),
+                 "sequence_parallel": ("--sp", False), "loss_parallel": ("--loss-parallel", False),
+                 "mixed_precision": ("--mixed-precision", False)}  # fmt: skip
+
+
+def _refuse_without_nproc(values: dict[str, Any]) -> None:
+    """The options of a run over several processes (MULTI_PROCESS) among bench's parameters
+    `values`, given without --nproc: one process has no ranks to lay out, so each would change
+    nothing. Refused, as bench refuses any option that needs another (--hf-first without
+    --vs-hf)."""
+    options = {flag: (values[name], default) for name, (flag, default) in MULTI_PROCESS.items()}
     given = [
         name if isinstance(value, bool) else f"{name} {value}"
         for name, (value, default) in options.items()
