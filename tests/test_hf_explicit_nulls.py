@@ -120,7 +120,10 @@ def test_the_decoders_equal_transformers(case: str, tmp_path: Path) -> None:
      ("gpt_neox", "rotary_pct"), ("cohere", "logit_scale"), ("cohere2", "logit_scale"),
      ("granite", "embedding_multiplier"), ("granite", "residual_multiplier"),
      ("granite", "logits_scaling"), ("granitemoe", "embedding_multiplier"),
-     ("falcon", "activation")],
+     ("falcon", "activation"), ("qwen2_moe", "num_key_value_heads"),
+     ("glm", "num_key_value_heads"), ("nemotron", "num_key_value_heads"),
+     ("cohere2", "head_dim"), ("ministral", "head_dim"), ("glm", "head_dim"),
+     ("bart", "activation_function")],
 )  # fmt: skip
 def test_a_null_transformers_cannot_build_is_refused(family: str, key: str) -> None:
     """Nulls that transformers cannot build with: its config class refuses them, or keeps

@@ -29,6 +29,7 @@ VARIANT = Seq2Seq(
 
 
 def import_bart(f: Fields, cls: HFClass) -> dict[str, Any]:
+    f.refuse_null("activation_function", "transformers' BartEncoderLayer")
     read_legacy(f, VARIANT, sinusoidal=False)
     # Settings of the distillation script that made distilbart (layer replacement during
     # training, the student's layer counts, already written as encoder_/decoder_layers).

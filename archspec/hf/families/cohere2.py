@@ -60,6 +60,7 @@ def _layer_types(f: Fields, n_layers: int) -> list[str]:
 
 
 def import_cohere2(f: Fields, cls: HFClass) -> dict[str, Any]:
+    f.refuse_null("head_dim", "transformers' Cohere2RotaryEmbedding")
     # An explicit head_dim is the attention's: Cohere2Config's __post_init__ sets hidden_size
     # // num_attention_heads, and the field given in the file is set after it (transformers
     # 5.24: Cohere2Config(hidden_size=64, num_attention_heads=4, head_dim=8).head_dim is 8).

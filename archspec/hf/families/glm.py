@@ -37,6 +37,8 @@ HEAD_DIM = 128  # GlmConfig's default, not hidden_size / num_attention_heads
 
 
 def import_glm(f: Fields, cls: HFClass) -> dict[str, Any]:
+    f.refuse_null("num_key_value_heads", "transformers' GlmAttention")
+    f.refuse_null("head_dim", "transformers' GlmRotaryEmbedding")
     f.data = {**DEFAULTS, "head_dim": HEAD_DIM, **f.data}
     spec = import_llama_like(f, cls, VARIANT)
     spec["position"] = {**spec["position"], "interleaved": True}

@@ -25,6 +25,7 @@ WINDOW = 4096  # MinistralConfig's default sliding_window
 
 
 def import_ministral(f: Fields, cls: HFClass) -> dict[str, Any]:
+    f.refuse_null("head_dim", "transformers' MinistralRotaryEmbedding")
     spec = import_llama_like(f, cls, VARIANT)
     # An explicit null is no window; only an absent field takes MinistralConfig's 4096.
     window = (

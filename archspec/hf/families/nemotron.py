@@ -42,6 +42,7 @@ DEFAULTS = {
 
 
 def import_nemotron(f: Fields, cls: HFClass) -> dict[str, Any]:
+    f.refuse_null("num_key_value_heads", "transformers' NemotronAttention")
     f.refuse_null("partial_rotary_factor", "transformers' NemotronRotaryEmbedding")
     f.data = {**DEFAULTS, **f.data}
     spec = import_llama_like(f, cls, VARIANT)

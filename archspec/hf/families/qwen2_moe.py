@@ -49,6 +49,7 @@ def moe_layers(f: Fields, n_layers: int) -> int:
 
 
 def import_qwen2_moe(f: Fields, cls: HFClass) -> dict[str, Any]:
+    f.refuse_null("num_key_value_heads", "transformers' Qwen2MoeAttention")
     f.data = {**DEFAULTS, **f.data}
     f.expect("use_sliding_window", False, False, "sliding-window attention")
     types = f.get("layer_types")
