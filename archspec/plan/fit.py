@@ -16,6 +16,7 @@ from functools import lru_cache
 import sympy as sp
 
 from archspec.backends.count.activations import activation_parts
+from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.layout import Parallelism, layer_count, stage_params
 from archspec.backends.count.memory import (
     COMPUTE_BYTES,
@@ -170,11 +171,13 @@ class MemoryModel:
     def layer_activations(self, tp: int, sp_: bool, micro: int) -> list[float]:
         """Each layer's activation bytes at micro-batch `micro`, first layer first, without
         recomputation (what activation offloading moves to the host and back)."""
-        from archspec.backends.count.conventions import NO_RECOMPUTE
-
         _, runs, _, _, spans = self.parts(tp, sp_, NO_RECOMPUTE)
-        total = sum(n for n, _ in runs)
-        return [x.at(micro) for n, x in stage_runs(runs, spans, 0, total) for _ in range(n)]
+        return each_layer(stage_runs(runs, spans, 0, sum(n for n, _ in runs)), micro)
+
+
+def each_layer(layers: list[tuple[int, Linear]], micro: int) -> list[float]:
+    """(count, bytes) runs of layers as one figure per layer, at micro-batch `micro`."""
+    return [x.at(micro) for n, x in layers for _ in range(n)]
 
 
 def offloaded_activations(layers: list[tuple[int, Linear]], micro: int, offload: int) -> float:
@@ -184,7 +187,7 @@ def offloaded_activations(layers: list[tuple[int, Linear]], micro: int, offload:
     runs: "At most (model_layers - num_layers) sets of activations are on GPU at any time",
     docs/features/other_optimizations/cpu_offloading at TransformerEngine d0067d0), so the
     most of any window of that many consecutive layers."""
-    each = [x.at(micro) for n, x in layers for _ in range(n)]
+    each = each_layer(layers, micro)
     window = len(each) - offload
     return max(sum(each[i : i + window]) for i in range(len(each) - window + 1))
 
