@@ -67,6 +67,7 @@ def test_the_shipped_constants_are_the_fit_on_every_run() -> None:
     assert fit.half == FITTED_HALF and fit.fp8 == FITTED_FP8
     assert fit.attention == FITTED_ATTENTION
     assert fit.interference == {name: e.interference for name, e in ENGINES.items()}
+    assert fit.host == {name: e.host_moe_expert for name, e in ENGINES.items()}
     assert fit.peaks == {name: e.matmul_peak for name, e in ENGINES.items()}
     assert fit.on == {(name, acc): p for name, e in ENGINES.items() for acc, p in e.on}
 
@@ -91,8 +92,10 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard): mean 7.2%, within the issue's target of
-    # 8%, largest 26.8% (MT-NLG on 3360 A100s), far above its 15%, over 131 runs; 7.4% over
+    # What docs/plan.md reports (a regression guard): mean 7.5%, within the issue's target of
+    # 8%, largest 26.8% (MT-NLG on 3360 A100s), far above its 15%, over 135 runs (8.1% with a
+    # host term for the all-to-all dispatcher's runs alone); 7.2% over 131 runs before four
+    # Qwen3 rows joined and expert parallelism's matmuls, dispatch and host were timed; 7.4% over
     # 128 (NeMo 26.04.01's offloaded GB200 FSDP row without its Qwen3 rows), 7.2% over the 127
     # before; 7.1% over the 119 runs
     # before MaxText's two-slice rows (hybrid sharding), 7.5% before an H200 took its H100
@@ -111,7 +114,7 @@ def test_cross_validated_errors() -> None:
     # costed in one byte (fp8_comm.py), 7.0% and 29.0% over the 70 runs before torchtitan's
     # and NVIDIA's other rows were added.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
-    assert mean(errors) < 0.073
+    assert mean(errors) < 0.076
     assert max(errors) < 0.27
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))

@@ -69,9 +69,9 @@ def megatron_stage_layers(layers: int, pp: int, vp: int, embedding_and_loss: boo
 @pytest.mark.parametrize("run", added(), ids=lambda r: r.name)
 def test_each_added_pipeline_is_split_as_megatron_core_splits_it(run) -> None:
     layers = published.model_layers(published.cands_ir(run))
-    # The Llama 3.1 405B recipe counts the embedding and the loss (llama31_405b.py); the
-    # others do not.
-    counted = run.model == "llama-3-405b"
+    # The Llama 3.1 405B and Qwen3-235B-A22B recipes count the embedding and the loss
+    # (llama31_405b.py, qwen3_moe.py); the others do not.
+    counted = run.model in ("llama-3-405b", "qwen3-235b-a22b")
     expected = megatron_stage_layers(layers, run.pp, run.interleave or 1, counted)
     assert list(run.stage_layers or [layers // run.pp] * run.pp) == expected
 
@@ -101,3 +101,30 @@ def test_each_added_dense_shape_has_the_model_flops_the_table_prints(name) -> No
     if untied:
         per_token -= 6 * ir.value(ir.root.vocab_size) * ir.value(ir.root.d_model)
     assert per_token == pytest.approx(tflops * 1e12 / run.figure[1], rel=5e-3)
+
+
+# The same for the mixture rows: NVIDIA counts a token's active parameters (its top_k
+# experts), 6 a parameter less the input embedding, and PaLM's 12·L·H·Q·T halved for causal
+# attention (the table's Qwen3-235B-A22B lines: 840 TFLOP/s at 5,680 tokens/s on GB200, 560 at
+# 3,776 on B200).
+MOE_MODEL_TFLOPS = {
+    "Qwen3 235B-A22B mxfp8, 256 GB200 (NeMo 26.04.01)": 840,
+    "Qwen3 235B-A22B mxfp8, 256 B200 (NeMo 26.04.01)": 560,
+}
+
+
+@pytest.mark.parametrize("name", MOE_MODEL_TFLOPS)
+def test_each_mixture_shape_has_the_model_flops_the_table_prints(name) -> None:
+    run = next(r for r in added() if r.name == name)
+    entry = published.dataset().models[run.model]
+    sets = [a for s in [*entry["set"], f"max_seq_len={run.seq}"] for a in ("--set", s)]
+    result = runner.invoke(app, ["count", entry["spec"], *sets, "--seq", str(run.seq),
+                                 "--batch", "1", "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    params = json.loads(result.stdout)["params"]
+    ir = published.cands_ir(run)
+    embedding = ir.value(ir.root.vocab_size) * ir.value(ir.root.d_model)
+    assert params["total"] == pytest.approx(235.1e9, rel=1e-3)  # "235B"
+    attention = 12 * published.model_layers(ir) * 64 * 128 * run.seq / 2
+    per_token = 6 * (params["active"] - embedding) + attention
+    assert per_token == pytest.approx(MOE_MODEL_TFLOPS[name] * 1e12 / run.figure[1], rel=5e-3)

@@ -43,6 +43,8 @@ def command(run: published.Run, micro_batch: int, interleave: int) -> list[str]:
         args += ["--node-size", str(run.node_size)]
     if run.stage_layers:
         args += ["--stage-layers", ",".join(map(str, run.stage_layers))]
+    if run.ep_dispatch != "fused":
+        args += ["--ep-dispatch", run.ep_dispatch]
     return [*args, "--json"]
 
 

@@ -415,6 +415,13 @@ PlanCheckpoint = Annotated[
          "backward needs) or pruned (JAX's jax.checkpoint, MaxText: only what the backward "
          "reads is replayed). Default: the engine's.", panel=_LAYOUT),
 ]  # fmt: skip
+PlanEpDispatch = Annotated[
+    str | None,
+    _opt("--ep-dispatch", help="How --ep dispatches tokens: fused (DeepEP, HybridEP: NeMo's "
+         "flex dispatcher; a token sent once to each rank and node holding any of its "
+         "experts) or alltoall (Megatron-Core's all-to-all dispatcher: one row per routed "
+         "expert). Default: fused.", panel=_LAYOUT),
+]  # fmt: skip
 PlanBatch = Annotated[
     int | None,
     _opt("--batch", "-b", help="Training: the micro-batch one device runs at a time. Serving: "

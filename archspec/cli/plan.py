@@ -33,6 +33,7 @@ from archspec.cli.options import (
     PlanEfficiency,
     PlanEngine,
     PlanEp,
+    PlanEpDispatch,
     PlanFp8AllGather,
     PlanGlobalBatch,
     PlanGpu,
@@ -86,7 +87,7 @@ def plan(
     concurrency: PlanConcurrency = None, plot: PlanServePlot = None, cp: PlanCp = None,
     ep: PlanEp = None, dp_replicate: PlanDpReplicate = None, node_size: PlanNodeSize = None,
     stage_layers: PlanStageLayers = None, offload_layers: PlanOffloadLayers = None,
-    async_tp: PlanAsyncTp = False,
+    async_tp: PlanAsyncTp = False, ep_dispatch: PlanEpDispatch = None,
     fp8_all_gather: PlanFp8AllGather = False, checkpoint: PlanCheckpoint = None,
     tokens: PlanTokens = None,
     price: PlanPrice = None, mfu: PlanMfu = None, efficiency: PlanEfficiency = None,
@@ -169,7 +170,7 @@ def _serve(ir, system, o) -> dict[str, Any]:
          "--cp": o.cp, "--ep": o.ep, "--dp-replicate": o.dp_replicate,
          "--stage-layers": o.stage_layers, "--offload-layers": o.offload_layers,
          "--async-tp": o.async_tp or None, "--fp8-all-gather": o.fp8_all_gather or None,
-         "--checkpoint": o.checkpoint, "--tokens": o.tokens,
+         "--checkpoint": o.checkpoint, "--ep-dispatch": o.ep_dispatch, "--tokens": o.tokens,
          "--price": o.price, "--mfu": o.mfu, "--efficiency": o.efficiency})  # fmt: skip
     if ignored:
         report["ignored"] = ignored
@@ -184,7 +185,7 @@ def _train(ir, system, o) -> dict[str, Any]:
     what_if = request.checked_what_if(o.tokens, o.price, o.mfu, o.efficiency)
     run = request.training_run(ir, o.gpus, o.global_batch, o.seq, o.dtype, o.grad_dtype, o.attn,
                                o.top, o.engine, o.async_tp, o.fp8_all_gather,
-                               o.checkpoint)  # fmt: skip
+                               o.checkpoint, o.ep_dispatch)  # fmt: skip
     beyond_context(ir, [run.seq])
     given = {"tp": o.tp, "pp": o.pp, "interleave": o.interleave, "sp": o.sp_,
              "micro_batch": o.batch, "recompute": o.recompute, "zero": o.zero, "cp": o.cp,
@@ -207,6 +208,9 @@ def _train(ir, system, o) -> dict[str, Any]:
         stderr().print(f"ignored without --mode serve: {', '.join(ignored)} (serving only)")
     if note := request.inert_checkpoint(o.checkpoint, o.recompute):
         report["ignored"] = [*report.get("ignored", []), "--checkpoint"]
+        stderr().print(note)
+    if note := request.inert_ep_dispatch(o.ep_dispatch, report.get("layout", {})):
+        report["ignored"] = [*report.get("ignored", []), "--ep-dispatch"]
         stderr().print(note)
     return report
 
@@ -305,8 +309,8 @@ def _render_train(r: dict[str, Any]) -> None:
     parts.add_column("time", justify="right")
     parts.add_column("share", justify="right")
     for name, t in r["breakdown"].items():
-        if name == "offload" and not r["layout"].get("offload_layers"):
-            continue  # a part only a layout that offloads has
+        if name in ("offload", "host") and not t:
+            continue  # parts only some layouts have (offloading, a host-bound dispatch)
         parts.add_row(name.replace("_", " "), _seconds(t), f"{t / r['step_time_s']:.1%}")
     memory = Table(title=f"memory per device (stage {mem['stage']}, the most loaded)",
                    title_justify="left")  # fmt: skip

@@ -62,6 +62,25 @@ def all_to_all(size: float, n: int, link: Link) -> float:
     return (n - 1) / n * size / link.bandwidth + (n - 1) * link.latency
 
 
+def spanning_all_to_all(system: System, size: float, n: int, stride: int,
+                        efficiency: float) -> float:  # fmt: skip
+    """An all-to-all of `size` bytes a rank over a group of `n` ranks `stride` apart, which may
+    span nodes. Unlike a ring's, an all-to-all's traffic does not pass from rank to rank: each
+    rank sends a share to every other, those on its node over NVLink and the rest over the
+    network, so what crosses the network leaves by the node's NICs, one accelerator's network
+    bandwidth for each rank's own (n - k)/n share (k the group's ranks on one node; NCCL's
+    PXN may route a share through a neighbour's NIC, which keeps the node's total). The two
+    parts run at once."""
+    if n <= 1 or size == 0:
+        return 0.0
+    if n * stride <= system.gpus_per_node:
+        return all_to_all(size, n, group_link(system, n, stride, efficiency))
+    k = max(1, min(n, system.gpus_per_node // stride))
+    near = (k - 1) / n * size / (system.intra_node_gbs * 1e9 * efficiency)
+    far = (n - k) / n * size / (system.inter_node_gbs * 1e9 * efficiency)
+    return max(near, far) + (n - 1) * system.inter_node_latency_us * 1e-6
+
+
 def send(size: float, link: Link) -> float:
     """A point-to-point transfer (pipeline stages)."""
     return size / link.bandwidth + link.latency if size else 0.0

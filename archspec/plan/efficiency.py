@@ -44,6 +44,10 @@ class Efficiency:
     # bandwidth from the kernels beside them, so an overlapped step is slower than its compute
     # alone (0: a perfect overlap, 1: none). Fitted on published.yaml (published.py).
     overlap_interference: float = 0.0
+    # The host's seconds for a MoE layer's forward, per expert the rank holds: the host waits
+    # on the device inside every MoE layer, so that forward takes the longer of the host's
+    # time and the device's (dispatch.py). Fitted on the published MoE runs (published.py).
+    host_moe_expert: float = 0.0
 
     def matmul(self, m: float, n: float, k: float, half: float | None = None) -> float:
         half = self.matmul_half if half is None else half

@@ -77,6 +77,7 @@ class Run:
     node_size: int | None = None  # accelerators sharing the fast interconnect, where fewer
     stage_layers: tuple[int, ...] | None = None
     offload_layers: int = 0  # activation offloading (Megatron-Core's cpu_offloading_num_layers)
+    ep_dispatch: str = "fused"  # or "alltoall": Megatron-Core's dispatcher (dispatch.py)
     needs: tuple[str, ...] = ()
     assumed: str | None = None  # what the source leaves unstated and the row takes
 
@@ -123,7 +124,8 @@ def run_ir(model: str, sets: tuple[str, ...], seq: int):
 
 def training(run: Run) -> Training:
     return Training(run.gpus, run.global_batch, run.seq, run.dtype, run.grad_dtype, run.attn,
-                    run.engine, run.async_tp, run.fp8_all_gather, run.checkpoint)  # fmt: skip
+                    run.engine, run.async_tp, run.fp8_all_gather, run.checkpoint,
+                    run.ep_dispatch)  # fmt: skip
 
 
 def published_step(run: Run, ir) -> float:
@@ -284,6 +286,9 @@ ATTENTION = (1.0,)
 # What overlapped communication still costs (efficiency.py, engines.exposed): from a perfect
 # overlap to none.
 INTERFERENCE = (0.0, 0.25, 0.5, 0.75, 1.0)
+# The host's seconds for a MoE layer's forward per expert a rank holds (dispatch.py): 0 to
+# 0.8 ms.
+HOSTS = tuple(round(0.00005 * i, 5) for i in range(17))
 
 
 def _factors(run: Run) -> tuple[float, ...]:
@@ -307,15 +312,26 @@ def _interference(run: Run) -> tuple[float, ...]:
 
 
 @cache
-def error_grid() -> dict[tuple[str, float, float, float, float, float], float]:
+def _waits_on_host(run: Run) -> bool:
+    """Whether the run has MoE layers, which wait on the host (else the host's time changes
+    nothing)."""
+    return any(isinstance(p.node, MoE) for p in walk(cands_ir(run).root))
+
+
+def _hosts(run: Run) -> tuple[float, ...]:
+    return HOSTS if _waits_on_host(run) else (0.0,)
+
+
+@cache
+def error_grid() -> dict[tuple[str, float, float, float, float, float, float], float]:
     """Each expressible run's error at every (half-size, plateau, fp8 factor, attention
-    factor, interference) of the grid."""
+    factor, interference, host time) of the grid."""
     return {
-        (run.name, half, peak, f, a, i): error(run, replace(
+        (run.name, half, peak, f, a, i, h): error(run, replace(
             CALIBRATED, matmul_peak=peak, matmul_half=half, fp8_matmul=f, attention=a,
-            overlap_interference=i))
+            overlap_interference=i, host_moe_expert=h))
         for run in expressible() for half in HALVES for peak in PEAKS for f in _factors(run)
-        for a in _attention(run) for i in _interference(run)
+        for a in _attention(run) for i in _interference(run) for h in _hosts(run)
     }  # fmt: skip
 
 
@@ -332,6 +348,7 @@ class Fit:
     fp8: float
     attention: float
     interference: dict[str, float]  # engine -> what its overlapped communication still costs
+    host: dict[str, float]  # engine -> the host's time a MoE layer's forward, per expert held
     peaks: dict[str, float]  # engine -> matmul plateau
     on: dict[tuple[str, str], float]  # (engine, accelerator) -> matmul plateau
 
@@ -341,25 +358,23 @@ class Fit:
     def efficiency(self, run: Run) -> Efficiency:
         return replace(CALIBRATED, matmul_peak=self.peak(run), matmul_half=self.half,
                        fp8_matmul=self.fp8, attention=self.attention,
-                       overlap_interference=self.interference[run.engine])  # fmt: skip
+                       overlap_interference=self.interference[run.engine],
+                       host_moe_expert=self.host[run.engine])  # fmt: skip
 
     def error(self, run: Run) -> float:
-        return error_grid()[
-            (
-                run.name,
-                self.half,
-                self.peak(run),
-                *_key(run, self.fp8, self.attention, self.interference[run.engine]),
-            )
-        ]
+        factors = _key(run, self.fp8, self.attention, self.interference[run.engine],
+                       self.host[run.engine])  # fmt: skip
+        return error_grid()[(run.name, self.half, self.peak(run), *factors)]
 
 
-def _key(run: Run, fp8: float, attention: float, interference: float) -> tuple[float, ...]:
-    """The fp8 and attention factors and the interference a run's grid entry is under (1.0,
-    1.0 and 0.0 where they change nothing: bf16 runs, materialised attention, nothing
-    overlapped)."""
+def _key(run: Run, fp8: float, attention: float, interference: float,
+         host: float) -> tuple[float, ...]:  # fmt: skip
+    """The fp8 and attention factors, the interference and the host time a run's grid entry is
+    under (1.0, 1.0, 0.0 and 0.0 where they change nothing: bf16 runs, materialised
+    attention, nothing overlapped, no dispatch waiting on the host)."""
     return (fp8 if run.dtype == "fp8" else 1.0, attention if run.attn == "flash" else 1.0,
-            interference if _overlaps(run) else 0.0)  # fmt: skip
+            interference if _overlaps(run) else 0.0,
+            host if _waits_on_host(run) else 0.0)  # fmt: skip
 
 
 def fit(runs: list[Run]) -> Fit:
@@ -370,49 +385,71 @@ def fit(runs: list[Run]) -> Fit:
     Transformer Engine's userbuffers'); an engine and accelerator none of `runs` used takes the
     engine's plateau (fitted on its runs anywhere), an engine none used the plateau fitted on
     all of them, and an engine none of whose runs overlaps anything the interference that fits
-    all of them as one."""
+    all of them as one; and for an engine with MoE runs, the host's time for a MoE layer's
+    forward per expert a rank holds (one per engine, as the interference)."""
     grid = error_grid()
     pairs = sorted({(r.engine, accelerator(r)) for r in expressible()})
     best: tuple[float, Fit] | None = None
     for half, f, a in product(HALVES, FP8, ATTENTION):
 
-        def err(r: Run, peak: float, i: float, half=half, f=f, a=a) -> float:
-            return abs(grid[(r.name, half, peak, *_key(r, f, a, i))])
+        def err(r: Run, peak: float, i: float, h: float, half=half, f=f, a=a) -> float:
+            return abs(grid[(r.name, half, peak, *_key(r, f, a, i, h))])
 
-        def best_peak(rs: list[Run], i_of, fallback: float, err=err) -> float:
+        def best_peak(rs: list[Run], i_of, h_of, fallback: float, err=err) -> float:
             if not rs:
                 return fallback
-            return min(PEAKS, key=lambda p: sum(err(r, p, i_of(r)) for r in rs))
+            return min(PEAKS, key=lambda p: sum(err(r, p, i_of(r), h_of(r)) for r in rs))
 
-        # Each engine's interference decides its own runs' errors only: for each, the summed
-        # error of its runs at every interference, each accelerator at its best plateau.
-        options: dict[str, dict[float, tuple[float, dict]]] = {}
+        # Each engine's interference and host time decide its own runs' errors only: for
+        # each, the summed error of its runs at every pair of them, each accelerator at its
+        # best plateau.
+        # (The dense runs' sums, which no host time moves, are taken once for all of them.)
+        options: dict[str, dict[tuple[float, float], tuple[float, dict]]] = {}
         for e in ENGINES:
             options[e] = {}
+            hosts = HOSTS if any(_waits_on_host(r) for r in runs if r.engine == e) else (0.0,)
             for i in INTERFERENCE:
-                fitted, total = {}, 0.0
+                sums = {}
                 for pair in (pr for pr in pairs if pr[0] == e):
                     own = [r for r in runs if (r.engine, accelerator(r)) == pair]
                     if own:
-                        fitted[pair] = best_peak(own, lambda r, i=i: i, 0.0)
-                        total += sum(err(r, fitted[pair], i) for r in own)
-                options[e][i] = (total, fitted)
-        shared = min(INTERFERENCE, key=lambda i: sum(o[i][0] for o in options.values()))
+                        moe = [r for r in own if _waits_on_host(r)]
+                        dense = {peak: sum(err(r, peak, i, 0.0) for r in own if r not in moe)
+                                 for peak in PEAKS}  # fmt: skip
+                        sums[pair] = (dense, moe)
+                for h in hosts:
+                    fitted, total = {}, 0.0
+                    for pair, (dense, moe) in sums.items():
+                        score = {peak: dense[peak] + sum(err(r, peak, i, h) for r in moe)
+                                 for peak in PEAKS}  # fmt: skip
+                        fitted[pair] = min(PEAKS, key=score.__getitem__)
+                        total += score[fitted[pair]]
+                    options[e][(i, h)] = (total, fitted)
+
+        def at(o: dict, i: float) -> tuple[float, float]:
+            """The least summed error at interference i, and the host time giving it."""
+            return min((o[k][0], k[1]) for k in o if k[0] == i)
+
+        shared = min(INTERFERENCE, key=lambda i: sum(at(o, i)[0] for o in options.values()))
         # Ties (an engine whose runs overlap nothing) go to the interference shared by all.
-        interference = {e: min(INTERFERENCE, key=lambda i, o=o: (o[i][0], abs(i - shared)))
+        interference = {e: min(INTERFERENCE, key=lambda i, o=o: (at(o, i)[0], abs(i - shared)))
                         for e, o in options.items()}  # fmt: skip
+        host = {e: at(o, interference[e])[1] for e, o in options.items()}
         fitted = {pair: plateau for e, o in options.items()
-                  for pair, plateau in o[interference[e]][1].items()}  # fmt: skip
+                  for pair, plateau in o[(interference[e], host[e])][1].items()}  # fmt: skip
 
         def i_of(r: Run, interference=interference) -> float:
             return interference[r.engine]
 
-        everyone = best_peak(runs, i_of, 0.0)
-        peaks = {e: best_peak([r for r in runs if r.engine == e], i_of, everyone)
+        def h_of(r: Run, host=host) -> float:
+            return host[r.engine]
+
+        everyone = best_peak(runs, i_of, h_of, 0.0)
+        peaks = {e: best_peak([r for r in runs if r.engine == e], i_of, h_of, everyone)
                  for e in ENGINES}  # fmt: skip
         on = {pair: fitted.get(pair) or transferred(pair, fitted, peaks[pair[0]])
               for pair in pairs}  # fmt: skip
-        candidate = Fit(half, f, a, interference, peaks, on)
+        candidate = Fit(half, f, a, interference, host, peaks, on)
         total = mean(abs(candidate.error(r)) for r in runs)
         if best is None or total < best[0]:
             best = (total, candidate)
@@ -514,6 +551,11 @@ def markdown() -> str:
         + f"). Constants fitted on all: d½ = {full.half:g}, fp8 factor {full.fp8:.2f}, attention "
         + f"factor {full.attention:.2f}, overlap interference "
         + ", ".join(f"{e} {i:.2f}" for e, i in full.interference.items())
+        + "".join(
+            f", {e}'s host time for a MoE layer's forward {h * 1e6:g} µs an expert held"
+            for e, h in full.host.items()
+            if h
+        )
         + ", plateaus "
         + ", ".join(f"{e} {p:.2f}" for e, p in full.peaks.items())
         + "; on one accelerator: "

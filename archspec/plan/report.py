@@ -122,6 +122,7 @@ def header(ir: IR, system: System, run: Training) -> dict[str, Any]:
         "checkpoint": checkpoint_of(run),  # what --recompute full runs (replay.py)
         **({"async_tp": True} if run.async_tp else {}),
         **({"fp8_all_gather": True} if run.fp8_all_gather else {}),
+        "ep_dispatch": run.ep_dispatch,  # how --ep dispatches tokens (engines.py)
     }
 
 

@@ -11,6 +11,7 @@ from archspec.backends.count.op_checkpoint import PLAN_RECOMPUTE
 from archspec.backends.count.replay import CHECKPOINTS
 from archspec.errors import SpecError, did_you_mean
 from archspec.ir.nodes import IR
+from archspec.plan.dispatch import DISPATCHERS
 from archspec.plan.engines import DEFAULT_ENGINE, get_engine
 from archspec.plan.hardware import System, get_system
 from archspec.plan.search import SearchResult, usable_memory
@@ -71,6 +72,7 @@ def training_run(
     ir: IR, gpus: int, global_batch: int | None, seq: int | None, dtype: str,
     grad_dtype: str | None, attn: str, top: int = 1, engine: str | None = None,
     async_tp: bool = False, fp8_all_gather: bool = False, checkpoint: str | None = None,
+    ep_dispatch: str | None = None,
 ) -> Training:  # fmt: skip
     """The training run the options describe: the sequence length defaults to the context;
     gradients default to the dtype (bf16 under fp8, whose weights and gradients stay bf16);
@@ -95,6 +97,9 @@ def training_run(
     if checkpoint is not None and checkpoint not in CHECKPOINTS:
         raise SpecError(f"--checkpoint takes one of: {', '.join(CHECKPOINTS)}",
                         hint=did_you_mean(checkpoint, CHECKPOINTS))  # fmt: skip
+    if ep_dispatch is not None and ep_dispatch not in DISPATCHERS:
+        raise SpecError(f"--ep-dispatch takes one of: {', '.join(DISPATCHERS)}",
+                        hint=did_you_mean(ep_dispatch, DISPATCHERS))  # fmt: skip
     if top < 1:
         raise SpecError(f"--top must be at least 1 (got {top}): the layouts a search shows")
 
@@ -110,7 +115,7 @@ def training_run(
     if seq < 1:
         raise SpecError("--seq must be at least 1")
     return Training(gpus, global_batch, seq, dtype, grad_dtype, attn, engine, async_tp,
-                    fp8_all_gather, checkpoint)  # fmt: skip
+                    fp8_all_gather, checkpoint, ep_dispatch or "fused")  # fmt: skip
 
 
 def given_layout(
@@ -271,6 +276,14 @@ def inert_checkpoint(checkpoint: str | None, recompute: str | None) -> str | Non
     if checkpoint is None or recompute in (None, "full"):
         return None
     return f"ignored with --recompute {recompute}: --checkpoint (what full recomputation replays)"
+
+
+def inert_ep_dispatch(ep_dispatch: str | None, layout: dict[str, Any]) -> str | None:
+    """The note for an --ep-dispatch that changes nothing: it is how expert parallelism
+    dispatches, and the layout has none; None where it matters."""
+    if ep_dispatch is None or layout.get("ep", 1) > 1:
+        return None
+    return "ignored without expert parallelism (--ep above 1): --ep-dispatch"
 
 
 def checked_what_if(

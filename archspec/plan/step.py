@@ -39,9 +39,9 @@ device's memory, which the memory-bound ops beside them feel; that is not counte
 
 Expert parallelism (ep ranks of the data-parallel group share each MoE layer's experts,
 Megatron-Core's and DeepSpeed-MoE's layout) leaves the compute as it is with tokens spread
-evenly over the experts (no routing imbalance is modelled), adds an all-to-all of the routed
-tokens before the experts and one after them, forward and backward ((ep − 1)/ep of
-tokens × top_k × d_model each, not overlapped), and reduces the experts' gradients over the
+evenly over the experts (no routing imbalance is modelled), adds a dispatch of the routed
+tokens before the experts and a combine after them, forward and backward (dispatch.py: what
+each dispatcher sends, not overlapped), and reduces the experts' gradients over the
 dp/ep ranks holding the same experts.
 """
 
@@ -65,11 +65,11 @@ from archspec.ir.visit import walk
 from archspec.plan.collectives import (
     all_gather,
     all_reduce,
-    all_to_all,
     group_link,
     reduce_scatter,
     send,
 )
+from archspec.plan.dispatch import dispatch_time, host_wait
 from archspec.plan.efficiency import Efficiency
 from archspec.plan.engines import DEFAULT_ENGINE, exposed, get_engine, with_async_tp
 from archspec.plan.fp8_comm import FLOAT8_BYTES, SAVED_PER_ELEMENT, float8_weights
@@ -83,7 +83,7 @@ from archspec.plan.roofline import Roofline
 OPTIMIZER_BYTES_PER_PARAM = 4 + 4 + 8 + 4 + 8 + 2
 
 BREAKDOWN = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "bubble",
-             "dp_comm", "optimizer", "offload")  # fmt: skip
+             "dp_comm", "optimizer", "offload", "host")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -157,6 +157,9 @@ class Training:
     # The activation checkpoint of full recomputation (replay.py: "reentrant" replays each
     # block whole, "non-reentrant" stops early); None: the engine's.
     checkpoint: str | None = None
+    # How expert parallelism dispatches tokens: "fused" (DeepEP, HybridEP) or "alltoall"
+    # (Megatron-Core's, one row per routed expert): dispatch.py.
+    ep_dispatch: str = "fused"
 
 
 def checkpoint_of(run: Training) -> str:
@@ -193,6 +196,7 @@ class StepModel:
         attn = next((p.node for p in walk(ir.root) if isinstance(p.node, Attention)), None)
         moe = next((p.node for p in walk(ir.root) if isinstance(p.node, MoE)), None)
         self.top_k = ir.value(moe.top_k) if moe else 0
+        self.n_experts = ir.value(moe.n_experts) if moe else 0
         # Bytes of one position's keys and values (what context parallelism passes round).
         self.kv_width = (
             2 * ir.value(attn.n_kv_heads) * ir.value(attn.head_dim) * self.c if attn else 0
@@ -210,7 +214,7 @@ class StepModel:
 
     # Costs as numbers.
 
-    def _numbers(self, micro: int, cp: int = 1):
+    def _numbers(self, micro: int, cp: int = 1, ep: int = 1):
         local = {B: micro, **whole_sequences(self.run.seq // cp)}
         whole = {B: micro, **whole_sequences(self.run.seq)}
 
@@ -219,8 +223,18 @@ class StepModel:
             # sequence's; everything else runs on its s/cp positions.
             values, share = (whole, cp) if cost.attn_core and cp > 1 else (local, 1)
             shape = tuple(float(sp.sympify(x).xreplace(values)) for x in cost.shape or ())
-            return (cost, float(sp.sympify(cost.flops).xreplace(values)) / share,
-                    float(sp.sympify(cost.bytes).xreplace(values)) / share, shape)  # fmt: skip
+            moved = float(sp.sympify(cost.bytes).xreplace(values)) / share
+            if cost.expert and ep > 1:
+                # Expert parallelism: a rank runs its own tokens' share of the routed work
+                # (as many FLOPs, routing balanced), but on its E/ep experts, each fed the
+                # tokens all ep ranks route to it: each expert's matmul has ep times the
+                # rows of one rank's share, and the rank reads 1/ep of the experts' weights.
+                m, n, k = shape
+                shape = (m * ep, n, k)
+                weights = float(sp.sympify(cost.weights).xreplace(values))
+                moved -= self.c * weights * (1 - 1 / ep)
+            return (cost, float(sp.sympify(cost.flops).xreplace(values)) / share, moved,
+                    shape)  # fmt: skip
 
         runs = [(n, [num(c) for c in costs]) for n, costs in self.costs.layers]
         return [num(c) for c in self.costs.before], runs, [num(c) for c in self.costs.after]
@@ -232,7 +246,7 @@ class StepModel:
         tp, pp, v, cp = layout.tp, layout.pp, layout.interleave, layout.cp
         dp = layout.dp(run.gpus)
         m = run.global_batch // (layout.micro_batch * dp)
-        before, runs, after = self.numbers(layout.micro_batch, cp)
+        before, runs, after = self.numbers(layout.micro_batch, cp, layout.ep)
         net = self.eff.network_peak
         hit = self.eff.overlap_interference  # what overlapped communication still costs
         tp_link = group_link(sysm, tp, 1, net)
@@ -274,9 +288,8 @@ class StepModel:
         layer_cp = 3 * all_gather(kv, cp, cp_link)
         # Expert parallelism: the routed tokens to their experts' ranks and back, forward and
         # backward (and again in a full recomputation's forward), per MoE layer.
-        ep_link = group_link(sysm, layout.ep, tp * cp, net)
-        routed = tokens * self.top_k * self.d_model * self.c / max(tp, 1)
-        a2a = all_to_all(routed, layout.ep, ep_link)
+        a2a = dispatch_time(sysm, tokens * self.d_model * self.c / max(tp, 1), self.n_experts,
+                            self.top_k, layout.ep, tp * cp, net, run.ep_dispatch)  # fmt: skip
         passes = 4 + 2 * (layout.recompute in ("full", OP))  # no checkpoint keeps them
         # The embedding's forward and the head's backward all-reduce over the vocabulary.
         vocab_tp = all_reduce(activation, tp, tp_link)
@@ -285,7 +298,7 @@ class StepModel:
             per_stage = last - first
             layers = stage_runs(runs, self.costs.spans, first, last)
             ends = (before if st == 0 else []) + (after if st == pp - 1 else [])
-            compute = rec = attn_core = forward = 0.0
+            compute = rec = attn_core = forward = block_forward = 0.0
             # Recomputation replays the blocks' forward only, not the embeddings or the head.
             for n, item, in_block in [(n, op, True) for n, ops in layers for op in ops] + [
                 (1, op, False) for op in ends
@@ -293,6 +306,7 @@ class StepModel:
                 t = self.roofline.op_time(item, tp, layout.sp)
                 compute += n * (1 + item[0].backward) * t
                 forward += n * t
+                block_forward += n * t if in_block else 0.0
                 if item[0].attn_core:
                     attn_core += n * (1 + item[0].backward) * t
                 replay = (
@@ -314,7 +328,11 @@ class StepModel:
             # ring's passes the attention core.
             tp_comm = exposed(tp_comm, compute + rec, engine.overlap_tp and layout.sp, hit)
             cp_comm = exposed(per_stage * layer_cp, attn_core, True, hit)
-            stages.append((compute, rec + rec_comm, tp_comm, cp_comm, ep_comm, forward))
+            replays = 1 + (layout.recompute in ("full", OP))  # forwards of each MoE layer
+            local = self.n_experts // layout.ep  # the experts a rank holds
+            host = host_wait(self.eff.host_moe_expert * local, moe_layers * replays,
+                             block_forward / per_stage + 2 * a2a)  # fmt: skip
+            stages.append((compute, rec + rec_comm, tp_comm, cp_comm, ep_comm, host, forward))
         # p2p: each micro-batch crosses every chunk boundary forward and back.
         if pp > 1:
             pp_link = group_link(sysm, pp, tp * cp * dp, net)
@@ -325,10 +343,10 @@ class StepModel:
                 p2p = 2 * v * send(activation, pp_link)
         else:
             p2p = 0.0
-        slowest = max(stages, key=lambda s: sum(s[:5]))
-        compute, rec, tp_comm, cp_comm, ep_comm, forward = slowest
+        slowest = max(stages, key=lambda s: sum(s[:6]))
+        compute, rec, tp_comm, cp_comm, ep_comm, host, forward = slowest
         offload = self.offload_wait(layout, forward, compute - forward)
-        per_micro = compute + rec + tp_comm + cp_comm + ep_comm + p2p + offload
+        per_micro = compute + rec + tp_comm + cp_comm + ep_comm + host + p2p + offload
         bubble = (pp - 1) / v * per_micro
         # Data parallelism, once per step over the replicas and the context-parallel ranks
         # (which hold the same weights): without ZeRO an all-reduce of the gradients; under
@@ -383,6 +401,7 @@ class StepModel:
             "dp_comm": dp_comm,
             "optimizer": optimizer,
             "offload": m * offload,
+            "host": m * host,
         }
         return StepTime(layout, m, sum(breakdown.values()), breakdown)
 
