@@ -158,3 +158,17 @@ def test_what_each_dispatcher_sends() -> None:
     assert dispatch_time(h100, hidden, 128, 8, 16, 1, 0.8, "fused") == pytest.approx(
         far + 15 * 5e-6
     )
+
+
+def test_a_fused_dispatch_over_a_part_filled_node_still_crosses_the_network() -> None:
+    """12 ranks on 8-GPU nodes span two nodes, the second part-filled; counting whole nodes
+    (12 // 8) took them for one node's NVLink."""
+    from math import comb
+
+    from archspec.plan.dispatch import dispatch_time
+
+    h100 = get_system("h100-sxm")
+    hidden = 4096 * 4096 * 2.0
+    other_node = 1 - comb(48, 8) / comb(96, 8)  # 96 experts, half a node's
+    far = hidden * other_node / (50e9 * 0.8)  # once to the other node, by its NIC
+    assert dispatch_time(h100, hidden, 96, 8, 12, 1, 0.8, "fused") == pytest.approx(far + 11 * 5e-6)

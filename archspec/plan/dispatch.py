@@ -67,10 +67,11 @@ def dispatch_time(system: System, token_bytes: float, experts: int, top_k: int, 
     # Fused: once to each other rank holding any of a token's experts, over NVLink; and where
     # the group spans nodes, once to each other node holding any, over the rank's own link.
     per_node = max(1, min(ep, system.gpus_per_node // stride))
-    nodes = ep // per_node
+    # The nodes the group spans (a last one part-filled is taken as holding its share).
+    nodes = -(-ep // per_node)
     ranks = touched(ep, experts, top_k) * (ep - 1) / ep
     near = token_bytes * ranks / (system.intra_node_gbs * 1e9 * efficiency)
-    if nodes <= 1:
+    if ep * stride <= system.gpus_per_node:
         return near + (ep - 1) * system.intra_node_latency_us * 1e-6
     remote = touched(nodes, experts, top_k) * (nodes - 1) / nodes
     far = token_bytes * remote / (system.inter_node_gbs * 1e9 * efficiency)
