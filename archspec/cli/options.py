@@ -422,6 +422,12 @@ PlanEpDispatch = Annotated[
          "experts) or alltoall (Megatron-Core's all-to-all dispatcher: one row per routed "
          "expert). Default: fused.", panel=_LAYOUT),
 ]  # fmt: skip
+PlanMoeImbalance = Annotated[
+    float | None,
+    _opt("--moe-imbalance", help="The busiest expert-parallel rank's routed rows over the "
+         "mean (at least 1), for a learned router's uneven routing. Default: what uniform "
+         "random routing gives, as benchmarks force it (a few percent).", panel=_LAYOUT),
+]  # fmt: skip
 PlanBatch = Annotated[
     int | None,
     _opt("--batch", "-b", help="Training: the micro-batch one device runs at a time. Serving: "

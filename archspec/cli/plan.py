@@ -45,6 +45,7 @@ from archspec.cli.options import (
     PlanListSystems,
     PlanMfu,
     PlanMode,
+    PlanMoeImbalance,
     PlanNewTokens,
     PlanNodeSize,
     PlanNoKvCache,
@@ -82,7 +83,7 @@ def plan(
     grad_dtype: PlanGradDtype = None, attn: PlanAttn = "flash", top: PlanTop = 5,
     prompt: PlanPrompt = 512, new_tokens: PlanNewTokens = 128, engine: PlanEngine = None,
     group: PlanGroup = None, kv_dtype: PlanKvDtype = None, no_kv_cache: PlanNoKvCache = False,
-    draft: PlanDraft = None,
+    draft: PlanDraft = None, moe_imbalance: PlanMoeImbalance = None,
     speculate: PlanSpeculate = 4, accept: PlanAccept = None, rate: PlanRate = None,
     concurrency: PlanConcurrency = None, plot: PlanServePlot = None, cp: PlanCp = None,
     ep: PlanEp = None, dp_replicate: PlanDpReplicate = None, node_size: PlanNodeSize = None,
@@ -170,7 +171,8 @@ def _serve(ir, system, o) -> dict[str, Any]:
          "--cp": o.cp, "--ep": o.ep, "--dp-replicate": o.dp_replicate,
          "--stage-layers": o.stage_layers, "--offload-layers": o.offload_layers,
          "--async-tp": o.async_tp or None, "--fp8-all-gather": o.fp8_all_gather or None,
-         "--checkpoint": o.checkpoint, "--ep-dispatch": o.ep_dispatch, "--tokens": o.tokens,
+         "--checkpoint": o.checkpoint, "--ep-dispatch": o.ep_dispatch,
+         "--moe-imbalance": o.moe_imbalance, "--tokens": o.tokens,
          "--price": o.price, "--mfu": o.mfu, "--efficiency": o.efficiency})  # fmt: skip
     if ignored:
         report["ignored"] = ignored
@@ -185,7 +187,7 @@ def _train(ir, system, o) -> dict[str, Any]:
     what_if = request.checked_what_if(o.tokens, o.price, o.mfu, o.efficiency)
     run = request.training_run(ir, o.gpus, o.global_batch, o.seq, o.dtype, o.grad_dtype, o.attn,
                                o.top, o.engine, o.async_tp, o.fp8_all_gather,
-                               o.checkpoint, o.ep_dispatch)  # fmt: skip
+                               o.checkpoint, o.ep_dispatch, o.moe_imbalance)  # fmt: skip
     beyond_context(ir, [run.seq])
     given = {"tp": o.tp, "pp": o.pp, "interleave": o.interleave, "sp": o.sp_,
              "micro_batch": o.batch, "recompute": o.recompute, "zero": o.zero, "cp": o.cp,
@@ -209,9 +211,10 @@ def _train(ir, system, o) -> dict[str, Any]:
     if note := request.inert_checkpoint(o.checkpoint, o.recompute):
         report["ignored"] = [*report.get("ignored", []), "--checkpoint"]
         stderr().print(note)
-    if note := request.inert_ep_dispatch(o.ep_dispatch, report.get("layout", {})):
-        report["ignored"] = [*report.get("ignored", []), "--ep-dispatch"]
-        stderr().print(note)
+    expert = {"--ep-dispatch": o.ep_dispatch, "--moe-imbalance": o.moe_imbalance}
+    if inert := request.inert_expert_options(expert, report.get("layout", {})):
+        report["ignored"] = [*report.get("ignored", []), *inert]
+        stderr().print(f"ignored without expert parallelism (--ep above 1): {', '.join(inert)}")
     return report
 
 

@@ -32,14 +32,21 @@ rank holds (`host_wait`; the backward reuses the split sizes and runs ahead). Ru
 capture the whole iteration in a CUDA graph with a static token bound (Megatron-Bridge's
 later full-iteration presets) escape it; plan does not time those.
 
-Routing is taken as uniform and balanced: a token's top_k distinct experts are any top_k of
-the E, so a group of E/g experts (a rank's, a node's) escapes all of them with probability
-C(E - E/g, top_k) / C(E, top_k).
+Routing is taken as uniform: a token's top_k distinct experts are any top_k of the E, so a
+group of E/g experts (a rank's, a node's) escapes all of them with probability
+C(E - E/g, top_k) / C(E, top_k). That is what the published benchmarks run: Megatron-Core's
+`moe_router_force_load_balancing` ("only for benchmark", which Megatron-Bridge's performance
+recipes set) replaces the router's logits with normal draws (RandomSTE in
+megatron/core/transformer/moe/moe_utils.py at Megatron-LM d98e8a6), so each token's top_k is a
+uniform draw. Uniform is not equal: each MoE layer waits at its combine for the rank that
+received the most rows, whose expected excess over the mean `routing_imbalance` gives. A
+learned router is less even than that; `--moe-imbalance` says by how much.
 """
 
 from __future__ import annotations
 
-from math import comb
+from functools import cache
+from math import comb, erf, exp, pi, sqrt
 
 from archspec.plan.collectives import spanning_all_to_all
 from archspec.plan.hardware import System
@@ -84,3 +91,54 @@ def host_wait(host_forward: float, forwards: int, layer_forward: float) -> float
     layer's kernels and its dispatch and combine): the host's time for each, `host_forward`
     (the fitted time per expert times the experts a rank holds, engines.py)."""
     return forwards * max(0.0, host_forward - layer_forward)
+
+
+def routing_imbalance(tokens: int, experts: int, top_k: int, ep: int,
+                      rows: bool = True) -> float:  # fmt: skip
+    """The expected load of the busiest of `ep` ranks over the mean, where the ranks route
+    `tokens` tokens in all (one micro-batch each), each to top_k distinct experts drawn
+    uniformly, and each rank holds E/ep of the E experts. `rows`: the load is the rows its
+    experts compute (what the all-to-all dispatcher sends it, too); else the tokens sent to it
+    at least once (a fused dispatcher's).
+
+    A rank's load is a sum over the tokens of independent counts: hypergeometric for rows (its
+    experts among a token's top_k: mean top_k/ep, variance top_k·(1/ep)·(1 - 1/ep)·(E -
+    top_k)/(E - 1); the ranks' rows sum to top_k, so two ranks' have covariance -1/(ep - 1) of
+    that), Bernoulli for tokens (touched with probability p = 1 - q1, q1 = C(E - E/ep, top_k)/
+    C(E, top_k); two ranks both with 1 - 2·q1 + q2, q2 = C(E - 2·E/ep, top_k)/C(E, top_k)).
+    Over thousands of tokens the sums are normal (the central limit theorem), and ep normals
+    of deviation σ and correlation ρ exceed their mean at the largest by σ·sqrt(1 - ρ) times
+    `expected_max_normal(ep)` (they are sqrt(1 - ρ)·σ times ep independent ones less their
+    mean, plus a share common to all). tests/test_plan_routing_imbalance.py checks both loads
+    against top_k of torch's normal logits, as Megatron-Core draws them."""
+    if ep <= 1 or tokens <= 0 or top_k <= 0:
+        return 1.0
+    group = experts // ep
+    if rows:
+        mean = top_k / ep
+        var = top_k / ep * (1 - 1 / ep) * (experts - top_k) / max(experts - 1, 1)
+        both = -var / (ep - 1)
+    else:
+        missed = comb(experts - group, top_k) / comb(experts, top_k)
+        mean = 1 - missed
+        var = mean * missed
+        both = 1 - 2 * missed + comb(experts - 2 * group, top_k) / comb(experts, top_k) - mean**2
+    if var <= 0:
+        return 1.0  # every token reaches every rank alike
+    deviation = sqrt(tokens * var) * sqrt(1 - both / var) * expected_max_normal(ep)
+    return 1 + deviation / (tokens * mean)
+
+
+@cache
+def expected_max_normal(n: int) -> float:
+    """E[max of n independent standard normals]: the integral of x·n·φ(x)·Φ(x)^(n-1), by
+    Simpson's rule over [-12, 12] (what lies beyond is below 1e-30)."""
+    steps, lo, hi = 4800, -12.0, 12.0
+    h = (hi - lo) / steps
+    total = 0.0
+    for i in range(steps + 1):
+        x = lo + i * h
+        density = exp(-x * x / 2) / sqrt(2 * pi)
+        f = x * n * density * (0.5 * (1 + erf(x / sqrt(2)))) ** (n - 1)
+        total += f * (1 if i in (0, steps) else 4 if i % 2 else 2)
+    return total * h / 3

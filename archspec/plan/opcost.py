@@ -57,6 +57,9 @@ class OpCost:
     weights: sp.Expr = sp.Integer(0)  # weight elements among `bytes` (weight-only quantization)
     kv: sp.Expr = sp.Integer(0)  # key and value elements among `bytes` (a quantized KV cache)
     expert: bool = False  # a routed expert's linear (serving engines read experts apart)
+    # Whether the op runs on the rows routed to experts (top_k copies of the tokens): under
+    # expert parallelism the busiest rank runs more of them than the mean (dispatch.py).
+    routed: bool = False
     # Query heads per key/value head of an attention (GQA, MQA: above 1): an engine's decode
     # kernel may read a shared head's cache once per query head (serve_engine.py).
     kv_group: sp.Expr = sp.Integer(1)
@@ -175,7 +178,7 @@ class CostCounter(FlopCounter):
             shape = (m / weights, n, k)
             return [OpCost(f"{op.component}.linear", "matmul", flops, moved, shape, tp,
                            weights=weights * k * n, expert=op.x.copies != 1,
-                           in_fp8=self.in_block)]  # fmt: skip
+                           routed=op.x.copies != 1, in_fp8=self.in_block)]  # fmt: skip
         if isinstance(op, ops.Attend):
             return self.attend(op, flops)
         if isinstance(op, ops.Loss):
@@ -194,7 +197,7 @@ class CostCounter(FlopCounter):
         if isinstance(op, ops.Dropout):
             moved += L.elements(op.out, computed=True)  # the one-byte mask
         tp = "split" if op.out.split else "whole"
-        return [OpCost(name.lower(), "memory", flops, moved, tp=tp)]
+        return [OpCost(name.lower(), "memory", flops, moved, tp=tp, routed=op.out.copies != 1)]
 
     def attend(self, op: ops.Attend, flops: sp.Expr) -> list[OpCost]:
         L = self.lengths

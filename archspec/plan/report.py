@@ -66,7 +66,11 @@ def candidate_report(ir: IR, system: System, run: Training, c: Candidate) -> dic
         "tokens_per_s": run.global_batch * run.seq / t.seconds,
         "mfu": model_flops / t.seconds / peak,
         "hfu": hardware_flops / t.seconds / peak,
-        "layout": {**t.layout.as_dict(run.gpus), "micro_batches": t.micro_batches},
+        "layout": {
+            **t.layout.as_dict(run.gpus),
+            "micro_batches": t.micro_batches,
+            **({"expert_load": t.expert_load} if t.layout.ep > 1 else {}),
+        },
         "fits": c.fits,
         "memory": {
             "stage": mem.stage,
@@ -123,6 +127,8 @@ def header(ir: IR, system: System, run: Training) -> dict[str, Any]:
         **({"async_tp": True} if run.async_tp else {}),
         **({"fp8_all_gather": True} if run.fp8_all_gather else {}),
         "ep_dispatch": run.ep_dispatch,  # how --ep dispatches tokens (engines.py)
+        # the busiest ep rank's routed rows over the mean; None: uniform routing's
+        "moe_imbalance": run.moe_imbalance,
     }
 
 

@@ -3,6 +3,7 @@ work), turned into a training run or a given layout, and the answer assembled as
 
 from __future__ import annotations
 
+from math import isfinite
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,7 @@ def training_run(
     ir: IR, gpus: int, global_batch: int | None, seq: int | None, dtype: str,
     grad_dtype: str | None, attn: str, top: int = 1, engine: str | None = None,
     async_tp: bool = False, fp8_all_gather: bool = False, checkpoint: str | None = None,
-    ep_dispatch: str | None = None,
+    ep_dispatch: str | None = None, moe_imbalance: float | None = None,
 ) -> Training:  # fmt: skip
     """The training run the options describe: the sequence length defaults to the context;
     gradients default to the dtype (bf16 under fp8, whose weights and gradients stay bf16);
@@ -100,6 +101,11 @@ def training_run(
     if ep_dispatch is not None and ep_dispatch not in DISPATCHERS:
         raise SpecError(f"--ep-dispatch takes one of: {', '.join(DISPATCHERS)}",
                         hint=did_you_mean(ep_dispatch, DISPATCHERS))  # fmt: skip
+    if moe_imbalance is not None and not (isfinite(moe_imbalance) and moe_imbalance >= 1):
+        raise SpecError(
+            f"--moe-imbalance is the busiest expert-parallel rank's routed rows over the mean, "
+            f"at least 1 (got {moe_imbalance}): 1 is perfectly even routing"
+        )
     if top < 1:
         raise SpecError(f"--top must be at least 1 (got {top}): the layouts a search shows")
 
@@ -115,7 +121,8 @@ def training_run(
     if seq < 1:
         raise SpecError("--seq must be at least 1")
     return Training(gpus, global_batch, seq, dtype, grad_dtype, attn, engine, async_tp,
-                    fp8_all_gather, checkpoint, ep_dispatch or "fused")  # fmt: skip
+                    fp8_all_gather, checkpoint, ep_dispatch or "fused",
+                    moe_imbalance)  # fmt: skip
 
 
 def given_layout(
@@ -278,12 +285,12 @@ def inert_checkpoint(checkpoint: str | None, recompute: str | None) -> str | Non
     return f"ignored with --recompute {recompute}: --checkpoint (what full recomputation replays)"
 
 
-def inert_ep_dispatch(ep_dispatch: str | None, layout: dict[str, Any]) -> str | None:
-    """The note for an --ep-dispatch that changes nothing: it is how expert parallelism
-    dispatches, and the layout has none; None where it matters."""
-    if ep_dispatch is None or layout.get("ep", 1) > 1:
-        return None
-    return "ignored without expert parallelism (--ep above 1): --ep-dispatch"
+def inert_expert_options(options: dict[str, Any], layout: dict[str, Any]) -> list[str]:
+    """Of the options given that shape expert parallelism (--ep-dispatch, --moe-imbalance),
+    those that change nothing: the layout has none."""
+    if layout.get("ep", 1) > 1:
+        return []
+    return [name for name, value in options.items() if value is not None]
 
 
 def checked_what_if(

@@ -38,11 +38,12 @@ systems.yaml's `host_link_gbs`). The copies also read and write the
 device's memory, which the memory-bound ops beside them feel; that is not counted.
 
 Expert parallelism (ep ranks of the data-parallel group share each MoE layer's experts,
-Megatron-Core's and DeepSpeed-MoE's layout) leaves the compute as it is with tokens spread
-evenly over the experts (no routing imbalance is modelled), adds a dispatch of the routed
-tokens before the experts and a combine after them, forward and backward (dispatch.py: what
-each dispatcher sends, not overlapped), and reduces the experts' gradients over the
-dp/ep ranks holding the same experts.
+Megatron-Core's and DeepSpeed-MoE's layout) times each MoE layer on its busiest rank: the
+routed rows it computes and receives, which under uniform routing exceed the mean by a few
+percent and with a learned router by what --moe-imbalance says (dispatch.py); adds a dispatch
+of the routed tokens before the experts and a combine after them, forward and backward
+(dispatch.py: what each dispatcher sends, not overlapped), and reduces the experts' gradients
+over the dp/ep ranks holding the same experts.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ from archspec.plan.collectives import (
     reduce_scatter,
     send,
 )
-from archspec.plan.dispatch import dispatch_time, host_wait
+from archspec.plan.dispatch import dispatch_time, host_wait, routing_imbalance
 from archspec.plan.efficiency import Efficiency
 from archspec.plan.engines import DEFAULT_ENGINE, exposed, get_engine, with_async_tp
 from archspec.plan.fp8_comm import FLOAT8_BYTES, SAVED_PER_ELEMENT, float8_weights
@@ -160,6 +161,9 @@ class Training:
     # How expert parallelism dispatches tokens: "fused" (DeepEP, HybridEP) or "alltoall"
     # (Megatron-Core's, one row per routed expert): dispatch.py.
     ep_dispatch: str = "fused"
+    # The busiest expert-parallel rank's routed rows over the mean; None: what uniform routing
+    # gives (dispatch.routing_imbalance), as the benchmarks' forced balancing routes.
+    moe_imbalance: float | None = None
 
 
 def checkpoint_of(run: Training) -> str:
@@ -173,6 +177,8 @@ class StepTime:
     micro_batches: int
     seconds: float
     breakdown: dict[str, float] = field(default_factory=dict)
+    # Under expert parallelism, the busiest rank's routed rows over the mean (dispatch.py).
+    expert_load: float = 1.0
 
 
 class StepModel:
@@ -214,7 +220,7 @@ class StepModel:
 
     # Costs as numbers.
 
-    def _numbers(self, micro: int, cp: int = 1, ep: int = 1):
+    def _numbers(self, micro: int, cp: int = 1, ep: int = 1, load: float = 1.0):
         local = {B: micro, **whole_sequences(self.run.seq // cp)}
         whole = {B: micro, **whole_sequences(self.run.seq)}
 
@@ -230,14 +236,29 @@ class StepModel:
                 # tokens all ep ranks route to it: each expert's matmul has ep times the
                 # rows of one rank's share, and the rank reads 1/ep of the experts' weights.
                 m, n, k = shape
-                shape = (m * ep, n, k)
+                shape = (m * ep * load, n, k)
                 weights = float(sp.sympify(cost.weights).xreplace(values))
-                moved -= self.c * weights * (1 - 1 / ep)
-            return (cost, float(sp.sympify(cost.flops).xreplace(values)) / share, moved,
-                    shape)  # fmt: skip
+                moved = self.c * weights / ep + (moved - self.c * weights) * load
+            elif cost.routed and ep > 1:
+                moved *= load  # the busiest rank's routed rows (dispatch.py)
+            flops = float(sp.sympify(cost.flops).xreplace(values)) / share
+            return (cost, flops * (load if cost.routed and ep > 1 else 1), moved, shape)
 
         runs = [(n, [num(c) for c in costs]) for n, costs in self.costs.layers]
         return [num(c) for c in self.costs.before], runs, [num(c) for c in self.costs.after]
+
+    def loads(self, tokens: int, ep: int) -> tuple[float, float]:
+        """The busiest expert-parallel rank's routed rows and the tokens dispatched to it, each
+        over the mean, when the `ep` ranks route `tokens` tokens in all: the run's
+        --moe-imbalance for both, else uniform routing's (dispatch.routing_imbalance)."""
+        if ep <= 1 or not self.n_experts:
+            return 1.0, 1.0
+        if self.run.moe_imbalance is not None:
+            return self.run.moe_imbalance, self.run.moe_imbalance
+        rows = routing_imbalance(tokens, self.n_experts, self.top_k, ep)
+        if self.run.ep_dispatch == "alltoall":
+            return rows, rows  # one row sent per routed expert
+        return rows, routing_imbalance(tokens, self.n_experts, self.top_k, ep, rows=False)
 
     # The step.
 
@@ -246,11 +267,12 @@ class StepModel:
         tp, pp, v, cp = layout.tp, layout.pp, layout.interleave, layout.cp
         dp = layout.dp(run.gpus)
         m = run.global_batch // (layout.micro_batch * dp)
-        before, runs, after = self.numbers(layout.micro_batch, cp, layout.ep)
+        tokens = layout.micro_batch * run.seq // cp  # positions a rank runs per micro-batch
+        rows, received = self.loads(tokens // max(tp, 1) * layout.ep, layout.ep)
+        before, runs, after = self.numbers(layout.micro_batch, cp, layout.ep, rows)
         net = self.eff.network_peak
         hit = self.eff.overlap_interference  # what overlapped communication still costs
         tp_link = group_link(sysm, tp, 1, net)
-        tokens = layout.micro_batch * run.seq // cp  # positions a rank runs per micro-batch
         activation = tokens * self.d_model * self.c
         # Tensor-parallel collectives: one per row-parallel projection, forward and backward.
         row_parallel = sum(1 for c, *_ in runs[0][1] if c.tp == "row") if runs else 0
@@ -288,8 +310,9 @@ class StepModel:
         layer_cp = 3 * all_gather(kv, cp, cp_link)
         # Expert parallelism: the routed tokens to their experts' ranks and back, forward and
         # backward (and again in a full recomputation's forward), per MoE layer.
-        a2a = dispatch_time(sysm, tokens * self.d_model * self.c / max(tp, 1), self.n_experts,
-                            self.top_k, layout.ep, tp * cp, net, run.ep_dispatch)  # fmt: skip
+        a2a = dispatch_time(sysm, tokens * self.d_model * self.c / max(tp, 1) * received,
+                            self.n_experts, self.top_k, layout.ep, tp * cp, net,
+                            run.ep_dispatch)  # fmt: skip
         passes = 4 + 2 * (layout.recompute in ("full", OP))  # no checkpoint keeps them
         # The embedding's forward and the head's backward all-reduce over the vocabulary.
         vocab_tp = all_reduce(activation, tp, tp_link)
@@ -403,7 +426,7 @@ class StepModel:
             "offload": m * offload,
             "host": m * host,
         }
-        return StepTime(layout, m, sum(breakdown.values()), breakdown)
+        return StepTime(layout, m, sum(breakdown.values()), breakdown, rows)
 
     def offload_wait(self, layout: Layout, forward: float, backward: float) -> float:
         """Seconds a micro-batch waits for activation offloading. The offloaded layers'
