@@ -60,8 +60,13 @@ SYSTEM_FIELDS: dict[str, Any] = {
     # Between an accelerator and its host's memory, each way (what activation offloading
     # moves): optional, since few plans need it and few spec sheets print it per accelerator.
     "host_link_gbs": Number("GB/s", 1e7, low=1e-3),
+    # The network above the nodes (optional; left out, a non-blocking fat tree): how many
+    # nodes share a leaf switch (a rail-optimised fabric's rail group, DGX SuperPOD's scalable
+    # unit), and the leaf's oversubscription, its links down over its links up.
+    "nodes_per_switch": Number("nodes", 1e7, whole=True),
+    "oversubscription": Number("× (down:up)", 1e3, low=1),
 }
-OPTIONAL = {"host_link_gbs"}
+OPTIONAL = {"host_link_gbs", "nodes_per_switch", "oversubscription"}
 # A million TFLOP/s: far above any chip (B200: 4,500 at FP8); a GFLOP/s at least.
 PEAK = Number("TFLOP/s", 1e6, low=1e-3)
 

@@ -9,6 +9,16 @@ accelerator's network bandwidth (never above the node's links).
 
 Ring algorithms (Patarasuk and Yuan 2009; NCCL's): an all-reduce of D bytes over n ranks sends
 2(n-1)/n·D per rank in 2(n-1) steps; a reduce-scatter or an all-gather half of that.
+
+The network above the nodes (a system's `nodes_per_switch` and `oversubscription`): a leaf
+switch joins some nodes, and its links up carry 1/oversubscription of what its nodes' NICs
+can send. A ring, laid out node after node, leaves a leaf switch once and enters it once (per
+NIC's ring), so a leaf's links up carry one NIC's worth for each NIC of a node: as much as
+nodes_per_switch/oversubscription nodes' links up allow, so a ring spanning switches keeps
+its rate where a leaf joins at least `oversubscription` nodes, and goes at that fraction of
+it where fewer (`group_link`). An all-to-all sends every rank's share to every other, so each
+rank below a leaf sends its share for ranks under other leaves up at once: that share moves
+at 1/oversubscription of the NIC's rate (`network_time`).
 """
 
 from __future__ import annotations
@@ -35,6 +45,9 @@ def group_link(system: System, n: int, stride: int, efficiency: float) -> Link:
         return Link(intra, system.intra_node_latency_us * 1e-6)
     per_node = max(1, min(n, system.gpus_per_node // stride))
     inter = system.inter_node_gbs * 1e9 * efficiency * per_node
+    nodes = -(-n * stride // system.gpus_per_node)
+    if system.nodes_per_switch is not None and nodes > system.nodes_per_switch:
+        inter *= min(1.0, system.nodes_per_switch / system.oversubscription)
     return Link(min(intra, inter), system.inter_node_latency_us * 1e-6)
 
 
@@ -77,8 +90,25 @@ def spanning_all_to_all(system: System, size: float, n: int, stride: int,
         return all_to_all(size, n, group_link(system, n, stride, efficiency))
     k = max(1, min(n, system.gpus_per_node // stride))
     near = (k - 1) / n * size / (system.intra_node_gbs * 1e9 * efficiency)
-    far = (n - k) / n * size / (system.inter_node_gbs * 1e9 * efficiency)
+    far = network_time(system, (n - k) / n * size, off_switch(system, n, k) * size, efficiency)
     return max(near, far) + (n - 1) * system.inter_node_latency_us * 1e-6
+
+
+def off_switch(system: System, n: int, k: int) -> float:
+    """The share of a group of `n` ranks, `k` a node, under other leaf switches than a rank's
+    own (the group's nodes placed switch after switch); 0 without a `nodes_per_switch`."""
+    if system.nodes_per_switch is None:
+        return 0.0
+    return max(0, n - k * system.nodes_per_switch) / n
+
+
+def network_time(system: System, off_node: float, off_switch_bytes: float,
+                 efficiency: float) -> float:  # fmt: skip
+    """Seconds for a rank to send `off_node` bytes through its own NIC, `off_switch_bytes` of
+    them up through its leaf switch, which every rank below it loads alike (an all-to-all):
+    the links up carry 1/oversubscription of the NICs' rate."""
+    link = system.inter_node_gbs * 1e9 * efficiency
+    return max(off_node, off_switch_bytes * system.oversubscription) / link
 
 
 def send(size: float, link: Link) -> float:

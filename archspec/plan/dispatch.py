@@ -48,7 +48,7 @@ from __future__ import annotations
 from functools import cache
 from math import comb, erf, exp, pi, sqrt
 
-from archspec.plan.collectives import spanning_all_to_all
+from archspec.plan.collectives import network_time, spanning_all_to_all
 from archspec.plan.hardware import System
 
 DISPATCHERS = ("fused", "alltoall")
@@ -81,7 +81,10 @@ def dispatch_time(system: System, token_bytes: float, experts: int, top_k: int, 
     if ep * stride <= system.gpus_per_node:
         return near + (ep - 1) * system.intra_node_latency_us * 1e-6
     remote = touched(nodes, experts, top_k) * (nodes - 1) / nodes
-    far = token_bytes * remote / (system.inter_node_gbs * 1e9 * efficiency)
+    # Of those nodes, the ones under other leaf switches (collectives.network_time).
+    per_switch = min(nodes, system.nodes_per_switch or nodes)
+    beyond = touched(nodes, experts, top_k) * (nodes - per_switch) / nodes
+    far = network_time(system, token_bytes * remote, token_bytes * beyond, efficiency)
     return max(near, far) + (ep - 1) * system.inter_node_latency_us * 1e-6
 
 

@@ -75,6 +75,10 @@ class System:
     # GB/s each way between an accelerator and its host's memory; None where the catalogue
     # has no figure (activation offloading is then refused, naming the field).
     host_link_gbs: float | None = None
+    # The network above the nodes (collectives.py): nodes under one leaf switch, and the
+    # leaf's links down over its links up; None and 1: a non-blocking fat tree.
+    nodes_per_switch: int | None = None
+    oversubscription: float = 1.0
 
 
 @cache
@@ -199,6 +203,8 @@ def catalogue_rows(catalogue: dict[str, System]) -> list[dict[str, Any]]:
             "intra_node_gbs": s.intra_node_gbs,
             "inter_node_gbs": s.inter_node_gbs,
             "host_link_gbs": s.host_link_gbs,
+            "nodes_per_switch": s.nodes_per_switch,
+            "oversubscription": s.oversubscription,
             "accelerator_source": a.source,
             "system_source": s.source,
         })  # fmt: skip
