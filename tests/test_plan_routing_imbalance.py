@@ -110,3 +110,9 @@ def test_moe_imbalance_without_expert_parallelism_is_reported_ignored():
                  "--moe-imbalance", "1.2", "--json")  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "--moe-imbalance" in json.loads(result.stdout)["ignored"]
+
+
+def test_the_table_names_the_busiest_ranks_load():
+    result = cli(*[a for a in MIXTRAL if a != "--json"], "--moe-imbalance", "1.5")
+    assert result.exit_code == 0, result.output
+    assert "ep 8 (busiest rank 1.500× the mean rows)" in result.stdout

@@ -249,7 +249,8 @@ def _layout_text(lay: dict[str, Any]) -> str:
     if lay.get("cp", 1) > 1:
         text += f" · cp {lay['cp']}"
     if lay.get("ep", 1) > 1:
-        text += f" · ep {lay['ep']}"
+        # The busiest rank's routed rows over the mean, which each MoE layer waits for.
+        text += f" · ep {lay['ep']} (busiest rank {lay.get('expert_load', 1.0):.3f}× the mean rows)"
     if lay.get("dp_replicate", 1) > 1:
         text += f" · dp replicated {lay['dp_replicate']}×"
     if lay.get("stage_layers"):
