@@ -116,3 +116,15 @@ def test_the_table_names_the_busiest_ranks_load():
     result = cli(*[a for a in MIXTRAL if a != "--json"], "--moe-imbalance", "1.5")
     assert result.exit_code == 0, result.output
     assert "ep 8 (busiest rank 1.500× the mean rows)" in result.stdout
+
+
+def test_experts_split_over_tensor_parallelism_take_their_groups_whole_micro_batch():
+    # tp 2 beside ep 4: each expert-parallel rank is a tensor-parallel pair whose experts
+    # compute rows of the pair's whole micro-batch (the pair gathers what it dispatches).
+    result = cli("plan", "qwen3-30b-a3b", "--gpu", "h100-sxm", "--gpus", "16", "--global-batch",
+                 "64", "--seq", "4096", "--tp", "2", "--sp", "--pp", "1", "--ep", "4",
+                 "--batch", "1", "--zero", "1", "--engine", "nemo", "--force",
+                 "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    load = json.loads(result.stdout)["layout"]["expert_load"]
+    assert load == pytest.approx(routing_imbalance(4 * 4096, 128, 8, 4))

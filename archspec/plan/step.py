@@ -247,18 +247,20 @@ class StepModel:
         runs = [(n, [num(c) for c in costs]) for n, costs in self.costs.layers]
         return [num(c) for c in self.costs.before], runs, [num(c) for c in self.costs.after]
 
-    def loads(self, tokens: int, ep: int) -> tuple[float, float]:
+    def loads(self, tokens: int, dispatched: int, ep: int) -> tuple[float, float]:
         """The busiest expert-parallel rank's routed rows and the tokens dispatched to it, each
-        over the mean, when the `ep` ranks route `tokens` tokens in all: the run's
-        --moe-imbalance for both, else uniform routing's (dispatch.routing_imbalance)."""
+        over the mean, when the `ep` ranks' experts take rows of `tokens` tokens in all and
+        their dispatches send `dispatched`: the run's --moe-imbalance for both, else uniform
+        routing's (dispatch.routing_imbalance)."""
         if ep <= 1 or not self.n_experts:
             return 1.0, 1.0
         if self.run.moe_imbalance is not None:
             return self.run.moe_imbalance, self.run.moe_imbalance
         rows = routing_imbalance(tokens, self.n_experts, self.top_k, ep)
-        if self.run.ep_dispatch == "alltoall":
-            return rows, rows  # one row sent per routed expert
-        return rows, routing_imbalance(tokens, self.n_experts, self.top_k, ep, rows=False)
+        # The all-to-all sends one row per routed expert, a fused dispatcher one per token.
+        fused = self.run.ep_dispatch != "alltoall"
+        sent = routing_imbalance(dispatched, self.n_experts, self.top_k, ep, rows=not fused)
+        return rows, sent
 
     # The step.
 
@@ -268,7 +270,11 @@ class StepModel:
         dp = layout.dp(run.gpus)
         m = run.global_batch // (layout.micro_batch * dp)
         tokens = layout.micro_batch * run.seq // cp  # positions a rank runs per micro-batch
-        rows, received = self.loads(tokens // max(tp, 1) * layout.ep, layout.ep)
+        # The experts of an expert-parallel rank, split over its tensor-parallel group, take
+        # rows from that group's whole micro-batch (ep of them in all); each tensor-parallel
+        # rank dispatches its 1/tp share of the positions.
+        rows, received = self.loads(tokens * layout.ep, tokens // max(tp, 1) * layout.ep,
+                                    layout.ep)  # fmt: skip
         before, runs, after = self.numbers(layout.micro_batch, cp, layout.ep, rows)
         net = self.eff.network_peak
         hit = self.eff.overlap_interference  # what overlapped communication still costs
