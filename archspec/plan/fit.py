@@ -95,16 +95,20 @@ class MemoryModel:
             list(parts.spans),
         )
 
-    def expert_share(self, bounds: tuple[int, int], tp: int, ep: int) -> float:
-        """Expert parameters a device on the stage of `bounds` does not hold with the experts
-        dealt over `ep` ranks (each holds n_experts / ep of them)."""
+    def expert_share(self, bounds: tuple[int, int], tp: int, ep: int,
+                     etp: int | None = None) -> float:  # fmt: skip
+        """Expert parameters a device on the stage of `bounds` does not hold, of the 1/tp it
+        would under tensor parallelism alone, with the experts dealt over `ep` ranks (each
+        holds n_experts / ep of them) and split over `etp` (None: tp); negative where it holds
+        more (etp below tp: its experts whole)."""
         layers = bounds[1] - bounds[0]
-        return layers * self.expert_per_layer / tp * (1 - 1 / ep)
+        etp = tp if etp is None else etp
+        return layers * self.expert_per_layer * (1 / tp - 1 / (ep * etp))
 
     def _params(self, tp: int, pp: int, stage_layers: tuple[int, ...] | None = None,
-                ep: int = 1):  # fmt: skip
+                ep: int = 1, etp: int | None = None):  # fmt: skip
         if ep > 1:
-            return [(bounds, int(p - self.expert_share(bounds, tp, ep)))
+            return [(bounds, int(p - self.expert_share(bounds, tp, ep, etp)))
                     for bounds, p in self._params(tp, pp, stage_layers)]  # fmt: skip
         if stage_layers is None:
             par = Parallelism(gpus=tp * pp, tp=tp, pp=pp)
@@ -122,7 +126,8 @@ class MemoryModel:
 
     def stages(self, par: Parallelism, micro: int, recompute: str,
                stage_layers: tuple[int, ...] | None = None,
-               ep: int = 1, offload: int = 0) -> list[StageBytes]:  # fmt: skip
+               ep: int = 1, offload: int = 0,
+               etp: int | None = None) -> list[StageBytes]:  # fmt: skip
         """Bytes per device on every stage, as memory_figures counts them. With expert
         parallelism a device holds 1/ep of the experts' weights and gradients; ZeRO shards the
         experts' optimizer states over the dp/ep replicas of each expert, which comes to the
@@ -133,7 +138,7 @@ class MemoryModel:
         states = OPTIMIZER_BYTES[self.optimizer] + (MASTER_BYTES if self.dtype != "fp32" else 0)
         out = []
         whole = self.params(par.tp, par.pp, stage_layers)
-        own = self.params(par.tp, par.pp, stage_layers, ep)  # less the others' experts
+        own = self.params(par.tp, par.pp, stage_layers, ep, etp)  # less the others' experts
         for stage, (((first, last), params), (_, full)) in enumerate(zip(own, whole, strict=True)):
             chunks, per_chunk = par.in_flight(stage)
             layers = stage_runs(runs, spans, first, last)
@@ -164,8 +169,8 @@ class MemoryModel:
 
     def busiest(self, par: Parallelism, micro: int, recompute: str,
                 stage_layers: tuple[int, ...] | None = None,
-                ep: int = 1, offload: int = 0) -> StageBytes:  # fmt: skip
-        return max(self.stages(par, micro, recompute, stage_layers, ep, offload),
+                ep: int = 1, offload: int = 0, etp: int | None = None) -> StageBytes:  # fmt: skip
+        return max(self.stages(par, micro, recompute, stage_layers, ep, offload, etp),
                    key=lambda s: s.total)  # fmt: skip
 
     def layer_activations(self, tp: int, sp_: bool, micro: int) -> list[float]:

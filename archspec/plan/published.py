@@ -78,6 +78,7 @@ class Run:
     stage_layers: tuple[int, ...] | None = None
     offload_layers: int = 0  # activation offloading (Megatron-Core's cpu_offloading_num_layers)
     ep_dispatch: str = "fused"  # or "alltoall": Megatron-Core's dispatcher (dispatch.py)
+    etp: int | None = None  # expert tensor parallelism (step.Layout.etp); None: the tp
     needs: tuple[str, ...] = ()
     assumed: str | None = None  # what the source leaves unstated and the row takes
 
@@ -217,7 +218,7 @@ def candidates(run: Run) -> Candidates:
     system = with_node_size(get_system(run.system), run.node_size, run.gpus)
     layers = model_layers(ir)
     dp = run.gpus // (run.tp * run.pp * run.cp)
-    if dp % run.ep:
+    if (dp * run.tp * run.cp if run.etp is not None and run.etp < run.tp else dp) % run.ep:
         raise SpecError(f"--ep {run.ep} does not divide the {dp} data-parallel ranks")
     micro = [run.micro_batch] if run.micro_batch else [
         b for b in MICRO_BATCHES if run.global_batch % (b * dp) == 0]  # fmt: skip
@@ -238,11 +239,11 @@ def candidates(run: Run) -> Candidates:
         for v in vs:
             layout = Layout(run.tp, run.pp, v, mb, run.sp, run.recompute, run.zero, run.cp,
                             run.stage_layers, run.ep, run.dp_replicate,
-                            run.offload_layers)  # fmt: skip
+                            run.offload_layers, run.etp)  # fmt: skip
             par = Parallelism(run.gpus, run.tp, run.pp, run.zero, run.sp, v, m, cp=run.cp,
                               dp_replicate=run.dp_replicate)  # fmt: skip
             need = memory.busiest(par, mb, run.recompute, run.stage_layers, run.ep,
-                                  run.offload_layers).total  # fmt: skip
+                                  run.offload_layers, run.etp).total  # fmt: skip
             leanest = min(leanest, need)
             everything.append(layout)
             if need <= capacity:

@@ -22,7 +22,7 @@ from archspec.plan.step import Training
 LAYOUT_DEFAULTS = {"tp": 1, "pp": 1, "interleave": 1, "sp": False, "micro_batch": 1,
                    "recompute": NO_RECOMPUTE, "zero": 0, "cp": 1,
                    "stage_layers": None, "ep": 1, "dp_replicate": 1,
-                   "offload_layers": 0}  # fmt: skip
+                   "offload_layers": 0, "etp": None}  # fmt: skip
 
 
 # Whose activations the memory model counts, by the engine's kernels (fit.MemoryModel).
@@ -166,7 +166,7 @@ def check_stage_layers(ir: IR, pp: int, interleave: int, stage_layers: tuple[int
 def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, list]) -> None:
     """One clear message for a layout that cannot be: what the search would skip quietly."""
     from archspec.backends.count.layout import Parallelism, check_layout
-    from archspec.backends.count.split_checks import check_context_split, check_expert_split
+    from archspec.backends.count.split_checks import check_context_split
 
     for degree in ("tp", "pp", "cp", "ep", "interleave"):
         if only[degree][0] < 1:
@@ -183,7 +183,8 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
                         f"--interleave {only['interleave'][0]} cannot run")  # fmt: skip
     if stage_layers is not None:
         check_stage_layers(ir, pp, only["interleave"][0], stage_layers)
-    check_expert_split(ir, only["ep"][0], run.gpus // (tp * pp * cp))
+    check_expert_tp(ir, run.gpus, tp, pp, cp, only["ep"][0], only["etp"][0], only["sp"][0],
+                    only["dp_replicate"][0])  # fmt: skip
     if run.async_tp and (tp == 1 or not only["sp"][0]):
         raise SpecError(
             f"--async-tp overlaps the sequence-parallel all-gathers and reduce-scatters with "
@@ -202,8 +203,11 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
     if only["micro_batch"][0] < 1:
         raise SpecError("--batch must be at least 1")
     check_offload(ir, system, run, only)
+    # count's layout takes ep over the data-parallel ranks; folded (--etp 1), check_expert_tp
+    # has checked it over tp × cp × dp.
+    folded = only["etp"][0] is not None and only["etp"][0] < tp
     par = Parallelism(run.gpus, tp, pp, only["zero"][0], only["sp"][0],
-                      only["interleave"][0], cp=cp, ep=only["ep"][0],
+                      only["interleave"][0], cp=cp, ep=1 if folded else only["ep"][0],
                       dp_replicate=only["dp_replicate"][0])  # fmt: skip
     if tp > system.gpus_per_node:
         raise SpecError(
@@ -234,6 +238,38 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
             "optimizer states (--zero 1); FSDP keeps a stage's gathered weights through its "
             "micro-batches (--engine fsdp --zero 2)",
         )
+
+
+def check_expert_tp(ir: IR, gpus: int, tp: int, pp: int, cp: int, ep: int, etp: int | None,
+                    sp: bool, dp_replicate: int = 1) -> None:  # fmt: skip
+    """--ep with --etp: the experts split over the tp ranks as the dense layers are (--etp
+    the --tp, the default: ep groups of data-parallel ranks), or held whole (--etp 1: ep
+    folded over tp × cp × dp, Megatron-Core's MoE parallel folding)."""
+    from archspec.backends.count.split_checks import check_expert_split
+
+    if etp is None or etp == tp:
+        check_expert_split(ir, ep, gpus // (tp * pp * cp))
+        return
+    if etp != 1:
+        raise SpecError(
+            f"--etp {etp}: archspec splits the experts over 1 rank (each holds its experts "
+            f"whole) or over the --tp {tp} ranks",
+            hint="--etp 1, or leave it out (the --tp)",
+        )
+    check_expert_split(ir, ep)
+    if ep > 1 and (gpus // pp) % ep:
+        raise SpecError(
+            f"--ep {ep} does not divide the {gpus // pp} ranks of a pipeline stage",
+            hint="with --etp 1 the expert-parallel groups fold over tp × cp × dp",
+        )
+    if ep > 1 and not sp:
+        raise SpecError(
+            f"--etp 1 beside --tp {tp} needs --sp: each rank routes its 1/tp of the positions, "
+            "as sequence parallelism leaves them"
+        )
+    if ep > 1 and dp_replicate > 1:
+        raise SpecError("--etp 1 beside --tp folds ep over one data-parallel group: no "
+                        f"--dp-replicate (got {dp_replicate})")  # fmt: skip
 
 
 def check_offload(ir: IR, system: System, run: Training, only: dict[str, list]) -> None:

@@ -52,6 +52,9 @@ NO_ZERO_RANKS = "ZeRO shards over the data-parallel and context-parallel ranks: 
 # for Pipeline parallelism with CPU offloading", "CPU offloading does not work when activation
 # recomputation is enabled".
 OFFLOAD_ALONE = "activation offloading runs without pipeline stages or recomputation"
+# Experts held whole beside tensor parallelism (--etp 1) are timed on each rank's 1/tp of the
+# positions, as sequence parallelism leaves them, in one data-parallel group.
+FOLDED = "--etp 1 beside tp > 1 needs --sp and no --dp-replicate"
 MAX_INTERLEAVE = 8
 
 
@@ -99,6 +102,7 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
     # Context parallelism and uneven stages are tried as given, never searched.
     cp = only.get("cp", [1])[0]
     ep = only.get("ep", [1])[0]
+    etp = only.get("etp", [None])[0]  # as given (request.py checked it), never searched
     replicas = only.get("dp_replicate", [1])[0]  # hybrid sharding: as given, never searched
     stage_layers = only.get("stage_layers", [None])[0]
     offload = only.get("offload_layers", [0])[0]  # as given, never searched
@@ -144,8 +148,12 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                     if pp > 1 and zero > engine.pipeline_zero:
                         yield None, f"ZeRO-{zero} is not run beside a pipeline by {engine.name}"
                         continue
-                    if dp % ep:
+                    folded = ep > 1 and etp is not None and etp < tp
+                    if (tp * cp * dp if folded else dp) % ep:
                         yield None, f"--ep {ep} does not divide the {dp} data-parallel ranks"
+                        continue
+                    if folded and (not sp_ or replicas > 1):
+                        yield None, FOLDED
                         continue
                     if replicas > 1 and (zero == 0 or dp % replicas or (dp // replicas) % ep):
                         yield None, (f"--dp-replicate {replicas} needs ZeRO and whole groups "
@@ -155,7 +163,7 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                         yield None, OFFLOAD_ALONE
                         continue
                     yield Layout(tp, pp, v, mb, sp_, rc, zero, cp, stage_layers, ep,
-                                 replicas, offload), None  # fmt: skip
+                                 replicas, offload, etp), None  # fmt: skip
 
 
 def search(
@@ -202,7 +210,8 @@ def search(
             result.dropped[checked[key]] += 1
             continue
         busiest = memory.busiest(par, layout.micro_batch, layout.recompute,
-                                 layout.stage_layers, layout.ep, layout.offload_layers)  # fmt: skip
+                                 layout.stage_layers, layout.ep, layout.offload_layers,
+                                 layout.etp)  # fmt: skip
         fits = busiest.total <= capacity
         if not fits:
             result.least_unfit = min(result.least_unfit or busiest.total, busiest.total)

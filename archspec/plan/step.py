@@ -104,6 +104,20 @@ class Layout:
     # memory during the forward and come back for the backward (Megatron-Core's
     # cpu_offloading_num_layers, one stage, no recomputation: request.py checks)
     offload_layers: int = 0
+    # Expert tensor parallelism (Megatron-Core's expert_tensor_parallel_size): None, the
+    # experts split over the tp ranks as the dense layers are, the ep groups drawn from the
+    # data-parallel ranks; 1, each rank holds its experts whole and the ep groups fold over
+    # the tp and data-parallel ranks together (MoE parallel folding).
+    etp: int | None = None
+
+    @property
+    def expert_tp(self) -> int:
+        return self.tp if self.etp is None else self.etp
+
+    @property
+    def folded(self) -> bool:
+        """Whether expert parallelism folds over the tensor-parallel ranks (etp 1 under tp)."""
+        return self.ep > 1 and self.expert_tp < self.tp
 
     def parallelism(self, gpus: int, micro_batches: int) -> Parallelism:
         """count's layout of all `gpus`. Context-parallel ranks hold the whole weights, so ZeRO
@@ -137,6 +151,7 @@ class Layout:
             "zero": self.zero,
             "dp_replicate": self.dp_replicate,
             "offload_layers": self.offload_layers,
+            **({"etp": self.expert_tp} if self.ep > 1 else {}),
         }
 
 
@@ -220,7 +235,8 @@ class StepModel:
 
     # Costs as numbers.
 
-    def _numbers(self, micro: int, cp: int = 1, ep: int = 1, load: float = 1.0):
+    def _numbers(self, micro: int, cp: int = 1, ep: int = 1, load: float = 1.0,
+                 fold: float = 1.0):  # fmt: skip
         local = {B: micro, **whole_sequences(self.run.seq // cp)}
         whole = {B: micro, **whole_sequences(self.run.seq)}
 
@@ -230,19 +246,23 @@ class StepModel:
             values, share = (whole, cp) if cost.attn_core and cp > 1 else (local, 1)
             shape = tuple(float(sp.sympify(x).xreplace(values)) for x in cost.shape or ())
             moved = float(sp.sympify(cost.bytes).xreplace(values)) / share
+            flops = float(sp.sympify(cost.flops).xreplace(values)) / share
             if cost.expert and ep > 1:
                 # Expert parallelism: a rank runs its own tokens' share of the routed work
                 # (as many FLOPs, routing balanced), but on its E/ep experts, each fed the
                 # tokens all ep ranks route to it: each expert's matmul has ep times the
                 # rows of one rank's share, and the rank reads 1/ep of the experts' weights.
+                # `fold` (etp/tp): the experts of an etp group take its share of the
+                # micro-batch's rows (the step times them over etp, not tp, ranks).
                 m, n, k = shape
-                shape = (m * ep * load, n, k)
+                shape = (m * ep * load * fold, n, k)
                 weights = float(sp.sympify(cost.weights).xreplace(values))
-                moved = self.c * weights / ep + (moved - self.c * weights) * load
+                moved = self.c * weights / ep + (moved - self.c * weights) * load * fold
+                flops *= load * fold
             elif cost.routed and ep > 1:
                 moved *= load  # the busiest rank's routed rows (dispatch.py)
-            flops = float(sp.sympify(cost.flops).xreplace(values)) / share
-            return (cost, flops * (load if cost.routed and ep > 1 else 1), moved, shape)
+                flops *= load
+            return cost, flops, moved, shape
 
         runs = [(n, [num(c) for c in costs]) for n, costs in self.costs.layers]
         return [num(c) for c in self.costs.before], runs, [num(c) for c in self.costs.after]
@@ -273,15 +293,22 @@ class StepModel:
         # The experts of an expert-parallel rank, split over its tensor-parallel group, take
         # rows from that group's whole micro-batch (ep of them in all); each tensor-parallel
         # rank dispatches its 1/tp share of the positions.
-        rows, received = self.loads(tokens * layout.ep, tokens // max(tp, 1) * layout.ep,
-                                    layout.ep)  # fmt: skip
-        before, runs, after = self.numbers(layout.micro_batch, cp, layout.ep, rows)
+        etp = layout.expert_tp
+        rows, received = self.loads(tokens * etp // max(tp, 1) * layout.ep,
+                                    tokens // max(tp, 1) * layout.ep, layout.ep)  # fmt: skip
+        before, runs, after = self.numbers(layout.micro_batch, cp, layout.ep, rows,
+                                           etp / max(tp, 1))  # fmt: skip
         net = self.eff.network_peak
         hit = self.eff.overlap_interference  # what overlapped communication still costs
         tp_link = group_link(sysm, tp, 1, net)
         activation = tokens * self.d_model * self.c
-        # Tensor-parallel collectives: one per row-parallel projection, forward and backward.
-        row_parallel = sum(1 for c, *_ in runs[0][1] if c.tp == "row") if runs else 0
+
+        # Tensor-parallel collectives: one per row-parallel projection, forward and backward;
+        # folded experts (etp 1) run whole on the rank's own positions and need none.
+        def reduced(c: OpCost) -> bool:
+            return c.tp == "row" and not (c.expert and layout.folded)
+
+        row_parallel = sum(1 for c, *_ in runs[0][1] if reduced(c)) if runs else 0
         if layout.sp and tp > 1:
             # In float8 the stack may gather the blocks' inputs and output gradients in one
             # byte; its reduce-scatters stay bf16 (fp8_comm.py).
@@ -295,7 +322,7 @@ class StepModel:
             # A row-parallel projection past the early stop does not run again, nor the
             # all-reduce or reduce-scatter of its output (the all-gather before the
             # projections feeding it does).
-            skipped = sum(1 for c, *_ in (runs[0][1] if runs else []) if c.tp == "row"
+            skipped = sum(1 for c, *_ in (runs[0][1] if runs else []) if reduced(c)
                           and not full_replays(c.past_early_stop, self.checkpoint,
                                                c.unread))  # fmt: skip
             sequence_parallel = layout.sp and tp > 1
@@ -316,8 +343,11 @@ class StepModel:
         layer_cp = 3 * all_gather(kv, cp, cp_link)
         # Expert parallelism: the routed tokens to their experts' ranks and back, forward and
         # backward (and again in a full recomputation's forward), per MoE layer.
+        # Folded, the ep group is consecutive ranks (Megatron-Core's expert rank order: etp,
+        # ep, then the expert data-parallel ranks); else data-parallel ranks tp·cp apart.
+        ep_stride = 1 if layout.folded else tp * cp
         a2a = dispatch_time(sysm, tokens * self.d_model * self.c / max(tp, 1) * received,
-                            self.n_experts, self.top_k, layout.ep, tp * cp, net,
+                            self.n_experts, self.top_k, layout.ep, ep_stride, net,
                             run.ep_dispatch)  # fmt: skip
         passes = 4 + 2 * (layout.recompute in ("full", OP))  # no checkpoint keeps them
         # The embedding's forward and the head's backward all-reduce over the vocabulary.
@@ -332,7 +362,8 @@ class StepModel:
             for n, item, in_block in [(n, op, True) for n, ops in layers for op in ops] + [
                 (1, op, False) for op in ends
             ]:
-                t = self.roofline.op_time(item, tp, layout.sp)
+                split = etp if item[0].expert and layout.ep > 1 else tp
+                t = self.roofline.op_time(item, split, layout.sp)
                 compute += n * (1 + item[0].backward) * t
                 forward += n * t
                 block_forward += n * t if in_block else 0.0
@@ -387,17 +418,20 @@ class StepModel:
         replicas = dp * cp
         group = replicas // layout.dp_replicate
         dp_link = group_link(sysm, group, tp, net)
-        params = max(self.params_per_device(tp, pp, layout.stage_layers, layout.ep))
+        params = max(self.params_per_device(tp, pp, layout.stage_layers, layout.ep, etp))
         grad_bytes = GRAD_BYTES[run.grad_dtype]
         # Under fp8 the weights stay bf16 (COMPUTE_BYTES), as the stacks keep and gather them.
         weight_bytes = COMPUTE_BYTES[run.dtype]
         # What FSDP's float8 all-gather saves on the weights it gathers (fp8_comm.py).
         saved = SAVED_PER_ELEMENT * self.float8_weights(layout) if run.fp8_all_gather else 0.0
-        # The experts' gradients are reduced only over the dp/ep ranks that hold the same ones.
+        # The experts' gradients are reduced only over the ranks that hold the same ones:
+        # dp/ep tp·ep apart, or folded, tp·dp/ep ep apart (the expert data-parallel group).
         experts = self.expert_params(tp, pp, layout)
         dense = params - experts
+        expert_group = group * tp // (etp * layout.ep)
+        expert_stride = layout.ep * (1 if layout.folded else tp)
         replica_link = group_link(sysm, layout.dp_replicate, tp * group, net)
-        shard_grads = (dense / group + experts / (group // layout.ep)) * grad_bytes
+        shard_grads = (dense / group + experts / expert_group) * grad_bytes
         across = all_reduce(shard_grads, layout.dp_replicate, replica_link)
         if layout.zero >= 3:
             # Weights gathered for the forward and again for the backward of every micro-batch,
@@ -408,11 +442,11 @@ class StepModel:
             dp_comm = m * exposed(2 * gather + scatter + across, compute + rec,
                                   engine.overlap_zero3, hit)  # fmt: skip
         else:
-            expert_link = group_link(sysm, group // layout.ep, tp * layout.ep, net)
+            expert_link = group_link(sysm, expert_group, expert_stride, net)
             reduction = self.exchange(
                 layout, dense * grad_bytes, dense * weight_bytes - saved, group, dp_link
             ) + self.exchange(layout, experts * grad_bytes, experts * weight_bytes,
-                              group // layout.ep, expert_link)  # fmt: skip
+                              expert_group, expert_link)  # fmt: skip
             # Overlapped, the exchange (under ZeRO-1/2 both its halves) runs during the last
             # micro-batch's backward (about two thirds of its compute, and its recomputation).
             last_backward = 2 / 3 * compute + rec
@@ -488,23 +522,24 @@ class StepModel:
         reduce = all_reduce if whole else reduce_scatter
         return reduce(grads, n, link) + all_gather(weights, n, link)
 
-    def params_per_device(self, tp: int, pp: int, stage_layers=None, ep: int = 1) -> list[int]:
-        return [p for _, p in self._memory_model().params(tp, pp, stage_layers, ep)]
+    def params_per_device(self, tp: int, pp: int, stage_layers=None, ep: int = 1,
+                          etp: int | None = None) -> list[int]:  # fmt: skip
+        return [p for _, p in self._memory_model().params(tp, pp, stage_layers, ep, etp)]
 
     def float8_weights(self, layout: Layout) -> float:
         """Float8Linear weight elements a device of the stage holding the most parameters
         holds (the stage whose weights the data-parallel exchange is timed on)."""
         stages = self._memory_model().params(layout.tp, layout.pp, layout.stage_layers,
-                                             layout.ep)  # fmt: skip
+                                             layout.ep, layout.etp)  # fmt: skip
         (first, last), _ = max(stages, key=lambda s: s[1])
         return float8_weights(self.costs, first, last, layout.tp)
 
     def expert_params(self, tp: int, pp: int, layout: Layout) -> float:
         """Expert parameters one device of the stage holding the most parameters holds."""
         memory = self._memory_model()
-        stages = memory.params(tp, pp, layout.stage_layers, layout.ep)
+        stages = memory.params(tp, pp, layout.stage_layers, layout.ep, layout.etp)
         bounds, _ = max(stages, key=lambda s: s[1])
-        return (bounds[1] - bounds[0]) * memory.expert_per_layer / tp / layout.ep
+        return (bounds[1] - bounds[0]) * memory.expert_per_layer / layout.expert_tp / layout.ep
 
     def _memory_model(self, cp: int = 1):
         """count's memory model at a rank's share of the sequence (the parameters do not
