@@ -26,6 +26,7 @@ from archspec.backends.count.memory import (
     WEIGHT_BYTES,
 )
 from archspec.backends.count.passes import B, whole_sequences
+from archspec.backends.count.routed_load import routed_load_counter
 from archspec.backends.count.te_activations import transformer_engine_counter
 from archspec.ir.nodes import IR
 from archspec.plan.layers import stage_runs
@@ -80,10 +81,14 @@ class MemoryModel:
         self.params = lru_cache(maxsize=None)(self._params)
         self.expert_per_layer = expert_params_per_layer(ir)
 
-    def _parts(self, tp: int, sp_: bool, recompute: str):
+    def _parts(self, tp: int, sp_: bool, recompute: str, load: int = 1):
+        """The activations' parts, the routed rows' at `load` times balanced routing's
+        (routed_load.py: linear in it, so two loads give all)."""
         counter = None
         if self.kernels == "transformer_engine":
             counter = transformer_engine_counter(fp8=self.dtype == "fp8")
+        if load != 1:
+            counter = routed_load_counter(counter, load)
         parts = activation_parts(self.ir, COMPUTE_BYTES[self.dtype], self.attn, recompute, tp,
                                  sp_ and tp > 1, counter_class=counter)  # fmt: skip
         runs = [(self.ir.value(count), _linear(each, self.values)) for count, each in parts.layers]
@@ -126,34 +131,25 @@ class MemoryModel:
 
     def stages(self, par: Parallelism, micro: int, recompute: str,
                stage_layers: tuple[int, ...] | None = None,
-               ep: int = 1, offload: int = 0,
-               etp: int | None = None) -> list[StageBytes]:  # fmt: skip
+               ep: int = 1, offload: int = 0, etp: int | None = None,
+               load: float = 1.0) -> list[StageBytes]:  # fmt: skip
         """Bytes per device on every stage, as memory_figures counts them. With expert
         parallelism a device holds 1/ep of the experts' weights and gradients; ZeRO shards the
         experts' optimizer states over the dp/ep replicas of each expert, which comes to the
         same 1/dp of all states. With `offload` layers' activations offloaded to the host (one
         stage, checked by request.py), the device holds at most the other layers' worth at any
-        time (offloaded_activations)."""
-        before, runs, after, rebuilt, spans = self.parts(par.tp, par.sp, recompute)
+        time (offloaded_activations). `load`: the rows the busiest expert-parallel rank's
+        experts receive over balanced routing's, which its routed activations scale with."""
         states = OPTIMIZER_BYTES[self.optimizer] + (MASTER_BYTES if self.dtype != "fp32" else 0)
         out = []
         whole = self.params(par.tp, par.pp, stage_layers)
         own = self.params(par.tp, par.pp, stage_layers, ep, etp)  # less the others' experts
         for stage, (((first, last), params), (_, full)) in enumerate(zip(own, whole, strict=True)):
-            chunks, per_chunk = par.in_flight(stage)
-            layers = stage_runs(runs, spans, first, last)
-            acts = chunks * sum(n * x.at(micro) for n, x in layers) / per_chunk
-            if offload:
-                acts = offloaded_activations(layers, micro, offload)
-            if stage == 0:
-                if par.interleave == 1:
-                    held = min(par.pp, par.micro_batches)
-                else:
-                    held = min(2 * par.pp - 1, par.micro_batches)
-                acts += held * before.at(micro)
-            if stage == par.pp - 1:
-                acts += after.at(micro)
-            acts += rebuilt.at(micro)
+            acts = self.activations(par, micro, recompute, stage, (first, last), offload)
+            if load != 1:  # linear in the load: balanced routing's and the routed rows' share
+                doubled = self.activations(par, micro, recompute, stage, (first, last), offload,
+                                           load=2)  # fmt: skip
+                acts += (load - 1) * (doubled - acts)
             weights = float(WEIGHT_BYTES[self.dtype] * params)
             grads = float(GRAD_BYTES[self.grad_dtype] * params)
             opt = float(states * params)
@@ -167,10 +163,30 @@ class MemoryModel:
             out.append(StageBytes(stage, params, weights, grads, opt, acts))
         return out
 
+    def activations(self, par: Parallelism, micro: int, recompute: str, stage: int,
+                    bounds: tuple[int, int], offload: int = 0, load: int = 1) -> float:  # fmt: skip
+        """Activation bytes a device of `stage` (its layers in `bounds`) holds at its peak."""
+        before, runs, after, rebuilt, spans = self.parts(par.tp, par.sp, recompute, load)
+        chunks, per_chunk = par.in_flight(stage)
+        layers = stage_runs(runs, spans, *bounds)
+        acts = chunks * sum(n * x.at(micro) for n, x in layers) / per_chunk
+        if offload:
+            acts = offloaded_activations(layers, micro, offload)
+        if stage == 0:
+            if par.interleave == 1:
+                held = min(par.pp, par.micro_batches)
+            else:
+                held = min(2 * par.pp - 1, par.micro_batches)
+            acts += held * before.at(micro)
+        if stage == par.pp - 1:
+            acts += after.at(micro)
+        return acts + rebuilt.at(micro)
+
     def busiest(self, par: Parallelism, micro: int, recompute: str,
                 stage_layers: tuple[int, ...] | None = None,
-                ep: int = 1, offload: int = 0, etp: int | None = None) -> StageBytes:  # fmt: skip
-        return max(self.stages(par, micro, recompute, stage_layers, ep, offload, etp),
+                ep: int = 1, offload: int = 0, etp: int | None = None,
+                load: float = 1.0) -> StageBytes:  # fmt: skip
+        return max(self.stages(par, micro, recompute, stage_layers, ep, offload, etp, load),
                    key=lambda s: s.total)  # fmt: skip
 
     def layer_activations(self, tp: int, sp_: bool, micro: int) -> list[float]:

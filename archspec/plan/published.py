@@ -225,6 +225,7 @@ def candidates(run: Run) -> Candidates:
     memory = MemoryModel(ir, run.seq // run.cp, run.dtype, run.grad_dtype, run.attn,
                          kernels=ENGINES[run.engine].kernels)  # fmt: skip
     capacity = usable_memory(system.accelerator.memory_bytes)
+    model = StepModel(ir, system, training(run), CALIBRATED)
     fitting, everything, leanest = [], [], float("inf")
     for mb in micro:
         m = run.global_batch // (mb * dp)
@@ -243,12 +244,12 @@ def candidates(run: Run) -> Candidates:
             par = Parallelism(run.gpus, run.tp, run.pp, run.zero, run.sp, v, m, cp=run.cp,
                               dp_replicate=run.dp_replicate)  # fmt: skip
             need = memory.busiest(par, mb, run.recompute, run.stage_layers, run.ep,
-                                  run.offload_layers, run.etp).total  # fmt: skip
+                                  run.offload_layers, run.etp,
+                                  model.routing(layout)[0]).total  # fmt: skip
             leanest = min(leanest, need)
             everything.append(layout)
             if need <= capacity:
                 fitting.append(layout)
-    model = StepModel(ir, system, training(run), CALIBRATED)
     return Candidates(model, fitting or everything, leanest / 2**30, bool(fitting))
 
 

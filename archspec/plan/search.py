@@ -211,7 +211,7 @@ def search(
             continue
         busiest = memory.busiest(par, layout.micro_batch, layout.recompute,
                                  layout.stage_layers, layout.ep, layout.offload_layers,
-                                 layout.etp)  # fmt: skip
+                                 layout.etp, model.routing(layout)[0])  # fmt: skip
         fits = busiest.total <= capacity
         if not fits:
             result.least_unfit = min(result.least_unfit or busiest.total, busiest.total)

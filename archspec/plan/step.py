@@ -267,6 +267,15 @@ class StepModel:
         runs = [(n, [num(c) for c in costs]) for n, costs in self.costs.layers]
         return [num(c) for c in self.costs.before], runs, [num(c) for c in self.costs.after]
 
+    def routing(self, layout: Layout) -> tuple[float, float]:
+        """The busiest expert-parallel rank's routed rows and the tokens dispatched to it, over
+        the mean, under `layout`. The experts of an expert-parallel rank, split over its etp
+        ranks, take rows from those ranks' share of the micro-batch (ep of them in all); each
+        tensor-parallel rank dispatches its 1/tp share of the positions."""
+        tokens = layout.micro_batch * self.run.seq // layout.cp
+        tp, ep = max(layout.tp, 1), layout.ep
+        return self.loads(tokens * layout.expert_tp // tp * ep, tokens // tp * ep, ep)
+
     def loads(self, tokens: int, dispatched: int, ep: int) -> tuple[float, float]:
         """The busiest expert-parallel rank's routed rows and the tokens dispatched to it, each
         over the mean, when the `ep` ranks' experts take rows of `tokens` tokens in all and
@@ -290,12 +299,8 @@ class StepModel:
         dp = layout.dp(run.gpus)
         m = run.global_batch // (layout.micro_batch * dp)
         tokens = layout.micro_batch * run.seq // cp  # positions a rank runs per micro-batch
-        # The experts of an expert-parallel rank, split over its tensor-parallel group, take
-        # rows from that group's whole micro-batch (ep of them in all); each tensor-parallel
-        # rank dispatches its 1/tp share of the positions.
         etp = layout.expert_tp
-        rows, received = self.loads(tokens * etp // max(tp, 1) * layout.ep,
-                                    tokens // max(tp, 1) * layout.ep, layout.ep)  # fmt: skip
+        rows, received = self.routing(layout)
         before, runs, after = self.numbers(layout.micro_batch, cp, layout.ep, rows,
                                            etp / max(tp, 1))  # fmt: skip
         net = self.eff.network_peak

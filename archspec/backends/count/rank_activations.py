@@ -34,6 +34,7 @@ import sympy as sp
 
 from archspec.backends.count.activations import INDEX, ActivationCounter
 from archspec.backends.count.passes import B, Lengths
+from archspec.backends.count.routed_load import loaded
 from archspec.ir import ops
 from archspec.ir.nodes import IR, MoE
 from archspec.ir.visit import walk
@@ -115,20 +116,12 @@ def layout_counter(
     if cp == 1 and ep == 1:
         return ActivationCounter
 
-    class RankCounter(ActivationCounter):
+    class RankCounter(loaded(ActivationCounter, load)):  # type: ignore[misc, valid-type]
         expert_ranks = ep  # each rank holds n_experts / ep of every mixture's experts
         # ExpertParallel's hook divides each expert gradient by the data ranks (a new
         # tensor beside the one the backward made); FSDP2, where it shards the experts,
         # takes their parameters over and divides on its own.
         expert_gradient_copies = 2 if ep > 1 and not experts_sharded else 1
-
-        def __init__(self, *args, **kwargs) -> None:
-            super().__init__(*args, **kwargs)
-            # The values over the rows the rank's experts receive (the dispatched rows and
-            # every value the experts make from them), and whether the experts' call is
-            # being interpreted: their bytes are `load` times their own tokens' pairs.
-            self.received: set[ops.Value] = set()
-            self.in_experts = 0
 
         def op_blocks(self, op: ops.Blocks) -> None:
             if cp == 1:
@@ -149,38 +142,13 @@ def layout_counter(
                 self.keep_new(B * gathered * (op.k.width + op.v.width), self.c)
 
         def op_dispatch(self, op: ops.Dispatch) -> None:
-            super().op_dispatch(op)
+            super().op_dispatch(op)  # its rows received (routed_load.loaded)
             if ep > 1:
-                self.received.add(op.out)
                 self.keep_new(ep_dispatch_kept(self.lengths.rows(op.out) * load)[0], 1)
 
         def op_combine(self, op: ops.Combine) -> None:
             super().op_combine(op)
             if ep > 1:
                 self.keep_new(ep_dispatch_kept(self.lengths.rows(op.expert_out) * load)[1], 1)
-
-        def op_call(self, op: ops.Call) -> None:
-            # The experts' MLP, called on the dispatched rows (the combine after it reads
-            # the rows sent back: the rank's own pairs).
-            experts = int(bool(op.args) and op.args[0] in self.received)
-            self.in_experts += experts
-            super().op_call(op)
-            self.in_experts -= experts
-
-        def made(self, value: ops.Value | None) -> None:
-            super().made(value)
-            if self.in_experts and value is not None:
-                self.received.add(value)
-
-        def bytes(self, value: ops.Value) -> sp.Expr:
-            own = super().bytes(value)
-            return own * load if value in self.received else own
-
-        def keep_new(
-            self, elements: sp.Expr, per_element, split: bool = False, rows="tokens"
-        ) -> None:
-            if self.in_experts and rows == "tokens":  # made inside an expert (dropout)
-                elements = elements * load
-            super().keep_new(elements, per_element, split, rows)
 
     return RankCounter
