@@ -351,6 +351,8 @@ class StepModel:
         # Folded, the ep group is consecutive ranks (Megatron-Core's expert rank order: etp,
         # ep, then the expert data-parallel ranks); else data-parallel ranks tp·cp apart.
         ep_stride = 1 if layout.folded else tp * cp
+        # The busiest rank's receive scales the whole dispatch, its network share too (a
+        # node's busiest is a little less uneven than a rank's: an upper bound there).
         a2a = dispatch_time(sysm, tokens * self.d_model * self.c / max(tp, 1) * received,
                             self.n_experts, self.top_k, layout.ep, ep_stride, net,
                             run.ep_dispatch)  # fmt: skip
