@@ -45,6 +45,10 @@ def command(run: published.Run, micro_batch: int, interleave: int) -> list[str]:
         args += ["--stage-layers", ",".join(map(str, run.stage_layers))]
     if run.ep_dispatch != "fused":
         args += ["--ep-dispatch", run.ep_dispatch]
+    if run.etp is not None:
+        args += ["--etp", str(run.etp)]
+    if run.offload_layers:
+        args += ["--offload-layers", str(run.offload_layers)]
     return [*args, "--json"]
 
 
