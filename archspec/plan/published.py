@@ -36,7 +36,7 @@ from archspec.plan.engines import ENGINES
 from archspec.plan.fit import MemoryModel
 from archspec.plan.hardware import get_system, tensor_core_twin, with_node_size
 from archspec.plan.search import MAX_INTERLEAVE, MICRO_BATCHES, usable_memory
-from archspec.plan.step import Layout, StepModel, Training
+from archspec.plan.step import Layout, StepModel, Training, expert_parallel_ranks
 from archspec.spec.yaml_loader import load_yaml_text
 
 FIGURES = ("tokens_per_s_per_gpu", "step_s", "tflops_per_gpu")
@@ -218,7 +218,7 @@ def candidates(run: Run) -> Candidates:
     system = with_node_size(get_system(run.system), run.node_size, run.gpus)
     layers = model_layers(ir)
     dp = run.gpus // (run.tp * run.pp * run.cp)
-    if (dp * run.tp * run.cp if run.etp is not None and run.etp < run.tp else dp) % run.ep:
+    if expert_parallel_ranks(run.tp, run.cp, dp, run.ep, run.etp) % run.ep:
         raise SpecError(f"--ep {run.ep} does not divide the {dp} data-parallel ranks")
     micro = [run.micro_batch] if run.micro_batch else [
         b for b in MICRO_BATCHES if run.global_batch % (b * dp) == 0]  # fmt: skip

@@ -16,7 +16,7 @@ from archspec.plan.dispatch import DISPATCHERS
 from archspec.plan.engines import DEFAULT_ENGINE, get_engine
 from archspec.plan.hardware import System, get_system
 from archspec.plan.search import SearchResult, usable_memory
-from archspec.plan.step import Training
+from archspec.plan.step import Training, folds
 
 # A given layout's options left out take these values (a search tries them all instead).
 LAYOUT_DEFAULTS = {"tp": 1, "pp": 1, "interleave": 1, "sp": False, "micro_batch": 1,
@@ -205,7 +205,7 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
     check_offload(ir, system, run, only)
     # count's layout takes ep over the data-parallel ranks; folded (--etp 1), check_expert_tp
     # has checked it over tp × cp × dp.
-    folded = only["etp"][0] is not None and only["etp"][0] < tp
+    folded = folds(tp, only["ep"][0], only["etp"][0])
     par = Parallelism(run.gpus, tp, pp, only["zero"][0], only["sp"][0],
                       only["interleave"][0], cp=cp, ep=1 if folded else only["ep"][0],
                       dp_replicate=only["dp_replicate"][0])  # fmt: skip

@@ -27,7 +27,14 @@ from archspec.plan.efficiency import Efficiency
 from archspec.plan.engines import get_engine
 from archspec.plan.fit import MemoryModel, StageBytes
 from archspec.plan.hardware import System
-from archspec.plan.step import Layout, StepModel, StepTime, Training
+from archspec.plan.step import (
+    Layout,
+    StepModel,
+    StepTime,
+    Training,
+    expert_parallel_ranks,
+    folds,
+)
 
 # What a device holds beyond the tensors count's memory model counts, each term named:
 # - CUDA's context and the kernels loaded with it: 1,343 MiB, measured with one tensor on a GPU
@@ -148,8 +155,8 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                     if pp > 1 and zero > engine.pipeline_zero:
                         yield None, f"ZeRO-{zero} is not run beside a pipeline by {engine.name}"
                         continue
-                    folded = ep > 1 and etp is not None and etp < tp
-                    if (tp * cp * dp if folded else dp) % ep:
+                    folded = folds(tp, ep, etp)
+                    if expert_parallel_ranks(tp, cp, dp, ep, etp) % ep:
                         yield None, f"--ep {ep} does not divide the {dp} data-parallel ranks"
                         continue
                     if folded and (not sp_ or replicas > 1):

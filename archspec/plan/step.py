@@ -87,6 +87,18 @@ BREAKDOWN = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm",
              "dp_comm", "optimizer", "offload", "host")  # fmt: skip
 
 
+def folds(tp: int, ep: int, etp: int | None) -> bool:
+    """Whether expert parallelism folds over the tensor-parallel ranks: ep beside experts
+    split over fewer ranks than tp (--etp 1; None: the tp)."""
+    return ep > 1 and etp is not None and etp < tp
+
+
+def expert_parallel_ranks(tp: int, cp: int, dp: int, ep: int, etp: int | None) -> int:
+    """The ranks of a pipeline stage the ep groups are drawn from: the data-parallel ones, or
+    folded, tp × cp × dp."""
+    return tp * cp * dp if folds(tp, ep, etp) else dp
+
+
 @dataclass(frozen=True)
 class Layout:
     tp: int = 1
@@ -117,7 +129,7 @@ class Layout:
     @property
     def folded(self) -> bool:
         """Whether expert parallelism folds over the tensor-parallel ranks (etp 1 under tp)."""
-        return self.ep > 1 and self.expert_tp < self.tp
+        return folds(self.tp, self.ep, self.etp)
 
     def parallelism(self, gpus: int, micro_batches: int) -> Parallelism:
         """count's layout of all `gpus`. Context-parallel ranks hold the whole weights, so ZeRO
