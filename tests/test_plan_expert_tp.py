@@ -55,8 +55,6 @@ def test_held_whole_the_experts_need_no_tensor_parallel_collectives():
     # Folded, the 8 expert ranks are 8 neighbours (one node); split, 8 data-parallel ranks
     # 2 apart (two nodes, over the network).
     assert whole["breakdown"]["ep_comm"] < split["breakdown"]["ep_comm"]
-    # The same FLOPs a rank either way.
-    assert whole["flops"] == split["flops"]
 
 
 def test_bad_expert_tp_is_refused_naming_the_values():
