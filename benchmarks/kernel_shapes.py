@@ -60,22 +60,27 @@ def timed(fn, device: torch.device, repeat: int) -> float:
 
 
 def timed_in_graph(a: torch.Tensor, b: torch.Tensor, device: torch.device, repeat: int) -> float:
-    """Median seconds of one torch.mm, from a CUDA graph of CALLS of them: a small matmul
+    """Median seconds of one torch.mm, from a CUDA graph of CALLS of them."""
+    out = torch.empty(a.shape[0], b.shape[1], device=device, dtype=a.dtype)
+    return graphed(lambda: torch.mm(a, b, out=out), device, repeat)
+
+
+def graphed(fn, device: torch.device, repeat: int) -> float:
+    """Median seconds of one call of fn, from a CUDA graph of CALLS of them: a small kernel
     takes less time on the GPU than its launch takes the host, so timing calls one by one
     would time the host (on CPU, calls timed one by one)."""
-    out = torch.empty(a.shape[0], b.shape[1], device=device, dtype=a.dtype)
     if device.type != "cuda":
-        return timed(lambda: torch.mm(a, b, out=out), device, repeat)
+        return timed(fn, device, repeat)
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):  # warm-up outside the graph, as capture requires
         for _ in range(3):
-            torch.mm(a, b, out=out)
+            fn()
     torch.cuda.current_stream().wait_stream(stream)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         for _ in range(CALLS):
-            torch.mm(a, b, out=out)
+            fn()
     return timed(graph.replay, device, repeat) / CALLS
 
 
