@@ -30,7 +30,7 @@ import json
 from pathlib import Path
 
 import torch
-from kernel_shapes import graphed
+from kernel_shapes import graphed, plan_rule
 
 FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0  # float8_e4m3fn's largest finite value
@@ -100,7 +100,8 @@ def fp8_row(device, m: int, n: int, k: int, repeat: int, compiled: dict) -> dict
     return row
 
 
-def expert_row(device, name: str, experts: int, d: int, ff: int, rows: int, repeat: int):
+def expert_row(device, name: str, experts: int, d: int, ff: int, rows: int, repeat: int,
+               backward: bool = False):  # fmt: skip
     """The first projection of a rank's experts, rows an expert, three ways."""
     x = torch.randn(experts * rows, d, device=device, dtype=torch.bfloat16)
     w = torch.randn(experts, ff, d, device=device, dtype=torch.bfloat16)  # (E, out, in)
@@ -121,11 +122,37 @@ def expert_row(device, name: str, experts: int, d: int, ff: int, rows: int, repe
         torch._grouped_mm(x, w.transpose(-2, -1), offs=offsets)
 
     row["grouped"] = _try(lambda: {"s": graphed(grouped, device, repeat)})
+    if backward:
+        row["backward"] = _try(lambda: expert_backward(device, x, w, offsets, out, repeat))
     for key in ("one_gemm", "loop"):
         row[f"{key}_tflops"] = flops / row[f"{key}_s"] / 1e12
     if "s" in row["grouped"]:
         row["grouped"]["tflops"] = flops / row["grouped"]["s"] / 1e12
     return row
+
+
+def expert_backward(device, x, w, offsets, out, repeat: int) -> dict:
+    """Forward and backward (the input's and the weights' gradients) of the grouped GEMM and
+    of the one GEMM of all rows, each captured whole in a CUDA graph: TFLOP/s over the three
+    GEMMs' FLOPs. The weights' gradient of a grouped GEMM reduces over an expert's rows, the
+    dimension that is small when experts are many."""
+    x = x.detach().requires_grad_(True)
+    w = w.detach().requires_grad_(True)
+    w0 = w[0].detach().clone().requires_grad_(True)
+    grad = torch.randn_like(out)
+
+    def grouped():
+        torch._grouped_mm(x, w.transpose(-2, -1), offs=offsets).backward(grad)
+
+    def one_gemm():
+        torch.mm(x, w0.t()).backward(grad)
+
+    flops = 3 * 2 * x.shape[0] * x.shape[1] * w.shape[1]
+    result = {}
+    for key, fn in (("grouped", grouped), ("one_gemm", one_gemm)):
+        seconds = graphed(fn, device, repeat)
+        result[key] = {"s": seconds, "tflops": flops / seconds / 1e12}
+    return result
 
 
 GPU = {"big": 8192, "k": [64, 128, 256, 512, 1024, 2048, 4096, 8192],
@@ -135,11 +162,85 @@ DRY = {"big": 64, "k": [16, 32], "square": [32], "rows": [16, 32],
        "experts": [("tiny", 2, 32, 48)], "repeat": 2}  # fmt: skip
 
 
+def against_plan(result: dict) -> str:
+    """Markdown tables: each measured kernel beside plan's rule for its shape. fp8 GEMMs are
+    set beside bf16 ones of the same shape, on both sides, and as a share of their own big
+    GEMM (the rule's shape apart from its plateau, which is fitted on whole published steps,
+    not on kernels); a rank's experts beside plan's rule under NeMo's H100 plateau (the
+    published MoE runs are NeMo's)."""
+    lines = [f"{result['device']}, torch {result['torch']}"]
+    if result["fp8"]:
+        lines += ["", *fp8_table(result)]
+    if result["experts"]:
+        lines += ["", *experts_table(result)]
+    return "\n".join(lines) + "\n"
+
+
+def fp8_table(result: dict) -> list[str]:
+    bf16, _, _ = plan_rule(result["device"])
+    fp8, what, _ = plan_rule(result["device"], "fp8")
+    big = max(result["fp8"], key=lambda r: r["m"] * r["n"] * r["k"])
+    lines = [f"fp8 ({what}):", "",
+             "| shape | bf16 | fp8 GEMM | with compiled casts | fp8 / bf16 | plan fp8 "
+             "| plan fp8 / bf16 | fp8 / big fp8, measured | plan |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    for recipe in ("tensorwise", "rowwise"):
+        lines.append(f"| **{recipe}** | | | | | | | | |")
+        top = big[f"{recipe}_gemm"].get("tflops")
+        for r in result["fp8"]:
+            gemm, shape = r[f"{recipe}_gemm"], (r["m"], r["n"], r["k"])
+            if "tflops" not in gemm:
+                lines.append(f"| {r['m']}×{r['n']}×{r['k']} | {gemm.get('error', '')} |")
+                continue
+            plan8, plan16 = fp8(*shape), bf16(*shape)
+            lines.append(
+                f"| {r['m']}×{r['n']}×{r['k']} | {r['bf16_tflops']:.0f} | {gemm['tflops']:.0f} "
+                f"| {gemm.get('with_casts_tflops', 0):.0f} "
+                f"| {gemm['tflops'] / r['bf16_tflops']:.2f} | {plan8:.0f} | {plan8 / plan16:.2f} "
+                f"| {gemm['tflops'] / top:.2f} | {plan8 / fp8(*(big[x] for x in 'mnk')):.2f} |"
+            )
+    return lines
+
+
+def experts_table(result: dict) -> list[str]:
+    rule, what, _ = plan_rule(result["device"], engine="nemo")
+    backward = "backward" in result["experts"][0]
+    header = ("| model | experts | rows an expert | one GEMM of all rows | loop | grouped "
+              "| plan | grouped / plan |")  # fmt: skip
+    rule_line = "|---|---:|---:|---:|---:|---:|---:|---:|"
+    if backward:
+        header += (" grouped, forward + backward | one GEMM, forward + backward "
+                   "| grouped forward + backward / plan |")  # fmt: skip
+        rule_line += "---:|" * 3
+    lines = [f"A rank's experts, first projection, TFLOP/s ({what}):", "", header, rule_line]
+    for r in result["experts"]:
+        plan = rule(r["rows"], r["d_ff"], r["d_model"])  # the three GEMMs alike under the rule
+        grouped = r["grouped"].get("tflops", float("nan"))
+        line = (f"| {r['model']} | {r['experts']} | {r['rows']} | {r['one_gemm_tflops']:.0f} "
+                f"| {r['loop_tflops']:.0f} | {grouped:.0f} | {plan:.0f} "
+                f"| {grouped / plan:.2f} |")  # fmt: skip
+        if backward:
+            both = r["backward"]
+            g, one = (both.get(k, {}).get("tflops", float("nan")) for k in ("grouped", "one_gemm"))
+            line += f" {g:.0f} | {one:.0f} | {g / plan:.2f} |"
+        lines.append(line)
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--against-plan", type=Path, metavar="RESULTS",
+                        help="print a results file beside plan's rule (no GPU needed)")  # fmt: skip
     parser.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes")
+    parser.add_argument("--part", choices=("all", "backward"), default="all",
+                        help="backward: only the experts, forward and backward")  # fmt: skip
     args = parser.parse_args()
+    if args.against_plan:
+        print(against_plan(json.loads(args.against_plan.read_text())), end="")
+        return
+    if args.out is None:
+        parser.error("--out is required to measure")
     sizes = DRY if args.dry_run else GPU
     device = torch.device("cpu" if args.dry_run else "cuda")
     compiled = {}
@@ -151,7 +252,8 @@ def main() -> None:
     result = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
               "torch": torch.__version__, "fp8": [], "experts": []}  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    for m, n, k in shapes:
+    backward = args.part == "backward"
+    for m, n, k in [] if backward else shapes:
         row = fp8_row(device, m, n, k, sizes["repeat"], compiled)
         result["fp8"].append(row)
         args.out.write_text(json.dumps(result, indent=1))  # nothing measured is lost
@@ -162,13 +264,15 @@ def main() -> None:
               f"TFLOP/s {tw.get('error', '')}{rw.get('error', '')}", flush=True)  # fmt: skip
     for name, experts, d, ff in sizes["experts"]:
         for rows in sizes["rows"]:
-            row = expert_row(device, name, experts, d, ff, rows, sizes["repeat"])
+            row = expert_row(device, name, experts, d, ff, rows, sizes["repeat"], backward)
             result["experts"].append(row)
             args.out.write_text(json.dumps(result, indent=1))
-            g = row["grouped"]
+            g, b = row["grouped"], row.get("backward", {})
             print(f"{name} {rows} rows: one GEMM {row['one_gemm_tflops']:.0f}, loop "
                   f"{row['loop_tflops']:.0f}, grouped {g.get('tflops', 0):.0f} TFLOP/s "
-                  f"{g.get('error', '')}", flush=True)  # fmt: skip
+                  f"{g.get('error', '')}; forward + backward: "
+                  f"{ {k: round(v['tflops']) for k, v in b.items() if k != 'error'} } "
+                  f"{b.get('error', '')}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -161,25 +161,36 @@ DRY = {"big": 64, "k": [16, 32], "square": [32], "head_dim": [16], "seq": [32, 6
        "tokens": 64, "heads": 2, "repeat": 2, "backends": BACKENDS}  # fmt: skip
 
 
-def against_plan(result: dict) -> str:
-    """A markdown table: each measured kernel beside plan's rule for its shape."""
+def plan_rule(device: str, dtype: str = "bf16", engine: str = "megatron"):
+    """plan's TFLOP/s for a projection of shape (M, N, K) on the catalogue entry of `device`
+    under `engine`'s fitted plateau, in `dtype` (fp8: the fp8 peak times the fitted factor, at
+    its own half-size), with a line naming what it is and the engine's efficiency."""
     from archspec.bench.devices import find_accelerator
     from archspec.plan.engines import ENGINES
     from archspec.plan.roofline import Roofline
 
-    accelerator = find_accelerator(result["device"])
+    accelerator = find_accelerator(device)
     if accelerator is None:
-        raise SystemExit(f"'{result['device']}' is not in the hardware catalogue")
-    eff = ENGINES["megatron"].efficiency(accelerator.key)
-    roofline = Roofline.of(accelerator, "bf16", eff)
+        raise SystemExit(f"'{device}' is not in the hardware catalogue")
+    eff = ENGINES[engine].efficiency(accelerator.key)
+    roofline = Roofline.of(accelerator, dtype, eff)
+    peak = roofline.linear_peak or roofline.peak
+    half = roofline.linear_half or roofline.half
 
-    def plan_tflops(m: float, n: float, k: float) -> float:
-        return eff.matmul(m, n, k, roofline.half) * roofline.peak / 1e12
+    def tflops(m: float, n: float, k: float) -> float:
+        return eff.matmul(m, n, k, half) * peak / 1e12
 
+    what = (f"plan: `{accelerator.key}` in {dtype}, {engine}'s plateau {eff.matmul_peak:g}, "
+            f"GEMM half-size {half:.0f}")  # fmt: skip
+    return tflops, what, eff
+
+
+def against_plan(result: dict) -> str:
+    """A markdown table: each measured kernel beside plan's rule for its shape."""
+    plan_tflops, what, eff = plan_rule(result["device"])
     big = max(result["matmuls"], key=lambda r: r["m"] * r["n"] * r["k"])
     measured_big, plan_big = big["tflops"], plan_tflops(big["m"], big["n"], big["k"])
-    lines = [f"{result['device']}, torch {result['torch']}; plan: `{accelerator.key}`, "
-             f"Megatron-LM's plateau {eff.matmul_peak:g}, GEMM half-size {roofline.half:.0f}",
+    lines = [f"{result['device']}, torch {result['torch']}; {what}",
              "", "| kernel | shape | measured TFLOP/s | plan TFLOP/s | measured / big GEMM "
              "| plan / big GEMM |", "|---|---|---:|---:|---:|---:|"]  # fmt: skip
 
