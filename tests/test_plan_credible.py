@@ -44,6 +44,9 @@ def best_published_mfu(accelerator: str, fp8: bool) -> float:
           "--seq", "4096"], "h100-sxm", False),
         (["llama-3-8b", "--gpu", "h100-sxm", "--gpus", "64", "--global-batch", "128",
           "--seq", "8192", "--dtype", "fp8", "--engine", "nemo"], "h100-sxm", True),
+        # A mixture of experts: the search tries expert parallelism (and folding) too.
+        (["mixtral-8x7b", "--gpu", "h100-sxm", "--gpus", "64", "--global-batch", "512",
+          "--seq", "4096", "--engine", "nemo"], "h100-sxm", False),
         (["llama-2-70b", "--gpu", "tpu-v5p", "--gpus", "128", "--global-batch", "256",
           "--seq", "4096", "--engine", "maxtext"], "tpu-v5p", False),
     ],

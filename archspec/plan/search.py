@@ -22,7 +22,8 @@ from archspec.backends.count.conventions import NO_RECOMPUTE, RECOMPUTE
 from archspec.backends.count.layout import Parallelism, check_layout, layer_count
 from archspec.backends.count.op_checkpoint import OP
 from archspec.errors import SpecError
-from archspec.ir.nodes import IR
+from archspec.ir.nodes import IR, MoE
+from archspec.ir.visit import walk
 from archspec.plan.efficiency import Efficiency
 from archspec.plan.engines import get_engine
 from archspec.plan.fit import MemoryModel, StageBytes
@@ -108,8 +109,7 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
         pps = list(only["pp"])
     # Context parallelism and uneven stages are tried as given, never searched.
     cp = only.get("cp", [1])[0]
-    ep = only.get("ep", [1])[0]
-    etp = only.get("etp", [None])[0]  # as given (request.py checked it), never searched
+    eps = list(only["ep"]) if "ep" in only else expert_parallel_sizes(ir, gpus)
     replicas = only.get("dp_replicate", [1])[0]  # hybrid sharding: as given, never searched
     stage_layers = only.get("stage_layers", [None])[0]
     offload = only.get("offload_layers", [0])[0]  # as given, never searched
@@ -142,7 +142,9 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                 sps = list(only["sp"]) if "sp" in only else [False, True] if tp > 1 else [False]
                 sharded = [0, 1, 2, 3] if dp * cp > 1 else [0]
                 zeros = list(only["zero"]) if "zero" in only else sharded
-                for sp_, rc, zero in product(sps, allowed("recompute", recomputes), zeros):
+                for sp_, rc, zero, (ep, etp) in product(
+                    sps, allowed("recompute", recomputes), zeros, expert_layouts(eps, tp, only)
+                ):
                     if sp_ and tp == 1:
                         yield None, "sequence parallelism (--sp) needs tensor parallelism (tp > 1)"
                         continue
@@ -171,6 +173,31 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                         continue
                     yield Layout(tp, pp, v, mb, sp_, rc, zero, cp, stage_layers, ep,
                                  replicas, offload, etp), None  # fmt: skip
+
+
+def expert_parallel_sizes(ir: IR, gpus: int) -> list[int]:
+    """The expert-parallel sizes a search tries: 1, and for a model with experts every power of
+    two that divides each MoE layer's experts and the devices (whether it divides a layout's
+    data-parallel or folded ranks is checked per layout, with its reason)."""
+    counts = [ir.value(p.node.n_experts) for p in walk(ir.root) if isinstance(p.node, MoE)]
+    if not counts:
+        return [1]
+    top = min(min(counts), gpus)
+    return [2**k for k in range(top.bit_length()) if all(n % 2**k == 0 for n in counts)
+            and gpus % 2**k == 0]  # fmt: skip
+
+
+def expert_layouts(eps: list[int], tp: int, only: dict):
+    """(ep, etp) pairs: the experts split over the tp ranks as the dense layers are (etp None)
+    and, beside tp > 1 and ep > 1, held whole with ep folded over tp × cp × dp (etp 1,
+    Megatron-Core's MoE parallel folding). A given --etp is tried as given."""
+    for ep in eps:
+        if "etp" in only:
+            yield ep, only["etp"][0]
+            continue
+        yield ep, None
+        if ep > 1 and tp > 1:
+            yield ep, 1
 
 
 def search(
