@@ -14,7 +14,9 @@ Parts (docs/bench.md, "GPU check", says what each figure means):
 6. sweep (only when asked: --part sweep): shapes nothing was calibrated on, for plan's
    held-out checks: CUDA-graph decoding of the 7B at batch 8, 32 and 64 and a 2,048-token
    prompt, compiled llama-1b training at S=1024 (B=4) and S=512 (B=8), and the three
-   training shapes again with SDPA held to FlashAttention-2 ("flash-2 only").
+   training shapes again with SDPA held to FlashAttention-2 ("flash-2 only");
+7. fp8_width (only when asked): whole models trained compiled with bf16 weights, through
+   torchao.float8 and as they are, at two widths: fp8's gain alone.
 
 Each run is its own process (this script with --child), so a run's compiled graphs,
 allocator pools or out-of-memory error cannot touch the next, and a run that overruns its
@@ -50,6 +52,9 @@ GPU = {
         "gpt2-xl": ("gpt2-xl", ["max_seq_len=2048"]),
         "llama-1b": ("llama-2-7b", LLAMA_1B),
         "llama-7b": ("llama-2-7b", []),
+        # Llama 3 8B's width in 8 layers, with a 32K vocabulary so that the head is not most
+        # of the projections' work: the fp8_width part's wider model.
+        "llama-8b-width": ("llama-3-8b", ["n_layers=8", "vocab_size=32000", "max_seq_len=4096"]),
     },
     "train": {"batch": 2, "seq": 2048},
     "vs_hf": {"forward": (8, 2048, 0), "generate": (8, 512, 128)},
@@ -57,7 +62,15 @@ GPU = {
     "vs_hf_steps": {"steps": 5, "warmup": 2},
     "decode": {"seq": 128, "new_tokens": 128, "steps": 3, "warmup": 2},
     "compile_backend": "inductor",
-    "budgets": {"train": 170, "vs_hf": 75, "decode": 140, "fp8": 45, "plan": 20, "sweep": 0},
+    "budgets": {
+        "train": 170,
+        "vs_hf": 75,
+        "decode": 140,
+        "fp8": 45,
+        "plan": 20,
+        "sweep": 0,
+        "fp8_width": 0,
+    },
     # (batch, prompt) decoded and (batch, seq) trained by the sweep part.
     "sweep": {
         "decode": [(8, 128), (32, 128), (64, 128), (1, 2048)],
@@ -66,6 +79,8 @@ GPU = {
         # and the memory-efficient one turned off): the kernel most published runs used.
         "train_flash": [(2, 2048), (4, 1024), (8, 512)],
     },  # fmt: skip
+    # (model, batch, seq) trained by the fp8_width part, in bf16 and through torchao.float8.
+    "fp8_width": [("llama-8b-width", 1, 4096), ("llama-1b", 2, 2048)],
 }
 TINY = ["n_layers=2", "d_model=64", "n_heads=4", "d_ff=128", "vocab_size=256", "max_seq_len=64"]
 # --dry-run: the same runs on CPU at tiny sizes. torch.compile runs with backend="eager"
@@ -80,14 +95,24 @@ DRY = {
         "gpt2-xl": ("gpt2-xl", TINY),
         "llama-1b": ("llama-2-7b", [*TINY, "n_kv_heads=2"]),
         "llama-7b": ("llama-2-7b", [*TINY, "n_kv_heads=4"]),
+        "llama-8b-width": ("llama-3-8b", [*TINY, "n_kv_heads=2"]),
     },
     "train": {"batch": 1, "seq": 32},
     "vs_hf": {"forward": (1, 32, 0), "generate": (1, 16, 8)},
     "vs_hf_steps": {"steps": 2, "warmup": 1},
     "decode": {"seq": 16, "new_tokens": 8},
     "compile_backend": "eager",
-    "budgets": {"train": 60, "vs_hf": 60, "decode": 60, "fp8": 30, "plan": 30, "sweep": 0},
+    "budgets": {
+        "train": 60,
+        "vs_hf": 60,
+        "decode": 60,
+        "fp8": 30,
+        "plan": 30,
+        "sweep": 0,
+        "fp8_width": 0,
+    },
     "sweep": {"decode": [(2, 16)], "train": [(2, 16)], "train_flash": [(2, 16)]},
+    "fp8_width": [("llama-8b-width", 1, 32), ("llama-1b", 1, 32)],
 }
 
 
@@ -170,8 +195,21 @@ def sweep_runs(p: dict) -> list[dict]:
     return decode + train + flash
 
 
+def fp8_width_runs(p: dict) -> list[dict]:
+    """fp8's gain at two widths (a budget of 0: run only when asked, by --part fp8_width): each
+    model trained compiled with bf16 weights, once through torchao.float8 and once as it is,
+    by the same code on the same machine, so that the ratio is fp8's alone (the train part's
+    bf16 runs keep fp32 weights under autocast)."""
+    return [
+        {"kind": "fp8", "label": f"train {m} B={b} S={seq} {'fp8' if fp8 else 'bf16 weights'}",
+         "model": m, "float8": fp8,
+         "settings": {"mode": "train", "compile": True, "batch": b, "seq": seq}}
+        for m, b, seq in p["fp8_width"] for fp8 in (False, True)
+    ]  # fmt: skip
+
+
 PARTS = {"train": train_runs, "vs_hf": vs_hf_runs, "decode": decode_runs, "fp8": fp8_runs,
-         "plan": plan_runs, "sweep": sweep_runs}  # fmt: skip
+         "plan": plan_runs, "sweep": sweep_runs, "fp8_width": fp8_width_runs}  # fmt: skip
 
 
 # ---- one run, in a child process ----
@@ -271,6 +309,8 @@ def fp8_run(p: dict, run: dict) -> dict:
     from archspec.bench.timing import Times, time_step
 
     convert, why_not = _fp8_conversion(p)
+    if not run.get("float8", True):
+        convert, why_not = None, None  # the same run with bf16 weights: fp8's twin
     if why_not:
         return {"skipped": why_not}
     _, ir = _ir(p, run["model"])
@@ -292,7 +332,8 @@ def fp8_run(p: dict, run: dict) -> dict:
         with torch.no_grad(), torch.autocast(device.type, dtype=torch.bfloat16):
             logits = steps.output_of(side)(inputs).float()
     loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), targets.flatten()).item()
-    return {"fp8": convert is not None, "step_time_s": times.median,
+    return {"fp8": convert is not None, "float8_asked": run.get("float8", True),
+            "step_time_s": times.median,
             "tokens_per_s": s.batch * s.seq / times.median, "loss": loss,
             "loss_finite": math.isfinite(loss)}  # fmt: skip
 
@@ -486,7 +527,7 @@ def _row(r: dict) -> str:
         figures.append(f"{_pct(r['fraction_of_roofline'])} of HBM roofline")
     if r.get("compile_mode") == "reduce-overhead":
         figures.append(f"{r['cudagraph_skips']} graphs not under CUDA graphs")
-    if r.get("fp8") is False:
+    if r.get("fp8") is False and r.get("float8_asked", True):
         figures.append("bf16: fp8 conversion left out in a dry run")
     if "loss_finite" in r:
         figures.append(f"loss {r['loss']:.3f}")
