@@ -27,10 +27,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import torch
-from kernel_shapes import graphed, plan_rule
+from kernel_shapes import graphed, kernel_cli, plan_rule
 
 FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0  # float8_e4m3fn's largest finite value
@@ -228,19 +227,13 @@ def experts_table(result: dict) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--against-plan", type=Path, metavar="RESULTS",
-                        help="print a results file beside plan's rule (no GPU needed)")  # fmt: skip
-    parser.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes")
-    parser.add_argument("--part", choices=("all", "backward"), default="all",
-                        help="backward: only the experts, forward and backward")  # fmt: skip
-    args = parser.parse_args()
-    if args.against_plan:
-        print(against_plan(json.loads(args.against_plan.read_text())), end="")
+    def part(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--part", choices=("all", "backward"), default="all",
+                            help="backward: only the experts, forward and backward")  # fmt: skip
+
+    args = kernel_cli(__doc__, against_plan, add=part)
+    if args is None:
         return
-    if args.out is None:
-        parser.error("--out is required to measure")
     sizes = DRY if args.dry_run else GPU
     device = torch.device("cpu" if args.dry_run else "cuda")
     compiled = {}

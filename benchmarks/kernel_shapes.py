@@ -219,22 +219,30 @@ def against_plan(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def kernel_cli(doc: str, against_plan, dry_help: str = "CPU, tiny shapes", add=None):
+    """The command line the kernel scripts share: --out to measure (--dry-run: on CPU, tiny),
+    or --against-plan RESULTS to print a results file beside plan's rules (no GPU needed),
+    after which it returns None. `add` adds a script's own options to the parser."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--out", type=Path)
-    parser.add_argument(
-        "--against-plan",
-        type=Path,
-        metavar="RESULTS",
-        help="print a results file beside plan's rule (no GPU needed)",
-    )
-    parser.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes")
+    parser.add_argument("--against-plan", type=Path, metavar="RESULTS",
+                        help="print a results file beside plan's rule (no GPU needed)")  # fmt: skip
+    parser.add_argument("--dry-run", action="store_true", help=dry_help)
+    if add is not None:
+        add(parser)
     args = parser.parse_args()
     if args.against_plan:
         print(against_plan(json.loads(args.against_plan.read_text())), end="")
-        return
+        return None
     if args.out is None:
         parser.error("--out is required to measure")
+    return args
+
+
+def main() -> None:
+    args = kernel_cli(__doc__, against_plan)
+    if args is None:
+        return
     sizes = DRY if args.dry_run else GPU
     device = torch.device("cpu" if args.dry_run else "cuda")
     result = {

@@ -16,12 +16,10 @@ to fp8's FLOPs per byte) over its bf16 rule for the same GEMMs. Nothing is fitte
 
 from __future__ import annotations
 
-import argparse
 import json
-from pathlib import Path
 
 import torch
-from kernel_shapes import plan_rule, timed
+from kernel_shapes import kernel_cli, plan_rule, timed
 from torch import nn
 
 # (name, width, hidden width of the MLP's projections), from each model's config.json; the
@@ -92,17 +90,9 @@ def against_plan(result: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--against-plan", type=Path, metavar="RESULTS",
-                        help="print a results file beside plan's rule (no GPU needed)")  # fmt: skip
-    parser.add_argument("--dry-run", action="store_true", help="CPU, tiny widths, bf16 only")
-    args = parser.parse_args()
-    if args.against_plan:
-        print(against_plan(json.loads(args.against_plan.read_text())), end="")
+    args = kernel_cli(__doc__, against_plan, dry_help="CPU, tiny widths, bf16 only")
+    if args is None:
         return
-    if args.out is None:
-        parser.error("--out is required to measure")
     device = torch.device("cpu" if args.dry_run else "cuda")
     widths = [("tiny", 32, 64)] if args.dry_run else WIDTHS
     try:
