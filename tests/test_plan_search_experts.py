@@ -11,7 +11,7 @@ import pytest
 
 from archspec import build_ir, load_spec
 from archspec.plan.hardware import get_system
-from archspec.plan.search import expert_parallel_sizes, search
+from archspec.plan.search import FOLDED, expert_parallel_sizes, search
 from archspec.plan.step import Training, expert_parallel_ranks
 from tests.hostile import cli
 
@@ -38,6 +38,9 @@ def test_a_searched_moe_layout_is_one_megatron_core_can_run() -> None:
     result = search(ir, get_system("h100-sxm"), run)
     layouts = [c.time.layout for c in result.ranked]
     assert {lay.ep for lay in layouts} == {1, 2, 4, 8}
+    # Folding is proposed only where it can run: no layout is left out for a reason the user
+    # did not cause by an option.
+    assert FOLDED not in result.dropped
     assert any(lay.etp == 1 for lay in layouts) and any(lay.etp is None for lay in layouts)
     for lay in layouts:
         dp = 64 // (lay.tp * lay.pp * lay.cp)

@@ -162,8 +162,9 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
                         yield None, f"--ep {ep} does not divide the {dp} data-parallel ranks"
                         continue
                     if folded and (not sp_ or replicas > 1):
-                        yield None, FOLDED
-                        continue
+                        if "etp" in only:  # given: refused with its reason
+                            yield None, FOLDED
+                        continue  # searched: folding is tried only where it can be
                     if replicas > 1 and (zero == 0 or dp % replicas or (dp // replicas) % ep):
                         yield None, (f"--dp-replicate {replicas} needs ZeRO and whole groups "
                                      "of data-parallel ranks")  # fmt: skip
@@ -190,7 +191,8 @@ def expert_parallel_sizes(ir: IR, gpus: int) -> list[int]:
 def expert_layouts(eps: list[int], tp: int, only: dict):
     """(ep, etp) pairs: the experts split over the tp ranks as the dense layers are (etp None)
     and, beside tp > 1 and ep > 1, held whole with ep folded over tp × cp × dp (etp 1,
-    Megatron-Core's MoE parallel folding). A given --etp is tried as given."""
+    Megatron-Core's MoE parallel folding; layout_space keeps it only beside sequence
+    parallelism and one data-parallel group). A given --etp is tried as given."""
     for ep in eps:
         if "etp" in only:
             yield ep, only["etp"][0]
