@@ -472,6 +472,13 @@ PlanAttn = Annotated[
     str,
     _opt("--attn", help="flash (fused kernel) or eager (materialised scores).", metavar="KERNEL"),
 ]
+PlanAttnKernel = Annotated[
+    str | None,
+    _opt("--attn-kernel", help="The fused attention kernel (with --attn flash): fa2 (the GEMM "
+         "rule, FlashAttention-2's kernel within 25% on an H100) or cudnn (cuDNN's, Transformer "
+         "Engine's choice on Hopper, at its throughput measured on an H100; H100-class parts "
+         "only). Default: fa2.", metavar="KERNEL"),
+]  # fmt: skip
 PlanTop = Annotated[int, _opt("--top", help="Layouts to show from a search.")]
 PlanCp = Annotated[
     int | None,

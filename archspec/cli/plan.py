@@ -23,6 +23,7 @@ from archspec.cli.options import (
     PlanAccept,
     PlanAsyncTp,
     PlanAttn,
+    PlanAttnKernel,
     PlanBatch,
     PlanCheckpoint,
     PlanConcurrency,
@@ -91,7 +92,7 @@ def plan(
     stage_layers: PlanStageLayers = None, offload_layers: PlanOffloadLayers = None,
     async_tp: PlanAsyncTp = False, ep_dispatch: PlanEpDispatch = None,
     fp8_all_gather: PlanFp8AllGather = False, checkpoint: PlanCheckpoint = None,
-    tokens: PlanTokens = None,
+    tokens: PlanTokens = None, attn_kernel: PlanAttnKernel = None,
     price: PlanPrice = None, mfu: PlanMfu = None, efficiency: PlanEfficiency = None,
     force: ForceOpt = False, json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
@@ -174,7 +175,8 @@ def _serve(ir, system, o) -> dict[str, Any]:
          "--async-tp": o.async_tp or None, "--fp8-all-gather": o.fp8_all_gather or None,
          "--checkpoint": o.checkpoint, "--ep-dispatch": o.ep_dispatch,
          "--moe-imbalance": o.moe_imbalance, "--etp": o.etp, "--tokens": o.tokens,
-         "--price": o.price, "--mfu": o.mfu, "--efficiency": o.efficiency})  # fmt: skip
+         "--attn-kernel": o.attn_kernel, "--price": o.price, "--mfu": o.mfu,
+         "--efficiency": o.efficiency})  # fmt: skip
     if ignored:
         report["ignored"] = ignored
         stderr().print(f"ignored with --mode serve: {', '.join(ignored)} (training only)")
@@ -188,7 +190,8 @@ def _train(ir, system, o) -> dict[str, Any]:
     what_if = request.checked_what_if(o.tokens, o.price, o.mfu, o.efficiency)
     run = request.training_run(ir, o.gpus, o.global_batch, o.seq, o.dtype, o.grad_dtype, o.attn,
                                o.top, o.engine, o.async_tp, o.fp8_all_gather,
-                               o.checkpoint, o.ep_dispatch, o.moe_imbalance)  # fmt: skip
+                               o.checkpoint, o.ep_dispatch, o.moe_imbalance, o.attn_kernel,
+                               system.accelerator.key)  # fmt: skip
     beyond_context(ir, [run.seq])
     given = {"tp": o.tp, "pp": o.pp, "interleave": o.interleave, "sp": o.sp_,
              "micro_batch": o.batch, "recompute": o.recompute, "zero": o.zero, "cp": o.cp,

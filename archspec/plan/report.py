@@ -129,6 +129,7 @@ def header(ir: IR, system: System, run: Training) -> dict[str, Any]:
         "ep_dispatch": run.ep_dispatch,  # how --ep dispatches tokens (engines.py)
         # the busiest ep rank's routed rows over the mean; None: uniform routing's
         "moe_imbalance": run.moe_imbalance,
+        "attn_kernel": run.attn_kernel,  # the fused attention kernel timed (attention_kernels.py)
     }
 
 

@@ -74,6 +74,7 @@ def training_run(
     grad_dtype: str | None, attn: str, top: int = 1, engine: str | None = None,
     async_tp: bool = False, fp8_all_gather: bool = False, checkpoint: str | None = None,
     ep_dispatch: str | None = None, moe_imbalance: float | None = None,
+    attn_kernel: str | None = None, accelerator: str | None = None,
 ) -> Training:  # fmt: skip
     """The training run the options describe: the sequence length defaults to the context;
     gradients default to the dtype (bf16 under fp8, whose weights and gradients stay bf16);
@@ -108,6 +109,7 @@ def training_run(
         )
     if top < 1:
         raise SpecError(f"--top must be at least 1 (got {top}): the layouts a search shows")
+    check_attn_kernel(attn_kernel, attn, accelerator)
 
     if global_batch is None:
         raise SpecError("--global-batch (sequences per optimizer step) is needed to train")
@@ -122,7 +124,28 @@ def training_run(
         raise SpecError("--seq must be at least 1")
     return Training(gpus, global_batch, seq, dtype, grad_dtype, attn, engine, async_tp,
                     fp8_all_gather, checkpoint, ep_dispatch or "fused",
-                    moe_imbalance)  # fmt: skip
+                    moe_imbalance, attn_kernel or "fa2")  # fmt: skip
+
+
+def check_attn_kernel(kernel: str | None, attn: str, accelerator: str | None) -> None:
+    """--attn-kernel: fa2 or cudnn, a fused kernel (so --attn flash), and cuDNN's only on a
+    part with an H100's tensor cores, where its throughput was measured."""
+    from archspec.plan.attention_kernels import KERNELS, measured_on
+
+    if kernel is None:
+        return
+    if kernel not in KERNELS:
+        raise SpecError(f"--attn-kernel takes one of: {', '.join(KERNELS)} (got '{kernel}')",
+                        hint=did_you_mean(kernel, KERNELS))  # fmt: skip
+    if attn != "flash":
+        raise SpecError(f"--attn-kernel {kernel} names a fused kernel: it needs --attn flash "
+                        f"(got --attn {attn})")  # fmt: skip
+    if kernel == "cudnn" and accelerator is not None and not measured_on(accelerator):
+        raise SpecError(
+            f"--attn-kernel cudnn: cuDNN's fused attention was measured on an H100 only, and "
+            f"{accelerator} does not have its tensor cores",
+            hint="--attn-kernel fa2 (the default) times the GEMM rule on any part",
+        )
 
 
 def given_layout(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from archspec.plan.attention_kernels import cudnn_attention_flops
 from archspec.plan.efficiency import Efficiency
 from archspec.plan.hardware import Accelerator, load_accelerators, tensor_core_twin
 from archspec.plan.opcost import OpCost
@@ -37,9 +38,13 @@ class Roofline:
     # run at, or 0 for the fitted one as it is. See `of`.
     linear_half: float = 0.0
     half: float = 0.0
+    # The attention core runs cuDNN's fused kernel at its measured throughput, not the GEMM
+    # rule (attention_kernels.py: Transformer Engine's choice on Hopper).
+    cudnn_attention: bool = False
 
     @classmethod
-    def of(cls, accel: Accelerator, dtype: str, eff: Efficiency) -> Roofline:
+    def of(cls, accel: Accelerator, dtype: str, eff: Efficiency,
+           cudnn_attention: bool = False) -> Roofline:  # fmt: skip
         # Weight-only int8/int4 compute in bf16 (count's memory model says the same); fp8
         # training computes in bf16 except the projections.
         compute = dtype if dtype in ("fp32", "bf16", "fp16") else "bf16"
@@ -56,7 +61,7 @@ class Roofline:
         return cls(peak, accel.bandwidth * eff.memory_peak, eff,
                    linear * (eff.fp8_matmul if dtype == "fp8" else 1.0),
                    half_size(eff, linear, gemm_bandwidth),
-                   half_size(eff, peak, gemm_bandwidth))  # fmt: skip
+                   half_size(eff, peak, gemm_bandwidth), cudnn_attention)  # fmt: skip
 
     def matmul_time(self, flops: float, m: float, n: float, k: float, peak: float = 0.0,
                     half: float = 0.0) -> float:  # fmt: skip
@@ -78,9 +83,12 @@ class Roofline:
                 peak, half = self.peak, self.half
             else:
                 peak, half = self.linear_peak or self.peak, self.linear_half or self.half
-            if cost.label == "attention.flash":
-                peak *= self.eff.attention
-            compute = self.matmul_time(flops / ways, m, n, k, peak, half)
+            if cost.label == "attention.flash" and self.cudnn_attention:
+                compute = flops / ways / cudnn_attention_flops(n, k)  # keys, head width
+            else:
+                if cost.label == "attention.flash":
+                    peak *= self.eff.attention
+                compute = self.matmul_time(flops / ways, m, n, k, peak, half)
         else:
             compute = flops / ways / (self.peak * self.eff.matmul_peak)
         return max(compute, moved / ways / self.bandwidth)

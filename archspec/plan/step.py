@@ -191,6 +191,9 @@ class Training:
     # The busiest expert-parallel rank's routed rows over the mean; None: what uniform routing
     # gives (dispatch.routing_imbalance), as the benchmarks' forced balancing routes.
     moe_imbalance: float | None = None
+    # The fused attention kernel under --attn flash: "fa2", the GEMM rule (FlashAttention-2's
+    # kernel), or "cudnn", cuDNN's at its throughput measured on an H100 (attention_kernels.py).
+    attn_kernel: str = "fa2"
 
 
 def checkpoint_of(run: Training) -> str:
@@ -221,7 +224,8 @@ class StepModel:
         eff = eff or self.engine.efficiency(system.accelerator.key)
         self.ir, self.system, self.run, self.eff = ir, system, run, eff
         self.c = COMPUTE_BYTES[run.dtype]
-        self.roofline = Roofline.of(system.accelerator, run.dtype, eff)
+        self.cudnn_attention = run.attn == "flash" and run.attn_kernel == "cudnn"
+        self.roofline = Roofline.of(system.accelerator, run.dtype, eff, self.cudnn_attention)
         self.bandwidth = self.roofline.bandwidth
         self.costs: PassCosts = pass_costs(ir, self.c, run.attn)
         self.d_model = ir.value(ir.root.d_model)
@@ -242,7 +246,8 @@ class StepModel:
         other = object.__new__(StepModel)
         other.__dict__.update(self.__dict__)
         other.eff = eff
-        other.roofline = Roofline.of(self.system.accelerator, self.run.dtype, eff)
+        other.roofline = Roofline.of(self.system.accelerator, self.run.dtype, eff,
+                                     self.cudnn_attention)  # fmt: skip
         return other
 
     # Costs as numbers.
