@@ -1,25 +1,26 @@
-"""The fused attention kernel a stack runs, where it is not the one plan's rule describes.
+"""cuDNN's fused attention, at its throughput measured on an H100 (`plan --attn-kernel cudnn`).
 
 plan costs a fused (flash) attention as a GEMM of (queries, keys, head width) under the fitted
 matmul rule (opcost.py, roofline.py). On an H100 that rule is FlashAttention-2's kernel within
 25% at head width 128 (benchmarks/RESULTS.md, "Each attention kernel forced"), the kernel the
-stacks of most published runs called. Transformer Engine does not: since its commit 32db39288
-(2023-12-07, "Integrate cuDNN frontend v1 to fused attention") it gives cuDNN's fused
+stacks of most published runs called. Transformer Engine calls another: since its commit
+32db39288 (2023-12-07, "Integrate cuDNN frontend v1 to fused attention") it gives cuDNN's fused
 attention (its `FusedAttention` backend) preference over FlashAttention on Hopper and later
 ("Disabling FlashAttention to give FusedAttention preference on Hopper+ for performance
 reasons": `get_attention_backend` in transformer_engine/pytorch/attention/dot_product_attention/
-utils.py at d0067d0). So a stack on Transformer Engine's layers (NeMo, Megatron-Core) runs
-cuDNN's kernel, which on one H100 ran 1.15-2.03 times the rule at head width 128.
+utils.py at d0067d0), and on one H100 that kernel ran at 1.15-2.03 times the rule at head
+width 128. A run known to call it is timed from the measurement, not the rule; it is not the
+nemo engine's default (docs/plan.md, "Which fused attention kernel", says why).
 
-Its time on a Hopper part is therefore taken from that measurement, not from the rule: torch
-2.11's scaled_dot_product_attention with its cuDNN backend forced, causal, forward and backward,
-16,384 tokens a head and 32 heads, bf16, on one H100 80GB HBM3
+The measurement: torch 2.11's scaled_dot_product_attention with its cuDNN backend forced,
+causal, forward and backward, 16,384 tokens a head and 32 heads, bf16, on one H100 80GB HBM3
 (benchmarks/gpu-h100-sweep/kernels-backends.json, `benchmarks/kernel_shapes.py`; nothing fitted
 to published runs). TFLOP/s count the causal half of the pairs, 4·S²·d/2 a head forward and 2.5
 times that backward, as opcost.py counts a flash kernel. Between the measured shapes the
 throughput is interpolated linearly in log2(S) and in the head width; beyond them it is held at
 the nearest (a longer sequence at 8,192's, a head wider than 128 at 128's), which is measured
-nowhere. Blackwell parts run cuDNN's kernel too, but it was not measured there: they keep the rule.
+nowhere. Only parts with an H100's tensor cores take it: Blackwell runs cuDNN's kernel too, but
+it was not measured there.
 """
 
 from __future__ import annotations
