@@ -224,8 +224,8 @@ class StepModel:
         eff = eff or self.engine.efficiency(system.accelerator.key)
         self.ir, self.system, self.run, self.eff = ir, system, run, eff
         self.c = COMPUTE_BYTES[run.dtype]
-        self.cudnn_attention = run.attn == "flash" and run.attn_kernel == "cudnn"
-        self.roofline = Roofline.of(system.accelerator, run.dtype, eff, self.cudnn_attention)
+        cudnn = run.attn == "flash" and run.attn_kernel == "cudnn"
+        self.roofline = Roofline.of(system.accelerator, run.dtype, eff, cudnn)
         self.bandwidth = self.roofline.bandwidth
         self.costs: PassCosts = pass_costs(ir, self.c, run.attn)
         self.d_model = ir.value(ir.root.d_model)
@@ -247,7 +247,7 @@ class StepModel:
         other.__dict__.update(self.__dict__)
         other.eff = eff
         other.roofline = Roofline.of(self.system.accelerator, self.run.dtype, eff,
-                                     self.cudnn_attention)  # fmt: skip
+                                     self.roofline.cudnn_attention)  # fmt: skip
         return other
 
     # Costs as numbers.
