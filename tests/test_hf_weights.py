@@ -121,6 +121,14 @@ FAMILIES: dict[str, tuple[str, str, dict[str, Any]]] = {
         intermediate_size=128, max_position_embeddings=32,
         rope_parameters={"rope_type": "yarn", "factor": 4.0, "beta_fast": 4.0, "beta_slow": 1.0,
                          "original_max_position_embeddings": 8, "rope_theta": 100.0})),
+    # gpt-oss's YaRN (theta 150000, factor 32, betas 32 and 1, truncate false) over an original
+    # context of 1024, which puts the ramp's unrounded ends inside the 8 pairs (2.2, 6.8).
+    "llama-rope-yarn-unrounded": ("LlamaForCausalLM", "LlamaConfig", dict(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=128, max_position_embeddings=32,
+        rope_parameters={"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                         "truncate": False, "original_max_position_embeddings": 1024,
+                         "rope_theta": 150000.0})),
     # Dynamic NTK past an original context of 8: the batch (10) grows the base, generation's
     # prompt (5) restores it and its steps (6 to 13) grow it again, in both implementations.
     "llama-rope-dynamic": ("LlamaForCausalLM", "LlamaConfig", dict(

@@ -110,7 +110,8 @@ def test_auto_map_is_no_reason_to_refuse_a_model_type_transformers_implements() 
         ({**PHI_2, "qk_layernorm": True}, "qk_layernorm"),
         # 0.4125 of head_dim 80 is 33 channels: RoPE turns pairs.
         ({**PHI_2, "partial_rotary_factor": 0.4125}, "partial_rotary_factor"),
-        ({**PYTHIA_1_4B, "rope_scaling": {"type": "yarn", "factor": 2.0, "truncate": False,
+        # transformers would read the text as true, whatever it says
+        ({**PYTHIA_1_4B, "rope_scaling": {"type": "yarn", "factor": 2.0, "truncate": "false",
                                           "original_max_position_embeddings": 1024}},
          "rope_scaling"),
         ({**PYTHIA_1_4B, "rotary_pct": 0.5, "rope_parameters": {"partial_rotary_factor": 0.25}},

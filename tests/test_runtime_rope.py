@@ -11,6 +11,7 @@ import torch
 from archspec.backends.torchgen import generate_source
 from archspec.backends.torchgen.copied import source_of
 from archspec.ir.build import build_ir
+from archspec.kinds.positions.rope_yarn import YarnScaling
 from archspec.runtime import rope
 from archspec.spec.resolve import load_spec
 
@@ -66,15 +67,85 @@ def test_llama3_tables_equal_transformers() -> None:
     torch.testing.assert_close(ours, expected)
 
 
-@pytest.mark.parametrize("attention_factor", [None, 0.5])
-def test_yarn_tables_equal_transformers(attention_factor) -> None:
-    settings = {"factor": 4.0, "beta_fast": 32.0, "beta_slow": 1.0}
-    if attention_factor is not None:
-        settings["attention_factor"] = attention_factor
-    original = {"original_max_position_embeddings": 16}
-    expected, scale = hf_tables({"rope_type": "yarn", **settings, **original})
-    scaling = (4.0, 16, 32.0, 1.0, scale)
-    torch.testing.assert_close(rope.yarn_rope(POSITIONS, HEAD_DIM, THETA, scaling), expected)
+# YaRN's settings: (head_dim, theta, rope_parameters beyond rope_type and rope_theta).
+YARN = {
+    # gpt-oss: head_dim 64 (not hidden 2880 / 64 heads), the ramp's ends unrounded (8.1, 17.4)
+    "gpt-oss": (64, 150000.0, {"factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                               "truncate": False, "original_max_position_embeddings": 4096}),
+    "gpt-oss-truncated": (64, 150000.0, {"factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+                                         "truncate": True,
+                                         "original_max_position_embeddings": 4096}),
+    # the ramp starting at channel 0 (beta_fast's end is negative), high at 1.6
+    "short-context": (32, 10000.0, {"factor": 4.0, "original_max_position_embeddings": 16}),
+    "short-context-unrounded": (32, 10000.0, {"factor": 4.0, "truncate": False,
+                                              "original_max_position_embeddings": 16}),
+    "scaled": (32, 10000.0, {"factor": 4.0, "attention_factor": 0.5,
+                             "original_max_position_embeddings": 16}),
+    # both ends inside, unrounded: low 20.4, high 30.0 of 64 pairs
+    "wide": (128, 1e6, {"factor": 8.0, "beta_fast": 16.0, "beta_slow": 2.0, "truncate": False,
+                        "original_max_position_embeddings": 8192}),
+}  # fmt: skip
+
+
+def hf_yarn(head_dim: int, theta: float, settings: dict):
+    """transformers' YaRN rotary embedding of a Llama with heads of head_dim."""
+    config = LlamaConfig(
+        hidden_size=2880,
+        num_attention_heads=64,
+        head_dim=head_dim,
+        max_position_embeddings=131072,
+        rope_parameters={"rope_type": "yarn", "rope_theta": theta, **settings},
+    )
+    return llama.LlamaRotaryEmbedding(config)
+
+
+def ours(settings: dict) -> tuple:
+    """The yarn_rope settings the generated Config holds for them: the spec's record's."""
+    record = YarnScaling(
+        factor=settings["factor"],
+        original_max_seq_len=settings["original_max_position_embeddings"],
+        beta_fast=settings.get("beta_fast", 32.0),
+        beta_slow=settings.get("beta_slow", 1.0),
+        attention_factor=settings.get("attention_factor"),
+        truncate=settings.get("truncate", True),
+    )
+    values = record.values()
+    return tuple(
+        values[name]
+        for name in (
+            "factor", "original_max_seq_len", "beta_fast", "beta_slow", "attention_factor",
+            "truncate",
+        )
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(YARN))
+def test_yarn_frequencies_and_scale_equal_transformers(name: str) -> None:
+    head_dim, theta, settings = YARN[name]
+    hf = hf_yarn(head_dim, theta, settings)
+    scaling = ours(settings)
+    assert torch.equal(rope.yarn_inv_freq(head_dim, theta, scaling), hf.inv_freq)
+    assert scaling[4] == hf.attention_scaling
+
+
+@pytest.mark.parametrize("name", list(YARN))
+def test_yarn_tables_equal_transformers(name: str) -> None:
+    head_dim, theta, settings = YARN[name]
+    positions = torch.tensor([0, 1, 7, 15, 16, 100, 4095, 4096, 32768, 131071])
+    hf = hf_yarn(head_dim, theta, settings)
+    expected = hf(torch.zeros(1), positions[None])
+    cos, sin = rope.yarn_rope(positions, head_dim, theta, ours(settings))
+    assert torch.equal(cos, expected[0][0]) and torch.equal(sin, expected[1][0])
+
+
+def test_unrounded_ends_give_other_frequencies() -> None:
+    """gpt-oss's truncate: false is not the rounded ramp (the test above tells them apart)."""
+    head_dim, theta, settings = YARN["gpt-oss"]
+    rounded = {**settings, "truncate": True}
+    assert not torch.equal(
+        rope.yarn_inv_freq(head_dim, theta, ours(settings)),
+        rope.yarn_inv_freq(head_dim, theta, ours(rounded)),
+    )
 
 
 class _Stack(torch.nn.Module):
@@ -167,7 +238,7 @@ COPIED = [
     ("gpt-j-6b", [], [rope.interleaved_rope_angles, rope.apply_interleaved_rope]),
     ("phi-2", [], [rope.apply_partially]),
     ("llama-3.1-8b", [], [rope.llama3_rope]),
-    ("deepseek-v2-lite", [], [rope.yarn_rope]),
+    ("deepseek-v2-lite", [], [rope.yarn_inv_freq, rope.yarn_rope]),
     (
         "llama-2-7b",
         ["position.scaling=dynamic", "position.factor=2.0"],

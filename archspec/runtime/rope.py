@@ -112,34 +112,49 @@ def llama3_rope(
     return angles.cos(), angles.sin()
 
 
-def yarn_rope(
-    positions: Tensor,
+def yarn_inv_freq(
     dim: int,
     theta: float,
-    scaling: tuple[float, int, float, float, float],
-) -> tuple[Tensor, Tensor]:
-    """RoPE's cos and sin with YaRN's scaling (Peng et al. 2023), as transformers
-    computes it (float32, like rope_angles).
+    scaling: tuple[float, int, float, float, float, bool],
+    device: torch.device | None = None,
+) -> Tensor:
+    """The rotation frequencies of YaRN's scaling (Peng et al. 2023), (dim / 2,) in
+    float32, computed as transformers' _compute_yarn_parameters computes them.
 
     Channels turning more than beta_fast times over the original context keep their
     frequency, those turning fewer than beta_slow times are divided by `factor`, a
-    linear ramp blends the channels between; cos and sin are multiplied by
-    attention_factor.
+    linear ramp blends the channels between; its ends are rounded down and up to whole
+    channel pairs when `truncate`.
     """
-    factor, original, beta_fast, beta_slow, attention_factor = scaling
+    factor, original, beta_fast, beta_slow, _, truncate = scaling
 
     def channel(rotations: float) -> float:
         turns = math.log(original / (rotations * 2 * math.pi))
         return dim * turns / (2 * math.log(theta))
 
-    low = max(math.floor(channel(beta_fast)), 0)
-    high = min(math.ceil(channel(beta_slow)), dim - 1)
+    low, high = channel(beta_fast), channel(beta_slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
     high = high + 0.001 if low == high else high
-    channels = torch.arange(0, dim, 2, device=positions.device).float()
+    channels = torch.arange(0, dim, 2, device=device).float()
     frequencies = theta ** (channels / dim)
-    pairs = torch.arange(dim // 2, device=positions.device).float()
+    pairs = torch.arange(dim // 2, device=device).float()
     kept = 1 - ((pairs - low) / (high - low)).clamp(0, 1)
-    inv_freq = (1 - kept) / (factor * frequencies) + kept / frequencies
+    interpolated, extrapolated = 1.0 / (factor * frequencies), 1.0 / frequencies
+    return interpolated * (1 - kept) + extrapolated * kept
+
+
+def yarn_rope(
+    positions: Tensor,
+    dim: int,
+    theta: float,
+    scaling: tuple[float, int, float, float, float, bool],
+) -> tuple[Tensor, Tensor]:
+    """RoPE's cos and sin with YaRN's scaling (float32, like rope_angles): the angles
+    of yarn_inv_freq's frequencies, cos and sin multiplied by attention_factor."""
+    attention_factor = scaling[4]
+    inv_freq = yarn_inv_freq(dim, theta, scaling, positions.device)
     angles = positions.float()[..., None] * inv_freq
     angles = torch.cat([angles, angles], dim=-1)
     return angles.cos() * attention_factor, angles.sin() * attention_factor

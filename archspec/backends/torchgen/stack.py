@@ -81,7 +81,7 @@ def _init(f: Features, stack: Stack, size: ExprPrinter) -> str:
     constants, values = {}, position.values()
     for spec, field in reversed(entry.parameters):
         value = values[spec]
-        if isinstance(value, int) and value:
+        if isinstance(value, int) and not isinstance(value, bool) and value:
             constants[value] = f"config.{field}"
     for part in stack.children:
         if isinstance(part, Repeat):

@@ -25,11 +25,20 @@ def scaling_number(f: Fields, key: str, name: str, value: Any) -> float:
     return float(value)
 
 
+def read_truncate(f: Fields, key: str, found: dict[str, Any]) -> bool:
+    """Whether the ramp's ends are rounded: transformers tests `truncate` for truth, left out
+    meaning true and null false (gpt-oss writes false); text or a number is refused, which
+    it would read as true whatever it says."""
+    value = found.get("truncate", True)
+    if value is not None and not isinstance(value, bool):
+        raise f.error(key, f"truncate: expected true or false, got {shown(value)}")
+    return bool(value)
+
+
 def read_yarn(f: Fields, key: str, found: dict[str, Any]) -> dict[str, Any]:
     """The spec's yarn fields. transformers reads `beta_fast or 32` and `beta_slow or 1`, and
     derives attention_factor from mscale / mscale_all_dim when both are set (DeepSeek)."""
-    if found.get("truncate", True) is not True:
-        raise f.error(key, "YaRN with truncate: false (an unrounded correction range)")
+    truncate = read_truncate(f, key, found)
     for name in ("factor", *NUMBERS):
         if found.get(name) is not None:
             scaling_number(f, key, name, found[name])
@@ -44,6 +53,8 @@ def read_yarn(f: Fields, key: str, found: dict[str, Any]) -> dict[str, Any]:
     }
     if attention is not None:
         out["attention_factor"] = float(attention)
+    if not truncate:
+        out["truncate"] = False
     return out
 
 
@@ -51,4 +62,6 @@ def write_yarn(p: YarnScaling) -> dict[str, Any]:
     out: dict[str, Any] = {"beta_fast": p.beta_fast, "beta_slow": p.beta_slow}
     if p.attention_factor is not None:
         out["attention_factor"] = p.attention_factor
+    if not p.truncate:
+        out["truncate"] = False
     return out

@@ -38,6 +38,13 @@ class YarnScaling(Scaling):
         default=None,
         metadata=doc("cos and sin scaled by it; default 0.1 ln(factor) + 1", positive=True),
     )
+    truncate: bool = field(
+        default=True,
+        metadata=doc(
+            "the ramp's ends rounded to whole channel pairs (down, up); false keeps them "
+            "unrounded (transformers' truncate, gpt-oss)"
+        ),
+    )
     entry_name = "rope_yarn"
     interleaved_entry_name = "rope_yarn_interleaved"  # DeepSeek-V2
 
@@ -50,7 +57,7 @@ class YarnScaling(Scaling):
 
 class YarnRotary(Rotary):
     def helpers(self, causalities):
-        return [*super().helpers(causalities), rope("yarn_rope")]
+        return [*super().helpers(causalities), rope("yarn_inv_freq", "yarn_rope")]
 
     def table(self, width):
         return [
@@ -60,6 +67,7 @@ class YarnRotary(Rotary):
             "    config.rope_beta_fast,",
             "    config.rope_beta_slow,",
             "    config.rope_attention_factor,",
+            "    config.rope_truncate,",
             ")",
             "theta = config.rope_theta",
             f"cos, sin = yarn_rope(positions, {width}, theta, scaling)",
@@ -90,6 +98,7 @@ PARAMETERS = (
     ("beta_fast", "rope_beta_fast"),
     ("beta_slow", "rope_beta_slow"),
     ("attention_factor", "rope_attention_factor"),
+    ("truncate", "rope_truncate"),
     ROTARY_DIM,
 )
 
