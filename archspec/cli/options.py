@@ -451,6 +451,16 @@ PlanRecompute = Annotated[
         panel=_LAYOUT,
     ),
 ]
+PlanRecomputeModules = Annotated[
+    str | None,
+    _opt(
+        "--recompute-modules",
+        help="With --recompute selective: Megatron-Core's recompute_modules, comma-separated: "
+        "core_attn (the default), layernorm, moe_act (the latter two with --engine nemo).",
+        metavar="LIST",
+        panel=_LAYOUT,
+    ),
+]
 PlanZero = Annotated[int | None, _opt("--zero", help="ZeRO stage 0-3.", panel=_LAYOUT)]
 PlanDtype = Annotated[
     str,

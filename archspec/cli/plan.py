@@ -57,6 +57,7 @@ from archspec.cli.options import (
     PlanPrompt,
     PlanRate,
     PlanRecompute,
+    PlanRecomputeModules,
     PlanSeq,
     PlanServePlot,
     PlanSp,
@@ -90,16 +91,16 @@ def plan(
     concurrency: PlanConcurrency = None, plot: PlanServePlot = None, cp: PlanCp = None,
     ep: PlanEp = None, dp_replicate: PlanDpReplicate = None, node_size: PlanNodeSize = None,
     stage_layers: PlanStageLayers = None, offload_layers: PlanOffloadLayers = None,
+    recompute_modules: PlanRecomputeModules = None,
     async_tp: PlanAsyncTp = False, ep_dispatch: PlanEpDispatch = None,
     fp8_all_gather: PlanFp8AllGather = False, checkpoint: PlanCheckpoint = None,
     tokens: PlanTokens = None, attn_kernel: PlanAttnKernel = None,
     price: PlanPrice = None, mfu: PlanMfu = None, efficiency: PlanEfficiency = None,
     force: ForceOpt = False, json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
-    """Predict a training step (time, tokens/s, MFU, memory per device and where the time goes)
-    on a named cluster, searching the layouts that fit when none is given; or, with `--mode
-    serve`, prefill and per-token latency. No GPU is needed: the time model puts every op of
-    the spec on the accelerator's roofline (docs/plan.md has its validation).
+    """Predict a training step (time, tokens/s, MFU, memory per device, where the time goes) on
+    a named cluster, searching the layouts that fit when none is given; or, with `--mode serve`,
+    prefill and per-token latency. No GPU is needed (docs/plan.md has the model's validation).
 
     Examples:
 
@@ -169,7 +170,7 @@ def _serve(ir, system, o) -> dict[str, Any]:
     ignored = request.other_mode_options(
         {"--global-batch": o.global_batch, "--seq": o.seq, "--pp": o.pp,
          "--interleave": o.interleave, "--sp": o.sp_, "--recompute": o.recompute,
-         "--zero": o.zero, "--grad-dtype": o.grad_dtype,
+         "--recompute-modules": o.recompute_modules, "--zero": o.zero, "--grad-dtype": o.grad_dtype,
          "--cp": o.cp, "--ep": o.ep, "--dp-replicate": o.dp_replicate,
          "--stage-layers": o.stage_layers, "--offload-layers": o.offload_layers,
          "--async-tp": o.async_tp or None, "--fp8-all-gather": o.fp8_all_gather or None,
@@ -194,7 +195,8 @@ def _train(ir, system, o) -> dict[str, Any]:
                                system.accelerator.key)  # fmt: skip
     beyond_context(ir, [run.seq])
     given = {"tp": o.tp, "pp": o.pp, "interleave": o.interleave, "sp": o.sp_,
-             "micro_batch": o.batch, "recompute": o.recompute, "zero": o.zero, "cp": o.cp,
+             "micro_batch": o.batch, "zero": o.zero, "cp": o.cp,
+             "recompute": request.recompute_setting(o.recompute, o.recompute_modules, run),
              "ep": o.ep, "dp_replicate": o.dp_replicate, "etp": o.etp,
              "stage_layers": o.stage_layers, "offload_layers": o.offload_layers}  # fmt: skip
     only = request.given_layout(ir, system, run, given)

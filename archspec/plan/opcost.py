@@ -34,6 +34,7 @@ from archspec.backends.count.conventions import get_convention
 from archspec.backends.count.flops import FlopCounter
 from archspec.backends.count.op_checkpoint import OpCheckpoint
 from archspec.backends.count.passes import B, Lengths, Pass, decode_pass, forward_pass
+from archspec.backends.count.recompute_modules import LAYERNORM, MOE_ACT, separate_norms
 from archspec.backends.count.replay import early_stop, unread
 from archspec.ir import ops
 from archspec.ir.lower import lower_block, lower_model, lower_stack
@@ -81,6 +82,10 @@ class OpCost:
     # unembeds with F.linear of the tied embedding (llmfoundry/models/layers/
     # custom_embedding.py at 8c8dd48).
     in_fp8: bool = True
+    # The Megatron-Core module whose selective recomputation replays this op beyond the
+    # attention core (recompute_modules.py): "layernorm" (a norm apart from a projection),
+    # "moe_act" (the experts' activation), or "".
+    recompute_module: str = ""
 
 
 @dataclass
@@ -108,6 +113,7 @@ class CostCounter(FlopCounter):
         self.route: ops.Route | None = None  # the router of the experts being costed
         self.op_checkpoint: OpCheckpoint | None = None  # inside a block: what `op` keeps
         self.visited: list[list[OpCost]] = []  # inside a block: each op's costs, in order
+        self.block: Block | None = None  # inside a block: the block
 
     def add(self, component: str, kind: str, flops: sp.Expr) -> None:
         super().add(component, kind, flops)
@@ -137,6 +143,7 @@ class CostCounter(FlopCounter):
             inner = CostCounter(self.conv, self.lengths, self.compute_bytes, self.attn, self.ctx)
             inner.in_block = True
             inner.op_checkpoint = OpCheckpoint(self.attn)
+            inner.block = run.node
             inner.run(lower_block(run.node).ops)
             block = [op for op, _ in inner.op_checkpoint.visited]
             end = early_stop(block)
@@ -197,7 +204,15 @@ class CostCounter(FlopCounter):
         if isinstance(op, ops.Dropout):
             moved += L.elements(op.out, computed=True)  # the one-byte mask
         tp = "split" if op.out.split else "whole"
-        return [OpCost(name.lower(), "memory", flops, moved, tp=tp, routed=op.out.copies != 1)]
+        return [OpCost(name.lower(), "memory", flops, moved, tp=tp, routed=op.out.copies != 1,
+                       recompute_module=self.recompute_module(op))]  # fmt: skip
+
+    def recompute_module(self, op: ops.Op) -> str:
+        """Which selectively recomputed module (recompute_modules.py) an elementwise op is in."""
+        if isinstance(op, ops.NormOp) and self.block is not None:
+            return LAYERNORM if id(op.module) in separate_norms(self.block) else ""
+        routed = op.out is not None and op.out.copies != 1
+        return MOE_ACT if routed and not isinstance(op, ops.Dispatch) else ""
 
     def attend(self, op: ops.Attend, flops: sp.Expr) -> list[OpCost]:
         L = self.lengths

@@ -14,6 +14,7 @@ from archspec.backends.count.memory import COMPUTE_BYTES
 from archspec.backends.count.op_checkpoint import OP
 from archspec.backends.count.passes import B, whole_sequences
 from archspec.backends.count.peak_report import workload_peaks
+from archspec.backends.count.recompute_modules import CORE_ATTN, selective_modules
 from archspec.backends.count.replay import NON_REENTRANT, full_replays
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
@@ -32,12 +33,19 @@ def step_flops(ir: IR, run: Training, recompute: str) -> tuple[int, int]:
     values = {**ir.env, B: run.global_batch, **whole_sequences(run.seq)}
     conv = get_convention("executed")
     model = flop_figures(ir, conv, "eager", NO_RECOMPUTE).train_step
-    if recompute == OP:
-        # Per-op checkpointing replays ops, not components: the ops its policy replays.
+    modules = selective_modules(recompute)
+    if recompute == OP or modules - {CORE_ATTN}:
+        # Per-op checkpointing and Megatron-Core's recomputed modules replay ops, not
+        # components: the ops the policy replays (the attention core through count's figures).
         costs = pass_costs(ir, COMPUTE_BYTES[run.dtype], run.attn)
+
+        def replays(c) -> bool:
+            return c.replayed_by_op_checkpoint if recompute == OP else c.recompute_module in modules
+
         replayed = sp.Add(*(n * c.flops for n, block in costs.layers for c in block
-                            if c.replayed_by_op_checkpoint))  # fmt: skip
-        hardware = flop_figures(ir, conv, run.attn, NO_RECOMPUTE).train_step + replayed
+                            if replays(c)))  # fmt: skip
+        core = "selective" if CORE_ATTN in modules else NO_RECOMPUTE
+        hardware = flop_figures(ir, conv, run.attn, core).train_step + replayed
     else:
         hardware = flop_figures(ir, conv, run.attn, recompute).train_step
     checkpoint = checkpoint_of(run)

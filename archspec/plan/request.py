@@ -9,6 +9,7 @@ from typing import Any
 
 from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.op_checkpoint import PLAN_RECOMPUTE
+from archspec.backends.count.recompute_modules import CORE_ATTN, is_selective, selective
 from archspec.backends.count.replay import CHECKPOINTS
 from archspec.errors import SpecError, did_you_mean
 from archspec.ir.nodes import IR
@@ -148,6 +149,26 @@ def check_attn_kernel(kernel: str | None, attn: str, accelerator: str | None) ->
         )
 
 
+def recompute_setting(recompute: str | None, modules: str | None, run: Training) -> str | None:
+    """--recompute with --recompute-modules as one setting (`selective:layernorm,moe_act`):
+    the modules need selective recomputation, and beyond the attention core Transformer
+    Engine's layers (the nemo engine), whose norms and fused activation they free."""
+    if modules is None:
+        return recompute
+    if recompute not in (None, "selective"):
+        raise SpecError(f"--recompute-modules selects what --recompute selective replays; "
+                        f"with --recompute {recompute} it has no meaning")  # fmt: skip
+    setting = selective([m.strip() for m in modules.split(",") if m.strip()])
+    if setting != "selective" and get_engine(run.engine).kernels != "transformer_engine":
+        beyond = ", ".join(m for m in setting.split(":")[1].split(",") if m != CORE_ATTN)
+        raise SpecError(
+            f"--recompute-modules {beyond}: Megatron-Core's output-discarding recomputation of "
+            f"Transformer Engine's layers, which --engine {run.engine} does not run",
+            hint="--engine nemo",
+        )
+    return setting
+
+
 def given_layout(
     ir: IR, system: System, run: Training, given: dict[str, Any]
 ) -> dict[str, list] | None:
@@ -220,7 +241,7 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
             f"--fp8-all-gather gathers the weights FSDP shards: it needs --zero 2 or 3 (got "
             f"--zero {only['zero'][0]})"
         )
-    if only["recompute"][0] not in PLAN_RECOMPUTE:
+    if only["recompute"][0] not in PLAN_RECOMPUTE and not is_selective(only["recompute"][0]):
         raise SpecError(f"--recompute takes one of: {', '.join(PLAN_RECOMPUTE)}",
                         hint=did_you_mean(only["recompute"][0], PLAN_RECOMPUTE))  # fmt: skip
     if only["micro_batch"][0] < 1:

@@ -21,6 +21,7 @@ from itertools import product
 from archspec.backends.count.conventions import NO_RECOMPUTE, RECOMPUTE
 from archspec.backends.count.layout import Parallelism, check_layout, layer_count
 from archspec.backends.count.op_checkpoint import OP
+from archspec.backends.count.recompute_modules import is_selective
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR, MoE
 from archspec.ir.visit import walk
@@ -91,9 +92,10 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
     # no recomputation (count's memory and FLOPs say the same), so the search skips it.
     skip = run.attn == "flash" and "recompute" not in only
     recomputes = [r for r in RECOMPUTE if not (r == "selective" and skip)]
-    # Per-op checkpointing (torchtitan's) is timed when asked for, not searched.
-    if OP in only.get("recompute", ()):
-        recomputes.append(OP)
+    # Per-op checkpointing (torchtitan's) and Megatron-Core's recomputed modules are timed
+    # when asked for, not searched.
+    recomputes += [r for r in only.get("recompute", ()) if r == OP or is_selective(r)
+                   and r not in recomputes]  # fmt: skip
 
     def allowed(name, values):
         return [v for v in values if name not in only or v in only[name]]

@@ -59,6 +59,7 @@ from archspec.backends.count.layout import Parallelism
 from archspec.backends.count.memory import COMPUTE_BYTES, GRAD_BYTES
 from archspec.backends.count.op_checkpoint import OP
 from archspec.backends.count.passes import B, whole_sequences
+from archspec.backends.count.recompute_modules import CORE_ATTN, selective_modules
 from archspec.backends.count.replay import CHECKPOINTS, full_replays
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR, Attention, MoE
@@ -376,6 +377,7 @@ class StepModel:
         passes = 4 + 2 * (layout.recompute in ("full", OP))  # no checkpoint keeps them
         # The embedding's forward and the head's backward all-reduce over the vocabulary.
         vocab_tp = all_reduce(activation, tp, tp_link)
+        modules = selective_modules(layout.recompute)
         stages = []
         for st, (first, last) in enumerate(layout.bounds(self.layers)):
             per_stage = last - first
@@ -397,8 +399,8 @@ class StepModel:
                     (layout.recompute == "full"
                      and full_replays(item[0].past_early_stop, self.checkpoint,
                                       item[0].unread))
-                    or (layout.recompute == "selective" and item[0].attn_core
-                        and run.attn != "flash")
+                    or (CORE_ATTN in modules and item[0].attn_core and run.attn != "flash")
+                    or item[0].recompute_module in modules
                     or (layout.recompute == OP and item[0].replayed_by_op_checkpoint)
                 )  # fmt: skip
                 if replay and in_block:

@@ -44,6 +44,7 @@ import sympy as sp
 from archspec.backends.count.conventions import NO_RECOMPUTE
 from archspec.backends.count.op_checkpoint import OP, OpCheckpoint
 from archspec.backends.count.passes import B, Lengths, forward_pass
+from archspec.backends.count.recompute_modules import CORE_ATTN, selective_modules
 from archspec.ir import ops
 from archspec.ir.lower import StackValues, lower, lower_block, lower_model, lower_stack
 from archspec.ir.nodes import IR, Block, Run
@@ -84,6 +85,7 @@ class ActivationCounter:
 
     expert_ranks = 1  # the ranks a mixture's experts are spread over (`rank_activations`)
     expert_gradient_copies = 1  # an expert's weight gradient made twice (a dividing hook)
+    discards_outputs = False  # whether output-discarding checkpoints are counted (TE's)
 
     def __init__(
         self,
@@ -105,6 +107,14 @@ class ActivationCounter:
         self.device = device
         self.attn = attn
         self.recompute = recompute
+        # Megatron-Core's selective modules: the attention core by default; the norms apart
+        # from a projection and the experts' activation only where outputs are discarded as
+        # Transformer Engine's layers allow (te_activations.py).
+        self.modules = selective_modules(recompute)
+        if self.modules - {CORE_ATTN} and not self.discards_outputs:
+            raise ValueError(f"recompute {recompute!r}: modules beyond core_attn are counted "
+                             "for Transformer Engine's layers only")  # fmt: skip
+        self.block = None  # the block being interpreted
         self.tp = tp  # tensor-parallel ranks: each keeps its share of what is split
         self.sequence_parallel = sp_  # the residual stream's tensors split along the sequence
         if engine not in ("megatron", "torch"):
@@ -313,7 +323,7 @@ class ActivationCounter:
         n, h, hd, vd = self.tokens, op.heads, op.head_dim, op.v_head_dim
         keys = L.attended(op.k)
         kv_tokens = B * keys
-        if self.recompute == "selective":
+        if CORE_ATTN in self.modules:
             # The attention core (scores, softmax, dropout, AV) runs under a checkpoint (the
             # generated code's checkpoint="selective"), whichever kernel: it keeps what the
             # core starts from, q, k, v and the additive mask, and nothing of its own; the
@@ -406,7 +416,9 @@ class ActivationCounter:
                 self.made(value)
             if self.recompute == OP:
                 self.op_checkpoint, self.op_kept = OpCheckpoint(self.attn), {}
+            self.block = run.node
             self.run(low.ops)
+            self.block = None
             self.op_checkpoint = None
             block = self.scopes.pop().total()
             if self.recompute in ("full", OP):

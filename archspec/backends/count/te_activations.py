@@ -19,6 +19,11 @@ tests/test_memory.py measures it). NeMo's runs (the `nemo` plan engine) are buil
   kept only where another op keeps it (the fused attention keeps its output, which the
   output projection reads). The LM head is Megatron-Core's own ColumnParallelLinear, outside
   fp8: it keeps its input as it is.
+- Selective recomputation by module (recompute_modules.py): a norm that stands apart from a
+  projection, under `layernorm`, keeps only its input (its statistics and output are
+  recomputed, the output freed from its readers' saved tensors); under `moe_act` the experts'
+  fused gated product is freed from the second projection's saved input (under fp8 that
+  projection's quantized copy stays: the checkpoint frees the tensor it returned, not TE's copy).
 - A mixture's unpermute multiplies each expert output by its routing weight and scatter-adds
   the products (megatron/core/transformer/moe/moe_utils.py, `unpermute`): the expert output
   and the weights are kept, not the scaled copy that index_add_ keeps in the generated code.
@@ -32,6 +37,7 @@ from functools import partial
 import sympy as sp
 
 from archspec.backends.count.activations import INDEX, STATS, ActivationCounter
+from archspec.backends.count.recompute_modules import LAYERNORM, MOE_ACT, separate_norms
 from archspec.ir import ops
 from archspec.kinds import NORMS
 
@@ -50,10 +56,27 @@ class TransformerEngineCounter(ActivationCounter):
     """Bytes kept for backward by one forward of the stack as Megatron-Core runs it with
     Transformer Engine's layers; `fp8`: the projections run in fp8."""
 
+    discards_outputs = True
+
     def __init__(self, *args, fp8: bool = False, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fp8 = fp8
         self.activation_input: dict[ops.Value, ops.Value] = {}  # output storage -> input
+        # Storages an output-discarding checkpoint frees after the forward: no reader keeps them.
+        self.discarded: set[ops.Value] = set()
+
+    def keep(self, value: ops.Value) -> None:
+        if value.storage not in self.discarded:
+            super().keep(value)
+
+    def op_normop(self, op: ops.NormOp) -> None:
+        separate = self.block is not None and id(op.module) in separate_norms(self.block)
+        if LAYERNORM in self.modules and separate:
+            assert op.out is not None
+            self.keep(op.x)  # the checkpoint's input; statistics and output are recomputed
+            self.discarded.add(op.out.storage)
+            return
+        super().op_normop(op)
 
     def norm_parts(self, norm, x: ops.Value, rows: sp.Expr) -> list:
         """The input and the statistics, without the normalised copy."""
@@ -77,6 +100,9 @@ class TransformerEngineCounter(ActivationCounter):
                     scope.kept.pop(gated.storage, None)
                 self.keep(source)
                 self.keep(other)
+                if MOE_ACT in self.modules and op.a.copies != 1:  # the experts' activation
+                    assert op.out is not None
+                    self.discarded.add(op.out.storage)
                 return
         super().op_mul(op)
 
