@@ -82,6 +82,12 @@ class Target:
     # heads: the groups the fused rows interleave, when not the key/value heads (CodeGen's q,
     # v, k per shard of the 4 it was trained on)
     groups: int = 0
+    # experts: gate and up alternate channel by channel in the fused tensor (gpt-oss's
+    # gate_up_proj[..., ::2] and [..., 1::2]), not one half then the other (Mixtral's)
+    interleaved: bool = False
+    # experts: each expert's matrix stored (in, out), as x @ W multiplies it (gpt-oss), not
+    # nn.Linear's (out, in)
+    transposed: bool = False
     note: str = ""  # shown by `count --names hf`
 
 

@@ -116,6 +116,8 @@ class TensorRule:
     # its query heads' rows, then its key rows, then its value rows.
     groups: int = 0
     group: int = 1  # experts: tensors of ours per expert
+    interleaved: bool = False  # experts: a fused expert's parts alternate channel by channel
+    transposed: bool = False  # experts: each expert's matrix stored (in, out)
     optional: bool = False
     check: Callable[[torch.Tensor], str | None] | None = None
     buffer_shape: Shape | None = None  # a buffer transformers' own state dict holds (zeros)
@@ -135,9 +137,17 @@ class TensorRule:
             return torch.cat(per_group, 1).reshape(-1, *tensors[0].shape[1:])
         if k == "experts":
             g = self.group
-            chunks = [torch.cat(tensors[e : e + g], 0) for e in range(0, len(tensors), g)]
+            fuse = self._interleave if self.interleaved else lambda parts: torch.cat(parts, 0)
+            chunks = [fuse(tensors[e : e + g]) for e in range(0, len(tensors), g)]
+            if self.transposed and chunks[0].dim() == 2:  # a bias has nothing to transpose
+                chunks = [c.t() for c in chunks]
             return torch.stack(chunks, 0)
         raise ValueError(k)
+
+    @staticmethod
+    def _interleave(parts: list[torch.Tensor]) -> torch.Tensor:
+        """Equal parts alternating row by row: part 0's row 0, part 1's row 0, ..."""
+        return torch.stack(parts, 1).flatten(0, 1)
 
     def split(self, t: torch.Tensor) -> list[torch.Tensor]:
         k = self.kind
@@ -156,7 +166,12 @@ class TensorRule:
         if k == "experts":
             g = self.group
             sizes = [s[0] for s in self.shapes[:g]]
-            return [piece for e in t.unbind(0) for piece in e.split(sizes, 0)]
+            experts = t.unbind(0)
+            if self.transposed and t.dim() == 3:
+                experts = [e.t() for e in experts]
+            if self.interleaved:
+                return [p for e in experts for p in e.unflatten(0, (-1, g)).unbind(1)]
+            return [piece for e in experts for piece in e.split(sizes, 0)]
         raise ValueError(k)
 
     def hf_shape(self) -> Shape:
@@ -190,6 +205,8 @@ class _Group:
     kind: str
     parts: int  # tensors of ours per slice (experts: gate and up share gate_up_proj)
     groups: int = 0  # heads: the target's own group count, else the key/value heads
+    interleaved: bool = False  # experts: the Target's layout
+    transposed: bool = False
     members: list[tuple[int, str, Shape]] = field(default_factory=list)
 
 
@@ -213,7 +230,7 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
             else:
                 kind, part = t.kind, t.part
             if hf not in groups:
-                groups[hf] = _Group(kind, t.parts, t.groups)
+                groups[hf] = _Group(kind, t.parts, t.groups, t.interleaved, t.transposed)
                 order.append(hf)
             groups[hf].members.append((part, ours, shape))
             for alias in t.aliases:
@@ -249,6 +266,8 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
                 kind=g.kind,
                 groups=(g.groups or kv_heads) if g.kind == "heads" else 0,
                 group=g.parts if g.kind == "experts" else 1,
+                interleaved=g.interleaved,
+                transposed=g.transposed,
             )
         )
     known = {r.hf for r in rules}
