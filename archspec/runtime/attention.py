@@ -44,9 +44,12 @@ def sink_attention(
     """
     if hasattr(sinks, "to_local"):  # tensor parallel: the sinks of the rank's heads
         sinks = sinks.to_local()
-    groups = q.size(1) // k.size(1)  # query heads per key/value head
-    k = k.repeat_interleave(groups, dim=1)
-    v = v.repeat_interleave(groups, dim=1)
+    # Each key/value head repeated for its query heads as transformers' repeat_kv does
+    # (expanded, then reshaped): the same products bit for bit, multi-query included.
+    b, kv_heads, length, _ = k.shape
+    groups = q.size(1) // kv_heads  # query heads per key/value head
+    k = k[:, :, None].expand(b, kv_heads, groups, length, -1).flatten(1, 2)
+    v = v[:, :, None].expand(b, kv_heads, groups, length, -1).flatten(1, 2)
     scores = torch.matmul(q, k.transpose(2, 3)) * scale
     if mask is None:
         hidden = hidden_keys(None, torch.arange(q.size(2), device=q.device), k.size(2))
