@@ -10,8 +10,9 @@ stages, as Megatron-LM requires; looped BFS (Lamy-Poirier 2022) runs every forwa
 before its first backward; a micro-batch count torch's schedule refuses is refused before any
 process starts. Long (`-m long`): 2 gloo processes through `bench --nproc 2 --pp 2` under
 GPipe and each multi-stage schedule (the zero-bubble ones with each backward in two parts; on
-llama too, and ZBV on a llama with attention sinks), the losses the single process's, each rank's saved tensors equal to the
-prediction and its peak within 5% (measured: within 2.7%, benchmarks/RESULTS.md)."""
+llama too, and ZBV on a llama with attention sinks), the losses the single process's, each
+rank's saved tensors equal to the prediction and its peak within 5% (measured: within 2.7%,
+benchmarks/RESULTS.md)."""
 
 from __future__ import annotations
 
