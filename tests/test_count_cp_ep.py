@@ -151,6 +151,10 @@ def test_torch_engine_ep_rank_keeps_what_autograd_saves():
         # benchmarks/RESULTS.md, "Each rank's peak, five layouts": saved tensors per rank of
         # `bench --nproc 2` (B=4 per data rank, S=8), measured 2026-11-26.
         ("llama-2-7b", LLAMA, "--cp", [104_196, 104_196]),
+        # With attention sinks (their core written out: the gathered keys and values kept
+        # once, the mask by nothing), `bench --nproc 2 --cp 2`, measured 2026-11-28; the
+        # same with 2 and with 1 kv heads.
+        ("llama-2-7b", [*LLAMA, "attention.sinks=true"], "--cp", [109_188, 109_188]),
         # Under ep the measurement is for the routing taken; balanced routing is the mean.
         ("mixtral-8x7b", MIXTRAL, "--ep", [314_772, 256_372]),
     ],

@@ -1,6 +1,7 @@
 """The generated `parallelize(model, mesh)` on 2 gloo processes on the CPU: tensor parallelism
 (tp=2, with and without sequence parallelism) and FSDP2 (dp=2) give the single-process loss,
-gradients and parameters after one optimizer step (gpt2, a GQA llama, bert, a small MoE; t5 and
+gradients and parameters after one optimizer step (gpt2, a GQA llama, bert, a small MoE, a llama
+with attention sinks and alternating windowed layers; t5 and
 multi-query attention, a llama with one kv head and starcoder, with tp=2, where each rank computes
 a copy of the kv head), each rank holds the parameter bytes archspec predicts for PyTorch's
 layout (`torch_local_params`), and each rank's saved-tensor bytes (saved_tensors_hooks, training
@@ -39,6 +40,17 @@ MODELS = {
     # Multi-query attention, one kv head: at tp=2 each rank computes a copy of it.
     "llama-mqa": ("llama-2-7b", [*TINY, "n_kv_heads=1"]),
     "starcoder": ("starcoder", TINY),  # gpt_bigcode
+    # gpt-oss's attention: sinks split with the heads, windowed and full layers.
+    "llama-sinks": (
+        "llama-2-7b",
+        [
+            *TINY,
+            "n_kv_heads=2",
+            "attention.sinks=true",
+            "attention.sliding_window=4",
+            "attention.window_pattern=LG",
+        ],
+    ),  # fmt: skip
 }
 MQA = ("llama-mqa", "starcoder")
 # (model, dp, tp, sequence parallelism, loss_parallel)

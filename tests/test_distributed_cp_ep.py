@@ -9,6 +9,8 @@ step's gradients equal.
 - Expert parallelism at ep=2 (Mixtral; DeepSeek-V2 with its dense first layer and shared
   experts): each rank trains on half the batch with half the experts, tokens exchanged with
   all_to_all_single on gloo, the routing the model's own.
+- Attention sinks at tp=2 (each rank its heads' sinks) and cp=2 (every rank's queries over
+  the gathered keys and their heads' sinks).
 - Context parallelism at cp=2 (llama's RoPE, gpt2's learned positions, DeepSeek-V2's latent
   attention): 8 positions in 4 chunks, rank 0 holding chunks 0 and 3, rank 1 chunks 1 and 2
   (causal load balancing), keys and values all-gathered; llama again with left padding (the
@@ -50,6 +52,7 @@ MODELS = {
     "deepseek-mla": ("deepseek-v2-lite", tiny_sizes(*LATENT)),
     "deepseek-mla-q": ("deepseek-v2-lite", tiny_sizes(*LATENT, "attention.latent.q_rank=16")),
     "llama": ("llama-2-7b", tiny_sizes()),
+    "llama-sinks": ("llama-2-7b", tiny_sizes("n_kv_heads=2", "attention.sinks=true")),
     "gpt2": ("gpt2", tiny_sizes()),
     "mixtral": ("mixtral-8x7b", tiny_sizes("n_kv_heads=2", "moe.n_experts=4", "moe.top_k=2")),
 }
@@ -61,6 +64,8 @@ CASES = [
     ("mixtral ep=2", "mixtral", {"ep": 2}),
     ("deepseek ep=2", "deepseek-mla", {"ep": 2}),
     ("llama cp=2", "llama", {"cp": 2}),
+    ("llama-sinks tp=2", "llama-sinks", {"tp": 2}),
+    ("llama-sinks cp=2", "llama-sinks", {"cp": 2}),
     ("gpt2 cp=2", "gpt2", {"cp": 2}),
     ("deepseek-mla cp=2", "deepseek-mla", {"cp": 2}),
     ("llama cp=2 padded", "llama", {"cp": 2}, True),
@@ -115,6 +120,11 @@ def _split(cases: list[tuple]) -> list[tuple]:
 def test_local_bytes_equal_prediction(runs, name, key, dims):
     """Each rank's parameter bytes are count's (`mesh_local_params`) for the mesh."""
     _local_bytes(runs, name, key, dims)
+
+
+def test_local_bytes_with_sinks_split_over_tp(runs):
+    """Each tp rank holds its heads' sinks, as count's tp rule says (`tp_share`)."""
+    _local_bytes(runs, "llama-sinks tp=2", "llama-sinks", {"tp": 2})
 
 
 @pytest.mark.long

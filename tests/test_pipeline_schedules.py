@@ -10,8 +10,9 @@ stages, as Megatron-LM requires; looped BFS (Lamy-Poirier 2022) runs every forwa
 before its first backward; a micro-batch count torch's schedule refuses is refused before any
 process starts. Long (`-m long`): 2 gloo processes through `bench --nproc 2 --pp 2` under
 GPipe and each multi-stage schedule (the zero-bubble ones with each backward in two parts; on
-llama too), the losses the single process's, each rank's saved tensors equal to the
-prediction and its peak within 5% (measured: within 2.7%, benchmarks/RESULTS.md)."""
+llama too, and ZBV on a llama with attention sinks), the losses the single process's, each
+rank's saved tensors equal to the prediction and its peak within 5% (measured: within 2.7%,
+benchmarks/RESULTS.md)."""
 
 from __future__ import annotations
 
@@ -62,6 +63,11 @@ T += ["--warmup", "1", "--json"]
 
 
 LLAMA = ["n_kv_heads=4"]  # an untied head, RMSNorm, RoPE, q, k, v apart, a gated MLP
+# gpt-oss's attention: sinks (a parameter beside the projections, whose gradient the
+# zero-bubble schedules split from the input's), windowed and full layers alternating.
+SINKS = ["n_kv_heads=2", "attention.sinks=true", "attention.sliding_window=4"]
+SINKS += ["attention.window_pattern=LG"]
+SETS = {"gpt2": [], "llama-2-7b": LLAMA, "llama-2-7b sinks": SINKS}
 
 
 @pytest.mark.long
@@ -75,6 +81,7 @@ LLAMA = ["n_kv_heads=4"]  # an untied head, RMSNorm, RoPE, q, k, v apart, a gate
         ("gpt2", "zbv", [[0, 3], [1, 2]]),
         ("llama-2-7b", "interleaved-zb", [[0, 2], [1, 3]]),
         ("llama-2-7b", "zbv", [[0, 3], [1, 2]]),
+        ("llama-2-7b sinks", "zbv", [[0, 3], [1, 2]]),
     ],
 )
 def test_every_rank_saved_tensors_and_peak(spec, schedule, stages):
@@ -82,8 +89,8 @@ def test_every_rank_saved_tensors_and_peak(spec, schedule, stages):
 
     from archspec.cli import app
 
-    sets = ["n_layers=4", *SIZES, *(LLAMA if spec == "llama-2-7b" else [])]
-    args = ["bench", spec, *as_sets(sets), *T, "--batch", "4"]
+    sets = ["n_layers=4", *SIZES, *SETS[spec]]
+    args = ["bench", spec.split()[0], *as_sets(sets), *T, "--batch", "4"]
     result = CliRunner().invoke(app, [*args, "--schedule", schedule])
     assert result.exit_code == 0, result.output
     r = json.loads(result.stdout)

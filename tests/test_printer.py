@@ -216,6 +216,8 @@ OVERRIDDEN = [
     ("bart-base", ["decoder.n_layers=2", "encoder.n_layers=1"]),
     ("mixtral-8x7b", ["n_layers=2", "moe.n_experts=1", "moe.top_k=1"]),
     ("mixtral-8x7b", ["n_layers=3", "moe.n_experts=2", "moe.top_k=1", "moe.dense_layers=1"]),
+    # Attention sinks are a parameter, not a module: printed nowhere, counted in the total.
+    ("mistral-7b", ["n_layers=4", "attention.sinks=true", "attention.window_pattern=LG"]),
 ]
 
 

@@ -151,6 +151,9 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
         logits_divisor=draw(optional(st.sampled_from([8.0]))),
     )
     scale = draw(optional(st.booleans()))
+    softcap = draw(optional(st.sampled_from([1.0, 50.0]))) if decoder else OMIT
+    # Attention sinks (gpt-oss): decoders', a written-out core soft-capping's excludes.
+    sinks = draw(optional(st.booleans())) if decoder and softcap is OMIT else OMIT
     # Sliding windows: causal in decoders, two-sided in encoders (ModernBERT), none in
     # encoder-decoders.
     window = draw(optional(st.integers(1, 6))) if not encdec else OMIT
@@ -219,7 +222,8 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
             qk_norm_scope=draw(optional(st.sampled_from(["head", "all"])))
             if qk_norm is True
             else OMIT,
-            softcap=draw(optional(st.sampled_from([1.0, 50.0]))) if decoder else OMIT,
+            softcap=softcap,
+            sinks=sinks,
             clip_qkv=draw(optional(st.sampled_from([0.5]))) if decoder else OMIT,
             scale_dim=scale_dim,
             scale=draw(optional(st.sampled_from([0.03125, 1.0])))

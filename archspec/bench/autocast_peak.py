@@ -159,7 +159,8 @@ class AutocastCounter(ActivationCounter):
         self.scopes[-1].kept.setdefault(("weight copy", id(op.module)), weight)  # type: ignore[index]
 
     def op_attend(self, op: ops.Attend) -> None:
-        if self.attn != "flash" or self.recompute != NO_RECOMPUTE or op.softcap is not None:
+        written_out = op.softcap is not None or op.sinks  # no fused kernel: count's figures
+        if self.attn != "flash" or self.recompute != NO_RECOMPUTE or written_out:
             super().op_attend(op)  # kept in the low dtype (self.c), as count keeps it
             return
         # The fused kernel keeps q, k and v as it got them (RoPE's fp32 q and k cast), its

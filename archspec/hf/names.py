@@ -19,7 +19,7 @@ from archspec.errors import SpecError
 from archspec.hf.classes import HFClass, hf_class
 from archspec.hf.families import family_of
 from archspec.hf.family import Family, Target, Where
-from archspec.ir.nodes import IR, MLP, Block, Embedding, Linear, Node, Norm, Repeat
+from archspec.ir.nodes import IR, MLP, Block, Embedding, Linear, Node, Norm, Repeat, Sinks
 from archspec.ir.visit import walk
 from archspec.safety.limits import MAX_NAMED_COPIES
 
@@ -66,7 +66,7 @@ def leaves(ir: IR, concrete: bool = True, symbolic_names: bool = True) -> Iterat
     named = 0  # concrete places so far
     for placed in walk(ir.root):
         node = placed.node
-        if not isinstance(node, (Embedding, Linear, Norm)):
+        if not isinstance(node, (Embedding, Linear, Norm, Sinks)):
             continue
         if isinstance(node, Norm) and not node.entry.affine:
             continue  # a norm without parameters (OLMo) has no tensor to name

@@ -18,7 +18,7 @@ import torch
 
 from archspec.hf.family import BufferCheck, Shape
 from archspec.hf.names import Naming, leaves
-from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm, Router
+from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm, Router, Sinks
 from archspec.kinds.positions.sinusoidal import FUNCTIONS
 from archspec.runtime import position_tables
 
@@ -197,6 +197,8 @@ def _our_params(ir: IR, node: Node) -> list[tuple[str, Shape]]:
         if not node.entry.affine:
             return []
         return [("weight", (v(node.dim),))] + ([("bias", (v(node.dim),))] if node.bias else [])
+    if isinstance(node, Sinks):  # a parameter of the attention, named as the leaf itself
+        return [("", (v(node.heads),))]
     raise TypeError(node)
 
 
@@ -218,9 +220,9 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
     for leaf in leaves(ir):
         t = n.target(leaf)
         for param, shape in _our_params(ir, leaf.node):
-            ours = f"{leaf.path}.{param}"
+            ours = f"{leaf.path}.{param}" if param else leaf.path
             name = (t.params or {}).get(param, param)
-            hf = n.full(f"{t.module}.{name}", t.outside)
+            hf = n.full(f"{t.module}.{name}" if name else t.module, t.outside)
             if t.kind == "experts":
                 kind, part = "experts", int(leaf.where.experts[-1]) * t.parts + t.part
             elif t.kind == "fused":

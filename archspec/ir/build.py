@@ -26,6 +26,7 @@ from archspec.ir.nodes import (
     Repeat,
     Router,
     Run,
+    Sinks,
     Stack,
     Sublayer,
 )
@@ -347,6 +348,7 @@ def _attention(
         scale_dim=spec.attention.scale_dim,
         scale=spec.attention.scale,
         clip=spec.attention.clip_qkv if not cross else None,
+        sinks=Sinks("sinks", d.n_heads) if spec.attention.sinks and not cross else None,
     )
 
 

@@ -180,7 +180,8 @@ def lower_latent_attention(node: Attention, x: Value, ctx: StackValues) -> Lower
 
 def attend(node: Attention, out: Value, q: Value, k: Value, v: Value, mask: Value | None) -> Attend:
     """The attention core, carrying what its readers need of the layer (they never look
-    back at it): heads, widths, which keys a query sees, the scale, soft-capping, dropout."""
+    back at it): heads, widths, which keys a query sees, the scale, soft-capping, sinks,
+    dropout."""
     return Attend(
         out,
         q,
@@ -195,6 +196,7 @@ def attend(node: Attention, out: Value, q: Value, k: Value, v: Value, mask: Valu
         scaled=node.scale_scores,
         own_scale=node.scale_dim is not None or node.scale is not None or node.latent is not None,
         softcap=node.softcap,
+        sinks=node.sinks is not None,
         dropout=node.dropout,
     )
 

@@ -96,6 +96,15 @@ class Norm(Node):
         return kinds.norm(self.kind)
 
 
+@dataclass(frozen=True)
+class Sinks(Node):
+    """Attention sinks (gpt-oss): one learned logit per query head, a parameter of the
+    attention module itself (`attn.sinks`, shape (heads,)), not a module of its own:
+    `print(model)` does not show it, but it is a parameter leaf to every count."""
+
+    heads: sp.Expr
+
+
 class Composite(Node):
     """A module the generated code defines as a class of its own."""
 
@@ -144,6 +153,7 @@ class Attention(Composite):
     # Multi-head latent attention: head_dim is the queries' and keys' (nope + rope), and k, v
     # are the latent's projections (see Latent).
     latent: Latent | None = None
+    sinks: Sinks | None = None  # a learned logit per head, softmaxed beside the scores
 
     @property
     def children(self) -> tuple[Node, ...]:
@@ -151,8 +161,9 @@ class Attention(Composite):
         if lat is not None:  # in DeepSeek-V2's order
             queries = (lat.q_down, lat.q_norm, self.q) if lat.q_down is not None else (self.q,)
             return (*queries, self.k, lat.kv_norm, self.v, self.o)  # type: ignore[return-value]
-        norms = tuple(n for n in (self.q_norm, self.k_norm) if n is not None)
-        return (self.q, self.k, self.v, self.o, *norms)
+        # The sinks are registered last, after o, as gpt-oss's attention registers them.
+        rest = tuple(n for n in (self.q_norm, self.k_norm, self.sinks) if n is not None)
+        return (self.q, self.k, self.v, self.o, *rest)
 
     @property
     def cached_per_position(self) -> sp.Expr:

@@ -288,6 +288,9 @@ class Attend(Op):
     scaled: bool = True  # the scores are multiplied by a scale (T5's are not)
     own_scale: bool = False  # the layer's own scale, not 1/sqrt(head_dim)
     softcap: float | None = None  # scores soft-capped, cap·tanh(s / cap), before the mask
+    # A learned logit per head (the layer's `sinks`) softmaxed as one more key per query,
+    # whose value is zero: softmax([scores + mask, sink])[:-1] · v (gpt-oss).
+    sinks: bool = False
     dropout: float = 0.0  # on the probabilities, in training
 
     @property

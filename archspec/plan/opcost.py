@@ -227,7 +227,9 @@ class CostCounter(FlopCounter):
             + kv
         )
         if self.attn == "flash":
-            # One fused kernel; a causal mask lets it skip the hidden half of the pairs.
+            # One fused kernel; a causal mask lets it skip the hidden half of the pairs. (A
+            # kernel with sinks, vLLM's FlashAttention-3 taking gpt-oss's as s_aux, adds one
+            # logit per row: nothing beside the pairs.)
             visible = sp.Rational(1, 2) if op.masking.causal else 1
             # The backward reruns QKᵀ and the softmax: 2.5 forwards (FlashAttention-2).
             return [
@@ -254,6 +256,15 @@ class CostCounter(FlopCounter):
             OpCost("attention.softmax", "memory", rest, 2 * c * scores, tp="split",
                    attn_core=True),
         ]  # fmt: skip
+        if op.sinks:
+            # Written out (sink_attention): the sink column concatenated to the scores and
+            # every row shifted by its maximum, a read and a write of the logits each (their
+            # FLOPs are the softmax's `rest`).
+            logits = scores + heads * q
+            costs.append(
+                OpCost("attention.sinks", "memory", 0, 4 * c * logits, tp="split",
+                       attn_core=True)
+            )  # fmt: skip
         if op.dropout:
             costs.append(
                 OpCost("attention.dropout", "memory", 0, (2 * c + 1) * scores, tp="split",

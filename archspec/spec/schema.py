@@ -182,6 +182,13 @@ class AttentionSpec:
             positive=True,
         ),
     )
+    sinks: bool = field(
+        default=False,
+        metadata=doc(
+            "attention sinks (gpt-oss): one learned logit per query head, softmaxed with each "
+            "query's scores as an extra key whose value is zero (`sinks`, n_heads parameters)"
+        ),
+    )
     scale_dim: int | None = field(
         default=None,
         metadata=doc(

@@ -380,6 +380,7 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             ("attention", "softcap"),
             "soft-capped attention has no dropout on its probabilities; set dropout.attention: 0",
         )
+    _check_sinks(spec, v)
     if spec.attention.scale is not None and (
         spec.attention.scale_dim is not None or not spec.attention.scale_scores
     ):
@@ -616,6 +617,7 @@ def _check_latent(spec: Spec, v: _Validator) -> None:
         "qkv_bias": a.qkv_bias,
         "qk_norm": a.qk_norm,
         "softcap": a.softcap is not None,
+        "sinks": a.sinks,
         "scale_dim": a.scale_dim is not None,
         "sliding_window": a.sliding_window is not None,
         "scale_scores": not a.scale_scores,
@@ -623,6 +625,26 @@ def _check_latent(spec: Spec, v: _Validator) -> None:
     for name, used in others.items():
         if used:
             raise v.error(("attention", name), f"attention.{name} is not supported with latent")
+
+
+def _check_sinks(spec: Spec, v: _Validator) -> None:
+    """Sinks run in a written-out causal core (`sink_attention`), as gpt-oss's eager
+    attention: self-attention of a decoder, without the features that core lacks."""
+    if not spec.attention.sinks:
+        return
+    where = ("attention", "sinks")
+    if spec.layout != "decoder":
+        raise v.error(where, f"attention sinks need layout: decoder (causal), not {spec.layout}")
+    if spec.dropout.attention:
+        raise v.error_between(
+            [where, ("dropout", "attention")],
+            "attention with sinks has no dropout on its probabilities; set dropout.attention: 0",
+        )
+    if spec.attention.softcap is not None:
+        raise v.error_between(
+            [where, ("attention", "softcap")],
+            "attention.sinks and attention.softcap are two written-out attention cores; choose one",
+        )
 
 
 def _check_bare_first_block(spec: Spec, v: _Validator) -> None:

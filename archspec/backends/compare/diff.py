@@ -22,18 +22,18 @@ import sympy as sp
 
 from archspec.backends.count.params import group_totals, parameter_count, parameter_rows
 from archspec.backends.count.report import shape_text
-from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm, Position, Repeat
+from archspec.ir.nodes import IR, Embedding, Linear, Node, Norm, Position, Repeat, Sinks
 from archspec.ir.visit import walk
 
 # Node fields that are structure, not settings: children (any field holding nodes) are matched
 # by path instead, and a block's width is its leaves' shapes.
 STRUCTURAL = ("name", "runs", "width")
 CHILD_TYPES = re.compile(
-    r"\b(Embedding|Linear|Norm|Repeat|Attention|MLP|MoE|Sublayer|Block|Stack)\b"
+    r"\b(Embedding|Linear|Norm|Sinks|Repeat|Attention|MLP|MoE|Sublayer|Block|Stack)\b"
 )
-LEAVES = (Embedding, Linear, Norm)
+LEAVES = (Embedding, Linear, Norm, Sinks)
 # A leaf's sizes, shown together as its shape.
-SHAPE_FIELDS = ("num", "dim", "in_features", "out_features")
+SHAPE_FIELDS = ("num", "dim", "in_features", "out_features", "heads")
 
 
 def diff_report(a: IR, b: IR, spec_changes: list[dict[str, Any]]) -> dict[str, Any]:

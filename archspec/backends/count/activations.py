@@ -334,6 +334,18 @@ class ActivationCounter:
                 self.keep(op.mask)
             self.keep_window_mask(op)
             return
+        if op.sinks:
+            # Attention with sinks runs as written (`sink_attention`; SDPA has no sink): q·kᵀ
+            # keeps q and k repeated per query head; the shift by each row's maximum keeps
+            # the maximum's index (int64, one per row); the softmax keeps its output, one
+            # column wider than the keys (the sink's); AV keeps v repeated and a view of
+            # that output without the sink's column (the same storage).
+            self.keep(op.q)
+            self.keep_new(kv_tokens * h * (hd + vd), c, split=True)
+            rows = B * h * L.queries
+            self.keep_new(rows * (keys + 1), c, split=True)
+            self.keep_new(rows, INDEX, split=True)
+            return
         if op.softcap is not None:
             # Soft-capped scores run as written (no fused kernel caps them): q·kᵀ keeps q and
             # k repeated per query head, AV the probabilities and v repeated, the tanh its

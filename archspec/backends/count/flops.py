@@ -67,6 +67,9 @@ COMPONENTS = {
 SOFTMAX = 5
 # Soft-capping, cap·tanh(x / cap): a divide, a tanh and a multiply per element.
 SOFTCAP = 3
+# Attention sinks shift each row of logits by its maximum before the softmax (as gpt-oss's
+# eager attention does): a max and a subtract per logit.
+SINK_SHIFT = 2
 # Dropout in training: multiply by the mask and by 1 / (1 - p).
 DROPOUT = 2
 # Clamping to [-c, c]: a max and a min per element.
@@ -264,6 +267,10 @@ class FlopCounter:
             per_score = SOFTMAX + int(op.scaled) + op.masking.score_passes
             per_score += SOFTCAP if op.softcap is not None else 0
             self.add("softmax", OTHER, per_score * pairs)
+            if op.sinks:
+                # The sink is one more logit in every row; every logit is shifted first.
+                rows = B * op.heads * L.queries
+                self.add("softmax", OTHER, SOFTMAX * rows + SINK_SHIFT * (pairs + rows))
         elif self.conv.softmax:
             self.add("softmax", OTHER, self.conv.softmax * pairs)
         if self.training and op.dropout:

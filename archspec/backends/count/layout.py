@@ -43,6 +43,7 @@ from archspec.ir.nodes import (
     Model,
     MoE,
     Node,
+    Sinks,
     Stack,
     within,
 )
@@ -334,6 +335,7 @@ def tp_share(placed: Placed, ir: IR, tp: int, engine: str = "megatron") -> tuple
     """(weight elements, bias elements) of one copy of a leaf that one tensor-parallel rank
     holds. Column-parallel projections (q, k, v, MLP up and gate) split their weight and bias;
     row-parallel ones (attention output, MLP down) split the weight and keep the whole bias;
+    attention sinks split with the query heads;
     k and v split at most n_kv_heads ways (`kv_ways`); the vocabulary is split
     (and padded, as Megatron-LM pads it); norms, position tables and the MoE router are whole on
     every rank."""
@@ -363,13 +365,15 @@ def tp_share(placed: Placed, ir: IR, tp: int, engine: str = "megatron") -> tuple
                 return weight // tp, bias
             return weight // tp, bias // tp
         return weight, bias  # the router, the pooler
+    if isinstance(node, Sinks):  # split with the query heads, as q's rows
+        return ir.value(node.heads) // tp, 0
     # Norms: whole on every rank.
     dim = ir.value(node.dim)  # type: ignore[attr-defined]
     return dim, dim if node.bias else 0  # type: ignore[attr-defined]
 
 
 def is_leaf(node: Node) -> bool:
-    return isinstance(node, (Embedding, Linear)) or type(node).__name__ == "Norm"
+    return isinstance(node, (Embedding, Linear, Sinks)) or type(node).__name__ == "Norm"
 
 
 @dataclass(frozen=True)

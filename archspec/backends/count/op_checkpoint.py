@@ -57,5 +57,5 @@ class OpCheckpoint:
             self.mm += 1
             return self.mm % 2 == 1
         if isinstance(op, ops.Attend):
-            return self.fused_attention and op.softcap is None
+            return self.fused_attention and op.softcap is None and not op.sinks
         return False

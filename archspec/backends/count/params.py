@@ -1,7 +1,8 @@
 """Parameter counts over the IR, as sympy expressions in the spec's dimensions.
 
 `parameter_count` gives a module's total; `parameter_rows` gives the breakdown table: one row per
-parameter-owning module (Linear, Embedding, Norm; weight and bias together), repeated modules
+parameter-owning module (Linear, Embedding, Norm; weight and bias together; an attention's
+sinks, a parameter of its own), repeated modules
 aggregated into one row with a multiplier, tied weights counted once and marked.
 """
 
@@ -24,6 +25,7 @@ from archspec.ir.nodes import (
     Node,
     Norm,
     Repeat,
+    Sinks,
     Stack,
 )
 from archspec.ir.visit import Visitor, walk
@@ -50,6 +52,9 @@ class ParameterCounter(Visitor["sp.Expr | int"]):
 
     def visit_norm(self, node: Norm) -> sp.Expr:
         return node.entry.parameters(node.dim, node.bias)
+
+    def visit_sinks(self, node: Sinks) -> sp.Expr:
+        return node.heads
 
     def visit_repeat(self, node: Repeat) -> sp.Expr:
         return sum(run.count * self.visit(run.node) for run in node.runs)
@@ -124,6 +129,8 @@ def _shape(node: Node) -> tuple[tuple[sp.Expr, ...], sp.Expr | None]:
         return (node.out_features, node.in_features), node.out_features if node.bias else None
     if isinstance(node, Norm):
         return (node.dim,), node.dim if node.bias else None
+    if isinstance(node, Sinks):
+        return (node.heads,), None
     raise TypeError(node)
 
 
@@ -133,7 +140,7 @@ def parameter_rows(ir: IR) -> list[Row]:
     merged: dict[tuple[str, sp.Expr], list] = {}
     for placed in walk(ir.root):
         node = placed.node
-        if not isinstance(node, (Embedding, Linear, Norm)) or not owns_parameters(node):
+        if not isinstance(node, (Embedding, Linear, Norm, Sinks)) or not owns_parameters(node):
             continue
         per_copy = counter.visit(node)
         key = (placed.path, per_copy)

@@ -129,15 +129,22 @@ def layout_counter(
                 return
             whole = self.lengths
             self.lengths = Lengths(whole.queries / cp, whole.keys)
-            # The mask every block's attention reads: the rank's queries over all keys.
-            self.keep_new(self.lengths.queries * whole.keys, self.c, rows="pairs")
+            # The mask every block's attention reads: the rank's queries over all keys,
+            # kept by the fused kernel and the selective checkpoint; a written-out core
+            # (sinks) only adds it to the scores.
+            attentions = [run.node.attn for run in op.repeat.runs]  # type: ignore[attr-defined]
+            if self.recompute == "selective" or not any(a.sinks for a in attentions):
+                self.keep_new(self.lengths.queries * whole.keys, self.c, rows="pairs")
             super().op_blocks(op)
             self.lengths = whole
 
         def op_attend(self, op: ops.Attend) -> None:
             super().op_attend(op)
             gathered = self.lengths.keys - self.lengths.queries
-            if cp > 1 and gathered != 0:
+            # A written-out core with sinks counts its keys and values over every key
+            # already (each kv head repeated per query head, or the gathered tensor itself).
+            counted = op.sinks and self.recompute != "selective"
+            if cp > 1 and gathered != 0 and not counted:
                 # The gathered keys and values, beyond the rank's own positions.
                 self.keep_new(B * gathered * (op.k.width + op.v.width), self.c)
 

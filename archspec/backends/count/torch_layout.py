@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from archspec.backends.count.layout import Parallelism, is_leaf, tp_share
 from archspec.errors import SpecError
-from archspec.ir.nodes import IR, Embedding, Linear, Model
+from archspec.ir.nodes import IR, Embedding, Linear, Model, Sinks
 from archspec.ir.visit import walk
 
 
@@ -37,6 +37,8 @@ def _shapes(node) -> list[tuple[int, ...]]:
     if isinstance(node, Linear):
         weight = [] if node.tied_to else [(node.out_features, node.in_features)]
         return weight + ([(node.out_features,)] if node.bias else [])
+    if isinstance(node, Sinks):
+        return [(node.heads,)]
     return [(node.dim,)] + ([(node.dim,)] if node.bias else [])
 
 

@@ -22,6 +22,7 @@ from archspec.errors import SpecError
 from archspec.ir.classes import class_name, class_names
 from archspec.ir.nodes import (
     IR,
+    Attention,
     Composite,
     Embedding,
     Linear,
@@ -166,6 +167,15 @@ class _TreeBuilder(Visitor[Module]):
             expert.up.bias,
         )
         return self._leaf(node.experts, args)
+
+    def visit_attention(self, node: Attention) -> Module:
+        if node.sinks is None:
+            return self.generic(node)
+        # The sinks are a parameter of the attention itself: print(model) lists modules only,
+        # but the attention's parameters include them.
+        children = tuple(self.visit(part) for part in node.children if part is not node.sinks)
+        params = sum(c.total for c in children) + self.ir.value(node.sinks.heads)
+        return Module(node.name, class_name(self.classes, node), children=children, params=params)
 
     def generic(self, node: Node) -> Module:
         if isinstance(node, Composite):

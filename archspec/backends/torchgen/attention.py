@@ -48,6 +48,8 @@ def _summary(f: Features, node: Attention, attend: Attend) -> str:
     if window is not None:
         side = "on either side" if attend.masking.two_sided else "before it"
         text += f", each query seeing its own and the {window - 1} keys {side}"
+    if attend.sinks:
+        text += "; a learned sink per head takes a share of each query's softmax"
     if attend.masking.bias:
         text += "; the stack's mask carries the bias on the scores"
     return text + "."
@@ -74,7 +76,7 @@ def _init(node: Attention, attend: Attend, size: ExprPrinter) -> str:
         body.append(f"self.scale = {node.scale_dim}**-0.5  # not head_dim's")
     elif node.scale is not None:
         body.append(f"self.scale = {node.scale!r}  # not 1/sqrt(head_dim)")
-    elif attend.softcap is not None:
+    elif attend.softcap is not None or attend.sinks:
         body.append("self.scale = self.head_dim**-0.5")
     if attend.softcap is not None:
         body.append(f"self.softcap = {attend.softcap!r}  # scores soft-capped to (-cap, cap)")
@@ -241,6 +243,11 @@ class _AttentionWriter(ForwardWriter):
         if op.softcap is not None:
             # With checkpoint='selective', only q, k, v and the mask are kept, as for SDPA.
             args = ["softcapped_attention", q, k, v, "mask", "self.scale", "self.softcap"]
+            selective = 'enabled=self.checkpoint == "selective"'
+            self.lines += call("y = maybe_checkpoint", [*args, selective], 2).splitlines()
+        elif op.sinks:
+            # With checkpoint='selective', only q, k, v, the mask and the sinks are kept.
+            args = ["sink_attention", q, k, v, "mask", "self.scale", "self.sinks"]
             selective = 'enabled=self.checkpoint == "selective"'
             self.lines += call("y = maybe_checkpoint", [*args, selective], 2).splitlines()
         else:

@@ -106,11 +106,11 @@ class Features:
 
     def prompt_unmasked(self, stack: Stack) -> bool:
         """The stack's prompt, written into empty caches without padding, gets no mask:
-        every self-attention is plain causal SDPA (no score bias, window, soft cap or
+        every self-attention is plain causal SDPA (no score bias, window, soft cap, sinks or
         latent), which given no mask attends the prompt's own keys with `is_causal`
         (skipping the scores above the diagonal) instead of all the cache's slots."""
         return self.cached(stack) and all(
-            a.mask.causal_only and a.softcap is None and a.latent is None
+            a.mask.causal_only and a.softcap is None and a.sinks is None and a.latent is None
             for a in (block.attn for block in stack.block_variants)
         )
 
@@ -150,6 +150,13 @@ class Features:
         """Some attention layer soft-caps its scores."""
         return any(
             isinstance(p.node, Attention) and p.node.softcap is not None for p in walk(self.model)
+        )
+
+    @property
+    def sinks(self) -> bool:
+        """Some attention layer has attention sinks."""
+        return any(
+            isinstance(p.node, Attention) and p.node.sinks is not None for p in walk(self.model)
         )
 
     def position_code(self, stack: Stack) -> PositionCode:

@@ -30,6 +30,8 @@ def helpers(f: Features) -> list[str]:
         out += runtime_sources("masks", "two_sided_window")
     if f.softcapped:
         out += runtime_sources("attention", "softcapped_attention")
+    if f.sinks:
+        out += runtime_sources("attention", "sink_attention")
     if f.model.logit_softcap is not None:
         out += runtime_sources("attention", "softcap")
     seen: set[str] = set()

@@ -15,7 +15,7 @@ from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.feedforward import EXPERTS
 from archspec.backends.torchgen.text import docstring, method
-from archspec.ir.nodes import MoE
+from archspec.ir.nodes import Attention, MoE
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,13 @@ def _normal(f: Features, chosen: Scheme) -> list[str]:
     ]
     if f.norms:
         body += [f"    elif isinstance(module, {_norms(f)}):", "        module.reset_parameters()"]
+    sinks = [f.cls(node) for node, _ in f.classes(Attention) if node.sinks is not None]
+    if sinks:  # drawn as gpt-oss draws them (its _init_weights), not left at zero
+        classes = sinks[0] if len(sinks) == 1 else f"({', '.join(sinks)})"
+        body += [
+            f"    if isinstance(module, {classes}):",
+            "        nn.init.normal_(module.sinks, 0.0, 0.02)",
+        ]
     if chosen.scaled_residual:
         residual = RESIDUAL + ((STACKED_RESIDUAL,) if f.classes(MoE) else ())
         stacks = ", ".join(f"self.{stack.name}" for stack in f.stacks)

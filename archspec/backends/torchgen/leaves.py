@@ -1,5 +1,5 @@
 """Constructor calls for the IR's leaves (one PyTorch built-in module each, a norm's from its
-kind) and the `nn.ModuleList` of a Repeat.
+kind; attention sinks an `nn.Parameter`) and the `nn.ModuleList` of a Repeat.
 
 Arguments that equal PyTorch's defaults are left out (`bias=True`), so a line only states what
 is particular to the spec (`bias=False`).
@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from archspec.backends.torchgen.exprs import ExprPrinter
 from archspec.backends.torchgen.text import INDENT, LINE_LENGTH, call
-from archspec.ir.nodes import Embedding, Linear, Node, Norm, Repeat, Router
+from archspec.ir.nodes import Embedding, Linear, Node, Norm, Repeat, Router, Sinks
 
 
 def _args(node: Node, size: ExprPrinter, constants: dict[int, str] | None) -> tuple[str, list[str]]:
@@ -26,6 +26,8 @@ def _args(node: Node, size: ExprPrinter, constants: dict[int, str] | None) -> tu
     if isinstance(node, Norm):
         entry = node.entry
         return entry.constructor, entry.constructor_args(size(node.dim), node.bias)
+    if isinstance(node, Sinks):  # a parameter of the attention itself, one logit per head
+        return "nn.Parameter", [f"torch.zeros({size(node.heads)})"]
     raise TypeError(f"not a leaf: {type(node).__name__}")
 
 

@@ -264,6 +264,21 @@ def _latent_heads(f: Features) -> list[str]:
     ]
 
 
+def _head_sinks(f: Features) -> list[str]:
+    """Attention sinks under tp: one per query head, so each rank keeps its own heads'
+    (Shard(0), the rows q keeps of its weight), a DTensor whose local part
+    `sink_attention` reads; their gradients need no sum, as q's do not."""
+    sinks = [f.cls(node) for node, _ in f.classes(Attention) if node.sinks is not None]
+    if not sinks:
+        return []
+    return [
+        "for module in model.modules():",
+        f"    if isinstance(module, ({', '.join(sinks)},)):",
+        "        own = distribute_tensor(module.sinks.data, tp, [Shard(0)])",
+        "        module.sinks = nn.Parameter(own)",
+    ]
+
+
 def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
     if any(n.mask.bias and not n.mask.learned_bias for n, _ in f.classes(Attention)):
         return [
@@ -343,6 +358,7 @@ def _tensor_parallel(f: Features, size: ExprPrinter) -> list[str]:
         "for block in blocks:",
         "    parallelize_module(block, tp, block_plans[type(block)])",
         *_latent_heads(f),
+        *_head_sinks(f),
         "if sequence_parallel:",
         "",
         "    def check_divisible(block, args):",
@@ -365,7 +381,7 @@ heads read, from whole k and v weights), of the MLP hidden units (gate and up co
 parallel, down row-parallel; every expert likewise), and of the vocabulary (embedding
 rows, LM head columns, logits gathered). Norms, position tables, the router and the
 pooler are replicated. Latent attention keeps its latents whole on every rank and
-splits q, kv_up and o by heads.
+splits q, kv_up and o by heads; attention sinks are split with their query heads.
 
 Expert parallelism over "ep": each rank keeps n_experts / ep of the experts and trains
 on its own rows of the batch; tokens reach their experts with all_to_all_single. Context
