@@ -85,6 +85,15 @@ class ExpertRows(torch.autograd.Function):
         return dx, dw, db, None
 
 
+def clamped_swiglu(gate: Tensor, up: Tensor, limit: float, alpha: float) -> Tensor:
+    """gpt-oss's experts' hidden units as transformers' GptOssExperts._apply_gate
+    computes them, op for op (so that they round alike): the gate clamped to at most
+    limit, up to [-limit, limit], then (up + 1) * gate * sigmoid(alpha * gate)."""
+    gate = gate.clamp(max=limit)
+    up = up.clamp(min=-limit, max=limit)
+    return (up + 1) * (gate * torch.sigmoid(gate * alpha))
+
+
 def mix_experts(experts, tokens: Tensor, weights: Tensor, chosen: Tensor) -> Tensor:
     """Each token through the top_k experts it chose (chosen: (tokens, top_k)), their
     outputs summed by the routing weights. experts: the MoE's stacked experts, called
