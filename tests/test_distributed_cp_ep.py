@@ -7,8 +7,9 @@ step's gradients equal.
 - DeepSeek-V2's latent attention at tp=2, with and without a query latent: the latents whole
   on every rank, kv_up, q and o split by heads (torchtitan's DeepSeek-V3 plan).
 - Expert parallelism at ep=2 (Mixtral; DeepSeek-V2 with its dense first layer and shared
-  experts): each rank trains on half the batch with half the experts, tokens exchanged with
-  all_to_all_single on gloo, the routing the model's own.
+  experts; gpt-oss's MoE pieces, the experts' biases cut with their weights): each rank
+  trains on half the batch with half the experts, tokens exchanged with all_to_all_single
+  on gloo, the routing the model's own.
 - Context parallelism at cp=2 (llama's RoPE, gpt2's learned positions, DeepSeek-V2's latent
   attention): 8 positions in 4 chunks, rank 0 holding chunks 0 and 3, rank 1 chunks 1 and 2
   (causal load balancing), keys and values all-gathered; llama again with left padding (the
@@ -45,6 +46,15 @@ LATENT = [
     "moe.n_experts=4",
     "moe.top_k=2",
 ]
+GPT_OSS_MOE = [
+    "moe.n_experts=4",
+    "moe.top_k=2",
+    "moe.router=topk_softmax",
+    "moe.router_bias=true",
+    "moe.expert_bias=true",
+    "moe.swiglu_limit=7.0",
+    "moe.swiglu_alpha=1.702",
+]
 MODELS = {
     "falcon-mqa": ("falcon-7b", tiny_sizes()),
     "deepseek-mla": ("deepseek-v2-lite", tiny_sizes(*LATENT)),
@@ -52,6 +62,8 @@ MODELS = {
     "llama": ("llama-2-7b", tiny_sizes()),
     "gpt2": ("gpt2", tiny_sizes()),
     "mixtral": ("mixtral-8x7b", tiny_sizes("n_kv_heads=2", "moe.n_experts=4", "moe.top_k=2")),
+    # gpt-oss's MoE pieces: the topk_softmax router, biased experts, the clamped SwiGLU
+    "gpt-oss-moe": ("mixtral-8x7b", tiny_sizes("n_kv_heads=2", *GPT_OSS_MOE)),
 }
 # (case, model, mesh dims)
 CASES = [
@@ -60,6 +72,7 @@ CASES = [
     ("deepseek-mla-q tp=2", "deepseek-mla-q", {"tp": 2}),
     ("mixtral ep=2", "mixtral", {"ep": 2}),
     ("deepseek ep=2", "deepseek-mla", {"ep": 2}),
+    ("gpt-oss-moe ep=2", "gpt-oss-moe", {"ep": 2}),
     ("llama cp=2", "llama", {"cp": 2}),
     ("gpt2 cp=2", "gpt2", {"cp": 2}),
     ("deepseek-mla cp=2", "deepseek-mla", {"cp": 2}),
@@ -71,6 +84,7 @@ CASES_4 = [
     ("falcon-mqa cp=2 tp=2", "falcon-mqa", {"cp": 2, "tp": 2}),
     ("llama dp_shard=2 cp=2", "llama", {"dp_shard": 2, "cp": 2}),
     ("mixtral dp_shard=2 ep=2", "mixtral", {"dp_shard": 2, "ep": 2}),
+    ("gpt-oss-moe dp_shard=2 ep=2", "gpt-oss-moe", {"dp_shard": 2, "ep": 2}),
     ("mixtral ep=2 tp=2", "mixtral", {"ep": 2, "tp": 2}),
     ("llama dp_replicate=2 dp_shard=2", "llama", {"dp_replicate": 2, "dp_shard": 2}),
 ]

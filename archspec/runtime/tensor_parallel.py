@@ -92,7 +92,12 @@ class SumOutput(torch.autograd.Function):
 class StackedExperts(ParallelStyle):
     def _apply(self, module: nn.Module, mesh) -> nn.Module:
         if getattr(module, "down_bias", None) is not None:
-            raise ValueError("tensor parallelism: the experts' down bias")
+            # Each rank's down output is a partial sum: a bias added there
+            # would be summed tp times.
+            raise ValueError(
+                "tensor parallelism: the experts' down bias (moe.expert_bias,"
+                " mlp.bias) is not laid out; use tp=1 or ep"
+            )
         for name, param in list(module.named_parameters(recurse=False)):
             split = Shard(2 if name == "down" else 1)  # (n_experts, out, in)
             whole = distribute_tensor(param.data, mesh, [split])
