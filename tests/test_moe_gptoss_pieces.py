@@ -225,6 +225,27 @@ def test_clamping_keeps_what_the_counter_says(tmp_path: Path) -> None:
     assert measured(ir) - measured(plain) == predicted(ir) - predicted(plain) > 0
 
 
+def test_bfloat16_routing_weights_are_counted_in_bfloat16() -> None:
+    """In bf16 the topk_softmax router's weights are bf16 (the softmax's kept output and
+    their gathered copy the experts' outputs are scaled by), the softmax router's fp32: the
+    difference between the two routers is what the counter says it is."""
+    ids, targets = torch.randint(0, 64, (2, 16)), torch.randint(0, 64, (2, 16))
+
+    def measured(ir) -> int:
+        model = built_model(ir).to(torch.bfloat16)
+        with sdpa_kernel(SDPBackend.MATH):
+            return saved_bytes(
+                model, (ids,), lambda out: F.cross_entropy(out.flatten(0, 1), targets.flatten())
+            )
+
+    def predicted(ir) -> int:
+        bytes_ = activation_bytes(ir, 2, "eager", device="cpu")
+        return int(bytes_.xreplace({**ir.env, B: 2, S: 16}))
+
+    ours, softmax = spec_ir(), spec_ir("moe.router=softmax")
+    assert measured(softmax) - measured(ours) == predicted(softmax) - predicted(ours) > 0
+
+
 def test_printer_equals_print_of_the_generated_model(tmp_path: Path) -> None:
     from tests.tiny import generated_module
 

@@ -216,6 +216,18 @@ OVERRIDDEN = [
     ("bart-base", ["decoder.n_layers=2", "encoder.n_layers=1"]),
     ("mixtral-8x7b", ["n_layers=2", "moe.n_experts=1", "moe.top_k=1"]),
     ("mixtral-8x7b", ["n_layers=3", "moe.n_experts=2", "moe.top_k=1", "moe.dense_layers=1"]),
+    # gpt-oss's MoE pieces: its router is a plain Linear, its experts' biases stacked
+    (
+        "mixtral-8x7b",
+        [
+            "n_layers=2",
+            "moe.router=topk_softmax",
+            "moe.router_bias=true",
+            "moe.expert_bias=true",
+            "moe.swiglu_limit=7.0",
+            "moe.swiglu_alpha=1.702",
+        ],
+    ),
 ]
 
 
