@@ -10,6 +10,9 @@ step's gradients equal.
   experts; gpt-oss's MoE pieces, the experts' biases cut with their weights): each rank
   trains on half the batch with half the experts, tokens exchanged with all_to_all_single
   on gloo, the routing the model's own.
+- gpt-oss's MoE pieces at tp=2 (the experts' gate and up biases split, down's whole and
+  added once to the summed output) and under FSDP2 (dp_shard=2: the biases sharded with
+  their experts).
 - Context parallelism at cp=2 (llama's RoPE, gpt2's learned positions, DeepSeek-V2's latent
   attention): 8 positions in 4 chunks, rank 0 holding chunks 0 and 3, rank 1 chunks 1 and 2
   (causal load balancing), keys and values all-gathered; llama again with left padding (the
@@ -17,7 +20,7 @@ step's gradients equal.
 - On 4 processes (`long`): cp=2 with tp=2 (llama; Falcon's MQA with its kv head copied);
   FSDP2 over dp_shard=2 beside cp=2 (the blocks' gradients summed over cp, averaged over
   dp_shard) and beside ep=2 (the experts sharded over dp_shard); ep=2 with tp=2 (each
-  expert split over tp); HSDP (dp_replicate=2 of dp_shard=2).
+  expert split over tp; gpt-oss's pieces too); HSDP (dp_replicate=2 of dp_shard=2).
 
 All cases run in one spawn of two processes: starting torch is most of the cost."""
 
@@ -73,6 +76,8 @@ CASES = [
     ("mixtral ep=2", "mixtral", {"ep": 2}),
     ("deepseek ep=2", "deepseek-mla", {"ep": 2}),
     ("gpt-oss-moe ep=2", "gpt-oss-moe", {"ep": 2}),
+    ("gpt-oss-moe dp_shard=2", "gpt-oss-moe", {"dp_shard": 2}),  # FSDP2 shards the biases
+    ("gpt-oss-moe tp=2", "gpt-oss-moe", {"tp": 2}),  # down's bias whole, added once
     ("llama cp=2", "llama", {"cp": 2}),
     ("gpt2 cp=2", "gpt2", {"cp": 2}),
     ("deepseek-mla cp=2", "deepseek-mla", {"cp": 2}),
@@ -86,6 +91,7 @@ CASES_4 = [
     ("mixtral dp_shard=2 ep=2", "mixtral", {"dp_shard": 2, "ep": 2}),
     ("gpt-oss-moe dp_shard=2 ep=2", "gpt-oss-moe", {"dp_shard": 2, "ep": 2}),
     ("mixtral ep=2 tp=2", "mixtral", {"ep": 2, "tp": 2}),
+    ("gpt-oss-moe ep=2 tp=2", "gpt-oss-moe", {"ep": 2, "tp": 2}),
     ("llama dp_replicate=2 dp_shard=2", "llama", {"dp_replicate": 2, "dp_shard": 2}),
 ]
 
