@@ -299,3 +299,19 @@ def test_normalize_does_not_apply_to_topk_softmax() -> None:
 
         source[normalize] = generate_source(spec_ir(f"moe.normalize={normalize}"))
     assert source["true"] == source["false"]
+
+
+@pytest.mark.parametrize("recompute", ["none", "full"])
+def test_training_step_peak(recompute: str) -> None:
+    """The peak of a training step (tests/test_train_peak.py's measure) is count's: in the
+    backward of the experts' clamped SwiGLU, whose last product peaks as a gated MLP's."""
+    from archspec.backends.count.flops import S_DEC
+    from archspec.backends.count.memory import memory_figures
+    from archspec.backends.count.step_peak import step_peak
+    from tests.test_train_peak import SMALL, measured_peak
+
+    ir = build_ir(load_spec("mixtral-8x7b", [*SMALL, "n_kv_heads=2", *GPT_OSS_MOE[:5]]))
+    measured = measured_peak(ir, "fused", 4, 64, recompute)
+    figures = memory_figures(ir, "fp32", "adamw", recompute, attn="flash")
+    predicted, moment = step_peak(ir, figures, "fused").at({**ir.env, B: 4, S: 64, S_DEC: 64})
+    assert measured == pytest.approx(predicted, rel=0.0025), (moment, measured, predicted)
