@@ -315,3 +315,62 @@ def test_training_step_peak(recompute: str) -> None:
     figures = memory_figures(ir, "fp32", "adamw", recompute, attn="flash")
     predicted, moment = step_peak(ir, figures, "fused").at({**ir.env, B: 4, S: 64, S_DEC: 64})
     assert measured == pytest.approx(predicted, rel=0.0025), (moment, measured, predicted)
+
+
+# --- transformers' layout of the experts ----------------------------------------------------
+
+
+def test_interleaved_experts_rules_hold_gpt_oss_experts() -> None:
+    """The tensor rules' `interleaved_experts` kinds build transformers' gate_up_proj (each
+    expert's (in, 2·out) with gate the even columns, up the odd), its bias and the
+    transposed down_proj from archspec's per-expert tensors, and split them back: loaded
+    into GptOssExperts, the experts compute what archspec's grouped ones do."""
+    from archspec.hf.tensor_rules import TensorRule
+    from archspec.runtime.experts import grouped_linear
+
+    gen = torch.Generator().manual_seed(3)
+
+    def each(*shape):
+        return [torch.randn(*shape, generator=gen) for _ in range(E)]
+
+    gate, up, down = each(F_EXPERT, D), each(F_EXPERT, D), each(D, F_EXPERT)
+    gate_b, up_b, down_b = each(F_EXPERT), each(F_EXPERT), each(D)
+    pairs = [t for e in range(E) for t in (gate[e], up[e])]
+    bias_pairs = [t for e in range(E) for t in (gate_b[e], up_b[e])]
+
+    def rule(kind: str, tensors: list, group: int) -> TensorRule:
+        names = tuple(f"t{i}" for i in range(len(tensors)))
+        return TensorRule("x", names, tuple(tuple(t.shape) for t in tensors), kind, group=group)
+
+    rules = {
+        "gate_up_proj": (rule("interleaved_experts_t", pairs, 2), pairs),
+        "gate_up_proj_bias": (rule("interleaved_experts", bias_pairs, 2), bias_pairs),
+        "down_proj": (rule("interleaved_experts_t", down, 1), down),
+        "down_proj_bias": (rule("interleaved_experts", down_b, 1), down_b),
+    }
+    theirs = GptOssExperts(gpt_oss_config())
+    with torch.no_grad():
+        for name, (r, tensors) in rules.items():
+            joined = r.join(tensors)
+            assert joined.shape == getattr(theirs, name).shape == r.hf_shape()
+            getattr(theirs, name).copy_(joined)
+            assert all(torch.equal(a, b) for a, b in zip(r.split(joined), tensors, strict=True))
+    assert torch.equal(theirs.gate_up_proj[3][:, ::2], gate[3].t())
+    assert torch.equal(theirs.gate_up_proj_bias[3][1::2], up_b[3])
+    # transformers' forward against the grouped experts on the same weights
+    tokens = torch.randn(10, D, generator=gen)
+    chosen = torch.randint(0, E, (10, 1), generator=gen)
+    with torch.no_grad():
+        want = theirs(tokens, chosen, torch.ones(10, 1))
+        counts = torch.bincount(chosen.flatten(), minlength=E)
+        order = chosen.flatten().argsort(stable=True)
+        x = tokens[order]
+        h = clamped_swiglu(
+            grouped_linear(x, torch.stack(gate), counts, torch.stack(gate_b)),
+            grouped_linear(x, torch.stack(up), counts, torch.stack(up_b)),
+            7.0,
+            1.702,
+        )
+        got = torch.empty_like(tokens)
+        got[order] = grouped_linear(h, torch.stack(down), counts, torch.stack(down_b))
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)

@@ -73,7 +73,9 @@ class Target:
     """The transformers module (or tensor) that holds one module of ours."""
 
     module: str  # path relative to the base model (or to the whole model when `outside`)
-    kind: str = "copy"  # copy | conv1d | fused | heads | experts
+    # copy | conv1d | fused | heads | experts | interleaved_experts (gpt-oss's gate_up_proj:
+    # each expert's parts interleaved row by row, its weight transposed to (in, out))
+    kind: str = "copy"
     part: int = 0  # which slice of a fused tensor
     parts: int = 1  # slices in the fused tensor
     outside: bool = False  # outside the base model (the LM head), so never prefixed

@@ -111,11 +111,13 @@ class TensorRule:
     hf: str
     ours: tuple[str, ...]
     shapes: tuple[Shape, ...]  # of ours, in order
-    kind: str = "copy"  # copy | transpose | concat | concat_t | heads | experts | buffer
+    # copy | transpose | concat | concat_t | heads | experts | interleaved_experts |
+    # interleaved_experts_t | buffer
+    kind: str = "copy"
     # heads: the groups the fused projection interleaves (its key/value heads): each holds
     # its query heads' rows, then its key rows, then its value rows.
     groups: int = 0
-    group: int = 1  # experts: tensors of ours per expert
+    group: int = 1  # experts, interleaved_experts(_t): tensors of ours per expert
     optional: bool = False
     check: Callable[[torch.Tensor], str | None] | None = None
     buffer_shape: Shape | None = None  # a buffer transformers' own state dict holds (zeros)
@@ -137,6 +139,15 @@ class TensorRule:
             g = self.group
             chunks = [torch.cat(tensors[e : e + g], 0) for e in range(0, len(tensors), g)]
             return torch.stack(chunks, 0)
+        if k in ("interleaved_experts", "interleaved_experts_t"):
+            # gpt-oss's gate_up_proj: each expert's slices row by row (gate, up, gate, up,
+            # ...), its weight transposed to (in, out); the experts stacked.
+            g = self.group
+            chunks = []
+            for e in range(0, len(tensors), g):
+                rows = torch.stack(tensors[e : e + g], 1).flatten(0, 1)
+                chunks.append(rows.t() if k == "interleaved_experts_t" else rows)
+            return torch.stack(chunks, 0)
         raise ValueError(k)
 
     def split(self, t: torch.Tensor) -> list[torch.Tensor]:
@@ -157,6 +168,10 @@ class TensorRule:
             g = self.group
             sizes = [s[0] for s in self.shapes[:g]]
             return [piece for e in t.unbind(0) for piece in e.split(sizes, 0)]
+        if k in ("interleaved_experts", "interleaved_experts_t"):
+            g = self.group
+            experts = [e.t() if k == "interleaved_experts_t" else e for e in t.unbind(0)]
+            return [piece for e in experts for piece in e.unflatten(0, (-1, g)).unbind(1)]
         raise ValueError(k)
 
     def hf_shape(self) -> Shape:
@@ -206,6 +221,9 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
             hf = n.full(f"{t.module}.{name}", t.outside)
             if t.kind == "experts":
                 kind, part = "experts", int(leaf.where.experts[-1]) * t.parts + t.part
+            elif t.kind == "interleaved_experts":  # gpt-oss: weights (in, out), biases not
+                kind = "interleaved_experts_t" if param == "weight" else "interleaved_experts"
+                part = int(leaf.where.experts[-1]) * t.parts + t.part
             elif t.kind == "fused":
                 kind, part = ("concat_t" if param == "weight" else "concat"), t.part
             elif t.kind == "conv1d":
@@ -248,7 +266,7 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
                 tuple(m[2] for m in members),
                 kind=g.kind,
                 groups=(g.groups or kv_heads) if g.kind == "heads" else 0,
-                group=g.parts if g.kind == "experts" else 1,
+                group=g.parts if "experts" in g.kind else 1,
             )
         )
     known = {r.hf for r in rules}
