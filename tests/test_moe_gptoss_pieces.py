@@ -57,14 +57,14 @@ GPT_OSS_MOE = [
 SIZES = tiny_sizes("n_kv_heads=2", *GPT_OSS_MOE, d_model=D)
 
 
-def gpt_oss_config(**more):
+def gpt_oss_config():
     return transformers.GptOssConfig(
         hidden_size=D,
         intermediate_size=F_EXPERT,
         num_local_experts=E,
         num_experts_per_tok=K,
         swiglu_limit=7.0,
-        **more,
+        swiglu_alpha=1.702,
     )
 
 
@@ -154,12 +154,22 @@ def test_generated_moe_layer_equals_gpt_oss_mlp(tmp_path: Path) -> None:
             p.normal_(0.0, 0.5)
     _copy_gpt_oss_into(moe, theirs)
     x = torch.randn(2, 24, D) * 2
+    ours_x, theirs_x = x.clone().requires_grad_(), x.clone().requires_grad_()
+    want, _ = theirs(theirs_x)
+    got = moe(ours_x)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    # and trains alike: the gradients of the input, the router and the experts
+    grad = torch.randn_like(got)
+    got.backward(grad)
+    want.backward(grad)
+    torch.testing.assert_close(ours_x.grad, theirs_x.grad, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(moe.router.bias.grad, theirs.router.bias.grad)
+    gate_up = theirs.experts.gate_up_proj.grad
+    torch.testing.assert_close(moe.experts.up.grad, gate_up[..., 1::2].transpose(1, 2))
+    torch.testing.assert_close(moe.experts.down_bias.grad, theirs.experts.down_proj_bias.grad)
     with torch.no_grad():
-        want, _ = theirs(x)
-        got = moe(x)
         logits = moe.router(x.flatten(0, 1))
         gate = F.linear(x.flatten(0, 1), moe.experts.gate[0], moe.experts.gate_bias[0])
-    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     assert len(logits.topk(K, dim=-1).indices.unique()) == E  # every expert in use
     assert (gate > 7).any() and (gate < 7).any()  # the limit bites
 
@@ -208,8 +218,8 @@ def test_activations_equal_saved_tensors(more: list[str], tmp_path: Path) -> Non
 
 def test_clamping_keeps_what_the_counter_says(tmp_path: Path) -> None:
     """The clamped SwiGLU against the spec's plain SwiGLU: the difference in what autograd
-    keeps is the counter's (four more tensors of hidden units per routed row, less SwiGLU's
-    own two)."""
+    keeps is the counter's (six tensors of hidden units per routed row against SwiGLU's
+    three: gate, act(gate) and up)."""
     ir, plain = spec_ir(), spec_ir("moe.swiglu_limit=null", "moe.swiglu_alpha=null")
     ids = torch.randint(0, 64, (2, 16))
 

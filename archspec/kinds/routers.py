@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     import sympy as sp
@@ -114,7 +114,7 @@ class RouterKind:
     # Whether moe.normalize says anything: topk_softmax's weights sum to 1 as they are.
     renormalises: bool
     # The routing weights' dtype: "stats" (float32) or "compute" (the logits').
-    weights_dtype: str
+    weights_dtype: Literal["stats", "compute"]
     # Elementwise FLOPs from the logits to the weights, before routed_scaling_factor.
     routing_flops: Callable[[Routing], sp.Expr]
     # What autograd keeps of the routing for its backward, in bytes.
