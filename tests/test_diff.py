@@ -76,6 +76,9 @@ def test_llama_to_mixtral_swaps_the_mlp_for_experts() -> None:
             "groups": 1,
             "top_groups": 1,
             "routed_scale": 1.0,
+            "expert_bias": False,
+            "swiglu_limit": None,
+            "swiglu_alpha": None,
         },
     )
     assert changed["n_kv_heads"] == (32, 8)

@@ -7,8 +7,12 @@ step's gradients equal.
 - DeepSeek-V2's latent attention at tp=2, with and without a query latent: the latents whole
   on every rank, kv_up, q and o split by heads (torchtitan's DeepSeek-V3 plan).
 - Expert parallelism at ep=2 (Mixtral; DeepSeek-V2 with its dense first layer and shared
-  experts): each rank trains on half the batch with half the experts, tokens exchanged with
-  all_to_all_single on gloo, the routing the model's own.
+  experts; gpt-oss's MoE pieces, the experts' biases cut with their weights): each rank
+  trains on half the batch with half the experts, tokens exchanged with all_to_all_single
+  on gloo, the routing the model's own.
+- gpt-oss's MoE pieces at tp=2 (the experts' gate and up biases split, down's whole and
+  added once to the summed output) and under FSDP2 (dp_shard=2: the biases sharded with
+  their experts).
 - Attention sinks at tp=2 (each rank its heads' sinks) and cp=2 (every rank's queries over
   the gathered keys and their heads' sinks).
 - Context parallelism at cp=2 (llama's RoPE, gpt2's learned positions, DeepSeek-V2's latent
@@ -18,7 +22,7 @@ step's gradients equal.
 - On 4 processes (`long`): cp=2 with tp=2 (llama; Falcon's MQA with its kv head copied);
   FSDP2 over dp_shard=2 beside cp=2 (the blocks' gradients summed over cp, averaged over
   dp_shard) and beside ep=2 (the experts sharded over dp_shard); ep=2 with tp=2 (each
-  expert split over tp); HSDP (dp_replicate=2 of dp_shard=2).
+  expert split over tp; gpt-oss's pieces too); HSDP (dp_replicate=2 of dp_shard=2).
 
 All cases run in one spawn of two processes: starting torch is most of the cost."""
 
@@ -47,6 +51,15 @@ LATENT = [
     "moe.n_experts=4",
     "moe.top_k=2",
 ]
+GPT_OSS_MOE = [
+    "moe.n_experts=4",
+    "moe.top_k=2",
+    "moe.router=topk_softmax",
+    "moe.router_bias=true",
+    "moe.expert_bias=true",
+    "moe.swiglu_limit=7.0",
+    "moe.swiglu_alpha=1.702",
+]
 MODELS = {
     "falcon-mqa": ("falcon-7b", tiny_sizes()),
     "deepseek-mla": ("deepseek-v2-lite", tiny_sizes(*LATENT)),
@@ -55,6 +68,8 @@ MODELS = {
     "llama-sinks": ("llama-2-7b", tiny_sizes("n_kv_heads=2", "attention.sinks=true")),
     "gpt2": ("gpt2", tiny_sizes()),
     "mixtral": ("mixtral-8x7b", tiny_sizes("n_kv_heads=2", "moe.n_experts=4", "moe.top_k=2")),
+    # gpt-oss's MoE pieces: the topk_softmax router, biased experts, the clamped SwiGLU
+    "gpt-oss-moe": ("mixtral-8x7b", tiny_sizes("n_kv_heads=2", *GPT_OSS_MOE)),
 }
 # (case, model, mesh dims)
 CASES = [
@@ -63,6 +78,9 @@ CASES = [
     ("deepseek-mla-q tp=2", "deepseek-mla-q", {"tp": 2}),
     ("mixtral ep=2", "mixtral", {"ep": 2}),
     ("deepseek ep=2", "deepseek-mla", {"ep": 2}),
+    ("gpt-oss-moe ep=2", "gpt-oss-moe", {"ep": 2}),
+    ("gpt-oss-moe dp_shard=2", "gpt-oss-moe", {"dp_shard": 2}),  # FSDP2 shards the biases
+    ("gpt-oss-moe tp=2", "gpt-oss-moe", {"tp": 2}),  # down's bias whole, added once
     ("llama cp=2", "llama", {"cp": 2}),
     ("llama-sinks tp=2", "llama-sinks", {"tp": 2}),
     ("llama-sinks cp=2", "llama-sinks", {"cp": 2}),
@@ -76,7 +94,9 @@ CASES_4 = [
     ("falcon-mqa cp=2 tp=2", "falcon-mqa", {"cp": 2, "tp": 2}),
     ("llama dp_shard=2 cp=2", "llama", {"dp_shard": 2, "cp": 2}),
     ("mixtral dp_shard=2 ep=2", "mixtral", {"dp_shard": 2, "ep": 2}),
+    ("gpt-oss-moe dp_shard=2 ep=2", "gpt-oss-moe", {"dp_shard": 2, "ep": 2}),
     ("mixtral ep=2 tp=2", "mixtral", {"ep": 2, "tp": 2}),
+    ("gpt-oss-moe ep=2 tp=2", "gpt-oss-moe", {"ep": 2, "tp": 2}),
     ("llama dp_replicate=2 dp_shard=2", "llama", {"dp_replicate": 2, "dp_shard": 2}),
 ]
 

@@ -218,6 +218,18 @@ OVERRIDDEN = [
     ("mixtral-8x7b", ["n_layers=3", "moe.n_experts=2", "moe.top_k=1", "moe.dense_layers=1"]),
     # Attention sinks are a parameter, not a module: printed nowhere, counted in the total.
     ("mistral-7b", ["n_layers=4", "attention.sinks=true", "attention.window_pattern=LG"]),
+    # gpt-oss's MoE pieces: its router is a plain Linear, its experts' biases stacked
+    (
+        "mixtral-8x7b",
+        [
+            "n_layers=2",
+            "moe.router=topk_softmax",
+            "moe.router_bias=true",
+            "moe.expert_bias=true",
+            "moe.swiglu_limit=7.0",
+            "moe.swiglu_alpha=1.702",
+        ],
+    ),
 ]
 
 

@@ -175,12 +175,18 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
                             "top_k": st.integers(1, n),
                             "router_bias": st.booleans(),
                             "routed_scale": st.sampled_from([1.0, 2.5]),
+                            "router": st.sampled_from(["softmax", "topk_softmax"]),
+                            "expert_bias": st.booleans(),
                         },
                     ).filter(lambda m: m.get("top_k", 2) <= m.get("n_experts", 8))
                 ),
             )
         )
     )
+    # gpt-oss's clamped SwiGLU in the experts: a gated MLP's only.
+    gated = draw(optional(st.booleans()))
+    if isinstance(moe, dict) and gated is True and draw(st.booleans()):
+        moe = {**moe, "swiglu_limit": draw(st.sampled_from([0.5, 7.0])), "swiglu_alpha": 1.702}
 
     stacks: dict[str, Any] = {}
     if encdec:  # per-stack depths: encoder-decoders only
@@ -233,7 +239,7 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
             window_pattern=pattern,
         ),
         mlp=mapping(
-            gated=draw(optional(st.booleans())),
+            gated=gated,
             activation=draw(optional(st.sampled_from(ACTIVATIONS))),
             bias=draw(optional(st.booleans())),
         ),
@@ -403,6 +409,7 @@ SCHEMA_KEYS = [
     "head", "encoder", "decoder", "kind", "bias", "eps", "offset", "theta", "num_buckets",
     "max_distance", "token_types", "scale", "scale_scores", "qkv_bias", "gated", "activation",
     "n_experts", "top_k", "router_bias", "lm_head", "tied", "scale_tied_output", "pooler",
+    "router", "expert_bias", "swiglu_limit", "swiglu_alpha",
 ]  # fmt: skip
 ENUM_WORDS = [*LAYOUTS, *POSITIONS, *ACTIVATIONS, "pre", "post", "parallel", "layernorm"]
 ENUM_WORDS += ["rmsnorm", "Pre", "ROPE", "batchnorm", "gpt2", "_llama", "../x.yaml"]

@@ -39,6 +39,22 @@ def test_loop_equals_each_experts_linear_and_grouped_mm() -> None:
     assert torch.allclose(gx, hx, atol=1e-5) and torch.allclose(gw, hw, atol=1e-5)
 
 
+def test_loop_with_biases_equals_each_experts_linear() -> None:
+    """gpt-oss's biased experts (moe.expert_bias): each expert's bias, and its gradient."""
+    x, weight = _rows_and_weight()
+    bias = torch.randn(4, 16, requires_grad=True)
+    y = grouped_linear(x, weight, COUNTS, bias)
+    parts = x.split(COUNTS.tolist())
+    each = torch.cat([F.linear(p, w, b) for p, w, b in zip(parts, weight, bias, strict=True)])
+    torch.testing.assert_close(y, each)
+    grad = torch.randn_like(y)
+    ours = torch.autograd.grad(y, (x, weight, bias), grad)
+    theirs = torch.autograd.grad(each, (x, weight, bias), grad)
+    for a, b in zip(ours, theirs, strict=True):
+        torch.testing.assert_close(a, b)
+    assert torch.equal(ours[2][1], torch.zeros(16))  # expert 1 got no rows
+
+
 def test_flop_counter_counts_the_loop_not_grouped_mm() -> None:
     x, weight = _rows_and_weight()
     with FlopCounterMode(display=False) as loop:

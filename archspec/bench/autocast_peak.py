@@ -107,6 +107,8 @@ class AutocastCounter(ActivationCounter):
             return FP32 if self.device != "cpu" else self.width(op.x)
         if isinstance(op, (ops.Mul, ops.Add)):
             return max(self.width(op.a), self.width(op.b))  # type promotion
+        if isinstance(op, ops.ClampedSwiGLU):
+            return max(self.width(op.gate), self.width(op.up))
         if isinstance(op, ops.Rope):
             return max(self.width(op.x), self.width(op.angles))
         if isinstance(op, ops.Concat):

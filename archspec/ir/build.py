@@ -8,6 +8,7 @@ formula first and a number second.
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from archspec import kinds
@@ -418,6 +419,22 @@ def _mlp(spec: Spec, d: _Dims, name: str, width: sp.Expr | None = None) -> MLP:
     )
 
 
+def _expert(spec: Spec, d: _Dims) -> MLP:
+    """A routed expert: the spec's MLP at the experts' width, with gpt-oss's biases on its
+    projections (moe.expert_bias) and its clamped SwiGLU (moe.swiglu_limit, swiglu_alpha)."""
+    moe = spec.moe
+    assert moe is not None
+    mlp = _mlp(spec, d, "", d.d_ff_expert)
+    if moe.expert_bias:
+        mlp = replace(
+            mlp,
+            gate=replace(mlp.gate, bias=True) if mlp.gate is not None else None,
+            up=replace(mlp.up, bias=True),
+            down=replace(mlp.down, bias=True),
+        )
+    return replace(mlp, swiglu_limit=moe.swiglu_limit, swiglu_alpha=moe.swiglu_alpha)
+
+
 def _moe(spec: Spec, d: _Dims) -> MoE:
     moe = spec.moe
     assert moe is not None
@@ -425,10 +442,10 @@ def _moe(spec: Spec, d: _Dims) -> MoE:
     return MoE(
         name="moe",
         router=Router("router", d.d_model, d.n_experts, moe.router_bias, kind=moe.router),
-        experts=Repeat("experts", (Run(0, d.n_experts, _mlp(spec, d, "", d.d_ff_expert)),)),
+        experts=Repeat("experts", (Run(0, d.n_experts, _expert(spec, d)),)),
         n_experts=d.n_experts,
         top_k=d.top_k,
-        normalize=moe.normalize,
+        normalize=moe.normalize and kinds.router(moe.router).renormalises,
         shared=shared,
         shared_gate=Linear("shared_gate", d.d_model, 1, False) if moe.shared_gate else None,
         routed_scale=moe.routed_scale,

@@ -20,6 +20,7 @@ from archspec.ir.ops import (
     Cached,
     Call,
     Clamp,
+    ClampedSwiGLU,
     Combine,
     Concat,
     Dispatch,
@@ -211,7 +212,13 @@ def lower_mlp(node: MLP, x: Value) -> Lowered:
 
     # The hidden units are split over tensor-parallel ranks (column-parallel up and gate,
     # row-parallel down).
-    if node.gate is not None:
+    if node.gate is not None and node.clamped:
+        assert node.swiglu_limit is not None and node.swiglu_alpha is not None
+        gate = linear("gate", node.gate, x, hidden, split=True)
+        up = linear("up", node.up, x, hidden, split=True)
+        glu = ClampedSwiGLU(_like(up, "h"), gate, up, node.swiglu_limit, node.swiglu_alpha)
+        h = low.emit(glu)
+    elif node.gate is not None:
         gate = linear("gate", node.gate, x, hidden, split=True)
         act = low.emit(ActivationOp(_like(gate, "act"), gate, node.activation))
         up = linear("up", node.up, x, hidden, split=True)
@@ -232,7 +239,7 @@ def lower_moe(node: MoE, x: Value) -> Lowered:
     chosen = Value("chosen", x.rows, node.top_k, dtype="index")
     weights = low.emit(
         Route(
-            Value("weights", x.rows, node.top_k, "stats"),
+            Value("weights", x.rows, node.top_k, node.router.entry.weights_dtype),
             logits,
             chosen,
             node.router.entry,

@@ -200,10 +200,19 @@ class MLP(Composite):
     gate: Linear | None  # a gated (GLU) MLP: down(act(gate(x)) * up(x))
     activation: Activation
     dropout: float = 0.0  # on the hidden units, before `down`, in training
+    # gpt-oss's experts: (clamp(up, ±limit) + 1) · g · sigmoid(alpha · g), g = gate clamped
+    # to at most limit, in place of `activation` (a gated MLP's; both or neither).
+    swiglu_limit: float | None = None
+    swiglu_alpha: float | None = None
 
     @property
     def children(self) -> tuple[Node, ...]:
         return (self.gate, self.up, self.down) if self.gate is not None else (self.up, self.down)
+
+    @property
+    def clamped(self) -> bool:
+        """Whether the hidden units are gpt-oss's clamped SwiGLU."""
+        return self.swiglu_limit is not None
 
     @property
     def gated(self) -> bool:

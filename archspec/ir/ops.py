@@ -133,6 +133,23 @@ class Mul(Op):
 
 
 @dataclass(frozen=True, eq=False)
+class ClampedSwiGLU(Op):
+    """out = (u + 1) · g · sigmoid(alpha · g), g = gate clamped to at most `limit`, u = up
+    clamped to [-limit, limit]: gpt-oss's experts' hidden units (transformers'
+    GptOssExperts._apply_gate), in place of a gated MLP's activation and product."""
+
+    gate: Value
+    up: Value
+    limit: float
+    alpha: float
+    component: str = "activations"
+
+    @property
+    def inputs(self):
+        return (self.gate, self.up)
+
+
+@dataclass(frozen=True, eq=False)
 class Add(Op):
     """out = a + b (a residual, or positions added to embeddings)."""
 
@@ -323,8 +340,9 @@ class Route(Op):
     groups: int = 1  # group-limited: only the experts of the top_groups best groups compete
     top_groups: int = 1
 
-    def routing(self, tokens: sp.Expr) -> Routing:
-        """What the kind's formulas read, for `tokens` routed tokens."""
+    def routing(self, tokens: sp.Expr, compute: sp.Expr | int = 4) -> Routing:
+        """What the kind's formulas read, for `tokens` routed tokens whose logits take
+        `compute` bytes an element (the FLOP formulas read no bytes)."""
         return Routing(
             tokens,
             self.n_experts,
@@ -333,6 +351,7 @@ class Route(Op):
             self.scale,
             self.groups,
             self.top_groups,
+            compute,
         )
 
     @property

@@ -59,3 +59,5 @@ ACTIVATIONS: dict[str, ActivationKind] = {
 POOLER_ACTIVATION = ACTIVATIONS["tanh"].name
 # Qwen2-MoE's gate on its shared expert: sigmoid(shared_gate(x)).
 SHARED_GATE_ACTIVATION = ACTIVATIONS["sigmoid"].name
+# gpt-oss's clamped SwiGLU (moe.swiglu_limit): its gate times sigmoid(alpha * gate).
+CLAMPED_SWIGLU_ACTIVATION = ACTIVATIONS["sigmoid"].name

@@ -9,6 +9,9 @@ auxiliary-loss-free balancing, set by a rule during training, not by gradients: 
 added to them for choosing only, the weights being the unbiased scores of the chosen; with
 groups, a group ranks by the sum of its two best biased scores; renormalised weights are
 divided by their sum plus 1e-20.
+`topk_softmax` (transformers' GptOssTopKRouter): the top_k of the raw logits, then a softmax
+over those k values in the logits' own dtype (not float32): the weights sum to 1 already, so
+no renormalisation applies, and every expert competes (no groups).
 
 A kind owns the tensors of its router beyond the Linear's: `buffers`, named and stored as
 transformers names and stores them (float32, one per expert), which the generated router
@@ -21,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     import sympy as sp
@@ -42,6 +45,9 @@ class Routing:
     scale: float
     groups: int
     top_groups: int
+    # Bytes of an element of the logits (the compute dtype): what a kind that keeps tensors
+    # in the logits' dtype counts them in. The FLOP formulas do not read it.
+    compute: sp.Expr | int = FP32
 
 
 def _softmax_flops(r: Routing) -> sp.Expr:
@@ -79,6 +85,16 @@ def _sigmoid_kept(r: Routing) -> sp.Expr:
     return total
 
 
+def _topk_softmax_flops(r: Routing) -> sp.Expr:
+    return SOFTMAX_FLOPS * r.tokens * r.top_k  # the softmax over the k chosen logits
+
+
+def _topk_softmax_kept(r: Routing) -> sp.Expr:
+    # topk keeps its int64 indices (to scatter the values' gradient back), the softmax its
+    # output, in the logits' dtype; a routed_scale multiplies by a Python number, keeping none.
+    return r.tokens * r.top_k * (INT64 + r.compute)
+
+
 @dataclass(frozen=True)
 class RouterKind:
     name: str  # the spec's word for it (schema literal)
@@ -92,6 +108,13 @@ class RouterKind:
     # the forward writes the kind's lines itself (softmax's, as they always were).
     function: str | None
     buffers: tuple[str, ...]  # float32 tensors of one value per expert, owned by the router
+    # The settings `function` takes after the logits and the buffers, by the MoE's names
+    # (top_k, groups, top_groups, normalize, scale).
+    settings: tuple[str, ...]
+    # Whether moe.normalize says anything: topk_softmax's weights sum to 1 as they are.
+    renormalises: bool
+    # The routing weights' dtype: "stats" (float32) or "compute" (the logits').
+    weights_dtype: Literal["stats", "compute"]
     # Elementwise FLOPs from the logits to the weights, before routed_scaling_factor.
     routing_flops: Callable[[Routing], sp.Expr]
     # What autograd keeps of the routing for its backward, in bytes.
@@ -113,6 +136,9 @@ ROUTERS: dict[str, RouterKind] = {
             module=None,
             function=None,
             buffers=(),
+            settings=(),
+            renormalises=True,
+            weights_dtype="stats",
             routing_flops=_softmax_flops,
             kept_bytes=_softmax_kept,
         ),
@@ -124,8 +150,25 @@ ROUTERS: dict[str, RouterKind] = {
             module="BiasCorrectedRouter",
             function="sigmoid_route",
             buffers=("e_score_correction_bias",),
+            settings=("top_k", "groups", "top_groups", "normalize", "scale"),
+            renormalises=True,
+            weights_dtype="stats",
             routing_flops=_sigmoid_flops,
             kept_bytes=_sigmoid_kept,
+        ),
+        RouterKind(
+            "topk_softmax",
+            "top-k, softmax",
+            "the top_k logits, then a softmax over those k in their dtype, as gpt-oss",
+            "no group: every expert competes",
+            module=None,
+            function="topk_softmax_route",
+            buffers=(),
+            settings=("top_k", "scale"),
+            renormalises=False,
+            weights_dtype="compute",
+            routing_flops=_topk_softmax_flops,
+            kept_bytes=_topk_softmax_kept,
         ),
     )
 }

@@ -16,8 +16,11 @@ def grouped_linear(x: Tensor, weight: Tensor, counts: Tensor, bias=None) -> Tens
     """Expert i's Linear on its counts[i] rows of x (rows sorted by expert); weight:
     (n_experts, out, in), bias: (n_experts, out) or None."""
     if hasattr(weight, "to_local"):  # tensor parallel: the rank's share of each expert
+        # Split by its inputs (down), each rank's product is a partial sum: its bias is
+        # added once they are summed (StackedExperts), not on every rank.
+        row_parallel = weight.placements[0].is_shard(2)
         weight = weight.to_local()
-        bias = bias.to_local() if bias is not None else None
+        bias = bias.to_local() if bias is not None and not row_parallel else None
     if torch.is_autocast_enabled(x.device.type):
         # As autocast runs a Linear, in its dtype: neither torch._grouped_mm nor the
         # loop's mm(out=...) is on autocast's lists, so fp32 weights and an fp32 input
@@ -83,6 +86,15 @@ class ExpertRows(torch.autograd.Function):
                 torch.sum(grad[rows], 0, out=db[i])
             start += n
         return dx, dw, db, None
+
+
+def clamped_swiglu(gate: Tensor, up: Tensor, limit: float, alpha: float) -> Tensor:
+    """gpt-oss's experts' hidden units as transformers' GptOssExperts._apply_gate
+    computes them, op for op (so that they round alike): the gate clamped to at most
+    limit, up to [-limit, limit], then (up + 1) * gate * sigmoid(alpha * gate)."""
+    gate = gate.clamp(max=limit)
+    up = up.clamp(min=-limit, max=limit)
+    return (up + 1) * (gate * torch.sigmoid(gate * alpha))
 
 
 def mix_experts(experts, tokens: Tensor, weights: Tensor, chosen: Tensor) -> Tensor:

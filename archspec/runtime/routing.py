@@ -1,5 +1,6 @@
 """Routers beyond Mixtral's softmax (archspec.kinds.routers): DeepSeek-V3's sigmoid
-router with its bias correction, as transformers' DeepseekV3TopkRouter computes it.
+router with its bias correction, as transformers' DeepseekV3TopkRouter computes it, and
+gpt-oss's softmax over the top_k logits, as its GptOssTopKRouter does.
 """
 
 import torch
@@ -44,6 +45,19 @@ def sigmoid_route(
     weights = scores.gather(-1, chosen)
     if normalize:
         weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
+    if scale != 1.0:
+        weights = weights * scale
+    return weights, chosen
+
+
+def topk_softmax_route(
+    logits: Tensor, top_k: int, scale: float
+) -> tuple[Tensor, Tensor]:
+    """(weights, chosen), each (tokens, top_k): the top_k experts by logit, weighted by
+    a softmax over their k logits in the logits' dtype (gpt-oss's, not float32: in bf16
+    the weights are bf16), then times scale. They sum to 1: nothing to renormalise."""
+    values, chosen = logits.topk(top_k, dim=-1)
+    weights = values.softmax(dim=-1)
     if scale != 1.0:
         weights = weights * scale
     return weights, chosen

@@ -61,7 +61,8 @@ class CopiedKVHeads(ParallelStyle):
 
 # The stacked experts of a mixture (archspec.runtime.experts): each expert's hidden
 # units over the ranks, as ColwiseParallel and RowwiseParallel split an MLP. gate and
-# up (and their biases) keep their rank's rows, down its columns. The routed rows come
+# up (and their biases) keep their rank's rows, down its columns (its bias whole, added
+# to the summed output, as RowwiseParallel adds a Linear's). The routed rows come
 # in whole on every rank and their gradient is summed over the ranks (Megatron-LM's
 # f); each rank's output is a partial sum, all-reduced (its g).
 class SumGradient(torch.autograd.Function):
@@ -91,10 +92,10 @@ class SumOutput(torch.autograd.Function):
 
 class StackedExperts(ParallelStyle):
     def _apply(self, module: nn.Module, mesh) -> nn.Module:
-        if getattr(module, "down_bias", None) is not None:
-            raise ValueError("tensor parallelism: the experts' down bias")
         for name, param in list(module.named_parameters(recurse=False)):
-            split = Shard(2 if name == "down" else 1)  # (n_experts, out, in)
+            # (n_experts, out, in); down's bias whole on every rank (its output is)
+            split = Shard(2 if name == "down" else 1)
+            split = Replicate() if name == "down_bias" else split
             whole = distribute_tensor(param.data, mesh, [split])
             module.register_parameter(name, nn.Parameter(whole))
         group = mesh.get_group()
@@ -104,7 +105,15 @@ class StackedExperts(ParallelStyle):
             return (SumGradient.apply(rows, group), *rest)
 
         def leave(module: nn.Module, args: tuple, y: Tensor) -> Tensor:
-            return SumOutput.apply(y, group)
+            y = SumOutput.apply(y, group)
+            bias = getattr(module, "down_bias", None)
+            if bias is None:
+                return y
+            # Added once, to the summed rows (grouped_linear leaves it out): each
+            # rank's gradient is then the whole one.
+            counts = args[1]
+            rows = bias.to_local().repeat_interleave(counts, 0, output_size=y.size(0))
+            return y + rows
 
         module.register_forward_pre_hook(enter)
         module.register_forward_hook(leave)

@@ -25,7 +25,7 @@ NormKind = Literal[
 ]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "squared_relu"]
 QKNormScope = Literal["head", "all"]
-Router = Literal["softmax", "sigmoid"]
+Router = Literal["softmax", "sigmoid", "topk_softmax"]
 EmbeddingProjection = Literal["after_norm", "around_stack"]
 
 
@@ -252,9 +252,11 @@ class MoESpec:
         default="softmax",
         metadata=doc(
             "how the router's logits become weights: softmax (Mixtral, DeepSeek-V2; groups "
-            "ranked by their best expert) or sigmoid (DeepSeek-V3: sigmoid scores plus a "
+            "ranked by their best expert), sigmoid (DeepSeek-V3: sigmoid scores plus a "
             "per-expert e_score_correction_bias for choosing only, groups ranked by the sum of "
-            "their two best experts)"
+            "their two best experts) or topk_softmax (gpt-oss: the top_k logits, then a softmax "
+            "over those k in the logits' dtype; they sum to 1, so moe.normalize does not apply; "
+            "no groups)"
         ),
     )
     dense_layers: int = field(
@@ -293,6 +295,29 @@ class MoESpec:
         default=1.0,
         metadata=doc(
             "the top_k weights multiplied by this (DeepSeek's routed_scaling_factor)",
+            positive=True,
+        ),
+    )
+    expert_bias: bool = field(
+        default=False,
+        metadata=doc(
+            "a bias on every routed expert's projections, stored stacked (n_experts, out) "
+            "beside their weights (gpt-oss); mlp.bias gives them one too"
+        ),
+    )
+    swiglu_limit: float | None = field(
+        default=None,
+        metadata=doc(
+            "gpt-oss's clamped SwiGLU in the routed experts, with swiglu_alpha: gate clamped "
+            "to at most limit, up to [-limit, limit], then (up + 1) * gate * sigmoid(alpha * "
+            "gate); needs mlp.gated; dense and shared MLPs keep mlp.activation",
+            positive=True,
+        ),
+    )
+    swiglu_alpha: float | None = field(
+        default=None,
+        metadata=doc(
+            "the clamped SwiGLU's sigmoid scale (gpt-oss: 1.702); given with swiglu_limit",
             positive=True,
         ),
     )

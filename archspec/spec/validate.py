@@ -315,6 +315,34 @@ def _resolve_defaults(spec: Spec) -> Spec:
     return spec
 
 
+def _check_gpt_oss_moe(spec: Spec, v: _Validator) -> None:
+    """gpt-oss's router and its experts' clamped SwiGLU: what they are defined for."""
+    m = spec.moe
+    assert m is not None
+    if m.router == "topk_softmax" and m.groups > 1:
+        raise v.error_between(
+            [("moe", "groups"), ("moe", "router")],
+            f"the topk_softmax router chooses among all experts: moe.groups ({m.groups}) "
+            "needs router softmax or sigmoid",
+        )
+    if (m.swiglu_limit is None) != (m.swiglu_alpha is None):
+        given, missing = (
+            ("swiglu_limit", "swiglu_alpha")
+            if m.swiglu_alpha is None
+            else ("swiglu_alpha", "swiglu_limit")
+        )
+        raise v.error(
+            ("moe", given),
+            f"the clamped SwiGLU takes both moe.swiglu_limit and moe.swiglu_alpha; set "
+            f"moe.{missing} too",
+        )
+    if m.swiglu_limit is not None and not spec.mlp.gated:
+        raise v.error_between(
+            [("moe", "swiglu_limit"), ("mlp", "gated")],
+            "moe.swiglu_limit clamps a gated MLP's gate and up projections: set mlp.gated",
+        )
+
+
 def _check_shapes(spec: Spec, v: _Validator) -> None:
     """Rules that involve more than one field. Each message prints the values involved."""
     if spec.attention.latent is not None:
@@ -415,6 +443,8 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             ("moe", "top_k"),
             f"top_k ({spec.moe.top_k}) exceeds n_experts ({spec.moe.n_experts})",
         )
+    if spec.moe is not None:
+        _check_gpt_oss_moe(spec, v)
     if spec.moe and (spec.moe.groups > 1 or spec.moe.top_groups > spec.moe.groups):
         m = spec.moe
         if m.n_experts % m.groups or m.top_groups > m.groups:

@@ -167,8 +167,12 @@ class ActivationCounter:
             return True
         return (len(self.scopes) > 1 or self.in_split_norm) and self.sublayers == 0
 
+    def per_element(self, value: ops.Value) -> int | sp.Expr:
+        """Bytes an element of `value` takes, by its dtype."""
+        return {"compute": self.c, "index": INDEX, "stats": STATS, "bool": BOOL}[value.dtype]
+
     def bytes(self, value: ops.Value) -> sp.Expr:
-        per = {"compute": self.c, "index": INDEX, "stats": STATS, "bool": BOOL}[value.dtype]
+        per = self.per_element(value)
         share = self.share(value.split, value.split_limit, value.rows)
         return self.lengths.elements(value) * per * share
 
@@ -276,6 +280,17 @@ class ActivationCounter:
 
     def op_clamp(self, op: ops.Clamp) -> None:
         self.keep(op.x)  # clamp's backward passes the gradient where the input was in range
+
+    def op_clampedswiglu(self, op: ops.ClampedSwiGLU) -> None:
+        # Each clamp keeps its input (gate, up); the sigmoid its output, which the product
+        # with the clamped gate keeps too, beside that gate; the last product keeps up + 1
+        # and gate·sigmoid. Scaling by alpha and adding 1 (Python numbers) keep nothing.
+        self.keep(op.gate)
+        self.keep(op.up)
+        out = op.out
+        assert out is not None
+        for _ in range(4):  # the clamped gate, its sigmoid, up + 1, and their product
+            self.keep_new(self.lengths.elements(out), self.c, split=out.split, rows=out.rows)
 
     def op_softcap(self, op: ops.Softcap) -> None:
         # cap·tanh(x / cap): the tanh keeps its output; dividing and scaling keep nothing.
@@ -394,7 +409,7 @@ class ActivationCounter:
 
     def op_route(self, op: ops.Route) -> None:
         # The router's kind says what its float32 scores, indices and masks keep.
-        self.keep_new(op.kind.kept_bytes(op.routing(self.tokens)), 1)
+        self.keep_new(op.kind.kept_bytes(op.routing(self.tokens, self.c)), 1)
 
     def op_dispatch(self, op: ops.Dispatch) -> None:
         # Per routed copy of a token, its token (`order // top_k`, an int64 index read by
@@ -402,13 +417,13 @@ class ActivationCounter:
         self.keep_new(self.lengths.rows(op.out), INDEX)
 
     def op_combine(self, op: ops.Combine) -> None:
-        # The expert output scaled by its fp32 weight keeps both; index_add_ keeps its source.
-        # The weights' gather, after the experts, keeps each routed copy's place in the sort
-        # by expert (`order`, int64).
+        # The expert output scaled by its weight (fp32, or the logits' dtype as the router's
+        # kind says) keeps both; index_add_ keeps its source. The weights' gather, after the
+        # experts, keeps each routed copy's place in the sort by expert (`order`, int64).
         routed = self.lengths.rows(op.expert_out)
         self.keep_new(routed, INDEX)
         self.keep(op.expert_out)
-        self.keep_new(routed, STATS)
+        self.keep_new(routed, self.per_element(op.weights))
         self.keep_new(routed * op.expert_out.width, self.c)
 
     # Structure.

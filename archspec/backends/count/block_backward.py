@@ -19,7 +19,9 @@ recomputation, once the checkpoint has rebuilt the block). Two ops can hold the 
   passes one gradient to both operands);
 - a gated MLP's product act(gate)·up, whose backward makes the gradients of both factors
   (B·S·d_ff each) while the product's gradient is alive; the down projection has freed its
-  input and its output's gradient by then.
+  input and its output's gradient by then. gpt-oss's clamped SwiGLU ends in such a product,
+  (up + 1)·(g·sigmoid(alpha·g)); the backward of what comes before it holds less, its
+  factors' saved copies freed.
 
 For a mixture's routed experts, whose weights are stacked (the backward of a projection
 makes every expert's gradient of it at once, as large as the rows' activations or larger), also
@@ -162,7 +164,8 @@ def block_moments(
         return []
     mine = [op for op, m, _ in trace if m is mlp]
     down = next(op for op in reversed(mine) if isinstance(op, ops.LinearOp))
-    product = next((op for op in mine if isinstance(op, ops.Mul)), None)
+    # The gated product; gpt-oss's clamped SwiGLU ends in one, (up + 1) · (g · sigmoid)
+    product = next((op for op in mine if isinstance(op, (ops.Mul, ops.ClampedSwiGLU))), None)
     index = {id(op): i for i, (op, _, _) in enumerate(trace)}
     # The residual stream's gradient, the width of the block's input.
     flowing = tracer.bytes(ops.Value("x", "tokens", block.width))

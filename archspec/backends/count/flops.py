@@ -41,6 +41,7 @@ from archspec.ir import ops
 from archspec.ir.lower import StackValues, lower, lower_block, lower_model, lower_stack
 from archspec.ir.nodes import IR, Block, Model
 from archspec.kinds import ACTIVATIONS, NORMS
+from archspec.kinds.activations import CLAMPED_SWIGLU_ACTIVATION
 
 __all__ = ["KV_LEN", "S_DEC", "B", "S", "FlopFigures", "flop_figures", "count_pass"]
 
@@ -74,6 +75,9 @@ SINK_SHIFT = 2
 DROPOUT = 2
 # Clamping to [-c, c]: a max and a min per element.
 CLAMP = 2
+# gpt-oss's clamped SwiGLU, per hidden unit: the gate's clamp (a min), the up's (CLAMP), alpha
+# times the gate, the sigmoid, the gate times it, up + 1, and the product.
+CLAMPED_SWIGLU = 1 + CLAMP + 1 + ACTIVATIONS[CLAMPED_SWIGLU_ACTIVATION].flops_per_element + 3
 
 
 # (component, MATMUL | OTHER, inside the repeated blocks, replayed by full recomputation under
@@ -218,6 +222,9 @@ class FlopCounter:
 
     def op_clamp(self, op: ops.Clamp) -> None:
         self.elementwise(op.component, CLAMP * self.elements(op.out))
+
+    def op_clampedswiglu(self, op: ops.ClampedSwiGLU) -> None:
+        self.elementwise(op.component, CLAMPED_SWIGLU * self.elements(op.out))
 
     def op_softcap(self, op: ops.Softcap) -> None:
         self.elementwise(op.component, SOFTCAP * self.elements(op.out))

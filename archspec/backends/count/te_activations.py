@@ -36,7 +36,7 @@ from functools import partial
 
 import sympy as sp
 
-from archspec.backends.count.activations import INDEX, STATS, ActivationCounter
+from archspec.backends.count.activations import INDEX, ActivationCounter
 from archspec.backends.count.recompute_modules import LAYERNORM, MOE_ACT, separate_norms
 from archspec.ir import ops
 from archspec.kinds import NORMS
@@ -116,11 +116,11 @@ class TransformerEngineCounter(ActivationCounter):
         owner.kept.setdefault(copy, self.bytes(storage) * FLOAT8 / self.c)  # type: ignore[index]
 
     def op_combine(self, op: ops.Combine) -> None:
-        """Each routed copy's place (int64), the expert output and its fp32 weight."""
+        """Each routed copy's place (int64), the expert output and its weight."""
         routed = self.lengths.rows(op.expert_out)
         self.keep_new(routed, INDEX)
         self.keep(op.expert_out)
-        self.keep_new(routed, STATS)
+        self.keep_new(routed, self.per_element(op.weights))
 
 
 def transformer_engine_counter(fp8: bool):

@@ -20,6 +20,11 @@ EXPERTS = "Experts"  # the stacked experts' class (every mixture of a spec has t
 
 def _mlp_doc(node: MLP) -> str:
     entry = node.entry
+    if node.clamped:
+        return (
+            "gpt-oss's clamped SwiGLU feed-forward network: down((up(x) + 1) * g * "
+            "sigmoid(alpha * g)), g = gate(x), each clamped (clamped_swiglu)."
+        )
     if node.gated and entry.glu_name:
         return f"{entry.glu_name} feed-forward network: down({entry.long_label}(gate(x)) * up(x))."
     if node.gated:
@@ -119,8 +124,14 @@ class _MoEWriter(ForwardWriter):
         kind = op.kind
         router = f"self.{self.node.router.name}"
         args = [logits, *(f"{router}.{b}" for b in kind.buffers)]
-        groups = ["self.groups", "self.top_groups"] if op.groups > 1 else ["1", "1"]
-        args += ["self.top_k", *groups, str(op.normalize), repr(op.scale)]
+        settings = {
+            "top_k": "self.top_k",
+            "groups": "self.groups" if op.groups > 1 else "1",
+            "top_groups": "self.top_groups" if op.groups > 1 else "1",
+            "normalize": str(op.normalize),
+            "scale": repr(op.scale),
+        }
+        args += [settings[name] for name in kind.settings]
         self.lines += call(f"weights, chosen = {kind.function}", args, 2).split("\n")
         self.names[id(op.chosen)] = "chosen"
         assert op.out is not None
@@ -152,7 +163,7 @@ def _moe_doc(node: MoE) -> str:
     )
     kind = node.router.entry
     if kind.function is not None:
-        scores = "renormalised scores" if node.normalize else "scores"
+        scores = "renormalised scores" if node.normalize and kind.renormalises else "scores"
         text = (
             f"Mixture of experts: a router sends each token to top_k of n_experts MLPs and "
             f"mixes their outputs by its {scores} ({kind.description})."

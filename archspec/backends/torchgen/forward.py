@@ -22,6 +22,7 @@ from archspec.ir.ops import (
     Add,
     Call,
     Clamp,
+    ClampedSwiGLU,
     Dropout,
     LinearOp,
     Mul,
@@ -145,6 +146,11 @@ class ForwardWriter:
         if op.divide:
             return self._binary("/", MUL, self.arg(op.x, MUL), factor)
         return self._binary("*", MUL, self.arg(op.x, MUL), factor)
+
+    def render_clampedswiglu(self, op: ClampedSwiGLU) -> Expr:
+        # The file's `clamped_swiglu` (archspec.runtime.experts), transformers' order of ops.
+        args = [self.arg(op.gate), self.arg(op.up), *self._constants(op.limit, op.alpha)]
+        return self._call("clamped_swiglu", args)
 
     def render_clamp(self, op: Clamp) -> Expr:
         x = self.arg(op.x, ATOM)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from archspec.backends.torchgen.copied import runtime_sources
 from archspec.backends.torchgen.features import Features
 from archspec.backends.torchgen.model import limited
-from archspec.ir.nodes import MoE, Router
+from archspec.ir.nodes import MLP, MoE, Router
 from archspec.ir.visit import walk
 
 
@@ -48,9 +48,11 @@ def helpers(f: Features) -> list[str]:
     out += runtime_sources("checkpoint", "maybe_checkpoint")
     if any(isinstance(placed.node, MoE) for placed in walk(f.model)):
         out += runtime_sources("experts", "grouped_linear", "ExpertRows", "mix_experts")
+    if any(isinstance(p.node, MLP) and p.node.clamped for p in walk(f.model)):
+        out += runtime_sources("experts", "clamped_swiglu")
     routers = {p.node.entry for p in walk(f.model) if isinstance(p.node, Router)}
-    for kind in sorted((r for r in routers if r.module), key=lambda r: r.name):
-        out += runtime_sources("routing", kind.module, kind.function)
+    for kind in sorted(routers, key=lambda r: r.name):
+        out += runtime_sources("routing", *(n for n in (kind.module, kind.function) if n))
     if any(limited(stack) for stack in f.stacks):
         out += runtime_sources("lengths", "check_length")
     if f.cache:
