@@ -351,6 +351,17 @@ _llama(
 )  # fmt: skip
 
 
+# gpt-oss (MaxText's src/maxtext/configs/models/gpt-oss-120b.yml and -20b.yml at e591f30cb,
+# written out from the public config.json files).
+for _name, _layers, _experts in (("gpt-oss-120b", 36, 128), ("gpt-oss-20b", 24, 32)):
+    _llama(
+        _name, 2880, _layers, 64, 8, 2880, cls="GptOssForCausalLM", conf="GptOssConfig",
+        vocab_size=201088, head_dim=64, max_position_embeddings=131072,
+        num_local_experts=_experts, num_experts_per_tok=4, sliding_window=128,
+        rms_norm_eps=1e-5,
+    )  # fmt: skip
+
+
 # Built-ins of the families added after the seed list (public config.json values).
 _llama(
     "llama-3.1-8b",
@@ -782,6 +793,13 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
               "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
               "intermediate_size": 96, "max_position_embeddings": 32, "num_experts": 6,
               "num_experts_per_tok": 2},
+    "gpt_oss": {"architectures": ["GptOssForCausalLM"], **_SMALL, "hidden_size": 64,
+                "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "head_dim": 16, "intermediate_size": 32, "max_position_embeddings": 64,
+                "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 4,
+                "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0,
+                                    "beta_slow": 1.0, "truncate": False, "rope_theta": 150000.0,
+                                    "original_max_position_embeddings": 16}},
     "qwen3_moe": {"architectures": ["Qwen3MoeForCausalLM"], **_SMALL, "hidden_size": 64,
                   "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
                   "head_dim": 32, "intermediate_size": 96, "max_position_embeddings": 32,

@@ -132,11 +132,6 @@ MISSING: dict[str, str] = {
         "RecurrentGemma interleaves RG-LRU recurrent blocks with local attention "
         "(block_types); archspec's blocks mix tokens by softmax attention only"
     ),
-    "gpt_oss": (
-        "gpt-oss adds a learned sink logit per head to every softmax (sinks) and clamps its "
-        "experts' SwiGLU (swiglu_limit, swiglu_alpha); archspec's attention has no sinks "
-        "and its activations no clamp"
-    ),
     "llama4_text": (
         "Llama 4 leaves RoPE out of every fourth layer (no_rope_layers), attends within "
         "chunks on the others (attention_chunk_size), scales the queries of its NoPE layers "
