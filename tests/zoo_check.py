@@ -49,8 +49,10 @@ def tiny_model(cls: str, fields: dict[str, Any]):
         for key, param in model.named_parameters():
             if "norm" in key and not key.endswith(".bias"):
                 param.normal_(1.0, 0.3)
-            elif key.endswith(".bias") or "correction" in key:
-                param.normal_(0.0, 0.1)
+            elif key.endswith((".bias", "_bias")) or "correction" in key:
+                param.normal_(0.0, 0.1)  # gpt-oss's stacked experts' biases end in _bias
+            elif key.endswith(".sinks"):  # gpt-oss's sink logits, comparable to the scores
+                param.normal_(0.0, 0.3)
         # DeepSeek-V3's router bias correction, a buffer (zero, it would choose nothing)
         for key, buffer in model.named_buffers():
             if "correction" in key:

@@ -81,8 +81,12 @@ def import_gpt_oss(f: Fields, cls: HFClass) -> dict[str, Any]:
     if window is None and "L" in pattern:
         raise f.error("sliding_window", "sliding_attention layers need a sliding_window")
     spec["attention"] |= {"sinks": True}
+    # Written either way: the base spec's windows (every other layer) are not the config's
+    # when none of its layers is sliding_attention.
     if window is not None and "L" in pattern:
         spec["attention"] |= {"sliding_window": window, "window_pattern": pattern}
+    else:
+        spec["attention"] |= {"sliding_window": None}
     spec["moe"] = {
         "n_experts": f.int("num_local_experts", 128, "num_experts"),
         "top_k": f.int("num_experts_per_tok", 4),
@@ -148,6 +152,7 @@ BLOCK = table(
         "attn.k": "self_attn.k_proj",
         "attn.v": "self_attn.v_proj",
         "attn.o": "self_attn.o_proj",
+        "attn.sinks": "self_attn.sinks",
         "mlp_norm": "post_attention_layernorm",
         "moe.router": "mlp.router",
         "moe.experts.*.gate": _experts(0, 2, "gate_up_proj", "gate channels (even), stacked"),
