@@ -93,7 +93,8 @@ class SumOutput(torch.autograd.Function):
 class StackedExperts(ParallelStyle):
     def _apply(self, module: nn.Module, mesh) -> nn.Module:
         for name, param in list(module.named_parameters(recurse=False)):
-            # (n_experts, out, in); down's bias whole on every rank (its output is)
+            # (n_experts, out, in); down's bias whole on every rank, as its
+            # output is
             split = Shard(2 if name == "down" else 1)
             split = Replicate() if name == "down_bias" else split
             whole = distribute_tensor(param.data, mesh, [split])
@@ -109,11 +110,11 @@ class StackedExperts(ParallelStyle):
             bias = getattr(module, "down_bias", None)
             if bias is None:
                 return y
-            # Added once, to the summed rows (grouped_linear leaves it out): each
-            # rank's gradient is then the whole one.
-            counts = args[1]
-            rows = bias.to_local().repeat_interleave(counts, 0, output_size=y.size(0))
-            return y + rows
+            # Added once, to the summed rows (grouped_linear leaves it out):
+            # each rank's gradient is then the whole one.
+            counts, rows = args[1], y.size(0)
+            bias = bias.to_local()
+            return y + bias.repeat_interleave(counts, 0, output_size=rows)
 
         module.register_forward_pre_hook(enter)
         module.register_forward_hook(leave)
