@@ -24,6 +24,16 @@ tests/test_memory.py measures it). NeMo's runs (the `nemo` plan engine) are buil
   recomputed, the output freed from its readers' saved tensors); under `moe_act` the experts'
   fused gated product is freed from the second projection's saved input (under fp8 that
   projection's quantized copy stays: the checkpoint frees the tensor it returned, not TE's copy).
+- gpt-oss's clamped SwiGLU is Megatron-Core's fused weighted quick-GEGLU (the bridge sets
+  quick_gelu with activation_func_clamp_value and glu_linear_offset under
+  bias_activation_fusion; megatron/core/fusions/fused_bias_geglu.py,
+  `WeightedQuickGeGLUFunction.forward` saves its input, the weights and the offset, at
+  Megatron-LM d98e8a6): its input, gate and up side by side, not the clamps' and products'.
+- Attention with sinks (gpt-oss's learned logit per head) runs in Transformer Engine's fused
+  attention, `softmax_type="learnable"`, which keeps what the fused kernel keeps for any
+  attention (FusedAttention serves learnable softmax, FlashAttention not: the backend filter
+  of transformer_engine/pytorch/attention/dot_product_attention/utils.py at d0067d0); the
+  generated code writes the core out (`sink_attention`) and keeps its probabilities.
 - A mixture's unpermute multiplies each expert output by its routing weight and scatter-adds
   the products (megatron/core/transformer/moe/moe_utils.py, `unpermute`): the expert output
   and the weights are kept, not the scaled copy that index_add_ keeps in the generated code.
@@ -31,7 +41,7 @@ tests/test_memory.py measures it). NeMo's runs (the `nemo` plan engine) are buil
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 import sympy as sp
@@ -84,6 +94,18 @@ class TransformerEngineCounter(ActivationCounter):
         if NORMS[norm.kind].keeps_normalised:  # (input, statistics, normalised, ...)
             del parts[2]
         return parts
+
+    def op_clampedswiglu(self, op: ops.ClampedSwiGLU) -> None:
+        self.keep(op.gate)
+        self.keep(op.up)
+        assert op.out is not None
+        if MOE_ACT in self.modules and op.out.copies != 1:
+            self.discarded.add(op.out.storage)
+
+    def op_attend(self, op: ops.Attend) -> None:
+        if op.sinks and self.attn == "flash":
+            op = replace(op, sinks=False)  # the fused kernel takes the sinks
+        super().op_attend(op)
 
     def op_activationop(self, op: ops.ActivationOp) -> None:
         super().op_activationop(op)
