@@ -332,8 +332,8 @@ def test_training_step_peak(recompute: str) -> None:
 
 def test_interleaved_experts_rules_hold_gpt_oss_experts() -> None:
     """The tensor rules' stacked experts, interleaved and transposed, build transformers'
-    gate_up_proj (each expert's (in, 2·out) with gate the even columns, up the odd), its bias and the
-    transposed down_proj from archspec's per-expert tensors, and split them back: loaded
+    gate_up_proj (each expert's (in, 2·out) with gate the even columns, up the odd), its bias
+    and the transposed down_proj from archspec's per-expert tensors, and split them back: loaded
     into GptOssExperts, the experts compute what archspec's grouped ones do."""
     from archspec.hf.tensor_rules import TensorRule
     from archspec.runtime.experts import grouped_linear
