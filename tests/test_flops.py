@@ -40,7 +40,14 @@ from tests.tiny import generated_module
 
 EXECUTED = CONVENTIONS["executed"]
 # Routing needs real values: small-size tests (deepseek-v2-lite: tests/test_latent_attention.py).
-MOE = {"mixtral-8x7b", "qwen1.5-moe-a2.7b", "qwen3-30b-a3b", "deepseek-v2-lite"}
+MOE = {
+    "mixtral-8x7b",
+    "qwen1.5-moe-a2.7b",
+    "qwen3-30b-a3b",
+    "deepseek-v2-lite",
+    "gpt-oss-120b",
+    "gpt-oss-20b",
+}  # gpt-oss's tiny models: tests/test_hf_zoo_gpt_oss.py
 POINTS = [(1, 128, 64), (3, 77, 20), (2, 200, 33)]  # (B, S, S_dec)
 
 

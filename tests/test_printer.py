@@ -25,7 +25,7 @@ from archspec.backends.printer import module_repr, module_tree
 from archspec.backends.printer.leaves import layernorm_prints_bias, layernorm_source_prints_bias
 from archspec.cli import app
 from archspec.ir.classes import class_name, class_names
-from archspec.ir.nodes import IR, Block, Embedding, Linear, MoE, Node, Norm, Repeat, Run
+from archspec.ir.nodes import IR, Block, Embedding, Linear, MoE, Node, Norm, Repeat, Run, Sinks
 from archspec.spec.resolve import builtin_names
 from tests.hostile import run_main, run_python
 from tests.tiny import generated_module
@@ -132,6 +132,9 @@ def contract_model(ir: IR) -> nn.Module:
         kind = class_name(names, node)
         module = classes.setdefault(kind, type(kind, (nn.Module,), {}))()
         for part in node.children:
+            if isinstance(part, Sinks):  # a parameter of its attention, not a module
+                module.register_parameter(part.name, nn.Parameter(torch.empty(v(part.heads))))
+                continue
             module.add_module(part.name, build(part, node))
         return module
 
