@@ -111,6 +111,7 @@ def test_plan_replays_the_modules_forward_and_holds_less() -> None:
         (["--recompute-modules", "mlp"], "mlp: not modelled"),
         (["--recompute-modules", "layer_norm"], "layer_norm: not a module"),
         (["--recompute-modules", "moe_act", "--engine", "megatron"], "--engine megatron"),
+        (["--recompute", "selective:moe_act"], "--recompute takes one of"),
     ],
 )
 def test_what_cannot_be_timed_is_refused(extra: list[str], message: str) -> None:

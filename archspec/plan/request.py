@@ -153,6 +153,9 @@ def recompute_setting(recompute: str | None, modules: str | None, run: Training)
     """--recompute with --recompute-modules as one setting (`selective:layernorm,moe_act`):
     the modules need selective recomputation, and beyond the attention core Transformer
     Engine's layers (the nemo engine), whose norms and fused activation they free."""
+    if recompute is not None and recompute not in PLAN_RECOMPUTE:
+        raise SpecError(f"--recompute takes one of: {', '.join(PLAN_RECOMPUTE)}",
+                        hint=did_you_mean(recompute, PLAN_RECOMPUTE))  # fmt: skip
     if modules is None:
         return recompute
     if recompute not in (None, "selective"):
