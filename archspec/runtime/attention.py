@@ -56,8 +56,8 @@ def sink_attention(
         mask = mask_out(hidden, q.new_zeros(()))
     sink = sinks.reshape(1, -1, 1, 1).expand(q.size(0), -1, q.size(2), -1)
     logits = torch.cat([scores + mask, sink], dim=-1)
-    # Shifted by the row's maximum with max, as transformers shifts it: its backward keeps
-    # each row's index of the maximum (amax's would keep the logits and the maxima).
+    # Shifted by the row's maximum with max, as transformers shifts it: its backward
+    # keeps each row's index of the maximum (amax's would keep the logits and maxima).
     logits = logits - logits.max(dim=-1, keepdim=True).values
     probs = logits.softmax(dim=-1)[..., :-1]
     return torch.matmul(probs, v)

@@ -272,6 +272,7 @@ def _head_sinks(f: Features) -> list[str]:
     if not sinks:
         return []
     return [
+        "# One sink per query head: each rank keeps its own heads' sinks, as q their rows.",
         "for module in model.modules():",
         f"    if isinstance(module, ({', '.join(sinks)},)):",
         "        own = distribute_tensor(module.sinks.data, tp, [Shard(0)])",
@@ -381,7 +382,7 @@ heads read, from whole k and v weights), of the MLP hidden units (gate and up co
 parallel, down row-parallel; every expert likewise), and of the vocabulary (embedding
 rows, LM head columns, logits gathered). Norms, position tables, the router and the
 pooler are replicated. Latent attention keeps its latents whole on every rank and
-splits q, kv_up and o by heads; attention sinks are split with their query heads.
+splits q, kv_up and o by heads.
 
 Expert parallelism over "ep": each rank keeps n_experts / ep of the experts and trains
 on its own rows of the batch; tokens reach their experts with all_to_all_single. Context
