@@ -271,10 +271,11 @@ def _head_sinks(f: Features) -> list[str]:
     sinks = [f.cls(node) for node, _ in f.classes(Attention) if node.sinks is not None]
     if not sinks:
         return []
+    classes = sinks[0] if len(sinks) == 1 else f"({', '.join(sinks)})"
     return [
-        "# One sink per query head: each rank keeps its own heads' sinks, as q their rows.",
+        "# One sink per query head: each rank keeps its heads' sinks, as q their rows.",
         "for module in model.modules():",
-        f"    if isinstance(module, ({', '.join(sinks)},)):",
+        f"    if isinstance(module, {classes}):",
         "        own = distribute_tensor(module.sinks.data, tp, [Shard(0)])",
         "        module.sinks = nn.Parameter(own)",
     ]
