@@ -271,9 +271,11 @@ def _head_sinks(f: Features) -> list[str]:
     sinks = [f.cls(node) for node, _ in f.classes(Attention) if node.sinks is not None]
     if not sinks:
         return []
+    classes = sinks[0] if len(sinks) == 1 else f"({', '.join(sinks)})"
     return [
+        "# One sink per query head: each rank keeps its heads' sinks, as q their rows.",
         "for module in model.modules():",
-        f"    if isinstance(module, ({', '.join(sinks)},)):",
+        f"    if isinstance(module, {classes}):",
         "        own = distribute_tensor(module.sinks.data, tp, [Shard(0)])",
         "        module.sinks = nn.Parameter(own)",
     ]
@@ -381,7 +383,7 @@ heads read, from whole k and v weights), of the MLP hidden units (gate and up co
 parallel, down row-parallel; every expert likewise), and of the vocabulary (embedding
 rows, LM head columns, logits gathered). Norms, position tables, the router and the
 pooler are replicated. Latent attention keeps its latents whole on every rank and
-splits q, kv_up and o by heads; attention sinks are split with their query heads.
+splits q, kv_up and o by heads.
 
 Expert parallelism over "ep": each rank keeps n_experts / ep of the experts and trains
 on its own rows of the batch; tokens reach their experts with all_to_all_single. Context
