@@ -26,7 +26,7 @@ from archspec.backends.count.params import parameter_count
 from archspec.backends.torchgen import generate_source, load_generated
 from archspec.cli import app
 from archspec.ir.classes import class_name, class_names
-from archspec.ir.nodes import IR, Embedding, Linear, MoE, Node, Norm, Repeat
+from archspec.ir.nodes import IR, Embedding, Linear, MoE, Node, Norm, Repeat, Sinks
 from archspec.spec.resolve import builtin_names
 from tests.tiny import scaled_down, tiny_sizes
 
@@ -146,6 +146,8 @@ def ir_modules(ir: IR) -> list[tuple[str, str, tuple]]:
             e = parent.expert
             sizes = (ir.value(parent.n_experts), ir.value(e.up.in_features), ir.value(e.hidden))
             out.append((path, "Experts", (*sizes, e.gated, e.up.bias)))
+            return
+        if isinstance(node, Sinks):  # a parameter of its attention, not a module
             return
         if isinstance(node, Repeat):
             out.append((path, "ModuleList", ()))

@@ -83,8 +83,8 @@ class OpCost:
     # custom_embedding.py at 8c8dd48).
     in_fp8: bool = True
     # The Megatron-Core module whose selective recomputation replays this op beyond the
-    # attention core (recompute_modules.py): "layernorm" (a norm apart from a projection),
-    # "moe_act" (the experts' activation), or "".
+    # attention core (recompute_modules.py): LAYERNORM (a norm apart from a projection),
+    # MOE_ACT (the experts' activation), or "".
     recompute_module: str = ""
 
 

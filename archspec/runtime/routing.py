@@ -51,7 +51,9 @@ def sigmoid_route(
 
 
 def topk_softmax_route(
-    logits: Tensor, top_k: int, scale: float
+    logits: Tensor,
+    top_k: int,
+    scale: float,
 ) -> tuple[Tensor, Tensor]:
     """(weights, chosen), each (tokens, top_k): the top_k experts by logit, weighted by
     a softmax over their k logits in the logits' dtype (gpt-oss's, not float32: in bf16
