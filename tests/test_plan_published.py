@@ -92,8 +92,9 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard): mean 7.5%, within the issue's target of
-    # 8%, largest 26.8% (MT-NLG on 3360 A100s), far above its 15%, over 135 runs (8.1% with a
+    # What docs/plan.md reports (a regression guard): mean 7.6%, within the issue's target of
+    # 8%, largest 29.4% (NeMo's GPT-OSS 120B on 64 B200s), far above its 15%, over 137 runs;
+    # 7.5% and 26.8% (MT-NLG on 3360 A100s) over 135 runs before the two GPT-OSS rows (8.1% with a
     # host term for the all-to-all dispatcher's runs alone); 7.2% over 131 runs before four
     # Qwen3 rows joined and expert parallelism's matmuls, dispatch and host were timed; 7.4% over
     # 128 (NeMo 26.04.01's offloaded GB200 FSDP row without its Qwen3 rows), 7.2% over the 127
@@ -115,7 +116,7 @@ def test_cross_validated_errors() -> None:
     # and NVIDIA's other rows were added.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
     assert mean(errors) < 0.076
-    assert max(errors) < 0.27
+    assert max(errors) < 0.30
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
     ]
