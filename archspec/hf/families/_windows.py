@@ -4,6 +4,8 @@ Qwen3), and back."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from archspec.hf.config_fields import Fields
 from archspec.spec.schema import Spec
 
@@ -24,6 +26,31 @@ def check_layer_types(f: Fields, types: object, n_layers: int) -> list[str]:
             f"expected {n_layers} of sliding_attention / full_attention, got {types!r}",
         )
     return types
+
+
+def alternating(n_layers: int) -> list[str]:
+    """Windowed and full layers alternating, windowed first: the default `layer_types` of
+    Gemma2Config and GptOssConfig."""
+    return ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n_layers)]
+
+
+def windows(f: Fields, types: list[str], default_window: int) -> dict[str, Any]:
+    """The spec's attention fields for one layer type per layer and the config's
+    `sliding_window` (an explicit null: no window; left out: the config class's
+    `default_window`). Written either way: a family base's windows are not the config's when
+    none of its layers is sliding_attention. Sliding layers without a window are refused."""
+    pattern = window_pattern(f, types)
+    window = (
+        f.size("sliding_window", default_window)
+        if f.data.get("sliding_window", 0) is not None
+        else None
+    )
+    f.harmless("sliding_window")
+    if "L" not in pattern:
+        return {"sliding_window": None}
+    if window is None:
+        raise f.error("sliding_window", "sliding_attention layers need a sliding_window")
+    return {"sliding_window": window, "window_pattern": pattern}
 
 
 def window_pattern(f: Fields, types: list[str]) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 from archspec.errors import SpecError
 from archspec.hf.config_fields import Fields
 from archspec.hf.families._llama_like import MODEL_NAMES, ROPE_BUFFERS, STACK_NAMES
-from archspec.hf.families._windows import check_layer_types, layer_types, window_pattern
+from archspec.hf.families._windows import alternating, check_layer_types, layer_types, windows
 from archspec.hf.families.gemma import export_gemma_like, import_gemma_like
 from archspec.hf.family import Family, HFClass, NameRules
 from archspec.hf.name_rules import table
@@ -25,14 +25,6 @@ DEFAULTS = {
 }
 
 
-def _pattern(f: Fields, n_layers: int) -> str:
-    """`layer_types` as the spec's window_pattern; by default windowed layers first, then
-    alternating (Gemma2Config's)."""
-    default = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n_layers)]
-    types = check_layer_types(f, f.get("layer_types") or default, n_layers)
-    return window_pattern(f, types)
-
-
 def _cap(f: Fields, key: str, default: float) -> float | None:
     # An explicit null is no cap: Gemma2Config keeps the None and the model caps only when
     # given one; only a left-out field takes the config class's default.
@@ -45,14 +37,11 @@ def _cap(f: Fields, key: str, default: float) -> float | None:
 def import_gemma2(f: Fields, cls: HFClass) -> dict[str, Any]:
     spec = import_gemma_like(f, cls, DEFAULTS, activation="hidden_activation")
     f.harmless("cache_implementation")  # which KV cache class generate() builds
-    # An explicit null is no window; only an absent field takes Gemma2Config's 4096.
-    window = f.size("sliding_window", 4096) if f.data.get("sliding_window", 0) is not None else None
-    f.harmless("sliding_window")
     # Gemma-2's files repeat the window as sliding_window_size; only sliding_window is read.
     f.ignored("sliding_window_size", "Gemma2Config and Gemma2Model")
-    pattern = _pattern(f, spec["n_layers"])
-    if window is None and "L" in pattern:
-        raise f.error("sliding_window", "sliding_attention layers need a sliding_window")
+    types = check_layer_types(f, f.get("layer_types") or alternating(spec["n_layers"]),
+                              spec["n_layers"])  # fmt: skip
+    attention = windows(f, types, 4096)
     head_dim = spec["head_dim"] or spec["d_model"] // spec["n_heads"]
     scalar = f.int("query_pre_attn_scalar", 256)
     spec["residual"] = "sandwich"
@@ -60,12 +49,7 @@ def import_gemma2(f: Fields, cls: HFClass) -> dict[str, Any]:
         "softcap": _cap(f, "attn_logit_softcapping", 50.0),
         "scale_dim": scalar if scalar != head_dim else None,
     }
-    # Written either way: the base spec's windows (every other layer) are not the config's
-    # when none of its layers is sliding_attention.
-    if window is not None and "L" in pattern:
-        spec["attention"] |= {"sliding_window": window, "window_pattern": pattern}
-    else:
-        spec["attention"] |= {"sliding_window": None}
+    spec["attention"] |= attention
     spec["head"]["softcap"] = _cap(f, "final_logit_softcapping", 30.0)
     return spec
 

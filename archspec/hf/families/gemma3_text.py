@@ -18,7 +18,7 @@ from archspec.hf.families._layer_rope import (
     write_rope_per_type,
 )
 from archspec.hf.families._llama_like import MODEL_NAMES, ROPE_BUFFERS, STACK_NAMES
-from archspec.hf.families._windows import check_layer_types, layer_types, window_pattern
+from archspec.hf.families._windows import check_layer_types, layer_types, window_pattern, windows
 from archspec.hf.families.gemma import export_gemma_like, import_gemma_like
 from archspec.hf.families.gemma2 import BLOCK as GEMMA2_BLOCK
 from archspec.hf.family import Family, HFClass, NameRules
@@ -67,12 +67,7 @@ def import_gemma3(f: Fields, cls: HFClass) -> dict[str, Any]:
     f.harmless("cache_implementation")  # which KV cache class generate() builds
     types = _layer_types(f, spec["n_layers"])
     pattern = window_pattern(f, types)
-    window = (
-        f.size("sliding_window", WINDOW) if f.data.get("sliding_window", 0) is not None else None
-    )
-    f.harmless("sliding_window")
-    if window is None and "L" in pattern:
-        raise f.error("sliding_window", "sliding_attention layers need a sliding_window")
+    attention = windows(f, types, WINDOW)
     head_dim = spec["head_dim"] or spec["d_model"] // spec["n_heads"]
     scalar = f.int("query_pre_attn_scalar", 256)
     spec["residual"] = "sandwich"
@@ -81,12 +76,9 @@ def import_gemma3(f: Fields, cls: HFClass) -> dict[str, Any]:
         "softcap": _cap(f, "attn_logit_softcapping"),
         "scale_dim": scalar if scalar != head_dim else None,
     }
-    # Written either way: the base spec's five windowed layers to each full one, and their
-    # rotation, are not the config's when its layer_types say otherwise.
-    if "L" in pattern:
-        spec["attention"] |= {"sliding_window": window, "window_pattern": pattern}
-    else:
-        spec["attention"] |= {"sliding_window": None}
+    # Written either way (windows): the base spec's five windowed layers to each full one,
+    # and their rotation, are not the config's when its layer_types say otherwise.
+    spec["attention"] |= attention
     local_layers(f, spec, pattern, ropes["sliding_attention"])
     spec["head"]["softcap"] = _cap(f, "final_logit_softcapping")
     return spec

@@ -25,7 +25,7 @@ from archspec.hf.families._llama_like import (
     export_llama_like,
     import_llama_like,
 )
-from archspec.hf.families._windows import check_layer_types, layer_types, window_pattern
+from archspec.hf.families._windows import alternating, check_layer_types, layer_types, windows
 from archspec.hf.family import Family, HFClass, NameRules, Target
 from archspec.hf.name_rules import table
 from archspec.spec.schema import Spec
@@ -59,14 +59,6 @@ DEFAULT_ROPE = {
 }
 
 
-def _pattern(f: Fields, n_layers: int) -> str:
-    """`layer_types` as the spec's window_pattern; by default windowed layers first, then
-    alternating (GptOssConfig's)."""
-    default = ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n_layers)]
-    types = check_layer_types(f, f.get("layer_types") or default, n_layers)
-    return window_pattern(f, types)
-
-
 def import_gpt_oss(f: Fields, cls: HFClass) -> dict[str, Any]:
     f.data = {**DEFAULTS, **f.data}
     if not f.present("rope_parameters") and not f.present("rope_scaling"):
@@ -75,18 +67,9 @@ def import_gpt_oss(f: Fields, cls: HFClass) -> dict[str, Any]:
     f.ignored("hidden_act", "GptOssModel (its experts apply their own clamped SwiGLU)")
     f.harmless("output_router_logits", "router_aux_loss_coef")  # training losses only
     spec = import_llama_like(f, cls, VARIANT)
-    window = f.size("sliding_window", 128) if f.data.get("sliding_window", 0) is not None else None
-    f.harmless("sliding_window")
-    pattern = _pattern(f, spec["n_layers"])
-    if window is None and "L" in pattern:
-        raise f.error("sliding_window", "sliding_attention layers need a sliding_window")
-    spec["attention"] |= {"sinks": True}
-    # Written either way: the base spec's windows (every other layer) are not the config's
-    # when none of its layers is sliding_attention.
-    if window is not None and "L" in pattern:
-        spec["attention"] |= {"sliding_window": window, "window_pattern": pattern}
-    else:
-        spec["attention"] |= {"sliding_window": None}
+    n_layers = spec["n_layers"]
+    types = check_layer_types(f, f.get("layer_types") or alternating(n_layers), n_layers)
+    spec["attention"] |= {"sinks": True, **windows(f, types, 128)}
     spec["moe"] = {
         "n_experts": f.int("num_local_experts", 128, "num_experts"),
         "top_k": f.int("num_experts_per_tok", 4),
