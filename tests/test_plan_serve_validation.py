@@ -69,7 +69,7 @@ def test_stored_profiles_predict_the_published_figures() -> None:
     errors = [abs(f.published_s / f.predicted_s(parts_of(f), stored[f.engine]) - 1)
               for f in figures]  # fmt: skip
     assert sum(errors) / len(errors) < 0.052 and max(errors) < 0.25
-    for key in ("transformers", "gptq-for-llama", "tinychat", "exllama"):
+    for key in ("transformers", "gptq-for-llama", "tinychat", "tinychat-2023", "exllama"):
         _same_profile(stored[key], fit_engine(key, [f for f in figures if f.engine == key]))
 
 
@@ -82,8 +82,8 @@ def test_stored_profiles_are_the_fit_and_its_cross_validated_error() -> None:
     s = summary(rows)
     # What was measured (docs/plan.md shows the table); the issue's target is 10% and 25%.
     assert s["held_out"] == s["figures"] == len(load_dataset()[1]) - len(brackets)
-    assert s["fitted_mean"] < 0.052 and s["held_out_mean"] < 0.071
-    assert s["held_out_max"] < 0.29
+    assert s["fitted_mean"] < 0.050 and s["held_out_mean"] < 0.073
+    assert s["held_out_max"] < 0.27
     assert brackets and all(b.within for b in brackets)
 
 
@@ -203,6 +203,31 @@ def test_any_accelerator_serves_alone_without_a_system() -> None:
     assert result.exit_code == 2 and "unknown system" in result.stderr
 
 
+def test_tinychat_figures_are_timed_by_the_release_that_published_them() -> None:
+    """One README table holds INT4 rows of two TinyChat releases: the 2023 rewrite's (its first
+    GEMV kernel) and a later row (Llama 3, with the kernel that replaced it); TinyChat 2.0's
+    table states its lengths. Each release calibrates its own profile."""
+    sources, figures = load_dataset()
+    engine_of = {key: s["engine"] for key, s in sources.items() if key.startswith("tinychat")}
+    assert engine_of == {
+        "tinychat": "transformers",
+        "tinychat-awq": "tinychat-2023",
+        "tinychat-awq-2024": "tinychat",
+        "tinychat-2.0": "tinychat",
+    }
+    assert "1480555" in sources["tinychat-awq"]["setting"]
+    assert "b76fab6" in sources["tinychat-awq-2024"]["setting"]
+    newer = [f for f in figures if f.source == "tinychat-2.0"]
+    assert {(f.model, f.prompt, f.new_tokens) for f in newer} == {
+        ("llama-3-8b", 4, 256),
+        ("llama-2-7b", 4, 256),
+        ("llama-2-13b", 4, 256),
+    }
+    stored = load_engines()
+    assert stored["tinychat"].calibrated_on == ["tinychat-2.0", "tinychat-awq-2024"]
+    assert stored["tinychat-2023"].calibrated_on == ["tinychat-awq"]
+
+
 def test_a_figure_decided_by_lengths_its_source_leaves_open_is_bracketed() -> None:
     """TinyChat's FP16 Falcon-7B ran without a cache over lengths TinyChat never states: over
     what its demo allows, the roofline moves several-fold, so the figure is checked to lie
@@ -210,7 +235,7 @@ def test_a_figure_decided_by_lengths_its_source_leaves_open_is_bracketed() -> No
     their point error."""
     _, figures = load_dataset()
     ranged = [f for f in figures if f.prompt_range or f.new_tokens_range]
-    assert {f.source for f in ranged} == {"tinychat", "tinychat-awq"}
+    assert {f.source for f in ranged} == {"tinychat", "tinychat-awq", "tinychat-awq-2024"}
     open_ended = [f for f in ranged if unstated(f)]
     assert [(f.model, f.kv_cache) for f in open_ended] == [("falcon-7b", False)]
     stored = load_engines()

@@ -525,8 +525,9 @@ PlanEngine = Annotated[
     str | None,
     _opt("--engine", help="The stack whose fitted profile times the step. Training: megatron "
          "(default), deepspeed, nemo, fsdp or maxtext (what it overlaps and its efficiency). "
-         "Serving: gpt-fast, tensorrt-llm, transformers, gptq-for-llama, tinychat, exllama or "
-         "typical (default ideal: the roofline alone).", metavar="NAME"),
+         "Serving: gpt-fast, tensorrt-llm, transformers, gptq-for-llama, tinychat, "
+         "tinychat-2023, exllama or typical (default ideal: the roofline alone).",
+         metavar="NAME"),
 ]  # fmt: skip
 PlanTokens = Annotated[
     str | None,

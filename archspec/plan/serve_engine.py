@@ -37,7 +37,7 @@ from archspec.plan.hardware import System, canonical_name, get_system, load_acce
 
 # Engines whose Python issues each kernel as it goes (no CUDA graph in their code): a pass
 # takes at least its host's time to issue its layers (`host_layer_us`).
-EAGER = {"transformers", "gptq-for-llama", "tinychat", "exllama"}
+EAGER = {"transformers", "gptq-for-llama", "tinychat", "tinychat-2023", "exllama"}
 # The host time a layer measured for eager decoding on one H100 machine, least and most: the
 # generated code's (539 and 554 us, a 7B at batch 1 and a 1B at batch 8) and transformers' own
 # generate (794 us), benchmarks/gpu-h100/serve_vs_plan.md. GPTQ-for-LLaMa's profile,

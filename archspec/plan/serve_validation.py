@@ -55,7 +55,8 @@ ENGINE_NAMES = {
     "tensorrt-llm": "TensorRT-LLM (static batches, fused kernels)",
     "transformers": "Hugging Face transformers generate, eager",
     "gptq-for-llama": "GPTQ-for-LLaMa's 4-bit CUDA kernels in transformers, eager",
-    "tinychat": "TinyChat (AWQ W4A16 kernels)",
+    "tinychat": "TinyChat (AWQ W4A16 kernels, from 2024: gemv_forward_cuda_new)",
+    "tinychat-2023": "TinyChat's first release (AWQ's 2023 W4A16 GEMV kernel)",
     "exllama": "ExLlama (GPTQ 4-bit kernels, its own Llama)",
 }
 # A figure whose source leaves its lengths open (the prompt a user typed into a chat demo)
@@ -77,6 +78,7 @@ USABLE = {
     "transformers": (0.9, "assumed: transformers allocates as it goes"),
     "gptq-for-llama": (0.9, "assumed: transformers allocates as it goes"),
     "tinychat": (0.9, "assumed: TinyChat pre-allocates its cache and states no fraction"),
+    "tinychat-2023": (0.9, "assumed: TinyChat pre-allocates its cache and states no fraction"),
     "exllama": (0.9, "assumed: the README advises about 20 GB of a 24 GB GPU for the model"),
     TYPICAL: (0.9, "assumed, as most engines"),
 }  # fmt: skip
@@ -89,7 +91,8 @@ USABLE = {
 # (tensorrt_llm/models/quantized/quant.py at 14af1d9, `_default_fp8_quantize`, "used by benchmark
 # script": the layers, then "# TODO: add lm_head"; its weight-only groupwise path excludes
 # 'lm_head' by default).
-HEAD_16BIT = {"tinychat", "exllama", "transformers", "gptq-for-llama", "tensorrt-llm"}
+HEAD_16BIT = {"tinychat", "tinychat-2023", "exllama", "transformers", "gptq-for-llama",
+              "tensorrt-llm"}  # fmt: skip
 # The engine's matmuls against the training-calibrated efficiency: half to 1.3 times.
 COMPUTE_GRID = [x / 100 for x in range(50, 131)]
 DECODE_ONLY = ("decode_token_ms", "generate_decode_tokens_per_s")
