@@ -128,6 +128,14 @@ def test_a_good_system_file_plans() -> None:
         ({"peak_tflops": "{bf16: 1.0e-300}"}, None, ["peak_tflops.bf16", "under the least"]),
         ({"memory_gib": "1"}, None, ["memory_gib", "under the least of 2"]),
         (None, {"inter_node_gbs": "1.0e-300"}, ["inter_node_gbs", "under the least"]),
+        ({"fp16_accumulate_tflops": "-1"}, None, ["fp16_accumulate_tflops", "above zero"]),
+        ({"fp16_accumulate_tflops": ".inf"}, None, ["fp16_accumulate_tflops", "finite"]),
+        ({"fp16_accumulate_tflops": "200"}, None, ["fp16_accumulate_tflops", "lists no fp16"]),
+        (
+            {"peak_tflops": "{fp16: 100}", "fp16_accumulate_tflops": "50"},
+            None,
+            ["fp16_accumulate_tflops (50)", "exceeds its fp16 peak"],
+        ),
     ],
 )
 def test_every_field_of_a_system_file_is_checked(tmp_path, accelerator, system, words) -> None:

@@ -13,9 +13,10 @@ from typer.testing import CliRunner
 from archspec.cli import app
 from archspec.cli.common import compile_spec
 from archspec.plan.hardware import get_system, load_accelerators
-from archspec.plan.serve import predict_serving
-from archspec.plan.serve_engine import load_engines
+from archspec.plan.serve import Precision, predict_serving
+from archspec.plan.serve_engine import load_engines, serving_system
 from archspec.plan.serve_validation import (
+    COMPUTE_GRID,
     fit_engine,
     load_dataset,
     parts_of,
@@ -56,6 +57,7 @@ def _same_profile(stored, fitted) -> None:
     assert stored.host_layer_us == pytest.approx(fitted.host_layer_us, abs=0.01)
     assert stored.request_overhead_ms == pytest.approx(fitted.request_overhead_ms, abs=1e-3)
     assert stored.expert_efficiency == pytest.approx(fitted.expert_efficiency, abs=1e-3)
+    assert stored.fp16_accumulation == fitted.fp16_accumulation
     assert stored.grouped_cache_reread == pytest.approx(fitted.grouped_cache_reread, abs=1e-3)
     assert stored.quantizes_head == fitted.quantizes_head
 
@@ -82,7 +84,7 @@ def test_stored_profiles_are_the_fit_and_its_cross_validated_error() -> None:
     s = summary(rows)
     # What was measured (docs/plan.md shows the table); the issue's target is 10% and 25%.
     assert s["held_out"] == s["figures"] == len(load_dataset()[1]) - len(brackets)
-    assert s["fitted_mean"] < 0.050 and s["held_out_mean"] < 0.073
+    assert s["fitted_mean"] < 0.048 and s["held_out_mean"] < 0.067
     assert s["held_out_max"] < 0.27
     assert brackets and all(b.within for b in brackets)
 
@@ -217,7 +219,7 @@ def test_tinychat_figures_are_timed_by_the_release_that_published_them() -> None
     }
     assert "1480555" in sources["tinychat-awq"]["setting"]
     assert "b76fab6" in sources["tinychat-awq-2024"]["setting"]
-    newer = [f for f in figures if f.source == "tinychat-2.0"]
+    newer = [f for f in figures if f.source == "tinychat-2.0" and f.metric == "decode_token_ms"]
     assert {(f.model, f.prompt, f.new_tokens) for f in newer} == {
         ("llama-3-8b", 4, 256),
         ("llama-2-7b", 4, 256),
@@ -226,6 +228,59 @@ def test_tinychat_figures_are_timed_by_the_release_that_published_them() -> None
     stored = load_engines()
     assert stored["tinychat"].calibrated_on == ["tinychat-2.0", "tinychat-awq-2024"]
     assert stored["tinychat-2023"].calibrated_on == ["tinychat-awq"]
+
+
+def test_tinychat_first_tokens_need_the_fp16_accumulate_tensor_rate() -> None:
+    """TinyChat 2.0's first token after 4,096 positions of Llama-3-8B on an RTX 4090 (275 ms)
+    runs the blocks' matmuls alone (2 FLOPs a weight a token, the attention not counted) at
+    more than the part's FP32-accumulate tensor peak: only its FP16-accumulate rate, which
+    TinyChat 2.0's GEMM uses, reaches it. The profile that knows so predicts the figure; the
+    same engine accumulating in FP32 cannot, at any matmul efficiency the fit allows."""
+    from dataclasses import replace
+
+    from archspec.backends.count.params import parameter_count
+
+    _, figures = load_dataset()
+    (f,) = [g for g in figures if g.source == "tinychat-2.0" and g.metric == "ttft_ms"
+            and g.model == "llama-3-8b" and g.prompt == 4096]  # fmt: skip
+    ir = compile_spec(f.model, None)
+    d, vocab = ir.value(ir.root.d_model), ir.value(ir.root.vocab_size)
+    blocks = float(parameter_count(ir.root).xreplace(ir.env)) - 2 * vocab * d  # untied head
+    rate = 2 * blocks * f.prompt / f.published_s / 1e12
+    gpu = load_accelerators()["rtx-4090"]
+    assert gpu.peak_tflops["fp16"] < rate < gpu.fp16_accumulate_tflops
+    tinychat = load_engines()["tinychat"]
+    assert tinychat.fp16_accumulation and not load_engines()["transformers"].fp16_accumulation
+    assert abs(f.predicted_s(parts_of(f), tinychat) / f.published_s - 1) < 0.1
+    fp32 = replace(parts_of(f), fp16_accumulate=1.0)  # the run accumulating in FP32
+    best = replace(tinychat, compute_efficiency={"int4": max(COMPUTE_GRID)})
+    assert f.predicted_s(fp32, best) / f.published_s - 1 > 0.25
+
+
+def test_fp16_accumulation_speeds_only_the_parts_that_run_it_faster() -> None:
+    """An engine accumulating in fp16 prefills twice as fast where the part's FP16-accumulate
+    rate is twice its fp16 peak (an RTX 4090), and no faster on a part that lists one rate (an
+    H100); the command and the continuous-batching server time it alike."""
+    from dataclasses import replace
+
+    from archspec.plan.serve_batching import Server
+
+    ir = compile_spec("llama-3-8b", None)
+    tinychat = load_engines()["tinychat"]
+    fp32 = replace(tinychat, fp16_accumulation=False)
+
+    def ttft(gpu: str, engine) -> float:
+        system = serving_system(gpu)
+        return predict_serving(ir, system, 1, 4096, 1, dtype="int4", group=128,
+                               engine=engine).prefill_s  # fmt: skip
+
+    over = tinychat.request_overhead_ms * 1e-3
+    ratio = (ttft("rtx-4090", fp32) - over) / (ttft("rtx-4090", tinychat) - over)
+    assert 1.8 < ratio <= 2.0
+    assert ttft("h100-sxm", fp32) == ttft("h100-sxm", tinychat)
+    server = Server(ir, serving_system("rtx-4090"), 4096, 1, 1, 1, Precision("int4", 128),
+                    tinychat)  # fmt: skip
+    assert server.prefill_s == pytest.approx(ttft("rtx-4090", tinychat))
 
 
 def test_a_figure_decided_by_lengths_its_source_leaves_open_is_bracketed() -> None:

@@ -47,6 +47,9 @@ ACCELERATOR_FIELDS: dict[str, Any] = {
     "memory_gib": Number("GiB", 1e6, low=2),
     "memory_bandwidth_gbs": Number("GB/s", 1e7, low=1e-3),
     "source": TEXT,
+    # Dense FP16 tensor throughput accumulating in FP16, where the part runs that faster than
+    # with FP32 accumulation (GeForce parts: twice); optional, the other parts list one rate.
+    "fp16_accumulate_tflops": Number("TFLOP/s", 1e6, low=1e-3),
 }
 SYSTEM_FIELDS: dict[str, Any] = {
     "accelerator": TEXT,
@@ -66,7 +69,7 @@ SYSTEM_FIELDS: dict[str, Any] = {
     "nodes_per_switch": Number("nodes", 1e7, whole=True),
     "oversubscription": Number("× (down:up)", 1e3, low=1),
 }
-OPTIONAL = {"host_link_gbs", "nodes_per_switch", "oversubscription"}
+OPTIONAL = {"host_link_gbs", "nodes_per_switch", "oversubscription", "fp16_accumulate_tflops"}
 # A million TFLOP/s: far above any chip (B200: 4,500 at FP8); a GFLOP/s at least.
 PEAK = Number("TFLOP/s", 1e6, low=1e-3)
 
@@ -191,6 +194,18 @@ def read_catalogue(
             for key, e in entries.items()
         })  # fmt: skip
     accelerators, systems = found
+    for key, a in accelerators.items():
+        # An FP16-accumulate rate is the faster one, or it has no reason to be listed.
+        acc16, fp16 = a.get("fp16_accumulate_tflops"), a["peak_tflops"].get("fp16")
+        if acc16 is not None and (fp16 is None or acc16 < fp16):
+            raise file.error(
+                f"accelerator '{key}': fp16_accumulate_tflops ({acc16:g}) is for a part whose "
+                "FP16 tensor rate accumulating in FP16 exceeds its fp16 peak (FP32 accumulate)",
+                ("accelerators", key, "fp16_accumulate_tflops"),
+                hint="list peak_tflops.fp16 at or under it"
+                if fp16 is not None
+                else "peak_tflops lists no fp16",
+            )
     names = {*known, *accelerators}
     for key, system in systems.items():
         if system["accelerator"] not in names:

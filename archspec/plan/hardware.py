@@ -26,6 +26,9 @@ class Accelerator:
     memory_gib: float
     memory_bandwidth_gbs: float
     source: str
+    # Dense FP16 tensor TFLOP/s accumulating in FP16 where that is faster than the fp16 peak
+    # (which accumulates in FP32): None where the part lists one rate.
+    fp16_accumulate_tflops: float | None = None
 
     def peak(self, dtype: str) -> float:
         """Dense peak in FLOP/s for a compute dtype (fp32 training uses fp32's, not TF32's)."""
@@ -103,6 +106,7 @@ def _entries(extra: list[Path] | None) -> tuple[dict[str, Accelerator], dict[str
                 float(a["memory_gib"]),
                 float(a["memory_bandwidth_gbs"]),
                 a["source"],
+                a.get("fp16_accumulate_tflops"),
             )
         systems.update(file_systems)
     return accels, systems
@@ -197,6 +201,7 @@ def catalogue_rows(catalogue: dict[str, System]) -> list[dict[str, Any]]:
             "name": key,
             "accelerator": a.name,
             "peak_tflops": a.peak_tflops,
+            "fp16_accumulate_tflops": a.fp16_accumulate_tflops,
             "memory_gib": a.memory_gib,
             "memory_bandwidth_gbs": a.memory_bandwidth_gbs,
             "gpus_per_node": s.gpus_per_node,

@@ -133,12 +133,13 @@ class PassParts:
     allreduce_ring_s: float  # their ring latency from the catalogue (the ideal engine's)
 
     def seconds(self, bandwidth: float, precision: Precision, compute_bytes: int,
-                engine: ServeEngine) -> float:  # fmt: skip
+                engine: ServeEngine, fp16_accumulate: float = 1.0) -> float:  # fmt: skip
         """The ops counted `compute_bytes` per element; `precision` stores weights and the
-        cache in its own."""
+        cache in its own. `fp16_accumulate`: how much faster than timed the matmuls run, where
+        the engine accumulates them in fp16 on a part that runs that faster (serve_parts)."""
         w = precision.weight_bytes - compute_bytes
         c = precision.kv_bytes - compute_bytes
-        speed = engine.compute_scale(precision.dtype)
+        speed = engine.compute_scale(precision.dtype) * fp16_accumulate
         memory = 0.0
         reread = engine.grouped_cache_reread * precision.kv_bytes
         for n, compute, moved, weights, kv, rereads, part in self.ops:
@@ -168,12 +169,17 @@ class ServeParts:
     kv_cache_bytes: float
     memory_bytes: float  # the device's
     tp: int = 1
+    # The part's fp16-accumulate tensor peak over the one its matmuls were timed at, where the
+    # engine accumulates its 16-bit matmuls in fp16 (1 where not, or the part lists one rate).
+    fp16_accumulate: float = 1.0
 
     def seconds(self, engine: ServeEngine, precision: Precision) -> tuple[float, float]:
         """(prefill with the request overhead, one mean decode step)."""
         bandwidth = self.bandwidth * engine.efficiency(precision.dtype)
-        prefill = self.prefill.seconds(bandwidth, precision, self.compute_bytes, engine)
-        decode = self.decode.seconds(bandwidth, precision, self.compute_bytes, engine)
+        prefill = self.prefill.seconds(bandwidth, precision, self.compute_bytes, engine,
+                                       self.fp16_accumulate)  # fmt: skip
+        decode = self.decode.seconds(bandwidth, precision, self.compute_bytes, engine,
+                                     self.fp16_accumulate)  # fmt: skip
         return prefill + engine.request_overhead_ms * 1e-3, decode
 
 
@@ -218,11 +224,13 @@ def check_counts(tp: int, batch: int, prompt: int, new_tokens: int) -> None:
 
 def serve_parts(ir: IR, system: System, batch: int, prompt: int, new_tokens: int, tp: int = 1,
                 precision: Precision = Precision(), eff: Efficiency = CALIBRATED,
-                kv_cache: bool = True) -> ServeParts:  # fmt: skip
+                kv_cache: bool = True, fp16_accumulation: bool = False) -> ServeParts:  # fmt: skip
     """`kv_cache=False`: a generate loop that never hands the model its cache, so every step
     is a forward over the whole sequence so far, every position's logits included (what
     transformers' generate did with Falcon's Hub code, modelling_RW.py, whose
-    `prepare_inputs_for_generation` takes the cache as `past`: huggingface/transformers#24701)."""
+    `prepare_inputs_for_generation` takes the cache as `past`: huggingface/transformers#24701).
+    `fp16_accumulation`: the engine accumulates its 16-bit matmuls in fp16
+    (ServeEngine.fp16_accumulation), at the part's rate for that (fp16_accumulate_rate)."""
     check_counts(tp, batch, prompt, new_tokens)
     if tp > system.gpus_per_node:
         raise SpecError(
@@ -276,8 +284,19 @@ def serve_parts(ir: IR, system: System, batch: int, prompt: int, new_tokens: int
     kv = float(figures.kv_cache.xreplace(full)) * precision.kv_bytes / c if kv_cache else 0.0
     if stored != precision.dtype:  # count's 16-bit weights, in the stored format's bytes
         weights *= precision.weight_bytes / COMPUTE_BYTES[stored]
+    fp16_accumulate = fp16_accumulate_rate(system, precision) if fp16_accumulation else 1.0
     return ServeParts(prefill, decode, system.accelerator.bandwidth, c, weights, kv,
-                      system.accelerator.memory_bytes, tp)  # fmt: skip
+                      system.accelerator.memory_bytes, tp, fp16_accumulate)  # fmt: skip
+
+
+def fp16_accumulate_rate(system: System, precision: Precision) -> float:
+    """How much faster the part runs 16-bit matmuls (fp16, or weight-only formats dequantized
+    to 16 bits) accumulating in fp16 than at the peak they are timed at: 2 on an RTX 4090
+    (systems.yaml), 1 where the part lists one rate or the matmuls are not 16-bit."""
+    acc16 = system.accelerator.fp16_accumulate_tflops
+    if not acc16 or precision.compute not in ("bf16", "fp16"):
+        return 1.0
+    return acc16 * 1e12 / system.accelerator.peak(precision.compute)
 
 
 def predict_serving(
@@ -301,7 +320,8 @@ def predict_serving(
         raise SpecError(f"--gpus {gpus} is not a multiple of --tp {tp}")
     precision = Precision(dtype, group, kv_dtype)
     engine.efficiency(dtype)  # one clear message for a precision the engine has no figures at
-    parts = serve_parts(ir, system, batch, prompt, new_tokens, tp, precision, eff, kv_cache)
+    parts = serve_parts(ir, system, batch, prompt, new_tokens, tp, precision, eff, kv_cache,
+                        engine.fp16_accumulation)  # fmt: skip
     return serving_prediction(parts, engine, precision, batch, new_tokens, gpus // tp)
 
 

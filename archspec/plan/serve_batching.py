@@ -69,7 +69,8 @@ class Server:
         self.prompt, self.new_tokens = prompt, new_tokens
         self.replicas = gpus // tp
         self.precision, self.engine = precision, engine
-        one = serve_parts(ir, system, 1, prompt, new_tokens, tp, precision)
+        one = serve_parts(ir, system, 1, prompt, new_tokens, tp, precision,
+                          fp16_accumulation=engine.fp16_accumulation)  # fmt: skip
         self.prefill_s = one.seconds(engine, precision)[0]  # one prompt, with its overhead
         usable = one.memory_bytes * engine.usable_memory - one.weights_bytes
         fed = 1 if ir.root.layout == "encoder-decoder" else prompt
@@ -85,8 +86,9 @@ class Server:
 
     @cache  # noqa: B019 - a server lives for one command
     def step_s(self, batch: int) -> float:
+        acc16 = self.engine.fp16_accumulation
         parts = serve_parts(self.ir, self.system, batch, self.prompt, self.new_tokens, self.tp,
-                            self.precision)  # fmt: skip
+                            self.precision, fp16_accumulation=acc16)  # fmt: skip
         decode = parts.seconds(self.engine, self.precision)[1]
         return decode + batch / self.new_tokens * self.prefill_s
 

@@ -86,6 +86,12 @@ class ServeEngine:
     # "provides 2.4x more Llama-70B throughput" at 128 → 2048 tokens (at 585c756,
     # docs/source/blogs/XQA-kernel.md).
     grouped_cache_reread: float = 0.0
+    # Whether its 16-bit matmuls accumulate in fp16, which a GeForce part runs at twice its
+    # FP32-accumulate tensor rate (Accelerator.fp16_accumulate_tflops): TinyChat 2.0's W4A16
+    # GEMM ("For W4A16 GEMM, we introduce FP16 accumulation when applicable", its README at
+    # mit-han-lab/llm-awq e4bdec2). PyTorch's matmuls accumulate in FP32 (cublasGemmEx with
+    # CUDA_R_32F: pytorch/pytorch issue 123157).
+    fp16_accumulation: bool = False
     calibrated_on: list[str] = field(default_factory=list)  # the figures' sources
     note: str = ""
 

@@ -68,7 +68,8 @@ def speculative_decode_s(ir: IR, spec: Speculation, system: System, batch: int, 
     if spec.draft.root.layout != ir.root.layout:
         raise SpecError("the draft model must have the target's layout "
                         f"({ir.root.layout}, not {spec.draft.root.layout})")  # fmt: skip
-    draft = serve_parts(spec.draft, system, batch, prompt, new_tokens, tp, precision)
+    draft = serve_parts(spec.draft, system, batch, prompt, new_tokens, tp, precision,
+                        fp16_accumulation=engine.fp16_accumulation)  # fmt: skip
     c = COMPUTE_BYTES[precision.dtype]
     fed = 1 if ir.root.layout == "encoder-decoder" else prompt
     middle = fed + (new_tokens + 1) // 2
@@ -84,8 +85,8 @@ def speculative_decode_s(ir: IR, spec: Speculation, system: System, batch: int, 
     verify = _pass_parts(costs, values, tp, system.accelerator.peak(precision.compute),
                          CALIBRATED, allreduce)  # fmt: skip
     bandwidth = system.accelerator.bandwidth * engine.efficiency(precision.dtype)
-    draft_step = draft.decode.seconds(bandwidth, precision, c, engine)
-    check = verify.seconds(bandwidth, precision, c, engine)
+    draft_step = draft.decode.seconds(bandwidth, precision, c, engine, draft.fp16_accumulate)
+    check = verify.seconds(bandwidth, precision, c, engine, draft.fp16_accumulate)
     return (spec.k * draft_step + check) / spec.tokens_per_round
 
 

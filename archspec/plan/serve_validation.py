@@ -91,6 +91,10 @@ USABLE = {
 # (tensorrt_llm/models/quantized/quant.py at 14af1d9, `_default_fp8_quantize`, "used by benchmark
 # script": the layers, then "# TODO: add lm_head"; its weight-only groupwise path excludes
 # 'lm_head' by default).
+# Engines whose 16-bit matmuls accumulate in fp16 (ServeEngine.fp16_accumulation): TinyChat's
+# W4A16 GEMM from TinyChat 2.0 (its README at e4bdec2), the release whose first tokens the
+# dataset holds.
+FP16_ACCUMULATION = {"tinychat"}
 HEAD_16BIT = {"tinychat", "tinychat-2023", "exllama", "transformers", "gptq-for-llama",
               "tensorrt-llm"}  # fmt: skip
 # The engine's matmuls against the training-calibrated efficiency: half to 1.3 times.
@@ -198,8 +202,11 @@ def parts_of(f: Figure) -> ServeParts:
     from archspec.cli.common import compile_spec
 
     ir = compile_spec(f.model, None)
+    # Whether its matmuls accumulate in fp16 is its engine's (every profile fitted to the
+    # figure, the typical one too, times it so).
     return serve_parts(ir, serving_system(f.gpu), f.batch, f.prompt, f.new_tokens, f.tp,
-                       f.stored, kv_cache=f.kv_cache)  # fmt: skip
+                       f.stored, kv_cache=f.kv_cache,
+                       fp16_accumulation=f.engine in FP16_ACCUMULATION)  # fmt: skip
 
 
 def _errors(figures: list[Figure], engine: ServeEngine) -> list[float]:
@@ -312,6 +319,7 @@ def fit_engine(key: str, figures: list[Figure], rounds: int = 3,
     engine = ServeEngine(key, name, dict.fromkeys(classes, 0.8),
                          allreduce_us=0.0, usable_memory=USABLE[key][0],
                          quantizes_head=key not in HEAD_16BIT,
+                         fp16_accumulation=key in FP16_ACCUMULATION,
                          calibrated_on=sorted({f.source for f in figures}))  # fmt: skip
     free = _free_overheads(key, figures)
     of = {c: [f for f in figures if PRECISION_CLASSES[f.precision] == c] for c in classes}
