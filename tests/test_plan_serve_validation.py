@@ -90,8 +90,13 @@ def test_stored_profiles_are_the_fit_and_its_cross_validated_error() -> None:
 
 
 def test_profiles_never_beat_the_hardware() -> None:
+    from archspec.plan.efficiency import CALIBRATED
+
+    # The matmuls at most at the peak they run at (the fp16-accumulate one where they do).
+    assert max(COMPUTE_GRID) * CALIBRATED.matmul_peak <= 1
     for engine in load_engines().values():
         assert all(0 < v <= 1 for v in engine.memory_efficiency.values()), engine.key
+        assert all(v <= max(COMPUTE_GRID) for v in engine.compute_efficiency.values())
         assert engine.layer_overhead_us >= 0 and engine.request_overhead_ms >= 0
         assert (engine.allreduce_us or 0) >= 0
 
