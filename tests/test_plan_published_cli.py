@@ -26,11 +26,13 @@ def command(run: published.Run, micro_batch: int, interleave: int) -> list[str]:
         "--gpu", run.system, "--gpus", str(run.gpus), "--global-batch", str(run.global_batch),
         "--seq", str(run.seq), "--dtype", run.dtype, "--grad-dtype", run.grad_dtype,
         "--attn", run.attn, "--engine", run.engine, "--tp", str(run.tp), "--pp", str(run.pp),
-        "--cp", str(run.cp), "--ep", str(run.ep), "--recompute", run.recompute.split(":")[0],
-        "--zero", str(run.zero), "--batch", str(micro_batch), "--interleave", str(interleave),
+        "--cp", str(run.cp), "--ep", str(run.ep), "--zero", str(run.zero),
+        "--batch", str(micro_batch), "--interleave", str(interleave),
     ]  # fmt: skip
-    if ":" in run.recompute:  # Megatron-Core's recompute_modules
-        args += ["--recompute-modules", run.recompute.split(":")[1]]
+    if run.recompute.startswith("selective:"):  # Megatron-Core's recompute_modules
+        args += ["--recompute", "selective", "--recompute-modules", run.recompute.split(":")[1]]
+    else:  # full:N is one setting
+        args += ["--recompute", run.recompute]
     if run.sp:
         args.append("--sp")
     if run.async_tp:

@@ -445,8 +445,9 @@ PlanRecompute = Annotated[
     str | None,
     _opt(
         "--recompute",
-        help="none, selective, full, or op (torchtitan's per-op checkpointing: "
-        "keeps every other matmul's output and the attention kernel's).",
+        help="none, selective, full, full:N (the first N layers of each pipeline chunk "
+        "whole: Megatron-Core's recompute_method block), or op (torchtitan's per-op "
+        "checkpointing: keeps every other matmul's output and the attention kernel's).",
         metavar="POLICY",
         panel=_LAYOUT,
     ),

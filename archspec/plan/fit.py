@@ -30,6 +30,7 @@ from archspec.backends.count.routed_load import routed_load_counter
 from archspec.backends.count.te_activations import transformer_engine_counter
 from archspec.ir.nodes import IR
 from archspec.plan.layers import stage_runs
+from archspec.plan.recompute_block import FULL, block_layers, full_share
 
 KERNELS = ("pytorch", "transformer_engine")
 
@@ -165,7 +166,16 @@ class MemoryModel:
 
     def activations(self, par: Parallelism, micro: int, recompute: str, stage: int,
                     bounds: tuple[int, int], offload: int = 0, load: int = 1) -> float:  # fmt: skip
-        """Activation bytes a device of `stage` (its layers in `bounds`) holds at its peak."""
+        """Activation bytes a device of `stage` (its layers in `bounds`) holds at its peak.
+        Under `full:N` (recompute_block.py) the chunks' layers keep what full recomputation
+        keeps over the share it checkpoints and the rest what none keeps, and the one layer
+        replayed at a time its working set."""
+        share = full_share(recompute, (bounds[1] - bounds[0]) / par.interleave)
+        if block_layers(recompute) is not None:
+            full = self.activations(par, micro, FULL, stage, bounds, load=load)
+            none = self.activations(par, micro, NO_RECOMPUTE, stage, bounds, load=load)
+            rebuilt = self.parts(par.tp, par.sp, FULL, load)[3].at(micro)
+            return none + share * (full - rebuilt - none) + rebuilt
         before, runs, after, rebuilt, spans = self.parts(par.tp, par.sp, recompute, load)
         chunks, per_chunk = par.in_flight(stage)
         layers = stage_runs(runs, spans, *bounds)

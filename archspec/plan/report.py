@@ -20,16 +20,32 @@ from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 from archspec.plan.hardware import System
 from archspec.plan.opcost import pass_costs
+from archspec.plan.recompute_block import FULL, block_layers, full_share
 from archspec.plan.search import Candidate, SearchResult, usable_memory
 from archspec.plan.serve import ServePrediction
 from archspec.plan.step import Layout, Training, checkpoint_of
 
 
-def step_flops(ir: IR, run: Training, recompute: str) -> tuple[int, int]:
+def step_flops(ir: IR, run: Training, recompute: str,
+               layout: Layout | None = None) -> tuple[int, int]:  # fmt: skip
     """(model FLOPs, hardware FLOPs) of one step over the global batch. Model FLOPs are the
     forward and backward as executed (every query-key pair, as FlopCounterMode counts them),
     without recomputation: the MFU of Chowdhery et al. 2022 (Appendix B) and Korthikanti et al.
-    2022. Hardware FLOPs add what recomputation and the attention kernel replay."""
+    2022. Hardware FLOPs add what recomputation and the attention kernel replay: under `full:N`
+    those of full recomputation over the share of the layers it checkpoints (`layout`'s
+    chunks, recompute_block.py)."""
+    if block_layers(recompute) is not None:
+        if layout is None:
+            raise ValueError(f"recompute {recompute} replays per pipeline chunk: give the layout")
+        model, full = step_flops(ir, run, FULL)
+        _, none = step_flops(ir, run, NO_RECOMPUTE)
+        # The layers the pipeline splits, as the step counts them.
+        stages = layout.bounds(sum(n for n, _ in pass_costs(ir, COMPUTE_BYTES[run.dtype],
+                                                             run.attn).layers))  # fmt: skip
+        layers = sum(b - a for a, b in stages)
+        checkpointed = sum(full_share(recompute, (b - a) / layout.interleave) * (b - a)
+                           for a, b in stages)  # fmt: skip
+        return model, round(none + (full - none) * checkpointed / layers)
     values = {**ir.env, B: run.global_batch, **whole_sequences(run.seq)}
     conv = get_convention("executed")
     model = flop_figures(ir, conv, "eager", NO_RECOMPUTE).train_step
@@ -66,7 +82,7 @@ def candidate_report(ir: IR, system: System, run: Training, c: Candidate) -> dic
     # MFU against the bf16 peak when training in fp8 (only the projections run in fp8, so
     # no single peak is the run's; NeMo's "model TFLOP/s" reads the same way).
     peak = system.accelerator.peak("bf16" if run.dtype == "fp8" else run.dtype) * run.gpus
-    model_flops, hardware_flops = step_flops(ir, run, t.layout.recompute)
+    model_flops, hardware_flops = step_flops(ir, run, t.layout.recompute, t.layout)
     mem = c.memory
     peaks = layout_peaks(ir, run, t.layout, t.micro_batches)
     return {

@@ -16,6 +16,7 @@ from archspec.ir.nodes import IR
 from archspec.plan.dispatch import DISPATCHERS
 from archspec.plan.engines import DEFAULT_ENGINE, get_engine
 from archspec.plan.hardware import System, get_system
+from archspec.plan.recompute_block import block_layers, is_full
 from archspec.plan.search import SearchResult, usable_memory
 from archspec.plan.step import Training, folds
 
@@ -153,8 +154,8 @@ def recompute_setting(recompute: str | None, modules: str | None, run: Training)
     """--recompute with --recompute-modules as one setting (`selective:layernorm,moe_act`):
     the modules need selective recomputation, and beyond the attention core Transformer
     Engine's layers (the nemo engine), whose norms and fused activation they free."""
-    if recompute is not None and recompute not in PLAN_RECOMPUTE:
-        raise SpecError(f"--recompute takes one of: {', '.join(PLAN_RECOMPUTE)}",
+    if recompute is not None and recompute not in PLAN_RECOMPUTE and not block_layers(recompute):
+        raise SpecError(f"--recompute takes one of: {', '.join(PLAN_RECOMPUTE)}, or full:N",
                         hint=did_you_mean(recompute, PLAN_RECOMPUTE))  # fmt: skip
     if modules is None:
         return recompute
@@ -244,7 +245,8 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
             f"--fp8-all-gather gathers the weights FSDP shards: it needs --zero 2 or 3 (got "
             f"--zero {only['zero'][0]})"
         )
-    if only["recompute"][0] not in PLAN_RECOMPUTE and not is_selective(only["recompute"][0]):
+    if (only["recompute"][0] not in PLAN_RECOMPUTE and not is_selective(only["recompute"][0])
+            and not block_layers(only["recompute"][0])):  # fmt: skip
         raise SpecError(f"--recompute takes one of: {', '.join(PLAN_RECOMPUTE)}",
                         hint=did_you_mean(only["recompute"][0], PLAN_RECOMPUTE))  # fmt: skip
     if only["micro_batch"][0] < 1:
@@ -363,7 +365,7 @@ def other_mode_options(options: dict[str, Any]) -> list[str]:
 def inert_checkpoint(checkpoint: str | None, recompute: str | None) -> str | None:
     """The note for a --checkpoint that changes nothing: it picks what full recomputation
     replays, and the given layout recomputes otherwise; None where it may matter."""
-    if checkpoint is None or recompute in (None, "full"):
+    if checkpoint is None or recompute is None or is_full(recompute):
         return None
     return f"ignored with --recompute {recompute}: --checkpoint (what full recomputation replays)"
 

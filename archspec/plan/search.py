@@ -29,6 +29,7 @@ from archspec.plan.efficiency import Efficiency
 from archspec.plan.engines import get_engine
 from archspec.plan.fit import MemoryModel, StageBytes
 from archspec.plan.hardware import System
+from archspec.plan.recompute_block import block_layers
 from archspec.plan.step import (
     Layout,
     StepModel,
@@ -92,9 +93,10 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
     # no recomputation (count's memory and FLOPs say the same), so the search skips it.
     skip = run.attn == "flash" and "recompute" not in only
     recomputes = [r for r in RECOMPUTE if not (r == "selective" and skip)]
-    # Per-op checkpointing (torchtitan's) and Megatron-Core's recomputed modules are timed
-    # when asked for, not searched.
-    recomputes += [r for r in only.get("recompute", ()) if r == OP or is_selective(r)
+    # Per-op checkpointing (torchtitan's), Megatron-Core's recomputed modules and its full
+    # recomputation of some layers (`full:N`) are timed when asked for, not searched.
+    recomputes += [r for r in only.get("recompute", ())
+                   if (r == OP or is_selective(r) or block_layers(r) is not None)
                    and r not in recomputes]  # fmt: skip
 
     def allowed(name, values):

@@ -78,6 +78,7 @@ from archspec.plan.fp8_comm import FLOAT8_BYTES, SAVED_PER_ELEMENT, float8_weigh
 from archspec.plan.hardware import System
 from archspec.plan.layers import stage_runs
 from archspec.plan.opcost import OpCost, PassCosts, pass_costs
+from archspec.plan.recompute_block import full_share, is_full
 from archspec.plan.roofline import Roofline
 
 # Adam's update touches, per parameter: fp32 master weight, gradient and two moments read, the
@@ -341,7 +342,7 @@ class StepModel:
         else:
             one = all_reduce(activation, tp, tp_link)
         layer_tp = 2 * row_parallel * one
-        if layout.recompute == "full":
+        if is_full(layout.recompute):
             # A row-parallel projection past the early stop does not run again, nor the
             # all-reduce or reduce-scatter of its output (the all-gather before the
             # projections feeding it does).
@@ -374,13 +375,17 @@ class StepModel:
         a2a = dispatch_time(sysm, tokens * self.d_model * self.c / max(tp, 1) * received,
                             self.n_experts, self.top_k, layout.ep, ep_stride, net,
                             run.ep_dispatch)  # fmt: skip
-        passes = 4 + 2 * (layout.recompute in ("full", OP))  # no checkpoint keeps them
+        full = is_full(layout.recompute)
         # The embedding's forward and the head's backward all-reduce over the vocabulary.
         vocab_tp = all_reduce(activation, tp, tp_link)
         modules = selective_modules(layout.recompute)
         stages = []
         for st, (first, last) in enumerate(layout.bounds(self.layers)):
             per_stage = last - first
+            # The share of the stage's layers recomputed whole (all of them under `full`, the
+            # first N of each chunk under `full:N`: recompute_block.py).
+            share = 1.0 if layout.recompute == OP else full_share(layout.recompute, per_stage / v)
+            passes = 4 + 2 * share  # EP's four all-to-alls, and the replayed forward's two
             layers = stage_runs(runs, self.costs.spans, first, last)
             ends = (before if st == 0 else []) + (after if st == pp - 1 else [])
             compute = rec = attn_core = forward = block_forward = 0.0
@@ -396,7 +401,7 @@ class StepModel:
                 if item[0].attn_core:
                     attn_core += n * (1 + item[0].backward) * t
                 replay = (
-                    (layout.recompute == "full"
+                    (full
                      and full_replays(item[0].past_early_stop, self.checkpoint,
                                       item[0].unread))
                     or (CORE_ATTN in modules and item[0].attn_core and run.attn != "flash")
@@ -404,17 +409,17 @@ class StepModel:
                     or (layout.recompute == OP and item[0].replayed_by_op_checkpoint)
                 )  # fmt: skip
                 if replay and in_block:
-                    rec += n * t
+                    rec += n * t * (share if full else 1.0)
             tp_comm = per_stage * layer_tp + vocab_tp * ((st == 0) + (st == pp - 1))
             moe_layers = sum(n for n, ops in layers for op in ops if op[0].label == "dispatch")
             ep_comm = moe_layers * passes * a2a
-            rec_comm = per_stage * layer_tp_recompute
+            rec_comm = per_stage * layer_tp_recompute * (share if full else 1.0)
             # Overlapped collectives cost what the compute beside them cannot hide: the
             # tensor-parallel ones the matmuls (with sp, engines that overlap them), the
             # ring's passes the attention core.
             tp_comm = exposed(tp_comm, compute + rec, engine.overlap_tp and layout.sp, hit)
             cp_comm = exposed(per_stage * layer_cp, attn_core, True, hit)
-            replays = 1 + (layout.recompute in ("full", OP))  # forwards of each MoE layer
+            replays = 1 + share  # forwards of each MoE layer
             local = self.n_experts // layout.ep  # the experts a rank holds
             host = host_wait(self.eff.host_moe_expert * local, moe_layers * replays,
                              block_forward / per_stage + 2 * a2a)  # fmt: skip
