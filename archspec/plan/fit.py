@@ -170,8 +170,8 @@ class MemoryModel:
         Under `full:N` (recompute_block.py) the chunks' layers keep what full recomputation
         keeps over the share it checkpoints and the rest what none keeps, and the one layer
         replayed at a time its working set."""
-        share = full_share(recompute, (bounds[1] - bounds[0]) / par.interleave)
         if block_layers(recompute) is not None:
+            share = full_share(recompute, (bounds[1] - bounds[0]) / par.interleave)
             full = self.activations(par, micro, FULL, stage, bounds, load=load)
             none = self.activations(par, micro, NO_RECOMPUTE, stage, bounds, load=load)
             rebuilt = self.parts(par.tp, par.sp, FULL, load)[3].at(micro)
