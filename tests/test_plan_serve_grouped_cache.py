@@ -62,7 +62,7 @@ def test_the_cache_read_once_or_by_every_query_head_is_transformers_eager_decode
             model(torch.zeros(BATCH, 1, dtype=torch.long), cache=cache, use_cache=True)
     # One new token: the step attends over the prompt and itself, what the cache then holds.
     decode = serve_parts(ir, serving_system("rtx-4090"), BATCH, PROMPT, 1).decode
-    [(layers, _, _, _, kv, rereads, _)] = [op for op in decode.ops if op[4]]
+    [(layers, _, _, _, kv, rereads, *_)] = [op for op in decode.ops if op.kv]
     held = sum(layer.keys.numel() + layer.values.numel() for layer in cache.layers)
     assert layers * kv == held
     assert layers * (kv + rereads) == seen.elements == 4 * held  # 8 query heads over 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 from typer.testing import CliRunner
@@ -58,6 +59,7 @@ def _same_profile(stored, fitted) -> None:
     assert stored.request_overhead_ms == pytest.approx(fitted.request_overhead_ms, abs=1e-3)
     assert stored.expert_efficiency == pytest.approx(fitted.expert_efficiency, abs=1e-3)
     assert stored.fp16_accumulation == fitted.fp16_accumulation
+    assert stored.gemv_pass_channels == fitted.gemv_pass_channels
     assert stored.grouped_cache_reread == pytest.approx(fitted.grouped_cache_reread, abs=1e-3)
     assert stored.quantizes_head == fitted.quantizes_head
 
@@ -286,6 +288,41 @@ def test_fp16_accumulation_speeds_only_the_parts_that_run_it_faster() -> None:
     server = Server(ir, serving_system("rtx-4090"), 4096, 1, 1, 1, Precision("int4", 128),
                     tinychat)  # fmt: skip
     assert server.prefill_s == pytest.approx(ttft("rtx-4090", tinychat))
+
+
+def test_tinychat_2023_reads_a_row_in_whole_passes_as_its_gemv_measured() -> None:
+    """AWQ's 2023 GEMV (TinyChat's first release) reads 1,024 input channels of a row a pass.
+    Timed on an H100 (benchmarks/gpu-h100-kernels/awq_gemv.json, from its own source), rows of
+    4,544 channels took as long as rows of 5,120, not 4,544/5,120 of it: the profile times a
+    row by its whole passes, so Falcon-7B's projections (config.json: hidden 4,544, MLP
+    18,176) read as 5,120 and 18,432 channels and Llama-2-7B's down projection as 11,264."""
+    from pathlib import Path
+
+    measured = json.loads(
+        (Path(__file__).parent.parent / "benchmarks/gpu-h100-kernels/awq_gemv.json").read_text()
+    )
+    seconds = {r["in"]: r["s"] for r in measured["passes"]}
+    assert seconds[4544] == pytest.approx(seconds[5120], rel=0.02)
+    assert seconds[4544] / seconds[4096] > 1.15  # five passes against four, not 4544/4096
+    engine = load_engines()["tinychat-2023"]
+    assert engine.gemv_pass_channels == 1024
+    assert engine.gemv_padding(4544) * 4544 == engine.gemv_padding(5120) * 5120 == 5120
+    assert engine.gemv_padding(4096) == 1.0
+    assert load_engines()["tinychat"].gemv_padding(4544) == 1.0  # its later GEMV: not measured
+
+    _, figures = load_dataset()
+    (f,) = [g for g in figures if g.engine == "tinychat-2023" and g.model == "falcon-7b"]
+    parts = parts_of(f)
+    rows = {op.in_channels for op in parts.decode.ops if op.weights and op.part != "head"}
+    assert rows == {4544, 18176}
+    whole = f.predicted_s(parts, engine)
+    unpadded = f.predicted_s(parts, replace(engine, gemv_pass_channels=0))
+    bandwidth = parts.bandwidth * engine.efficiency("int4")
+    extra = sum(op.n * (engine.gemv_padding(op.in_channels) - 1) * f.stored.weight_bytes
+                * op.weights for op in parts.decode.ops if op.part != "head")  # fmt: skip
+    # Within 1%: Falcon's single key and value heads' projections are timed by their compute.
+    assert whole - unpadded == pytest.approx(extra / bandwidth, rel=0.01)
+    assert whole / unpadded > 1.04  # the 4,544-channel rows are 60% of a layer's weights
 
 
 def test_a_figure_decided_by_lengths_its_source_leaves_open_is_bracketed() -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import sympy as sp
 
@@ -40,6 +41,7 @@ from archspec.plan.roofline import Roofline
 from archspec.plan.serve_engine import IDEAL, ServeEngine
 
 ONE_BYTE_WEIGHTS = ("int8", "int4", "fp8")
+WEIGHT_ONLY = ("int8", "int4")  # stored small, dequantized to 16 bits by the engine's kernels
 GROUP_BYTES = 4  # a 16-bit scale and a 16-bit zero point per int4 group (GPTQ, AWQ, gpt-fast)
 KV_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1}
 
@@ -117,16 +119,27 @@ class ServePrediction:
         return self.weights_bytes + self.kv_cache_bytes <= self.capacity_bytes
 
 
+class OpParts(NamedTuple):
+    """One op of a pass as numbers an engine turns into seconds."""
+
+    n: int  # how many layers run it
+    compute: float  # seconds at the matmul rate
+    moved: float  # bytes one rank moves, its weights counted 16-bit
+    weights: float  # its weight elements (one rank's)
+    kv: float  # its key and value elements
+    # The key and value elements a decode step's attention over a grouped-query cache loads
+    # again if each query head loads its key/value head's cache (the group's other query
+    # heads': (group - 1) × the cache).
+    rereads: float
+    part: str  # "head", "expert" (a routed expert's linear) or ""
+    in_channels: float = 0.0  # a linear's input channels on one rank (0: not a linear)
+
+
 @dataclass(frozen=True)
 class PassParts:
-    """One pass as numbers an engine turns into seconds: per op, (how many layers run it,
-    compute seconds, bytes one rank moves, its weight elements, its key and value elements,
-    the key and value elements a decode step's attention over a grouped-query cache loads
-    again if each query head loads its key/value head's cache (the group's other query heads':
-    (group - 1) × the cache), "head", "expert" (a routed expert's linear) or ""), and the
-    pass's layers and all-reduces."""
+    """One pass as numbers an engine turns into seconds: its ops, its layers and all-reduces."""
 
-    ops: tuple[tuple[int, float, float, float, float, float, str], ...]
+    ops: tuple[OpParts, ...]
     layers: int
     allreduces: int
     allreduce_bytes_s: float  # the all-reduces' bytes over the link, all of them
@@ -142,11 +155,15 @@ class PassParts:
         speed = engine.compute_scale(precision.dtype) * fp16_accumulate
         memory = 0.0
         reread = engine.grouped_cache_reread * precision.kv_bytes
-        for n, compute, moved, weights, kv, rereads, part in self.ops:
-            stored = 0.0 if part == "head" and not engine.quantizes_head else w
-            reached = bandwidth * (engine.expert_efficiency if part == "expert" else 1.0)
-            read = moved + stored * weights + c * kv + reread * rereads
-            memory += n * max(compute / speed, read / reached)
+        for op in self.ops:
+            quantized = not (op.part == "head" and not engine.quantizes_head)
+            stored = w if quantized else 0.0
+            reached = bandwidth * (engine.expert_efficiency if op.part == "expert" else 1.0)
+            read = op.moved + stored * op.weights + c * op.kv + reread * op.rereads
+            if quantized and precision.dtype in WEIGHT_ONLY:  # the rows' unused channels
+                padding = engine.gemv_padding(op.in_channels) - 1
+                read += padding * precision.weight_bytes * op.weights
+            memory += op.n * max(op.compute / speed, read / reached)
         if engine.allreduce_us is None:
             latency = self.allreduce_ring_s
         else:
@@ -208,8 +225,10 @@ def _pass_parts(costs: PassCosts, values, tp: int, peak: float, eff: Efficiency,
         group = float(sp.sympify(cost.kv_group).xreplace(values))
         rereads = (group - 1) * kv if decoding else 0.0
         part = "head" if cost.label == "head.linear" else "expert" if cost.expert else ""
-        ops.append((n, compute.op_time(item, tp), moved.op_time(item, tp), weights, kv,
-                    rereads, part))  # fmt: skip
+        # A row-parallel linear's rank holds its share of the input channels.
+        in_channels = shape[2] / (ways if cost.tp == "row" else 1) if weights and shape else 0.0
+        ops.append(OpParts(n, compute.op_time(item, tp), moved.op_time(item, tp), weights, kv,
+                           rereads, part, in_channels))  # fmt: skip
     layers = sum(n for n, _ in costs.layers)
     bytes_s, ring_s, calls = allreduce
     return PassParts(tuple(ops), layers, calls * layers, bytes_s * layers, ring_s * layers)

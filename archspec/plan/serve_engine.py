@@ -25,6 +25,7 @@ leave-one-out error. `ideal` is the plain roofline (80% of the bandwidth, no ove
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -92,6 +93,13 @@ class ServeEngine:
     # mit-han-lab/llm-awq e4bdec2). PyTorch's matmuls accumulate in FP32 (cublasGemmEx with
     # CUDA_R_32F: pytorch/pytorch issue 123157).
     fp16_accumulation: bool = False
+    # The input channels its weight-only quantized GEMV reads of a row in one pass, every pass
+    # whole, so that a row of K channels takes the time of ceil(K / P) * P (0: a row costs its
+    # own bytes). AWQ's 2023 GEMV, TinyChat's first release: a warp reads 1,024 channels a
+    # pass (32 threads, 32 4-bit weights each; mit-han-lab/llm-awq 1480555, awq/kernels/csrc/
+    # quantization/gemv_cuda.cu), and on an H100 a row of 4,544 channels took as long as one
+    # of 5,120 (benchmarks/gpu-h100-kernels/awq_gemv.md).
+    gemv_pass_channels: int = 0
     calibrated_on: list[str] = field(default_factory=list)  # the figures' sources
     note: str = ""
 
@@ -105,6 +113,14 @@ class ServeEngine:
                 hint=f"its profile covers: {known}",
             )
         return self.memory_efficiency[cls]
+
+    def gemv_padding(self, in_channels: float) -> float:
+        """The bytes a quantized row costs over its own: 1 unless the GEMV reads whole passes
+        (`gemv_pass_channels`) and the row ends inside one."""
+        if not self.gemv_pass_channels or not in_channels:
+            return 1.0
+        passes = math.ceil(in_channels / self.gemv_pass_channels)
+        return passes * self.gemv_pass_channels / in_channels
 
     def compute_scale(self, precision: str) -> float:
         return self.compute_efficiency.get(PRECISION_CLASSES.get(precision, precision), 1.0)

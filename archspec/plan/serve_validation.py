@@ -95,6 +95,12 @@ USABLE = {
 # W4A16 GEMM from TinyChat 2.0 (its README at e4bdec2), the release whose first tokens the
 # dataset holds.
 FP16_ACCUMULATION = {"tinychat"}
+# The input channels an engine's quantized GEMV reads of a row a pass, every pass whole
+# (ServeEngine.gemv_pass_channels): AWQ's 2023 GEMV, which TinyChat's first release decodes
+# with (1,024: a warp of 32 threads loads 32 4-bit weights each; llm-awq 1480555, gemv_cuda.cu;
+# a 4,544-channel row as long as a 5,120-channel one on an H100, benchmarks/gpu-h100-kernels/).
+# TinyChat's later GEMV (gemv_forward_cuda_new) was not measured; it keeps 0.
+GEMV_PASS_CHANNELS = {"tinychat-2023": 1024}
 HEAD_16BIT = {"tinychat", "tinychat-2023", "exllama", "transformers", "gptq-for-llama",
               "tensorrt-llm"}  # fmt: skip
 # The engine's matmuls against the training-calibrated efficiency: half to 1.3 times.
@@ -291,7 +297,7 @@ def _computes(figures: list[Figure]) -> bool:
 
 
 def _has_experts(figures: list[Figure]) -> bool:
-    return any(part == "expert" for f in figures for *_, part in parts_of(f).decode.ops)
+    return any(op.part == "expert" for f in figures for op in parts_of(f).decode.ops)
 
 
 def _reads_grouped_cache(figures: list[Figure]) -> bool:
@@ -302,8 +308,8 @@ def _reads_grouped_cache(figures: list[Figure]) -> bool:
         if f.metric == "ttft_ms":
             continue
         ops = parts_of(f).decode.ops
-        grouped = sum(n * moved for n, _, moved, _, _, rereads, _ in ops if rereads)
-        if grouped >= 0.1 * sum(n * moved for n, _, moved, *_ in ops):
+        grouped = sum(op.n * op.moved for op in ops if op.rereads)
+        if grouped >= 0.1 * sum(op.n * op.moved for op in ops):
             return True
     return False
 
@@ -320,6 +326,7 @@ def fit_engine(key: str, figures: list[Figure], rounds: int = 3,
                          allreduce_us=0.0, usable_memory=USABLE[key][0],
                          quantizes_head=key not in HEAD_16BIT,
                          fp16_accumulation=key in FP16_ACCUMULATION,
+                         gemv_pass_channels=GEMV_PASS_CHANNELS.get(key, 0),
                          calibrated_on=sorted({f.source for f in figures}))  # fmt: skip
     free = _free_overheads(key, figures)
     of = {c: [f for f in figures if PRECISION_CLASSES[f.precision] == c] for c in classes}

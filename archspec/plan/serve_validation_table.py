@@ -61,8 +61,8 @@ def table(engines: dict[str, ServeEngine], rows: list[Row], brackets: list[Brack
     lines.append("")
     lines.append("| engine | bandwidth reached | experts (× dense) | grouped cache re-read "
                  "| matmuls (× calibrated) | per layer | host per layer | per all-reduce "
-                 "| per request | head quantized | accumulates in fp16 |")  # fmt: skip
-    lines.append("|---|---|---:|---:|---|---:|---:|---:|---:|---|---|")
+                 "| per request | head quantized | accumulates in fp16 | GEMV pass |")  # fmt: skip
+    lines.append("|---|---|---:|---:|---|---:|---:|---:|---:|---|---|---:|")
     for key, e in engines.items():
         eff = ", ".join(f"{c} {v:.0%}" for c, v in e.memory_efficiency.items())
         eff += f" | {e.expert_efficiency:.2f}" if e.expert_efficiency != 1 else " | —"
@@ -72,7 +72,8 @@ def table(engines: dict[str, ServeEngine], rows: list[Row], brackets: list[Brack
         lines.append(
             f"| {key} | {eff} | {e.layer_overhead_us:.1f} µs | {e.host_layer_us:.1f} µs "
             f"| {e.allreduce_us or 0:.1f} µs | {e.request_overhead_ms:.2f} ms "
-            f"| {'yes' if e.quantizes_head else 'no'} | {'yes' if e.fp16_accumulation else 'no'} |"
+            f"| {'yes' if e.quantizes_head else 'no'} | {'yes' if e.fp16_accumulation else 'no'} "
+            f"| {e.gemv_pass_channels or '—'} |"
         )
     return "\n".join(lines)
 
@@ -91,6 +92,7 @@ def stored(engines: dict[str, ServeEngine]) -> str:
             "usable_memory": e.usable_memory,
             "quantizes_head": e.quantizes_head,
             "fp16_accumulation": e.fp16_accumulation,
+            "gemv_pass_channels": e.gemv_pass_channels,
             "expert_efficiency": round(e.expert_efficiency, 3),
             "grouped_cache_reread": round(e.grouped_cache_reread, 3),
             "calibrated_on": e.calibrated_on,
