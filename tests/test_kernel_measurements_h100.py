@@ -37,6 +37,14 @@ def test_dry_run_then_against_plan(tmp_path: Path, script: str) -> None:
     assert table.stdout.startswith("NVIDIA H100 80GB HBM3")
 
 
+def test_the_cudnn_window_script_prints_its_results() -> None:
+    """It needs JAX on a GPU to measure (not a project dependency); its table prints anywhere."""
+    done = _script("attention_window_cudnn.py", "--against-plan",
+                   str(BENCH / "gpu-h200-kernels/attention_window_cudnn.json"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("NVIDIA H200") and "| cudnn | window 128 |" in done.stdout
+
+
 def test_awq_layout_is_the_packers() -> None:
     """Channel 8j+i of a row in bits 4i..4i+3 of its word j (qmodule.py's order_map at
     1480555), and the zeros' words a row as calculate_zeros_width gives them."""
@@ -69,6 +77,10 @@ def test_the_h100_measurements_say_what_the_docs_say() -> None:
     ms = {(r["way"], r["mask"]): r["s"] * 1e3 for r in rows}
     assert ms[("unfused, sinks", "causal")] / ms[("cudnn", "causal")] > 40
     assert 0.4 < ms[("flex", "window 128")] / ms[("flex", "causal")] < 0.5
+    window = json.loads((BENCH / "gpu-h200-kernels/attention_window_cudnn.json").read_text())
+    cudnn = {r["mask"]: r for r in window["rows"] if r["implementation"] == "cudnn"}
+    assert all(r["max_relative_difference_to_masked_xla"] < 0.01 for r in cudnn.values())
+    assert 0.40 < cudnn["window 128"]["s"] / cudnn["causal"]["s"] < 0.42
     # 80 micro-batches of 9 layers a stage at NeMo's GPT-OSS H100 layout: above its whole
     # 14.07 s step (1,280 × 4,096 tokens at 5,824 a second on each of 64 GPUs).
     assert 80 * 9 * ms[("unfused, sinks", "causal")] / 1e3 > 1280 * 4096 / (5824 * 64)
