@@ -27,6 +27,12 @@ from pathlib import Path
 
 GPU = {"batch": 1, "seq": 4096, "heads": 64, "kv_heads": 8, "head_dim": 64, "window": 128,
        "repeat": 20}  # fmt: skip
+# --sweep: cuDNN alone over windows of 128 to 2,048 positions and the causal mask, at two
+# sequence lengths and two head widths (64 query heads over 8 key/value heads throughout).
+SWEEP = {"seq": [4096, 8192], "head_dim": [64, 128], "window": [128, 256, 512, 1024, 2048, None]}
+# --scaling: how the times scale with the batch and the heads (a key/value head for eight query
+# heads), at S = 4,096 and head width 64, windowed and causal.
+SCALING = {"batch_heads": [(1, 16), (1, 32), (1, 64), (2, 64), (4, 64)], "window": [128, None]}
 DRY = {"batch": 1, "seq": 64, "heads": 4, "kv_heads": 2, "head_dim": 16, "window": 8,
        "repeat": 2}  # fmt: skip
 
@@ -90,21 +96,75 @@ def table(result: dict) -> str:
     lines = [f"{result['device']}, jax {result['jax']}: one layer's attention through "
              f"jax.nn.dot_product_attention, forward and backward, B={s['batch']}, "
              f"S={s['seq']}, {s['heads']} heads of {s['head_dim']}, {s['kv_heads']} key/value "
-             f"heads; TFLOP/s over the causal attention's {flops / 1e9:.0f} GFLOP", "",
-             "| implementation | mask | ms | TFLOP/s |", "|---|---|---:|---:|"]  # fmt: skip
-    for r in result["rows"]:
+             f"heads; TFLOP/s over the causal attention's {flops / 1e9:.0f} GFLOP"]  # fmt: skip
+    if result.get("rows"):
+        lines += ["", "| implementation | mask | ms | TFLOP/s |", "|---|---|---:|---:|"]
+    for r in result.get("rows", []):
         if "s" not in r:
             lines.append(f"| {r['implementation']} | {r['mask']} | {r['error']} | |")
             continue
         lines.append(f"| {r['implementation']} | {r['mask']} | {r['s'] * 1e3:.3f} "
                      f"| {flops / r['s'] / 1e12:.0f} |")  # fmt: skip
+    parts = (("sweep", ("seq", "head_dim", "window"), "B = 1, 64 heads"),
+             ("scaling", ("batch", "heads", "window"), "S = 4,096, head width 64"))  # fmt: skip
+    for part, keys, fixed in parts:
+        if not result.get(part):
+            continue
+        lines += ["", f"{part}: cuDNN, forward and backward, ms ({fixed})", "",
+                  "| " + " | ".join(keys) + " | ms |", "|" + "---:|" * (len(keys) + 1)]  # fmt: skip
+        for r in result[part]:
+            cells = [str(r[k] or "causal") for k in keys]
+            time = f"{r['s'] * 1e3:.3f}" if "s" in r else r.get("error", "")
+            lines.append("| " + " | ".join(cells) + f" | {time} |")
     return "\n".join(lines) + "\n"
+
+
+def sweep(sizes: dict, result: dict, out: Path, dry: bool) -> None:
+    """cuDNN's forward and backward over each window, sequence length and head width (XLA's
+    on a dry run, at the tiny sizes)."""
+    grid = {"seq": [sizes["seq"]], "head_dim": [sizes["head_dim"]],
+            "window": [sizes["window"], None]} if dry else SWEEP  # fmt: skip
+    result["sweep"] = []
+    for seq in grid["seq"]:
+        for head_dim in grid["head_dim"]:
+            for window in grid["window"]:
+                at = {**sizes, "seq": seq, "head_dim": head_dim}
+                row = {"seq": seq, "head_dim": head_dim, "window": window}
+                try:
+                    row["s"] = seconds(at, "xla" if dry else "cudnn", window)
+                except Exception as e:  # noqa: BLE001 (a shape the device or JAX lacks)
+                    row["error"] = (str(e).splitlines() or [type(e).__name__])[0][:200]
+                result["sweep"].append(row)
+                out.write_text(json.dumps(result, indent=1))
+                print(json.dumps(row), flush=True)
+
+
+def scaling(sizes: dict, result: dict, out: Path, dry: bool) -> None:
+    """cuDNN's forward and backward over batches and head counts (XLA's on a dry run)."""
+    grid = {"batch_heads": [(2, 4)], "window": [sizes["window"], None]} if dry else SCALING
+    result["scaling"] = []
+    for batch, heads in grid["batch_heads"]:
+        for window in grid["window"]:
+            at = {**sizes, "batch": batch, "heads": heads, "kv_heads": max(heads // 8, 1)}
+            row = {"batch": batch, "heads": heads, "kv_heads": at["kv_heads"],
+                   "seq": at["seq"], "head_dim": at["head_dim"], "window": window}  # fmt: skip
+            try:
+                row["s"] = seconds(at, "xla" if dry else "cudnn", window)
+            except Exception as e:  # noqa: BLE001 (a shape the device or JAX lacks)
+                row["error"] = (str(e).splitlines() or [type(e).__name__])[0][:200]
+            result["scaling"].append(row)
+            out.write_text(json.dumps(result, indent=1))
+            print(json.dumps(row), flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path)
     parser.add_argument("--dry-run", action="store_true", help="JAX on CPU, XLA, tiny")
+    parser.add_argument("--sweep", action="store_true",
+                        help="cuDNN over windows, sequence lengths and head widths")  # fmt: skip
+    parser.add_argument("--scaling", action="store_true",
+                        help="cuDNN over batches and head counts, windowed and causal")  # fmt: skip
     parser.add_argument("--against-plan", type=Path, metavar="RESULTS",
                         help="print a results file's table (no GPU needed)")  # fmt: skip
     args = parser.parse_args()
@@ -120,6 +180,12 @@ def main() -> None:
     result = {"device": jax.devices()[0].device_kind, "jax": jax.__version__, "sizes": sizes,
               "rows": []}  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.sweep:
+        sweep(sizes, result, args.out, dry=args.dry_run)
+        return
+    if args.scaling:
+        scaling(sizes, result, args.out, dry=args.dry_run)
+        return
     for implementation in ways:
         for window in (None, sizes["window"]):
             row = {"implementation": implementation,

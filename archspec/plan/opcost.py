@@ -39,6 +39,7 @@ from archspec.backends.count.replay import early_stop, unread
 from archspec.ir import ops
 from archspec.ir.lower import lower_block, lower_model, lower_stack
 from archspec.ir.nodes import IR, Block
+from archspec.plan.window_tiles import window_share
 
 # Megatron-LM's cross-entropy works on fp32 logits: it reads the logits and writes and reads
 # back fp32 copies (softmax, then the loss).
@@ -231,6 +232,10 @@ class CostCounter(FlopCounter):
             # kernel with sinks, vLLM's FlashAttention-3 taking gpt-oss's as s_aux, adds one
             # logit per row: nothing beside the pairs.)
             visible = sp.Rational(1, 2) if op.masking.causal else 1
+            if op.masking.windowed and op.masking.causal and q == keys:
+                # Over a sliding window the kernel skips the key tiles outside it, and costs
+                # what the tiles it visits do (window_tiles.py, measured with cuDNN).
+                visible *= window_share(q, op.masking.window)
             # The backward reruns QKᵀ and the softmax: 2.5 forwards (FlashAttention-2).
             return [
                 OpCost(
