@@ -29,7 +29,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-from kernel_shapes import kernel_cli, timed
+from kernel_shapes import kernel_cli, measurement, timed
 
 # openai/gpt-oss-120b's config.json (archspec/specs/gpt-oss-120b.yaml): 64 query heads of 64,
 # 8 key/value heads, 128-position windows; NeMo's GPT-OSS presets: sequence 4096, micro-batch 1.
@@ -123,10 +123,8 @@ def main() -> None:
     args = kernel_cli(__doc__, against_plan)
     if args is None:
         return
-    sizes = DRY if args.dry_run else GPU
-    device = torch.device("cpu" if args.dry_run else "cuda")
-    result = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
-              "torch": torch.__version__, "sizes": sizes, "rows": []}  # fmt: skip
+    sizes, device, header = measurement(args, GPU, DRY)
+    result = {**header, "sizes": sizes, "rows": []}
     from torch.nn.attention import SDPBackend
 
     ways = [("flash", sdpa(SDPBackend.FLASH_ATTENTION), [None]),
@@ -135,7 +133,6 @@ def main() -> None:
             ("flex", flex(device, sizes["seq"]), [None, sizes["window"]])]  # fmt: skip
     if device.type == "cpu":  # CPU has neither fused kernel
         ways = [w for w in ways if w[0] not in ("flash", "cudnn")]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     for way, fn, windows in ways:
         for window in windows:
             row = {"way": way, "mask": "causal" if window is None else f"window {window}"}

@@ -119,42 +119,39 @@ def table(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def sweep(sizes: dict, result: dict, out: Path, dry: bool) -> None:
-    """cuDNN's forward and backward over each window, sequence length and head width (XLA's
-    on a dry run, at the tiny sizes)."""
+def sweep(sizes: dict, dry: bool) -> list[tuple[dict, dict]]:
+    """(the row's columns, the sizes it runs at) over windows, sequence lengths and head widths
+    (a dry run: the tiny sizes, windowed and causal)."""
     grid = {"seq": [sizes["seq"]], "head_dim": [sizes["head_dim"]],
             "window": [sizes["window"], None]} if dry else SWEEP  # fmt: skip
-    result["sweep"] = []
-    for seq in grid["seq"]:
-        for head_dim in grid["head_dim"]:
-            for window in grid["window"]:
-                at = {**sizes, "seq": seq, "head_dim": head_dim}
-                row = {"seq": seq, "head_dim": head_dim, "window": window}
-                try:
-                    row["s"] = seconds(at, "xla" if dry else "cudnn", window)
-                except Exception as e:  # noqa: BLE001 (a shape the device or JAX lacks)
-                    row["error"] = (str(e).splitlines() or [type(e).__name__])[0][:200]
-                result["sweep"].append(row)
-                out.write_text(json.dumps(result, indent=1))
-                print(json.dumps(row), flush=True)
+    return [({"seq": seq, "head_dim": d, "window": w}, {**sizes, "seq": seq, "head_dim": d})
+            for seq in grid["seq"] for d in grid["head_dim"] for w in grid["window"]]  # fmt: skip
 
 
-def scaling(sizes: dict, result: dict, out: Path, dry: bool) -> None:
-    """cuDNN's forward and backward over batches and head counts (XLA's on a dry run)."""
+def scaling(sizes: dict, dry: bool) -> list[tuple[dict, dict]]:
+    """As sweep, over batches and head counts (a key/value head for eight query heads)."""
     grid = {"batch_heads": [(2, 4)], "window": [sizes["window"], None]} if dry else SCALING
-    result["scaling"] = []
+    runs = []
     for batch, heads in grid["batch_heads"]:
+        at = {**sizes, "batch": batch, "heads": heads, "kv_heads": max(heads // 8, 1)}
         for window in grid["window"]:
-            at = {**sizes, "batch": batch, "heads": heads, "kv_heads": max(heads // 8, 1)}
-            row = {"batch": batch, "heads": heads, "kv_heads": at["kv_heads"],
-                   "seq": at["seq"], "head_dim": at["head_dim"], "window": window}  # fmt: skip
-            try:
-                row["s"] = seconds(at, "xla" if dry else "cudnn", window)
-            except Exception as e:  # noqa: BLE001 (a shape the device or JAX lacks)
-                row["error"] = (str(e).splitlines() or [type(e).__name__])[0][:200]
-            result["scaling"].append(row)
-            out.write_text(json.dumps(result, indent=1))
-            print(json.dumps(row), flush=True)
+            columns = {k: at[k] for k in ("batch", "heads", "kv_heads", "seq", "head_dim")}
+            runs.append(({**columns, "window": window}, at))
+    return runs
+
+
+def measure_grid(part: str, runs: list[tuple[dict, dict]], result: dict, out: Path,
+                 implementation: str) -> None:  # fmt: skip
+    """Each run's forward and backward, written to `out` as it is measured."""
+    result[part] = []
+    for row, at in runs:
+        try:
+            row["s"] = seconds(at, implementation, row["window"])
+        except Exception as e:  # noqa: BLE001 (a shape the device or JAX lacks)
+            row["error"] = (str(e).splitlines() or [type(e).__name__])[0][:200]
+        result[part].append(row)
+        out.write_text(json.dumps(result, indent=1))
+        print(json.dumps(row), flush=True)
 
 
 def main() -> None:
@@ -180,12 +177,11 @@ def main() -> None:
     result = {"device": jax.devices()[0].device_kind, "jax": jax.__version__, "sizes": sizes,
               "rows": []}  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    if args.sweep:
-        sweep(sizes, result, args.out, dry=args.dry_run)
-        return
-    if args.scaling:
-        scaling(sizes, result, args.out, dry=args.dry_run)
-        return
+    for part, runs in (("sweep", sweep), ("scaling", scaling)):
+        if getattr(args, part):
+            implementation = "xla" if args.dry_run else "cudnn"
+            measure_grid(part, runs(sizes, args.dry_run), result, args.out, implementation)
+            return
     for implementation in ways:
         for window in (None, sizes["window"]):
             row = {"implementation": implementation,

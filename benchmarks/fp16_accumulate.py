@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 import torch
-from kernel_shapes import graphed, kernel_cli
+from kernel_shapes import graphed, kernel_cli, measurement
 
 # (M, N, K): squares, and a prefill of 256 and 4,096 tokens through Llama-2-7B's up
 # projection (hidden 4096, intermediate 11008, its config.json).
@@ -55,11 +55,8 @@ def main() -> None:
     args = kernel_cli(__doc__, against_plan)
     if args is None:
         return
-    sizes = DRY if args.dry_run else GPU
-    device = torch.device("cpu" if args.dry_run else "cuda")
-    result = {"device": torch.cuda.get_device_name() if device.type == "cuda" else "cpu",
-              "torch": torch.__version__, "rows": []}  # fmt: skip
-    args.out.parent.mkdir(parents=True, exist_ok=True)
+    sizes, device, header = measurement(args, GPU, DRY)
+    result = {**header, "rows": []}
     for m, n, k in sizes["shapes"]:
         repeat = sizes["repeat"]
         row = {"m": m, "n": n, "k": k,

@@ -239,6 +239,16 @@ def kernel_cli(doc: str, against_plan, dry_help: str = "CPU, tiny shapes", add=N
     return args
 
 
+def measurement(args, gpu: dict, dry: dict) -> tuple[dict, torch.device, dict]:
+    """What a kernel script's measurement starts from: its sizes (the GPU's, or on a dry run the
+    tiny ones on CPU), the device, and the results' header (device and torch); makes --out's
+    folder."""
+    device = torch.device("cpu" if args.dry_run else "cuda")
+    name = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    return (dry if args.dry_run else gpu), device, {"device": name, "torch": torch.__version__}
+
+
 def main() -> None:
     args = kernel_cli(__doc__, against_plan)
     if args is None:
