@@ -15,12 +15,14 @@ their rows. This script measures both assumptions, timing every kernel as a CUDA
   the dynamic casts a training step adds in front of each: amax, scale and cast of the
   input (M × K) and of the weight (N × K), eager and compiled by torch.compile (what
   torchao's float8 training runs);
-- experts: for three MoE shapes (Mixtral 8x7B's 8 experts of 4096 → 14336 on one rank;
+- experts: for MoE shapes (Mixtral 8x7B's 8 experts of 4096 → 14336 on one rank;
   Qwen3-30B-A3B's 128 of 2048 → 768 over 8 ranks, 16 a rank; DeepSeek-V3's 256 of
-  7168 → 2048 over 8 ranks, 32 a rank), the first projection of a rank's experts at 128 to
-  8192 rows an expert: torch._grouped_mm (the grouped GEMM torchtitan runs), a loop of one
-  torch.mm an expert (what a plain expert loop runs), and one torch.mm of all the rows
-  against one expert's weight (what plan's cost assumes: one GEMM of the rows).
+  7168 → 2048 over 8 ranks, 32 a rank; GPT-OSS 120B's 128 of 2880 → 5760 and 2880 → 2880,
+  fc1 and fc2, over 8 ranks; `--experts NAME` keeps those named so), the first projection
+  of a rank's experts at 128 to 8192 rows an expert: torch._grouped_mm (the grouped GEMM
+  torchtitan runs), a loop of one torch.mm an expert (what a plain expert loop runs), and
+  one torch.mm of all the rows against one expert's weight (what plan's cost assumes: one
+  GEMM of the rows).
 """
 
 from __future__ import annotations
@@ -38,7 +40,11 @@ FP8_MAX = 448.0  # float8_e4m3fn's largest finite value
 # config.json: Mixtral-8x7B-v0.1, Qwen3-30B-A3B, DeepSeek-V3 (moe_intermediate_size).
 EXPERT_SHAPES = [("mixtral-8x7b, ep 1", 8, 4096, 14336),
                  ("qwen3-30b-a3b, ep 8", 16, 2048, 768),
-                 ("deepseek-v3, ep 8", 32, 7168, 2048)]  # fmt: skip
+                 ("deepseek-v3, ep 8", 32, 7168, 2048),
+                 # openai/gpt-oss-120b (hidden 2880, 128 experts of 2880, Megatron-Core's fc1
+                 # fusing gate and up): NeMo's presets run EP 8, 16 experts a rank.
+                 ("gpt-oss-120b fc1, ep 8", 16, 2880, 5760),
+                 ("gpt-oss-120b fc2, ep 8", 16, 2880, 2880)]  # fmt: skip
 
 
 def cast_tensorwise(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -230,6 +236,8 @@ def main() -> None:
     def part(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--part", choices=("all", "backward"), default="all",
                             help="backward: only the experts, forward and backward")  # fmt: skip
+        parser.add_argument("--experts", action="append", metavar="MODEL",
+                            help="only the expert shapes named so (a prefix)")  # fmt: skip
 
     args = kernel_cli(__doc__, against_plan, add=part)
     if args is None:
@@ -255,7 +263,9 @@ def main() -> None:
               f"{tw.get('tflops', 0):.0f} ({tw.get('with_casts_tflops', 0):.0f} with casts), "
               f"rowwise {rw.get('tflops', 0):.0f} ({rw.get('with_casts_tflops', 0):.0f}) "
               f"TFLOP/s {tw.get('error', '')}{rw.get('error', '')}", flush=True)  # fmt: skip
-    for name, experts, d, ff in sizes["experts"]:
+    chosen = [e for e in sizes["experts"]
+              if not args.experts or e[0].startswith(tuple(args.experts))]  # fmt: skip
+    for name, experts, d, ff in chosen:
         for rows in sizes["rows"]:
             row = expert_row(device, name, experts, d, ff, rows, sizes["repeat"], backward)
             result["experts"].append(row)

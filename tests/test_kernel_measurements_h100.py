@@ -84,3 +84,17 @@ def test_the_h100_measurements_say_what_the_docs_say() -> None:
     # 80 micro-batches of 9 layers a stage at NeMo's GPT-OSS H100 layout: above its whole
     # 14.07 s step (1,280 × 4,096 tokens at 5,824 a second on each of 64 GPUs).
     assert 80 * 9 * ms[("unfused, sinks", "causal")] / 1e3 > 1280 * 4096 / (5824 * 64)
+
+
+def test_gpt_oss_experts_run_at_plans_rule() -> None:
+    """A rank's 16 GPT-OSS 120B experts (fc1 2,880 → 5,760, fc2 2,880 → 2,880), grouped
+    forward and backward on an H200: within 0.9-1.1 of plan's rule under NeMo's plateau from
+    128 to 8,192 rows an expert, so GPT-OSS's published slowness is not in its experts' GEMMs."""
+    measured = BENCH / "gpu-h200-kernels" / "fp8_moe_gpt_oss_backward.json"
+    table = _script("kernel_fp8_moe.py", "--against-plan", str(measured))
+    assert table.returncode == 0, table.stderr
+    rows = [line for line in table.stdout.splitlines() if line.startswith("| gpt-oss-120b")]
+    assert len(rows) == 14
+    for line in rows:
+        ratio = float(line.strip("|").split("|")[-1])
+        assert 0.9 <= ratio <= 1.1, line
