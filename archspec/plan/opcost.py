@@ -236,8 +236,9 @@ class CostCounter(FlopCounter):
                 # Over a sliding window the kernel skips the key tiles outside it, and costs
                 # what the tiles it visits do (window_tiles.py, measured with cuDNN): these
                 # FLOPs are the work the kernel is timed at (its tiles, masked entries and
-                # each query tile's fixed share included), more than the window's pairs; the
-                # FLOPs plan reports (report.py's step_flops) are count's.
+                # each query tile's fixed share included), more than the window's pairs. The
+                # FLOPs plan reports (report.py's step_flops) are count's, these only where a
+                # reentrant or pruned full recomputation replays ops beyond count's replay.
                 visible *= window_share(q, op.masking.window)
             # The backward reruns QKᵀ and the softmax: 2.5 forwards (FlashAttention-2).
             return [
