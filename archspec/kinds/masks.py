@@ -30,6 +30,11 @@ class Mask:
         return self.window is not None
 
     @property
+    def reach(self) -> int | None:
+        """How many keys before its own a query sees: window - 1 (None: every earlier one)."""
+        return None if self.window is None else self.window - 1
+
+    @property
     def two_sided(self) -> bool:
         """A window on both sides of each query (an encoder's)."""
         return self.window is not None and not self.causal

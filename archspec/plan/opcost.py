@@ -232,14 +232,14 @@ class CostCounter(FlopCounter):
             # kernel with sinks, vLLM's FlashAttention-3 taking gpt-oss's as s_aux, adds one
             # logit per row: nothing beside the pairs.)
             visible = sp.Rational(1, 2) if op.masking.causal else 1
-            if op.masking.windowed and op.masking.causal and q == keys:
+            if op.masking.reach is not None and op.masking.causal and q == keys:
                 # Over a sliding window the kernel skips the key tiles outside it, and costs
                 # what the tiles it visits do (window_tiles.py, measured with cuDNN): these
                 # FLOPs are the work the kernel is timed at (its tiles, masked entries and
                 # each query tile's fixed share included), more than the window's pairs. The
                 # FLOPs plan reports (report.py's step_flops) are count's, these only where a
                 # reentrant or pruned full recomputation replays ops beyond count's replay.
-                visible *= window_share(q, op.masking.window)
+                visible *= window_share(q, op.masking.reach)
             # The backward reruns QKᵀ and the softmax: 2.5 forwards (FlashAttention-2).
             return [
                 OpCost(

@@ -37,12 +37,12 @@ TILE = 128  # query and key rows a tile: FlashAttention-2's and cuDNN's at these
 TILE_OVERHEAD = 3.1  # key tiles' worth of work each query tile pays besides (fitted, above)
 
 
-def window_share(seq: sp.Expr, window: int) -> sp.Expr:
-    """A causal fused kernel's cost over a `window`-position sliding window (each query sees its
-    own and the window - 1 before it) as a share of its cost over the causal mask, when the
-    queries are the sequence's `seq` positions."""
+def window_share(seq: sp.Expr, reach: int) -> sp.Expr:
+    """A causal fused kernel's cost over a sliding window in which each query sees its own key
+    and the `reach` before it (window - 1), as a share of its cost over the causal mask, when
+    the queries are the sequence's `seq` positions."""
     q = seq / TILE
-    m = sp.Min(sp.ceiling(sp.Integer(window - 1) / TILE), q)
+    m = sp.Min(sp.ceiling(sp.Integer(reach) / TILE), q)
     causal = q * (q + 1) / 2
     windowed = q + m * (m - 1) / 2 + (q - m) * m
     return (windowed + TILE_OVERHEAD * q) / (causal + TILE_OVERHEAD * q)
