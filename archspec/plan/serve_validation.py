@@ -95,11 +95,9 @@ USABLE = {
 # W4A16 GEMM from TinyChat 2.0 (its README at e4bdec2), the release whose first tokens the
 # dataset holds.
 FP16_ACCUMULATION = {"tinychat"}
-# The input channels an engine's quantized GEMV reads of a row a pass, every pass whole
-# (ServeEngine.gemv_pass_channels): AWQ's 2023 GEMV, which TinyChat's first release decodes
-# with (1,024: a warp of 32 threads loads 32 4-bit weights each; llm-awq 1480555, gemv_cuda.cu;
-# a 4,544-channel row as long as a 5,120-channel one on an H100, benchmarks/gpu-h100-kernels/).
-# TinyChat's later GEMV (gemv_forward_cuda_new) was not measured; it keeps 0.
+# Engines whose quantized GEMV reads a row in whole passes of that many input channels
+# (ServeEngine.gemv_pass_channels gives the source and the measurement). TinyChat's later GEMV
+# (gemv_forward_cuda_new) was not measured; it keeps 0.
 GEMV_PASS_CHANNELS = {"tinychat-2023": 1024}
 HEAD_16BIT = {"tinychat", "tinychat-2023", "exllama", "transformers", "gptq-for-llama",
               "tensorrt-llm"}  # fmt: skip
