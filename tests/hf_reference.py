@@ -518,6 +518,48 @@ _add(
     pad_token_id=32000,
 )
 
+# DeepSeek-V3's public config.json (deepseek-ai/DeepSeek-V3; the same values are written out in
+# tests/test_hf_zoo_sigmoid_router.py with their source): 671,026,404,352 parameters, its
+# multi-token-prediction layer apart.
+_add(
+    "deepseek-v3",
+    "DeepseekV3ForCausalLM",
+    "DeepseekV3Config",
+    vocab_size=129280,
+    hidden_size=7168,
+    intermediate_size=18432,
+    moe_intermediate_size=2048,
+    num_hidden_layers=61,
+    num_attention_heads=128,
+    num_key_value_heads=128,
+    n_shared_experts=1,
+    n_routed_experts=256,
+    routed_scaling_factor=2.5,
+    kv_lora_rank=512,
+    q_lora_rank=1536,
+    qk_rope_head_dim=64,
+    v_head_dim=128,
+    qk_nope_head_dim=128,
+    n_group=8,
+    topk_group=4,
+    num_experts_per_tok=8,
+    first_k_dense_replace=3,
+    norm_topk_prob=True,
+    max_position_embeddings=163840,
+    rms_norm_eps=1e-6,
+    rope_parameters={
+        "rope_type": "yarn",
+        "rope_theta": 10000.0,
+        "factor": 40.0,
+        "original_max_position_embeddings": 4096,
+        "beta_fast": 32.0,
+        "beta_slow": 1.0,
+        "mscale": 1.0,
+        "mscale_all_dim": 1.0,
+    },
+    tie_word_embeddings=False,
+)
+
 # DeepSeek-V2-Lite's public config.json (deepseek-ai/DeepSeek-V2-Lite): 15,706,484,224
 # parameters in its checkpoint.
 _add(

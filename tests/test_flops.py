@@ -45,6 +45,7 @@ MOE = {
     "qwen1.5-moe-a2.7b",
     "qwen3-30b-a3b",
     "deepseek-v2-lite",
+    "deepseek-v3",
     "gpt-oss-120b",
     "gpt-oss-20b",
 }  # gpt-oss's tiny models: tests/test_hf_zoo_gpt_oss.py

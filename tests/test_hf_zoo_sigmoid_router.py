@@ -307,3 +307,17 @@ def test_deepseek_v3_reports_the_mtp_layer_as_ignored() -> None:
     moe = imported.spec.moe
     assert moe is not None and moe.router == "sigmoid"
     assert (moe.groups, moe.top_groups, moe.normalize, moe.routed_scale) == (8, 4, True, 2.5)
+
+
+def test_the_public_config_imports_to_the_builtin() -> None:
+    """The built-in `deepseek-v3` is DeepSeek-V3's config.json as imported, at the size
+    transformers' class has on the meta device (the `long` test above checks that figure)."""
+    from archspec.backends.count.params import parameter_count
+    from archspec.ir.build import build_ir
+    from archspec.spec.resolve import load_spec
+    from tests.test_deepseek_v2 import architecture
+
+    imported = import_config(DEEPSEEK_V3)
+    assert architecture(imported.spec) == architecture(load_spec("deepseek-v3"))
+    ir = build_ir(load_spec("deepseek-v3"), symbolic=False)
+    assert ir.value(parameter_count(ir.root)) == REAL["deepseek_v3"][1]

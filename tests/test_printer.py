@@ -25,7 +25,19 @@ from archspec.backends.printer import module_repr, module_tree
 from archspec.backends.printer.leaves import layernorm_prints_bias, layernorm_source_prints_bias
 from archspec.cli import app
 from archspec.ir.classes import class_name, class_names
-from archspec.ir.nodes import IR, Block, Embedding, Linear, MoE, Node, Norm, Repeat, Run, Sinks
+from archspec.ir.nodes import (
+    IR,
+    Block,
+    Embedding,
+    Linear,
+    MoE,
+    Node,
+    Norm,
+    Repeat,
+    Router,
+    Run,
+    Sinks,
+)
 from archspec.spec.resolve import builtin_names
 from tests.hostile import run_main, run_python
 from tests.tiny import generated_module
@@ -115,6 +127,11 @@ def contract_model(ir: IR) -> nn.Module:
             )
         if isinstance(node, Embedding):
             return nn.Embedding(v(node.num), v(node.dim))
+        if isinstance(node, Router) and node.entry.module is not None:
+            # A router whose kind owns buffers is a class of the generated file's own over
+            # nn.Linear (runtime/routing.py's BiasCorrectedRouter), printed as Linear is.
+            cls = type(node.entry.module, (nn.Linear,), {})
+            return cls(v(node.in_features), v(node.out_features), bias=node.bias)
         if isinstance(node, Linear):
             return nn.Linear(v(node.in_features), v(node.out_features), bias=node.bias)
         if isinstance(node, Norm):

@@ -26,7 +26,7 @@ from archspec.backends.count.params import parameter_count
 from archspec.backends.torchgen import generate_source, load_generated
 from archspec.cli import app
 from archspec.ir.classes import class_name, class_names
-from archspec.ir.nodes import IR, Embedding, Linear, MoE, Node, Norm, Repeat, Sinks
+from archspec.ir.nodes import IR, Embedding, Linear, MoE, Node, Norm, Repeat, Router, Sinks
 from archspec.spec.resolve import builtin_names
 from tests.tiny import scaled_down, tiny_sizes
 
@@ -159,7 +159,9 @@ def ir_modules(ir: IR) -> list[tuple[str, str, tuple]]:
             out.append((path, "Embedding", (ir.value(node.num), ir.value(node.dim))))
         elif isinstance(node, Linear):
             sizes = (ir.value(node.in_features), ir.value(node.out_features), node.bias)
-            out.append((path, "Linear", sizes))
+            # A router whose kind owns buffers is its own class over Linear (routing.py).
+            own = node.entry.module if isinstance(node, Router) else None
+            out.append((path, own or "Linear", sizes))
         elif isinstance(node, Norm):
             # A LayerNorm without parameters (OLMo) has no bias either.
             bias = (node.bias,) if node.entry.allows_bias or not node.entry.affine else ()

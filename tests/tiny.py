@@ -66,6 +66,12 @@ def scaled_down(
         shrink.append(f"n_kv_heads={1 if one else 2}")
     if experts is not None and spec.moe is not None:
         shrink += [f"moe.n_experts={experts[0]}", f"moe.top_k={experts[1]}"]
+        if (spec.moe.groups or 1) > 1:  # group-limited routing (DeepSeek): two groups, one kept
+            shrink += ["moe.groups=2", "moe.top_groups=1"]
+    layers = next((int(t.partition("=")[2]) for t in sizes if t.startswith("n_layers=")), None)
+    if spec.moe is not None and layers is not None and spec.moe.dense_layers >= layers:
+        # Dense first layers (DeepSeek-V3's 3) keep a mixture-of-experts layer after them.
+        shrink.append(f"moe.dense_layers={layers - 1}")
     if spec.position.rotary_dim is not None:
         shrink.append("position.rotary_dim=8")
     given = {text.partition("=")[0] for text in overrides}
