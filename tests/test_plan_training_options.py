@@ -112,11 +112,30 @@ def test_common_spellings_resolve(name: str) -> None:
 @pytest.mark.parametrize(
     ("name", "key"),
     [("rtx4090", "rtx-4090"), ("NVIDIA GeForce RTX 4090", "rtx-4090"), ("TPUv5p", "tpu-v5p"),
-     ("MI300X", "mi300x"), ("A10080G", "a100-80g")],
+     ("MI300X", "mi300x"), ("A10080G", "a100-80g"), ("DGX B300", "b300"),
+     ("NVIDIA GB300", "gb300-nvl72"), ("GB300NVL72", "gb300-nvl72")],
 )  # fmt: skip
 def test_spellings_without_hyphens_resolve(name: str, key: str) -> None:
     """Systems and, for serving, an accelerator no system holds (the RTX 4090)."""
     assert serving_system(name).key == key
+
+
+def test_blackwell_ultra_is_listed_with_the_figures_of_its_sources() -> None:
+    """B300 and GB300 at the dense rates their sources list (B200's and GB200's: verda.com's
+    per-GPU table), their own memory, and one 800 Gb/s ConnectX-8 a GPU beyond the node; no
+    twin of the part before them (hardware.SAME_TENSOR_CORES), so each takes plateaus of its
+    own."""
+    from archspec.plan.hardware import tensor_core_twin
+
+    b300, gb300 = get_system("b300"), get_system("gb300-nvl72")
+    assert (
+        b300.accelerator.peak_tflops["bf16"] == get_system("b200").accelerator.peak_tflops["bf16"]
+    )
+    assert gb300.accelerator.peak_tflops["fp8"] == 5000
+    assert (b300.accelerator.memory_gib, gb300.accelerator.memory_gib) == (270, 279)
+    assert (b300.gpus_per_node, gb300.gpus_per_node) == (8, 72)
+    assert b300.inter_node_gbs == gb300.inter_node_gbs == 100
+    assert tensor_core_twin("b300") == "b300" and tensor_core_twin("gb300") == "gb300"
 
 
 @pytest.mark.parametrize(
@@ -143,6 +162,8 @@ def test_spellings_without_hyphens_resolve(name: str, key: str) -> None:
          "stage 0 holds 2 layers, too few for --interleave 4 chunks"),
         (["--engine", "fsdp", "--pp", "2", "--zero", "3"],
          "--zero 3 does not combine with pipeline parallelism (--pp) under --engine fsdp"),
+        (["--dtype", "MXFP8"], "MXFP8 (fp8 with a scale per 32 elements) is timed as --dtype fp8"),
+        (["--dtype", "nvfp4"], "NVFP4 (four-bit floats with block scales) is not modelled"),
     ],
 )  # fmt: skip
 def test_refusals_name_the_values(args: list[str], message: str) -> None:

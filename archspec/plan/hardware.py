@@ -53,7 +53,10 @@ class Accelerator:
 # GEMM half-size (roofline.half_size). The H100 96GB of Meta's Grand Teton has the SXM's tensor
 # cores under a 500 W limit (systems.yaml): what the limit costs is left to the plateau fitted
 # on the runs of both. The MI325X is the MI300X's CDNA 3 compute (the same 304 compute units
-# and peaks) with more and faster HBM (systems.yaml's sources).
+# and peaks) with more and faster HBM (systems.yaml's sources). Blackwell Ultra (B300, GB300)
+# lists the dense BF16 and FP8 rates of the Blackwell part it follows (B200, GB200) but is new
+# silicon at a higher power limit, and NeMo's runs on both do not reach the same share of them
+# (docs/plan.md): it is no twin, and takes plateaus of its own.
 SAME_TENSOR_CORES = {"h200": "h100-sxm", "h800": "h100-sxm", "h100-96g": "h100-sxm",
                      "a100-40g": "a100-80g", "mi325x": "mi300x"}  # fmt: skip
 
@@ -139,6 +142,8 @@ ALIASES = {
     "a100-sxm-80gb": "a100-80g", "a100-40gb": "a100-40g", "a100-sxm4-40gb": "a100-40g",
     "dgx-a100": "a100-80g", "h200-sxm": "h200", "h200-141g": "h200", "hgx-h200": "h200",
     "b200-180g": "b200", "dgx-b200": "b200", "hgx-b200": "b200", "gb200": "gb200-nvl72",
+    "dgx-b300": "b300", "hgx-b300": "b300", "b300-270g": "b300",
+    "gb300": "gb300-nvl72",
     "instinct-mi300x": "mi300x", "h800-sxm": "h800", "h800-80g": "h800",
 }  # fmt: skip
 
