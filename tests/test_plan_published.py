@@ -75,7 +75,7 @@ def test_the_shipped_constants_are_the_fit_on_every_run() -> None:
 def test_the_shipped_constants_time_a_run_of_every_source() -> None:
     """The default suite's cheap check (about 3 s): the first run of every source, timed as
     `archspec plan` times it (the engine's shipped plateau on that accelerator), lands within
-    24% of its published figure (docs/plan.md reports 36.3% at most fitted on all; the largest
+    24% of its published figure (docs/plan.md reports 55.4% at most fitted on all; the largest
     first run is Megatron-Bridge 25.11's Llama 3 8B on 8 H100s, −23.7% since its preset's
     recomputation of 5 layers is timed, `full:5`)."""
     firsts = {}
@@ -93,10 +93,12 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard): mean 7.8%, within the issue's target of
-    # 8%, largest 36.3% (NeMo's GPT-OSS 120B on 64 B200s), far above its 15%, over 137 runs;
-    # 7.6% and 29.4% before a windowed layer's fused attention was costed by its tiles
-    # (window_tiles.py: the GPT-OSS rows faster, which were already fast); 7.5% and 26.8% (MT-NLG on 3360 A100s) over 135 runs before the two GPT-OSS rows (8.1% with a
+    # What docs/plan.md reports (a regression guard): mean 8.2%, just above the issue's target
+    # of 8%, largest 38.7% (NeMo's GPT-OSS 120B on 64 B300s), far above its 15%, over 145 runs;
+    # 7.8% and 36.3% over the 137 before NeMo 26.04.01's B300 and GB300 rows (the 137 alone now
+    # 7.7%); 7.6% and 29.4% before a windowed layer's fused attention was costed by its tiles
+    # (window_tiles.py: the GPT-OSS rows faster, which were already fast); 7.5% and 26.8%
+    # (MT-NLG on 3360 A100s) over 135 runs before the two GPT-OSS rows (8.1% with a
     # host term for the all-to-all dispatcher's runs alone); 7.2% over 131 runs before four
     # Qwen3 rows joined and expert parallelism's matmuls, dispatch and host were timed; 7.4% over
     # 128 (NeMo 26.04.01's offloaded GB200 FSDP row without its Qwen3 rows), 7.2% over the 127
@@ -117,8 +119,8 @@ def test_cross_validated_errors() -> None:
     # costed in one byte (fp8_comm.py), 7.0% and 29.0% over the 70 runs before torchtitan's
     # and NVIDIA's other rows were added.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
-    assert mean(errors) < 0.078
-    assert max(errors) < 0.37
+    assert mean(errors) < 0.083
+    assert max(errors) < 0.39
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
     ]
