@@ -457,7 +457,8 @@ PlanRecomputeModules = Annotated[
     _opt(
         "--recompute-modules",
         help="With --recompute selective: Megatron-Core's recompute_modules, comma-separated: "
-        "core_attn (the default), layernorm, moe_act (the latter two with --engine nemo).",
+        "core_attn (the default), layernorm, moe_act, mla_up_proj, mlp (all but core_attn "
+        "with --engine nemo).",
         metavar="LIST",
         panel=_LAYOUT,
     ),

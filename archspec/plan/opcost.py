@@ -34,7 +34,12 @@ from archspec.backends.count.conventions import get_convention
 from archspec.backends.count.flops import FlopCounter
 from archspec.backends.count.op_checkpoint import OpCheckpoint
 from archspec.backends.count.passes import B, Lengths, Pass, decode_pass, forward_pass
-from archspec.backends.count.recompute_modules import LAYERNORM, MOE_ACT, separate_norms
+from archspec.backends.count.recompute_modules import (
+    LAYERNORM,
+    MOE_ACT,
+    CheckpointedRegions,
+    separate_norms,
+)
 from archspec.backends.count.replay import early_stop, unread
 from archspec.ir import ops
 from archspec.ir.lower import lower_block, lower_model, lower_stack
@@ -85,7 +90,8 @@ class OpCost:
     in_fp8: bool = True
     # The Megatron-Core module whose selective recomputation replays this op beyond the
     # attention core (recompute_modules.py): LAYERNORM (a norm apart from a projection),
-    # MOE_ACT (the experts' activation), or "".
+    # MOE_ACT (the experts' activation), MLA_UP_PROJ or MLP (the ops their checkpoints cover,
+    # projections included: CheckpointedRegions), or "".
     recompute_module: str = ""
 
 
@@ -115,6 +121,8 @@ class CostCounter(FlopCounter):
         self.op_checkpoint: OpCheckpoint | None = None  # inside a block: what `op` keeps
         self.visited: list[list[OpCost]] = []  # inside a block: each op's costs, in order
         self.block: Block | None = None  # inside a block: the block
+        # Inside a block: the runs of ops mla_up_proj's and mlp's checkpoints cover.
+        self.regions: CheckpointedRegions | None = None
 
     def add(self, component: str, kind: str, flops: sp.Expr) -> None:
         super().add(component, kind, flops)
@@ -128,6 +136,9 @@ class CostCounter(FlopCounter):
             self._flops = sp.Integer(0)
             getattr(self, f"op_{type(op).__name__.lower()}")(op)
             costs = self.cost(op, self._flops)
+            region = self.regions.module(op) if self.regions is not None else ""
+            if region:
+                costs = [replace(c, recompute_module=region) for c in costs]
             if self.op_checkpoint is not None:
                 self.op_checkpoint.keeps(op)
                 self.visited.append(costs)
@@ -145,6 +156,7 @@ class CostCounter(FlopCounter):
             inner.in_block = True
             inner.op_checkpoint = OpCheckpoint(self.attn)
             inner.block = run.node
+            inner.regions = CheckpointedRegions(run.node)
             inner.run(lower_block(run.node).ops)
             block = [op for op, _ in inner.op_checkpoint.visited]
             end = early_stop(block)

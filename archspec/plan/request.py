@@ -224,6 +224,7 @@ def check_stage_layers(ir: IR, pp: int, interleave: int, stage_layers: tuple[int
 def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, list]) -> None:
     """One clear message for a layout that cannot be: what the search would skip quietly."""
     from archspec.backends.count.layout import Parallelism, check_layout
+    from archspec.backends.count.recompute_modules import check_modules
     from archspec.backends.count.split_checks import check_context_split
 
     for degree in ("tp", "pp", "cp", "ep", "interleave"):
@@ -233,6 +234,7 @@ def check_given_layout(ir: IR, system: System, run: Training, only: dict[str, li
     cp, stage_layers = only["cp"][0], only["stage_layers"][0]
     engine = get_engine(run.engine)
     check_context_split(ir, cp, run.seq)
+    check_modules(ir, only["recompute"][0] or "")
     if run.gpus % (tp * pp * cp):
         raise SpecError(f"--gpus {run.gpus} is not a multiple of --tp {tp} × --pp {pp} × "
                         f"--cp {cp}")  # fmt: skip

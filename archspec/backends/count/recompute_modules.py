@@ -19,9 +19,23 @@ Which modules, from megatron/core/transformer/transformer_config.py at Megatron-
 - `moe_act`: the experts' activation (the fused gated product), output-discarding: the
   experts' second projection does not keep its input. Under fp8 that projection keeps its own
   quantized copy, which the checkpoint does not free (te_activations.py).
+- `mla_up_proj`: a latent attention's up projections and rotations, output-discarding
+  (multi_latent_attention.py, `qkv_up_proj_and_rope_apply` under `CheckpointWithoutOutput`):
+  the query and key/value latents' norms (Transformer Engine fuses them into the up
+  projections, `TELayerNormColumnParallelLinear`), both up projections, the rotation of the
+  queries and of the one shared key, and the heads' keys and queries put together. The
+  checkpoint keeps its inputs (the two latents before their norms and the shared key before
+  its rotation, 16-bit) and nothing inside; the queries, keys and values it returns are freed
+  once the attention core has run, from the core's saved tensors too, and rebuilt before its
+  backward. Megatron-Core refuses it for a model without latent attention, and so does plan.
+- `mlp`: a dense layer's MLP under a normal checkpoint (transformer_layer.py,
+  `recompute_mlp`, on only where the layer is not a MoE layer): with Transformer Engine's
+  layers the MLP's norm is fused into its first projection, so the checkpoint keeps the
+  MLP's input, the residual stream, and nothing of the norm, the projections or the
+  activation. A MoE layer's MLP is untouched (`moe`, not modelled).
 
-The other modules (`mlp`, `moe`, `shared_experts`, `mla_up_proj`, the linear-attention ones)
-are refused: their costs are not modelled.
+The other modules (`moe`, `shared_experts`, the linear-attention ones) are refused: their
+costs are not modelled.
 
 A selective layout is written `selective` (the attention core) or `selective:` and the modules,
 comma-separated (`selective:layernorm,moe_act`): one string, as every recompute setting is.
@@ -30,15 +44,19 @@ comma-separated (`selective:layernorm,moe_act`): one string, as every recompute 
 from __future__ import annotations
 
 from archspec.errors import SpecError, did_you_mean
-from archspec.ir.nodes import MoE, Norm
+from archspec.ir import ops
+from archspec.ir.nodes import MLP, MoE, Norm
 
 SELECTIVE = "selective"
 CORE_ATTN = "core_attn"
 LAYERNORM = "layernorm"
 MOE_ACT = "moe_act"
-MODULES = (CORE_ATTN, LAYERNORM, MOE_ACT)
-NOT_MODELLED = ("mlp", "moe", "shared_experts", "mla_up_proj", "gdn_norm_out", "gdp_in_proj",
-                "gdp_qkv", "mhc")  # fmt: skip
+MLA_UP_PROJ = "mla_up_proj"
+MLP_MODULE = "mlp"
+MODULES = (CORE_ATTN, LAYERNORM, MOE_ACT, MLA_UP_PROJ, MLP_MODULE)
+# Checkpoints over a run of ops, found by following the data from the modules that open them.
+REGIONS = (MLA_UP_PROJ, MLP_MODULE)
+NOT_MODELLED = ("moe", "shared_experts", "gdn_norm_out", "gdp_in_proj", "gdp_qkv", "mhc")
 
 
 def selective_modules(recompute: str) -> frozenset[str]:
@@ -80,3 +98,70 @@ def separate_norms(block) -> set[int]:
         if isinstance(sub.norm, Norm) and (isinstance(sub.layer, MoE) or latent):
             out.add(id(sub.norm))
     return out
+
+
+def check_modules(ir, recompute: str) -> None:
+    """Refuse `mla_up_proj` for a model without latent attention, as Megatron-Core's
+    TransformerConfig does ("mla_up_proj in recompute_modules is only supported with
+    multi_latent_attention")."""
+    from archspec.ir.nodes import Attention
+    from archspec.ir.visit import walk
+
+    if MLA_UP_PROJ not in selective_modules(recompute):
+        return
+    if not any(isinstance(p.node, Attention) and p.node.latent is not None
+               for p in walk(ir.root)):  # fmt: skip
+        raise SpecError(
+            "--recompute-modules mla_up_proj: the model has no latent attention, whose up "
+            "projections it recomputes (Megatron-Core refuses it too)",
+            hint="layernorm, moe_act or core_attn",
+        )
+
+
+class CheckpointedRegions:
+    """Which of one block's ops, visited in forward order (sublayers included), run inside
+    the checkpoint of `mla_up_proj` or `mlp`: the ops the modules open (a latent attention's
+    two latent norms and two up projections; a dense MLP's norm) and every op reading what
+    one of them made, up to the attention core (which reads the queries, keys and values but
+    is not recomputed) and the MLP's last projection (whose output leaves the checkpoint).
+    The one shared key's rotation reads the key/value down projection's output, outside, and
+    is inside too."""
+
+    def __init__(self, block) -> None:
+        self.opens: dict[int, str] = {}  # module id -> the region it opens
+        self.closes: set[int] = set()  # module ids whose output leaves the region
+        self.down: set[int] = set()  # latent attentions' key/value down projections
+        for sub in block.sublayers:
+            layer, latent = sub.layer, getattr(sub.layer, "latent", None)
+            if latent is not None:
+                parts = (latent.q_norm, latent.kv_norm, layer.q, layer.v)
+                self.opens.update({id(m): MLA_UP_PROJ for m in parts if m is not None})
+                self.down.add(id(layer.k))
+            elif isinstance(layer, MLP) and sub.norm is not None:
+                self.opens[id(sub.norm)] = MLP_MODULE
+                self.closes.add(id(layer.down))
+        self.inside: dict[ops.Value, str] = {}  # storages made in a region -> its module
+        self.rotated: set[ops.Value] = set()  # the down projections' outputs
+
+    def module(self, op: ops.Op) -> str:
+        """The region `op` runs in ("" outside), noting what it makes."""
+        owner = getattr(op, "module", None)
+        name = ""
+        if isinstance(op, (ops.LinearOp, ops.NormOp)):
+            name = self.opens.get(id(owner), "")
+        if not name and not isinstance(op, (ops.Attend, ops.Call, ops.Blocks)):
+            for value in op.inputs:
+                if value is None:
+                    continue
+                if value.storage in self.inside:
+                    name = self.inside[value.storage]
+                    break
+                if isinstance(op, ops.Rope) and value.storage in self.rotated:
+                    name = MLA_UP_PROJ
+                    break
+        if op.out is not None:
+            if isinstance(op, ops.LinearOp) and id(owner) in self.down:
+                self.rotated.add(op.out.storage)
+            if name and id(owner) not in self.closes:
+                self.inside[op.out.storage] = name
+        return name

@@ -24,6 +24,10 @@ tests/test_memory.py measures it). NeMo's runs (the `nemo` plan engine) are buil
   recomputed, the output freed from its readers' saved tensors); under `moe_act` the experts'
   fused gated product is freed from the second projection's saved input (under fp8 that
   projection's quantized copy stays: the checkpoint frees the tensor it returned, not TE's copy).
+  Under `mla_up_proj` and `mlp` a checkpoint covers a run of ops (`CheckpointedRegions`): it
+  keeps the 16-bit inputs it takes from outside, and nothing inside (its ops run without
+  autograd: no quantized copies either); `mla_up_proj`'s queries, keys and values are freed
+  from the attention core's saved tensors as well.
 - gpt-oss's clamped SwiGLU is Megatron-Core's fused weighted quick-GEGLU (the bridge sets
   quick_gelu with activation_func_clamp_value and glu_linear_offset under
   bias_activation_fusion; megatron/core/fusions/fused_bias_geglu.py,
@@ -34,6 +38,8 @@ tests/test_memory.py measures it). NeMo's runs (the `nemo` plan engine) are buil
   attention (FusedAttention serves learnable softmax, FlashAttention not: the backend filter
   of transformer_engine/pytorch/attention/dot_product_attention/utils.py at d0067d0); the
   generated code writes the core out (`sink_attention`) and keeps its probabilities.
+- Latent attention's values reach the core as a contiguous copy (multi_latent_attention.py),
+  so the core keeps heads × v_dim a position, not kv_up's whole output.
 - A mixture's unpermute multiplies each expert output by its routing weight and scatter-adds
   the products (megatron/core/transformer/moe/moe_utils.py, `unpermute`): the expert output
   and the weights are kept, not the scaled copy that index_add_ keeps in the generated code.
@@ -47,7 +53,14 @@ from functools import partial
 import sympy as sp
 
 from archspec.backends.count.activations import INDEX, ActivationCounter
-from archspec.backends.count.recompute_modules import LAYERNORM, MOE_ACT, separate_norms
+from archspec.backends.count.recompute_modules import (
+    LAYERNORM,
+    MLA_UP_PROJ,
+    MOE_ACT,
+    REGIONS,
+    CheckpointedRegions,
+    separate_norms,
+)
 from archspec.ir import ops
 from archspec.kinds import NORMS
 
@@ -74,6 +87,32 @@ class TransformerEngineCounter(ActivationCounter):
         self.activation_input: dict[ops.Value, ops.Value] = {}  # output storage -> input
         # Storages an output-discarding checkpoint frees after the forward: no reader keeps them.
         self.discarded: set[ops.Value] = set()
+        self.regions: CheckpointedRegions | None = None  # the block's, under mla_up_proj, mlp
+        self.regions_of = None
+
+    def run(self, op_list) -> None:
+        if self.block is None or not self.modules & set(REGIONS):
+            super().run(op_list)
+            return
+        if self.regions_of is not self.block:
+            self.regions, self.regions_of = CheckpointedRegions(self.block), self.block
+        assert self.regions is not None
+        for op in op_list:
+            module = self.regions.module(op)
+            if module in self.modules:
+                self.made(op.out)
+                self.checkpointed(op, module)
+            else:
+                super().run([op])
+
+    def checkpointed(self, op: ops.Op, module: str) -> None:
+        """An op inside a checkpoint: the checkpoint keeps what it reads from outside."""
+        assert self.regions is not None
+        for value in op.inputs:
+            if value is not None and value.storage not in self.regions.inside:
+                self.keep(value)
+        if module == MLA_UP_PROJ and op.out is not None:
+            self.discarded.add(op.out.storage)
 
     def keep(self, value: ops.Value) -> None:
         if value.storage not in self.discarded:
@@ -105,6 +144,16 @@ class TransformerEngineCounter(ActivationCounter):
     def op_attend(self, op: ops.Attend) -> None:
         if op.sinks and self.attn == "flash":
             op = replace(op, sinks=False)  # the fused kernel takes the sinks
+        v = op.v
+        if v.base is not None and v.width != v.storage.width and v.storage not in self.discarded:
+            # Latent attention's values are a part of kv_up's output (beside the keys without
+            # positions); Megatron-Core hands the core a contiguous copy (`value.contiguous()`
+            # in multi_latent_attention.py, or the fused rotation's own output), which is what
+            # the core keeps, not kv_up's whole output.
+            v = ops.Value(v.name, v.rows, v.width, v.dtype, split=v.split,
+                          split_limit=v.split_limit)  # fmt: skip
+            self.made(v)
+            op = replace(op, v=v)
         super().op_attend(op)
 
     def op_activationop(self, op: ops.ActivationOp) -> None:
