@@ -510,6 +510,13 @@ PlanOffloadLayers = Annotated[
          "host_link_gbs.",
          metavar="N", panel=_LAYOUT),
 ]  # fmt: skip
+PlanMtpLayers = Annotated[
+    int | None,
+    _opt("--mtp-layers", help="Multi-token prediction (Megatron-Core's mtp_num_layers, "
+         "DeepSeek-V3's): N depths on the last stage, each the decoder's last layer again, a "
+         "2·d → d projection and the head and loss again.",
+         metavar="N", panel=_LAYOUT),
+]  # fmt: skip
 PlanEp = Annotated[
     int | None,
     _opt(

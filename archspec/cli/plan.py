@@ -48,6 +48,7 @@ from archspec.cli.options import (
     PlanMfu,
     PlanMode,
     PlanMoeImbalance,
+    PlanMtpLayers,
     PlanNewTokens,
     PlanNodeSize,
     PlanNoKvCache,
@@ -91,6 +92,7 @@ def plan(
     concurrency: PlanConcurrency = None, plot: PlanServePlot = None, cp: PlanCp = None,
     ep: PlanEp = None, dp_replicate: PlanDpReplicate = None, node_size: PlanNodeSize = None,
     stage_layers: PlanStageLayers = None, offload_layers: PlanOffloadLayers = None,
+    mtp_layers: PlanMtpLayers = None,
     recompute_modules: PlanRecomputeModules = None,
     async_tp: PlanAsyncTp = False, ep_dispatch: PlanEpDispatch = None,
     fp8_all_gather: PlanFp8AllGather = False, checkpoint: PlanCheckpoint = None,
@@ -148,7 +150,7 @@ def _check_sizes(o) -> None:
                  "--new-tokens": o.new_tokens, "--group": o.group, "--speculate": o.speculate,
                  "--concurrency": o.concurrency, "--cp": o.cp, "--ep": o.ep,
                  "--dp-replicate": o.dp_replicate, "--node-size": o.node_size,
-                 "--offload-layers": o.offload_layers})  # fmt: skip
+                 "--offload-layers": o.offload_layers, "--mtp-layers": o.mtp_layers})  # fmt: skip
 
 
 def _serve(ir, system, o) -> dict[str, Any]:
@@ -173,7 +175,8 @@ def _serve(ir, system, o) -> dict[str, Any]:
          "--recompute-modules": o.recompute_modules, "--zero": o.zero, "--grad-dtype": o.grad_dtype,
          "--cp": o.cp, "--ep": o.ep, "--dp-replicate": o.dp_replicate,
          "--stage-layers": o.stage_layers, "--offload-layers": o.offload_layers,
-         "--async-tp": o.async_tp or None, "--fp8-all-gather": o.fp8_all_gather or None,
+         "--mtp-layers": o.mtp_layers, "--async-tp": o.async_tp or None,
+         "--fp8-all-gather": o.fp8_all_gather or None,
          "--checkpoint": o.checkpoint, "--ep-dispatch": o.ep_dispatch,
          "--moe-imbalance": o.moe_imbalance, "--etp": o.etp, "--tokens": o.tokens,
          "--attn-kernel": o.attn_kernel, "--price": o.price, "--mfu": o.mfu,
@@ -192,7 +195,7 @@ def _train(ir, system, o) -> dict[str, Any]:
     run = request.training_run(ir, o.gpus, o.global_batch, o.seq, o.dtype, o.grad_dtype, o.attn,
                                o.top, o.engine, o.async_tp, o.fp8_all_gather,
                                o.checkpoint, o.ep_dispatch, o.moe_imbalance, o.attn_kernel,
-                               system.accelerator.key)  # fmt: skip
+                               system.accelerator.key, o.mtp_layers or 0)  # fmt: skip
     beyond_context(ir, [run.seq])
     given = {"tp": o.tp, "pp": o.pp, "interleave": o.interleave, "sp": o.sp_,
              "micro_batch": o.batch, "zero": o.zero, "cp": o.cp,

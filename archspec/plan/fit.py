@@ -30,6 +30,7 @@ from archspec.backends.count.routed_load import routed_load_counter
 from archspec.backends.count.te_activations import transformer_engine_counter
 from archspec.ir.nodes import IR
 from archspec.plan.layers import stage_runs
+from archspec.plan.mtp import NORM_INPUTS_PER_POSITION
 from archspec.plan.recompute_block import FULL, block_layers, full_share
 
 KERNELS = ("pytorch", "transformer_engine")
@@ -68,18 +69,21 @@ class StageBytes:
 
 class MemoryModel:
     def __init__(self, ir: IR, seq: int, dtype: str, grad_dtype: str, attn: str,
-                 optimizer: str = "adamw", kernels: str = "pytorch"):  # fmt: skip
+                 optimizer: str = "adamw", kernels: str = "pytorch",
+                 mtp_layers: int = 0):  # fmt: skip
         """`kernels`: whose layers keep the activations: "pytorch" (the generated code's, and
         Megatron-LM's of 2022: activations.py) or "transformer_engine" (Megatron-Core's with
-        Transformer Engine's layers: te_activations.py)."""
+        Transformer Engine's layers: te_activations.py). `mtp_layers`: multi-token
+        prediction's depths on the last stage (mtp.py)."""
         if kernels not in KERNELS:
             raise ValueError(f"kernels is one of {', '.join(KERNELS)}, not {kernels!r}")
         self.kernels = kernels
         self.ir = ir
         self.values = {**ir.env, **whole_sequences(seq)}
         self.dtype, self.grad_dtype, self.attn, self.optimizer = dtype, grad_dtype, attn, optimizer
+        self.seq, self.mtp_layers = seq, mtp_layers
         self.parts = lru_cache(maxsize=None)(self._parts)
-        self.params = lru_cache(maxsize=None)(self._params)
+        self.params = lru_cache(maxsize=None)(self._stage_params)
         self.expert_per_layer = expert_params_per_layer(ir)
 
     def _parts(self, tp: int, sp_: bool, recompute: str, load: int = 1):
@@ -110,6 +114,25 @@ class MemoryModel:
         layers = bounds[1] - bounds[0]
         etp = tp if etp is None else etp
         return layers * self.expert_per_layer * (1 / tp - 1 / (ep * etp))
+
+    def _stage_params(self, tp: int, pp: int, stage_layers: tuple[int, ...] | None = None,
+                      ep: int = 1, etp: int | None = None):  # fmt: skip
+        """Parameters a device of each stage holds: its layers', and on the last stage those
+        of multi-token prediction's depths (mtp.py)."""
+        stages = self._params(tp, pp, stage_layers, ep, etp)
+        if not self.mtp_layers:
+            return stages
+        layers = sum(layer_count(s, self.ir) for s in self.ir.root.stacks)
+        # One layer of the decoder's last run, alone on a stage of a one-layer-a-stage split.
+        layer = self._params(tp, layers, None, ep, etp)[layers - 2][1]
+        d = self.ir.value(self.ir.root.d_model)
+        depth = layer + 2 * d * d // tp + 3 * d
+        table = self.ir.root.tok_emb
+        head = self.ir.root.lm_head
+        untied = head is not None and head.tied_to is None
+        embedding = self.ir.value(table.num * table.dim) // tp if pp > 1 and untied else 0
+        *rest, (bounds, last) = stages
+        return [*rest, (bounds, last + self.mtp_layers * depth + embedding)]
 
     def _params(self, tp: int, pp: int, stage_layers: tuple[int, ...] | None = None,
                 ep: int = 1, etp: int | None = None):  # fmt: skip
@@ -190,6 +213,13 @@ class MemoryModel:
             acts += held * before.at(micro)
         if stage == par.pp - 1:
             acts += after.at(micro)
+            if self.mtp_layers:
+                # Each depth: the decoder's last layer, the head and loss again, and its norms'
+                # and projection's inputs (mtp.py).
+                d = self.ir.value(self.ir.root.d_model)
+                positions = micro * self.seq / (par.tp if par.sp else 1)
+                inputs = NORM_INPUTS_PER_POSITION * d * positions * COMPUTE_BYTES[self.dtype]
+                acts += self.mtp_layers * (runs[-1][1].at(micro) + after.at(micro) + inputs)
         return acts + rebuilt.at(micro)
 
     def busiest(self, par: Parallelism, micro: int, recompute: str,

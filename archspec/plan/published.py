@@ -79,6 +79,7 @@ class Run:
     offload_layers: int = 0  # activation offloading (Megatron-Core's cpu_offloading_num_layers)
     ep_dispatch: str = "fused"  # or "alltoall": Megatron-Core's dispatcher (dispatch.py)
     etp: int | None = None  # expert tensor parallelism (step.Layout.etp); None: the tp
+    mtp_layers: int = 0  # multi-token prediction's depths (mtp.py)
     needs: tuple[str, ...] = ()
     assumed: str | None = None  # what the source leaves unstated and the row takes
 
@@ -126,7 +127,7 @@ def run_ir(model: str, sets: tuple[str, ...], seq: int):
 def training(run: Run) -> Training:
     return Training(run.gpus, run.global_batch, run.seq, run.dtype, run.grad_dtype, run.attn,
                     run.engine, run.async_tp, run.fp8_all_gather, run.checkpoint,
-                    run.ep_dispatch)  # fmt: skip
+                    run.ep_dispatch, mtp_layers=run.mtp_layers)  # fmt: skip
 
 
 def published_step(run: Run, ir) -> float:
@@ -223,7 +224,8 @@ def candidates(run: Run) -> Candidates:
     micro = [run.micro_batch] if run.micro_batch else [
         b for b in MICRO_BATCHES if run.global_batch % (b * dp) == 0]  # fmt: skip
     memory = MemoryModel(ir, run.seq // run.cp, run.dtype, run.grad_dtype, run.attn,
-                         kernels=ENGINES[run.engine].kernels)  # fmt: skip
+                         kernels=ENGINES[run.engine].kernels,
+                         mtp_layers=run.mtp_layers)  # fmt: skip
     capacity = usable_memory(system.accelerator.memory_bytes)
     model = StepModel(ir, system, training(run), CALIBRATED)
     fitting, everything, leanest = [], [], float("inf")

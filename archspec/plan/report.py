@@ -19,6 +19,7 @@ from archspec.backends.count.replay import NON_REENTRANT, full_replays
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 from archspec.plan.hardware import System
+from archspec.plan.mtp import depth_flops
 from archspec.plan.opcost import pass_costs
 from archspec.plan.recompute_block import FULL, block_layers, full_share
 from archspec.plan.search import Candidate, SearchResult, usable_memory
@@ -74,6 +75,12 @@ def step_flops(ir: IR, run: Training, recompute: str,
             n * c.flops * (full_replays(c.past_early_stop, checkpoint, c.unread)
                            - full_replays(c.past_early_stop, NON_REENTRANT))
             for n, block in costs.layers for c in block))  # fmt: skip
+    if run.mtp_layers:
+        # Multi-token prediction's depths (mtp.py): forward and backward, three times the
+        # forward's FLOPs; the model's every query-key pair, the hardware's as the kernel runs.
+        depths = 3 * run.mtp_layers
+        model += depths * depth_flops(ir, COMPUTE_BYTES[run.dtype], "eager")
+        hardware += depths * depth_flops(ir, COMPUTE_BYTES[run.dtype], run.attn)
     return whole(model, values), whole(hardware, values)
 
 

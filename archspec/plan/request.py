@@ -16,6 +16,7 @@ from archspec.ir.nodes import IR
 from archspec.plan.dispatch import DISPATCHERS
 from archspec.plan.engines import DEFAULT_ENGINE, get_engine
 from archspec.plan.hardware import System, get_system
+from archspec.plan.mtp import check_mtp_layers
 from archspec.plan.recompute_block import block_layers, is_full
 from archspec.plan.search import SearchResult, usable_memory
 from archspec.plan.step import Training, folds
@@ -86,7 +87,7 @@ def training_run(
     grad_dtype: str | None, attn: str, top: int = 1, engine: str | None = None,
     async_tp: bool = False, fp8_all_gather: bool = False, checkpoint: str | None = None,
     ep_dispatch: str | None = None, moe_imbalance: float | None = None,
-    attn_kernel: str | None = None, accelerator: str | None = None,
+    attn_kernel: str | None = None, accelerator: str | None = None, mtp_layers: int = 0,
 ) -> Training:  # fmt: skip
     """The training run the options describe: the sequence length defaults to the context;
     gradients default to the dtype (bf16 under fp8, whose weights and gradients stay bf16);
@@ -122,6 +123,7 @@ def training_run(
     if top < 1:
         raise SpecError(f"--top must be at least 1 (got {top}): the layouts a search shows")
     check_attn_kernel(attn_kernel, attn, accelerator)
+    check_mtp_layers(mtp_layers, ir)
 
     if global_batch is None:
         raise SpecError("--global-batch (sequences per optimizer step) is needed to train")
@@ -136,7 +138,7 @@ def training_run(
         raise SpecError("--seq must be at least 1")
     return Training(gpus, global_batch, seq, dtype, grad_dtype, attn, engine, async_tp,
                     fp8_all_gather, checkpoint, ep_dispatch or "fused",
-                    moe_imbalance, attn_kernel or "fa2")  # fmt: skip
+                    moe_imbalance, attn_kernel or "fa2", mtp_layers)  # fmt: skip
 
 
 def check_attn_kernel(kernel: str | None, attn: str, accelerator: str | None) -> None:

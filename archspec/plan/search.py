@@ -224,7 +224,8 @@ def search(
     model = StepModel(ir, system, run, eff)
     cp = (only or {}).get("cp", [1])[0]  # each rank holds the activations of seq / cp
     memory = memory or MemoryModel(ir, run.seq // cp, run.dtype, run.grad_dtype, run.attn,
-                                   kernels=get_engine(run.engine).kernels)  # fmt: skip
+                                   kernels=get_engine(run.engine).kernels,
+                                   mtp_layers=run.mtp_layers)  # fmt: skip
     capacity = usable_memory(system.accelerator.memory_bytes)
     space = list(layout_space(ir, system, run, only))
     checked: dict[tuple[int, int, int], str | None] = {}

@@ -77,6 +77,7 @@ from archspec.plan.engines import DEFAULT_ENGINE, exposed, get_engine, with_asyn
 from archspec.plan.fp8_comm import FLOAT8_BYTES, SAVED_PER_ELEMENT, float8_weights
 from archspec.plan.hardware import System
 from archspec.plan.layers import stage_runs
+from archspec.plan.mtp import depth_items
 from archspec.plan.opcost import OpCost, PassCosts, pass_costs
 from archspec.plan.recompute_block import full_share, is_full
 from archspec.plan.roofline import Roofline
@@ -196,6 +197,9 @@ class Training:
     # The fused attention kernel under --attn flash: "fa2", the GEMM rule (FlashAttention-2's
     # kernel), or "cudnn", cuDNN's at its throughput measured on an H100 (attention_kernels.py).
     attn_kernel: str = "fa2"
+    # Megatron-Core's multi-token prediction: depths on the last stage, each one more layer,
+    # a projection and the head again (mtp.py).
+    mtp_layers: int = 0
 
 
 def checkpoint_of(run: Training) -> str:
@@ -387,11 +391,19 @@ class StepModel:
             share = 1.0 if layout.recompute == OP else full_share(layout.recompute, per_stage / v)
             passes = 4 + 2 * share  # EP's four all-to-alls, and the replayed forward's two
             layers = stage_runs(runs, self.costs.spans, first, last)
-            ends = (before if st == 0 else []) + (after if st == pp - 1 else [])
+            ends = [(1, op) for op in (before if st == 0 else []) + (after if st == pp - 1 else [])]
+            depths = run.mtp_layers if st == pp - 1 else 0
+            if depths:
+                # Multi-token prediction's depths: the decoder's last layer again, and the ops
+                # around it (mtp.py).
+                layers = [*layers, (depths, runs[-1][1])]
+                ends += [(depths, op) for op in depth_items(before, after, self.d_model, self.c,
+                                                            tokens)]  # fmt: skip
+                per_stage += depths
             compute = rec = attn_core = forward = block_forward = 0.0
             # Recomputation replays the blocks' forward only, not the embeddings or the head.
             for n, item, in_block in [(n, op, True) for n, ops in layers for op in ops] + [
-                (1, op, False) for op in ends
+                (n, op, False) for n, op in ends
             ]:
                 split = etp if item[0].expert and layout.ep > 1 else tp
                 t = self.roofline.op_time(item, split, layout.sp)
@@ -410,7 +422,7 @@ class StepModel:
                 )  # fmt: skip
                 if replay and in_block:
                     rec += n * t * (share if full else 1.0)
-            tp_comm = per_stage * layer_tp + vocab_tp * ((st == 0) + (st == pp - 1))
+            tp_comm = per_stage * layer_tp + vocab_tp * ((st == 0) + (st == pp - 1) * (1 + depths))
             moe_layers = sum(n for n, ops in layers for op in ops if op[0].label == "dispatch")
             ep_comm = moe_layers * passes * a2a
             rec_comm = per_stage * layer_tp_recompute * (share if full else 1.0)
@@ -582,5 +594,6 @@ class StepModel:
         if cp not in self._memory:
             self._memory[cp] = MemoryModel(self.ir, self.run.seq // cp, self.run.dtype,
                                            self.run.grad_dtype, self.run.attn,
-                                           kernels=self.engine.kernels)  # fmt: skip
+                                           kernels=self.engine.kernels,
+                                           mtp_layers=self.run.mtp_layers)  # fmt: skip
         return self._memory[cp]
