@@ -53,6 +53,8 @@ def command(run: published.Run, micro_batch: int, interleave: int) -> list[str]:
         args += ["--etp", str(run.etp)]
     if run.offload_layers:
         args += ["--offload-layers", str(run.offload_layers)]
+    if run.mtp_layers:
+        args += ["--mtp-layers", str(run.mtp_layers)]
     return [*args, "--json"]
 
 

@@ -84,7 +84,7 @@ class MemoryModel:
         self.seq, self.mtp_layers = seq, mtp_layers
         self.parts = lru_cache(maxsize=None)(self._parts)
         self.params = lru_cache(maxsize=None)(self._stage_params)
-        self.expert_per_layer = expert_params_per_layer(ir)
+        self.expert_by_layer = expert_params_by_layer(ir)
 
     def _parts(self, tp: int, sp_: bool, recompute: str, load: int = 1):
         """The activations' parts, the routed rows' at `load` times balanced routing's
@@ -111,9 +111,12 @@ class MemoryModel:
         would under tensor parallelism alone, with the experts dealt over `ep` ranks (each
         holds n_experts / ep of them) and split over `etp` (None: tp); negative where it holds
         more (etp below tp: its experts whole)."""
-        layers = bounds[1] - bounds[0]
         etp = tp if etp is None else etp
-        return layers * self.expert_per_layer * (1 / tp - 1 / (ep * etp))
+        return self.experts_in(bounds) * (1 / tp - 1 / (ep * etp))
+
+    def experts_in(self, bounds: tuple[int, int]) -> float:
+        """The routed experts' parameters in the layers of `bounds`, whole."""
+        return sum(self.expert_by_layer[bounds[0] : bounds[1]])
 
     def _stage_params(self, tp: int, pp: int, stage_layers: tuple[int, ...] | None = None,
                       ep: int = 1, etp: int | None = None):  # fmt: skip
@@ -253,20 +256,23 @@ def offloaded_activations(layers: list[tuple[int, Linear]], micro: int, offload:
     return max(sum(each[i : i + window]) for i in range(len(each) - window + 1))
 
 
-def expert_params_per_layer(ir: IR) -> float:
-    """Parameters of the routed experts per layer (all MoE layers' experts spread evenly over
-    the layers: exact when every layer is a MoE layer, as in Mixtral)."""
+def expert_params_by_layer(ir: IR) -> list[float]:
+    """Parameters of the routed experts in each layer, in pipeline order (0 in a dense layer:
+    DeepSeek-V3's first three, whose stage holds no experts)."""
     from archspec.backends.count.params import parameter_count
     from archspec.ir.nodes import MoE
     from archspec.ir.visit import walk
 
-    layers = sum(layer_count(s, ir) for s in ir.root.stacks)
-    total = sum(
-        float((placed.copies * parameter_count(placed.node.experts)).xreplace(ir.env))
-        for placed in walk(ir.root)
-        if isinstance(placed.node, MoE)
-    )
-    return total / layers if layers else 0.0
+    out: list[float] = []
+    for stack in ir.root.stacks:
+        for run in stack.blocks.runs:
+            experts = sum(
+                float((placed.copies * parameter_count(placed.node.experts)).xreplace(ir.env))
+                for placed in walk(run.node)
+                if isinstance(placed.node, MoE)
+            )
+            out += [experts] * ir.value(run.calls)
+    return out
 
 
 def with_micro_batches(par: Parallelism, m: int) -> Parallelism:

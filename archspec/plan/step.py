@@ -582,7 +582,7 @@ class StepModel:
         memory = self._memory_model()
         stages = memory.params(tp, pp, layout.stage_layers, layout.ep, layout.etp)
         bounds, _ = max(stages, key=lambda s: s[1])
-        return (bounds[1] - bounds[0]) * memory.expert_per_layer / layout.expert_tp / layout.ep
+        return memory.experts_in(bounds) / layout.expert_tp / layout.ep
 
     def _memory_model(self, cp: int = 1):
         """count's memory model at a rank's share of the sequence (the parameters do not
