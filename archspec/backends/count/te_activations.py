@@ -40,9 +40,14 @@ tests/test_memory.py measures it). NeMo's runs (the `nemo` plan engine) are buil
   generated code writes the core out (`sink_attention`) and keeps its probabilities.
 - Latent attention's values reach the core as a contiguous copy (multi_latent_attention.py),
   so the core keeps heads × v_dim a position, not kv_up's whole output.
-- A mixture's unpermute multiplies each expert output by its routing weight and scatter-adds
-  the products (megatron/core/transformer/moe/moe_utils.py, `unpermute`): the expert output
-  and the weights are kept, not the scaled copy that index_add_ keeps in the generated code.
+- A mixture's routing weights are applied inside the experts, by their fused activation
+  (`weighted_bias_swiglu_impl`, `weighted_bias_quick_geglu_impl` in megatron/core/transformer/
+  moe/experts.py, which keep their input and the weights), and the unpermute only scatters
+  the expert outputs back (token_dispatcher.py, `unpermute` without probs): the rows' places
+  and weights are kept, not the expert output, which the generated code's index_add_ keeps
+  scaled. So since Megatron-LM 2659630721 ("Memory efficient token permutation", in
+  core_v0.13.0 and later: every Megatron-Bridge release); NeMo 25.04's Megatron-Core 0.12
+  still multiplied in the unpermute and kept the expert output.
 """
 
 from __future__ import annotations
@@ -187,10 +192,10 @@ class TransformerEngineCounter(ActivationCounter):
         owner.kept.setdefault(copy, self.bytes(storage) * FLOAT8 / self.c)  # type: ignore[index]
 
     def op_combine(self, op: ops.Combine) -> None:
-        """Each routed copy's place (int64), the expert output and its weight."""
+        """Each routed copy's place (int64) and its weight, which the experts' fused
+        activation applied and keeps; not the expert output."""
         routed = self.lengths.rows(op.expert_out)
         self.keep_new(routed, INDEX)
-        self.keep(op.expert_out)
         self.keep_new(routed, self.per_element(op.weights))
 
 
