@@ -56,3 +56,26 @@ def test_the_nemo_engine_counts_transformer_engine_layers() -> None:
 
     assert ENGINES["nemo"].kernels == "transformer_engine"
     assert {e.kernels for name, e in ENGINES.items() if name != "nemo"} == {"pytorch"}
+
+
+def test_a_routed_row_keeps_its_experts_inputs_not_their_output() -> None:
+    """Per routed row of a Qwen3 MoE layer (two top_k apart), as Megatron-Core's experts
+    keep them: the first projection's input (the dispatched token), the fused weighted
+    SwiGLU's input (gate and up) and the second projection's input, the row's place in the
+    dispatch and in the unpermute (int64 each) and its routing weight (fp32), which the fused
+    activation applies; the router's index and value of the choice (kinds/routers.py). The
+    unpermute scatters the expert output back without its weight, so that output (d in bf16)
+    is not kept (experts.py and token_dispatcher.py, te_activations.py's docstring)."""
+    d, ff = 2048, 768  # Qwen3-30B-A3B's width and expert width
+
+    def kept(top_k: int) -> float:
+        ir = build_ir(resolve_spec("qwen3-30b-a3b", [f"moe.top_k={top_k}"]))
+        values = {**ir.env, **whole_sequences(TOKENS), B: 1}
+        parts = activation_parts(ir, BF16, "flash", "none",
+                                 counter_class=transformer_engine_counter(fp8=False))  # fmt: skip
+        ((_, each),) = parts.layers
+        return float(sp.sympify(each).xreplace(values))
+
+    per_row = (kept(8) - kept(4)) / (TOKENS * 4)
+    experts = d * BF16 + 2 * ff * BF16 + ff * BF16
+    assert per_row == experts + 8 + 8 + 4 + (8 + 4)
