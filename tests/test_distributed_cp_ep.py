@@ -147,6 +147,14 @@ def test_local_bytes_with_sinks_split_over_tp(runs):
     _local_bytes(runs, "llama-sinks tp=2", "llama-sinks", {"tp": 2})
 
 
+@pytest.mark.parametrize("name,key", [("deepseek-mla tp=2", "deepseek-mla"),
+                                      ("deepseek-mla-q tp=2", "deepseek-mla-q")])  # fmt: skip
+def test_local_bytes_of_latent_attention_over_tp(runs, name, key):
+    """Each tp rank holds the latents' down projections and norms whole, and its heads' share
+    of q (or q_up), kv_up and o, as count's tp rule says (`tp_share`)."""
+    _local_bytes(runs, name, key, {"tp": 2})
+
+
 @pytest.mark.long
 @pytest.mark.parametrize("name,key,dims", _split(CASES_4))
 def test_local_bytes_on_4_processes(runs_4, name, key, dims):

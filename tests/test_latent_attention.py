@@ -87,14 +87,17 @@ def test_what_latent_attention_has_no_place_for_is_refused(override: str, field:
     assert field.split(".")[-1] in str(error.value)
 
 
-def test_tensor_parallelism_of_latent_attention_is_not_counted(tmp_path: Path) -> None:
+def test_tensor_parallelism_of_latent_attention_is_counted(tmp_path: Path) -> None:
     """The generated parallelize splits latent attention by heads (tests/test_distributed_cp_ep.py
-    trains it at tp=2); count does not predict that layout yet and says so."""
-    from archspec.backends.count.layout import Parallelism, check_layout
+    trains it at tp=2 and checks each rank's parameter bytes against count's): the down
+    projections and the latents' norms whole on every rank, q, kv_up and o split."""
+    from archspec.backends.count.layout import Parallelism, check_layout, stage_params
 
     ir = tiny()
-    with pytest.raises(SpecError, match="latent attention"):
-        check_layout(ir, Parallelism(tp=2, gpus=2))
+    check_layout(ir, Parallelism(tp=2, gpus=2))
+    whole = int(stage_params(ir, Parallelism(gpus=1))[0].params.xreplace(ir.env))
+    (half,) = stage_params(ir, Parallelism(tp=2, gpus=2))
+    assert whole / 2 < int(half.params) < whole
     assert "SharedKeyGradient" in generate_source(ir)
 
 

@@ -310,9 +310,11 @@ def _render_train(r: dict[str, Any]) -> None:
     model = asked_title(r["model"], r["overrides"])
     # The system's names may come from a --system file: shown as written, never as markup.
     nodes = f", nodes of {r['node_size']}" if "node_size" in r else ""
+    depths = r.get("mtp_layers", 0)
+    mtp = f", {depths} multi-token prediction depth{'s' if depths > 1 else ''}" if depths else ""
     title = (f"{model} on {r['gpus']} × {markup_safe(r['system'])} "
              f"({markup_safe(r['accelerator'])}{nodes}): "
-             f"{r['global_batch']} × {r['seq']} tokens per step, {r['dtype']}")  # fmt: skip
+             f"{r['global_batch']} × {r['seq']} tokens per step, {r['dtype']}{mtp}")  # fmt: skip
     table = Table(title=title, title_justify="left", show_header=False)
     table.add_column("", style="bold")
     table.add_column("", justify="right")

@@ -84,7 +84,7 @@ class MemoryModel:
         self.seq, self.mtp_layers = seq, mtp_layers
         self.parts = lru_cache(maxsize=None)(self._parts)
         self.params = lru_cache(maxsize=None)(self._stage_params)
-        self.expert_by_layer = expert_params_by_layer(ir)
+        self.expert_runs = expert_params_by_run(ir)
 
     def _parts(self, tp: int, sp_: bool, recompute: str, load: int = 1):
         """The activations' parts, the routed rows' at `load` times balanced routing's
@@ -116,7 +116,8 @@ class MemoryModel:
 
     def experts_in(self, bounds: tuple[int, int]) -> float:
         """The routed experts' parameters in the layers of `bounds`, whole."""
-        return sum(self.expert_by_layer[bounds[0] : bounds[1]])
+        return sum(max(0, min(last, bounds[1]) - max(first, bounds[0])) * each
+                   for first, last, each in self.expert_runs)  # fmt: skip
 
     def _stage_params(self, tp: int, pp: int, stage_layers: tuple[int, ...] | None = None,
                       ep: int = 1, etp: int | None = None):  # fmt: skip
@@ -126,8 +127,13 @@ class MemoryModel:
         if not self.mtp_layers:
             return stages
         layers = sum(layer_count(s, self.ir) for s in self.ir.root.stacks)
-        # One layer of the decoder's last run, alone on a stage of a one-layer-a-stage split.
-        layer = self._params(tp, layers, None, ep, etp)[layers - 2][1]
+        # One layer of the decoder's last run: the middle stage of a split that leaves the
+        # last but one layer alone on it (count deals the runs out: no cost grows with depth).
+        alone = Parallelism(gpus=3 * tp, tp=tp, pp=3, stage_layers=(layers - 2, 1, 1))
+        middle = stage_params(self.ir, alone)[1]
+        layer = int(middle.params.xreplace(self.values)) - self.expert_share(
+            (layers - 2, layers - 1), tp, ep, etp
+        )
         d = self.ir.value(self.ir.root.d_model)
         depth = layer + 2 * d * d // tp + 3 * d
         table = self.ir.root.tok_emb
@@ -256,14 +262,16 @@ def offloaded_activations(layers: list[tuple[int, Linear]], micro: int, offload:
     return max(sum(each[i : i + window]) for i in range(len(each) - window + 1))
 
 
-def expert_params_by_layer(ir: IR) -> list[float]:
-    """Parameters of the routed experts in each layer, in pipeline order (0 in a dense layer:
-    DeepSeek-V3's first three, whose stage holds no experts)."""
+def expert_params_by_run(ir: IR) -> list[tuple[int, int, float]]:
+    """(first layer, last layer, the routed experts' parameters in each) of every run of
+    layers, in pipeline order: 0 in a dense run (DeepSeek-V3's first three layers, whose stage
+    holds no experts). A run is one entry however deep."""
     from archspec.backends.count.params import parameter_count
     from archspec.ir.nodes import MoE
     from archspec.ir.visit import walk
 
-    out: list[float] = []
+    out: list[tuple[int, int, float]] = []
+    first = 0
     for stack in ir.root.stacks:
         for run in stack.blocks.runs:
             experts = sum(
@@ -271,7 +279,9 @@ def expert_params_by_layer(ir: IR) -> list[float]:
                 for placed in walk(run.node)
                 if isinstance(placed.node, MoE)
             )
-            out += [experts] * ir.value(run.calls)
+            calls = ir.value(run.calls)
+            out.append((first, first + calls, experts))
+            first += calls
     return out
 
 

@@ -161,6 +161,7 @@ def header(ir: IR, system: System, run: Training) -> dict[str, Any]:
         # the busiest ep rank's routed rows over the mean; None: uniform routing's
         "moe_imbalance": run.moe_imbalance,
         "attn_kernel": run.attn_kernel,  # the fused attention kernel timed (attention_kernels.py)
+        **({"mtp_layers": run.mtp_layers} if run.mtp_layers else {}),  # mtp.py's depths
     }
 
 

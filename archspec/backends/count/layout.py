@@ -260,13 +260,6 @@ def check_layout(ir: IR, par: Parallelism) -> None:
     model = ir.root
     attentions = [p.node for p in walk(model) if isinstance(p.node, Attention)]
     for attn in attentions[:1]:
-        if attn.latent is not None and par.tp > 1:
-            raise SpecError(
-                f"--tp {par.tp}: tensor parallelism of latent attention (DeepSeek-V2) is not "
-                "counted",
-                hint="the latent is whole on every rank and only kv_up splits by heads; "
-                "use data or pipeline parallelism",
-            )
         heads, kv = ir.value(attn.n_heads), ir.value(attn.n_kv_heads)
         if heads % par.tp:
             raise SpecError(
@@ -358,6 +351,12 @@ def tp_share(placed: Placed, ir: IR, tp: int, engine: str = "megatron") -> tuple
         if isinstance(parent, Attention):
             if node is parent.o:
                 return weight // tp, bias
+            if parent.latent is not None and node is not parent.q and node is not parent.v:
+                # Latent attention's down projections (kv_down makes the latent and the shared
+                # rotated key, q_down the query latent) are whole on every rank: Megatron-Core
+                # duplicates linear_kv_down_proj and linear_q_down_proj, and the generated
+                # parallelize leaves them unsplit, as torchtitan's DeepSeek-V3 plan does.
+                return weight, bias
             ways = tp if node is parent.q else kv_ways(ir.value(parent.n_kv_heads), tp, engine)
             return weight // ways, bias // ways
         if isinstance(parent, MLP):
