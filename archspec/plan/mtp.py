@@ -32,14 +32,14 @@ from __future__ import annotations
 from archspec.errors import SpecError
 from archspec.plan.opcost import OpCost
 
-# What eh_proj's input, the two norms' inputs come to a position: the embedding and the hidden
-# states (d each), then the two normalised side by side (2·d).
+# Values a position keeps for a depth's two norms and eh_proj: the embedding and the hidden
+# states (d each, the norms' inputs), then the two normalised side by side (2·d, eh_proj's).
 NORM_INPUTS_PER_POSITION = 4
 
 
 def check_mtp_layers(layers: int, ir) -> None:
-    """Depths need a decoder-only language model (one causal stack and an output layer) of
-    three layers or more (a depth's layer is costed as one of the last run's)."""
+    """Depths need a decoder-only language model (one causal stack) of three layers or more
+    (a depth's layer is costed as one of the last run's)."""
     from archspec.backends.count.layout import layer_count
 
     if layers < 0:
