@@ -93,6 +93,9 @@ class OpCost:
     # MOE_ACT (the experts' activation), MLA_UP_PROJ or MLP (the ops their checkpoints cover,
     # projections included: CheckpointedRegions), or "".
     recompute_module: str = ""
+    # Elements sequence parallelism all-gathers for this op: the sequence-sharded tensors it
+    # is the first of its block to read on the tensor-parallel side (see `CostCounter.run`).
+    gathers: sp.Expr = sp.Integer(0)
 
 
 @dataclass
@@ -123,6 +126,8 @@ class CostCounter(FlopCounter):
         self.block: Block | None = None  # inside a block: the block
         # Inside a block: the runs of ops mla_up_proj's and mlp's checkpoints cover.
         self.regions: CheckpointedRegions | None = None
+        # Inside a block: the sequence-sharded tensors already gathered (`gathered`).
+        self.sharded_read: set[int] = set()
 
     def add(self, component: str, kind: str, flops: sp.Expr) -> None:
         super().add(component, kind, flops)
@@ -142,7 +147,31 @@ class CostCounter(FlopCounter):
             if self.op_checkpoint is not None:
                 self.op_checkpoint.keeps(op)
                 self.visited.append(costs)
+            if self.in_block and costs:
+                costs[0] = replace(costs[0], gathers=self.gathered(op, costs))
             self.costs += costs
+
+    def gathered(self, op: ops.Op, costs: list[OpCost]) -> sp.Expr:
+        """Elements of the tensors sequence parallelism all-gathers before `op`. Under it the
+        residual stream and the ops tensor parallelism leaves whole (norms, a latent
+        attention's down projections) hold a rank's share of the positions; an op over split
+        heads or hidden units needs every position, so each such tensor it reads is gathered,
+        once a block however many ops read it. A block of the usual kind gathers the normed
+        hidden state before the attention and before the MLP; a latent attention gathers its
+        two latents and the shared rotary key instead (Megatron-Core's MLA: the up
+        projections' sequence-parallel inputs and `gather_from_sequence_parallel_region` of
+        k_pos_emb, megatron/core/transformer/multi_latent_attention.py at d98e8a6). Tokens
+        routed to experts are the dispatcher's (step.py)."""
+        if not any(c.tp in ("column", "split") for c in costs):
+            return sp.Integer(0)
+        total = sp.Integer(0)
+        for v in op.inputs:
+            if v is None or v.split or v.copies != 1 or id(v) in self.sharded_read:
+                continue
+            if v.rows in ("tokens", "memory", "keys"):  # not positions' angles: built whole
+                self.sharded_read.add(id(v))
+                total += self.lengths.elements(v, computed=True)
+        return total
 
     def op_route(self, op: ops.Route) -> None:
         super().op_route(op)
@@ -358,4 +387,4 @@ def _subs(cost: OpCost, env) -> OpCost:
     shape = tuple(put(x) for x in cost.shape) if cost.shape else None
     return replace(cost, flops=put(cost.flops), bytes=put(cost.bytes), shape=shape,
                    weights=put(cost.weights), kv=put(cost.kv),
-                   kv_group=put(cost.kv_group))  # fmt: skip
+                   kv_group=put(cost.kv_group), gathers=put(cost.gathers))  # fmt: skip

@@ -3,8 +3,10 @@
 Per micro-batch, the slowest pipeline stage runs its layers' forward and backward (each op at
 max(FLOPs / (peak × efficiency), bytes / (bandwidth × efficiency)), backward twice the forward,
 a flash kernel's 2.5 times), tensor-parallel collectives after every row-parallel projection
-(an all-reduce, or with sequence parallelism a reduce-scatter then an all-gather of the same
-volume, in forward and backward: Korthikanti et al. 2022, Section 4.2.2), the replayed forward
+(an all-reduce, or with sequence parallelism a reduce-scatter, in forward and backward:
+Korthikanti et al. 2022, Section 4.2.2; with sequence parallelism each sequence-sharded tensor
+the split ops read is all-gathered too, the normed hidden state of the usual block, a latent
+attention's latents: opcost.CostCounter.gathered), the replayed forward
 of recomputation (under per-op checkpointing, what op_checkpoint.py does not keep; under full
 recomputation the whole block, or up to the early stop of torch's non-reentrant checkpoint:
 replay.py), and
@@ -245,6 +247,7 @@ class StepModel:
             2 * ir.value(attn.n_kv_heads) * ir.value(attn.head_dim) * self.c if attn else 0
         )
         self.numbers = lru_cache(maxsize=None)(self._numbers)
+        self.sequence_gathers = lru_cache(maxsize=None)(self._sequence_gathers)
 
     def with_efficiency(self, eff: Efficiency) -> StepModel:
         """The same model and run under other efficiencies (a fit tries many): the lowered
@@ -314,6 +317,14 @@ class StepModel:
         sent = routing_imbalance(dispatched, self.n_experts, self.top_k, ep, rows=not fused)
         return rows, sent
 
+    def _sequence_gathers(self, micro: int, cp: int) -> list[tuple[float, OpCost]]:
+        """The elements sequence parallelism gathers in a block of the first run, before
+        each op that gathers (a rank's positions its 1/cp of the sequence)."""
+        local = {B: micro, **whole_sequences(self.run.seq // cp)}
+        first = self.costs.layers[0][1] if self.costs.layers else []
+        return [(float(sp.sympify(c.gathers).xreplace(local)), c) for c in first
+                if c.gathers != 0]  # fmt: skip
+
     # The step.
 
     def step(self, layout: Layout) -> StepTime:
@@ -336,31 +347,43 @@ class StepModel:
         def reduced(c: OpCost) -> bool:
             return c.tp == "row" and not (c.expert and layout.folded)
 
-        row_parallel = sum(1 for c, *_ in runs[0][1] if reduced(c)) if runs else 0
-        if layout.sp and tp > 1:
-            # In float8 the stack may gather the blocks' inputs and output gradients in one
-            # byte; its reduce-scatters stay bf16 (fp8_comm.py).
+        layer = runs[0][1] if runs else []
+        row_parallel = sum(1 for c, *_ in layer if reduced(c))
+        sequence_parallel = layout.sp and tp > 1
+        if sequence_parallel:
+            # Each row-parallel projection's output is reduce-scattered back to the rank's
+            # positions, and each sharded tensor the split ops read is all-gathered first
+            # (opcost.CostCounter.gathered: the normed hidden state, or a latent attention's
+            # latents); unfolded experts' rows are gathered as the hidden state (the
+            # dispatcher's). In float8 the stack may gather a projection's input and its
+            # output gradient in one byte; the reduce-scatters stay bf16 (fp8_comm.py).
             fp8_gather = run.dtype == "fp8" and engine.fp8_sp_gather
-            gathered = activation * (FLOAT8_BYTES / self.c if fp8_gather else 1)
-            one = reduce_scatter(activation, tp, tp_link) + all_gather(gathered, tp, tp_link)
+            gathers = [*self.sequence_gathers(layout.micro_batch, cp)]
+            gathers += [(tokens * self.d_model, c) for c, *_ in layer
+                        if reduced(c) and c.expert]  # fmt: skip
+            gathered = sum(
+                all_gather(elements * (FLOAT8_BYTES if fp8_gather and c.kind == "matmul"
+                                       and c.in_fp8 else self.c), tp, tp_link)
+                for elements, c in gathers
+            )  # fmt: skip
+            forward_tp = gathered + row_parallel * reduce_scatter(activation, tp, tp_link)
         else:
             one = all_reduce(activation, tp, tp_link)
-        layer_tp = 2 * row_parallel * one
+            forward_tp = row_parallel * one
+        layer_tp = 2 * forward_tp
         if is_full(layout.recompute):
             # A row-parallel projection past the early stop does not run again, nor the
-            # all-reduce or reduce-scatter of its output (the all-gather before the
-            # projections feeding it does).
-            skipped = sum(1 for c, *_ in (runs[0][1] if runs else []) if reduced(c)
+            # all-reduce or reduce-scatter of its output (the all-gathers before the
+            # projections feeding it do).
+            skipped = sum(1 for c, *_ in layer if reduced(c)
                           and not full_replays(c.past_early_stop, self.checkpoint,
                                                c.unread))  # fmt: skip
-            sequence_parallel = layout.sp and tp > 1
             after_row = reduce_scatter(activation, tp, tp_link) if sequence_parallel else one
-            layer_tp_recompute = row_parallel * one - skipped * after_row
+            layer_tp_recompute = forward_tp - skipped * after_row
         elif layout.recompute == OP and tp > 1:
             # Per-op checkpointing keeps the reduce-scatters' outputs (they are on its save
             # list) and replays the all-gathers, or the all-reduces without sp.
-            gather = all_gather(gathered, tp, tp_link) if layout.sp else one
-            layer_tp_recompute = row_parallel * gather
+            layer_tp_recompute = gathered if sequence_parallel else forward_tp
         else:
             layer_tp_recompute = 0.0
         # Context parallelism: each layer's keys and values of the whole sequence pass round
