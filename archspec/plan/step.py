@@ -248,6 +248,10 @@ class StepModel:
         )
         self.numbers = lru_cache(maxsize=None)(self._numbers)
         self.sequence_gathers = lru_cache(maxsize=None)(self._sequence_gathers)
+        # count's memory model per context-parallel degree, made on first use; created here so
+        # that the copies with_efficiency makes share it (a fit asks for the same stages'
+        # parameters at every point of its grid).
+        self._memory: dict[int, Any] = {}
 
     def with_efficiency(self, eff: Efficiency) -> StepModel:
         """The same model and run under other efficiencies (a fit tries many): the lowered
@@ -612,8 +616,6 @@ class StepModel:
         depend on it), cached."""
         from archspec.plan.fit import MemoryModel  # the cached stage parameters
 
-        if not hasattr(self, "_memory"):
-            self._memory = {}
         if cp not in self._memory:
             self._memory[cp] = MemoryModel(self.ir, self.run.seq // cp, self.run.dtype,
                                            self.run.grad_dtype, self.run.attn,
