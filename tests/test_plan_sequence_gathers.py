@@ -59,12 +59,15 @@ def test_latent_attention_gathers_its_latents_and_rotary_key() -> None:
     assert _gathered_per_token(ir) == [attention + c["hidden_size"]] * 2
 
 
-def test_the_step_times_those_gathers() -> None:
+def test_the_step_times_those_gathers_on_each_kind_of_layer() -> None:
     """DeepSeek-V3 at tp 2 with --sp (Megatron-LM's engine, which overlaps none of it): each
     layer's forward and backward gather the latents, the rotary key and the MLP's input apart
     (Megatron-Core's q_up and kv_up inputs, k_pos_emb) and reduce-scatter the hidden state
     after each row-parallel projection; the embedding and head all-reduce over the vocabulary.
-    (Every layer is timed as a block of the first run, the dense layers, has them.)"""
+    Its first `first_k_dense_replace` layers are dense (two row-parallel projections: the
+    attention's output and the MLP's down); the MoE layers after them have a third, the
+    experts', split over the tensor-parallel ranks (etp = tp, not folded), whose dispatcher
+    gathers the hidden state before them and reduce-scatters their output."""
     ir = build_ir(resolve_spec("deepseek-v3", []))
     system = get_system("dgx-h100")
     model = StepModel(ir, system, Training(gpus=2, global_batch=1, seq=SEQ))
@@ -74,8 +77,12 @@ def test_the_step_times_those_gathers() -> None:
     link = group_link(system, 2, 1, model.eff.network_peak)
     widths = [DEEPSEEK_V3["q_lora_rank"], DEEPSEEK_V3["kv_lora_rank"],
               DEEPSEEK_V3["qk_rope_head_dim"], d]  # fmt: skip
-    forward = (sum(all_gather(SEQ * w * c, 2, link) for w in widths)
-               + 2 * reduce_scatter(SEQ * d * c, 2, link))  # fmt: skip
+    dense = (sum(all_gather(SEQ * w * c, 2, link) for w in widths)
+             + 2 * reduce_scatter(SEQ * d * c, 2, link))  # fmt: skip
+    moe = dense + all_gather(SEQ * d * c, 2, link) + reduce_scatter(SEQ * d * c, 2, link)
     vocabulary = 2 * all_reduce(SEQ * d * c, 2, link)
-    layers = DEEPSEEK_V3["num_hidden_layers"]
-    assert step.breakdown["tp_comm"] == pytest.approx(layers * 2 * forward + vocabulary)
+    first = DEEPSEEK_V3["first_k_dense_replace"]
+    later = DEEPSEEK_V3["num_hidden_layers"] - first
+    assert (first, later) == (3, 58)
+    expected = first * 2 * dense + later * 2 * moe + vocabulary
+    assert step.breakdown["tp_comm"] == pytest.approx(expected)

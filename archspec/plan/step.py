@@ -6,7 +6,8 @@ a flash kernel's 2.5 times), tensor-parallel collectives after every row-paralle
 (an all-reduce, or with sequence parallelism a reduce-scatter, in forward and backward:
 Korthikanti et al. 2022, Section 4.2.2; with sequence parallelism each sequence-sharded tensor
 the split ops read is all-gathered too, the normed hidden state of the usual block, a latent
-attention's latents: opcost.CostCounter.gathered), the replayed forward
+attention's latents: opcost.CostCounter.gathered; each run of layers its own block's,
+block_tp.py), the replayed forward
 of recomputation (under per-op checkpointing, what op_checkpoint.py does not keep; under full
 recomputation the whole block, or up to the early stop of torch's non-reentrant checkpoint:
 replay.py), and
@@ -66,17 +67,12 @@ from archspec.backends.count.replay import CHECKPOINTS, full_replays
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR, Attention, MoE
 from archspec.ir.visit import walk
-from archspec.plan.collectives import (
-    all_gather,
-    all_reduce,
-    group_link,
-    reduce_scatter,
-    send,
-)
+from archspec.plan.block_tp import TensorParallel, block_tp
+from archspec.plan.collectives import all_gather, all_reduce, group_link, reduce_scatter, send
 from archspec.plan.dispatch import dispatch_time, host_wait, routing_imbalance
 from archspec.plan.efficiency import Efficiency
 from archspec.plan.engines import DEFAULT_ENGINE, exposed, get_engine, with_async_tp
-from archspec.plan.fp8_comm import FLOAT8_BYTES, SAVED_PER_ELEMENT, float8_weights
+from archspec.plan.fp8_comm import SAVED_PER_ELEMENT, float8_weights
 from archspec.plan.hardware import System
 from archspec.plan.layers import stage_runs
 from archspec.plan.mtp import depth_items
@@ -321,13 +317,12 @@ class StepModel:
         sent = routing_imbalance(dispatched, self.n_experts, self.top_k, ep, rows=not fused)
         return rows, sent
 
-    def _sequence_gathers(self, micro: int, cp: int) -> list[tuple[float, OpCost]]:
-        """The elements sequence parallelism gathers in a block of the first run, before
-        each op that gathers (a rank's positions its 1/cp of the sequence)."""
+    def _sequence_gathers(self, micro: int, cp: int) -> list[list[tuple[float, OpCost]]]:
+        """The elements sequence parallelism gathers in each run's block, before each op that
+        gathers (a rank's positions its 1/cp of the sequence)."""
         local = {B: micro, **whole_sequences(self.run.seq // cp)}
-        first = self.costs.layers[0][1] if self.costs.layers else []
-        return [(float(sp.sympify(c.gathers).xreplace(local)), c) for c in first
-                if c.gathers != 0]  # fmt: skip
+        return [[(float(sp.sympify(c.gathers).xreplace(local)), c) for c in costs
+                 if c.gathers != 0] for _, costs in self.costs.layers]  # fmt: skip
 
     # The step.
 
@@ -346,50 +341,13 @@ class StepModel:
         tp_link = group_link(sysm, tp, 1, net)
         activation = tokens * self.d_model * self.c
 
-        # Tensor-parallel collectives: one per row-parallel projection, forward and backward;
-        # folded experts (etp 1) run whole on the rank's own positions and need none.
-        def reduced(c: OpCost) -> bool:
-            return c.tp == "row" and not (c.expert and layout.folded)
-
-        layer = runs[0][1] if runs else []
-        row_parallel = sum(1 for c, *_ in layer if reduced(c))
-        sequence_parallel = layout.sp and tp > 1
-        if sequence_parallel:
-            # Each row-parallel projection's output is reduce-scattered back to the rank's
-            # positions, and each sharded tensor the split ops read is all-gathered first
-            # (opcost.CostCounter.gathered: the normed hidden state, or a latent attention's
-            # latents); unfolded experts' rows are gathered as the hidden state (the
-            # dispatcher's). In float8 the stack may gather a projection's input and its
-            # output gradient in one byte; the reduce-scatters stay bf16 (fp8_comm.py).
-            fp8_gather = run.dtype == "fp8" and engine.fp8_sp_gather
-            gathers = [*self.sequence_gathers(layout.micro_batch, cp)]
-            gathers += [(tokens * self.d_model, c) for c, *_ in layer
-                        if reduced(c) and c.expert]  # fmt: skip
-            gathered = sum(
-                all_gather(elements * (FLOAT8_BYTES if fp8_gather and c.kind == "matmul"
-                                       and c.in_fp8 else self.c), tp, tp_link)
-                for elements, c in gathers
-            )  # fmt: skip
-            forward_tp = gathered + row_parallel * reduce_scatter(activation, tp, tp_link)
-        else:
-            one = all_reduce(activation, tp, tp_link)
-            forward_tp = row_parallel * one
-        layer_tp = 2 * forward_tp
-        if is_full(layout.recompute):
-            # A row-parallel projection past the early stop does not run again, nor the
-            # all-reduce or reduce-scatter of its output (the all-gathers before the
-            # projections feeding it do).
-            skipped = sum(1 for c, *_ in layer if reduced(c)
-                          and not full_replays(c.past_early_stop, self.checkpoint,
-                                               c.unread))  # fmt: skip
-            after_row = reduce_scatter(activation, tp, tp_link) if sequence_parallel else one
-            layer_tp_recompute = forward_tp - skipped * after_row
-        elif layout.recompute == OP and tp > 1:
-            # Per-op checkpointing keeps the reduce-scatters' outputs (they are on its save
-            # list) and replays the all-gathers, or the all-reduces without sp.
-            layer_tp_recompute = gathered if sequence_parallel else forward_tp
-        else:
-            layer_tp_recompute = 0.0
+        # Tensor-parallel collectives, each run of identical layers' own (block_tp.py).
+        tensor_parallel = TensorParallel(
+            tp, tp_link, activation, tokens * self.d_model, self.c, layout.sp and tp > 1,
+            run.dtype == "fp8" and engine.fp8_sp_gather, layout.folded)  # fmt: skip
+        gathers = self.sequence_gathers(layout.micro_batch, cp)
+        blocks = [block_tp(ops, gathers[i], tensor_parallel, layout.recompute, self.checkpoint)
+                  for i, (_, ops) in enumerate(runs)]  # fmt: skip
         # Context parallelism: each layer's keys and values of the whole sequence pass round
         # the cp ring (an all-gather's volume) forward, and keys, values and their gradients
         # backward, over NVLink or the network as the ring spans (ranks ordered tp, cp, dp).
@@ -417,16 +375,19 @@ class StepModel:
             # first N of each chunk under `full:N`: recompute_block.py).
             share = 1.0 if layout.recompute == OP else full_share(layout.recompute, per_stage / v)
             passes = 4 + 2 * share  # EP's four all-to-alls, and the replayed forward's two
-            layers = stage_runs(runs, self.costs.spans, first, last)
+            # (layers, run index) of the stage's share of each run.
+            held = stage_runs([(n, i) for i, (n, _) in enumerate(runs)], self.costs.spans,
+                              first, last)  # fmt: skip
             ends = [(1, op) for op in (before if st == 0 else []) + (after if st == pp - 1 else [])]
             depths = run.mtp_layers if st == pp - 1 else 0
             if depths:
                 # Multi-token prediction's depths: the decoder's last layer again, and the ops
                 # around it (mtp.py).
-                layers = [*layers, (depths, runs[-1][1])]
+                held = [*held, (depths, len(runs) - 1)]
                 ends += [(depths, op) for op in depth_items(before, after, self.d_model, self.c,
                                                             tokens)]  # fmt: skip
                 per_stage += depths
+            layers = [(n, runs[i][1]) for n, i in held]
             compute = rec = attn_core = forward = block_forward = 0.0
             # Recomputation replays the blocks' forward only, not the embeddings or the head.
             for n, item, in_block in [(n, op, True) for n, ops in layers for op in ops] + [
@@ -449,10 +410,11 @@ class StepModel:
                 )  # fmt: skip
                 if replay and in_block:
                     rec += n * t * (share if full else 1.0)
-            tp_comm = per_stage * layer_tp + vocab_tp * ((st == 0) + (st == pp - 1) * (1 + depths))
+            tp_comm = sum(n * blocks[i].layer for n, i in held) + vocab_tp * (
+                (st == 0) + (st == pp - 1) * (1 + depths))  # fmt: skip
             moe_layers = sum(n for n, ops in layers for op in ops if op[0].label == "dispatch")
             ep_comm = moe_layers * passes * a2a
-            rec_comm = per_stage * layer_tp_recompute * (share if full else 1.0)
+            rec_comm = sum(n * blocks[i].recompute for n, i in held) * (share if full else 1.0)
             # Overlapped collectives cost what the compute beside them cannot hide: the
             # tensor-parallel ones the matmuls (with sp, engines that overlap them), the
             # ring's passes the attention core.
