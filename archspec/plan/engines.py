@@ -147,7 +147,7 @@ ENGINES = {
     # plateau and the overlap stood in for each other).
     "maxtext": Engine("maxtext", True, True, True,
                       "MaxText (JAX/XLA on TPUs): FSDP and TP communication overlapped",
-                      0.80, (("tpu-v5p", 0.80),), checkpoint=PRUNED, interference=0.5),
+                      0.78, (("tpu-v5p", 0.78),), checkpoint=PRUNED, interference=0.5),
 }  # fmt: skip
 DEFAULT_ENGINE = "megatron"
 
