@@ -133,7 +133,7 @@ ENGINES = {
                         bf16_zero_all_reduce=True),
     "nemo": Engine("nemo", True, True, True,
                    "NeMo / Megatron-Core: DP and TP communication overlapped", 0.74,
-                   (("b200", 0.80), ("b300", 0.76), ("gb200", 0.70), ("gb300", 0.88),
+                   (("b200", 0.80), ("b300", 0.74), ("gb200", 0.70), ("gb300", 0.88),
                     ("h100-sxm", 0.74)), interference=0.25,
                    kernels="transformer_engine", host_moe_expert=0.00045),
     "fsdp": Engine("fsdp", True, True, False,

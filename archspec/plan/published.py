@@ -390,7 +390,9 @@ def fit(runs: list[Run]) -> Fit:
     engine's plateau (fitted on its runs anywhere), an engine none used the plateau fitted on
     all of them, and an engine none of whose runs overlaps anything the interference that fits
     all of them as one; and for an engine with MoE runs, the host's time for a MoE layer's
-    forward per expert a rank holds (one per engine, as the interference)."""
+    forward per expert a rank holds (one per engine, as the interference). An engine and
+    accelerator only MoE runs reached takes the engine's plateau as one with no runs does:
+    those runs' errors move with the host time as much as with the plateau."""
     grid = error_grid()
     pairs = sorted({(r.engine, accelerator(r)) for r in expressible()})
     best: tuple[float, Fit] | None = None
@@ -439,8 +441,13 @@ def fit(runs: list[Run]) -> Fit:
         interference = {e: min(INTERFERENCE, key=lambda i, o=o: (at(o, i)[0], abs(i - shared)))
                         for e, o in options.items()}  # fmt: skip
         host = {e: at(o, interference[e])[1] for e, o in options.items()}
+        # A pair seen only through MoE runs does not pin its plateau: their errors move with
+        # the host time as much (one per engine, fitted beside it), so it takes the plateau
+        # carried over from the engine's other accelerators, as a pair with no runs does.
         fitted = {pair: plateau for e, o in options.items()
-                  for pair, plateau in o[(interference[e], host[e])][1].items()}  # fmt: skip
+                  for pair, plateau in o[(interference[e], host[e])][1].items()
+                  if not all(_waits_on_host(r) for r in runs
+                             if (r.engine, accelerator(r)) == pair)}  # fmt: skip
 
         def i_of(r: Run, interference=interference) -> float:
             return interference[r.engine]
