@@ -32,17 +32,21 @@ from archspec.plan.recompute_block import is_full
 
 @dataclass(frozen=True)
 class TensorParallel:
-    """What a layout's tensor parallelism moves: the group, its link, the block's activation
-    (bytes a rank's positions hold of the hidden state) and the bytes of an element."""
+    """What a layout's tensor parallelism moves: the group, its link, the elements of the
+    hidden state a rank's positions hold and the bytes of an element."""
 
     tp: int
     link: Link
-    activation: float  # bytes: the rank's positions × d_model × the compute dtype's bytes
-    hidden: float  # elements of the same: what an unfolded expert's input gather moves
+    hidden: float  # the rank's positions × d_model: what an unfolded expert's gather moves
     element: float  # bytes of a compute-dtype element
     sequence_parallel: bool
     fp8_gather: bool  # the stack gathers float8 matmuls' inputs in one byte (fp8_comm.py)
     folded: bool  # experts folded into the tensor-parallel ranks (etp 1): no collectives
+
+    @property
+    def activation(self) -> float:
+        """Bytes of the hidden state on the rank's positions (what each reduction moves)."""
+        return self.hidden * self.element
 
 
 @dataclass(frozen=True)

@@ -343,7 +343,7 @@ class StepModel:
 
         # Tensor-parallel collectives, each run of identical layers' own (block_tp.py).
         tensor_parallel = TensorParallel(
-            tp, tp_link, activation, tokens * self.d_model, self.c, layout.sp and tp > 1,
+            tp, tp_link, tokens * self.d_model, self.c, layout.sp and tp > 1,
             run.dtype == "fp8" and engine.fp8_sp_gather, layout.folded)  # fmt: skip
         gathers = self.sequence_gathers(layout.micro_batch, cp)
         blocks = [block_tp(ops, gathers[i], tensor_parallel, layout.recompute, self.checkpoint)
