@@ -73,7 +73,7 @@ def block_tp(ops: list[tuple[OpCost, Any, Any, Any]], gathers: list[tuple[float,
         # Unfolded experts' rows are gathered as the hidden state. In float8 the stack may
         # gather a projection's input and its output gradient in one byte; the reduce-scatters
         # stay 16-bit (fp8_comm.py).
-        each = [*gathers] + [(par.hidden, c) for c, *_ in ops if reduced(c) and c.expert]
+        each = gathers + [(par.hidden, c) for c, *_ in ops if reduced(c) and c.expert]
         gathered = sum(
             all_gather(elements * (FLOAT8_BYTES if par.fp8_gather and c.kind == "matmul"
                                    and c.in_fp8 else par.element), par.tp, par.link)

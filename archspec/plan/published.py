@@ -395,6 +395,12 @@ def fit(runs: list[Run]) -> Fit:
     those runs' errors move with the host time as much as with the plateau."""
     grid = error_grid()
     pairs = sorted({(r.engine, accelerator(r)) for r in expressible()})
+    # A pair seen only through MoE runs does not pin its plateau: their errors move with the
+    # host time as much (one per engine, fitted beside it), so it takes the plateau carried
+    # over from the engine's other accelerators, as a pair with no runs does.
+    moe_only = {pair for pair in pairs
+                if all(_waits_on_host(r) for r in runs
+                       if (r.engine, accelerator(r)) == pair)}  # fmt: skip
     best: tuple[float, Fit] | None = None
     for half, f, a in product(HALVES, FP8, ATTENTION):
 
@@ -441,13 +447,9 @@ def fit(runs: list[Run]) -> Fit:
         interference = {e: min(INTERFERENCE, key=lambda i, o=o: (at(o, i)[0], abs(i - shared)))
                         for e, o in options.items()}  # fmt: skip
         host = {e: at(o, interference[e])[1] for e, o in options.items()}
-        # A pair seen only through MoE runs does not pin its plateau: their errors move with
-        # the host time as much (one per engine, fitted beside it), so it takes the plateau
-        # carried over from the engine's other accelerators, as a pair with no runs does.
         fitted = {pair: plateau for e, o in options.items()
                   for pair, plateau in o[(interference[e], host[e])][1].items()
-                  if not all(_waits_on_host(r) for r in runs
-                             if (r.engine, accelerator(r)) == pair)}  # fmt: skip
+                  if pair not in moe_only}  # fmt: skip
 
         def i_of(r: Run, interference=interference) -> float:
             return interference[r.engine]
