@@ -93,8 +93,9 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard): mean 8.0% (7.97%), at the issue's target
-    # of 8%, largest 38.7% (NeMo's GPT-OSS 120B on 64 B300s), far above its 15%, over 148 runs;
+    # What docs/plan.md reports (a regression guard): mean 7.7% (7.73%), under the issue's
+    # target of 8%, largest 38.7% (NeMo's GPT-OSS 120B on 64 B300s), far above its 15%, over 148
+    # runs; 7.97% before BLOOM's cluster had an SXM A100's NVLink (MT-NLG left out +22..27%);
     # 8.08% before a pair only MoE runs reached took its engine's plateau; 8.14% before a
     # parallel block's input was gathered once (MaxText's rows); 8.2% and
     # 38.7% over the 145 before NeMo 26.04.01's DeepSeek-V3 rows; 7.8% and 36.3%
@@ -122,7 +123,7 @@ def test_cross_validated_errors() -> None:
     # costed in one byte (fp8_comm.py), 7.0% and 29.0% over the 70 runs before torchtitan's
     # and NVIDIA's other rows were added.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
-    assert mean(errors) < 0.080
+    assert mean(errors) < 0.078
     assert max(errors) < 0.39
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
