@@ -381,6 +381,24 @@ _llama(
         "original_max_position_embeddings": 8192,
     },
 )
+_llama(
+    "llama-3.1-405b",
+    16384,
+    126,
+    128,
+    8,
+    53248,
+    vocab_size=128256,
+    max_position_embeddings=131072,
+    rope_theta=500000.0,
+    rope_scaling={
+        "rope_type": "llama3",
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 8192,
+    },
+)
 _add(
     "starcoder",
     "GPTBigCodeForCausalLM",

@@ -45,6 +45,7 @@ def in_its_unit(f: Figure, report: dict) -> float:
         "generate_tokens_per_s": report["new_tokens"] / report["generate_s"],
         "static_tokens_per_s": report["batch_tokens_per_s"],
         "static_tokens_per_s_per_gpu": report["batch_tokens_per_s_per_gpu"],
+        "batch_latency_s": report["generate_s"],
     }[f.metric]
 
 

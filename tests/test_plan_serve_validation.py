@@ -40,7 +40,9 @@ def test_every_figure_names_its_source_pinned_to_a_commit() -> None:
     assert len(figures) >= 25
     assert len({f.engine for f in figures}) >= 5
     for key, source in sources.items():
-        assert PINNED.match(source["url"]), key
+        # A repository's file at a commit, or a dated page (a vendor's blog cannot be pinned).
+        assert PINNED.match(source["url"]) or (
+            source["url"].startswith("https://") and source.get("date")), key  # fmt: skip
         assert source["what"] and source["setting"] and source["engine"]
     specs, accels = set(builtin_names()), load_accelerators()
     for f in figures:
@@ -56,6 +58,7 @@ def _same_profile(stored, fitted) -> None:
     assert stored.allreduce_us == pytest.approx(fitted.allreduce_us, abs=0.01)
     assert stored.layer_overhead_us == pytest.approx(fitted.layer_overhead_us, abs=0.01)
     assert stored.host_layer_us == pytest.approx(fitted.host_layer_us, abs=0.01)
+    assert stored.sequence_us == pytest.approx(fitted.sequence_us, abs=0.01)
     assert stored.request_overhead_ms == pytest.approx(fitted.request_overhead_ms, abs=1e-3)
     assert stored.expert_efficiency == pytest.approx(fitted.expert_efficiency, abs=1e-3)
     assert stored.fp16_accumulation == fitted.fp16_accumulation
@@ -73,7 +76,7 @@ def test_stored_profiles_predict_the_published_figures() -> None:
     errors = [abs(f.published_s / f.predicted_s(parts_of(f), stored[f.engine]) - 1)
               for f in figures]  # fmt: skip
     assert sum(errors) / len(errors) < 0.052 and max(errors) < 0.25
-    for key in ("transformers", "gptq-for-llama", "tinychat", "tinychat-2023", "exllama"):
+    for key in ("transformers", "gptq-for-llama", "tinychat", "tinychat-2023", "exllama", "vllm"):
         _same_profile(stored[key], fit_engine(key, [f for f in figures if f.engine == key]))
 
 
@@ -86,7 +89,7 @@ def test_stored_profiles_are_the_fit_and_its_cross_validated_error() -> None:
     s = summary(rows)
     # What was measured (docs/plan.md shows the table); the issue's target is 10% and 25%.
     assert s["held_out"] == s["figures"] == len(load_dataset()[1]) - len(brackets)
-    assert s["fitted_mean"] < 0.048 and s["held_out_mean"] < 0.067
+    assert s["fitted_mean"] < 0.044 and s["held_out_mean"] < 0.062
     assert s["held_out_max"] < 0.27
     assert brackets and all(b.within for b in brackets)
 
@@ -359,3 +362,40 @@ def test_an_eager_engine_waits_for_its_host_only_when_the_host_is_slower() -> No
     fast_host = replace(gptq, host_layer_us=device / 40 * 1e6 / 2)
     assert predict_serving(*args, dtype="int4", group=128, engine=fast_host
                            ).decode_token_s == pytest.approx(device)  # fmt: skip
+
+
+def test_a_host_time_per_sequence_grows_every_pass_with_the_batch() -> None:
+    """vLLM's figures (Oracle's nine static batches of Llama 3.1 405B on eight MI300X) grow
+    with the batch faster than bytes and matmuls can explain: its profile pays its host time
+    per sequence in the prefill and in every decode step, in proportion to the batch, and the
+    nine figures are predicted within 4% each, left out one at a time. Without that time, the
+    best profile misses batch 1 by more than 8% one way and batch 256 by 30% the other."""
+    from dataclasses import replace
+
+    figures = [f for f in load_dataset()[1] if f.engine == "vllm"]
+    assert sorted(f.batch for f in figures) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    vllm = load_engines()["vllm"]
+    assert vllm.sequence_us > 0
+    f = figures[0]
+    parts = parts_of(f)
+    without = replace(vllm, sequence_us=0.0)
+    for batch in (1, 64):
+        timed = replace(parts, batch=batch)
+        (p0, d0), (p1, d1) = timed.seconds(without, f.stored), timed.seconds(vllm, f.stored)
+        assert p1 - p0 == pytest.approx(batch * vllm.sequence_us * 1e-6)
+        assert d1 - d0 == pytest.approx(batch * vllm.sequence_us * 1e-6)
+    for i, g in enumerate(figures):
+        rest = figures[:i] + figures[i + 1 :]
+        held = fit_engine("vllm", rest, start=vllm)
+        assert abs(g.published_s / g.predicted_s(parts_of(g), held) - 1) < 0.04
+    # Engines whose host does no per-sequence work a step never fit one.
+    assert all(e.sequence_us == 0 for k, e in load_engines().items() if k != "vllm")
+    import archspec.plan.serve_validation as sv
+
+    sv.PER_SEQUENCE.discard("vllm")
+    try:
+        blind = fit_engine("vllm", figures)
+    finally:
+        sv.PER_SEQUENCE.add("vllm")
+    errors = [g.published_s / g.predicted_s(parts_of(g), blind) - 1 for g in figures]
+    assert min(errors) < -0.08 and max(errors) > 0.30

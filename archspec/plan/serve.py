@@ -189,15 +189,18 @@ class ServeParts:
     # The part's fp16-accumulate tensor peak over the one its matmuls were timed at, where the
     # engine accumulates its 16-bit matmuls in fp16 (1 where not, or the part lists one rate).
     fp16_accumulate: float = 1.0
+    batch: int = 1  # sequences a pass runs (one tensor-parallel group's)
 
     def seconds(self, engine: ServeEngine, precision: Precision) -> tuple[float, float]:
-        """(prefill with the request overhead, one mean decode step)."""
+        """(prefill with the request overhead, one mean decode step); each with the host's
+        time for the batch's sequences, where the engine spends some (`sequence_us`)."""
         bandwidth = self.bandwidth * engine.efficiency(precision.dtype)
         prefill = self.prefill.seconds(bandwidth, precision, self.compute_bytes, engine,
                                        self.fp16_accumulate)  # fmt: skip
         decode = self.decode.seconds(bandwidth, precision, self.compute_bytes, engine,
                                      self.fp16_accumulate)  # fmt: skip
-        return prefill + engine.request_overhead_ms * 1e-3, decode
+        host = self.batch * engine.sequence_us * 1e-6
+        return prefill + host + engine.request_overhead_ms * 1e-3, decode + host
 
 
 def _pass_parts(costs: PassCosts, values, tp: int, peak: float, eff: Efficiency,
@@ -305,7 +308,7 @@ def serve_parts(ir: IR, system: System, batch: int, prompt: int, new_tokens: int
         weights *= precision.weight_bytes / COMPUTE_BYTES[stored]
     fp16_accumulate = fp16_accumulate_rate(system, precision) if fp16_accumulation else 1.0
     return ServeParts(prefill, decode, system.accelerator.bandwidth, c, weights, kv,
-                      system.accelerator.memory_bytes, tp, fp16_accumulate)  # fmt: skip
+                      system.accelerator.memory_bytes, tp, fp16_accumulate, batch)  # fmt: skip
 
 
 def fp16_accumulate_rate(system: System, precision: Precision) -> float:

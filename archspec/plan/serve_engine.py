@@ -65,6 +65,11 @@ class ServeEngine:
     allreduce_us: float | None = None  # per tensor-parallel all-reduce (None: the system's
     # ring latency, 2(n-1) steps of its catalogue latency)
     request_overhead_ms: float = 0.0  # per request or static batch
+    # The host's time for each sequence of the batch in every forward pass, added to the pass:
+    # an engine that handles its sequences one by one in Python between passes (vLLM's
+    # LLMEngine of 2024 schedules them, then processes each sequence group's output after every
+    # step, detokenizing it: `_process_sequence_group_outputs`) waits that long each step.
+    sequence_us: float = 0.0
     usable_memory: float = 0.9
     # By precision class: the engine's matmuls against the training-calibrated efficiency
     # (efficiency.py); 1 where its figures say nothing of compute (batch-1 decoding).

@@ -58,6 +58,7 @@ ENGINE_NAMES = {
     "tinychat": "TinyChat (AWQ W4A16 kernels, from 2024: gemv_forward_cuda_new)",
     "tinychat-2023": "TinyChat's first release (AWQ's 2023 W4A16 GEMV kernel)",
     "exllama": "ExLlama (GPTQ 4-bit kernels, its own Llama)",
+    "vllm": "vLLM (static batches through its offline LLM.generate; calibrated on ROCm, MI300X)",
 }
 # A figure whose source leaves its lengths open (the prompt a user typed into a chat demo)
 # declares the range its code allows; where the roofline alone moves across that range by more
@@ -80,6 +81,7 @@ USABLE = {
     "tinychat": (0.9, "assumed: TinyChat pre-allocates its cache and states no fraction"),
     "tinychat-2023": (0.9, "assumed: TinyChat pre-allocates its cache and states no fraction"),
     "exllama": (0.9, "assumed: the README advises about 20 GB of a 24 GB GPU for the model"),
+    "vllm": (0.9, "vLLM's gpu_memory_utilization default (EngineArgs)"),
     TYPICAL: (0.9, "assumed, as most engines"),
 }  # fmt: skip
 # Engines whose quantized checkpoints keep the head 16-bit (every other quantizes it: gpt-fast's
@@ -90,7 +92,8 @@ USABLE = {
 # TensorRT-LLM's fp8 quantizes each layer's linears and leaves lm_head 16-bit
 # (tensorrt_llm/models/quantized/quant.py at 14af1d9, `_default_fp8_quantize`, "used by benchmark
 # script": the layers, then "# TODO: add lm_head"; its weight-only groupwise path excludes
-# 'lm_head' by default).
+# 'lm_head' by default). vLLM's one source does not name its fp8 checkpoint: the head is taken
+# 16-bit, as fp8 checkpoints commonly keep it (published_serving.yaml; 0.5% of its bytes).
 # Engines whose 16-bit matmuls accumulate in fp16 (ServeEngine.fp16_accumulation): TinyChat's
 # W4A16 GEMM from TinyChat 2.0 (its README at e4bdec2), the release whose first tokens the
 # dataset holds.
@@ -100,10 +103,17 @@ FP16_ACCUMULATION = {"tinychat"}
 # (gemv_forward_cuda_new) was not measured; it keeps 0.
 GEMV_PASS_CHANNELS = {"tinychat-2023": 1024}
 HEAD_16BIT = {"tinychat", "tinychat-2023", "exllama", "transformers", "gptq-for-llama",
-              "tensorrt-llm"}  # fmt: skip
+              "tensorrt-llm", "vllm"}  # fmt: skip
 # The engine's matmuls against the training-calibrated efficiency: half to 1.3 times.
 COMPUTE_GRID = [x / 100 for x in range(50, 131)]
 DECODE_ONLY = ("decode_token_ms", "generate_decode_tokens_per_s")
+# The metrics that are times (the others are rates).
+TIMES = ("ttft_ms", "decode_token_ms", "batch_latency_s")
+# Engines whose host handles each sequence of the batch between passes (ServeEngine.sequence_us):
+# vLLM's LLMEngine of 2024 processes every sequence group's output in Python each step. Fitted
+# only where the figures span batch sizes; the others' hosts do no per-sequence work a step
+# (gpt-fast and the eager engines decode batch 1; TensorRT-LLM's gptSessionBenchmark is C++).
+PER_SEQUENCE = {"vllm"}
 # What an engine's expert kernels reach of its dense kernels' bandwidth: a fifth to all of it.
 EXPERT_GRID = [x / 100 for x in range(20, 101)]
 # The share of a grouped-query cache each further query head loads again: none to all of it.
@@ -157,6 +167,8 @@ class Figure:
             return self.value / 1e3
         if self.metric == "generate_decode_tokens_per_s":
             return 1 / self.value
+        if self.metric == "batch_latency_s":
+            return self.value
         raise ValueError(f"unknown metric {self.metric}")
 
     def predicted_s(self, parts: ServeParts, engine: ServeEngine) -> float:
@@ -231,6 +243,8 @@ def _free_overheads(key: str, figures: list[Figure]) -> list[str]:
         free.append("request_overhead_ms")
     if key in EAGER and deep:
         free.append("host_layer_us")
+    if key in PER_SEQUENCE and len({f.batch for f in figures}) > 1:
+        free.append("sequence_us")
     return free
 
 
@@ -243,6 +257,8 @@ def _overhead_counts(f: Figure, field: str) -> float:
         return 1e-6 * (prefill * parts.prefill.layers + steps * parts.decode.layers)
     if field == "allreduce_us":
         return 1e-6 * (prefill * parts.prefill.allreduces + steps * parts.decode.allreduces)
+    if field == "sequence_us":
+        return 1e-6 * f.batch * (prefill + steps)
     return 1e-3 * prefill  # request_overhead_ms
 
 
@@ -257,7 +273,7 @@ def _with_overheads(engine: ServeEngine, figures: list[Figure], free: list[str]
         host = _with_overheads(engine, figures, [n for n in free if n != "layer_overhead_us"])
         return min(device, host, key=lambda fit: fit[1])
     zero = replace(engine, layer_overhead_us=0.0, allreduce_us=0.0, request_overhead_ms=0.0,
-                   host_layer_us=0.0)  # fmt: skip
+                   host_layer_us=0.0, sequence_us=0.0)  # fmt: skip
     linear = [name for name in free if name != "host_layer_us"]
     if linear:
         base = [f.predicted_s(parts_of(f), zero) for f in figures]
@@ -290,7 +306,7 @@ def _with_host(engine: ServeEngine, figures: list[Figure]) -> tuple[ServeEngine,
 
 def _computes(figures: list[Figure]) -> bool:
     """Whether the figures time compute-bound work: prefills of long prompts, large batches."""
-    return any(f.metric.startswith(("ttft", "static")) and f.batch * f.prompt >= 2048
+    return any(f.metric.startswith(("ttft", "static", "batch")) and f.batch * f.prompt >= 2048
                for f in figures)  # fmt: skip
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import yaml
 
 from archspec.plan.serve_engine import ServeEngine
-from archspec.plan.serve_validation import USABLE, Bracket, Figure, Row, summary
+from archspec.plan.serve_validation import TIMES, USABLE, Bracket, Figure, Row, summary
 
 
 def _pct(e: float | None) -> str:
@@ -21,7 +21,7 @@ def _span(bounds: tuple[int, int] | None, value: int) -> str:
 def _in_metric(f: Figure, seconds: float) -> float:
     """A predicted time in the figure's own metric (a time scales with it, a rate inversely)."""
     ratio = seconds / f.published_s
-    return f.value * ratio if f.metric.endswith("_ms") else f.value / ratio
+    return f.value * ratio if f.metric in TIMES else f.value / ratio
 
 
 def table(engines: dict[str, ServeEngine], rows: list[Row], brackets: list[Bracket]) -> str:
@@ -61,8 +61,9 @@ def table(engines: dict[str, ServeEngine], rows: list[Row], brackets: list[Brack
     lines.append("")
     lines.append("| engine | bandwidth reached | experts (× dense) | grouped cache re-read "
                  "| matmuls (× calibrated) | per layer | host per layer | per all-reduce "
-                 "| per request | head quantized | accumulates in fp16 | GEMV pass |")  # fmt: skip
-    lines.append("|---|---|---:|---:|---|---:|---:|---:|---:|---|---|---:|")
+                 "| per request | host per sequence | head quantized | accumulates in fp16 "
+                 "| GEMV pass |")  # fmt: skip
+    lines.append("|---|---|---:|---:|---|---:|---:|---:|---:|---:|---|---|---:|")
     for key, e in engines.items():
         eff = ", ".join(f"{c} {v:.0%}" for c, v in e.memory_efficiency.items())
         eff += f" | {e.expert_efficiency:.2f}" if e.expert_efficiency != 1 else " | —"
@@ -72,6 +73,7 @@ def table(engines: dict[str, ServeEngine], rows: list[Row], brackets: list[Brack
         lines.append(
             f"| {key} | {eff} | {e.layer_overhead_us:.1f} µs | {e.host_layer_us:.1f} µs "
             f"| {e.allreduce_us or 0:.1f} µs | {e.request_overhead_ms:.2f} ms "
+            f"| {e.sequence_us:.1f} µs "
             f"| {'yes' if e.quantizes_head else 'no'} | {'yes' if e.fp16_accumulation else 'no'} "
             f"| {e.gemv_pass_channels or '—'} |"
         )
@@ -89,6 +91,7 @@ def stored(engines: dict[str, ServeEngine]) -> str:
             "host_layer_us": round(e.host_layer_us, 2),
             "allreduce_us": round(e.allreduce_us or 0.0, 2),
             "request_overhead_ms": round(e.request_overhead_ms, 3),
+            "sequence_us": round(e.sequence_us, 2),
             "usable_memory": e.usable_memory,
             "quantizes_head": e.quantizes_head,
             "fp16_accumulation": e.fp16_accumulation,
