@@ -40,9 +40,11 @@ def test_every_figure_names_its_source_pinned_to_a_commit() -> None:
     assert len(figures) >= 25
     assert len({f.engine for f in figures}) >= 5
     for key, source in sources.items():
-        # A repository's file at a commit, or a dated page (a vendor's blog cannot be pinned).
+        # A repository's file at a commit, or a page with its date or the day it was read
+        # (a vendor's blog or versioned documentation cannot be pinned to a commit).
         assert PINNED.match(source["url"]) or (
-            source["url"].startswith("https://") and source.get("date")), key  # fmt: skip
+            source["url"].startswith("https://") and (source.get("date") or source.get("read"))
+        ), key  # fmt: skip
         assert source["what"] and source["setting"] and source["engine"]
     specs, accels = set(builtin_names()), load_accelerators()
     for f in figures:
