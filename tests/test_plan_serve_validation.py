@@ -78,7 +78,8 @@ def test_stored_profiles_predict_the_published_figures() -> None:
     errors = [abs(f.published_s / f.predicted_s(parts_of(f), stored[f.engine]) - 1)
               for f in figures]  # fmt: skip
     assert sum(errors) / len(errors) < 0.052 and max(errors) < 0.25
-    for key in ("transformers", "gptq-for-llama", "tinychat", "tinychat-2023", "exllama", "vllm"):
+    quick = ("transformers", "gptq-for-llama", "tinychat", "tinychat-2023", "exllama", "vllm-rocm")
+    for key in quick:
         _same_profile(stored[key], fit_engine(key, [f for f in figures if f.engine == key]))
 
 
@@ -374,9 +375,9 @@ def test_a_host_time_per_sequence_grows_every_pass_with_the_batch() -> None:
     best profile misses batch 1 by more than 8% one way and batch 256 by 30% the other."""
     from dataclasses import replace
 
-    figures = [f for f in load_dataset()[1] if f.engine == "vllm"]
+    figures = [f for f in load_dataset()[1] if f.engine == "vllm-rocm"]
     assert sorted(f.batch for f in figures) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
-    vllm = load_engines()["vllm"]
+    vllm = load_engines()["vllm-rocm"]
     assert vllm.sequence_us > 0
     f = figures[0]
     parts = parts_of(f)
@@ -388,16 +389,16 @@ def test_a_host_time_per_sequence_grows_every_pass_with_the_batch() -> None:
         assert d1 - d0 == pytest.approx(batch * vllm.sequence_us * 1e-6)
     for i, g in enumerate(figures):
         rest = figures[:i] + figures[i + 1 :]
-        held = fit_engine("vllm", rest, start=vllm)
+        held = fit_engine("vllm-rocm", rest, start=vllm)
         assert abs(g.published_s / g.predicted_s(parts_of(g), held) - 1) < 0.04
     # Engines whose host does no per-sequence work a step never fit one.
-    assert all(e.sequence_us == 0 for k, e in load_engines().items() if k != "vllm")
+    assert all(e.sequence_us == 0 for k, e in load_engines().items() if k != "vllm-rocm")
     import archspec.plan.serve_validation as sv
 
-    sv.PER_SEQUENCE.discard("vllm")
+    sv.PER_SEQUENCE.discard("vllm-rocm")
     try:
-        blind = fit_engine("vllm", figures)
+        blind = fit_engine("vllm-rocm", figures)
     finally:
-        sv.PER_SEQUENCE.add("vllm")
+        sv.PER_SEQUENCE.add("vllm-rocm")
     errors = [g.published_s / g.predicted_s(parts_of(g), blind) - 1 for g in figures]
     assert min(errors) < -0.08 and max(errors) > 0.30

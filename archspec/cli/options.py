@@ -535,7 +535,7 @@ PlanEngine = Annotated[
     _opt("--engine", help="The stack whose fitted profile times the step. Training: megatron "
          "(default), deepspeed, nemo, fsdp or maxtext (what it overlaps and its efficiency). "
          "Serving: gpt-fast, tensorrt-llm, transformers, gptq-for-llama, tinychat, "
-         "tinychat-2023, exllama, vllm or typical (default ideal: the roofline alone).",
+         "tinychat-2023, exllama, vllm-rocm or typical (default ideal: the roofline alone).",
          metavar="NAME"),
 ]  # fmt: skip
 PlanTokens = Annotated[

@@ -58,7 +58,7 @@ ENGINE_NAMES = {
     "tinychat": "TinyChat (AWQ W4A16 kernels, from 2024: gemv_forward_cuda_new)",
     "tinychat-2023": "TinyChat's first release (AWQ's 2023 W4A16 GEMV kernel)",
     "exllama": "ExLlama (GPTQ 4-bit kernels, its own Llama)",
-    "vllm": "vLLM (static batches through its offline LLM.generate; calibrated on ROCm, MI300X)",
+    "vllm-rocm": "vLLM of 2024 on ROCm (MI300X): static batches through its offline LLM.generate",
 }
 # A figure whose source leaves its lengths open (the prompt a user typed into a chat demo)
 # declares the range its code allows; where the roofline alone moves across that range by more
@@ -81,7 +81,7 @@ USABLE = {
     "tinychat": (0.9, "assumed: TinyChat pre-allocates its cache and states no fraction"),
     "tinychat-2023": (0.9, "assumed: TinyChat pre-allocates its cache and states no fraction"),
     "exllama": (0.9, "assumed: the README advises about 20 GB of a 24 GB GPU for the model"),
-    "vllm": (0.9, "vLLM's gpu_memory_utilization default (EngineArgs)"),
+    "vllm-rocm": (0.9, "vLLM's gpu_memory_utilization default (EngineArgs)"),
     TYPICAL: (0.9, "assumed, as most engines"),
 }  # fmt: skip
 # Engines whose quantized checkpoints keep the head 16-bit (every other quantizes it: gpt-fast's
@@ -103,7 +103,7 @@ FP16_ACCUMULATION = {"tinychat"}
 # (gemv_forward_cuda_new) was not measured; it keeps 0.
 GEMV_PASS_CHANNELS = {"tinychat-2023": 1024}
 HEAD_16BIT = {"tinychat", "tinychat-2023", "exllama", "transformers", "gptq-for-llama",
-              "tensorrt-llm", "vllm"}  # fmt: skip
+              "tensorrt-llm", "vllm-rocm"}  # fmt: skip
 # The engine's matmuls against the training-calibrated efficiency: half to 1.3 times.
 COMPUTE_GRID = [x / 100 for x in range(50, 131)]
 DECODE_ONLY = ("decode_token_ms", "generate_decode_tokens_per_s")
@@ -113,7 +113,7 @@ TIMES = ("ttft_ms", "decode_token_ms", "batch_latency_s")
 # vLLM's LLMEngine of 2024 processes every sequence group's output in Python each step. Fitted
 # only where the figures span batch sizes; the others' hosts do no per-sequence work a step
 # (gpt-fast and the eager engines decode batch 1; TensorRT-LLM's gptSessionBenchmark is C++).
-PER_SEQUENCE = {"vllm"}
+PER_SEQUENCE = {"vllm-rocm"}
 # What an engine's expert kernels reach of its dense kernels' bandwidth: a fifth to all of it.
 EXPERT_GRID = [x / 100 for x in range(20, 101)]
 # The share of a grouped-query cache each further query head loads again: none to all of it.
