@@ -362,43 +362,25 @@ for _name, _layers, _experts in (("gpt-oss-120b", 36, 128), ("gpt-oss-20b", 24, 
     )  # fmt: skip
 
 
-# Built-ins of the families added after the seed list (public config.json values).
-_llama(
-    "llama-3.1-8b",
-    4096,
-    32,
-    32,
-    8,
-    14336,
-    vocab_size=128256,
-    max_position_embeddings=131072,
-    rope_theta=500000.0,
-    rope_scaling={
-        "rope_type": "llama3",
-        "factor": 8.0,
-        "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 8192,
-    },
-)
-_llama(
-    "llama-3.1-405b",
-    16384,
-    126,
-    128,
-    8,
-    53248,
-    vocab_size=128256,
-    max_position_embeddings=131072,
-    rope_theta=500000.0,
-    rope_scaling={
-        "rope_type": "llama3",
-        "factor": 8.0,
-        "low_freq_factor": 1.0,
-        "high_freq_factor": 4.0,
-        "original_max_position_embeddings": 8192,
-    },
-)
+# Built-ins of the families added after the seed list (public config.json values). Every Llama
+# 3.1 model shares one rotary setting: 131,072 positions scaled from 8,192 ("llama3").
+def _llama_31() -> dict[str, Any]:
+    return {
+        "vocab_size": 128256,
+        "max_position_embeddings": 131072,
+        "rope_theta": 500000.0,
+        "rope_scaling": {
+            "rope_type": "llama3",
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 8192,
+        },
+    }
+
+
+_llama("llama-3.1-8b", 4096, 32, 32, 8, 14336, **_llama_31())
+_llama("llama-3.1-405b", 16384, 126, 128, 8, 53248, **_llama_31())
 _add(
     "starcoder",
     "GPTBigCodeForCausalLM",
