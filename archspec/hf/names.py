@@ -36,10 +36,20 @@ class Leaf:
     where: Where
 
 
-def _where(
-    segments: list[str], indexed: list[bool], ancestors: tuple[Node, ...], roles: tuple[str, ...]
-) -> Where:
-    """`indexed[k]`: segment k is the index of a repeated module (a block, an expert)."""
+def _ancestry(ancestors: tuple[Node, ...]) -> dict:
+    """What a module's ancestors say of it, the same for every copy of it (computed once per
+    module, not per copy: DeepSeek-V3 has some 15,000 expert linears below one node)."""
+    return dict(
+        cross=any(isinstance(a, Block) and a.part("cross_attn") is not None for a in ancestors),
+        gated=any(isinstance(a, MLP) and a.gated for a in ancestors),
+        residual=next((a.residual for a in ancestors if isinstance(a, Block)), None),
+    )
+
+
+def _where(segments: list[str], indexed: list[bool], ancestry: dict, roles: tuple[str, ...]
+           ) -> Where:  # fmt: skip
+    """`indexed[k]`: segment k is the index of a repeated module (a block, an expert);
+    `ancestry`: _ancestry of the module's ancestors."""
     role = segments[0] if segments[0] in roles and len(segments) > 1 else None
     index = None
     start = 1 if role else 0
@@ -51,10 +61,8 @@ def _where(
         index=index,
         local=".".join("*" if is_index else seg for seg, is_index in rest),
         experts=tuple(seg for seg, is_index in rest if is_index),
-        cross=any(isinstance(a, Block) and a.part("cross_attn") is not None for a in ancestors),
-        gated=any(isinstance(a, MLP) and a.gated for a in ancestors),
         roles=roles,
-        residual=next((a.residual for a in ancestors if isinstance(a, Block)), None),
+        **ancestry,
     )
 
 
@@ -74,13 +82,14 @@ def leaves(ir: IR, concrete: bool = True, symbolic_names: bool = True) -> Iterat
         chain = (*placed.ancestors, node)
         indexed = [isinstance(parent, Repeat) for parent in chain[:-1]]
         symbolic = placed.path.split(".")
+        ancestry = _ancestry(placed.ancestors)
         if not concrete:
             segments = symbolic if symbolic_names else placed.concrete_path.split(".")
             yield Leaf(
                 node,
                 ".".join(segments),
                 placed.path,
-                _where(segments, indexed, placed.ancestors, roles),
+                _where(segments, indexed, ancestry, roles),
             )
             continue
         ranges = []
@@ -105,7 +114,7 @@ def leaves(ir: IR, concrete: bool = True, symbolic_names: bool = True) -> Iterat
                 node,
                 ".".join(segments),
                 placed.path,
-                _where(segments, indexed, placed.ancestors, roles),
+                _where(segments, indexed, ancestry, roles),
             )
 
 
@@ -146,6 +155,8 @@ class Naming:
                 "`archspec import-hf` writes a spec that matches",
             )
         target = found if isinstance(found, Target) else Target(found)
+        if not w.experts:
+            return target
         module = target.module
         for index in w.experts:
             module = module.replace("*", index, 1)

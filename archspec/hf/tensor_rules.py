@@ -175,9 +175,28 @@ class TensorRule:
         raise ValueError(k)
 
     def hf_shape(self) -> Shape:
+        """The shape `join` gives, worked out from ours without building it (a MoE's
+        expert rules join tens of thousands of tensors)."""
         if not self.ours:
             return self.buffer_shape or ()
-        return tuple(self.join([torch.empty(s, device="meta") for s in self.shapes]).shape)
+        first = self.shapes[0]
+        k = self.kind
+        if k == "copy":
+            return first
+        if k == "transpose":
+            return first[::-1]
+        if k in ("concat", "heads"):
+            return (sum(s[0] for s in self.shapes), *first[1:])
+        if k == "concat_t":
+            return (sum(s[0] for s in self.shapes), *first[1:])[::-1]
+        if k == "experts":
+            # Every expert's parts fused along rows (cat and interleave give the same shape),
+            # each expert transposed if stored (in, out), then stacked.
+            chunk = (sum(s[0] for s in self.shapes[: self.group]), *first[1:])
+            if self.transposed and len(chunk) == 2:
+                chunk = chunk[::-1]
+            return (len(self.shapes) // self.group, *chunk)
+        raise ValueError(k)
 
 
 # --- Rules ---------------------------------------------------------------------------------
@@ -217,9 +236,12 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
     groups: dict[str, _Group] = {}
     aliases: list[TensorRule] = []
     order: list[str] = []
+    params: dict[int, list[tuple[str, Shape]]] = {}  # by node: the same for each of its copies
     for leaf in leaves(ir):
         t = n.target(leaf)
-        for param, shape in _our_params(ir, leaf.node):
+        if id(leaf.node) not in params:
+            params[id(leaf.node)] = _our_params(ir, leaf.node)
+        for param, shape in params[id(leaf.node)]:
             ours = f"{leaf.path}.{param}" if param else leaf.path
             name = (t.params or {}).get(param, param)
             hf = n.full(f"{t.module}.{name}" if name else t.module, t.outside)
