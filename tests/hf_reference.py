@@ -380,6 +380,7 @@ def _llama_31() -> dict[str, Any]:
 
 
 _llama("llama-3.1-8b", 4096, 32, 32, 8, 14336, **_llama_31())
+_llama("llama-3.3-70b", 8192, 80, 64, 8, 28672, **_llama_31())
 _llama("llama-3.1-405b", 16384, 126, 128, 8, 53248, **_llama_31())
 _add(
     "starcoder",
