@@ -29,13 +29,24 @@ def server() -> Server:
     return Server(ir, A100, P, T, 1, 1, Precision("fp16"), get_engine("tensorrt-llm"))
 
 
-def test_the_paged_cache_holds_sequences_at_their_mean_length(server: Server) -> None:
-    ir = server.ir
-    engine = get_engine("tensorrt-llm")
+def _most_sequences(ir, engine, positions: int) -> int:
     weights = 2 * ir.value(parameter_count(ir.root))  # count's (checked against transformers)
-    per_sequence = float(kv_cache_bytes(ir, 2).xreplace({**ir.env, B: 1, KV_LEN: P + T // 2}))
+    per_sequence = float(kv_cache_bytes(ir, 2).xreplace({**ir.env, B: 1, KV_LEN: positions}))
     free = A100.accelerator.memory_bytes * engine.usable_memory - weights
-    assert server.max_batch == math.floor(free / per_sequence)
+    return math.floor(free / per_sequence)
+
+
+def test_the_paged_cache_holds_sequences_at_their_mean_length(server: Server) -> None:
+    paged = get_engine("typical")  # admits on the positions so far (vLLM's PagedAttention)
+    assert not paged.reserves_whole_sequence
+    mean = Server(server.ir, A100, P, T, 1, 1, Precision("fp16"), paged)
+    assert mean.max_batch == _most_sequences(server.ir, paged, P + T // 2)
+
+
+def test_tensorrt_llm_reserves_each_sequence_whole(server: Server) -> None:
+    # Its scheduler admits a request once its whole length fits (GUARANTEED_NO_EVICT).
+    engine = get_engine("tensorrt-llm")
+    assert server.max_batch == _most_sequences(server.ir, engine, P + T)
 
 
 def test_a_rate_gets_the_smallest_batch_that_keeps_up(server: Server) -> None:

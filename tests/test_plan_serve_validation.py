@@ -92,7 +92,7 @@ def test_stored_profiles_are_the_fit_and_its_cross_validated_error() -> None:
     s = summary(rows)
     # What was measured (docs/plan.md shows the table); the target is 10% and 25%.
     assert s["held_out"] == s["figures"] == len(load_dataset()[1]) - len(brackets)
-    assert s["fitted_mean"] < 0.044 and s["held_out_mean"] < 0.062
+    assert s["fitted_mean"] < 0.047 and s["held_out_mean"] < 0.060
     assert s["held_out_max"] < 0.27
     assert brackets and all(b.within for b in brackets)
 

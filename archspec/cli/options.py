@@ -535,7 +535,8 @@ PlanEngine = Annotated[
     _opt("--engine", help="The stack whose fitted profile times the step. Training: megatron "
          "(default), deepspeed, nemo, fsdp or maxtext (what it overlaps and its efficiency). "
          "Serving: gpt-fast, tensorrt-llm, transformers, gptq-for-llama, tinychat, "
-         "tinychat-2023, exllama, vllm-rocm or typical (default ideal: the roofline alone).",
+         "tinychat-2023, exllama, vllm-rocm, tensorrt-llm-1.0 or typical (default ideal: the "
+         "roofline alone).",
          metavar="NAME"),
 ]  # fmt: skip
 PlanTokens = Annotated[

@@ -146,10 +146,14 @@ class PassParts:
     allreduce_ring_s: float  # their ring latency from the catalogue (the ideal engine's)
 
     def seconds(self, bandwidth: float, precision: Precision, compute_bytes: int,
-                engine: ServeEngine, fp16_accumulate: float = 1.0) -> float:  # fmt: skip
+                engine: ServeEngine, fp16_accumulate: float = 1.0, weights_read: bool = True
+                ) -> float:  # fmt: skip
         """The ops counted `compute_bytes` per element; `precision` stores weights and the
         cache in its own. `fp16_accumulate`: how much faster than timed the matmuls run, where
-        the engine accumulates them in fp16 on a part that runs that faster (serve_parts)."""
+        the engine accumulates them in fp16 on a part that runs that faster (serve_parts).
+        `weights_read=False`: the pass's work inside a forward that another pass's tokens
+        already run (ServeParts.mixed_step_s): its ops read no weights, and its all-reduces,
+        layers and host time are that forward's, so only their bytes are added."""
         w = precision.weight_bytes - compute_bytes
         c = precision.kv_bytes - compute_bytes
         speed = engine.compute_scale(precision.dtype) * fp16_accumulate
@@ -160,10 +164,14 @@ class PassParts:
             stored = w if quantized else 0.0
             reached = bandwidth * (engine.expert_efficiency if op.part == "expert" else 1.0)
             read = op.moved + stored * op.weights + c * op.kv + reread * op.rereads
-            if quantized and precision.dtype in WEIGHT_ONLY:  # the rows' unused channels
+            if not weights_read:
+                read -= (compute_bytes + stored) * op.weights
+            if weights_read and quantized and precision.dtype in WEIGHT_ONLY:  # unused channels
                 padding = engine.gemv_padding(op.in_channels) - 1
                 read += padding * precision.weight_bytes * op.weights
             memory += op.n * max(op.compute / speed, read / reached)
+        if not weights_read:  # inside a forward that reads the weights anyway
+            return memory + self.allreduce_bytes_s
         if engine.allreduce_us is None:
             latency = self.allreduce_ring_s
         else:
@@ -201,6 +209,20 @@ class ServeParts:
                                      self.fp16_accumulate)  # fmt: skip
         host = self.batch * engine.sequence_us * 1e-6
         return prefill + host + engine.request_overhead_ms * 1e-3, decode + host
+
+    def mixed_step_s(self, engine: ServeEngine, precision: Precision, new_tokens: int) -> float:
+        """One step of continuous batching at steady state: the batch's decode step, with the
+        prompts of the batch / new_tokens requests that join each step on average run in the
+        same forward (in-flight batching: TensorRT-LLM's executor, vLLM's chunked prefill),
+        which reads the weights once for both; each joining request adds the engine's
+        per-request time. The prefill here is the batch's prompts, so a step carries 1 /
+        new_tokens of it."""
+        bandwidth = self.bandwidth * engine.efficiency(precision.dtype)
+        prompts = self.prefill.seconds(bandwidth, precision, self.compute_bytes, engine,
+                                       self.fp16_accumulate, weights_read=False)  # fmt: skip
+        joining = self.batch / new_tokens
+        decode = self.seconds(engine, precision)[1]
+        return decode + prompts / new_tokens + joining * engine.request_overhead_ms * 1e-3
 
 
 def _pass_parts(costs: PassCosts, values, tp: int, peak: float, eff: Efficiency,

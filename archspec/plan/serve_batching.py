@@ -2,10 +2,12 @@
 
 A server at steady state decodes B sequences together, each step one token for each; every
 request costs one prefill of its prompt and T − 1 steps of its output, so B/T prefills come in
-per step on average. A step therefore takes
+per step on average. Their prompts run in the same forward as the decode step (in-flight
+batching), which reads the weights once for both. A step therefore takes
 
     τ(B) = decode step of B sequences at the mean cache length (P + T/2)
-           + (B / T) × (the prefill of one prompt and the engine's per-request time),
+           + (B / T) × (one prompt's work beyond the weights' read, and the engine's
+             per-request time)  (ServeParts.mixed_step_s),
 
 the time per output token (TPOT) each sequence sees is τ, and the server makes B/τ output
 tokens a second. How many sequences decode together:
@@ -19,7 +21,9 @@ tokens a second. How many sequences decode together:
 
 The cache is paged (vLLM's PagedAttention): a sequence holds its positions so far, P + T/2 on
 average, not the longest it could reach, and B is at most the sequences whose average fits in
-what the weights leave of the engine's usable memory. A new request waits half a step on
+what the weights leave of the engine's usable memory; an engine that admits a request only
+once its whole length fits (ServeEngine.reserves_whole_sequence: TensorRT-LLM) holds P + T a
+sequence. A new request waits half a step on
 average for the next step boundary, then its prefill: that is its time to first token (queueing
 for a slot is added under --concurrency; under a sustainable --rate, queueing within a step is
 not modelled).
@@ -34,7 +38,7 @@ from functools import cache
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR
 from archspec.plan.hardware import System
-from archspec.plan.serve import Precision, serve_parts
+from archspec.plan.serve import Precision, ServeParts, serve_parts
 from archspec.plan.serve_engine import ServeEngine
 
 
@@ -60,6 +64,24 @@ def mean_cache_share(ir: IR, prompt: int, new_tokens: int) -> float:
     return (fed + new_tokens / 2) / (fed + new_tokens)
 
 
+def held_cache_share(ir: IR, engine: ServeEngine, prompt: int, new_tokens: int) -> float:
+    """What share of a sequence's whole cache the engine holds for it while it decodes: all of
+    it where its scheduler reserves the whole length (ServeEngine.reserves_whole_sequence),
+    else its positions so far on average (a paged cache)."""
+    return 1.0 if engine.reserves_whole_sequence else mean_cache_share(ir, prompt, new_tokens)
+
+
+def most_sequences(ir: IR, one: ServeParts, engine: ServeEngine, prompt: int,
+                   new_tokens: int) -> int:  # fmt: skip
+    """The most sequences one tensor-parallel group decodes together: those whose held cache
+    fits in what the weights leave of the engine's usable memory, at most the engine's
+    `max_batch`. `one`: the run's parts at batch 1."""
+    usable = one.memory_bytes * engine.usable_memory - one.weights_bytes
+    share = held_cache_share(ir, engine, prompt, new_tokens)
+    fits = max(0, math.floor(usable / (one.kv_cache_bytes * share)))
+    return min(fits, engine.max_batch) if engine.max_batch else fits
+
+
 class Server:
     """One model served on one tensor-parallel group of `system`, and its replicas."""
 
@@ -72,10 +94,8 @@ class Server:
         one = serve_parts(ir, system, 1, prompt, new_tokens, tp, precision,
                           fp16_accumulation=engine.fp16_accumulation)  # fmt: skip
         self.prefill_s = one.seconds(engine, precision)[0]  # one prompt, with its overhead
-        usable = one.memory_bytes * engine.usable_memory - one.weights_bytes
         fed = 1 if ir.root.layout == "encoder-decoder" else prompt
-        mean = one.kv_cache_bytes * mean_cache_share(ir, prompt, new_tokens)
-        self.max_batch = max(0, math.floor(usable / mean))
+        self.max_batch = most_sequences(ir, one, engine, prompt, new_tokens)
         if self.max_batch < 1:
             raise SpecError(
                 f"one sequence of {fed + new_tokens} positions does not fit beside the "
@@ -89,8 +109,7 @@ class Server:
         acc16 = self.engine.fp16_accumulation
         parts = serve_parts(self.ir, self.system, batch, self.prompt, self.new_tokens, self.tp,
                             self.precision, fp16_accumulation=acc16)  # fmt: skip
-        decode = parts.seconds(self.engine, self.precision)[1]
-        return decode + batch / self.new_tokens * self.prefill_s
+        return parts.mixed_step_s(self.engine, self.precision, self.new_tokens)
 
     def point(self, batch: int, queue_s: float = 0.0) -> BatchingPoint:
         tau = self.step_s(batch)

@@ -71,6 +71,16 @@ class ServeEngine:
     # step, detokenizing it: `_process_sequence_group_outputs`) waits that long each step.
     sequence_us: float = 0.0
     usable_memory: float = 0.9
+    # Whether its scheduler admits a request only once the cache holds its whole length (prompt
+    # and every new token): TensorRT-LLM's default capacity policy, GUARANTEED_NO_EVICT
+    # (SchedulerConfig). A paging scheduler that may evict (vLLM) admits on the positions so
+    # far, so a sequence holds its mean length (serve_batching.mean_cache_share).
+    reserves_whole_sequence: bool = False
+    # The most sequences it decodes together, whatever the cache holds (0: no limit beyond the
+    # cache): trtllm-bench caps the batch it builds an engine for at 4,096
+    # (NVIDIA/TensorRT-LLM tensorrt_llm/bench/build/tuning.py at 04cba88, finetune_setting:
+    # `min(kv_cache_max_requests, 4096)`, "to avoid decoder buffer size becoming too large").
+    max_batch: int = 0
     # By precision class: the engine's matmuls against the training-calibrated efficiency
     # (efficiency.py); 1 where its figures say nothing of compute (batch-1 decoding).
     compute_efficiency: dict[str, float] = field(default_factory=dict)

@@ -120,11 +120,11 @@ def serving_report(
                         kv_cache=kv_cache)  # fmt: skip
     if batching is not None:
         # A paged cache under continuous batching holds each sequence's positions so far, the
-        # prompt and half the new tokens on average (serve_batching.Server sizes the batch so):
-        # the memory reported is that, not every sequence at its full length at once.
-        from archspec.plan.serve_batching import mean_cache_share
+        # prompt and half the new tokens on average, unless the engine reserves each one's whole
+        # length (serve_batching.Server sizes the batch so): the memory reported is that.
+        from archspec.plan.serve_batching import held_cache_share
 
-        share = mean_cache_share(ir, prompt, new_tokens)
+        share = held_cache_share(ir, profile, prompt, new_tokens)
         p = replace(p, kv_cache_bytes=p.kv_cache_bytes * share)
     # On the plain decode step: a speculative round also runs the draft's layers.
     host = host_bound_warning(profile, p.decode_token_s, p.decode_layers)

@@ -44,7 +44,7 @@ from archspec.plan.serve_engine import (
 # bound prefills and large batches, where a per-layer term would stand in for the matmuls'
 # efficiency. gpt-fast decodes in CUDA graphs, so its per-layer term is what each kernel still
 # costs on the device (start and drain).
-NO_LAYER_OVERHEAD = {"tensorrt-llm"}
+NO_LAYER_OVERHEAD = {"tensorrt-llm", "tensorrt-llm-1.0"}
 # The eager engines' layers (serve_engine.EAGER) cost either the device (added) or the host
 # (overlapped: a pass takes the longer of the two, serve_engine.py), whichever fits
 # (_with_overheads). Only where the figures span models of different depths: a time a layer,
@@ -59,6 +59,7 @@ ENGINE_NAMES = {
     "tinychat-2023": "TinyChat's first release (AWQ's 2023 W4A16 GEMV kernel)",
     "exllama": "ExLlama (GPTQ 4-bit kernels, its own Llama)",
     "vllm-rocm": "vLLM of 2024 on ROCm (MI300X): static batches through its offline LLM.generate",
+    "tensorrt-llm-1.0": "TensorRT-LLM 1.0's PyTorch backend: in-flight batching (trtllm-bench)",
 }
 # A figure whose source leaves its lengths open (the prompt a user typed into a chat demo)
 # declares the range its code allows; where the roofline alone moves across that range by more
@@ -82,6 +83,9 @@ USABLE = {
     "tinychat-2023": (0.9, "assumed: TinyChat pre-allocates its cache and states no fraction"),
     "exllama": (0.9, "assumed: the README advises about 20 GB of a 24 GB GPU for the model"),
     "vllm-rocm": (0.9, "vLLM's gpu_memory_utilization default (EngineArgs)"),
+    "tensorrt-llm-1.0": (0.9, "its cache takes 0.95 of the memory free after loading "
+                         "(perf-overview.md: 'in many cases'; 0.90 or lower otherwise), about "
+                         "0.9 of the device less the weights once its runtime's buffers are out"),
     TYPICAL: (0.9, "assumed, as most engines"),
 }  # fmt: skip
 # Engines whose quantized checkpoints keep the head 16-bit (every other quantizes it: gpt-fast's
@@ -103,7 +107,17 @@ FP16_ACCUMULATION = {"tinychat"}
 # (gemv_forward_cuda_new) was not measured; it keeps 0.
 GEMV_PASS_CHANNELS = {"tinychat-2023": 1024}
 HEAD_16BIT = {"tinychat", "tinychat-2023", "exllama", "transformers", "gptq-for-llama",
-              "tensorrt-llm", "vllm-rocm"}  # fmt: skip
+              "tensorrt-llm", "vllm-rocm", "tensorrt-llm-1.0"}  # fmt: skip
+# Engines whose scheduler admits a request only once the cache holds its whole length
+# (ServeEngine.reserves_whole_sequence): TensorRT-LLM's batch manager, whose capacity policy
+# defaults to GUARANTEED_NO_EVICT (SchedulerConfig). The 2023 profile's figures are static
+# batches, which this does not change; it sizes the batch `--concurrency` and `--rate` give it.
+RESERVES_WHOLE_SEQUENCE = {"tensorrt-llm", "tensorrt-llm-1.0"}
+# The batch an engine's figures were capped at (ServeEngine.max_batch): trtllm-bench's 4,096.
+MAX_BATCH = {"tensorrt-llm-1.0": 4096}
+# A run of `requests` requests queued at once and served by continuous batching (trtllm-bench
+# throughput): its output tokens a second, all replicas (serve_batching's steady state).
+OFFLINE = "offline_tokens_per_s"
 # The engine's matmuls against the training-calibrated efficiency: half to 1.3 times.
 COMPUTE_GRID = [x / 100 for x in range(50, 131)]
 DECODE_ONLY = ("decode_token_ms", "generate_decode_tokens_per_s")
@@ -147,6 +161,9 @@ class Figure:
     # Where the source leaves a length open: the (least, most) its code allows (UNSTATED_SPREAD).
     prompt_range: tuple[int, int] | None = None
     new_tokens_range: tuple[int, int] | None = None
+    # An offline run's requests, all queued at once (OFFLINE); its `batch` is then the
+    # sequences each tensor-parallel group decodes together, as its engine's profile sizes it.
+    requests: int | None = None
 
     @property
     def stored(self) -> Precision:
@@ -169,11 +186,20 @@ class Figure:
             return 1 / self.value
         if self.metric == "batch_latency_s":
             return self.value
+        if self.metric == OFFLINE:
+            return self.requests * self.new_tokens / self.value
         raise ValueError(f"unknown metric {self.metric}")
+
+    @property
+    def steps(self) -> float:
+        """An offline run's decode steps: its output tokens over those a step makes."""
+        return self.requests * self.new_tokens / (self.gpus // self.tp * self.batch)
 
     def predicted_s(self, parts: ServeParts, engine: ServeEngine) -> float:
         """The time `plan --mode serve` gives for the figure's metric (one code path:
         tests/test_plan_serve_published_cli.py gives every figure to the command)."""
+        if self.metric == OFFLINE:
+            return self.steps * parts.mixed_step_s(engine, self.stored, self.new_tokens)
         p = serving_prediction(parts, engine, self.stored, self.batch, self.new_tokens,
                                self.gpus // self.tp)  # fmt: skip
         if self.metric == "ttft_ms":
@@ -190,8 +216,28 @@ def load_dataset() -> tuple[dict[str, dict], list[Figure]]:
     figures = []
     for f in data["figures"]:
         ranges = {k: tuple(f.pop(k)) for k in ("prompt_range", "new_tokens_range") if k in f}
-        figures.append(Figure(engine=sources[f["source"]]["engine"], **f, **ranges))
+        figure = Figure(engine=sources[f["source"]]["engine"], **{"batch": 1, **f}, **ranges)
+        figures.append(_offline_batch(figure) if figure.metric == OFFLINE else figure)
     return sources, figures
+
+
+def engine_settings(key: str) -> dict:
+    """What a profile is given rather than fitted: its usable memory, how its scheduler holds
+    the cache, its batch cap."""
+    return dict(usable_memory=USABLE[key][0], max_batch=MAX_BATCH.get(key, 0),
+                reserves_whole_sequence=key in RESERVES_WHOLE_SEQUENCE)  # fmt: skip
+
+
+def _offline_batch(f: Figure) -> Figure:
+    """The figure with the batch its engine decodes: as many of its requests as the cache
+    holds (serve_batching.most_sequences, what `--concurrency` gives)."""
+    from archspec.cli.common import compile_spec
+    from archspec.plan.serve_batching import most_sequences
+
+    settings = ServeEngine(f.engine, "", {}, **engine_settings(f.engine))
+    most = most_sequences(compile_spec(f.model, None), parts_of(f), settings, f.prompt,
+                          f.new_tokens)  # fmt: skip
+    return replace(f, batch=min(-(-f.requests // (f.gpus // f.tp)), most))
 
 
 def predicted_range(f: Figure, engine: ServeEngine) -> tuple[float, float]:
@@ -239,7 +285,7 @@ def _free_overheads(key: str, figures: list[Figure]) -> list[str]:
         free.append("allreduce_us")
     # A request's fixed overhead shows in a time to first token (milliseconds); in a static
     # batch of seconds to minutes it is lost in the decode steps, which then fit it at will.
-    if any(f.metric == "ttft_ms" for f in figures):
+    if any(f.metric in ("ttft_ms", OFFLINE) for f in figures):
         free.append("request_overhead_ms")
     if key in EAGER and deep:
         free.append("host_layer_us")
@@ -251,6 +297,12 @@ def _free_overheads(key: str, figures: list[Figure]) -> list[str]:
 def _overhead_counts(f: Figure, field: str) -> float:
     """Seconds one unit of an overhead adds to the figure's predicted time."""
     parts = parts_of(f)
+    if f.metric == OFFLINE:  # each step a decode of the batch, with batch / new_tokens joining
+        counts = {"layer_overhead_us": 1e-6 * parts.decode.layers,
+                  "allreduce_us": 1e-6 * parts.decode.allreduces,
+                  "sequence_us": 1e-6 * f.batch,
+                  "request_overhead_ms": 1e-3 * f.batch / f.new_tokens}  # fmt: skip
+        return f.steps * counts[field]
     steps = 0 if f.metric == "ttft_ms" else (1 if f.metric in DECODE_ONLY else f.new_tokens - 1)
     prefill = 0 if f.metric in DECODE_ONLY else 1
     if field == "layer_overhead_us":
@@ -306,8 +358,8 @@ def _with_host(engine: ServeEngine, figures: list[Figure]) -> tuple[ServeEngine,
 
 def _computes(figures: list[Figure]) -> bool:
     """Whether the figures time compute-bound work: prefills of long prompts, large batches."""
-    return any(f.metric.startswith(("ttft", "static", "batch")) and f.batch * f.prompt >= 2048
-               for f in figures)  # fmt: skip
+    return any(f.metric.startswith(("ttft", "static", "batch", "offline"))
+               and f.batch * f.prompt >= 2048 for f in figures)  # fmt: skip
 
 
 def _has_experts(figures: list[Figure]) -> bool:
@@ -337,7 +389,7 @@ def fit_engine(key: str, figures: list[Figure], rounds: int = 3,
     classes = sorted({PRECISION_CLASSES[f.precision] for f in figures})
     name = ENGINE_NAMES.get(key, "one profile fitted on every engine's figures")
     engine = ServeEngine(key, name, dict.fromkeys(classes, 0.8),
-                         allreduce_us=0.0, usable_memory=USABLE[key][0],
+                         allreduce_us=0.0, **engine_settings(key),
                          quantizes_head=key not in HEAD_16BIT,
                          fp16_accumulation=key in FP16_ACCUMULATION,
                          gemv_pass_channels=GEMV_PASS_CHANNELS.get(key, 0),

@@ -32,8 +32,9 @@ def table(engines: dict[str, ServeEngine], rows: list[Row], brackets: list[Brack
         f = r.figure
         precision = f.precision + (f" g{f.group}" if f.group else "") + (
             f", {f.kv} cache" if f.kv else "")  # fmt: skip
+        batch = f"{f.batch} of {f.requests:,}" if f.requests else f"{f.batch}"
         lines.append(
-            f"| {f.engine} | {f.model} | {f.gpu} × {f.gpus} | {precision} | {f.batch} "
+            f"| {f.engine} | {f.model} | {f.gpu} × {f.gpus} | {precision} | {batch} "
             f"| {f.prompt} → {f.new_tokens} | {f.metric} | {f.value:g} | {_pct(r.fitted)} "
             f"| {_pct(r.held_out)} | {_pct(r.source_out)} | {_pct(r.engine_out)} |"
         )
@@ -93,6 +94,8 @@ def stored(engines: dict[str, ServeEngine]) -> str:
             "request_overhead_ms": round(e.request_overhead_ms, 3),
             "sequence_us": round(e.sequence_us, 2),
             "usable_memory": e.usable_memory,
+            "reserves_whole_sequence": e.reserves_whole_sequence,
+            "max_batch": e.max_batch,
             "quantizes_head": e.quantizes_head,
             "fp16_accumulation": e.fp16_accumulation,
             "gemv_pass_channels": e.gemv_pass_channels,
