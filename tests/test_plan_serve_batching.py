@@ -119,3 +119,23 @@ def test_a_batch_the_cache_holds_is_reported_as_fitting() -> None:
     r = json.loads(result.stdout)
     assert r["batching"]["batch"] == server.max_batch and r["fits"] and "warning" not in r
     assert r["memory"]["total"] <= r["memory"]["usable"]
+
+
+def test_one_client_waits_on_no_other_prompt(server: Server) -> None:
+    one = server.at_concurrency(1)
+    assert one.ttft_s == pytest.approx(one.step_s / 2 + server.prefill_s, rel=1e-12)
+
+
+def test_the_prompt_wait_is_that_of_a_queue_of_one_server(server: Server) -> None:
+    """Prompts arriving at random, each the same work, served one after another: the mean
+    wait (Lindley's recursion over simulated arrivals) is what the closed form gives."""
+    import random
+
+    batch = server.max_batch // 2
+    work = server._parts(batch).joining_prompt_s(server.engine, server.precision)
+    rate = batch / (T * server.step_s(batch))
+    rng, wait, total, n = random.Random(0), 0.0, 0.0, 200_000
+    for _ in range(n):
+        total += wait
+        wait = max(0.0, wait + work - rng.expovariate(rate))
+    assert server.prefill_wait_s(batch) == pytest.approx(total / n, rel=0.05)

@@ -217,12 +217,16 @@ class ServeParts:
         which reads the weights once for both; each joining request adds the engine's
         per-request time. The prefill here is the batch's prompts, so a step carries 1 /
         new_tokens of it."""
+        decode = self.seconds(engine, precision)[1]
+        return decode + self.batch / new_tokens * self.joining_prompt_s(engine, precision)
+
+    def joining_prompt_s(self, engine: ServeEngine, precision: Precision) -> float:
+        """What one request joining a step adds to it: its prompt's work beyond the weights'
+        read (the prefill here is the batch's prompts) and the engine's per-request time."""
         bandwidth = self.bandwidth * engine.efficiency(precision.dtype)
         prompts = self.prefill.seconds(bandwidth, precision, self.compute_bytes, engine,
                                        self.fp16_accumulate, weights_read=False)  # fmt: skip
-        joining = self.batch / new_tokens
-        decode = self.seconds(engine, precision)[1]
-        return decode + prompts / new_tokens + joining * engine.request_overhead_ms * 1e-3
+        return prompts / self.batch + engine.request_overhead_ms * 1e-3
 
 
 def _pass_parts(costs: PassCosts, values, tp: int, peak: float, eff: Efficiency,

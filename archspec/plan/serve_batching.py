@@ -23,10 +23,10 @@ The cache is paged (vLLM's PagedAttention): a sequence holds its positions so fa
 average, not the longest it could reach, and B is at most the sequences whose average fits in
 what the weights leave of the engine's usable memory; an engine that admits a request only
 once its whole length fits (ServeEngine.reserves_whole_sequence: TensorRT-LLM) holds P + T a
-sequence. A new request waits half a step on
-average for the next step boundary, then its prefill: that is its time to first token (queueing
-for a slot is added under --concurrency; under a sustainable --rate, queueing within a step is
-not modelled).
+sequence. A new request waits half a step on average for the next step boundary, and behind
+the prompts of requests that came before it (`prefill_wait_s`: the mean wait of a queue of one
+server, arrivals at random, every prompt the same work), then its prefill: that is its time to
+first token (queueing for a slot is added under --concurrency).
 """
 
 from __future__ import annotations
@@ -105,17 +105,31 @@ class Server:
             )
 
     @cache  # noqa: B019 - a server lives for one command
-    def step_s(self, batch: int) -> float:
+    def _parts(self, batch: int) -> ServeParts:
         acc16 = self.engine.fp16_accumulation
-        parts = serve_parts(self.ir, self.system, batch, self.prompt, self.new_tokens, self.tp,
-                            self.precision, fp16_accumulation=acc16)  # fmt: skip
-        return parts.mixed_step_s(self.engine, self.precision, self.new_tokens)
+        return serve_parts(self.ir, self.system, batch, self.prompt, self.new_tokens, self.tp,
+                           self.precision, fp16_accumulation=acc16)  # fmt: skip
 
-    def point(self, batch: int, queue_s: float = 0.0) -> BatchingPoint:
+    def step_s(self, batch: int) -> float:
+        return self._parts(batch).mixed_step_s(self.engine, self.precision, self.new_tokens)
+
+    def prefill_wait_s(self, batch: int, others: float = 1.0) -> float:
+        """How long a new request's prompt waits behind the prompts of requests that came
+        before it (Pollaczek-Khinchine's mean wait for a queue of one server, arrivals at
+        random and each prompt the same work S: ρS / 2(1 − ρ), ρ the share of the time prompts
+        take). `others`: the share of the arrivals that are other requests' (a closed loop of
+        C clients: (C − 1) / C, none when one client waits only on itself)."""
+        work = self._parts(batch).joining_prompt_s(self.engine, self.precision)
+        arrivals = others * batch / (self.new_tokens * self.step_s(batch))  # a replica's
+        busy = min(arrivals * work, 0.999)
+        return busy * work / (2 * (1 - busy))
+
+    def point(self, batch: int, queue_s: float = 0.0, others: float = 1.0) -> BatchingPoint:
         tau = self.step_s(batch)
         tokens = self.replicas * batch / tau
-        return BatchingPoint(batch, self.max_batch, tau, queue_s + tau / 2 + self.prefill_s,
-                             tau, tokens, tokens / self.new_tokens)  # fmt: skip
+        first = queue_s + tau / 2 + self.prefill_wait_s(batch, others) + self.prefill_s
+        return BatchingPoint(batch, self.max_batch, tau, first, tau, tokens,
+                             tokens / self.new_tokens)  # fmt: skip
 
     def at_concurrency(self, clients: int) -> BatchingPoint:
         """`clients` per replica-set in all, each with one request at a time."""
@@ -123,10 +137,11 @@ class Server:
             raise SpecError("--concurrency must be at least 1")
         per_replica = math.ceil(clients / self.replicas)
         batch = min(per_replica, self.max_batch)
-        point = self.point(batch)
+        others = (per_replica - 1) / per_replica
+        point = self.point(batch, others=others)
         waiting = per_replica - batch
         queue = waiting / (point.requests_per_s / self.replicas) if waiting else 0.0
-        return self.point(batch, queue) if waiting else point
+        return self.point(batch, queue, others) if waiting else point
 
     def at_rate(self, rate: float) -> BatchingPoint:
         """`rate` requests a second over all replicas."""
