@@ -119,6 +119,13 @@ def test_a_batch_the_cache_holds_is_reported_as_fitting() -> None:
     r = json.loads(result.stdout)
     assert r["batching"]["batch"] == server.max_batch and r["fits"] and "warning" not in r
     assert r["memory"]["total"] <= r["memory"]["usable"]
+    assert r["batching"]["cache_held"] == "paged, mean"
+    # An engine that reserves each sequence's whole length reports the cache so, and fits.
+    whole = invoke("llama-2-7b", "--mode", "serve", "--gpu", "h100-sxm", "--concurrency",
+                   "10000", "--engine", "tensorrt-llm", "--dtype", "fp16", "--json")  # fmt: skip
+    w = json.loads(whole.stdout)
+    assert w["batching"]["cache_held"] == "whole length" and w["fits"]
+    assert w["memory"]["total"] <= w["memory"]["usable"] and "warning" not in w
 
 
 def test_one_client_waits_on_no_other_prompt(server: Server) -> None:

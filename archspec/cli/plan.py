@@ -120,6 +120,8 @@ def plan(
         archspec plan llama-2-70b --mode serve --gpu h100-sxm --gpus 8 --tp 8 --batch 16 --prompt 2048 --new-tokens 256
 
         archspec plan llama-2-7b --mode serve --gpu a100-80g --engine gpt-fast --dtype int4 --group 32
+
+        archspec plan llama-3.3-70b --mode serve --gpu h100-sxm --gpus 2 --tp 2 --dtype fp8 --kv-dtype fp8 --prompt 5000 --new-tokens 500 --concurrency 50 --engine tensorrt-llm-1.0
     """  # noqa: E501
     from types import SimpleNamespace
 
@@ -392,7 +394,7 @@ def _render_serve(r: dict[str, Any]) -> None:
     ]  # fmt: skip
     if b is not None:
         timing = [
-            ("continuous batching", f"{b['batch']} sequences decoding (the cache holds "
+            ("continuous batching", f"{b['batch']} sequences decoding (at most "
                                     f"{b['max_batch']})"),
             ("time to first token", _seconds(b["ttft_s"])),
             ("time per output token", _seconds(b["tpot_s"])),
@@ -403,7 +405,7 @@ def _render_serve(r: dict[str, Any]) -> None:
         *timing,
         ("weights per device", _gib(mem["weights"])),
         (
-            "KV cache per device" + (" (paged, mean)" if b is not None else ""),
+            "KV cache per device" + (f" ({b['cache_held']})" if b is not None else ""),
             _gib(mem["kv_cache"]),
         ),
         ("memory", f"{_gib(mem['total'])} of {_gib(mem['usable'])} usable: {fits}"),

@@ -70,7 +70,9 @@ def _continuous(
     if point is None:
         return None, 1
     mode = {"rate": rate} if rate is not None else {"concurrency": concurrency}
-    return {**mode, **point.as_dict()}, point.batch
+    # How the cache holds a sequence: its whole length reserved, or its positions so far (paged).
+    held = "whole length" if engine.reserves_whole_sequence else "paged, mean"
+    return {**mode, **point.as_dict(), "cache_held": held}, point.batch
 
 
 def without_cache(kv_dtype: str | None, speculation: Any, rate: float | None,
