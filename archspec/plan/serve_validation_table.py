@@ -7,7 +7,8 @@ from __future__ import annotations
 import yaml
 
 from archspec.plan.serve_engine import ServeEngine
-from archspec.plan.serve_validation import TIMES, USABLE, Bracket, Figure, Row, summary
+from archspec.plan.serve_profiles import USABLE
+from archspec.plan.serve_validation import TIMES, Bracket, Figure, Row, summary
 
 
 def _pct(e: float | None) -> str:
