@@ -120,8 +120,6 @@ def plan(
         archspec plan llama-2-70b --mode serve --gpu h100-sxm --gpus 8 --tp 8 --batch 16 --prompt 2048 --new-tokens 256
 
         archspec plan llama-2-7b --mode serve --gpu a100-80g --engine gpt-fast --dtype int4 --group 32
-
-        archspec plan llama-3.3-70b --mode serve --gpu h100-sxm --gpus 2 --tp 2 --dtype fp8 --kv-dtype fp8 --prompt 5000 --new-tokens 500 --concurrency 50 --engine tensorrt-llm-1.0
     """  # noqa: E501
     from types import SimpleNamespace
 
