@@ -535,7 +535,8 @@ PlanEngine = Annotated[
     _opt("--engine", help="The stack whose fitted profile times the step. Training: megatron "
          "(default), deepspeed, nemo, fsdp or maxtext (what it overlaps and its efficiency). "
          "Serving: gpt-fast, tensorrt-llm, transformers, gptq-for-llama, tinychat, "
-         "tinychat-2023, exllama, vllm-rocm, tensorrt-llm-1.0 or typical (default ideal: the "
+         "tinychat-2023, exllama, vllm-rocm, vllm-rocm-0.10, tensorrt-llm-1.0 or typical "
+         "(default ideal: the "
          "roofline alone).",
          metavar="NAME"),
 ]  # fmt: skip
@@ -573,6 +574,12 @@ PlanNoKvCache = Annotated[
          "the whole sequence so far with every position's logits (a generate loop that never "
          "hands the model its cache, as transformers' generate with Falcon's Hub code: "
          "huggingface/transformers#24701).", panel=_SERVE),
+]  # fmt: skip
+PlanPromptCached = Annotated[
+    bool,
+    _opt("--prompt-cached", help="Serving: each prompt's keys and values are already in the "
+         "engine's prefix cache (the same prompt ran before, as in a benchmark that repeats one "
+         "batch), so the first token costs one decode step, not a prefill.", panel=_SERVE),
 ]  # fmt: skip
 PlanDraft = Annotated[
     str | None,

@@ -56,6 +56,7 @@ from archspec.cli.options import (
     PlanPp,
     PlanPrice,
     PlanPrompt,
+    PlanPromptCached,
     PlanRate,
     PlanRecompute,
     PlanRecomputeModules,
@@ -87,16 +88,16 @@ def plan(
     grad_dtype: PlanGradDtype = None, attn: PlanAttn = "flash", top: PlanTop = 5,
     prompt: PlanPrompt = 512, new_tokens: PlanNewTokens = 128, engine: PlanEngine = None,
     group: PlanGroup = None, kv_dtype: PlanKvDtype = None, no_kv_cache: PlanNoKvCache = False,
-    draft: PlanDraft = None, moe_imbalance: PlanMoeImbalance = None, etp: PlanEtp = None,
-    speculate: PlanSpeculate = 4, accept: PlanAccept = None, rate: PlanRate = None,
-    concurrency: PlanConcurrency = None, plot: PlanServePlot = None, cp: PlanCp = None,
-    ep: PlanEp = None, dp_replicate: PlanDpReplicate = None, node_size: PlanNodeSize = None,
-    stage_layers: PlanStageLayers = None, offload_layers: PlanOffloadLayers = None,
-    recompute_modules: PlanRecomputeModules = None, mtp_layers: PlanMtpLayers = None,
-    async_tp: PlanAsyncTp = False, ep_dispatch: PlanEpDispatch = None,
-    fp8_all_gather: PlanFp8AllGather = False, checkpoint: PlanCheckpoint = None,
-    tokens: PlanTokens = None, attn_kernel: PlanAttnKernel = None,
-    price: PlanPrice = None, mfu: PlanMfu = None, efficiency: PlanEfficiency = None,
+    prompt_cached: PlanPromptCached = False, draft: PlanDraft = None, etp: PlanEtp = None,
+    moe_imbalance: PlanMoeImbalance = None, speculate: PlanSpeculate = 4, cp: PlanCp = None,
+    accept: PlanAccept = None, rate: PlanRate = None, concurrency: PlanConcurrency = None,
+    plot: PlanServePlot = None, ep: PlanEp = None, dp_replicate: PlanDpReplicate = None,
+    node_size: PlanNodeSize = None, stage_layers: PlanStageLayers = None, tokens: PlanTokens = None,
+    offload_layers: PlanOffloadLayers = None, mtp_layers: PlanMtpLayers = None, mfu: PlanMfu = None,
+    recompute_modules: PlanRecomputeModules = None, async_tp: PlanAsyncTp = False,
+    ep_dispatch: PlanEpDispatch = None, fp8_all_gather: PlanFp8AllGather = False,
+    checkpoint: PlanCheckpoint = None, attn_kernel: PlanAttnKernel = None,
+    price: PlanPrice = None, efficiency: PlanEfficiency = None,
     force: ForceOpt = False, json_: JsonOpt = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Predict a training step (time, tokens/s, MFU, memory per device, where the time goes) on
@@ -163,7 +164,8 @@ def _serve(ir, system, o) -> dict[str, Any]:
     report = serve_request.serving_report(ir, system, o.gpus, o.tp, o.batch, o.prompt,
                                           o.new_tokens, o.dtype, o.engine, o.group, o.kv_dtype,
                                           speculation, o.rate, o.concurrency, o.plot,
-                                          o.force, not o.no_kv_cache)  # fmt: skip
+                                          o.force, not o.no_kv_cache,
+                                          o.prompt_cached)  # fmt: skip
     if o.node_size is not None:
         report["node_size"] = o.node_size
     if "warning" in report:
@@ -211,6 +213,7 @@ def _train(ir, system, o) -> dict[str, Any]:
         stderr().print(f"warning: {markup_safe(report['warning'])}")
     ignored = request.other_mode_options(
         {"--group": o.group, "--kv-dtype": o.kv_dtype, "--no-kv-cache": o.no_kv_cache or None,
+         "--prompt-cached": o.prompt_cached or None,
          "--draft": o.draft, "--accept": o.accept, "--rate": o.rate,
          "--concurrency": o.concurrency, "--plot": o.plot})  # fmt: skip
     if ignored:
@@ -373,6 +376,7 @@ def _render_serve(r: dict[str, Any]) -> None:
              f"{r['new_tokens']} new tokens, {r['dtype']}"
              + (f" (KV cache {r['kv_dtype']})" if r["kv_dtype"] else "")
              + ("" if r["kv_cache"] else " (no KV cache)")
+             + (", prompts found in the prefix cache" if r["prompt_cached"] else "")
              + (f", drafted by {r['draft']['model']} (k {r['draft']['speculate']}, "
                 f"accept {r['draft']['accept']:g})" if r["draft"] else "")
              + f", engine {r['engine']}")  # fmt: skip

@@ -88,15 +88,31 @@ def without_cache(kv_dtype: str | None, speculation: Any, rate: float | None,
                         "leave out --no-kv-cache")  # fmt: skip
 
 
+def cached_prompt(kv_cache: bool, speculation: Any, rate: float | None,
+                  concurrency: int | None, plot: Path | None) -> None:  # fmt: skip
+    """`--prompt-cached` with the options it is not modelled with: one clear message each."""
+    if not kv_cache:
+        raise SpecError("--prompt-cached finds the prompts in a KV cache: --no-kv-cache keeps "
+                        "none")  # fmt: skip
+    if speculation is not None:
+        raise SpecError("--prompt-cached is not modelled with speculative decoding (--draft): "
+                        "leave one out")  # fmt: skip
+    if rate is not None or concurrency is not None or plot is not None:
+        raise SpecError("--prompt-cached times one static batch: continuous batching (--rate, "
+                        "--concurrency, --plot) prefills each joining prompt")  # fmt: skip
+
+
 def serving_report(
     ir: IR, system: System, gpus: int, tp: int | None, batch: int | None, prompt: int,
     new_tokens: int, dtype: str, engine: str | None = None, group: int | None = None,
     kv_dtype: str | None = None, speculation: Any = None, rate: float | None = None,
     concurrency: int | None = None, plot: Path | None = None, force: bool = False,
-    kv_cache: bool = True,
+    kv_cache: bool = True, prompt_cached: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """Prefill and per-token decode for `--mode serve` (tp and batch default to 1).
-    `kv_cache=False` (`--no-kv-cache`): a generate loop that never hands the model its cache."""
+    `kv_cache=False` (`--no-kv-cache`): a generate loop that never hands the model its cache.
+    `prompt_cached` (`--prompt-cached`): the prompts' keys and values already in the prefix
+    cache, so the first token costs one decode step."""
     from archspec.plan.report import serve_report
     from archspec.plan.serve import check_counts, predict_serving
     from archspec.plan.serve_engine import get_engine
@@ -111,6 +127,8 @@ def serving_report(
         raise SpecError("--group must be at least 1")
     if not kv_cache:
         without_cache(kv_dtype, speculation, rate, concurrency, plot)
+    if prompt_cached:
+        cached_prompt(kv_cache, speculation, rate, concurrency, plot)
     profile = get_engine(engine or "ideal")
     batching = None
     if rate is not None or concurrency is not None or plot is not None:
@@ -119,7 +137,7 @@ def serving_report(
                                       plot, force)  # fmt: skip
     p = predict_serving(ir, system, batch, prompt, new_tokens, tp, gpus, dtype,
                         engine=profile, group=group, kv_dtype=kv_dtype,
-                        kv_cache=kv_cache)  # fmt: skip
+                        kv_cache=kv_cache, prompt_cached=prompt_cached)  # fmt: skip
     if batching is not None:
         # A paged cache under continuous batching holds each sequence's positions so far, the
         # prompt and half the new tokens on average, unless the engine reserves each one's whole
@@ -142,7 +160,8 @@ def serving_report(
                  "tokens_per_round": speculation.tokens_per_round}  # fmt: skip
     settings = {"gpus": gpus, "tp": tp, "batch": batch, "prompt": prompt,
                 "new_tokens": new_tokens, "dtype": dtype, "group": group,
-                "kv_dtype": kv_dtype, "kv_cache": kv_cache, "engine": profile.key, "draft": draft,
+                "kv_dtype": kv_dtype, "kv_cache": kv_cache, "prompt_cached": prompt_cached,
+                "engine": profile.key, "draft": draft,
                 "batching": batching}  # fmt: skip
     report = serve_report(ir, system, p, settings)
     warnings = []
