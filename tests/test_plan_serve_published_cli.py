@@ -35,6 +35,8 @@ def command(f: Figure) -> list[str]:
         args += ["--kv-dtype", f.kv]
     if not f.kv_cache:
         args.append("--no-kv-cache")
+    if f.prompt_cached:
+        args.append("--prompt-cached")
     return [*args, "--json"]
 
 

@@ -92,7 +92,7 @@ def test_stored_profiles_are_the_fit_and_its_cross_validated_error() -> None:
     s = summary(rows)
     # What was measured (docs/plan.md shows the table); the target is 10% and 25%.
     assert s["held_out"] == s["figures"] == len(load_dataset()[1]) - len(brackets)
-    assert s["fitted_mean"] < 0.047 and s["held_out_mean"] < 0.060
+    assert s["fitted_mean"] < 0.046 and s["held_out_mean"] < 0.057
     assert s["held_out_max"] < 0.27
     assert brackets and all(b.within for b in brackets)
 
@@ -391,8 +391,9 @@ def test_a_host_time_per_sequence_grows_every_pass_with_the_batch() -> None:
         rest = figures[:i] + figures[i + 1 :]
         held = fit_engine("vllm-rocm", rest, start=vllm)
         assert abs(g.published_s / g.predicted_s(parts_of(g), held) - 1) < 0.04
-    # Engines whose host does no per-sequence work a step never fit one.
-    assert all(e.sequence_us == 0 for k, e in load_engines().items() if k != "vllm-rocm")
+    # Engines whose host does no per-sequence work a step never fit one (vLLM's both do).
+    assert all(e.sequence_us == 0 for k, e in load_engines().items()
+               if k not in ("vllm-rocm", "vllm-rocm-0.10"))  # fmt: skip
     import archspec.plan.serve_validation as sv
 
     sv.PER_SEQUENCE.discard("vllm-rocm")

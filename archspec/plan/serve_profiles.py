@@ -25,6 +25,7 @@ ENGINE_NAMES = {
     "exllama": "ExLlama (GPTQ 4-bit kernels, its own Llama)",
     "vllm-rocm": "vLLM of 2024 on ROCm (MI300X): static batches through its offline LLM.generate",
     "tensorrt-llm-1.0": "TensorRT-LLM 1.0's PyTorch backend: in-flight batching (trtllm-bench)",
+    "vllm-rocm-0.10": "vLLM 0.10 on ROCm (MI300X): the V1 engine, AMD's AITER kernels",
 }
 # One profile over every engine's figures: for an engine the dataset does not hold.
 TYPICAL = "typical"
@@ -43,6 +44,7 @@ USABLE = {
     "tinychat-2023": (0.9, "assumed: TinyChat pre-allocates its cache and states no fraction"),
     "exllama": (0.9, "assumed: the README advises about 20 GB of a 24 GB GPU for the model"),
     "vllm-rocm": (0.9, "vLLM's gpu_memory_utilization default (EngineArgs)"),
+    "vllm-rocm-0.10": (0.9, "the benchmark commands' --gpu-memory-utilization 0.9"),
     "tensorrt-llm-1.0": (0.9, "its cache takes 0.95 of the memory free after loading "
                          "(perf-overview.md: 'in many cases'; 0.90 or lower otherwise), about "
                          "0.9 of the device less the weights once its runtime's buffers are out"),
@@ -67,7 +69,7 @@ FP16_ACCUMULATION = {"tinychat"}
 # (gemv_forward_cuda_new) was not measured; it keeps 0.
 GEMV_PASS_CHANNELS = {"tinychat-2023": 1024}
 HEAD_16BIT = {"tinychat", "tinychat-2023", "exllama", "transformers", "gptq-for-llama",
-              "tensorrt-llm", "vllm-rocm", "tensorrt-llm-1.0"}  # fmt: skip
+              "tensorrt-llm", "vllm-rocm", "tensorrt-llm-1.0", "vllm-rocm-0.10"}  # fmt: skip
 # Engines whose scheduler admits a request only once the cache holds its whole length
 # (ServeEngine.reserves_whole_sequence): TensorRT-LLM's batch manager, whose capacity policy
 # defaults to GUARANTEED_NO_EVICT (SchedulerConfig). The 2023 profile's figures are static
@@ -79,7 +81,9 @@ MAX_BATCH = {"tensorrt-llm-1.0": 4096}
 # vLLM's LLMEngine of 2024 processes every sequence group's output in Python each step. Fitted
 # only where the figures span batch sizes; the others' hosts do no per-sequence work a step
 # (gpt-fast and the eager engines decode batch 1; TensorRT-LLM's gptSessionBenchmark is C++).
-PER_SEQUENCE = {"vllm-rocm"}
+# vLLM's V1 engine of 2025 still schedules each request and processes its output every step
+# (vllm/v1/core/sched/scheduler.py, update_from_output), so its profile has one too.
+PER_SEQUENCE = {"vllm-rocm", "vllm-rocm-0.10"}
 
 
 def engine_settings(key: str) -> dict:

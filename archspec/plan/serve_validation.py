@@ -99,6 +99,9 @@ class Figure:
     # An offline run's requests, all queued at once (OFFLINE); its `batch` is then the
     # sequences each tensor-parallel group decodes together, as its engine's profile sizes it.
     requests: int | None = None
+    # Its prompts' keys and values already in the engine's prefix cache (a benchmark that
+    # repeats one batch to an engine that keeps them): the first token costs a decode step.
+    prompt_cached: bool = False
 
     @property
     def stored(self) -> Precision:
@@ -136,7 +139,7 @@ class Figure:
         if self.metric == OFFLINE:
             return self.steps * parts.mixed_step_s(engine, self.stored, self.new_tokens)
         p = serving_prediction(parts, engine, self.stored, self.batch, self.new_tokens,
-                               self.gpus // self.tp)  # fmt: skip
+                               self.gpus // self.tp, self.prompt_cached)  # fmt: skip
         if self.metric == "ttft_ms":
             return p.prefill_s
         if self.metric in DECODE_ONLY:
