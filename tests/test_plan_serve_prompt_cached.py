@@ -65,7 +65,7 @@ def test_a_cached_prompt_costs_a_decode_step_not_a_prefill() -> None:
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--no-kv-cache"], "--no-kv-cache keeps none"),
+        (["--no-kv-cache"], "--no-kv-cache does not keep"),
         (["--concurrency", "8"], "continuous batching"),
         (["--draft", "llama-3.1-8b", "--accept", "0.7"], "speculative decoding"),
     ],

@@ -92,8 +92,8 @@ def cached_prompt(kv_cache: bool, speculation: Any, rate: float | None,
                   concurrency: int | None, plot: Path | None) -> None:  # fmt: skip
     """`--prompt-cached` with the options it is not modelled with: one clear message each."""
     if not kv_cache:
-        raise SpecError("--prompt-cached finds the prompts in a KV cache: --no-kv-cache keeps "
-                        "none")  # fmt: skip
+        raise SpecError("--prompt-cached finds the prompts in a KV cache, which --no-kv-cache "
+                        "does not keep")  # fmt: skip
     if speculation is not None:
         raise SpecError("--prompt-cached is not modelled with speculative decoding (--draft): "
                         "leave one out")  # fmt: skip
