@@ -8,7 +8,7 @@ from statistics import mean
 
 import pytest
 
-from archspec.plan import published
+from archspec.plan import published, track_record
 from archspec.plan.engines import (
     ENGINES,
     FITTED_ATTENTION,
@@ -123,6 +123,9 @@ def test_cross_validated_errors() -> None:
     # costed in one byte (fp8_comm.py), 7.0% and 29.0% over the 70 runs before torchtitan's
     # and NVIDIA's other rows were added.
     assert len(rows) == len(published.dataset().runs)  # every published layout is timed
+    # What `archspec plan` quotes (track_record.yaml) is this fit's left-out errors.
+    stored = {r["name"]: r["left_out"] for r in track_record.stored()}
+    assert stored == {r["run"]: pytest.approx(r["cv_error"], abs=1e-6) for r in rows}
     assert mean(errors) < 0.078
     assert max(errors) < 0.39
     megatron = [

@@ -296,6 +296,10 @@ def _summary_rows(r: dict[str, Any]) -> list[tuple[str, str]]:
     if "what_if" in r:
         rows.append(("what-if", f"MFU set to {r['what_if']['mfu']:.1%} (predicted "
                                 f"{r['what_if']['predicted_mfu']:.1%})"))  # fmt: skip
+    if "track_record" in r:
+        from archspec.plan.track_record import summary
+
+        rows.append(("published runs like it", markup_safe(summary(r["track_record"]))))
     if "training" in r:
         t = r["training"]
         text = (f"{human(t['tokens'])} tokens: {t['steps']:,} steps, {t['days']:.1f} days, "
@@ -413,6 +417,11 @@ def _render_serve(r: dict[str, Any]) -> None:
         ("memory", f"{_gib(mem['total'])} of {_gib(mem['usable'])} usable: {fits}"),
     ]:
         table.add_row(name, value)
+    if "track_record" in r:
+        from archspec.plan.track_record import summary
+
+        table.add_row("published figures like it",
+                      markup_safe(summary(r["track_record"], serving=True)))  # fmt: skip
     print_table(table)
 
 

@@ -12,8 +12,9 @@ leaves each source out in turn: the constants are fitted on the other sources (a
 accelerator none of them ran takes the engine's plateau carried over by another engine's ratio
 between the accelerators, `transferred`, else the engine's; an engine none of them ran the
 plateau fitted on all) and the left-out source's runs predicted with them. `python -m
-archspec.plan.published` prints the table of docs/plan.md; tests/test_plan_published.py checks
-the dataset and the errors.
+archspec.plan.published` prints the table of docs/plan.md (with `--write` it also stores each
+run's left-out error in track_record.yaml, which `archspec plan` quotes); tests/
+test_plan_published.py checks the dataset and the errors.
 """
 
 from __future__ import annotations
@@ -531,8 +532,8 @@ def _figure(kind: str, value: float) -> str:
             "tflops_per_gpu": f"{value:g} TFLOP/s"}[kind]  # fmt: skip
 
 
-def markdown() -> str:
-    rows = table()
+def markdown(rows: list[dict[str, Any]] | None = None) -> str:
+    rows = rows if rows is not None else table()
     full = fit(expressible())
     lines = [
         "| run | source | engine | published | predicted step | error (fit on all) | "
@@ -578,5 +579,24 @@ def markdown() -> str:
     return "\n".join(lines)
 
 
+def track_record_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each timed run's left-out error, filed as track_record.py narrows them."""
+    runs = {r.name: r for r in dataset().runs}
+    return [{"name": r["run"], "source": r["key"], "engine": r["engine"],
+             "accelerator": accelerator(runs[r["run"]]),
+             "moe": _waits_on_host(runs[r["run"]]), "fp8": runs[r["run"]].dtype == "fp8",
+             "published_s": round(r["published_s"], 6),
+             "predicted_s": round(r["predicted_s"], 6), "left_out": round(r["cv_error"], 6)}
+            for r in rows if "cv_error" in r]  # fmt: skip
+
+
 if __name__ == "__main__":
-    print(markdown())
+    import sys
+
+    rows = table()
+    print(markdown(rows))
+    if "--write" in sys.argv[1:]:  # each run's left-out error, quoted by `archspec plan`
+        from archspec.plan import track_record
+
+        track_record.write(track_record_rows(rows), track_record.TRAINING,
+                           "python -m archspec.plan.published --write")  # fmt: skip

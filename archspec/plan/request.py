@@ -404,7 +404,7 @@ def checked_what_if(
     if mfu is not None and efficiency is not None:
         raise SpecError("--mfu and --efficiency are two what-ifs of one thing: give one")
     return {"tokens": parse_tokens(tokens) if tokens is not None else None, "price": price,
-            "mfu": mfu}  # fmt: skip
+            "mfu": mfu, "efficiency": efficiency}  # fmt: skip
 
 
 def efficiency_override(system: System, run: Training, efficiency: float | None):
@@ -456,12 +456,27 @@ def training_report(
         report = with_mfu(report, what_if["mfu"])
     if what_if.get("tokens") is not None:
         report["training"] = training_time(report, what_if["tokens"], what_if.get("price"))
+    if what_if.get("mfu") is None and what_if.get("efficiency") is None:
+        # A what-if is not the fitted model, whose errors the record holds.
+        if record := track_record_of(ir, system, run):
+            report["track_record"] = record.report()
     above = _above_the_peak(report, run)
     if above:
         warnings.append(above)
     if warnings:
         report["warning"] = "; ".join(warnings)
     return report
+
+
+def track_record_of(ir: IR, system: System, run: Training):
+    """The left-out errors of the published runs most like this one (track_record.py)."""
+    from archspec.ir.nodes import MoE
+    from archspec.ir.visit import walk
+    from archspec.plan.hardware import tensor_core_twin
+    from archspec.plan.track_record import training
+
+    moe = any(isinstance(p.node, MoE) for p in walk(ir.root))
+    return training(run.engine, tensor_core_twin(system.accelerator.key), moe, run.dtype == "fp8")
 
 
 def _above_the_peak(report: dict[str, Any], run: Training) -> str | None:

@@ -102,6 +102,18 @@ def cached_prompt(kv_cache: bool, speculation: Any, rate: float | None,
                         "--concurrency, --plot) prefills each joining prompt")  # fmt: skip
 
 
+def serving_track_record(engine: str, system: System, dtype: str):
+    """The left-out errors of the published serving figures most like this plan
+    (track_record.py); None under the ideal profile, which no figure was fitted to."""
+    from archspec.plan.hardware import tensor_core_twin
+    from archspec.plan.serve_engine import PRECISION_CLASSES
+    from archspec.plan.serve_profiles import TYPICAL
+    from archspec.plan.track_record import serving
+
+    accelerator = tensor_core_twin(system.accelerator.key)
+    return serving(engine, TYPICAL, accelerator, PRECISION_CLASSES.get(dtype, dtype))
+
+
 def serving_report(
     ir: IR, system: System, gpus: int, tp: int | None, batch: int | None, prompt: int,
     new_tokens: int, dtype: str, engine: str | None = None, group: int | None = None,
@@ -164,6 +176,8 @@ def serving_report(
                 "engine": profile.key, "draft": draft,
                 "batching": batching}  # fmt: skip
     report = serve_report(ir, system, p, settings)
+    if record := serving_track_record(profile.key, system, dtype):
+        report["track_record"] = record.report()
     warnings = []
     if not p.fits:  # the batch given is timed all the same, as published runs were
         warnings.append(

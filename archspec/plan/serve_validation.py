@@ -461,7 +461,8 @@ def summary(rows: list[Row]) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> None:
-    from archspec.plan.serve_validation_table import stored, table
+    from archspec.plan import track_record
+    from archspec.plan.serve_validation_table import stored, table, track_record_rows
 
     engines, rows, brackets = validate()
     print(table(engines, rows, brackets))
@@ -469,6 +470,8 @@ def main(argv: list[str]) -> None:
         path = resources.files("archspec") / "plan" / "serve_engines.yaml"
         with resources.as_file(path) as p:
             p.write_text(stored(engines))
+        track_record.write(track_record_rows(rows), track_record.SERVING,
+                           "python -m archspec.plan.serve_validation --write")  # fmt: skip
 
 
 if __name__ == "__main__":

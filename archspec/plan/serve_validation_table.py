@@ -1,12 +1,15 @@
 """The serving validation as docs/plan.md shows it (a markdown table of every figure's error,
-the bracketed figures, the fitted profiles) and as serve_engines.yaml stores the profiles.
-`python -m archspec.plan.serve_validation` prints the one and `--write` writes the other."""
+the bracketed figures, the fitted profiles), as serve_engines.yaml stores the profiles and as
+serve_track_record.yaml stores each figure's left-out errors (which `archspec plan` quotes,
+track_record.py). `python -m archspec.plan.serve_validation` prints the one and `--write`
+writes the others."""
 
 from __future__ import annotations
 
 import yaml
 
-from archspec.plan.serve_engine import ServeEngine
+from archspec.plan.hardware import tensor_core_twin
+from archspec.plan.serve_engine import PRECISION_CLASSES, ServeEngine, serving_system
 from archspec.plan.serve_profiles import USABLE
 from archspec.plan.serve_validation import TIMES, Bracket, Figure, Row, summary
 
@@ -110,3 +113,23 @@ def stored(engines: dict[str, ServeEngine]) -> str:
         "# `python -m archspec.plan.serve_validation --write` (not edited by hand).\n"
     )
     return header + yaml.safe_dump(out, sort_keys=False, allow_unicode=True)
+
+
+def track_record_rows(rows: list[Row]) -> list[dict]:
+    """Each figure's errors left out of its engine's profile and with its engine left out of
+    the typical profile, filed as track_record.py narrows them."""
+
+    def rounded(e: float | None) -> float | None:
+        return None if e is None else round(e, 6)
+
+    out = []
+    for r in rows:
+        f = r.figure
+        name = (f"{f.engine} {f.model} {f.gpu} × {f.gpus} {f.precision} batch {f.batch} "
+                f"{f.prompt} → {f.new_tokens} {f.metric}")  # fmt: skip
+        out.append({"name": name, "source": f.source, "engine": f.engine,
+                    "accelerator": tensor_core_twin(serving_system(f.gpu).accelerator.key),
+                    "precision": PRECISION_CLASSES[f.precision], "metric": f.metric,
+                    "left_out": rounded(r.held_out),
+                    "typical_left_out": rounded(r.engine_out)})  # fmt: skip
+    return out
