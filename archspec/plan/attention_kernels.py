@@ -61,6 +61,18 @@ def cudnn_attention_flops(keys: float, head_dim: float) -> float:
     return (at_lo + (d - lo) / (hi - lo) * (at_hi - at_lo)) * 1e12
 
 
+# What sinks (gpt-oss's learned softmax offset) add to cuDNN's fused attention, forward and
+# backward, per query row and head: Transformer Engine runs them only there (its FlashAttention
+# backend is disabled for `softmax_type="learnable"`: get_attention_backend in transformer_
+# engine/pytorch/attention/dot_product_attention/utils.py at d0067d0). Measured on one H200 with
+# cuDNN 9.19 (benchmarks/attention_sinks_cudnn.py, benchmarks/gpu-h200-kernels/sinks_cudnn.json:
+# GPT-OSS 120B's layer, B = 1, S = 4,096, 64 query heads of 64): with sinks the causal kernel
+# took 0.400 ms longer (1.350 -> 1.750) and the 128-position window's 0.412 ms longer (0.378 ->
+# 0.790), the same time over the same 262,144 rows and heads where the pairs differ 16-fold: a
+# cost per row, not per pair. Their mean over those rows is charged on every part: the extra is
+# the softmax's work beside the tiles, not the tensor cores', and was measured on Hopper only.
+CUDNN_SINK_ROW_S = (0.400096e-3 + 0.412096e-3) / 2 / (64 * 4096)
+
 # What --attn-kernel names: the GEMM rule (FlashAttention-2's kernel) or cuDNN's measured one.
 KERNELS = ("fa2", "cudnn")
 

@@ -96,6 +96,9 @@ class OpCost:
     # Elements sequence parallelism all-gathers for this op: the sequence-sharded tensors it
     # is the first of its block to read on the tensor-parallel side (see `CostCounter.run`).
     gathers: sp.Expr = sp.Integer(0)
+    # A fused attention whose softmax has sinks (gpt-oss): its query rows times its heads,
+    # which a kernel that runs sinks apart from its tiles pays for per row (roofline.py).
+    sink_rows: sp.Expr = sp.Integer(0)
 
 
 @dataclass
@@ -269,9 +272,9 @@ class CostCounter(FlopCounter):
             + kv
         )
         if self.attn == "flash":
-            # One fused kernel; a causal mask lets it skip the hidden half of the pairs. (A
-            # kernel with sinks, vLLM's FlashAttention-3 taking gpt-oss's as s_aux, adds one
-            # logit per row: nothing beside the pairs.)
+            # One fused kernel; a causal mask lets it skip the hidden half of the pairs. With
+            # sinks, a kernel adds one logit per row: FlashAttention-3 (vLLM's, taking gpt-oss's
+            # as s_aux) nothing beside the pairs, cuDNN's a time per row (`sink_rows`).
             visible = sp.Rational(1, 2) if op.masking.causal else 1
             if op.masking.reach is not None and op.masking.causal and q == keys:
                 # Over a sliding window the kernel skips the key tiles outside it, and costs
@@ -294,6 +297,7 @@ class CostCounter(FlopCounter):
                     backward=2.5,
                     kv=kv,
                     kv_group=sp.sympify(op.heads) / op.kv_heads,
+                    sink_rows=heads * q if op.sinks else sp.Integer(0),
                 )
             ]
         scores = heads * q * keys
@@ -387,4 +391,5 @@ def _subs(cost: OpCost, env) -> OpCost:
     shape = tuple(put(x) for x in cost.shape) if cost.shape else None
     return replace(cost, flops=put(cost.flops), bytes=put(cost.bytes), shape=shape,
                    weights=put(cost.weights), kv=put(cost.kv),
-                   kv_group=put(cost.kv_group), gathers=put(cost.gathers))  # fmt: skip
+                   kv_group=put(cost.kv_group), gathers=put(cost.gathers),
+                   sink_rows=put(cost.sink_rows))  # fmt: skip

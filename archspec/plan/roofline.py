@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from archspec.plan.attention_kernels import cudnn_attention_flops
+from archspec.plan.attention_kernels import CUDNN_SINK_ROW_S, cudnn_attention_flops
 from archspec.plan.efficiency import Efficiency
 from archspec.plan.hardware import Accelerator, load_accelerators, tensor_core_twin
 from archspec.plan.opcost import OpCost
@@ -41,10 +41,14 @@ class Roofline:
     # The attention core runs cuDNN's fused kernel at its measured throughput, not the GEMM
     # rule (attention_kernels.py: Transformer Engine's choice on Hopper).
     cudnn_attention: bool = False
+    # Seconds a fused attention with sinks adds per query row and head, forward and backward:
+    # cuDNN's measured cost (attention_kernels.CUDNN_SINK_ROW_S) where the run's attention is
+    # cuDNN's; 0 where the kernel takes sinks among its tiles (FlashAttention-3's s_aux).
+    sink_row_s: float = 0.0
 
     @classmethod
     def of(cls, accel: Accelerator, dtype: str, eff: Efficiency,
-           cudnn_attention: bool = False) -> Roofline:  # fmt: skip
+           cudnn_attention: bool = False, cudnn_sinks: bool = False) -> Roofline:  # fmt: skip
         # Weight-only int8/int4 compute in bf16 (count's memory model says the same); fp8
         # training computes in bf16 except the projections.
         compute = dtype if dtype in ("fp32", "bf16", "fp16") else "bf16"
@@ -61,7 +65,8 @@ class Roofline:
         return cls(peak, accel.bandwidth * eff.memory_peak, eff,
                    linear * (eff.fp8_matmul if dtype == "fp8" else 1.0),
                    half_size(eff, linear, gemm_bandwidth),
-                   half_size(eff, peak, gemm_bandwidth), cudnn_attention)  # fmt: skip
+                   half_size(eff, peak, gemm_bandwidth), cudnn_attention,
+                   CUDNN_SINK_ROW_S if cudnn_sinks else 0.0)  # fmt: skip
 
     def matmul_time(self, flops: float, m: float, n: float, k: float, peak: float = 0.0,
                     half: float = 0.0) -> float:  # fmt: skip
@@ -89,6 +94,10 @@ class Roofline:
                 if cost.label == "attention.flash":
                     peak *= self.eff.attention
                 compute = self.matmul_time(flops / ways, m, n, k, peak, half)
+            if self.sink_row_s and cost.sink_rows:
+                # Measured forward and backward; op_time is the forward the step multiplies
+                # by 1 + backward.
+                compute += float(cost.sink_rows) / ways * self.sink_row_s / (1 + cost.backward)
         else:
             compute = flops / ways / (self.peak * self.eff.matmul_peak)
         return max(compute, moved / ways / self.bandwidth)

@@ -51,7 +51,7 @@ over the dp/ep ranks holding the same experts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -229,7 +229,9 @@ class StepModel:
         self.ir, self.system, self.run, self.eff = ir, system, run, eff
         self.c = COMPUTE_BYTES[run.dtype]
         cudnn = run.attn == "flash" and run.attn_kernel == "cudnn"
-        self.roofline = Roofline.of(system.accelerator, run.dtype, eff, cudnn)
+        # Transformer Engine runs sinks in cuDNN's kernel whichever kernel times the rest.
+        sinks = run.attn == "flash" and (cudnn or self.engine.kernels == "transformer_engine")
+        self.roofline = Roofline.of(system.accelerator, run.dtype, eff, cudnn, sinks)
         self.bandwidth = self.roofline.bandwidth
         self.costs: PassCosts = pass_costs(ir, self.c, run.attn)
         self.d_model = ir.value(ir.root.d_model)
@@ -256,7 +258,8 @@ class StepModel:
         other.__dict__.update(self.__dict__)
         other.eff = eff
         other.roofline = Roofline.of(self.system.accelerator, self.run.dtype, eff,
-                                     self.roofline.cudnn_attention)  # fmt: skip
+                                     self.roofline.cudnn_attention,
+                                     bool(self.roofline.sink_row_s))  # fmt: skip
         return other
 
     # Costs as numbers.
@@ -273,6 +276,9 @@ class StepModel:
             shape = tuple(float(sp.sympify(x).xreplace(values)) for x in cost.shape or ())
             moved = float(sp.sympify(cost.bytes).xreplace(values)) / share
             flops = float(sp.sympify(cost.flops).xreplace(values)) / share
+            if cost.sink_rows:  # the rank's rows, evaluated for op_time
+                rows = float(sp.sympify(cost.sink_rows).xreplace(values)) / share
+                cost = replace(cost, sink_rows=rows)
             if cost.expert and ep > 1:
                 # Expert parallelism: a rank runs its own tokens' share of the routed work
                 # (as many FLOPs, routing balanced), but on its E/ep experts, each fed the
