@@ -95,6 +95,11 @@ def test_stored_profiles_are_the_fit_and_its_cross_validated_error() -> None:
     assert s["fitted_mean"] < 0.046 and s["held_out_mean"] < 0.057
     assert s["held_out_max"] < 0.27
     assert brackets and all(b.within for b in brackets)
+    # What `archspec plan --mode serve` quotes (serve_track_record.yaml) is this validation's.
+    from archspec.plan import track_record
+    from archspec.plan.serve_validation_table import track_record_rows
+
+    assert list(track_record.stored(track_record.SERVING)) == track_record_rows(rows)
 
 
 def test_profiles_never_beat_the_hardware() -> None:
