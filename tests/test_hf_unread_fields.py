@@ -22,7 +22,9 @@ def config(model_type: str, **extra) -> dict:
     return {"model_type": model_type, **FAMILY_CONFIGS[model_type], **extra}
 
 
-@pytest.mark.parametrize("model_type", ["llama", "qwen2", "gpt2", "bert", "t5", "olmoe"])
+@pytest.mark.parametrize(
+    "model_type", ["llama", "qwen2", "gpt2", "bert", "t5", "olmoe", "ernie4_5_moe"]
+)
 def test_a_field_nothing_reads_is_ignored_and_reported_once(model_type: str) -> None:
     imported = import_config(config(model_type, made_up_flag=[1, 2]))
     notes = [n for n in imported.notes if "made_up_flag" in n]

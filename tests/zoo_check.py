@@ -72,13 +72,19 @@ def real_total_equals_transformers(config: dict[str, Any]) -> tuple[int, int]:
     return ir.value(parameter_count(ir.root)), sum(p.numel() for p in model.parameters())
 
 
-def check_logits_and_tokens(cls: str, fields: dict[str, Any], tmp_path: Path) -> None:
+def check_logits_and_tokens(
+    cls: str, fields: dict[str, Any], tmp_path: Path, frozen: int = 0
+) -> None:
+    """`frozen`: the parameters transformers holds but does not train (ERNIE 4.5's router
+    corrections), which archspec keeps as buffers."""
     hf = tiny_model(cls, fields)
     hf.save_pretrained(tmp_path / "checkpoint")
     module, spec = generated(tmp_path / "checkpoint", tmp_path)
     model = load_weights(module.Model().eval(), tmp_path / "checkpoint")
     assert repr(model) == module_repr(build_ir(load_spec(spec)))
-    assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in hf.parameters())
+    trainable = sum(p.numel() for p in hf.parameters() if p.requires_grad)
+    assert sum(p.numel() for p in hf.parameters()) - trainable == frozen
+    assert sum(p.numel() for p in model.parameters()) == trainable
     ids, mask = batch(0)
     real = mask.bool()
     with torch.no_grad():

@@ -211,7 +211,9 @@ def _our_params(ir: IR, node: Node) -> list[tuple[str, Shape]]:
         params += [("bias", (v(node.out_features),))] if node.bias else []
         # a router's kind may own a float32 tensor per expert (buffers saved with the weights)
         owned = node.entry.buffers if isinstance(node, Router) else ()
-        return params + [(name, (v(node.out_features),)) for name in owned]
+        row = isinstance(node, Router) and node.entry.buffer_shape == "row"
+        shape = (1, v(node.out_features)) if row else (v(node.out_features),)
+        return params + [(name, shape) for name in owned]
     if isinstance(node, Norm):
         if not node.entry.affine:
             return []

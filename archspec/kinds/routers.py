@@ -12,6 +12,11 @@ divided by their sum plus 1e-20.
 `topk_softmax` (transformers' GptOssTopKRouter): the top_k of the raw logits, then a softmax
 over those k values in the logits' own dtype (not float32): the weights sum to 1 already, so
 no renormalisation applies, and every expert competes (no groups).
+`softmax_bias` (transformers' Ernie4_5_MoeTopKRouter): a float32 softmax over the experts; a
+per-expert `e_score_correction_bias` (kept as one row, (1, n_experts), as ERNIE 4.5 stores it)
+is added to the probabilities for choosing only, the weights being the unbiased probabilities
+of the chosen; renormalised weights are divided by their sum clamped to at least 1e-12
+(`moe_norm_min`); every expert competes (no groups).
 
 A kind owns the tensors of its router beyond the Linear's: `buffers`, named and stored as
 transformers names and stores them (float32, one per expert), which the generated router
@@ -85,6 +90,23 @@ def _sigmoid_kept(r: Routing) -> sp.Expr:
     return total
 
 
+def _softmax_bias_flops(r: Routing) -> sp.Expr:
+    n, e, k = r.tokens, r.n_experts, r.top_k
+    total = (SOFTMAX_FLOPS + 1) * n * e  # the probabilities, and the bias added to them
+    return total + (2 * n * k if r.normalize else 0)  # the sum (clamped), the division
+
+
+def _softmax_bias_kept(r: Routing) -> sp.Expr:
+    n, e, k = r.tokens, r.n_experts, r.top_k
+    # The float32 probabilities (softmax keeps its output, gather its input) and the top_k
+    # indices (gather's index); the biased probabilities only choose, feeding no weight.
+    total = n * e * FP32 + n * k * INT64
+    if r.normalize:
+        # the clamp keeps the sum, the division the weights and the clamped sum
+        total += n * k * FP32 + 2 * n * FP32
+    return total
+
+
 def _topk_softmax_flops(r: Routing) -> sp.Expr:
     return SOFTMAX_FLOPS * r.tokens * r.top_k  # the softmax over the k chosen logits
 
@@ -119,6 +141,9 @@ class RouterKind:
     routing_flops: Callable[[Routing], sp.Expr]
     # What autograd keeps of the routing for its backward, in bytes.
     kept_bytes: Callable[[Routing], sp.Expr]
+    # Each buffer's shape: "experts" one value per expert, (n_experts,) as DeepSeek-V3 keeps
+    # it; "row" the same as one row, (1, n_experts), as ERNIE 4.5 keeps it.
+    buffer_shape: Literal["experts", "row"] = "experts"
 
     def flops(self, r: Routing) -> sp.Expr:
         """Elementwise FLOPs from the logits to the weights, routed_scaling_factor's too."""
@@ -169,6 +194,21 @@ ROUTERS: dict[str, RouterKind] = {
             weights_dtype="compute",
             routing_flops=_topk_softmax_flops,
             kept_bytes=_topk_softmax_kept,
+        ),
+        RouterKind(
+            "softmax_bias",
+            "softmax + bias",
+            "float32 softmax; e_score_correction_bias added for choosing only (ERNIE 4.5)",
+            "no group: every expert competes",
+            module="RowBiasCorrectedRouter",
+            function="softmax_bias_route",
+            buffers=("e_score_correction_bias",),
+            settings=("top_k", "normalize", "scale"),
+            renormalises=True,
+            weights_dtype="stats",
+            routing_flops=_softmax_bias_flops,
+            kept_bytes=_softmax_bias_kept,
+            buffer_shape="row",
         ),
     )
 }

@@ -1,6 +1,7 @@
 """Routers beyond Mixtral's softmax (archspec.kinds.routers): DeepSeek-V3's sigmoid
-router with its bias correction, as transformers' DeepseekV3TopkRouter computes it, and
-gpt-oss's softmax over the top_k logits, as its GptOssTopKRouter does.
+router with its bias correction, as transformers' DeepseekV3TopkRouter computes it,
+gpt-oss's softmax over the top_k logits, as its GptOssTopKRouter does, and ERNIE 4.5's
+softmax with a bias correction, as its Ernie4_5_MoeTopKRouter does.
 """
 
 import torch
@@ -45,6 +46,38 @@ def sigmoid_route(
     weights = scores.gather(-1, chosen)
     if normalize:
         weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
+    if scale != 1.0:
+        weights = weights * scale
+    return weights, chosen
+
+
+class RowBiasCorrectedRouter(nn.Linear):
+    """The router's Linear and its e_score_correction_bias as one row, (1, experts), as
+    ERNIE 4.5 stores it: one float32 offset per expert, added to the probabilities when
+    choosing experts only. A buffer, saved with the weights: no gradient trains it."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True) -> None:
+        super().__init__(in_features, out_features, bias)
+        correction = torch.zeros(1, out_features, dtype=torch.float32)
+        self.register_buffer("e_score_correction_bias", correction)
+
+
+def softmax_bias_route(
+    logits: Tensor,
+    correction: Tensor,
+    top_k: int,
+    normalize: bool,
+    scale: float,
+) -> tuple[Tensor, Tensor]:
+    """(weights, chosen), each (tokens, top_k): float32 softmax probabilities, the top_k
+    experts by probability plus correction, weighted by their probabilities without it
+    (renormalised if normalize: divided by their sum clamped to at least 1e-12, ERNIE's
+    moe_norm_min; then times scale). Every expert competes."""
+    probs = logits.float().softmax(dim=-1)
+    chosen = (probs + correction).topk(top_k, dim=-1).indices
+    weights = probs.gather(-1, chosen)
+    if normalize:
+        weights = weights / weights.sum(dim=-1, keepdim=True).clamp(min=1e-12)
     if scale != 1.0:
         weights = weights * scale
     return weights, chosen

@@ -25,7 +25,7 @@ NormKind = Literal[
 ]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "squared_relu"]
 QKNormScope = Literal["head", "all"]
-Router = Literal["softmax", "sigmoid", "topk_softmax"]
+Router = Literal["softmax", "sigmoid", "topk_softmax", "softmax_bias"]
 EmbeddingProjection = Literal["after_norm", "around_stack"]
 
 
@@ -254,9 +254,11 @@ class MoESpec:
             "how the router's logits become weights: softmax (Mixtral, DeepSeek-V2; groups "
             "ranked by their best expert), sigmoid (DeepSeek-V3: sigmoid scores plus a "
             "per-expert e_score_correction_bias for choosing only, groups ranked by the sum of "
-            "their two best experts) or topk_softmax (gpt-oss: the top_k logits, then a softmax "
+            "their two best experts), topk_softmax (gpt-oss: the top_k logits, then a softmax "
             "over those k in the logits' dtype; they sum to 1, so moe.normalize does not apply; "
-            "no groups)"
+            "no groups) or softmax_bias (ERNIE 4.5: softmax probabilities plus a per-expert "
+            "e_score_correction_bias for choosing only, renormalised by their sum clamped to "
+            "at least 1e-12; no groups)"
         ),
     )
     dense_layers: int = field(
