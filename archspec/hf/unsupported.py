@@ -298,6 +298,214 @@ MISSING: dict[str, str] = {
         "MPNet adds a T5-style relative-position bias (relative_attention_num_buckets) on "
         "top of learned absolute positions; a spec has one position setting per stack"
     ),
+    "afmoe": (
+        "AFMoE gates its attention output by sigmoid(gate_proj(x)) before o_proj, in every "
+        "layer; archspec's attention has no output gate"
+    ),
+    "apertus1p5_text": (
+        "Apertus 1.5's text model is Apertus', whose MLP uses xIELU, an activation with "
+        "learned parameters (alpha_p, alpha_n) in every layer, and its head may cover fewer "
+        "tokens than its embeddings (output_vocab_size); archspec's activations have no "
+        "parameters"
+    ),
+    "axk1": (
+        "A.X-K1 normalises the output of each MoE block (post_mlp_layernorm) before the "
+        "residual add, but not its attention's or its dense MLPs'; archspec's sandwich norms "
+        "follow both sublayers of every layer"
+    ),
+    "axk2": (
+        "A.X-K2 attends to the keys a lightning indexer selects (index_topk, index_n_heads, "
+        "index_head_dim), gates its attention output by a sigmoid, and gates its norms by a "
+        "low-rank projection (gated_norm_rank); archspec's attention is full or a causal "
+        "window, without gates"
+    ),
+    "bailing_hybrid": (
+        "Bailing Hybrid interleaves Kimi delta-attention (linear) layers with latent "
+        "attention (layer_types, layer_group_size); archspec's blocks mix tokens by softmax "
+        "attention only"
+    ),
+    "beam": (
+        "Beam gates each head's attention output by sigmoid(gate_proj(x) + gate_bias), "
+        "scales the queries of its layers without RoPE by (1 + position / 2048) ** 0.1 and "
+        "weights every residual add by the layer's depth; archspec has none of these"
+    ),
+    "blt": (
+        "BLT reads bytes grouped into patches by an entropy model (patcher_config, "
+        "patching_mode), through local encoder and decoder stacks around a global "
+        "transformer; archspec's models embed one token per position"
+    ),
+    "cohere2_moe": (
+        "Cohere2-MoE averages the shared expert with the routed experts' sum "
+        "(shared_expert_combination_strategy 'average', the default), can weight experts by "
+        "sigmoid without a correction bias (expert_selection_fn) and rotates its dense "
+        "prefix layers' full attention though its other full layers have no positions "
+        "(prefix_dense_sliding_window_pattern); archspec adds a shared expert to the routed "
+        "sum and repeats one position pattern over all layers"
+    ),
+    "cpmant": (
+        "CPM-Ant prepends prompt_length learned prompt tokens (prompt_types, embedded past "
+        "the vocabulary) and biases its attention by segment pairs beside bucketed relative "
+        "positions (segment_types, position_bias_num_buckets); archspec has neither"
+    ),
+    "deepseek_v32": (
+        "DeepSeek-V3.2 attends to the keys a lightning indexer selects per query "
+        "(index_topk, index_n_heads, index_head_dim); archspec's attention is full or a "
+        "causal window"
+    ),
+    "deepseek_v4": (
+        "DeepSeek-V4 attends to compressed and indexer-selected keys (layer_types, "
+        "compress_rates, index_topk), mixes hc_mult residual streams by hyper-connections, "
+        "routes its first layers by a token-id hash (mlp_layer_types 'hash_moe') and scores "
+        "experts by sqrtsoftplus (scoring_func); archspec has one residual stream and full "
+        "or windowed attention"
+    ),
+    "dory": (
+        "Dory is a looped normalized transformer: it runs its middle layers "
+        "n_recurrent_loops times (n_input_layers, n_recurrent_layers, n_output_layers), "
+        "keeps its hidden states at unit norm and moves them toward each sublayer's output "
+        "at learned per-channel rates (ngpt_alpha_init) instead of adding it; archspec's "
+        "layers run once and add their outputs"
+    ),
+    "dots3_note_text": (
+        "dots3's text model attends to the keys a lightning indexer selects on its full "
+        "layers (index_topk, index_n_heads), gives its windowed layers their own head counts "
+        "and ranks (per_layer_config) and gates each head's output (g_proj); archspec's "
+        "layers share one attention"
+    ),
+    "flint": (
+        "Flint makes its first two layers, every fourth from layer 1 and its last layer full "
+        "attention without positions and the others windowed with RoPE (layer_types), a "
+        "pattern that does not repeat, and weights experts by sigmoid without a correction "
+        "bias; archspec's window and position patterns cycle over all the layers"
+    ),
+    "gemma3n_text": (
+        "Gemma 3n adds per-layer token embeddings (vocab_size_per_layer_input, "
+        "hidden_size_per_layer_input), predicts and corrects altup_num_inputs streams "
+        "(AltUp), adds a low-rank LAuReL branch (laurel_rank) and reuses earlier layers' "
+        "keys and values (num_kv_shared_layers); archspec has none of these"
+    ),
+    "gemma4_text": (
+        "Gemma 4 gives its full-attention layers their own head width (global_head_dim) and, "
+        "with attention_k_eq_v, key/value heads, normalises its values, adds "
+        "per-layer token embeddings (hidden_size_per_layer_input) and can reuse earlier "
+        "layers' keys and values (num_kv_shared_layers); archspec's layers share one head "
+        "layout"
+    ),
+    "gemma4_unified_assistant": (
+        "Gemma 4's assistant is a speculative-decoding drafter: it reads the main model's "
+        "hidden states (backbone_hidden_size) and attends to its keys and values "
+        "(shared_kv_states), so it cannot run alone"
+    ),
+    "gemma4_unified_text": (
+        "Gemma 4's unified text model gives its full-attention layers their own head width "
+        "(global_head_dim) and, with attention_k_eq_v, key/value heads, normalises its values "
+        "and can reuse earlier layers' keys and values (num_kv_shared_layers); archspec's "
+        "layers share one head layout"
+    ),
+    "glm_moe_dsa": (
+        "GLM-MoE-DSA attends to the keys a lightning indexer selects per query (index_topk, "
+        "index_n_heads), shared between layers (indexer_types); archspec's attention is "
+        "full or a causal window"
+    ),
+    "hrm_text": (
+        "HRM-Text runs a low-level and a high-level stack in nested cycles (H_cycles, "
+        "L_cycles, num_layers_per_stack), each stack's input the sum of both states, and "
+        "attends bidirectionally over the prompt (prefix_lm); archspec's stack runs its "
+        "layers once, in order"
+    ),
+    "hy_v4": (
+        "HY-V4 attends to the keys a lightning indexer selects (index_topk, indexer_types), "
+        "mixes hc_mult residual streams by hyper-connections, and adds sinks and a sigmoid "
+        "output gate to its latent attention; archspec has one residual stream and full or "
+        "windowed attention"
+    ),
+    "inkling_text": (
+        "Inkling passes its keys, values and sublayer outputs through short causal "
+        "convolutions (sconv_kernel_size), adds a relative-position bias from learned "
+        "relative states (d_rel, rel_extent) and gives its windowed layers their own head "
+        "counts (swa_num_attention_heads); archspec has none of these"
+    ),
+    "inkling2_text": (
+        "Inkling 2 passes its keys, values and sublayer outputs through short causal "
+        "convolutions, adds a relative-position bias from learned relative states (d_rel), "
+        "draws residuals from earlier blocks of layers (n_layers_per_attn_res_block) and "
+        "gives its windowed layers their own head counts; archspec has none of these"
+    ),
+    "inkling2_loop_text": (
+        "Inkling 2 Loop runs layers loop_layer_index_start to loop_layer_index_end "
+        "loop_num_passes times, on Inkling 2's blocks (short convolutions, relative states, "
+        "block residuals); archspec's layers run once and have none of these"
+    ),
+    "kolibri1": (
+        "Kolibri-1's router picks experts by the raw logits plus e_score_correction_bias and "
+        "weights them by the sigmoid of the picked logits; archspec's sigmoid router adds "
+        "the bias to the sigmoid scores, which ranks experts differently"
+    ),
+    "laguna": (
+        "Laguna gates its attention output by softplus(g_proj(x)), per head or per channel "
+        "(gating), and can give each layer its own number of query heads "
+        "(num_attention_heads_per_layer); archspec's attention has no output gate and one "
+        "head count"
+    ),
+    "lfm3": (
+        "LFM3 replaces attention in most layers with gated short convolutions (layer_types "
+        "'conv', conv_L_cache); archspec's blocks mix tokens by softmax attention only"
+    ),
+    "longcat_flash": (
+        "LongCat-Flash's layers run two attention and two MLP sublayers with an MoE on a "
+        "shortcut beside them, and routes tokens to identity experts as well as MLPs "
+        "(zero_expert_num); archspec's block has one attention and one MLP or MoE"
+    ),
+    "mimo_v2_flash": (
+        "MiMo-V2-Flash gives its windowed layers twice the key/value heads of its full "
+        "layers and attention sinks the full layers lack, and its values are narrower than "
+        "its queries and keys (v_head_dim) and scaled (attention_value_scale); archspec's "
+        "layers share one head layout and width"
+    ),
+    "minimax_m3_vl_text": (
+        "MiniMax-M3's text model attends to key blocks a lightning indexer selects "
+        "(sparse_attention_config: index_block_size, index_topk_blocks); archspec's "
+        "attention is full or a causal window"
+    ),
+    "moshi": (
+        "Moshi is a speech-text model: its decoder's input sums the text embedding with "
+        "num_codebooks audio-code embeddings from the Mimi codec (audio_encoder_config), and "
+        "a depth decoder predicts the audio codes (depth_decoder_config); MoshiForCausalLM "
+        "runs the text stream alone, not the model as trained"
+    ),
+    "nanochat": (
+        "NanoChat normalises each head's queries and keys after RoPE, and its RMSNorms have "
+        "no weight; archspec's qk_norm comes before RoPE, and its RMSNorm has a scale"
+    ),
+    "qwen3_5_text": (
+        "Qwen3.5 interleaves gated DeltaNet linear-attention layers with gated attention "
+        "(layer_types); archspec's blocks mix tokens by softmax attention only"
+    ),
+    "qwen3_5_moe_text": (
+        "Qwen3.5-MoE interleaves gated DeltaNet linear-attention layers with gated "
+        "attention (layer_types); archspec's blocks mix tokens by softmax attention only"
+    ),
+    "qwen4_exp_text": (
+        "Qwen4-Exp interleaves gated DeltaNet linear-attention layers with attention "
+        "(layer_types) and adds per-layer n-gram embeddings (ple_layer_ids, ngram_size); "
+        "archspec's blocks mix tokens by softmax attention only"
+    ),
+    "roc_bert": (
+        "RoCBERT embeds each character's pronunciation and shape beside the token "
+        "(pronunciation_vocab_size, shape_vocab_size, concat_input), inputs archspec's "
+        "models do not take"
+    ),
+    "trocr": (
+        "TrOCR is the text decoder of an image-to-text model: its layers cross-attend to an "
+        "image encoder's states (cross_attention_hidden_size) given by "
+        "VisionEncoderDecoderModel; alone it is not the model as trained"
+    ),
+    "zaya": (
+        "ZAYA mixes its queries and keys by causal convolutions and delays half its values "
+        "(compressed convolutional attention: cca_time0, cca_time1), routes through an MLP "
+        "router with a skip choice (router_hidden_size) and scales its residuals by learned "
+        "vectors; archspec has none of these"
+    ),
 }
 
 # Words in the names of transformers' task registries (MODEL_FOR_<TASK>_MAPPING_NAMES) that
