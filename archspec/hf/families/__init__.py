@@ -61,6 +61,7 @@ from archspec.hf.families import (
     marian,
     mbart,
     megatron_bert,
+    minimax_m2,
     ministral,
     mistral,
     mixtral,
@@ -188,6 +189,7 @@ _MODULES = (
     ctrl,
     hyperclovax,
     eurobert,
+    minimax_m2,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
