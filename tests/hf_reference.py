@@ -777,6 +777,12 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
               "topk_group": 2, "norm_topk_prob": True, "routed_scaling_factor": 2.5,
               "attention_bias": True, "sliding_window": 6, "max_window_layers": 1,
               "tie_word_embeddings": False},
+    # the released files' legacy rotary_dim (half of each head), untied
+    "minimax_m2": {"architectures": ["MiniMaxM2ForCausalLM"], **_SMALL, "hidden_size": 64,
+                   "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                   "head_dim": 16, "rotary_dim": 8, "intermediate_size": 24,
+                   "max_position_embeddings": 64, "num_local_experts": 8,
+                   "num_experts_per_tok": 2, "tie_word_embeddings": False},
     "mbart": {"architectures": ["MBartForConditionalGeneration"], **_SMALL, "d_model": 64,
               "encoder_layers": 2, "decoder_layers": 3, "encoder_attention_heads": 4,
               "decoder_attention_heads": 4, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128,

@@ -1,13 +1,14 @@
 """Config fields given as null where the config class keeps the None and its model reads it
 otherwise than the left-out default (a fuzz of every family's fields found them): the soft caps
 of Gemma 2 and VaultGemma (null: no cap, not 50 and 30), GraniteMoe's attention_multiplier
-(null: SDPA's 1/sqrt(head_dim), not 1), GLM's partial_rotary_factor (null: the whole head
-rotates, not half), T5's is_gated_act (null: the ungated MLP) and scale_decoder_outputs (null:
-no scaling), Qwen2's sliding_window beside use_sliding_window (null: no window). Each imported
-as the left-out default before, a silent other model; checked against transformers' own
-classes (the decoders' logits and greedy tokens on tiny random models are long tests). Beside
-them, values transformers keeps but cannot build with (a null rotary fraction in Phi and its
-kin, an empty token-type table), refused where they were read as something else."""
+(null: SDPA's 1/sqrt(head_dim), not 1), GLM's and MiniMax-M2's partial_rotary_factor
+(null: the whole head rotates, not half or rotary_dim), T5's is_gated_act (null: the ungated
+MLP) and scale_decoder_outputs (null: no scaling), Qwen2's sliding_window beside
+use_sliding_window (null: no window). Each imported as the left-out default before, a silent
+other model; checked against transformers' own classes (the decoders' logits and greedy
+tokens on tiny random models are long tests). Beside them, values transformers keeps but
+cannot build with (a null rotary fraction in Phi and its kin, an empty token-type table),
+refused where they were read as something else."""
 
 from __future__ import annotations
 
@@ -51,6 +52,9 @@ DECODERS = {
     "glm-rotary": ("GlmForCausalLM", fields("glm", partial_rotary_factor=None, pad_token_id=0)),
     "glm4-rotary": ("Glm4ForCausalLM", fields("glm4", partial_rotary_factor=None, pad_token_id=0)),
     "glm4_moe-rotary": ("Glm4MoeForCausalLM", fields("glm4_moe", partial_rotary_factor=None)),
+    # MiniMaxM2Config derives the factor from rotary_dim by setdefault: a null one outranks it
+    "minimax_m2-rotary": ("MiniMaxM2ForCausalLM", fields(
+        "minimax_m2", partial_rotary_factor=None, pad_token_id=0)),
 }  # fmt: skip
 
 
@@ -61,7 +65,7 @@ def test_each_null_imports_as_the_model_reads_it() -> None:
     assert vault.head.softcap is None and vault.attention.softcap is None
     for case in ("granitemoe-multiplier", "granitemoeshared-multiplier"):
         assert imported(*DECODERS[case]).attention.scale is None, case
-    for case in ("glm-rotary", "glm4-rotary", "glm4_moe-rotary"):
+    for case in ("glm-rotary", "glm4-rotary", "glm4_moe-rotary", "minimax_m2-rotary"):
         assert imported(*DECODERS[case]).position.rotary_dim is None, case  # the whole head
     t5 = {"model_type": "t5", "feed_forward_proj": "gated-gelu", "is_gated_act": None}
     assert not imported("T5ForConditionalGeneration", t5).mlp.gated

@@ -62,6 +62,7 @@ from archspec.hf.families import (
     marian,
     mbart,
     megatron_bert,
+    minimax_m2,
     ministral,
     mistral,
     mixtral,
@@ -190,6 +191,7 @@ _MODULES = (
     ctrl,
     hyperclovax,
     eurobert,
+    minimax_m2,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
