@@ -24,6 +24,7 @@ from archspec.hf.families import (
     ctrl,
     cwm,
     data2vec_text,
+    dbrx,
     deepseek_v2,
     deepseek_v3,
     distilbert,
@@ -188,6 +189,7 @@ _MODULES = (
     ctrl,
     hyperclovax,
     eurobert,
+    dbrx,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
