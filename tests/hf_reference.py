@@ -920,6 +920,13 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
                  "intermediate_size": 96, "max_position_embeddings": 32, "mlp_bias": True,
                  "bos_token_id": 1, "eos_token_id": 2},
+    "dbrx": {"architectures": ["DbrxForCausalLM"], **_SMALL, "d_model": 64, "n_heads": 4,
+             "n_layers": 2, "max_seq_len": 32,
+             "attn_config": {"kv_n_heads": 2, "clip_qkv": 8.0, "attn_pdrop": 0.0,
+                             "rope_theta": 10000.0},
+             "ffn_config": {"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2,
+                            "moe_normalize_expert_weights": 1.0,
+                            "ffn_act_fn": {"name": "silu"}}},
 }
 # fmt: on
 

@@ -88,6 +88,9 @@ class Target:
     # experts: each expert's matrix stored (in, out), as x @ W multiplies it (gpt-oss), not
     # nn.Linear's (out, in)
     transposed: bool = False
+    # experts: the experts' matrices one after another in one 2-D tensor, (experts * rows,
+    # cols) (DBRX's w1, v1, w2), not stacked along a first dimension of their own
+    flat: bool = False
     note: str = ""  # shown by `count --names hf`
 
 

@@ -3,8 +3,8 @@
 For every tensor of a spec in its transformers class, a `TensorRule` names the transformers
 tensor, the tensor(s) of ours it holds and the operation between them (a rename, GPT-2's Conv1D
 transpose, a fused query/key/value projection, BLOOM's per-head and Falcon's per-group
-interleaving, Mixtral's stacked experts, a tied copy), plus the buffers some checkpoints carry,
-with a check of their values.
+interleaving, Mixtral's stacked experts or DBRX's concatenated ones, a tied copy), plus the
+buffers some checkpoints carry, with a check of their values.
 The names come from `names.py`; `weights.py` applies the rules. This module needs torch, so
 only weight conversion imports it.
 """
@@ -118,6 +118,7 @@ class TensorRule:
     group: int = 1  # experts: tensors of ours per expert
     interleaved: bool = False  # experts: a fused expert's parts alternate channel by channel
     transposed: bool = False  # experts: each expert's matrix stored (in, out)
+    flat: bool = False  # experts: concatenated along rows in one 2-D tensor, not stacked
     optional: bool = False
     check: Callable[[torch.Tensor], str | None] | None = None
     buffer_shape: Shape | None = None  # a buffer transformers' own state dict holds (zeros)
@@ -141,7 +142,7 @@ class TensorRule:
             chunks = [fuse(tensors[e : e + g]) for e in range(0, len(tensors), g)]
             if self.transposed and chunks[0].dim() == 2:  # a bias has nothing to transpose
                 chunks = [c.t() for c in chunks]
-            return torch.stack(chunks, 0)
+            return torch.cat(chunks, 0) if self.flat else torch.stack(chunks, 0)
         raise ValueError(k)
 
     @staticmethod
@@ -166,6 +167,8 @@ class TensorRule:
         if k == "experts":
             g = self.group
             sizes = [s[0] for s in self.shapes[:g]]
+            if self.flat:
+                t = t.unflatten(0, (len(self.shapes) // g, -1))
             experts = t.unbind(0)
             if self.transposed and t.dim() == 3:
                 experts = [e.t() for e in experts]
@@ -195,7 +198,8 @@ class TensorRule:
             chunk = (sum(s[0] for s in self.shapes[: self.group]), *first[1:])
             if self.transposed and len(chunk) == 2:
                 chunk = chunk[::-1]
-            return (len(self.shapes) // self.group, *chunk)
+            n = len(self.shapes) // self.group
+            return (n * chunk[0], *chunk[1:]) if self.flat else (n, *chunk)
         raise ValueError(k)
 
 
@@ -230,6 +234,7 @@ class _Group:
     groups: int = 0  # heads: the target's own group count, else the key/value heads
     interleaved: bool = False  # experts: the Target's layout
     transposed: bool = False
+    flat: bool = False
     members: list[tuple[int, str, Shape]] = field(default_factory=list)
 
 
@@ -256,7 +261,7 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
             else:
                 kind, part = t.kind, t.part
             if hf not in groups:
-                groups[hf] = _Group(kind, t.parts, t.groups, t.interleaved, t.transposed)
+                groups[hf] = _Group(kind, t.parts, t.groups, t.interleaved, t.transposed, t.flat)
                 order.append(hf)
             groups[hf].members.append((part, ours, shape))
             for alias in t.aliases:
@@ -294,6 +299,7 @@ def tensor_rules(n: Naming, ir: IR) -> list[TensorRule]:
                 group=g.parts if g.kind == "experts" else 1,
                 interleaved=g.interleaved,
                 transposed=g.transposed,
+                flat=g.flat,
             )
         )
     known = {r.hf for r in rules}

@@ -24,6 +24,7 @@ from archspec.hf.families import (
     ctrl,
     cwm,
     data2vec_text,
+    dbrx,
     deepseek_v2,
     deepseek_v3,
     distilbert,
@@ -192,6 +193,7 @@ _MODULES = (
     hyperclovax,
     eurobert,
     minimax_m2,
+    dbrx,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
