@@ -119,3 +119,64 @@ def test_tied_embeddings_are_refused_as_dbrx_config_refuses_them() -> None:
     with pytest.raises(SpecError) as err:
         import_config({**DBRX_INSTRUCT, **ROPE_500K, "tie_word_embeddings": True})
     assert err.value.path == "tie_word_embeddings"
+
+
+# --- The router, as DbrxFFN routes -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("normalize", [1.0, None])
+def test_the_router_equals_dbrx_bit_for_bit(dtype: str, normalize: float | None) -> None:
+    """softmax_in_dtype against transformers' DbrxFFN.route_tokens_to_experts on the same
+    logits: in bf16 too, where a float32 softmax would round otherwise."""
+    import torch
+    import transformers
+
+    from archspec.runtime.routing import softmax_in_dtype_route
+
+    config = transformers.DbrxConfig(
+        d_model=32, n_heads=2, n_layers=1,
+        ffn_config={"ffn_hidden_size": 16, "moe_num_experts": 8, "moe_top_k": 3,
+                    "moe_normalize_expert_weights": normalize},
+        attn_config={"kv_n_heads": 2, "rope_theta": 10000.0},
+    )  # fmt: skip
+    ffn = transformers.models.dbrx.modeling_dbrx.DbrxFFN(config)
+    logits = (torch.randn(64, 8, generator=torch.Generator().manual_seed(0)) * 3).to(
+        getattr(torch, dtype)
+    )
+    theirs, their_experts = ffn.route_tokens_to_experts(logits)
+    ours, our_experts = softmax_in_dtype_route(logits, 3, normalize is not None, 1.0)
+    assert ours.dtype == theirs.dtype == logits.dtype
+    assert torch.equal(our_experts, their_experts)
+    assert torch.equal(ours, theirs)
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_the_routing_keeps_for_backward_what_its_kind_says(normalize: bool) -> None:
+    """The storages autograd still holds once the routing has returned (saved_tensors_hooks),
+    against the kind's count, in bf16 (the logits' dtype is what it keeps)."""
+    import weakref
+
+    import torch
+
+    from archspec import kinds
+    from archspec.kinds.routers import Routing
+    from archspec.runtime.routing import softmax_in_dtype_route
+
+    n, e, k = 12, 8, 3
+    logits = torch.randn(n, e, dtype=torch.bfloat16, requires_grad=True)
+    saved: list[weakref.ref] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved.append(weakref.ref(t))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        weights, chosen = softmax_in_dtype_route(logits, k, normalize, 1.0)
+    del chosen
+    alive = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+             for t in (ref() for ref in saved) if t is not None}  # fmt: skip
+    routing = Routing(n, e, k, normalize, 1.0, 1, 1, compute=2)
+    assert sum(alive.values()) == kinds.router("softmax_in_dtype").kept_bytes(routing)
+    weights.float().sum().backward()
+    assert logits.grad is not None

@@ -175,7 +175,9 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
                             "top_k": st.integers(1, n),
                             "router_bias": st.booleans(),
                             "routed_scale": st.sampled_from([1.0, 2.5]),
-                            "router": st.sampled_from(["softmax", "topk_softmax"]),
+                            "router": st.sampled_from(
+                                ["softmax", "topk_softmax", "softmax_in_dtype"]
+                            ),
                             "expert_bias": st.booleans(),
                         },
                     ).filter(lambda m: m.get("top_k", 2) <= m.get("n_experts", 8))

@@ -17,6 +17,10 @@ per-expert `e_score_correction_bias` (kept as one row, (1, n_experts), as ERNIE 
 is added to the probabilities for choosing only, the weights being the unbiased probabilities
 of the chosen; renormalised weights are divided by their sum clamped to at least 1e-12
 (`moe_norm_min`); every expert competes (no groups).
+`softmax_in_dtype` (transformers' DbrxFFN.route_tokens_to_experts): Mixtral's softmax over
+all the experts and its top_k, but in the logits' own dtype (not float32), renormalised by
+the chosen weights' 1-norm (`torch.norm(..., p=1)`, DBRX's moe_normalize_expert_weights 1) in
+that dtype; every expert competes (no groups). In float32 it is the softmax router.
 
 A kind owns the tensors of its router beyond the Linear's: `buffers`, named and stored as
 transformers names and stores them (float32, one per expert), which the generated router
@@ -104,6 +108,25 @@ def _softmax_bias_kept(r: Routing) -> sp.Expr:
     if r.normalize:
         # the clamp keeps the sum, the division the weights and the clamped sum
         total += n * k * FP32 + 2 * n * FP32
+    return total
+
+
+def _softmax_in_dtype_flops(r: Routing) -> sp.Expr:
+    n, e, k = r.tokens, r.n_experts, r.top_k
+    # the softmax over the experts; renormalised, the 1-norm (an abs and a sum per weight)
+    # and the division
+    return SOFTMAX_FLOPS * n * e + (3 * n * k if r.normalize else 0)
+
+
+def _softmax_in_dtype_kept(r: Routing) -> sp.Expr:
+    n, e, k = r.tokens, r.n_experts, r.top_k
+    # In the logits' dtype: the probabilities (softmax keeps its output) and the top_k
+    # indices (topk's backward scatters by them).
+    total = n * e * r.compute + n * k * INT64
+    if r.normalize:
+        # the 1-norm keeps its input and its result, the division both operands (the same
+        # chosen weights and norm)
+        total += n * k * r.compute + n * r.compute
     return total
 
 
@@ -209,6 +232,21 @@ ROUTERS: dict[str, RouterKind] = {
             routing_flops=_softmax_bias_flops,
             kept_bytes=_softmax_bias_kept,
             buffer_shape="row",
+        ),
+        RouterKind(
+            "softmax_in_dtype",
+            "softmax (logits' dtype)",
+            "softmax over the experts in the logits' dtype, the top_k renormalised by their "
+            "1-norm (DBRX)",
+            "no group: every expert competes",
+            module=None,
+            function="softmax_in_dtype_route",
+            buffers=(),
+            settings=("top_k", "normalize", "scale"),
+            renormalises=True,
+            weights_dtype="compute",
+            routing_flops=_softmax_in_dtype_flops,
+            kept_bytes=_softmax_in_dtype_kept,
         ),
     )
 }

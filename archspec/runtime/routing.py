@@ -1,7 +1,8 @@
 """Routers beyond Mixtral's softmax (archspec.kinds.routers): DeepSeek-V3's sigmoid
 router with its bias correction, as transformers' DeepseekV3TopkRouter computes it,
-gpt-oss's softmax over the top_k logits, as its GptOssTopKRouter does, and ERNIE 4.5's
-softmax with a bias correction, as its Ernie4_5_MoeTopKRouter does.
+gpt-oss's softmax over the top_k logits, as its GptOssTopKRouter does, ERNIE 4.5's
+softmax with a bias correction, as its Ernie4_5_MoeTopKRouter does, and DBRX's softmax
+in the logits' dtype, as its DbrxFFN does.
 """
 
 import torch
@@ -78,6 +79,24 @@ def softmax_bias_route(
     weights = probs.gather(-1, chosen)
     if normalize:
         weights = weights / weights.sum(dim=-1, keepdim=True).clamp(min=1e-12)
+    if scale != 1.0:
+        weights = weights * scale
+    return weights, chosen
+
+
+def softmax_in_dtype_route(
+    logits: Tensor,
+    top_k: int,
+    normalize: bool,
+    scale: float,
+) -> tuple[Tensor, Tensor]:
+    """(weights, chosen), each (tokens, top_k): a softmax over every expert in the
+    logits' dtype (DBRX's, not float32: in bf16 the weights are bf16), the top_k kept
+    and, if normalize, divided by their 1-norm as DBRX divides them (torch.norm with
+    p=1), then times scale."""
+    weights, chosen = logits.softmax(dim=-1).topk(top_k, dim=-1)
+    if normalize:
+        weights = weights / torch.norm(weights, p=1, dim=-1, keepdim=True)
     if scale != 1.0:
         weights = weights * scale
     return weights, chosen

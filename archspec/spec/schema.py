@@ -25,7 +25,7 @@ NormKind = Literal[
 ]
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "squared_relu"]
 QKNormScope = Literal["head", "all"]
-Router = Literal["softmax", "sigmoid", "topk_softmax", "softmax_bias"]
+Router = Literal["softmax", "sigmoid", "topk_softmax", "softmax_bias", "softmax_in_dtype"]
 EmbeddingProjection = Literal["after_norm", "around_stack"]
 
 
@@ -258,7 +258,8 @@ class MoESpec:
             "over those k in the logits' dtype; they sum to 1, so moe.normalize does not apply; "
             "no groups) or softmax_bias (ERNIE 4.5: softmax probabilities plus a per-expert "
             "e_score_correction_bias for choosing only, renormalised by their sum clamped to "
-            "at least 1e-12; no groups)"
+            "at least 1e-12; no groups) or softmax_in_dtype (DBRX: softmax's, in the logits' "
+            "dtype rather than float32, renormalised by the chosen weights' 1-norm; no groups)"
         ),
     )
     dense_layers: int = field(

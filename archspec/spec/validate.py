@@ -319,7 +319,7 @@ def _check_gpt_oss_moe(spec: Spec, v: _Validator) -> None:
     """gpt-oss's router and its experts' clamped SwiGLU: what they are defined for."""
     m = spec.moe
     assert m is not None
-    if m.router in ("topk_softmax", "softmax_bias") and m.groups > 1:
+    if m.router in ("topk_softmax", "softmax_bias", "softmax_in_dtype") and m.groups > 1:
         raise v.error_between(
             [("moe", "groups"), ("moe", "router")],
             f"the {m.router} router chooses among all experts: moe.groups ({m.groups}) "

@@ -17,9 +17,8 @@ transformers 4.x computed it.
 
 The experts of a layer are three 2-D tensors, each expert's rows after the last
 (`ffn.experts.mlp.w1` the gates, `v1` the ups, `w2` the downs stored (in, out)), in files and
-in memory alike. transformers computes the router's softmax in the logits' dtype where
-archspec's softmax router computes it in float32: the same in float32, not bit for bit in
-bf16.
+in memory alike. The router computes its softmax and the 1-norm in the logits' dtype, not in
+float32 as Mixtral's does: `moe.router: softmax_in_dtype`.
 """
 
 from __future__ import annotations
@@ -154,6 +153,7 @@ def import_dbrx(f: Fields, cls: HFClass) -> dict[str, Any]:
         "moe": {
             "n_experts": ffn.int("moe_num_experts", 4),
             "top_k": ffn.int("moe_top_k", 1),
+            "router": "softmax_in_dtype",
             "router_bias": False,
             "normalize": _normalize(ffn),
         },
@@ -171,10 +171,12 @@ def import_dbrx(f: Fields, cls: HFClass) -> dict[str, Any]:
 
 def export_dbrx(spec: Spec) -> dict[str, Any]:
     moe = spec.moe
-    if moe is None or moe.shared_d_ff or moe.dense_layers or (moe.d_ff or spec.d_ff) != spec.d_ff:
+    if (moe is None or moe.shared_d_ff or moe.dense_layers or moe.router != "softmax_in_dtype"
+            or (moe.d_ff or spec.d_ff) != spec.d_ff):  # fmt: skip
         raise SpecError(
             "DbrxForCausalLM has, in every layer, experts of width ffn_hidden_size and no "
-            "shared expert"
+            "shared expert, routed by a softmax in the logits' dtype: the spec needs "
+            "moe.router: softmax_in_dtype"
         )
     return {
         "d_model": spec.d_model,
