@@ -43,6 +43,7 @@ from archspec.hf.families import (
     glm,
     glm4,
     glm4_moe,
+    glm4_moe_lite,
     gpt2,
     gpt_bigcode,
     gpt_neo,
@@ -190,6 +191,7 @@ _MODULES = (
     ctrl,
     hyperclovax,
     eurobert,
+    glm4_moe_lite,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
