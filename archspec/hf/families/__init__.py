@@ -44,6 +44,7 @@ from archspec.hf.families import (
     glm,
     glm4,
     glm4_moe,
+    glm4_moe_lite,
     gpt2,
     gpt_bigcode,
     gpt_neo,
@@ -194,6 +195,7 @@ _MODULES = (
     eurobert,
     minimax_m2,
     dbrx,
+    glm4_moe_lite,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

@@ -61,8 +61,11 @@ def _count(f: Fields, key: str, default: int | None, *aliases: str) -> int:
     return f.int(key, default, *aliases)
 
 
-def read_sigmoid_moe(f: Fields, n_layers: int, d: ExpertDefaults) -> dict[str, Any] | None:
-    """The spec's `moe` section, or None when every layer is dense."""
+def read_sigmoid_moe(
+    f: Fields, n_layers: int, d: ExpertDefaults, dense: int | None = None
+) -> dict[str, Any] | None:
+    """The spec's `moe` section, or None when every layer is dense. `dense`: the number of
+    first dense layers where a family says it otherwise than by first_k_dense_replace."""
     reader = (
         f"transformers' {f.model_type} model classes (they build no multi-token-prediction "
         "layer, and leave its tensors unloaded)"
@@ -70,7 +73,8 @@ def read_sigmoid_moe(f: Fields, n_layers: int, d: ExpertDefaults) -> dict[str, A
     f.ignored("num_nextn_predict_layers", reader)
     f.ignored("num_mtp_layers", reader)
     f.harmless("output_router_logits")  # a training loss only
-    dense = f.int("first_k_dense_replace", d.dense)
+    if dense is None:
+        dense = f.int("first_k_dense_replace", d.dense)
     if dense < 0:
         raise f.error("first_k_dense_replace", f"expected at least 0, got {dense}")
     experts = _count(f, "n_routed_experts", d.experts, "num_local_experts")

@@ -107,6 +107,11 @@ class DecoderDefaults:
     d_ff: int
     vocab: int
     positions: int
+    # the latent's sizes and the norms' eps (GLM-4-MoE-Lite's differ from DeepSeek's)
+    q_rank: int | None = 1536
+    nope_dim: int = 128
+    v_dim: int = 128
+    eps: float = 1e-6
 
 
 V2_DEFAULTS = DecoderDefaults(4096, 32, 32, 11008, 102400, 2048)  # DeepseekV2Config's
@@ -130,15 +135,15 @@ def latent_decoder(f: Fields, cls: HFClass, interleaved: bool,
     f.harmless("pretraining_tp")  # a different order of the same sums
     f.expect("attention_bias", False, False, "biases on the latent projections")
     n_layers = f.int("num_hidden_layers", defaults.layers)
-    eps = f.float("rms_norm_eps", 1e-6)
+    eps = f.float("rms_norm_eps", defaults.eps)
     position = _rope(f, 10000.0) | {"interleaved": interleaved}
     rope = f.get("rope_parameters") or f.get("rope_scaling") or {}
     latent: dict[str, Any] = {
         "kv_rank": f.int("kv_lora_rank", 512),
-        "q_rank": f.size("q_lora_rank", 1536) if "q_lora_rank" in f.data else 1536,
+        "q_rank": f.size("q_lora_rank", None) if "q_lora_rank" in f.data else defaults.q_rank,
         "rope_dim": f.int("qk_rope_head_dim", 64),
-        "nope_dim": f.int("qk_nope_head_dim", 128),
-        "v_dim": f.int("v_head_dim", 128),
+        "nope_dim": f.int("qk_nope_head_dim", defaults.nope_dim),
+        "v_dim": f.int("v_head_dim", defaults.v_dim),
     }
     qk = latent["nope_dim"] + latent["rope_dim"]
     f.expect("qk_head_dim", qk, qk, "the config class derives it: qk_nope + qk_rope_head_dim")
