@@ -88,9 +88,11 @@ class NormKind:
         """The parameters of one module over `dim` channels: 2·dim, dim or none."""
         return dim * ((2 if bias else 1) if self.affine else 0)
 
-    def constructor_args(self, dim: str, bias: bool) -> list[str]:
-        """Arguments of `nn.<torch_class>(...)` beyond PyTorch's defaults."""
-        args = [dim, "eps=config.norm_eps"]
+    def constructor_args(self, dim: str, bias: bool, eps: float | None = None) -> list[str]:
+        """Arguments of `nn.<torch_class>(...)` beyond PyTorch's defaults. `eps`: a norm whose
+        epsilon is not the Config's `norm_eps` (DeepSeek's latent norms keep 1e-6 whatever
+        `rms_norm_eps` says) states its own."""
+        args = [dim, "eps=config.norm_eps" if eps is None else f"eps={eps!r}"]
         if not self.affine:
             args.append("elementwise_affine=False")
         elif self.allows_bias and not bias:

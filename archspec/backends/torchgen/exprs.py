@@ -46,8 +46,12 @@ def dim_symbol(name: str) -> sp.Symbol:
 class ExprPrinter:
     """Prints size expressions of one IR as Python code reading attributes of `owner`."""
 
-    def __init__(self, ir: IR, owner: str = "config", derive_head_dim: bool = True) -> None:
+    def __init__(self, ir: IR, owner: str = "config", derive_head_dim: bool = True,
+                 norm_eps: float | None = None) -> None:  # fmt: skip
         self.owner = owner
+        # The epsilon the Config holds for the norms (`config.norm_eps`); a norm with another
+        # gets a literal of its own (leaves.py).
+        self.norm_eps = norm_eps
         names = {symbol.name for symbol in ir.env}
         # The spec gave no head_dim: the generated Config derives it from d_model and n_heads.
         self.derived_head_dim = "head_dim" not in names

@@ -25,7 +25,8 @@ def _args(node: Node, size: ExprPrinter, constants: dict[int, str] | None) -> tu
         return cls or "nn.Linear", [size(node.in_features), size(node.out_features), *bias]
     if isinstance(node, Norm):
         entry = node.entry
-        return entry.constructor, entry.constructor_args(size(node.dim), node.bias)
+        own = None if node.eps == size.norm_eps else node.eps
+        return entry.constructor, entry.constructor_args(size(node.dim), node.bias, own)
     if isinstance(node, Sinks):  # a parameter of the attention itself, one logit per head
         return "nn.Parameter", [f"torch.zeros({size(node.heads)})"]
     raise TypeError(f"not a leaf: {type(node).__name__}")

@@ -116,7 +116,7 @@ def generate_source(ir: IR, command: str | Sequence[str] | None = None) -> str:
     """
     f = Features(ir)
     f.check()
-    size = ExprPrinter(ir)
+    size = ExprPrinter(ir, norm_eps=f.norm_eps)
     classes = [
         config_class(f, size.derived_head_dim),
         *helpers(f),
