@@ -62,6 +62,7 @@ from archspec.hf.families import (
     marian,
     mbart,
     megatron_bert,
+    minicpm3,
     minimax_m2,
     ministral,
     mistral,
@@ -192,6 +193,7 @@ _MODULES = (
     hyperclovax,
     eurobert,
     minimax_m2,
+    minicpm3,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
