@@ -598,8 +598,6 @@ def _check_longrope(spec: Spec, s: LongRopeScaling, v: _Validator, rotated: int)
                 f"{name} has {len(factors)} numbers; longrope needs one per rotated channel "
                 f"pair: {rotated // 2} (rotated channels {rotated} / 2)",
             )
-    if spec.attention.latent is not None:
-        raise v.error(where, "longrope scaling with latent attention is not supported")
 
 
 def _check_latent(spec: Spec, v: _Validator) -> None:

@@ -64,6 +64,7 @@ from archspec.hf.families import (
     marian,
     mbart,
     megatron_bert,
+    minicpm3,
     minimax_m2,
     ministral,
     mistral,
@@ -196,6 +197,7 @@ _MODULES = (
     minimax_m2,
     dbrx,
     glm4_moe_lite,
+    minicpm3,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

@@ -107,11 +107,13 @@ class DecoderDefaults:
     d_ff: int
     vocab: int
     positions: int
-    # the latent's sizes and the norms' eps (GLM-4-MoE-Lite's differ from DeepSeek's)
-    q_rank: int | None = 1536
-    nope_dim: int = 128
-    v_dim: int = 128
+    # kv_lora_rank, q_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim (None:
+    # hidden_size // num_attention_heads, as MiniCPM3Config derives it)
+    latent: tuple[int, int, int, int, int | None] = (512, 1536, 64, 128, 128)
     eps: float = 1e-6
+    tied: bool = False
+    longrope: bool = False  # LongRoPE scaling read (its factor needs max_position_embeddings)
+    kv_heads: int | None = None  # None: the head count
 
 
 V2_DEFAULTS = DecoderDefaults(4096, 32, 32, 11008, 102400, 2048)  # DeepseekV2Config's
@@ -124,7 +126,7 @@ def latent_decoder(f: Fields, cls: HFClass, interleaved: bool,
     latent attention rotated by RoPE (on `interleaved` channel pairs), dense MLPs."""
     d = f.int("hidden_size", defaults.hidden)
     heads = f.count("num_attention_heads", defaults.heads)
-    kv = f.size("num_key_value_heads", heads)
+    kv = f.size("num_key_value_heads", defaults.kv_heads or heads)
     if kv != heads:
         raise f.error(
             "num_key_value_heads",
@@ -136,14 +138,22 @@ def latent_decoder(f: Fields, cls: HFClass, interleaved: bool,
     f.expect("attention_bias", False, False, "biases on the latent projections")
     n_layers = f.int("num_hidden_layers", defaults.layers)
     eps = f.float("rms_norm_eps", defaults.eps)
-    position = _rope(f, 10000.0) | {"interleaved": interleaved}
+    positions = f.int("max_position_embeddings", defaults.positions)
+    longrope = positions if defaults.longrope else None
+    position = _rope(f, 10000.0, longrope) | {"interleaved": interleaved}
     rope = f.get("rope_parameters") or f.get("rope_scaling") or {}
+    kv_rank, q_rank, rope_dim, nope_dim, v_dim = defaults.latent
+    if v_dim is None and f.get("v_head_dim") is None:
+        f.harmless("v_head_dim")
+        v_dim = d // heads
+    else:
+        v_dim = f.int("v_head_dim", v_dim)
     latent: dict[str, Any] = {
-        "kv_rank": f.int("kv_lora_rank", 512),
-        "q_rank": f.size("q_lora_rank", None) if "q_lora_rank" in f.data else defaults.q_rank,
-        "rope_dim": f.int("qk_rope_head_dim", 64),
-        "nope_dim": f.int("qk_nope_head_dim", defaults.nope_dim),
-        "v_dim": f.int("v_head_dim", defaults.v_dim),
+        "kv_rank": f.int("kv_lora_rank", kv_rank),
+        "q_rank": f.size("q_lora_rank", q_rank) if "q_lora_rank" in f.data else q_rank,
+        "rope_dim": f.int("qk_rope_head_dim", rope_dim),
+        "nope_dim": f.int("qk_nope_head_dim", nope_dim),
+        "v_dim": v_dim,
     }
     qk = latent["nope_dim"] + latent["rope_dim"]
     f.expect("qk_head_dim", qk, qk, "the config class derives it: qk_nope + qk_rope_head_dim")
@@ -159,7 +169,7 @@ def latent_decoder(f: Fields, cls: HFClass, interleaved: bool,
         "n_heads": heads,
         "d_ff": f.int("intermediate_size", defaults.d_ff),
         "vocab_size": f.int("vocab_size", defaults.vocab),
-        "max_seq_len": f.int("max_position_embeddings", defaults.positions),
+        "max_seq_len": positions,
         "layout": "decoder",
         "residual": "pre",
         "final_norm": True,
@@ -168,7 +178,7 @@ def latent_decoder(f: Fields, cls: HFClass, interleaved: bool,
         "embedding": {"token_types": 0, "norm": False, "scale": False},
         "attention": {"bias": False, "scale_scores": True, "latent": latent},
         "mlp": {"gated": True, "activation": f.activation("hidden_act", "silu"), "bias": False},
-        "head": {**read_head(f, cls, False), "bias": False},
+        "head": {**read_head(f, cls, defaults.tied), "bias": False},
         "dropout": read_dropout(f, dropouts.LLAMA),
     }
 

@@ -27,7 +27,7 @@ from archspec.spec.schema import Spec
 # Glm4MoeLiteConfig's defaults (GLM-4.7-Flash's sizes).
 DECODER = DecoderDefaults(
     hidden=2048, heads=20, layers=47, d_ff=10240, vocab=154880, positions=202752,
-    q_rank=768, nope_dim=192, v_dim=256, eps=1e-5,
+    latent=(512, 768, 64, 192, 256), eps=1e-5,
 )  # fmt: skip
 EXPERTS = ExpertDefaults(
     dense=1,  # unread: mlp_layer_types says which layers are dense
