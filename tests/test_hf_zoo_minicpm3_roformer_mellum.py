@@ -38,15 +38,16 @@ REAL = {"minicpm3": MINICPM3_4B}
 _LATENT = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
                intermediate_size=96, max_position_embeddings=64, pad_token_id=0,
                kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=8, qk_nope_head_dim=16,
-               # the latents' norms keep 1e-6: the code generator has one norm epsilon, so
-               # the tiny models share it (MiniCPM3-4B's 1e-5 counts, but does not build)
-               rms_norm_eps=1e-6)
+               # MiniCPM3-4B's, beside the latents' norms' 1e-6
+               rms_norm_eps=1e-5)
 # name: (transformers class, config fields of a tiny model)
 TINY: dict[str, tuple[str, dict[str, Any]]] = {
-    # MiniCPM3-4B's scalings (dim_model_base 16 divides by 4), an untied head
+    # MiniCPM3-4B's scalings (hidden 60 over dim_model_base 6 divides by 10, as 2560 over
+    # 256 does: not a power of two, so the head's input must be divided where transformers
+    # divides it for the logits to agree bit for bit), an untied head
     "minicpm3": ("MiniCPM3ForCausalLM", dict(
-        model_type="minicpm3", **_LATENT, v_head_dim=12, scale_emb=12, scale_depth=1.4,
-        dim_model_base=16, tie_word_embeddings=False)),
+        model_type="minicpm3", **{**_LATENT, "hidden_size": 60}, v_head_dim=12, scale_emb=12,
+        scale_depth=1.4, dim_model_base=6, tie_word_embeddings=False)),
     # LongRoPE on the 8 rotated channels (the long table past 16 positions), no q_lora,
     # the tied head and v_head_dim of MiniCPM3Config's defaults
     "minicpm3-longrope": ("MiniCPM3ForCausalLM", dict(

@@ -149,6 +149,7 @@ def valid_specs(draw: st.DrawFn) -> dict[str, Any]:
         pooler=draw(optional(st.booleans())) if encoder else OMIT,  # encoders only
         softcap=draw(optional(st.sampled_from([0.5, 30.0]))),
         logits_divisor=draw(optional(st.sampled_from([8.0]))),
+        hidden_divisor=draw(optional(st.sampled_from([10.0]))),
     )
     scale = draw(optional(st.booleans()))
     softcap = draw(optional(st.sampled_from([1.0, 50.0]))) if decoder else OMIT

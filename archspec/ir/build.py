@@ -140,6 +140,7 @@ def _model(spec: Spec, d: _Dims) -> Model:
         scale_tied_output=spec.head.scale_tied_output,
         logit_softcap=spec.head.softcap,
         logits_divisor=spec.head.logits_divisor,
+        hidden_divisor=spec.head.hidden_divisor,
         logit_scale=spec.head.logit_scale,
         decoder_start_token=spec.head.decoder_start_token,
         d_model=d.d_model,

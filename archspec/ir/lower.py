@@ -419,6 +419,10 @@ def lower_model(model: Model) -> list[Segment]:
                 h = heads.emit(LinearOp(Value("h", "tokens", e), h, model.lm_transform, "head"))
                 h = heads.emit(ActivationOp(Value("h", "tokens", e), h, act, "head"))
                 h = heads.emit(NormOp(Value("h", "tokens", e), h, model.lm_norm))
+            if model.hidden_divisor != 1:
+                div = model.hidden_divisor
+                h = heads.emit(Scale(Value("h", "tokens", h.width), h, "head", factor=div,
+                                     divide=True))  # fmt: skip
             # Vocabulary-parallel: each tensor-parallel rank holds its share of the logits.
             logits = Value("logits", "tokens", model.vocab_size, split=True)
             logits = heads.emit(LinearOp(logits, h, model.lm_head, "head"))

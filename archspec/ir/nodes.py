@@ -484,6 +484,7 @@ class Model(Composite):
     score_activation: Activation | None = None
     logit_softcap: float | None = None  # logits soft-capped, cap·tanh(logits / cap) (Gemma 2)
     logits_divisor: float = 1.0  # logits divided by this, before any soft-cap (Granite)
+    hidden_divisor: float = 1.0  # the LM head's input divided by this (MiniCPM3)
     logit_scale: float = 1.0  # logits multiplied by this, before any soft-cap (Cohere)
     decoder_start_token: int | None = None  # an encoder-decoder's first decoder token
 

@@ -394,6 +394,14 @@ class HeadSpec:
         default=1.0,
         metadata=doc("divide the logits by this (Granite's logits_scaling)", positive=True),
     )
+    hidden_divisor: float = field(
+        default=1.0,
+        metadata=doc(
+            "divide the final hidden states by this before the LM head (MiniCPM3's "
+            "hidden_size / dim_model_base)",
+            positive=True,
+        ),
+    )
     logit_scale: float = field(
         default=1.0,
         metadata=doc("multiply the logits by this (Cohere's logit_scale)", positive=True),

@@ -273,8 +273,10 @@ def _length_checks(f: Features) -> list[str]:
 
 
 def _head(f: Features) -> str:
-    """The logits of x, the LM head's output divided and soft-capped as the spec says."""
-    logits = "self.lm_head(x)"
+    """The logits of x, the LM head's input and output divided and soft-capped as the spec
+    says."""
+    x = f"x / {f.model.hidden_divisor!r}" if f.model.hidden_divisor != 1 else "x"
+    logits = f"self.lm_head({x})"
     if f.model.logits_divisor != 1:
         logits = f"{logits} / {f.model.logits_divisor!r}"
     if f.model.logit_scale != 1:

@@ -13,11 +13,8 @@ The scalings:
   bfloat16 and a float16 value (12, the released model's, is): any other is refused.
 - `scale_depth / sqrt(num_hidden_layers)`: each sublayer's output times that float before
   the residual add, `residual_multiplier` (computed the same way, so the same float).
-- `hidden_size / dim_model_base`: the final hidden states divided by it before the bias-free
-  `lm_head`; `head.logits_divisor` divides the logits after it, the same linear map (the
-  division moves through the matmul), rounded at another place: logits agree to float
-  rounding, not bit for bit, and the count has vocab_size divisions per token where
-  transformers has hidden_size (a note says so on import).
+- `hidden_size / dim_model_base` (the config's `logits_scaling`): the final hidden states
+  divided by it before the bias-free `lm_head`, `head.hidden_divisor`.
 """
 
 from __future__ import annotations
@@ -71,14 +68,7 @@ def import_minicpm3(f: Fields, cls: HFClass) -> dict[str, Any]:
         raise f.error("dim_model_base", f"expected a positive width, got {base}")
     spec["embedding"] = {**spec["embedding"], "multiplier": scale}
     spec["residual_multiplier"] = depth / math.sqrt(n)  # as MiniCPM3DecoderLayer computes it
-    spec["head"] = {**spec["head"], "logits_divisor": spec["d_model"] / base}
-    if cls.head == "lm" and base != spec["d_model"]:
-        f.notes.append(
-            "MiniCPM3 divides the final hidden states by hidden_size / dim_model_base before "
-            "lm_head; archspec divides the logits after it (head.logits_divisor): the same "
-            "logits up to float rounding, with vocab_size divisions a token counted instead "
-            "of hidden_size"
-        )
+    spec["head"] = {**spec["head"], "hidden_divisor": spec["d_model"] / base}
     return spec
 
 
@@ -92,14 +82,17 @@ def _scale_depth(m: float, n: int) -> float:
 
 
 def export_minicpm3(spec: Spec) -> dict[str, Any]:
-    divisor = spec.head.logits_divisor
+    divisor = spec.head.hidden_divisor
     base = round(spec.d_model / divisor)
     if base < 1 or spec.d_model / base != divisor:
         raise SpecError(
             f"MiniCPM3 divides by hidden_size / dim_model_base for a whole dim_model_base: "
             f"{spec.d_model} / {divisor} is not one",
-            path="head.logits_divisor",
+            path="head.hidden_divisor",
         )
+    if spec.head.logits_divisor != 1:
+        raise SpecError("MiniCPM3 divides the head's input, not its logits",
+                        path="head.logits_divisor")  # fmt: skip
     if spec.moe is not None:
         raise SpecError("MiniCPM3's MLPs are dense", path="moe")
     return {
