@@ -35,6 +35,19 @@ class ExpertDefaults:
     top_groups: int
 
 
+@dataclass(frozen=True)
+class ExpertKeys:
+    """The config fields a family names its experts by (DeepSeek's unless it says)."""
+
+    experts: str = "n_routed_experts"
+    shared: str = "n_shared_experts"
+    scale: str = "routed_scaling_factor"
+    experts_aliases: tuple[str, ...] = ("num_local_experts",)
+
+
+DEEPSEEK_KEYS = ExpertKeys()
+
+
 def _groups(f: Fields, d: ExpertDefaults, experts: int, top_k: int) -> tuple[int, int]:
     """n_group and topk_group, checked as transformers' router needs them."""
     groups, top_groups = f.int("n_group", d.groups), f.int("topk_group", d.top_groups)
@@ -61,8 +74,16 @@ def _count(f: Fields, key: str, default: int | None, *aliases: str) -> int:
     return f.int(key, default, *aliases)
 
 
-def read_sigmoid_moe(f: Fields, n_layers: int, d: ExpertDefaults) -> dict[str, Any] | None:
-    """The spec's `moe` section, or None when every layer is dense."""
+def read_sigmoid_moe(
+    f: Fields,
+    n_layers: int,
+    d: ExpertDefaults,
+    keys: ExpertKeys = DEEPSEEK_KEYS,
+    dense: int | None = None,
+) -> dict[str, Any] | None:
+    """The spec's `moe` section, or None when every layer is dense. `dense`: the number of
+    dense first layers where the family says it otherwise (`mlp_layer_types`); else
+    `first_k_dense_replace`."""
     reader = (
         f"transformers' {f.model_type} model classes (they build no multi-token-prediction "
         "layer, and leave its tensors unloaded)"
@@ -70,23 +91,24 @@ def read_sigmoid_moe(f: Fields, n_layers: int, d: ExpertDefaults) -> dict[str, A
     f.ignored("num_nextn_predict_layers", reader)
     f.ignored("num_mtp_layers", reader)
     f.harmless("output_router_logits")  # a training loss only
-    dense = f.int("first_k_dense_replace", d.dense)
+    if dense is None:
+        dense = f.int("first_k_dense_replace", d.dense)
     if dense < 0:
         raise f.error("first_k_dense_replace", f"expected at least 0, got {dense}")
-    experts = _count(f, "n_routed_experts", d.experts, "num_local_experts")
+    experts = _count(f, keys.experts, d.experts, *keys.experts_aliases)
     top_k = _count(f, "num_experts_per_tok", d.top_k)
     width = f.int("moe_intermediate_size", d.width)
-    shared = _count(f, "n_shared_experts", d.shared)
-    scale = f.float("routed_scaling_factor", d.scale)
+    shared = _count(f, keys.shared, d.shared)
+    scale = f.float(keys.scale, d.scale)
     normalize = f.bool("norm_topk_prob", d.normalize)
     if dense >= n_layers:
         f.harmless("n_group", "topk_group")
         return None  # every layer dense: the expert fields are inert
     groups, top_groups = _groups(f, d, experts, top_k)
     if shared < 1:
-        raise f.error("n_shared_experts", f"expected at least 1 shared expert, got {shared}")
+        raise f.error(keys.shared, f"expected at least 1 shared expert, got {shared}")
     if scale <= 0:
-        raise f.error("routed_scaling_factor", f"expected a positive number, got {scale}")
+        raise f.error(keys.scale, f"expected a positive number, got {scale}")
     return {
         "n_experts": experts,
         "top_k": top_k,
@@ -104,7 +126,7 @@ def read_sigmoid_moe(f: Fields, n_layers: int, d: ExpertDefaults) -> dict[str, A
     }
 
 
-def write_sigmoid_moe(spec: Spec) -> dict[str, Any]:
+def write_sigmoid_moe(spec: Spec, keys: ExpertKeys = DEEPSEEK_KEYS) -> dict[str, Any]:
     """`read_sigmoid_moe`'s inverse."""
     moe = spec.moe
     if moe is None:
@@ -118,11 +140,11 @@ def write_sigmoid_moe(spec: Spec) -> dict[str, Any]:
         )
     return {
         "first_k_dense_replace": moe.dense_layers,
-        "n_routed_experts": moe.n_experts,
+        keys.experts: moe.n_experts,
         "num_experts_per_tok": moe.top_k,
         "moe_intermediate_size": width,
-        "n_shared_experts": moe.shared_d_ff // width,
-        "routed_scaling_factor": moe.routed_scale,
+        keys.shared: moe.shared_d_ff // width,
+        keys.scale: moe.routed_scale,
         "norm_topk_prob": moe.normalize,
         "n_group": moe.groups,
         "topk_group": moe.top_groups,
