@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from archspec.errors import SpecError
-from archspec.hf.config_fields import Fields
+from archspec.hf.config_fields import Fields, shown
 from archspec.spec.schema import Spec
 
 
@@ -43,6 +43,10 @@ class ExpertKeys:
     shared: str = "n_shared_experts"
     scale: str = "routed_scaling_factor"
     experts_aliases: tuple[str, ...] = ("num_local_experts",)
+    # False / None: the config class has no such field (one group of all experts; always
+    # renormalised), and a file's n_group / norm_topk_prob are left unread, reported ignored.
+    groups: bool = True
+    normalize: str | None = "norm_topk_prob"
 
 
 DEEPSEEK_KEYS = ExpertKeys()
@@ -74,6 +78,31 @@ def _count(f: Fields, key: str, default: int | None, *aliases: str) -> int:
     return f.int(key, default, *aliases)
 
 
+def dense_from_layer_types(f: Fields, n_layers: int) -> int | None:
+    """The number of dense first layers `mlp_layer_types` gives (None: left out); refused
+    unless they come first (the spec's `moe.dense_layers`) or a type is not dense / sparse
+    (transformers builds experts on "sparse" alone)."""
+    types = f.get("mlp_layer_types")
+    if types is None:
+        return None
+    if (
+        not isinstance(types, list)
+        or len(types) != n_layers
+        or any(t not in ("dense", "sparse") for t in types)
+    ):
+        raise f.error(
+            "mlp_layer_types", f"expected {n_layers} of dense / sparse, got {shown(types)}"
+        )
+    dense = types.index("sparse") if "sparse" in types else n_layers
+    if "dense" in types[dense:]:
+        raise f.error(
+            "mlp_layer_types",
+            f"{shown(types)}: a dense layer after an expert layer; a spec's dense layers "
+            "(moe.dense_layers) come first",
+        )
+    return dense
+
+
 def read_sigmoid_moe(
     f: Fields,
     n_layers: int,
@@ -100,11 +129,12 @@ def read_sigmoid_moe(
     width = f.int("moe_intermediate_size", d.width)
     shared = _count(f, keys.shared, d.shared)
     scale = f.float(keys.scale, d.scale)
-    normalize = f.bool("norm_topk_prob", d.normalize)
+    normalize = f.bool(keys.normalize, d.normalize) if keys.normalize else d.normalize
     if dense >= n_layers:
-        f.harmless("n_group", "topk_group")
+        if keys.groups:
+            f.harmless("n_group", "topk_group")
         return None  # every layer dense: the expert fields are inert
-    groups, top_groups = _groups(f, d, experts, top_k)
+    groups, top_groups = _groups(f, d, experts, top_k) if keys.groups else (1, 1)
     if shared < 1:
         raise f.error(keys.shared, f"expected at least 1 shared expert, got {shared}")
     if scale <= 0:
@@ -138,14 +168,24 @@ def write_sigmoid_moe(spec: Spec, keys: ExpertKeys = DEEPSEEK_KEYS) -> dict[str,
             "moe.shared_d_ff must be a multiple of it",
             path="moe.shared_d_ff",
         )
-    return {
+    fields = {
         "first_k_dense_replace": moe.dense_layers,
         keys.experts: moe.n_experts,
         "num_experts_per_tok": moe.top_k,
         "moe_intermediate_size": width,
         keys.shared: moe.shared_d_ff // width,
         keys.scale: moe.routed_scale,
-        "norm_topk_prob": moe.normalize,
-        "n_group": moe.groups,
-        "topk_group": moe.top_groups,
     }
+    if keys.normalize:
+        fields[keys.normalize] = moe.normalize
+    elif not moe.normalize:
+        raise SpecError(
+            f"{spec.hf_class} always renormalises its experts' weights", path="moe.normalize"
+        )
+    if keys.groups:
+        fields |= {"n_group": moe.groups, "topk_group": moe.top_groups}
+    elif moe.groups != 1:
+        raise SpecError(
+            f"{spec.hf_class} routes among all its experts, ungrouped", path="moe.groups"
+        )
+    return fields

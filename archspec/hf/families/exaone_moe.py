@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from archspec.errors import SpecError
-from archspec.hf.config_fields import Fields, shown
+from archspec.hf.config_fields import Fields
 from archspec.hf.families._llama_like import (
     DENSE_BLOCK,
     MODEL_NAMES,
@@ -32,6 +32,7 @@ from archspec.hf.families._llama_like import (
 from archspec.hf.families._sigmoid_moe import (
     ExpertDefaults,
     ExpertKeys,
+    dense_from_layer_types,
     read_sigmoid_moe,
     write_sigmoid_moe,
 )
@@ -94,37 +95,14 @@ def _windows(f: Fields, n_layers: int) -> tuple[dict[str, Any], str]:
     )
 
 
-def _dense_layers(f: Fields, n_layers: int) -> int | None:
-    """The number of dense first layers `mlp_layer_types` gives (None: left out, then
-    first_k_dense_replace says); refused unless they come first."""
-    types = f.get("mlp_layer_types")
-    if types is None:
-        return None
-    f.harmless("first_k_dense_replace")  # mlp_layer_types overrides it
-    if (
-        not isinstance(types, list)
-        or len(types) != n_layers
-        or any(t not in ("dense", "sparse") for t in types)
-    ):
-        raise f.error(
-            "mlp_layer_types", f"expected {n_layers} of dense / sparse, got {shown(types)}"
-        )
-    dense = types.index("sparse") if "sparse" in types else n_layers
-    if "dense" in types[dense:]:
-        raise f.error(
-            "mlp_layer_types",
-            f"{shown(types)}: a dense layer after an expert layer; a spec's dense layers "
-            "(moe.dense_layers) come first",
-        )
-    return dense
-
-
 def import_exaone_moe(f: Fields, cls: HFClass) -> dict[str, Any]:
     spec = import_llama_like(f, cls, VARIANT)
     window, positions = _windows(f, spec["n_layers"])
     spec["attention"] = {**spec["attention"], "qk_norm": True, "qk_norm_scope": "head", **window}
     spec["position_pattern"] = positions
-    dense = _dense_layers(f, spec["n_layers"])
+    dense = dense_from_layer_types(f, spec["n_layers"])
+    if dense is not None:
+        f.harmless("first_k_dense_replace")  # mlp_layer_types overrides it
     # None (every layer dense) is written too: the base spec's experts must not stand in.
     spec["moe"] = read_sigmoid_moe(f, spec["n_layers"], EXPERTS, KEYS, dense)
     return spec
