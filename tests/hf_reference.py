@@ -801,6 +801,23 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
               "topk_group": 2, "norm_topk_prob": True, "routed_scaling_factor": 2.5,
               "attention_bias": True, "sliding_window": 6, "max_window_layers": 1,
               "tie_word_embeddings": False},
+    # windows of 6 keys on every other layer (rotated), the others without positions;
+    # 2 shared experts' width, 4 groups of 2 experts
+    "exaone_moe": {"architectures": ["ExaoneMoeForCausalLM"], **_SMALL, "hidden_size": 64,
+                   "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+                   "head_dim": 16, "intermediate_size": 96, "max_position_embeddings": 64,
+                   "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
+                   "num_shared_experts": 2, "first_k_dense_replace": 1, "n_group": 4,
+                   "topk_group": 2, "norm_topk_prob": True, "routed_scaling_factor": 2.5,
+                   "sliding_window": 6, "sliding_window_pattern": 2,
+                   "tie_word_embeddings": False},
+    # biases on all four projections, 2 shared experts' width, 2 dense first layers
+    "hy_v3": {"architectures": ["HYV3ForCausalLM"], **_SMALL, "hidden_size": 64,
+              "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "head_dim": 16, "intermediate_size": 96, "max_position_embeddings": 64,
+              "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
+              "num_shared_experts": 2, "router_scaling_factor": 2.5, "attention_bias": True,
+              "mlp_layer_types": ["dense", "dense", "sparse"], "tie_word_embeddings": False},
     # the released files' legacy rotary_dim (half of each head), untied
     "minimax_m2": {"architectures": ["MiniMaxM2ForCausalLM"], **_SMALL, "hidden_size": 64,
                    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from archspec.errors import SpecError
-from archspec.hf.config_fields import Fields
+from archspec.hf.config_fields import Fields, shown
 from archspec.spec.schema import Spec
 
 
@@ -33,6 +33,23 @@ class ExpertDefaults:
     normalize: bool
     groups: int
     top_groups: int
+
+
+@dataclass(frozen=True)
+class ExpertKeys:
+    """The config fields a family names its experts by (DeepSeek's unless it says)."""
+
+    experts: str = "n_routed_experts"
+    shared: str = "n_shared_experts"
+    scale: str = "routed_scaling_factor"
+    experts_aliases: tuple[str, ...] = ("num_local_experts",)
+    # False / None: the config class has no such field (one group of all experts; always
+    # renormalised), and a file's n_group / norm_topk_prob are left unread, reported ignored.
+    groups: bool = True
+    normalize: str | None = "norm_topk_prob"
+
+
+DEEPSEEK_KEYS = ExpertKeys()
 
 
 def _groups(f: Fields, d: ExpertDefaults, experts: int, top_k: int) -> tuple[int, int]:
@@ -61,11 +78,41 @@ def _count(f: Fields, key: str, default: int | None, *aliases: str) -> int:
     return f.int(key, default, *aliases)
 
 
+def dense_from_layer_types(f: Fields, n_layers: int) -> int | None:
+    """The number of dense first layers `mlp_layer_types` gives (None: left out); refused
+    unless they come first (the spec's `moe.dense_layers`) or a type is not dense / sparse
+    (transformers builds experts on "sparse" alone)."""
+    types = f.get("mlp_layer_types")
+    if types is None:
+        return None
+    if (
+        not isinstance(types, list)
+        or len(types) != n_layers
+        or any(t not in ("dense", "sparse") for t in types)
+    ):
+        raise f.error(
+            "mlp_layer_types", f"expected {n_layers} of dense / sparse, got {shown(types)}"
+        )
+    dense = types.index("sparse") if "sparse" in types else n_layers
+    if "dense" in types[dense:]:
+        raise f.error(
+            "mlp_layer_types",
+            f"{shown(types)}: a dense layer after an expert layer; a spec's dense layers "
+            "(moe.dense_layers) come first",
+        )
+    return dense
+
+
 def read_sigmoid_moe(
-    f: Fields, n_layers: int, d: ExpertDefaults, dense: int | None = None
+    f: Fields,
+    n_layers: int,
+    d: ExpertDefaults,
+    keys: ExpertKeys = DEEPSEEK_KEYS,
+    dense: int | None = None,
 ) -> dict[str, Any] | None:
     """The spec's `moe` section, or None when every layer is dense. `dense`: the number of
-    first dense layers where a family says it otherwise than by first_k_dense_replace."""
+    dense first layers where the family says it otherwise (`mlp_layer_types`); else
+    `first_k_dense_replace`."""
     reader = (
         f"transformers' {f.model_type} model classes (they build no multi-token-prediction "
         "layer, and leave its tensors unloaded)"
@@ -77,20 +124,21 @@ def read_sigmoid_moe(
         dense = f.int("first_k_dense_replace", d.dense)
     if dense < 0:
         raise f.error("first_k_dense_replace", f"expected at least 0, got {dense}")
-    experts = _count(f, "n_routed_experts", d.experts, "num_local_experts")
+    experts = _count(f, keys.experts, d.experts, *keys.experts_aliases)
     top_k = _count(f, "num_experts_per_tok", d.top_k)
     width = f.int("moe_intermediate_size", d.width)
-    shared = _count(f, "n_shared_experts", d.shared)
-    scale = f.float("routed_scaling_factor", d.scale)
-    normalize = f.bool("norm_topk_prob", d.normalize)
+    shared = _count(f, keys.shared, d.shared)
+    scale = f.float(keys.scale, d.scale)
+    normalize = f.bool(keys.normalize, d.normalize) if keys.normalize else d.normalize
     if dense >= n_layers:
-        f.harmless("n_group", "topk_group")
+        if keys.groups:
+            f.harmless("n_group", "topk_group")
         return None  # every layer dense: the expert fields are inert
-    groups, top_groups = _groups(f, d, experts, top_k)
+    groups, top_groups = _groups(f, d, experts, top_k) if keys.groups else (1, 1)
     if shared < 1:
-        raise f.error("n_shared_experts", f"expected at least 1 shared expert, got {shared}")
+        raise f.error(keys.shared, f"expected at least 1 shared expert, got {shared}")
     if scale <= 0:
-        raise f.error("routed_scaling_factor", f"expected a positive number, got {scale}")
+        raise f.error(keys.scale, f"expected a positive number, got {scale}")
     return {
         "n_experts": experts,
         "top_k": top_k,
@@ -108,7 +156,7 @@ def read_sigmoid_moe(
     }
 
 
-def write_sigmoid_moe(spec: Spec) -> dict[str, Any]:
+def write_sigmoid_moe(spec: Spec, keys: ExpertKeys = DEEPSEEK_KEYS) -> dict[str, Any]:
     """`read_sigmoid_moe`'s inverse."""
     moe = spec.moe
     if moe is None:
@@ -120,14 +168,24 @@ def write_sigmoid_moe(spec: Spec) -> dict[str, Any]:
             "moe.shared_d_ff must be a multiple of it",
             path="moe.shared_d_ff",
         )
-    return {
+    fields = {
         "first_k_dense_replace": moe.dense_layers,
-        "n_routed_experts": moe.n_experts,
+        keys.experts: moe.n_experts,
         "num_experts_per_tok": moe.top_k,
         "moe_intermediate_size": width,
-        "n_shared_experts": moe.shared_d_ff // width,
-        "routed_scaling_factor": moe.routed_scale,
-        "norm_topk_prob": moe.normalize,
-        "n_group": moe.groups,
-        "topk_group": moe.top_groups,
+        keys.shared: moe.shared_d_ff // width,
+        keys.scale: moe.routed_scale,
     }
+    if keys.normalize:
+        fields[keys.normalize] = moe.normalize
+    elif not moe.normalize:
+        raise SpecError(
+            f"{spec.hf_class} always renormalises its experts' weights", path="moe.normalize"
+        )
+    if keys.groups:
+        fields |= {"n_group": moe.groups, "topk_group": moe.top_groups}
+    elif moe.groups != 1:
+        raise SpecError(
+            f"{spec.hf_class} routes among all its experts, ungrouped", path="moe.groups"
+        )
+    return fields

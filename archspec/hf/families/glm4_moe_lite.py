@@ -78,7 +78,7 @@ def import_glm4_moe_lite(f: Fields, cls: HFClass) -> dict[str, Any]:
     f.ignored("ep_size", READER)
     dense = dense_layers(f, spec["n_layers"])
     # None (every layer dense) is written too: the base spec's experts must not stand in.
-    spec["moe"] = read_sigmoid_moe(f, spec["n_layers"], EXPERTS, dense)
+    spec["moe"] = read_sigmoid_moe(f, spec["n_layers"], EXPERTS, dense=dense)
     return spec
 
 

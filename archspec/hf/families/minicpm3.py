@@ -20,9 +20,8 @@ The scalings:
 from __future__ import annotations
 
 import math
+import struct
 from typing import Any
-
-import torch
 
 from archspec.errors import SpecError
 from archspec.hf.config_fields import Fields
@@ -45,8 +44,16 @@ DEFAULTS = DecoderDefaults(
 
 
 def _in_every_dtype(x: float) -> bool:
-    """Whether rounding x to bfloat16 and to float16 leaves it as it is."""
-    return all(float(torch.tensor(x, dtype=t)) == x for t in (torch.bfloat16, torch.float16))
+    """Whether rounding x to bfloat16 and to float16 leaves it as it is (without torch,
+    which a family record does not import): a float32 whose low 16 bits are zero is a
+    bfloat16; struct's "e" is IEEE half precision."""
+    try:
+        single = struct.unpack("<f", struct.pack("<f", x))[0]
+        half = struct.unpack("<e", struct.pack("<e", x))[0]
+    except OverflowError:
+        return False
+    low_bits = struct.unpack("<I", struct.pack("<f", x))[0] & 0xFFFF
+    return single == x and low_bits == 0 and half == x
 
 
 def import_minicpm3(f: Fields, cls: HFClass) -> dict[str, Any]:
