@@ -95,7 +95,8 @@ def test_cross_validated_errors() -> None:
     errors = [abs(r["cv_error"]) for r in rows]
     # What docs/plan.md reports (a regression guard): mean 7.5% (7.48%), under the issue's
     # target of 8%, largest 32.6% (NeMo's GPT-OSS 120B on 64 B300s), far above its 15%, over 148
-    # runs; 7.73% and 38.7% before cuDNN's time per row for sinks was charged; 7.97% before BLOOM's cluster had an SXM A100's NVLink (MT-NLG left out +22..27%);
+    # runs; 7.73% and 38.7% before cuDNN's time per row for sinks was charged; 7.97% before
+    # BLOOM's cluster had an SXM A100's NVLink (MT-NLG left out +22..27%);
     # 8.08% before a pair only MoE runs reached took its engine's plateau; 8.14% before a
     # parallel block's input was gathered once (MaxText's rows); 8.2% and
     # 38.7% over the 145 before NeMo 26.04.01's DeepSeek-V3 rows; 7.8% and 36.3%
