@@ -753,6 +753,12 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                                         "factor": 4.0, "original_max_position_embeddings": 16,
                                         "beta_fast": 32.0, "beta_slow": 1.0,
                                         "attention_factor": 1.0, "mscale_all_dim": 0.707}},
+    # rotate_half's halves, queries without a latent, an untied head
+    "youtu": {"architectures": ["YoutuForCausalLM"], **_SMALL, "hidden_size": 64,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,
+              "intermediate_size": 96, "max_position_embeddings": 64, "kv_lora_rank": 32,
+              "q_lora_rank": None, "qk_rope_head_dim": 8, "qk_nope_head_dim": 16,
+              "v_head_dim": 12, "rope_interleave": False, "tie_word_embeddings": False},
     # longrope on the 8 rotated channels, muP scalings, an untied head
     "minicpm3": {"architectures": ["MiniCPM3ForCausalLM"], **_SMALL, "hidden_size": 64,
                  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 4,

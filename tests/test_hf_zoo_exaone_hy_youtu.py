@@ -1,10 +1,11 @@
-"""EXAONE-MoE (`exaone_moe`) and Hunyuan 3 (`hy_v3`), against transformers' own classes
+"""EXAONE-MoE (`exaone_moe`), Hunyuan 3 (`hy_v3`) and Youtu-LLM (`youtu`), against
+transformers' own classes
 (tests/zoo_check.py says what the zoo checks measure): tiny random models' logits, greedy
 tokens, printed module tree and forward matmul FLOPs.
 
 No full-size config.json of these types was found in a public source with every size field
 the count needs (test fixtures quote K-EXAONE's widths but truncate its layers; none was
-found for Hunyuan 3), so no real-size count is checked here."""
+found for Hunyuan 3 or Youtu-LLM), so no real-size count is checked here."""
 
 from __future__ import annotations
 
@@ -54,19 +55,30 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     # without biases, two dense layers (mlp_layer_types), unscaled, the class's RoPE base
     "hy_v3-dense2": ("HYV3ForCausalLM", dict(
         _HY, mlp_layer_types=["dense", "dense", "sparse"], router_scaling_factor=1.0)),
+    # YoutuConfig's interleaved rotation, a query latent, the tied head, rms_norm_eps 1e-5
+    # beside the latents' norms' 1e-6
+    "youtu": ("YoutuForCausalLM", dict(
+        model_type="youtu", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=4, intermediate_size=96, max_position_embeddings=64,
+        kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=8, qk_nope_head_dim=16,
+        v_head_dim=12, rms_norm_eps=1e-5, pad_token_id=0, initializer_range=0.2)),
 }
 # fmt: on
+# One model of each family runs in the default suite; the variants with the long tests.
+FIRST = {"exaone_moe", "hy_v3", "youtu"}
 
 
-@pytest.mark.long  # a generated model, two transformers models and 16 steps each: seconds
-@pytest.mark.parametrize("name", list(TINY))
+def _first_of_each(names) -> list:
+    return [n if n in FIRST else pytest.param(n, marks=pytest.mark.long) for n in names]
+
+
+# a generated model, two transformers models and 16 steps each: seconds
+@pytest.mark.parametrize("name", _first_of_each(TINY))
 def test_logits_and_greedy_tokens_equal_transformers(name: str, tmp_path: Path) -> None:
     check_logits_and_tokens(*TINY[name], tmp_path)
 
 
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=[pytest.mark.long] if i else []) for i, n in enumerate(TINY)]
-)
+@pytest.mark.parametrize("name", _first_of_each(TINY))
 def test_forward_matmul_flops_equal_flop_counter(name: str) -> None:
     check_forward_matmul_flops(*TINY[name])
 

@@ -103,6 +103,7 @@ from archspec.hf.families import (
     xglm,
     xlm_roberta,
     xlm_roberta_xl,
+    youtu,
 )
 from archspec.hf.family import Family, HFClass
 
@@ -202,6 +203,7 @@ _MODULES = (
     dbrx,
     glm4_moe_lite,
     minicpm3,
+    youtu,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
