@@ -867,6 +867,13 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                 "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "beta_fast": 32.0,
                                     "beta_slow": 1.0, "truncate": False, "rope_theta": 150000.0,
                                     "original_max_position_embeddings": 16}},
+    # windowed and full layers with their own bases, a dense first layer
+    "mellum": {"architectures": ["MellumForCausalLM"], **_SMALL, "hidden_size": 64,
+               "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+               "head_dim": 32, "intermediate_size": 96, "max_position_embeddings": 32,
+               "num_experts": 6, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+               "sliding_window": 8, "mlp_layer_types": ["dense", "sparse", "sparse"],
+               "layer_types": ["sliding_attention", "sliding_attention", "full_attention"]},
     "qwen3_moe": {"architectures": ["Qwen3MoeForCausalLM"], **_SMALL, "hidden_size": 64,
                   "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
                   "head_dim": 32, "intermediate_size": 96, "max_position_embeddings": 32,

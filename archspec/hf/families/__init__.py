@@ -64,6 +64,7 @@ from archspec.hf.families import (
     marian,
     mbart,
     megatron_bert,
+    mellum,
     minicpm3,
     minimax_m2,
     ministral,
@@ -198,6 +199,7 @@ _MODULES = (
     dbrx,
     glm4_moe_lite,
     minicpm3,
+    mellum,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
