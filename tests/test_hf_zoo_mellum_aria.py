@@ -67,8 +67,23 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
                                "original_max_position_embeddings": 16, "beta_fast": 32.0,
                                "beta_slow": 1.0, "attention_factor": 1.2},
             "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})),
+    # top-2 of 6 experts by a softmax over the two best logits, two shared experts' width,
+    # fewer key/value heads, attention biases (weights drawn wider, so that the greedy
+    # tokens vary)
+    "aria_text": ("AriaTextForCausalLM", dict(
+        model_type="aria_text", **_TINY, moe_num_experts=6, moe_topk=2,
+        moe_num_shared_experts=2, attention_bias=True, initializer_range=0.1)),
 }
 LONG: dict[str, tuple[str, dict[str, Any]]] = {
+    # AriaTextConfig's defaults: top-2 of 8, as many key/value heads as heads
+    "aria_text-defaults": ("AriaTextForCausalLM", dict(
+        model_type="aria_text", hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+        intermediate_size=48, max_position_embeddings=64, initializer_range=0.1)),
+    # one shared expert, top-3, a scaled RoPE
+    "aria_text-linear-rope": ("AriaTextForCausalLM", dict(
+        model_type="aria_text", **_TINY, moe_num_experts=5, moe_topk=3,
+        moe_num_shared_experts=1, initializer_range=0.1,
+        rope_parameters={"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0})),
     # MellumConfig's defaults: every layer full, no dense layer, renormalised top-k
     "mellum-defaults": ("MellumForCausalLM", dict(
         model_type="mellum", **_TINY, head_dim=16, num_experts=6, num_experts_per_tok=2,
@@ -136,3 +151,23 @@ def test_mellum_imports_its_real_config() -> None:
 def test_mellum_refuses_what_transformers_does_not_compute(fields: dict, field: str) -> None:
     with pytest.raises(SpecError, match=field):
         import_config({**MELLUM2_12B, **fields})
+
+
+@pytest.mark.parametrize(
+    ("fields", "field"),
+    [
+        ({"hidden_act": "gelu"}, "hidden_act"),  # the experts' SiLU is fixed
+        ({"mlp_bias": True}, "mlp_bias"),  # on the shared MLP alone
+    ],
+)
+def test_aria_text_refuses_what_a_spec_cannot_say(fields: dict, field: str) -> None:
+    config = {"architectures": ["AriaTextForCausalLM"], "model_type": "aria_text", **fields}
+    with pytest.raises(SpecError, match=field):
+        import_config(config)
+
+
+def test_aria_text_routes_as_gpt_oss() -> None:
+    spec = import_config({"architectures": ["AriaTextForCausalLM"], "model_type": "aria_text"})
+    moe = spec.spec.moe
+    assert moe.router == "topk_softmax" and not moe.router_bias
+    assert moe.shared_d_ff == 2 * spec.spec.d_ff and not moe.shared_gate

@@ -11,6 +11,7 @@ from archspec.errors import SpecError
 from archspec.hf.families import (
     albert,
     arcee,
+    aria_text,
     bart,
     bert,
     bert_generation,
@@ -200,6 +201,7 @@ _MODULES = (
     glm4_moe_lite,
     minicpm3,
     mellum,
+    aria_text,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
