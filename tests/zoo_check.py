@@ -100,7 +100,7 @@ def check_forward_matmul_flops(cls: str, fields: dict[str, Any], b: int = 2, s: 
     from torch.utils.flop_counter import FlopCounterMode
 
     hf = tiny_model(cls, fields)
-    experts = ("num_experts", "num_local_experts", "n_routed_experts")
+    experts = ("num_experts", "num_local_experts", "n_routed_experts", "moe_num_experts")
     if any(getattr(hf.config, name, None) for name in experts):
         # transformers 5 runs the experts through torch._grouped_mm by default, for which
         # FlopCounterMode has no formula: the loop over experts computes the same products

@@ -11,6 +11,7 @@ from archspec.errors import SpecError
 from archspec.hf.families import (
     albert,
     arcee,
+    aria_text,
     bart,
     bert,
     bert_generation,
@@ -66,6 +67,7 @@ from archspec.hf.families import (
     marian,
     mbart,
     megatron_bert,
+    mellum,
     minicpm3,
     minimax_m2,
     ministral,
@@ -204,6 +206,8 @@ _MODULES = (
     glm4_moe_lite,
     minicpm3,
     youtu,
+    mellum,
+    aria_text,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
