@@ -1,5 +1,5 @@
-"""MiniCPM3 (`minicpm3`), RoFormer (`roformer`) and Mellum (`mellum`) against transformers'
-own classes (tests/zoo_check.py says what is measured for the decoders)."""
+"""MiniCPM3 (`minicpm3`) against transformers' own classes (tests/zoo_check.py says what is
+measured)."""
 
 from __future__ import annotations
 
