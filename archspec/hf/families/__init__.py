@@ -92,6 +92,7 @@ from archspec.hf.families import (
     rembert,
     roberta,
     roberta_prelayernorm,
+    sarvam_mla,
     seed_oss,
     smollm3,
     stablelm,
@@ -197,6 +198,7 @@ _MODULES = (
     minimax_m2,
     dbrx,
     glm4_moe_lite,
+    sarvam_mla,
     minicpm3,
 )
 
