@@ -787,6 +787,15 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                                     "original_max_position_embeddings": 16, "mscale": 1.0,
                                     "mscale_all_dim": 1.0},
                    "tie_word_embeddings": False},
+    # The original file's names (num_experts, num_shared_experts, use_qkv_bias); q/k norms
+    # and the whole head rotated by SarvamMoEConfig's defaults.
+    "sarvam_moe": {"architectures": ["SarvamMoEForCausalLM"], **_SMALL, "hidden_size": 64,
+                   "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+                   "head_dim": 16, "intermediate_size": 96, "max_position_embeddings": 64,
+                   "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 24,
+                   "num_shared_experts": 2, "first_k_dense_replace": 1, "n_group": 2,
+                   "topk_group": 1, "norm_topk_prob": True, "routed_scaling_factor": 2.5,
+                   "use_qkv_bias": True, "tie_word_embeddings": False},
     "glm4_moe": {"architectures": ["Glm4MoeForCausalLM"], **_SMALL, "hidden_size": 64,
                  "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
                  "head_dim": 16, "intermediate_size": 96, "max_position_embeddings": 64,

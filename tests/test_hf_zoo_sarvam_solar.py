@@ -1,5 +1,6 @@
-"""Sarvam-105B (`sarvam_mla`, built as DeepseekV3ForCausalLM), against transformers' own
-classes (tests/zoo_check.py says what the zoo checks measure)."""
+"""Sarvam-105B (`sarvam_mla`, built as DeepseekV3ForCausalLM) and Sarvam-30B (`sarvam_moe`,
+built as Glm4MoeForCausalLM, its checkpoints' fused query_key_value split), against
+transformers' own classes (tests/zoo_check.py says what the zoo checks measure)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ _MLA = dict(
     qk_nope_head_dim=16, v_head_dim=12, n_routed_experts=8, num_experts_per_tok=2,
     moe_intermediate_size=24, pad_token_id=0,
 )
+_MOE = dict(
+    model_type="sarvam_moe", hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+    num_key_value_heads=2, head_dim=16, intermediate_size=96, max_position_embeddings=64,
+    n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=24, pad_token_id=0,
+)
 # name: (transformers class, config fields of a tiny model)
 TINY: dict[str, tuple[str, dict[str, Any]]] = {
     # the class's defaults: no query latent, one dense layer, one group, scaled 2.5,
@@ -36,9 +42,16 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
         rope_scaling={"type": "deepseek_yarn", "factor": 4.0,
                       "original_max_position_embeddings": 16, "mscale": 1.0,
                       "mscale_all_dim": 0.707})),
+    # q/k norms and the whole head rotated (the class's defaults); biases on q, k and v,
+    # split from the checkpoint's fused query_key_value with its weight
+    "sarvam_moe": ("Glm4MoeForCausalLM", dict(_MOE, attention_bias=True)),
+    # GLM-4-MoE's half-rotated heads, no q/k norms, 2 groups of 4 (1 competes), two shared
+    "sarvam_moe-partial": ("Glm4MoeForCausalLM", dict(
+        _MOE, use_qk_norm=False, partial_rotary_factor=0.5, n_group=2, topk_group=1,
+        n_shared_experts=2, routed_scaling_factor=1.5)),
 }
 # fmt: on
-DEFAULT = {"sarvam_mla"}
+DEFAULT = {"sarvam_mla", "sarvam_moe"}
 
 
 # A generated model, two transformers models and 16 steps each: seconds; the variants run
@@ -83,10 +96,11 @@ def test_sarvam_mla_reads_the_original_file_as_sarvam_mla_config_translates_it()
 @pytest.mark.parametrize(
     "model_type, field, value",
     [("sarvam_mla", "num_key_value_heads", 2), ("sarvam_mla", "attention_bias", True),
-     ("sarvam_mla", "moe_layer_freq", 2)],
+     ("sarvam_mla", "moe_layer_freq", 2),
+     ("sarvam_moe", "head_dim", None), ("sarvam_moe", "partial_rotary_factor", 0.1)],
 )  # fmt: skip
 def test_refuses_what_a_spec_cannot_say(model_type: str, field: str, value: Any) -> None:
-    fields = {"sarvam_mla": _MLA}[model_type]
+    fields = {"sarvam_mla": _MLA, "sarvam_moe": _MOE}[model_type]
     with pytest.raises(SpecError) as err:
         import_config({**fields, field: value})
     assert err.value.path == field

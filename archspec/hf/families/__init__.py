@@ -93,6 +93,7 @@ from archspec.hf.families import (
     roberta,
     roberta_prelayernorm,
     sarvam_mla,
+    sarvam_moe,
     seed_oss,
     smollm3,
     stablelm,
@@ -200,6 +201,7 @@ _MODULES = (
     glm4_moe_lite,
     sarvam_mla,
     minicpm3,
+    sarvam_moe,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
