@@ -796,6 +796,17 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
                    "num_shared_experts": 2, "first_k_dense_replace": 1, "n_group": 2,
                    "topk_group": 1, "norm_topk_prob": True, "routed_scaling_factor": 2.5,
                    "use_qkv_bias": True, "tie_word_embeddings": False},
+    # Experts on every layer; biases on q, k and v (not o); the
+    # real file's intermediate_size and first_k_dense_replace, which nothing reads.
+    "solar_open": {"architectures": ["SolarOpenForCausalLM"], **_SMALL, "hidden_size": 64,
+                   "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                   "head_dim": 16, "max_position_embeddings": 64, "n_routed_experts": 8,
+                   "num_experts_per_tok": 2, "moe_intermediate_size": 24,
+                   "n_shared_experts": 2, "n_group": 2, "topk_group": 1,
+                   "norm_topk_prob": True, "routed_scaling_factor": 1.5,
+                   "attention_bias": True, "partial_rotary_factor": 1.0,
+                   "intermediate_size": 96, "first_k_dense_replace": 1,
+                   "tie_word_embeddings": False},
     "glm4_moe": {"architectures": ["Glm4MoeForCausalLM"], **_SMALL, "hidden_size": 64,
                  "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
                  "head_dim": 16, "intermediate_size": 96, "max_position_embeddings": 64,

@@ -96,6 +96,7 @@ from archspec.hf.families import (
     sarvam_moe,
     seed_oss,
     smollm3,
+    solar_open,
     stablelm,
     starcoder2,
     t5,
@@ -202,6 +203,7 @@ _MODULES = (
     sarvam_mla,
     minicpm3,
     sarvam_moe,
+    solar_open,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}
