@@ -96,8 +96,11 @@ from archspec.hf.families import (
     rembert,
     roberta,
     roberta_prelayernorm,
+    sarvam_mla,
+    sarvam_moe,
     seed_oss,
     smollm3,
+    solar_open,
     stablelm,
     starcoder2,
     t5,
@@ -204,10 +207,13 @@ _MODULES = (
     minimax_m2,
     dbrx,
     glm4_moe_lite,
+    sarvam_mla,
     minicpm3,
     youtu,
     mellum,
     aria_text,
+    sarvam_moe,
+    solar_open,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

@@ -121,10 +121,16 @@ def rope_settings(
     return key, found, kind, fields
 
 
-def _rope(f: Fields, default: float, max_positions: int | None = None) -> dict[str, Any]:
+def _rope(
+    f: Fields,
+    default: float,
+    max_positions: int | None = None,
+    aliases: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """The spec's `position`: RoPE's base and scaling, from rope_parameters (transformers 5) or
-    rope_theta + rope_scaling (4.x). A rope_type or setting not listed in _SCALINGS is refused."""
-    key, found, kind, fields = rope_settings(f)
+    rope_theta + rope_scaling (4.x). A rope_type or setting not listed in _SCALINGS is refused;
+    `aliases` are rope_settings' (a family's older rope_types)."""
+    key, found, kind, fields = rope_settings(f, aliases=aliases)
     f.expect("partial_rotary_factor", (None, 1, 1.0), None, "rotary embedding on part of a head")
     theta = found.get("rope_theta", f.get("rope_theta", default))
     given = [("rope_theta", f.get("rope_theta"))] if f.present("rope_theta") else []

@@ -107,13 +107,15 @@ class DecoderDefaults:
     d_ff: int
     vocab: int
     positions: int
-    # kv_lora_rank, q_lora_rank, qk_rope_head_dim, qk_nope_head_dim, v_head_dim (None:
-    # hidden_size // num_attention_heads, as MiniCPM3Config derives it)
-    latent: tuple[int, int, int, int, int | None] = (512, 1536, 64, 128, 128)
+    # kv_lora_rank, q_lora_rank (None: no query latent), qk_rope_head_dim, qk_nope_head_dim,
+    # v_head_dim (None: hidden_size // num_attention_heads, as MiniCPM3Config derives it)
+    latent: tuple[int, int | None, int, int, int | None] = (512, 1536, 64, 128, 128)
     eps: float = 1e-6
     tied: bool = False
     longrope: bool = False  # LongRoPE scaling read (its factor needs max_position_embeddings)
     kv_heads: int | None = None  # None: the head count
+    # older rope_types the config class renames (SarvamMLA's deepseek_yarn is yarn)
+    rope_aliases: tuple[tuple[str, str], ...] = ()
 
 
 V2_DEFAULTS = DecoderDefaults(4096, 32, 32, 11008, 102400, 2048)  # DeepseekV2Config's
@@ -140,7 +142,8 @@ def latent_decoder(f: Fields, cls: HFClass, interleaved: bool,
     eps = f.float("rms_norm_eps", defaults.eps)
     positions = f.int("max_position_embeddings", defaults.positions)
     longrope = positions if defaults.longrope else None
-    position = _rope(f, 10000.0, longrope) | {"interleaved": interleaved}
+    aliases = dict(defaults.rope_aliases) or None
+    position = _rope(f, 10000.0, longrope, aliases) | {"interleaved": interleaved}
     rope = f.get("rope_parameters") or f.get("rope_scaling") or {}
     kv_rank, q_rank, rope_dim, nope_dim, v_dim = defaults.latent
     if v_dim is None and f.get("v_head_dim") is None:
