@@ -84,7 +84,10 @@ def test_the_released_file_is_refused_as_transformers_5_ignores_its_rope_base() 
     assert "rope_parameters" in (err.value.hint or "")
 
 
-@pytest.mark.parametrize("name", list(TINY))
+# a generated model, two transformers models and 16 steps each: the second with the long tests
+@pytest.mark.parametrize(
+    "name", [n if n == "dbrx" else pytest.param(n, marks=pytest.mark.long) for n in TINY]
+)
 def test_logits_and_greedy_tokens_equal_transformers(name: str, tmp_path: Path) -> None:
     check_logits_and_tokens(*TINY[name], tmp_path)
 
