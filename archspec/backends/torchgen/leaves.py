@@ -71,7 +71,9 @@ def module_list(repeat: Repeat, constructor: Callable[[Node], str], size: ExprPr
 
 def _cycled(repeat: Repeat, constructor: Callable[[Node], str]) -> list[str]:
     """A cycled window pattern's modules (Gemma 2: windowed, full, windowed, ...), each
-    index's from the run whose indices hold it: as long at a million layers as at twelve."""
+    index's from the run whose indices hold it: as long at a million layers as at twelve.
+    Runs of one class share a branch, the class with the most runs takes the `else`, and a
+    run that holds every index of its residue is tested by the residue (`i % 6 == 5`)."""
     target, name = f"self.{repeat.name}", repeat.name
     total = sum(int(run.count) for run in repeat.runs)
     out = [
@@ -79,12 +81,41 @@ def _cycled(repeat: Repeat, constructor: Callable[[Node], str]) -> list[str]:
         f"{name} = []",
         f"for i in range({total}):",
     ]
-    *tests, last = repeat.runs
-    for k, run in enumerate(tests):
-        start = int(run.start)
-        stop = start + int(run.count) * run.stride
-        keyword = "if" if k == 0 else "elif"
-        out.append(f"{INDENT}{keyword} i in range({start}, {stop}, {run.stride}):")
-        out.append(f"{INDENT * 2}{name}.append({constructor(run.node)})")
-    out += [f"{INDENT}else:", f"{INDENT * 2}{name}.append({constructor(last.node)})"]
+    groups: dict[str, list] = {}
+    for run in repeat.runs:
+        groups.setdefault(constructor(run.node), []).append(run)
+    # the class most runs build is the else branch (the last of equals: the pattern's last)
+    rest = max(reversed(groups), key=lambda module: len(groups[module]))
+    tested = [module for module in groups if module != rest]
+    branches = []
+    for module in tested:
+        condition = _indices(groups[module], total)
+        if len(f"{INDENT * 3}elif {condition}:") <= LINE_LENGTH:
+            branches.append((condition, module))
+        else:  # too long for one line: a branch for each run
+            branches += [(_indices([run], total), module) for run in groups[module]]
+    for k, (condition, module) in enumerate(branches):
+        out.append(f"{INDENT}{'if' if k == 0 else 'elif'} {condition}:")
+        out.append(f"{INDENT * 2}{name}.append({module})")
+    out += [f"{INDENT}else:", f"{INDENT * 2}{name}.append({rest})"]
     return [*out, f"{target} = nn.ModuleList({name})"]
+
+
+def _indices(runs: list, total: int) -> str:
+    """The condition on i that holds for the indices of `runs` and for no other index."""
+    stride = runs[0].stride
+    residues = [int(run.start) for run in runs]
+    whole = all(
+        run.stride == stride and int(run.start) < stride
+        and int(run.start) + int(run.count) * stride >= total
+        for run in runs
+    )  # fmt: skip
+    if whole and stride > 1:
+        if len(residues) == 1:
+            return f"i % {stride} == {residues[0]}"
+        return f"i % {stride} in ({', '.join(map(str, residues))})"
+    return " or ".join(
+        f"i in range({int(run.start)}, {int(run.start) + int(run.count) * run.stride}, "
+        f"{run.stride})"
+        for run in runs
+    )
