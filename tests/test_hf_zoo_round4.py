@@ -184,6 +184,12 @@ TINY: dict[str, tuple[str, dict[str, Any]]] = {
     "exaone4": ("Exaone4ForCausalLM", dict(
         model_type="exaone4", **_LLAMA, sliding_window=None,
         layer_types=["full_attention"] * 2, initializer_range=0.2)),
+    # EXAONE-4.0-32B's hybrid: windows of 6 keys (the 16 greedy tokens go past them) on
+    # layers 0-2, which alone rotate; layer 3 global without positions (Exaone4Config's
+    # sliding_window_pattern 4)
+    "exaone4-windows": ("Exaone4ForCausalLM", dict(
+        model_type="exaone4", **{**_LLAMA, "num_hidden_layers": 4}, sliding_window=6,
+        initializer_range=0.2)),
     "granitemoeshared": ("GraniteMoeSharedForCausalLM", dict(
         model_type="granitemoeshared", **{**_LLAMA, "intermediate_size": 32},
         shared_intermediate_size=48, num_local_experts=4, num_experts_per_tok=2,
@@ -226,7 +232,7 @@ def test_real_size_total_equals_the_transformers_class(name: str) -> None:
 # A tiny model saved, imported, loaded and decoded takes seconds on two shared cores: GPT-Neo
 # (windows) and RoBERTa-PreLayerNorm stay in the default suite, the others run with the long
 # tests (`-m long`).
-FAST = ("gpt_neo", "roberta-prelayernorm")
+FAST = ("gpt_neo", "roberta-prelayernorm", "exaone4-windows")
 
 
 def default_or_long(names) -> list:
@@ -291,13 +297,25 @@ def test_mpt_refuses_what_transformers_does_not_compute(changes, field: str) -> 
     assert err.value.path == field
 
 
-def test_exaone4_with_windows_is_refused_naming_them() -> None:
-    with pytest.raises(SpecError, match="no positions") as err:
-        import_config({**REAL["exaone4"], "sliding_window": 4096})
-    assert err.value.path == "sliding_window"
-    without = {k: v for k, v in REAL["exaone4"].items() if k != "sliding_window"}
-    with pytest.raises(SpecError, match="no positions"):
-        import_config(without)  # Exaone4Config's default window, every fourth layer global
+def test_exaone4_with_windows_rotates_its_windowed_layers_alone() -> None:
+    """EXAONE-4.0-32B's hybrid (Exaone4Attention rotates only when the layer slides): the
+    window_pattern, and the global layers without positions; a window with no sliding layer
+    would leave none rotated, and is refused naming layer_types."""
+    # Exaone4Config's default layer_types: every fourth layer global
+    hybrid = {k: v for k, v in REAL["exaone4"].items() if k != "layer_types"}
+    spec = import_config({**hybrid, "sliding_window": 4096}).spec
+    assert spec.attention.sliding_window == 4096
+    assert spec.attention.window_pattern == "LLLG" and spec.position_pattern == "PPPN"
+    from archspec.hf.export_config import hf_config_dict
+
+    exported = hf_config_dict(spec)  # itself checks import(export(spec)) == spec
+    assert exported["sliding_window"] == 4096
+    assert exported["layer_types"] == [
+        "full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(30)
+    ]
+    with pytest.raises(SpecError, match="no layer slides") as err:
+        import_config({**REAL["exaone4"], "sliding_window": 4096})  # every layer global
+    assert err.value.path == "layer_types"
 
 
 # Encoders: hidden states and masked-LM logits of a right-padded batch after load_weights.

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from archspec.errors import SpecError
 from archspec.hf.config_fields import Fields
 from archspec.hf.families._llama_like import (
     DENSE_BLOCK,
@@ -36,8 +35,9 @@ from archspec.hf.families._sigmoid_moe import (
     read_sigmoid_moe,
     write_sigmoid_moe,
 )
-from archspec.hf.families._windows import check_layer_types, layer_types, window_pattern
+from archspec.hf.families._windows import layer_types
 from archspec.hf.families.deepseek_v2 import SHARED
+from archspec.hf.families.exaone4 import WINDOW, check_rotated_windows, exaone_windows
 from archspec.hf.families.mixtral import MODULE_BLOCK
 from archspec.hf.families.qwen3_moe import QK_NORMS
 from archspec.hf.family import Family, HFClass, NameRules, Target
@@ -57,42 +57,17 @@ EXPERTS = ExpertDefaults(
     top_groups=1,
 )  # ExaoneMoeConfig's
 KEYS = ExpertKeys(experts="num_experts", shared="num_shared_experts", experts_aliases=())
-WINDOW, EVERY = 4096, 4  # ExaoneMoeConfig's sliding_window and sliding_window_pattern
 # The checkpoints' router: its weight on the gate, its bias correction on the MoE block.
 ROUTER = Target(
     "mlp", params={"weight": "gate.weight", "e_score_correction_bias": "e_score_correction_bias"}
 )
 
 
-def _layer_types(f: Fields, n_layers: int) -> list[str]:
-    """`layer_types`, or ExaoneMoeConfig's from sliding_window_pattern (every n-th layer
-    full); the pattern is read only then (an "LLLG" string, which the docstring allows, fails
-    in its __post_init__)."""
-    if f.get("layer_types") is not None:
-        f.harmless("sliding_window_pattern")  # stored on the attention, read by nothing
-        return check_layer_types(f, f.get("layer_types"), n_layers)
-    every = f.int("sliding_window_pattern", EVERY)
-    if every < 1:
-        raise f.error("sliding_window_pattern", f"expected a positive integer, got {every}")
-    return ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(n_layers)]
-
-
 def _windows(f: Fields, n_layers: int) -> tuple[dict[str, Any], str]:
-    """The attention's window fields and the position_pattern: windowed layers rotate, full
-    ones have no positions."""
+    """The attention's window fields and the position_pattern (EXAONE 4's: windowed layers
+    rotate, full ones have no positions); ExaoneMoeConfig has no null window."""
     f.refuse_null("sliding_window", "ExaoneMoeConfig (its field is an int)")
-    window = f.size("sliding_window", WINDOW)
-    pattern = window_pattern(f, _layer_types(f, n_layers))
-    if "L" not in pattern:
-        raise f.error(
-            "layer_types",
-            "no layer slides: EXAONE-MoE rotates its windowed layers alone, so none would "
-            "have positions, which this import does not express",
-            hint="give sliding_attention layers, as K-EXAONE has",
-        )
-    return {"sliding_window": window, "window_pattern": pattern}, pattern.replace("L", "P").replace(
-        "G", "N"
-    )
+    return exaone_windows(f, n_layers, f.size("sliding_window", WINDOW))
 
 
 def import_exaone_moe(f: Fields, cls: HFClass) -> dict[str, Any]:
@@ -109,15 +84,7 @@ def import_exaone_moe(f: Fields, cls: HFClass) -> dict[str, Any]:
 
 
 def export_exaone_moe(spec: Spec) -> dict[str, Any]:
-    windowed = [spec.windowed(i) for i in range(spec.n_layers)]
-    rotated = [spec.layer_position(i).entry.rotary for i in range(spec.n_layers)]
-    if windowed != rotated or not any(windowed):
-        raise SpecError(
-            "EXAONE-MoE rotates exactly its windowed layers (some): the spec's position_pattern "
-            f"{spec.position_pattern!r} and window_pattern {spec.attention.window_pattern!r} "
-            "differ",
-            path="position_pattern",
-        )
+    check_rotated_windows(spec, "EXAONE-MoE")
     experts = write_sigmoid_moe(spec, KEYS)
     dense = experts["first_k_dense_replace"]
     return {
