@@ -136,8 +136,8 @@ MISSING: dict[str, str] = {
         "Llama 4 leaves RoPE out of every fourth layer (no_rope_layers), attends within "
         "chunks on the others (attention_chunk_size), scales the queries of its NoPE layers "
         "by position (attn_temperature_tuning) and routes with a sigmoid top-1 router "
-        "beside a shared expert; a spec has one position setting per stack and no chunked "
-        "attention"
+        "beside a shared expert; archspec has no chunked attention and no queries scaled by "
+        "their position"
     ),
     "ministral3": (
         "Ministral 3 scales the queries by 1 + beta * log(1 + floor(position / "
