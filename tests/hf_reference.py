@@ -718,6 +718,10 @@ FAMILY_CONFIGS: dict[str, dict[str, Any]] = {
     "electra": {"architectures": ["ElectraModel"], **_SMALL, "hidden_size": 64,
                 "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
                 "max_position_embeddings": 32, "embedding_size": 16, "type_vocab_size": 2},
+    # RoPE on interleaved pairs; embeddings 16 wide, projected (embeddings_project)
+    "roformer": {"architectures": ["RoFormerForMaskedLM"], **_SMALL, "hidden_size": 64,
+                 "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+                 "max_position_embeddings": 32, "embedding_size": 16, "type_vocab_size": 2},
     "qwen2_moe": {"architectures": ["Qwen2MoeForCausalLM"], **_SMALL, "hidden_size": 64,
                   "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
                   "intermediate_size": 128, "max_position_embeddings": 32, "num_experts": 6,

@@ -40,7 +40,7 @@ def checkpoint_and_model(hf, tmp_path: Path):
 
 @pytest.mark.parametrize(
     ("model_type", "offered"),
-    [("esm", None), ("nezha", None), ("roformer", None),
+    [("esm", None), ("nezha", None), ("splinter", None),
      ("xlm_roberta", "'xlm-roberta'"), ("GPT2", "'gpt2'")],
 )  # fmt: skip
 def test_a_hint_offers_only_the_same_architecture(model_type: str, offered: str | None) -> None:

@@ -150,7 +150,9 @@ class NameRules:
 # --- Buffers ---------------------------------------------------------------------------------
 
 # The checks a stored buffer may need (implemented in tensor_rules.CHECKS, with torch).
-BufferCheck = Literal["anything", "zeros", "arange", "causal_mask", "rope_inv_freq", "sinusoids"]
+BufferCheck = Literal[
+    "anything", "zeros", "arange", "causal_mask", "rope_inv_freq", "sinusoids", "rope_sinusoids"
+]
 
 
 @dataclass(frozen=True)

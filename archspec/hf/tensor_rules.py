@@ -85,6 +85,25 @@ def _is_sinusoids(ir: IR) -> Check:
     return check
 
 
+def _is_rope_sinusoids(ir: IR) -> Check:
+    """RoFormer's frozen rotary table: a row per position, head_dim wide, the sines of the
+    angles p / theta ** (2i / head_dim) then their cosines."""
+    theta = ir.root.stacks[0].position.theta
+
+    def check(t: torch.Tensor) -> str | None:
+        if t.is_meta or t.dim() != 2:
+            return None
+        rows, dim = t.shape
+        freqs = 1.0 / theta ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+        angles = torch.arange(rows, dtype=torch.float64)[:, None] * freqs
+        expected = torch.cat([angles.sin(), angles.cos()], dim=-1)
+        if torch.allclose(t.double(), expected, atol=1e-6):
+            return None
+        return f"does not hold the rotary sines and cosines of the spec's theta ({theta:g})"
+
+    return check
+
+
 # A family's check names -> the check for one spec (RoPE's frequencies depend on its theta).
 CHECKS: dict[BufferCheck, Callable[[IR], Check]] = {
     "anything": lambda ir: _anything,
@@ -93,6 +112,7 @@ CHECKS: dict[BufferCheck, Callable[[IR], Check]] = {
     "causal_mask": lambda ir: _is_causal_mask,
     "rope_inv_freq": _is_inv_freq,
     "sinusoids": _is_sinusoids,
+    "rope_sinusoids": _is_rope_sinusoids,
 }
 
 
