@@ -79,8 +79,13 @@ def _effective(spec: Spec, path: tuple[str, ...]) -> Any:
         return spec.norm.has_bias
     if path[0] in ("encoder", "decoder") and path[1:] == ("n_layers",):
         return spec.stack_layers(path[0])
-    if path[0] == "position" and len(path) == 2:  # the importers write the flat form
-        value = flat_value(spec.position, path[1])
+    # The importers write the flat form (a local_position's too: ModernBERT's decoder scales
+    # both layer types' rotations)
+    if path[0] in ("position", "local_position") and len(path) == 2:
+        position = getattr(spec, path[0])
+        if position is None:
+            return None
+        value = flat_value(position, path[1])
         return list(value) if isinstance(value, tuple) else value
     value: Any = spec
     for key in path:

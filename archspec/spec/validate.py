@@ -531,11 +531,12 @@ def _check_sharing(spec: Spec, v: _Validator) -> None:
                 f"an LM head over d_model ({spec.d_model}) cannot be tied to embeddings of "
                 f"width {spec.embedding.dim}",
             )
-    if spec.head.transform and (not spec.head.lm_head or spec.layout != "encoder"):
+    if spec.head.transform and (not spec.head.lm_head or spec.layout == "encoder-decoder"):
+        # A masked-LM head's, or ModernBERT's decoder's (the same prediction head, causal)
         raise v.error(
             ("head", "transform"),
-            "a masked-LM transform sits before an LM head of an encoder (lm_head: true, "
-            "layout: encoder)",
+            "a prediction-head transform sits before the LM head of a single stack "
+            "(lm_head: true, layout: encoder or decoder)",
         )
     if spec.head.token_score and (spec.head.lm_head or spec.head.pooler):
         raise v.error(

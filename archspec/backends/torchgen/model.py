@@ -176,7 +176,8 @@ def _forward(f: Features) -> str:
 
 
 def _lm_transform(f: Features) -> list[str]:
-    """A masked-LM head's transform: norm(activation(dense(x))), before the projection."""
+    """A prediction head's transform (masked-LM heads, ModernBERT's decoder):
+    norm(activation(dense(x))), before the projection."""
     model = f.model
     if model.lm_transform is None:
         return []
@@ -184,7 +185,7 @@ def _lm_transform(f: Features) -> list[str]:
     dense = f"self.{model.lm_transform.name}(x)"
     act = kinds.activation(model.lm_activation).render(dense)
     return [
-        "# The masked-LM head's transform before the vocabulary projection.",
+        "# The prediction head's transform before the vocabulary projection.",
         f"x = self.{model.lm_norm.name}({act})",
     ]
 
@@ -290,7 +291,7 @@ def _logits(f: Features) -> list[str]:
     """The lines of `step` from the decoder's last position to the logits, as `forward`
     computes them (sampling and beams see the capped logits, as transformers')."""
     scale = ["x = x * self.output_scale"] if f.model.scale_tied_output else []
-    return [*scale, f"return {_head(f)}"]
+    return [*scale, *_lm_transform(f), f"return {_head(f)}"]
 
 
 def _decoder_body(f: Features) -> list[str]:

@@ -76,10 +76,27 @@ def import_modernbert(f: Fields, cls: HFClass) -> dict[str, Any]:
     if f.get("rope_scaling") is not None:
         raise f.error("rope_scaling", "ModernBERT's rope scaling on both layer types")
     ropes = rope_per_type(f, THETAS, scaled=None)
-    d = f.int("hidden_size", 768)
     n_layers = f.int("num_hidden_layers", 22)
     pattern = window_pattern(f, _layer_types(f, n_layers))
     half = f.int("local_attention", LOCAL_ATTENTION) // 2
+    spec = read_modernbert(f, cls, "encoder", ropes)
+    # Written either way: the base spec's two local layers to each global one, and their
+    # rotation, are not the config's where every layer is global.
+    if "L" in pattern:
+        spec["attention"] |= {"sliding_window": half + 1, "window_pattern": pattern}
+    else:
+        spec["attention"] |= {"sliding_window": None}
+    local_layers(f, spec, pattern, ropes["sliding_attention"])
+    return spec
+
+
+def read_modernbert(
+    f: Fields, cls: HFClass, layout: str, ropes: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """The fields ModernBERT's encoder and its decoder (`modernbert-decoder`) share: all but
+    the window and the local layers' rotation, which the caller adds."""
+    d = f.int("hidden_size", 768)
+    n_layers = f.int("num_hidden_layers", 22)
     if f.float("attention_dropout", 0.0):
         # ModernBertAttention drops its output too (out_drop), the MLP's output is not:
         # archspec's hidden dropout is on both sublayers' outputs.
@@ -101,7 +118,7 @@ def import_modernbert(f: Fields, cls: HFClass) -> dict[str, Any]:
         "d_ff": f.int("intermediate_size", 1152),
         "vocab_size": f.int("vocab_size", 50368),
         "max_seq_len": f.int("max_position_embeddings", 8192),
-        "layout": "encoder",
+        "layout": layout,
         "residual": "pre",
         "final_norm": True,
         "norm": norm,
@@ -116,13 +133,6 @@ def import_modernbert(f: Fields, cls: HFClass) -> dict[str, Any]:
         "head": read_head(f, cls, True),
         "dropout": read_dropout(f, DROPOUT),
     }
-    # Written either way: the base spec's two local layers to each global one, and their
-    # rotation, are not the config's where every layer is global.
-    if "L" in pattern:
-        spec["attention"] |= {"sliding_window": half + 1, "window_pattern": pattern}
-    else:
-        spec["attention"] |= {"sliding_window": None}
-    local_layers(f, spec, pattern, ropes["sliding_attention"])
     classifier = ("classifier_activation", "classifier_bias", "decoder_bias")
     if cls.head == "lm":
         spec["head"] |= {
@@ -138,6 +148,15 @@ def import_modernbert(f: Fields, cls: HFClass) -> dict[str, Any]:
 
 
 def export_modernbert(spec: Spec) -> dict[str, Any]:
+    fields = write_modernbert(spec)
+    window = spec.attention.sliding_window
+    if window is not None and "L" in spec.attention.window_pattern:
+        fields["local_attention"] = 2 * (window - 1)
+    return fields
+
+
+def write_modernbert(spec: Spec) -> dict[str, Any]:
+    """The config fields ModernBERT's encoder and decoder share: all but local_attention."""
     if spec.norm.first_attention or spec.residual != "pre" or not spec.mlp.gated:
         raise SpecError(
             "ModernBERT's blocks are pre-norm with a gated MLP, the first without an "
@@ -145,8 +164,6 @@ def export_modernbert(spec: Spec) -> dict[str, Any]:
             path="norm",
         )
     check_local_layers(spec, "ModernBERT")
-    window = spec.attention.sliding_window
-    windowed = window is not None and "L" in spec.attention.window_pattern
     fields: dict[str, Any] = {
         "hidden_size": spec.d_model,
         "num_hidden_layers": spec.n_layers,
@@ -167,9 +184,6 @@ def export_modernbert(spec: Spec) -> dict[str, Any]:
         # The embedding's padding_idx (which changes only its gradient) must lie in the
         # vocabulary: ModernBertConfig's default would not.
         fields["pad_token_id"] = None
-    if windowed:
-        assert window is not None
-        fields["local_attention"] = 2 * (window - 1)
     if spec.head.lm_head:
         activation = spec.head.transform_activation or spec.mlp.activation
         fields |= {
