@@ -457,3 +457,32 @@ def test_build_errors(tmp_path: Path) -> None:
     result = run("gpt2", "-o", str(tmp_path / "missing" / "model.py"))
     assert result.exit_code == 2 and "no such directory" in result.stderr
     assert re.search(r"Examples:.*archspec build", run("--help").stdout, re.S)
+
+
+@pytest.mark.parametrize(
+    "n_layers, pattern, classes",
+    [(2, "LLG", {"Block"}), (7, "LLG", {"SlidingBlock", "FullBlock"}), (6, "LGG", None)],
+)
+def test_a_cycled_pattern_builds_each_layer_its_class(
+    tmp_path: Path, n_layers: int, pattern: str, classes: set[str] | None
+) -> None:
+    """Runs of one class share a branch, tested by residue; a pattern whose other letters
+    fall past the last layer (two layers of "LLG") has one class and no branch at all
+    (its if/else once came out with no if)."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        f"layout: decoder\nd_model: 8\nn_layers: {n_layers}\nn_heads: 2\nd_ff: 8\n"
+        f"vocab_size: 16\nmax_seq_len: 8\n"
+        f"attention: {{sliding_window: 2, window_pattern: {pattern}}}\n"
+    )
+    ir = build_ir(load_spec(str(spec)))
+    source = generate_source(ir)
+    model = load_generated(source, tmp_path).Model()
+    assert sum(p.numel() for p in model.parameters()) == ir.value(parameter_count(ir.root))
+    built = [type(block).__name__ for block in model.decoder.blocks]
+    assert len(built) == n_layers
+    if classes is not None:
+        assert set(built) == classes
+    windowed = [pattern[i % len(pattern)] == "L" for i in range(n_layers)]
+    if len(set(built)) == 2:  # each layer the class its letter names
+        assert [name.startswith("Sliding") for name in built] == windowed

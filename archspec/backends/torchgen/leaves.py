@@ -84,6 +84,15 @@ def _cycled(repeat: Repeat, constructor: Callable[[Node], str]) -> list[str]:
     groups: dict[str, list] = {}
     for run in repeat.runs:
         groups.setdefault(constructor(run.node), []).append(run)
+    if len(groups) == 1:  # a pattern whose other letters fall past the last layer
+        (module,) = groups
+        return [
+            "# All alike: the window pattern's other letters fall past the last layer.",
+            f"{name} = []",
+            f"for _ in range({total}):",
+            f"{INDENT}{name}.append({module})",
+            f"{target} = nn.ModuleList({name})",
+        ]
     # the class most runs build is the else branch (the last of equals: the pattern's last)
     rest = max(reversed(groups), key=lambda module: len(groups[module]))
     tested = [module for module in groups if module != rest]
