@@ -128,6 +128,8 @@ def test_a_good_system_file_plans() -> None:
         ({"peak_tflops": "{bf16: 1.0e-300}"}, None, ["peak_tflops.bf16", "under the least"]),
         ({"memory_gib": "1"}, None, ["memory_gib", "under the least of 2"]),
         (None, {"inter_node_gbs": "1.0e-300"}, ["inter_node_gbs", "under the least"]),
+        ({"kind": "tpuu"}, None, ["accelerators.myacc.kind", "one of gpu, tpu", "'tpu'"]),
+        ({"kind": "[tpu]"}, None, ["kind", "one of gpu, tpu", "a list"]),
         ({"fp16_accumulate_tflops": "-1"}, None, ["fp16_accumulate_tflops", "above zero"]),
         ({"fp16_accumulate_tflops": ".inf"}, None, ["fp16_accumulate_tflops", "finite"]),
         ({"fp16_accumulate_tflops": "200"}, None, ["fp16_accumulate_tflops", "lists no fp16"]),
@@ -418,3 +420,22 @@ def test_an_empty_spec_is_named_as_empty() -> None:
 def test_sizes_beyond_the_limit_are_refused_everywhere(args: list[str]) -> None:
     """plan took --gpus 10^20 (a step of 10^15 seconds at 0.0% MFU), compare any --seq."""
     refused(cli(*args), "must be at most 1,000,000,000")
+
+
+def test_a_tpu_plans_with_maxtexts_stack_unless_told(tmp_path) -> None:
+    """With no --engine, a TPU (systems.yaml's `kind: tpu`) is timed as MaxText runs on it and
+    a GPU as Megatron-LM runs on it; a --system file's accelerator says its own kind."""
+    import json
+
+    def engine(*args: str) -> str:
+        result = cli("plan", "gpt2", "--gpus", "8", "--global-batch", "8", "--seq", "128",
+                     "--json", *args)  # fmt: skip
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)["engine"]
+
+    assert engine("--gpu", "tpu-v5e") == "maxtext"
+    assert engine("--gpu", "h100-sxm") == "megatron"
+    assert engine("--gpu", "tpu-v5e", "--engine", "megatron") == "megatron"
+    tpu = _system_file(tmp_path, {"kind": "tpu"})
+    assert engine("--gpu", "mysys", "--system", str(tpu)) == "maxtext"
+    assert engine("--gpu", "mysys", "--system", str(_system_file(tmp_path))) == "megatron"

@@ -533,7 +533,8 @@ PlanStageLayers = Annotated[
 PlanEngine = Annotated[
     str | None,
     _opt("--engine", help="The stack whose fitted profile times the step. Training: megatron "
-         "(default), deepspeed, nemo, fsdp or maxtext (what it overlaps and its efficiency). "
+         "(default on GPUs), deepspeed, nemo, fsdp or maxtext (default on TPUs): what it "
+         "overlaps and its efficiency. "
          "Serving: gpt-fast, tensorrt-llm, transformers, gptq-for-llama, tinychat, "
          "tinychat-2023, exllama, vllm-rocm, vllm-rocm-0.10, tensorrt-llm-1.0 or typical "
          "(default ideal: the "

@@ -196,7 +196,8 @@ def _train(ir, system, o) -> dict[str, Any]:
     run = request.training_run(ir, o.gpus, o.global_batch, o.seq, o.dtype, o.grad_dtype, o.attn,
                                o.top, o.engine, o.async_tp, o.fp8_all_gather,
                                o.checkpoint, o.ep_dispatch, o.moe_imbalance, o.attn_kernel,
-                               system.accelerator.key, o.mtp_layers or 0)  # fmt: skip
+                               system.accelerator.key, o.mtp_layers or 0,
+                               system.accelerator.kind)  # fmt: skip
     beyond_context(ir, [run.seq])
     given = {"tp": o.tp, "pp": o.pp, "interleave": o.interleave, "sp": o.sp_,
              "micro_batch": o.batch, "zero": o.zero, "cp": o.cp,

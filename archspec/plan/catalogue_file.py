@@ -38,6 +38,10 @@ class Number:
 
 TEXT = str
 PEAKS = "peaks"  # a mapping of dtype to TFLOP/s
+KIND = "kind"  # one of KINDS
+# What an accelerator is, which picks the training stack `plan` assumes when no --engine is
+# given (engines.DEFAULT_ENGINES): GPUs run megatron's, TPUs MaxText's.
+KINDS = ("gpu", "tpu")
 
 ACCELERATOR_FIELDS: dict[str, Any] = {
     "name": TEXT,
@@ -50,6 +54,8 @@ ACCELERATOR_FIELDS: dict[str, Any] = {
     # Dense FP16 tensor throughput accumulating in FP16, where the part runs that faster than
     # with FP32 accumulation (GeForce parts: twice); optional, the other parts list one rate.
     "fp16_accumulate_tflops": Number("TFLOP/s", 1e6, low=1e-3),
+    # gpu (left out) or tpu.
+    "kind": KIND,
 }
 SYSTEM_FIELDS: dict[str, Any] = {
     "accelerator": TEXT,
@@ -69,7 +75,13 @@ SYSTEM_FIELDS: dict[str, Any] = {
     "nodes_per_switch": Number("nodes", 1e7, whole=True),
     "oversubscription": Number("× (down:up)", 1e3, low=1),
 }
-OPTIONAL = {"host_link_gbs", "nodes_per_switch", "oversubscription", "fp16_accumulate_tflops"}
+OPTIONAL = {
+    "host_link_gbs",
+    "nodes_per_switch",
+    "oversubscription",
+    "fp16_accumulate_tflops",
+    "kind",
+}
 # A million TFLOP/s: far above any chip (B200: 4,500 at FP8); a GFLOP/s at least.
 PEAK = Number("TFLOP/s", 1e6, low=1e-3)
 
@@ -108,6 +120,13 @@ class _File:
             raise self.error(f"{shown} {rule.unit} is over the limit of {rule.high:g}", path)
         return value
 
+    def kind(self, value: Any, path: YamlPath) -> str:
+        if value not in KINDS:
+            shown = shortened(repr(value), 30) if isinstance(value, str) else _words(value)
+            raise self.error(f"expected one of {', '.join(KINDS)}, got {shown}", path,
+                             hint=did_you_mean(str(value), KINDS))  # fmt: skip
+        return value
+
     def mapping(self, value: Any, path: YamlPath, what: str) -> dict:
         if not isinstance(value, dict):
             raise self.error(f"{what} must be a mapping, got {_words(value)}", path)
@@ -137,6 +156,8 @@ class _File:
                 continue
             if rule is TEXT:
                 out[key] = self.text(value[key], at)
+            elif rule is KIND:
+                out[key] = self.kind(value[key], at)
             elif rule is PEAKS:
                 peaks = self.mapping(value[key], at, "peak_tflops (TFLOP/s by dtype)")
                 if not peaks:

@@ -150,6 +150,9 @@ ENGINES = {
                       0.78, (("tpu-v5p", 0.78),), checkpoint=PRUNED, interference=0.5),
 }  # fmt: skip
 DEFAULT_ENGINE = "megatron"
+# The stack a plan assumes when no --engine is given, by the accelerator's kind (systems.yaml):
+# Megatron-LM and the PyTorch stacks run on GPUs, MaxText on TPUs.
+DEFAULT_ENGINES = {"gpu": DEFAULT_ENGINE, "tpu": "maxtext"}
 
 
 def transferred(engine: Engine, accelerator: str | None) -> float:

@@ -29,6 +29,7 @@ class Accelerator:
     # Dense FP16 tensor TFLOP/s accumulating in FP16 where that is faster than the fp16 peak
     # (which accumulates in FP32): None where the part lists one rate.
     fp16_accumulate_tflops: float | None = None
+    kind: str = "gpu"  # or "tpu" (catalogue_file.KINDS)
 
     def peak(self, dtype: str) -> float:
         """Dense peak in FLOP/s for a compute dtype (fp32 training uses fp32's, not TF32's)."""
@@ -110,6 +111,7 @@ def _entries(extra: list[Path] | None) -> tuple[dict[str, Accelerator], dict[str
                 float(a["memory_bandwidth_gbs"]),
                 a["source"],
                 a.get("fp16_accumulate_tflops"),
+                a.get("kind", "gpu"),
             )
         systems.update(file_systems)
     return accels, systems
@@ -207,6 +209,7 @@ def catalogue_rows(catalogue: dict[str, System]) -> list[dict[str, Any]]:
             "accelerator": a.name,
             "peak_tflops": a.peak_tflops,
             "fp16_accumulate_tflops": a.fp16_accumulate_tflops,
+            "kind": a.kind,
             "memory_gib": a.memory_gib,
             "memory_bandwidth_gbs": a.memory_bandwidth_gbs,
             "gpus_per_node": s.gpus_per_node,

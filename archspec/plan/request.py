@@ -14,7 +14,7 @@ from archspec.backends.count.replay import CHECKPOINTS
 from archspec.errors import SpecError, did_you_mean
 from archspec.ir.nodes import IR
 from archspec.plan.dispatch import DISPATCHERS
-from archspec.plan.engines import DEFAULT_ENGINE, get_engine
+from archspec.plan.engines import DEFAULT_ENGINES, get_engine
 from archspec.plan.hardware import System, get_system
 from archspec.plan.mtp import check_mtp_layers
 from archspec.plan.recompute_block import block_layers, is_full
@@ -88,15 +88,17 @@ def training_run(
     async_tp: bool = False, fp8_all_gather: bool = False, checkpoint: str | None = None,
     ep_dispatch: str | None = None, moe_imbalance: float | None = None,
     attn_kernel: str | None = None, accelerator: str | None = None, mtp_layers: int = 0,
+    accelerator_kind: str = "gpu",
 ) -> Training:  # fmt: skip
     """The training run the options describe: the sequence length defaults to the context;
     gradients default to the dtype (bf16 under fp8, whose weights and gradients stay bf16);
-    the engine to megatron's (one --engine option serves both modes, so None means default);
+    the engine to the accelerator kind's stack, megatron's on GPUs and MaxText's on TPUs
+    (engines.DEFAULT_ENGINES; one --engine option serves both modes, so None means default);
     --async-tp is torchtitan's (engines.with_async_tp), so --engine fsdp's, and so is
     --fp8-all-gather (fp8_comm.py), which gathers float8 weights: --dtype fp8's."""
     from archspec.backends.count.memory import GRAD_BYTES
 
-    engine = engine or DEFAULT_ENGINE
+    engine = engine or DEFAULT_ENGINES[accelerator_kind]
     get_engine(engine)
     if async_tp and engine != "fsdp":
         raise SpecError(
