@@ -93,9 +93,11 @@ def test_cross_validated_errors() -> None:
     rows = [r for r in published.table() if "cv_error" in r]
     assert len(rows) >= 45
     errors = [abs(r["cv_error"]) for r in rows]
-    # What docs/plan.md reports (a regression guard): mean 7.5% (7.48%), under the issue's
-    # target of 8%, largest 32.6% (NeMo's GPT-OSS 120B on 64 B300s), far above its 15%, over 148
-    # runs; 7.73% and 38.7% before cuDNN's time per row for sinks was charged; 7.97% before
+    # What docs/plan.md reports (a regression guard): mean 7.8% (7.82%), under the issue's
+    # target of 8%, largest 32.6% (NeMo's GPT-OSS 120B on 64 B300s), far above its 15%, over 172
+    # runs; 7.48% over the 148 before MaxText's v5e table (its v5p rows, left out, now timed
+    # with the v5e's plateau); 7.73% and 38.7% before cuDNN's time per row for sinks was
+    # charged; 7.97% before
     # BLOOM's cluster had an SXM A100's NVLink (MT-NLG left out +22..27%);
     # 8.08% before a pair only MoE runs reached took its engine's plateau; 8.14% before a
     # parallel block's input was gathered once (MaxText's rows); 8.2% and
@@ -127,7 +129,7 @@ def test_cross_validated_errors() -> None:
     # What `archspec plan` quotes (track_record.yaml) is this fit's left-out errors.
     stored = {r["name"]: r["left_out"] for r in track_record.stored()}
     assert stored == {r["run"]: pytest.approx(r["cv_error"], abs=1e-6) for r in rows}
-    assert mean(errors) < 0.076
+    assert mean(errors) < 0.079
     assert max(errors) < 0.33
     megatron = [
         abs(r["cv_error"]) for r in rows if r["source"].startswith(("Narayanan", "Korthikanti"))
@@ -228,5 +230,43 @@ def test_maxtext_rows_have_the_sizes_and_utilisation_their_readme_names() -> Non
         heads, layers = int(sets["n_heads"]), int(sets["n_layers"])
         b, s = run.global_batch, run.seq
         flops = 6 * n * b * s + 6 * layers * heads * 256 * s * s * b
+        step = flops / (run.figure[1] * 1e12 * run.gpus)
+        assert published.published_step(run, ir) == pytest.approx(step), run.name
+
+
+def test_maxtext_v5e_rows_have_the_sizes_and_utilisation_their_table_names() -> None:
+    """MaxText's v5e rows (v5e_high_performance.md at e47fa1b5d) against what the table states
+    beside each TFLOP/s: the size label (16B ... 128B: parameters within 3%), its MFU column
+    (the TFLOP/s over the v5e's 197 bf16 TFLOP/s, each TFLOP/s rounded to a whole number), one
+    to 32 slices of 256 chips with each chip's batch kept; `flops: palm` turns the TFLOP/s into
+    the step as that commit's train.py counts: 6·N·T·B plus 12·L·H·d·T²·B, every query-key
+    pair, heads of d = 256."""
+    from archspec.backends.count.params import parameter_count
+
+    mfu = {  # the table's MFU column, by (size, slices)
+        ("16B", 1): 0.6110, ("16B", 2): 0.5937, ("16B", 4): 0.5914, ("16B", 8): 0.5827,
+        ("16B", 16): 0.5656, ("16B", 32): 0.5465, ("32B", 1): 0.6686, ("32B", 2): 0.6481,
+        ("32B", 4): 0.6410, ("32B", 8): 0.6367, ("32B", 16): 0.6226, ("32B", 32): 0.6040,
+        ("64B", 1): 0.5990, ("64B", 2): 0.5666, ("64B", 4): 0.5585, ("64B", 8): 0.5496,
+        ("64B", 16): 0.5329, ("64B", 32): 0.5018, ("128B", 1): 0.5606, ("128B", 2): 0.5582,
+        ("128B", 4): 0.5493, ("128B", 8): 0.5293, ("128B", 16): 0.5086, ("128B", 32): 0.4625,
+    }  # fmt: skip
+    runs = [r for r in published.dataset().runs if r.source == "maxtext2023v5e"]
+    assert len(runs) == 24
+    for run in runs:
+        size = run.name.split()[1].rstrip(",")
+        slices = run.gpus // 256
+        assert run.dp_replicate == slices and run.gpus == 256 * slices
+        assert run.global_batch == {"16B": 6, "32B": 4, "64B": 2, "128B": 1}[size] * run.gpus
+        ir = published.cands_ir(run)
+        n = ir.value(parameter_count(ir.root))
+        assert n == pytest.approx(float(size.rstrip("B")) * 1e9, rel=0.03), run.name
+        peak = get_system(run.system).accelerator.peak("bf16")
+        # The TFLOP/s is rounded to a whole number: within half a TFLOP/s of the MFU's.
+        assert run.figure[1] == pytest.approx(mfu[(size, slices)] * peak / 1e12, abs=0.5)
+        sets = dict(x.split("=") for x in run.sets)
+        heads, layers = int(sets["n_heads"]), int(sets["n_layers"])
+        b, s = run.global_batch, run.seq
+        flops = 6 * n * b * s + 12 * layers * heads * 256 * s * s * b
         step = flops / (run.figure[1] * 1e12 * run.gpus)
         assert published.published_step(run, ir) == pytest.approx(step), run.name
