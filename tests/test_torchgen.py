@@ -486,3 +486,19 @@ def test_a_cycled_pattern_builds_each_layer_its_class(
     windowed = [pattern[i % len(pattern)] == "L" for i in range(n_layers)]
     if len(set(built)) == 2:  # each layer the class its letter names
         assert [name.startswith("Sliding") for name in built] == windowed
+
+
+def test_loading_without_a_folder_leaves_nothing_after_the_process() -> None:
+    """Generated files live in one temporary folder per process, removed at exit (a test
+    suite loads hundreds of models)."""
+    script = (
+        "from archspec.backends.torchgen import load_generated\n"
+        "print(load_generated('x = 1\\n').__file__)\n"
+        "print(load_generated('x = 2\\n').__file__)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    first, second = (Path(line) for line in result.stdout.split())
+    assert first.parent == second.parent and first != second
+    assert not first.parent.exists()
