@@ -66,8 +66,12 @@ def test_list_systems_and_an_extra_system_file(tmp_path) -> None:
     )
     result = invoke("--list-systems", "--system", str(extra), "--json")
     assert result.exit_code == 0, result.output
-    names = {row["name"] for row in json.loads(result.stdout)}
-    assert {"a100-80g", "mi300x", "a100-tiny"} <= names
+    rows = {row["name"]: row for row in json.loads(result.stdout)}
+    assert {"a100-80g", "mi300x", "a100-tiny"} <= set(rows)
+    # An accelerator no system holds is listed as what --gpu plans on: one device alone.
+    alone = rows["rtx-4090"]
+    assert (alone["gpus_per_node"], alone["intra_node_gbs"], alone["inter_node_gbs"]) == (1, 0, 0)
+    assert alone["system_source"].startswith("one device alone")
     assert invoke("--list-systems").exit_code == 0
     bad = tmp_path / "bad.yaml"
     bad.write_text("systems:\n  x: {accelerator: a100-80g, name: x}\n")

@@ -213,14 +213,24 @@ def test_every_published_run_fits_in_its_engine_memory() -> None:
         assert used <= parts.memory_bytes * engines[f.engine].usable_memory, f
 
 
-def test_any_accelerator_serves_alone_without_a_system() -> None:
+def test_any_accelerator_serves_and_trains_alone_without_a_system() -> None:
+    """An accelerator no system holds (a desktop card) is one device alone: it serves and
+    trains on its own; two of them need links only a system (--system FILE) gives."""
     result = invoke("llama-2-7b", "--mode", "serve", "--gpu", "rtx-4090", "--engine",
                     "transformers", "--dtype", "fp16", "--json")  # fmt: skip
     assert result.exit_code == 0, result.output
     r = json.loads(result.stdout)
     assert r["memory"]["capacity"] == 24 * 2**30 and r["system"] == "rtx-4090"
-    result = invoke("llama-2-7b", "--gpu", "rtx-4090", "--global-batch", "8")
-    assert result.exit_code == 2 and "unknown system" in result.stderr
+    result = invoke("gpt2", "--gpu", "RTX 4090", "--global-batch", "8", "--seq", "1024",
+                    "--json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)
+    assert r["system"] == "rtx-4090" and r["layout"]["dp"] == 1
+    result = invoke("gpt2", "--gpu", "rtx-4090", "--gpus", "2", "--global-batch", "8")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "--gpus 2 on rtx-4090" in result.stderr and "--system FILE" in result.stderr
+    result = invoke("gpt2", "--gpu", "rtx-4909", "--global-batch", "8")
+    assert result.exit_code == 2 and "did you mean 'rtx-4090'" in result.stderr
 
 
 def test_tinychat_figures_are_timed_by_the_release_that_published_them() -> None:

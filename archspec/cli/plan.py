@@ -427,18 +427,17 @@ def _render_serve(r: dict[str, Any]) -> None:
 
 
 def _list_systems(system_files, json_: bool) -> None:
-    from archspec.plan.hardware import load_catalogue
+    from archspec.plan.hardware import catalogue_rows, load_catalogue, lone_devices
 
-    catalogue = load_catalogue(system_files)
-    from archspec.plan.hardware import catalogue_rows
-
-    rows = catalogue_rows(catalogue)
+    # The systems, then the accelerators no system holds: each plans as one device alone.
+    rows = catalogue_rows({**load_catalogue(system_files), **lone_devices(system_files)})
     if json_:
         print_json(rows)
         return
     from rich.table import Table
 
-    table = Table(title="systems (bandwidths per accelerator, one direction)",
+    table = Table(title="systems (bandwidths per accelerator, one direction; 1 per node and no "
+                        "links: an accelerator no system holds, planned as one device alone)",
                   title_justify="left")  # fmt: skip
     for col in ("name", "accelerator", "bf16 TFLOP/s", "memory", "HBM GB/s", "per node",
                 "node link GB/s", "network GB/s"):  # fmt: skip
@@ -446,7 +445,7 @@ def _list_systems(system_files, json_: bool) -> None:
     for r in rows:
         table.add_row(
             markup_safe(r["name"]), markup_safe(r["accelerator"]),
-            f"{r['peak_tflops'].get('bf16', 0):g}",
+            f"{r['peak_tflops']['bf16']:g}" if 'bf16' in r['peak_tflops'] else "—",
             f"{r['memory_gib']:g} GiB", f"{r['memory_bandwidth_gbs']:g}",
             str(r["gpus_per_node"]), f"{r['intra_node_gbs']:g}", f"{r['inter_node_gbs']:g}",
         )  # fmt: skip

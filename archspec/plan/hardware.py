@@ -175,6 +175,45 @@ def get_system(name: str, extra: list[Path] | None = None) -> System:
     return catalogue[name]
 
 
+def device_alone(key: str, accelerator: Accelerator) -> System:
+    """One accelerator on its own, with no links: what a single device trains or serves on
+    (nothing is exchanged, so no node or network figure is needed)."""
+    return System(key, accelerator.name, accelerator, 1, 0.0, 0.0, 0.0, 0.0,
+                  f"one device alone: {accelerator.source}")  # fmt: skip
+
+
+def lone_devices(extra: list[Path] | None = None) -> dict[str, System]:
+    """Each accelerator no system holds, as one device alone (what `--gpu` plans on for one)."""
+    held = {s.accelerator.key for s in load_catalogue(extra).values()}
+    return {k: device_alone(k, a) for k, a in load_accelerators(extra).items() if k not in held}
+
+
+def system_or_device(name: str, extra: list[Path] | None = None, gpus: int = 1) -> System:
+    """The system of that name; or, for an accelerator no system holds (an RTX 4090, a V100),
+    that one device alone, when one is all the plan asks for. More than one needs the links
+    between them, which only a system (a node and its network) gives."""
+    try:
+        return get_system(name, extra)
+    except SpecError:
+        accels = load_accelerators(extra)
+        key = canonical_name(name, accels)  # "RTX 4090" is rtx-4090, as "H100" is h100-sxm
+        if key not in accels:
+            known = {**load_catalogue(extra), **accels}
+            raise SpecError(
+                f"unknown system or accelerator '{name}'",
+                hint=did_you_mean(key, known) or "see `archspec plan --list-systems`",
+            ) from None
+        if gpus > 1:
+            raise SpecError(
+                f"--gpus {gpus} on {key}: the catalogue has this accelerator but no system "
+                "(node and network) holding it, and more than one device needs the links "
+                "between them",
+                hint="plan one device (--gpus 1), or describe the cluster in a --system FILE "
+                "(docs/plan.md, 'The hardware catalogue')",
+            ) from None
+        return device_alone(key, accels[key])
+
+
 def with_node_size(system: System, node_size: int | None, gpus: int = 1) -> System:
     """The system with nodes of `node_size` accelerators: a TPU slice of fewer chips than the
     catalogue's node (slices join over the data-center network), a partition of a larger

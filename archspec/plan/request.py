@@ -15,7 +15,7 @@ from archspec.errors import SpecError, did_you_mean
 from archspec.ir.nodes import IR
 from archspec.plan.dispatch import DISPATCHERS
 from archspec.plan.engines import DEFAULT_ENGINES, get_engine
-from archspec.plan.hardware import System, get_system
+from archspec.plan.hardware import System, system_or_device
 from archspec.plan.mtp import check_mtp_layers
 from archspec.plan.recompute_block import block_layers, is_full
 from archspec.plan.search import SearchResult, usable_memory
@@ -61,8 +61,8 @@ def checked_system(
         from archspec.plan.serve_engine import serving_system
 
         system = serving_system(gpu, system_files)
-    else:
-        system = get_system(gpu, system_files)
+    else:  # one device of any accelerator trains alone; more need a system's links
+        system = system_or_device(gpu, system_files, gpus)
     if attn not in ("flash", "eager"):
         raise SpecError(f"--attn takes flash or eager (got '{attn}')",
                         hint=did_you_mean(attn, ("flash", "eager")))  # fmt: skip

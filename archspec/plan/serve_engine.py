@@ -34,7 +34,7 @@ from pathlib import Path
 import yaml
 
 from archspec.errors import SpecError, did_you_mean
-from archspec.plan.hardware import System, canonical_name, get_system, load_accelerators
+from archspec.plan.hardware import System, system_or_device
 
 # Engines whose Python issues each kernel as it goes (no CUDA graph in their code): a pass
 # takes at least its host's time to issue its layers (`host_layer_us`).
@@ -169,15 +169,4 @@ def get_engine(name: str) -> ServeEngine:
 def serving_system(name: str, extra: list[Path] | None = None) -> System:
     """The system of that name; or, for an accelerator no system holds (an RTX 4090), that one
     device alone: serving on one needs no links (tensor parallelism over it is refused)."""
-    try:
-        return get_system(name, extra)
-    except SpecError:
-        accels = load_accelerators(extra)
-        key = canonical_name(name, accels)  # "RTX 4090" is rtx-4090, as "H100" is h100-sxm
-        if key not in accels:
-            raise SpecError(
-                f"unknown system or accelerator '{name}'",
-                hint=did_you_mean(key, accels) or "see `archspec plan --list-systems`",
-            ) from None
-        a = accels[key]
-        return System(key, a.name, a, 1, 0.0, 0.0, 0.0, 0.0, f"one device alone: {a.source}")
+    return system_or_device(name, extra)
