@@ -290,3 +290,15 @@ def test_the_public_config_imports_to_the_builtin() -> None:
     assert architecture(imported.spec) == architecture(load_spec("deepseek-v3"))
     ir = build_ir(load_spec("deepseek-v3"), symbolic=False)
     assert ir.value(parameter_count(ir.root)) == REAL["deepseek_v3"][1]
+
+
+def test_an_expert_count_without_a_default_is_named_absent_or_null() -> None:
+    """dots1 has no default expert count: a config that leaves it out and one that gives null
+    (what Dots1Config's own defaults save) are each told which."""
+    base = {k: v for k, v in DEEPSEEK_V3.items() if k != "n_routed_experts"}
+    base["model_type"], base["architectures"] = "dots1", ["Dots1ForCausalLM"]
+    with pytest.raises(SpecError, match="has no 'n_routed_experts'") as err:
+        import_config(base)
+    assert err.value.path == "n_routed_experts"
+    with pytest.raises(SpecError, match="gives null for 'n_routed_experts'"):
+        import_config({**base, "n_routed_experts": None})

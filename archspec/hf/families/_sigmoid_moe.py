@@ -74,7 +74,8 @@ def _groups(f: Fields, d: ExpertDefaults, experts: int, top_k: int) -> tuple[int
 
 def _count(f: Fields, key: str, default: int | None, *aliases: str) -> int:
     if default is None and f.get(key, None, *aliases) is None:
-        raise f.error(key, f"config.json has no '{key}', for which {f.model_type} has no default")
+        given = "gives null for" if any(n in f.data for n in (key, *aliases)) else "has no"
+        raise f.error(key, f"config.json {given} '{key}', for which {f.model_type} has no default")
     return f.int(key, default, *aliases)
 
 
