@@ -58,6 +58,7 @@ def test_a_vision_language_model_points_at_its_text_config() -> None:
         ("blenderbot-small", ["layernorm_embedding", "before adding its positions"]),
         ("fsmt", ["src_vocab_size", "tgt_vocab_size"]),
         ("umt5", ["relative-position bias table of its own"]),
+        ("step3p5", ["sigmoid(g_proj(x))", "num_sliding_attention_heads"]),
     ],
 )
 def test_text_models_the_spec_cannot_express_name_what_is_missing(

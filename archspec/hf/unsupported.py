@@ -495,6 +495,11 @@ MISSING: dict[str, str] = {
         "(pronunciation_vocab_size, shape_vocab_size, concat_input), inputs archspec's "
         "models do not take"
     ),
+    "step3p5": (
+        "Step 3.5 gates each head's attention output by sigmoid(g_proj(x)) before o_proj "
+        "(gating), and may give its sliding-window layers a head count of their own "
+        "(num_sliding_attention_heads); archspec's attention has no output gate"
+    ),
     "trocr": (
         "TrOCR is the text decoder of an image-to-text model: its layers cross-attend to an "
         "image encoder's states (cross_attention_hidden_size) given by "
