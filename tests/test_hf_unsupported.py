@@ -48,7 +48,26 @@ def test_a_vision_language_model_points_at_its_text_config() -> None:
     data = {"model_type": "llava", "text_config": {"model_type": "llama"}}
     with pytest.raises(SpecError) as caught:
         import_config(data)
-    assert "text_config (model_type 'llama')" in (caught.value.hint or "")
+    assert "text_config (model_type 'llama'): written out" in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize(
+    ("model_type", "text", "says"),
+    [
+        ("qwen2_5_vl", "qwen2_5_vl_text", "which import-hf does not read either"),
+        ("gemma3n", "gemma3n_text", "which import-hf refuses too: Gemma 3n adds"),
+    ],
+)
+def test_a_language_model_import_hf_cannot_read_is_not_promised(
+    model_type: str, text: str, says: str
+) -> None:
+    """The pointer at text_config says "it imports alone" only where it does."""
+    with pytest.raises(SpecError) as caught:
+        import_config({"model_type": model_type, "text_config": {"model_type": text}})
+    hint = caught.value.hint or ""
+    assert says in hint and "imports alone" not in hint
+    with pytest.raises(SpecError):
+        import_config({"model_type": text})
 
 
 @pytest.mark.parametrize(

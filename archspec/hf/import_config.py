@@ -173,7 +173,7 @@ def import_config(
     where = Location(path)
     model_type = data.get("model_type")
     if not isinstance(model_type, str) or model_type not in FAMILIES:
-        why = refusal(model_type, data) if isinstance(model_type, str) else None
+        why = refusal(model_type, data, FAMILIES) if isinstance(model_type, str) else None
         if why is not None:  # not a text model, or one the spec cannot express yet
             raise SpecError(why.message, location=where, path="model_type", hint=why.hint)
         hint = (

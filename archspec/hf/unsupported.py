@@ -15,10 +15,11 @@ does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 
 from archspec.errors import did_you_mean
+from archspec.safety.text import shortened
 
 
 @dataclass(frozen=True)
@@ -564,8 +565,10 @@ def modalities(model_type: str) -> dict[str, list[str]]:
     return found
 
 
-def refusal(model_type: str, data: dict) -> Refusal | None:
-    """Why `model_type` is refused, if there is more to say than "not supported"."""
+def refusal(model_type: str, data: dict, supported: Container[str] = ()) -> Refusal | None:
+    """Why `model_type` is refused, if there is more to say than "not supported". A model
+    that is not a text model points at its language model (`text_config`), saying whether
+    import-hf reads that one (`supported`: the model types it has a family for)."""
     if model_type in MISSING:
         return Refusal(
             f"model_type {model_type!r} is not supported by import-hf: {MISSING[model_type]}",
@@ -580,10 +583,14 @@ def refusal(model_type: str, data: dict) -> Refusal | None:
     hint = "archspec describes text transformers, and import-hf reads text model types only"
     text = data.get("text_config")
     if isinstance(text, dict) and isinstance(text.get("model_type"), str):
-        hint += (
-            f"; its language model is text_config (model_type {text['model_type']!r}): "
-            "written out as a config.json of its own, it imports alone"
-        )
+        inner = text["model_type"]
+        hint += f"; its language model is text_config (model_type {shortened(repr(inner), 80)})"
+        if inner in supported:
+            hint += ": written out as a config.json of its own, it imports alone"
+        elif inner in MISSING:
+            hint += f", which import-hf refuses too: {MISSING[inner]}"
+        else:
+            hint += ", which import-hf does not read either"
     return Refusal(
         f"model_type {model_type!r} is not a text model: it takes {kinds} input "
         f"(transformers' registries list it under {evidence})",
