@@ -54,7 +54,7 @@ def test_a_vision_language_model_points_at_its_text_config() -> None:
 @pytest.mark.parametrize(
     ("model_type", "text", "says"),
     [
-        ("qwen2_5_vl", "qwen2_5_vl_text", "which import-hf does not read either"),
+        ("mllama", "mllama_text_model", "which import-hf does not read either"),
         ("gemma3n", "gemma3n_text", "which import-hf refuses too: Gemma 3n adds"),
     ],
 )

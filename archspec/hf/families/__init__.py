@@ -91,9 +91,12 @@ from archspec.hf.families import (
     phi3,
     plbart,
     qwen2,
+    qwen2_5_vl_text,
     qwen2_moe,
+    qwen2_vl_text,
     qwen3,
     qwen3_moe,
+    qwen3_vl_text,
     rembert,
     roberta,
     roberta_prelayernorm,
@@ -218,6 +221,10 @@ _MODULES = (
     aria_text,
     sarvam_moe,
     solar_open,
+    # vision-language models' text models
+    qwen2_vl_text,
+    qwen2_5_vl_text,
+    qwen3_vl_text,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

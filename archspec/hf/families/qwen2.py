@@ -74,8 +74,14 @@ def import_qwen2(f: Fields, cls: HFClass) -> dict[str, Any]:
     # Qwen2Attention builds q, k and v with biases and o without, whatever attention_bias says
     # (neither Qwen2Config nor the model names it).
     f.ignored("attention_bias", "Qwen2Config and Qwen2Attention")
+    return import_qwen2_like(f, cls, VARIANT)
+
+
+def import_qwen2_like(f: Fields, cls: HFClass, variant: LlamaVariant) -> dict[str, Any]:
+    """Qwen2's block (biases on q, k and v only; its sliding window) over a config class's
+    defaults (`variant`): Qwen2's, or its vision-language models' text models'."""
     window = read_window(f)
-    spec = import_llama_like(f, cls, VARIANT)
+    spec = import_llama_like(f, cls, variant)
     spec["attention"] = {**spec["attention"], "bias": False, "qkv_bias": True, **window}
     return spec
 

@@ -34,9 +34,13 @@ VARIANT = LlamaVariant(
 HEAD_DIM = 128  # Qwen3Config's default, not hidden_size / num_attention_heads
 
 
-def import_qwen3(f: Fields, cls: HFClass) -> dict[str, Any]:
-    window = read_window(f)
-    spec = import_llama_like(f, cls, VARIANT)
+def import_qwen3(
+    f: Fields, cls: HFClass, variant: LlamaVariant = VARIANT, windows: bool = True
+) -> dict[str, Any]:
+    """Qwen3's fields; `variant`: the config class's defaults, and `windows`: whether its
+    attention reads Qwen2's sliding window (Qwen3-VL's text model's does not)."""
+    window = read_window(f) if windows else {}
+    spec = import_llama_like(f, cls, variant)
     if f.get("head_dim") is None:
         spec["head_dim"] = HEAD_DIM if HEAD_DIM * spec["n_heads"] != spec["d_model"] else None
     spec["attention"] = {**spec["attention"], "qk_norm": True, **window}

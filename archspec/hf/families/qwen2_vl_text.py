@@ -1,0 +1,44 @@
+"""Qwen2-VL's language model (`model_type: qwen2_vl_text`, the `text_config` of a `qwen2_vl`
+config): Qwen2's decoder (biases on q, k and v, its sliding window) under M-RoPE, which on text
+is RoPE (`_mrope.py`). transformers builds it as `Qwen2VLTextModel`, hidden states without a
+head: the LM head belongs to the vision-language model. Qwen2.5-VL's (`qwen2_5_vl_text.py`) is
+the same record under its own names."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from archspec.hf.config_fields import Fields
+from archspec.hf.families import qwen2
+from archspec.hf.families._mrope import text_rope
+from archspec.hf.family import Family, HFClass
+
+# Qwen2VLTextConfig's (and Qwen2_5_VLTextConfig's) defaults where they differ from Qwen2Config's
+# (transformers' configuration_qwen2_vl.py): a 72B-sized model, RoPE base 1,000,000.
+VARIANT = replace(
+    qwen2.VARIANT, d_ff=29568, kv_heads=8, rms_eps=1e-5, vocab_size=152064, rope_theta=1e6
+)
+DEFAULTS = {"hidden_size": 8192, "num_hidden_layers": 80, "num_attention_heads": 64,
+            "max_window_layers": 80}  # fmt: skip
+
+
+def import_vl_text(f: Fields, cls: HFClass) -> dict[str, Any]:
+    f.data = {**DEFAULTS, **f.data}
+    d, heads = f.int("hidden_size"), f.count("num_attention_heads")
+    text_rope(f, d // heads)
+    f.ignored("attention_bias", f"{cls.name} and its attention")  # q, k, v biased, o not
+    return qwen2.import_qwen2_like(f, cls, VARIANT)
+
+
+def vl_text_family(model_type: str, class_name: str) -> Family:
+    return replace(
+        qwen2.FAMILY,
+        model_type=model_type,
+        classes=(HFClass(class_name, model_type, "none", base=True),),
+        import_config=import_vl_text,
+        spec_family=model_type,
+    )
+
+
+FAMILY = vl_text_family("qwen2_vl_text", "Qwen2VLTextModel")

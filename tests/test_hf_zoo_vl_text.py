@@ -1,0 +1,89 @@
+"""The language models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (`qwen2_vl_text`,
+`qwen2_5_vl_text`, `qwen3_vl_text`: a vision-language config's `text_config`), against
+transformers' own classes: the default-sized config counts like the class on the meta device,
+and a tiny random model saved by transformers, its M-RoPE sections set, imports, loads and gives
+the same hidden states over a right-padded batch (M-RoPE over a text token's one position is
+RoPE), the same printed module tree and the same forward matmul FLOPs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from archspec.backends.count.params import parameter_count
+from archspec.backends.printer import module_repr
+from archspec.errors import SpecError
+from archspec.hf.import_config import import_config
+from archspec.hf.weights import load_weights
+from archspec.ir.build import build_ir
+from archspec.spec.resolve import load_spec
+from tests.test_hf_weights import assert_close, batch, generated
+from tests.zoo_check import check_forward_matmul_flops, tiny_model
+
+transformers = pytest.importorskip("transformers")
+
+_TINY = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "num_key_value_heads": 2}  # fmt: skip
+# class -> its tiny config: heads 16 wide, so M-RoPE shares out 8 frequencies
+TINY = {
+    "Qwen2VLTextModel": {**_TINY, "model_type": "qwen2_vl_text",
+                         "rope_parameters": {"rope_type": "default", "rope_theta": 1e6,
+                                             "mrope_section": [2, 3, 3]}},
+    "Qwen2_5_VLTextModel": {**_TINY, "model_type": "qwen2_5_vl_text",
+                            "rope_parameters": {"rope_type": "default", "rope_theta": 1e6,
+                                                "mrope_section": [4, 2, 2]}},
+    "Qwen3VLTextModel": {**_TINY, "model_type": "qwen3_vl_text", "head_dim": 16,
+                         "rope_parameters": {"rope_type": "default", "rope_theta": 5e5,
+                                             "mrope_section": [4, 2, 2],
+                                             "mrope_interleaved": True}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_vl_text", "qwen2_5_vl_text", "qwen3_vl_text"])
+def test_the_default_config_counts_like_the_transformers_class(model_type: str) -> None:
+    config = transformers.CONFIG_MAPPING[model_type]()
+    imported = import_config(json.loads(config.to_json_string(use_diff=False)))
+    ir = build_ir(imported.spec)
+    with torch.device("meta"):
+        model = getattr(transformers, imported.hf_class)(config)
+    assert ir.value(parameter_count(ir.root)) == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("cls", list(TINY))
+def test_hidden_states_and_module_tree_equal_transformers(cls: str, tmp_path: Path) -> None:
+    hf = tiny_model(cls, TINY[cls]).eval()
+    hf.save_pretrained(tmp_path / "checkpoint")
+    module, spec = generated(tmp_path / "checkpoint", tmp_path)
+    model = load_weights(module.Model().eval(), tmp_path / "checkpoint")
+    assert repr(model) == module_repr(build_ir(load_spec(spec)))
+    assert sum(p.numel() for p in model.parameters()) == sum(p.numel() for p in hf.parameters())
+    ids, mask = batch(0)
+    real = mask.bool()
+    with torch.no_grad():
+        ref = hf(input_ids=ids, attention_mask=mask).last_hidden_state
+        got = model(ids, mask)
+    assert_close(got[real], ref[real])
+
+
+@pytest.mark.parametrize("cls", list(TINY))
+def test_forward_matmul_flops_equal_flop_counter(cls: str) -> None:
+    check_forward_matmul_flops(cls, TINY[cls])
+
+
+def test_mrope_sections_that_do_not_share_out_the_head_are_refused() -> None:
+    bad = {**TINY["Qwen2VLTextModel"], "architectures": ["Qwen2VLTextModel"],
+           "rope_parameters": {"rope_type": "default", "mrope_section": [2, 3, 4]}}  # fmt: skip
+    with pytest.raises(SpecError, match="half the head width") as err:
+        import_config(bad)
+    assert err.value.path == "rope_parameters"
+
+
+def test_a_vision_language_config_points_at_its_text_model_that_imports() -> None:
+    text = {**TINY["Qwen2_5_VLTextModel"]}
+    with pytest.raises(SpecError) as err:
+        import_config({"model_type": "qwen2_5_vl", "text_config": text})
+    assert "it imports alone" in (err.value.hint or "")
+    assert import_config(text).hf_class == "Qwen2_5_VLTextModel"
