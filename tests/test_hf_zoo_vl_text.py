@@ -1,5 +1,6 @@
-"""The language models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (`qwen2_vl_text`,
-`qwen2_5_vl_text`, `qwen3_vl_text`: a vision-language config's `text_config`), against
+"""The language models of Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen3-VL-MoE (`qwen2_vl_text`,
+`qwen2_5_vl_text`, `qwen3_vl_text`, `qwen3_vl_moe_text`: a vision-language config's
+`text_config`), against
 transformers' own classes: the default-sized config counts like the class on the meta device,
 and a tiny random model saved by transformers, its M-RoPE sections set, imports, loads and gives
 the same hidden states over a right-padded batch (M-RoPE over a text token's one position is
@@ -39,10 +40,18 @@ TINY = {
                          "rope_parameters": {"rope_type": "default", "rope_theta": 5e5,
                                              "mrope_section": [4, 2, 2],
                                              "mrope_interleaved": True}},
+    "Qwen3VLMoeTextModel": {**_TINY, "num_hidden_layers": 3, "model_type": "qwen3_vl_moe_text",
+                            "head_dim": 16, "num_experts": 6, "num_experts_per_tok": 2,
+                            "moe_intermediate_size": 32, "mlp_only_layers": [0],
+                            "norm_topk_prob": False,  # read by no Qwen3-VL-MoE class
+                            "rope_parameters": {"rope_type": "default", "rope_theta": 5e5,
+                                                "mrope_section": [4, 2, 2],
+                                                "mrope_interleaved": True}},
 }  # fmt: skip
+MODEL_TYPES = ["qwen2_vl_text", "qwen2_5_vl_text", "qwen3_vl_text", "qwen3_vl_moe_text"]
 
 
-@pytest.mark.parametrize("model_type", ["qwen2_vl_text", "qwen2_5_vl_text", "qwen3_vl_text"])
+@pytest.mark.parametrize("model_type", MODEL_TYPES)
 def test_the_default_config_counts_like_the_transformers_class(model_type: str) -> None:
     config = transformers.CONFIG_MAPPING[model_type]()
     imported = import_config(json.loads(config.to_json_string(use_diff=False)))
@@ -87,3 +96,12 @@ def test_a_vision_language_config_points_at_its_text_model_that_imports() -> Non
         import_config({"model_type": "qwen2_5_vl", "text_config": text})
     assert "it imports alone" in (err.value.hint or "")
     assert import_config(text).hf_class == "Qwen2_5_VLTextModel"
+
+
+def test_the_moe_router_renormalises_whatever_norm_topk_prob_says() -> None:
+    config = {**TINY["Qwen3VLMoeTextModel"], "architectures": ["Qwen3VLMoeTextModel"]}
+    imported = import_config(config)
+    assert imported.spec.moe.normalize
+    assert any("norm_topk_prob" in note and "ignored" in note for note in imported.notes)
+    other_name = {k: v for k, v in config.items() if k != "num_experts"}
+    assert import_config({**other_name, "num_local_experts": 5}).spec.moe.n_experts == 5

@@ -96,6 +96,7 @@ from archspec.hf.families import (
     qwen2_vl_text,
     qwen3,
     qwen3_moe,
+    qwen3_vl_moe_text,
     qwen3_vl_text,
     rembert,
     roberta,
@@ -225,6 +226,7 @@ _MODULES = (
     qwen2_vl_text,
     qwen2_5_vl_text,
     qwen3_vl_text,
+    qwen3_vl_moe_text,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

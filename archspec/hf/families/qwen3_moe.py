@@ -30,13 +30,18 @@ VARIANT = LlamaVariant(d_ff=6144, kv_heads=4, max_positions=32768, rms_eps=1e-6,
 DEFAULTS = {"hidden_size": 2048, "num_hidden_layers": 24}
 
 
-def import_qwen3_moe(f: Fields, cls: HFClass) -> dict[str, Any]:
+def import_qwen3_moe(
+    f: Fields, cls: HFClass, variant: LlamaVariant = VARIANT, windows: bool = True
+) -> dict[str, Any]:
+    """Qwen3-MoE's fields; `variant`: the config class's defaults, and `windows`: whether its
+    attention reads use_sliding_window (Qwen3-VL-MoE's text model's does not)."""
     f.data = {**DEFAULTS, **f.data}
-    # Qwen3MoeConfig windows every layer when use_sliding_window; the window is inert without.
-    f.expect("use_sliding_window", False, False, "sliding-window attention on every layer")
-    f.harmless("sliding_window", "max_window_layers")
+    if windows:
+        # Qwen3MoeConfig windows every layer when use_sliding_window; inert without.
+        f.expect("use_sliding_window", False, False, "sliding-window attention on every layer")
+        f.harmless("sliding_window", "max_window_layers")
     f.harmless("output_router_logits", "router_aux_loss_coef")  # training losses only
-    spec = import_llama_like(f, cls, VARIANT)
+    spec = import_llama_like(f, cls, variant)
     spec["attention"] = {**spec["attention"], "bias": f.bool("attention_bias", False)}
     spec["attention"]["qk_norm"] = True
     spec["moe"] = {

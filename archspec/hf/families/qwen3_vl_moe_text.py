@@ -1,0 +1,55 @@
+"""Qwen3-VL-MoE's language model (`model_type: qwen3_vl_moe_text`, the `text_config` of a
+`qwen3_vl_moe` config, Qwen3-VL-30B-A3B's and -235B-A22B's): Qwen3-MoE's block (q and k
+normalised per head, experts without a shared one after any dense first layers) whose router
+always renormalises its top-k weights (`norm_topk_prob` is not read), without a sliding
+window, under interleaved M-RoPE, which on text is RoPE (`_mrope.py`). transformers builds it
+as `Qwen3VLMoeTextModel`, hidden states without a head, its experts stacked in two tensors a
+layer, as it saves them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from archspec.hf.config_fields import Fields
+from archspec.hf.families import qwen3_moe
+from archspec.hf.families._mrope import text_rope
+from archspec.hf.families.mixtral import MODULE_BLOCK
+from archspec.hf.family import HFClass
+from archspec.hf.name_rules import chain
+
+# Qwen3VLMoeTextConfig's defaults where they differ from Qwen3MoeConfig's (transformers'
+# configuration_qwen3_vl_moe.py).
+VARIANT = replace(qwen3_moe.VARIANT, d_ff=5632, kv_heads=16, max_positions=128000,
+                  rope_theta=5e5)  # fmt: skip
+DEFAULTS = {"hidden_size": 2048, "num_hidden_layers": 24, "num_attention_heads": 16,
+            "num_experts_per_tok": 4, "moe_intermediate_size": 1408}  # fmt: skip
+EXPERTS = 60  # num_experts, which the config class also reads as num_local_experts
+
+
+def import_qwen3_vl_moe_text(f: Fields, cls: HFClass) -> dict[str, Any]:
+    f.data = {**DEFAULTS, **f.data}
+    if f.get("num_experts") is None and f.get("num_local_experts") is None:
+        f.data["num_experts"] = EXPERTS
+    heads = f.count("num_attention_heads")
+    text_rope(f, f.get("head_dim") or f.int("hidden_size") // heads)
+    reader = f"{cls.name} and its attention and router"
+    for key in ("use_sliding_window", "sliding_window", "max_window_layers", "layer_types"):
+        f.ignored(key, reader)
+    f.ignored("norm_topk_prob", reader)  # Qwen3VLMoeTextTopKRouter always renormalises
+    f.data = {k: v for k, v in f.data.items() if k != "norm_topk_prob"}
+    spec = qwen3_moe.import_qwen3_moe(f, cls, VARIANT, windows=False)
+    spec["moe"]["normalize"] = True
+    return spec
+
+
+FAMILY = replace(
+    qwen3_moe.FAMILY,
+    model_type="qwen3_vl_moe_text",
+    classes=(HFClass("Qwen3VLMoeTextModel", "qwen3_vl_moe_text", "none", base=True),),
+    import_config=import_qwen3_vl_moe_text,
+    spec_family="qwen3_vl_moe_text",
+    names=replace(
+        qwen3_moe.FAMILY.names, block=chain(qwen3_moe.QK_NORMS, MODULE_BLOCK), block_variants={}
+    ),  # fmt: skip
+)
