@@ -48,7 +48,9 @@ def test_a_vision_language_model_points_at_its_text_config() -> None:
     data = {"model_type": "llava", "text_config": {"model_type": "llama"}}
     with pytest.raises(SpecError) as caught:
         import_config(data)
-    assert "text_config (model_type 'llama'): written out" in (caught.value.hint or "")
+    assert "text_config (model_type 'llama'): `archspec import-hf --text-config` imports it" in (
+        caught.value.hint or ""
+    )
 
 
 @pytest.mark.parametrize(
@@ -61,11 +63,11 @@ def test_a_vision_language_model_points_at_its_text_config() -> None:
 def test_a_language_model_import_hf_cannot_read_is_not_promised(
     model_type: str, text: str, says: str
 ) -> None:
-    """The pointer at text_config says "it imports alone" only where it does."""
+    """The pointer at text_config says --text-config imports it only where it does."""
     with pytest.raises(SpecError) as caught:
         import_config({"model_type": model_type, "text_config": {"model_type": text}})
     hint = caught.value.hint or ""
-    assert says in hint and "imports alone" not in hint
+    assert says in hint and "--text-config" not in hint
     with pytest.raises(SpecError):
         import_config({"model_type": text})
 

@@ -8,14 +8,17 @@ RoPE), the same printed module tree and the same forward matmul FLOPs."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 import torch
+from typer.testing import CliRunner
 
 from archspec.backends.count.params import parameter_count
 from archspec.backends.printer import module_repr
+from archspec.cli import app
 from archspec.errors import SpecError
 from archspec.hf.import_config import import_config
 from archspec.hf.weights import load_weights
@@ -90,12 +93,36 @@ def test_mrope_sections_that_do_not_share_out_the_head_are_refused() -> None:
     assert err.value.path == "rope_parameters"
 
 
-def test_a_vision_language_config_points_at_its_text_model_that_imports() -> None:
+def test_a_vision_language_config_imports_its_language_model_with_text_config(
+    tmp_path: Path,
+) -> None:
+    """Refused whole (not a text model), pointing at --text-config, which imports the
+    language model as the text config alone imports; a mistake in it is named under
+    text_config, and a file without one is refused."""
     text = {**TINY["Qwen2_5_VLTextModel"]}
+    vlm = tmp_path / "config.json"
+    vlm.write_text(json.dumps({"model_type": "qwen2_5_vl", "text_config": text,
+                               "vision_config": {"depth": 2}}))  # fmt: skip
     with pytest.raises(SpecError) as err:
-        import_config({"model_type": "qwen2_5_vl", "text_config": text})
-    assert "it imports alone" in (err.value.hint or "")
-    assert import_config(text).hf_class == "Qwen2_5_VLTextModel"
+        import_config(vlm)
+    assert "`archspec import-hf --text-config` imports it" in (err.value.hint or "")
+    imported = import_config(vlm, text_config=True)
+    alone = import_config(text).spec
+    assert imported.spec == dataclasses.replace(alone, source=imported.spec.source)
+    assert (
+        imported.notes[0].startswith("imported text_config") and "qwen2_5_vl" in imported.notes[0]
+    )
+    assert imported.config_path == str(vlm)
+
+    bad = {**text, "num_attention_heads": 0}
+    vlm.write_text(json.dumps({"model_type": "qwen2_5_vl", "text_config": bad}))
+    result = CliRunner().invoke(app, ["import-hf", str(vlm), "--text-config"])
+    assert result.exit_code == 2 and "at 'text_config.num_attention_heads'" in result.stderr
+    assert "Traceback" not in result.output
+    plain = tmp_path / "llama.json"
+    plain.write_text(json.dumps({"model_type": "llama"}))
+    result = CliRunner().invoke(app, ["import-hf", str(plain), "--text-config"])
+    assert result.exit_code == 2 and "has no text_config" in result.stderr
 
 
 def test_the_moe_router_renormalises_whatever_norm_topk_prob_says() -> None:

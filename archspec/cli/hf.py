@@ -14,7 +14,13 @@ from archspec.cli.common import (
     write_output,
     write_stdout,
 )
-from archspec.cli.options import ImportArchitecture, ImportConfigArg, ImportJson, ImportOutput
+from archspec.cli.options import (
+    ImportArchitecture,
+    ImportConfigArg,
+    ImportJson,
+    ImportOutput,
+    ImportTextConfig,
+)
 from archspec.errors import SpecError
 from archspec.safety.text import has_unsafe, shell_join, visible
 
@@ -22,7 +28,8 @@ from archspec.safety.text import has_unsafe, shell_join, visible
 @app.command("import-hf")
 def import_hf(
     config: ImportConfigArg, output: ImportOutput = None, force: ForceOpt = False,
-    architecture: ImportArchitecture = None, json_: ImportJson = False, debug: DebugOpt = False,
+    architecture: ImportArchitecture = None, text_config: ImportTextConfig = False,
+    json_: ImportJson = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Turn a transformers config.json into a readable, minimal spec that `extends:` the
     matching built-in family base. `architectures[0]` picks the head (BertModel: pooler;
@@ -38,6 +45,8 @@ def import_hf(
         archspec import-hf path/to/checkpoint -o my-model.yaml
 
         archspec import-hf bert/config.json --architecture BertModel
+
+        archspec import-hf qwen2.5-vl/config.json --text-config
     """
     from archspec.hf.hub_cache import cached_config, hub_source, looks_like_hub_id
     from archspec.hf.import_config import import_config
@@ -49,7 +58,9 @@ def import_hf(
             config = cached_config(str(config))
         if has_unsafe(str(config)) and config.exists():  # a missing file: read_config says so
             raise _unsafe_path(config)
-        imported = import_config(config, architecture=architecture, source=source)
+        imported = import_config(
+            config, architecture=architecture, source=source, text_config=text_config
+        )
     if json_:
         print_json({"extends": imported.base, **imported.data})
         return

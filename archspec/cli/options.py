@@ -743,6 +743,14 @@ ImportArchitecture = Annotated[
         "e.g. `BertModel` for a BertForMaskedLM checkpoint.",
     ),
 ]
+ImportTextConfig = Annotated[
+    bool,
+    typer.Option(
+        "--text-config",
+        help="Import the config's `text_config`, the language model of a vision-language "
+        "model (Qwen2.5-VL, LLaVA, Gemma 3), instead of the whole model.",
+    ),
+]
 ImportJson = Annotated[
     bool, typer.Option("--json", help="Print the spec's fields as JSON instead of YAML.")
 ]

@@ -15,6 +15,7 @@ over the base that needs the fewest overrides. This module ties them together.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 from typing import Any
@@ -162,14 +163,37 @@ def import_config(
     *,
     architecture: str | None = None,
     source: str | None = None,
+    text_config: bool = False,
 ) -> Imported:
     """Turn a transformers config (a path to config.json or its folder, or the mapping) into a
-    spec over the matching family base. Raises SpecError on anything it cannot reproduce."""
+    spec over the matching family base. Raises SpecError on anything it cannot reproduce.
+    `text_config`: import the config's `text_config` (a vision-language model's language
+    model) instead; errors then name their fields under it."""
     if isinstance(config, dict):
         data, path = config, "config.json"
     else:
         data, config_path = read_config(config)
         path = str(config_path)
+    if text_config:
+        inner = data.get("text_config")
+        if not isinstance(inner, dict):
+            raise SpecError(
+                "--text-config: config.json has no text_config (the language model of a "
+                "vision-language model), so there is nothing to import instead of it",
+                location=Location(path),
+                path="text_config",
+                hint="import the file without --text-config",
+            )
+        try:
+            imported = import_config(inner, architecture=architecture,
+                                     source=source or _source(data, path))  # fmt: skip
+        except SpecError as exc:
+            exc.location = Location(path)
+            exc.path = f"text_config.{exc.path}" if exc.path else "text_config"
+            raise
+        outer = shortened(repr(data.get("model_type")), SHOWN_CHARS)
+        note = f"imported text_config, the language model of a model_type {outer} config"
+        return dataclasses.replace(imported, config_path=path, notes=(note, *imported.notes))
     where = Location(path)
     model_type = data.get("model_type")
     if not isinstance(model_type, str) or model_type not in FAMILIES:

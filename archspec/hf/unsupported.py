@@ -586,7 +586,7 @@ def refusal(model_type: str, data: dict, supported: Container[str] = ()) -> Refu
         inner = text["model_type"]
         hint += f"; its language model is text_config (model_type {shortened(repr(inner), 80)})"
         if inner in supported:
-            hint += ": written out as a config.json of its own, it imports alone"
+            hint += ": `archspec import-hf --text-config` imports it"
         elif inner in MISSING:
             hint += f", which import-hf refuses too: {MISSING[inner]}"
         else:

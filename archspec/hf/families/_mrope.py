@@ -17,9 +17,11 @@ from archspec.hf.config_fields import Fields, shown
 MROPE_KEYS = ("mrope_section", "mrope_interleaved")
 
 
-def text_rope(f: Fields, head_dim: int) -> None:
+def text_rope(f: Fields, head_dim: object) -> None:
     """Take M-RoPE's settings out of `rope_parameters` and `rope_scaling` (transformers 4.x
-    wrote its rope_type as "mrope"), leaving the plain RoPE settings the importer reads."""
+    wrote its rope_type as "mrope"), leaving the plain RoPE settings the importer reads.
+    `head_dim` as the file gives it: a width that is not a positive integer is refused by the
+    importer after this, so the sections' sum is checked only against one that is."""
     for key in ("rope_parameters", "rope_scaling"):
         settings = f.data.get(key)
         if not isinstance(settings, dict):
@@ -42,16 +44,21 @@ def text_rope(f: Fields, head_dim: int) -> None:
         )
 
 
-def _check_section(f: Fields, key: str, section: object, head_dim: int) -> None:
-    half = head_dim // 2
+def _check_section(f: Fields, key: str, section: object, head_dim: object) -> None:
+    width = head_dim if _positive(head_dim) else None
+    half = width // 2 if width is not None else None
     if (
         not isinstance(section, list)
         or len(section) != 3
-        or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in section)
-        or sum(section) != half
+        or not all(_positive(n) for n in section)
+        or (half is not None and sum(section) != half)
     ):
         raise f.error(
             key,
             f"mrope_section {shown(section)}: expected three positive integers that add up to "
             f"half the head width ({half}), the frequencies M-RoPE shares out",
         )
+
+
+def _positive(n: object) -> bool:
+    return isinstance(n, int) and not isinstance(n, bool) and n > 0

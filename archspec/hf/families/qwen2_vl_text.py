@@ -25,7 +25,7 @@ DEFAULTS = {"hidden_size": 8192, "num_hidden_layers": 80, "num_attention_heads":
 
 def import_vl_text(f: Fields, cls: HFClass) -> dict[str, Any]:
     f.data = {**DEFAULTS, **f.data}
-    d, heads = f.int("hidden_size"), f.count("num_attention_heads")
+    d, heads = f.count("hidden_size"), f.count("num_attention_heads")
     text_rope(f, d // heads)
     f.ignored("attention_bias", f"{cls.name} and its attention")  # q, k, v biased, o not
     return qwen2.import_qwen2_like(f, cls, VARIANT)

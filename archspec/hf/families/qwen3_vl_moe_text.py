@@ -32,7 +32,7 @@ def import_qwen3_vl_moe_text(f: Fields, cls: HFClass) -> dict[str, Any]:
     if f.get("num_experts") is None and f.get("num_local_experts") is None:
         f.data["num_experts"] = EXPERTS
     heads = f.count("num_attention_heads")
-    text_rope(f, f.get("head_dim") or f.int("hidden_size") // heads)
+    text_rope(f, f.get("head_dim") or f.count("hidden_size") // heads)
     reader = f"{cls.name} and its attention and router"
     for key in ("use_sliding_window", "sliding_window", "max_window_layers", "layer_types"):
         f.ignored(key, reader)
