@@ -123,6 +123,9 @@ def test_a_vision_language_config_imports_its_language_model_with_text_config(
     plain.write_text(json.dumps({"model_type": "llama"}))
     result = CliRunner().invoke(app, ["import-hf", str(plain), "--text-config"])
     assert result.exit_code == 2 and "has no text_config" in result.stderr
+    plain.write_text(json.dumps({"model_type": "llava", "text_config": [1]}))
+    result = CliRunner().invoke(app, ["import-hf", str(plain), "--text-config"])
+    assert result.exit_code == 2 and "must be a JSON object, got [1]" in result.stderr
 
 
 def test_the_moe_router_renormalises_whatever_norm_topk_prob_says() -> None:

@@ -176,7 +176,13 @@ def import_config(
         path = str(config_path)
     if text_config:
         inner = data.get("text_config")
-        if not isinstance(inner, dict):
+        if inner is not None and not isinstance(inner, dict):
+            raise SpecError(
+                f"--text-config: text_config must be a JSON object, got {shown(inner)}",
+                location=Location(path),
+                path="text_config",
+            )
+        if inner is None:
             raise SpecError(
                 "--text-config: config.json has no text_config (the language model of a "
                 "vision-language model), so there is nothing to import instead of it",
