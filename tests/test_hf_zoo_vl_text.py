@@ -1,6 +1,6 @@
-"""The language models of Qwen2-VL, Qwen2.5-VL, Qwen3-VL and Qwen3-VL-MoE (`qwen2_vl_text`,
-`qwen2_5_vl_text`, `qwen3_vl_text`, `qwen3_vl_moe_text`: a vision-language config's
-`text_config`), against
+"""The language models of Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3-VL-MoE, GLM-4V and GLM-4.5V
+(`qwen2_vl_text`, `qwen2_5_vl_text`, `qwen3_vl_text`, `qwen3_vl_moe_text`, `glm4v_text`,
+`glm4v_moe_text`: a vision-language config's `text_config`), against
 transformers' own classes: the default-sized config counts like the class on the meta device,
 and a tiny random model saved by transformers, its M-RoPE sections set, imports, loads and gives
 the same hidden states over a right-padded batch (M-RoPE over a text token's one position is
@@ -50,6 +50,21 @@ TINY = {
                             "rope_parameters": {"rope_type": "default", "rope_theta": 5e5,
                                                 "mrope_section": [4, 2, 2],
                                                 "mrope_interleaved": True}},
+    # half the channels turned (8 of 16), interleaved pairs: 4 frequencies shared out
+    "Glm4vTextModel": {**_TINY, "model_type": "glm4v_text",
+                       "rope_parameters": {"rope_type": "default", "rope_theta": 1e4,
+                                           "partial_rotary_factor": 0.5,
+                                           "mrope_section": [2, 1, 1]}},
+    # GLM-4.5's block (RoPE on half of each 16-wide head, 2 groups of 4 sigmoid-routed experts
+    # after a dense first layer, a shared expert), biases on q, k and v, no q/k norms
+    "Glm4vMoeTextModel": {**_TINY, "num_hidden_layers": 3, "model_type": "glm4v_moe_text",
+                          "head_dim": 16, "n_routed_experts": 8, "num_experts_per_tok": 2,
+                          "moe_intermediate_size": 24, "n_shared_experts": 1,
+                          "first_k_dense_replace": 1, "n_group": 2, "topk_group": 1,
+                          "routed_scaling_factor": 2.5,
+                          "rope_parameters": {"rope_type": "default", "rope_theta": 1e4,
+                                              "partial_rotary_factor": 0.5,
+                                              "mrope_section": [2, 1, 1]}},
 }  # fmt: skip
 MODEL_TYPES = ["qwen2_vl_text", "qwen2_5_vl_text", "qwen3_vl_text", "qwen3_vl_moe_text"]
 
@@ -88,7 +103,7 @@ def test_forward_matmul_flops_equal_flop_counter(cls: str) -> None:
 def test_mrope_sections_that_do_not_share_out_the_head_are_refused() -> None:
     bad = {**TINY["Qwen2VLTextModel"], "architectures": ["Qwen2VLTextModel"],
            "rope_parameters": {"rope_type": "default", "mrope_section": [2, 3, 4]}}  # fmt: skip
-    with pytest.raises(SpecError, match="half the head width") as err:
+    with pytest.raises(SpecError, match="three positive integers adding up to 8") as err:
         import_config(bad)
     assert err.value.path == "rope_parameters"
 
@@ -135,3 +150,34 @@ def test_the_moe_router_renormalises_whatever_norm_topk_prob_says() -> None:
     assert any("norm_topk_prob" in note and "ignored" in note for note in imported.notes)
     other_name = {k: v for k, v in config.items() if k != "num_experts"}
     assert import_config({**other_name, "num_local_experts": 5}).spec.moe.n_experts == 5
+
+
+def test_glm4v_default_sections_that_do_not_fit_are_refused_as_transformers_fails() -> None:
+    """Glm4vTextConfig turns every channel by default, and its rotary embedding splits their
+    64 frequencies by the default [8, 12, 12] (32): transformers fails on the first forward,
+    and the import refuses, saying so; with GLM-4.1V's half-turned heads it is RoPE."""
+    config = json.loads(transformers.Glm4vTextConfig().to_json_string(use_diff=False))
+    with pytest.raises(SpecError, match=r"default \[8, 12, 12\].*adding up to 64") as err:
+        import_config(config)
+    assert "mrope_section" in (err.value.hint or "")
+    half = {**config["rope_parameters"], "partial_rotary_factor": 0.5}
+    imported = import_config({**config, "rope_parameters": half})
+    ir = build_ir(imported.spec)
+    hf_config = transformers.Glm4vTextConfig(rope_parameters=half)
+    with torch.device("meta"):
+        model = transformers.Glm4vTextModel(hf_config)
+    assert ir.value(parameter_count(ir.root)) == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("cls", ["Qwen2VLTextModel", "Glm4vTextModel", "Glm4vMoeTextModel"])
+def test_the_written_back_config_runs_in_transformers(cls: str) -> None:
+    """A spec written back as the text config (`--vs-hf`'s config.json) carries sections that
+    share out its rotated frequencies, which these rotary embeddings split by: transformers
+    runs it, where the sections it would take by default fail."""
+    from archspec.hf.export_config import hf_config_dict
+
+    spec = import_config({**TINY[cls], "architectures": [cls]}).spec
+    fields = {k: v for k, v in hf_config_dict(spec).items() if k != "architectures"}
+    model = getattr(transformers, cls)(transformers.AutoConfig.for_model(**fields)).eval()
+    with torch.no_grad():
+        model(input_ids=torch.tensor([[1, 2, 3]]))

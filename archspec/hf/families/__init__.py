@@ -47,6 +47,8 @@ from archspec.hf.families import (
     glm4,
     glm4_moe,
     glm4_moe_lite,
+    glm4v_moe_text,
+    glm4v_text,
     gpt2,
     gpt_bigcode,
     gpt_neo,
@@ -227,6 +229,8 @@ _MODULES = (
     qwen2_5_vl_text,
     qwen3_vl_text,
     qwen3_vl_moe_text,
+    glm4v_text,
+    glm4v_moe_text,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

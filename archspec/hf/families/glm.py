@@ -36,11 +36,16 @@ DEFAULTS = {"hidden_size": 4096, "num_hidden_layers": 40, "num_attention_heads":
 HEAD_DIM = 128  # GlmConfig's default, not hidden_size / num_attention_heads
 
 
-def import_glm(f: Fields, cls: HFClass) -> dict[str, Any]:
+def import_glm(
+    f: Fields, cls: HFClass, variant: LlamaVariant = VARIANT, head_dim: int | None = HEAD_DIM
+) -> dict[str, Any]:
+    """GLM's fields; `variant` and `head_dim`: the config class's defaults (GLM-4V's text
+    model's: its heads hidden_size / num_attention_heads wide, every channel turned)."""
     f.refuse_null("num_key_value_heads", "transformers' GlmAttention")
-    f.refuse_null("head_dim", "transformers' GlmRotaryEmbedding")
-    f.data = {**DEFAULTS, "head_dim": HEAD_DIM, **f.data}
-    spec = import_llama_like(f, cls, VARIANT)
+    if head_dim is not None:
+        f.refuse_null("head_dim", "transformers' GlmRotaryEmbedding")
+    f.data = {**DEFAULTS, **({"head_dim": head_dim} if head_dim else {}), **f.data}
+    spec = import_llama_like(f, cls, variant)
     spec["position"] = {**spec["position"], "interleaved": True}
     spec["attention"] = {**spec["attention"], "qkv_bias": f.bool("attention_bias", True)}
     return spec

@@ -54,9 +54,10 @@ EXPERTS = ExpertDefaults(
 )
 
 
-def import_glm4_moe(f: Fields, cls: HFClass) -> dict[str, Any]:
+def import_glm4_moe(f: Fields, cls: HFClass, variant: LlamaVariant = VARIANT) -> dict[str, Any]:
+    """GLM-4.5's fields; `variant`: the config class's defaults (GLM-4.5V's text model's)."""
     f.data = {**DEFAULTS, **f.data}
-    spec = import_llama_like(f, cls, VARIANT)
+    spec = import_llama_like(f, cls, variant)
     attention = {**spec["attention"], "qkv_bias": f.bool("attention_bias", False)}
     if f.bool("use_qk_norm", False):
         attention["qk_norm"] = True

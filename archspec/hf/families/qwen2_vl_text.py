@@ -11,24 +11,33 @@ from typing import Any
 
 from archspec.hf.config_fields import Fields
 from archspec.hf.families import qwen2
-from archspec.hf.families._mrope import text_rope
+from archspec.hf.families._mrope import check_sections, export_sections, text_rope
 from archspec.hf.family import Family, HFClass
+from archspec.spec.schema import Spec
 
 # Qwen2VLTextConfig's (and Qwen2_5_VLTextConfig's) defaults where they differ from Qwen2Config's
 # (transformers' configuration_qwen2_vl.py): a 72B-sized model, RoPE base 1,000,000.
 VARIANT = replace(
     qwen2.VARIANT, d_ff=29568, kv_heads=8, rms_eps=1e-5, vocab_size=152064, rope_theta=1e6
 )
+SECTIONS = [16, 24, 24]  # the rotary embedding's mrope_section where the file has none
 DEFAULTS = {"hidden_size": 8192, "num_hidden_layers": 80, "num_attention_heads": 64,
             "max_window_layers": 80}  # fmt: skip
 
 
 def import_vl_text(f: Fields, cls: HFClass) -> dict[str, Any]:
     f.data = {**DEFAULTS, **f.data}
-    d, heads = f.count("hidden_size"), f.count("num_attention_heads")
-    text_rope(f, d // heads)
+    sections = text_rope(f, default=SECTIONS)
     f.ignored("attention_bias", f"{cls.name} and its attention")  # q, k, v biased, o not
-    return qwen2.import_qwen2_like(f, cls, VARIANT)
+    spec = qwen2.import_qwen2_like(f, cls, VARIANT)
+    check_sections(f, sections, spec)
+    return spec
+
+
+def export_vl_text(spec: Spec) -> dict[str, Any]:
+    fields = qwen2.export_qwen2(spec)
+    mrope = {"mrope_section": export_sections(spec, SECTIONS)}
+    return {**fields, "rope_parameters": {**fields["rope_parameters"], **mrope}}
 
 
 def vl_text_family(model_type: str, class_name: str) -> Family:
@@ -37,6 +46,7 @@ def vl_text_family(model_type: str, class_name: str) -> Family:
         model_type=model_type,
         classes=(HFClass(class_name, model_type, "none", base=True),),
         import_config=import_vl_text,
+        export_config=export_vl_text,
         spec_family=model_type,
     )
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from archspec.hf.config_fields import Fields
 from archspec.hf.families import qwen3_moe
-from archspec.hf.families._mrope import text_rope
+from archspec.hf.families._mrope import check_sections, text_rope
 from archspec.hf.families.mixtral import MODULE_BLOCK
 from archspec.hf.family import HFClass
 from archspec.hf.name_rules import chain
@@ -31,8 +31,7 @@ def import_qwen3_vl_moe_text(f: Fields, cls: HFClass) -> dict[str, Any]:
     f.data = {**DEFAULTS, **f.data}
     if f.get("num_experts") is None and f.get("num_local_experts") is None:
         f.data["num_experts"] = EXPERTS
-    heads = f.count("num_attention_heads")
-    text_rope(f, f.get("head_dim") or f.count("hidden_size") // heads)
+    sections = text_rope(f)
     reader = f"{cls.name} and its attention and router"
     for key in ("use_sliding_window", "sliding_window", "max_window_layers", "layer_types"):
         f.ignored(key, reader)
@@ -40,6 +39,7 @@ def import_qwen3_vl_moe_text(f: Fields, cls: HFClass) -> dict[str, Any]:
     f.data = {k: v for k, v in f.data.items() if k != "norm_topk_prob"}
     spec = qwen3_moe.import_qwen3_moe(f, cls, VARIANT, windows=False)
     spec["moe"]["normalize"] = True
+    check_sections(f, sections, spec, split=False)
     return spec
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from archspec.hf.config_fields import Fields
 from archspec.hf.families import qwen3
-from archspec.hf.families._mrope import text_rope
+from archspec.hf.families._mrope import check_sections, text_rope
 from archspec.hf.family import HFClass
 
 # Qwen3VLTextConfig's defaults where they differ from Qwen3Config's (transformers'
@@ -20,11 +20,13 @@ VARIANT = replace(qwen3.VARIANT, max_positions=128000, rope_theta=5e5)
 
 
 def import_qwen3_vl_text(f: Fields, cls: HFClass) -> dict[str, Any]:
-    text_rope(f, f.get("head_dim") or qwen3.HEAD_DIM)
+    sections = text_rope(f)
     # Qwen3VLTextAttention attends to every earlier position: no window field is read.
     for key in ("use_sliding_window", "sliding_window", "max_window_layers", "layer_types"):
         f.ignored(key, f"{cls.name} and its attention")
-    return qwen3.import_qwen3(f, cls, VARIANT, windows=False)
+    spec = qwen3.import_qwen3(f, cls, VARIANT, windows=False)
+    check_sections(f, sections, spec, split=False)
+    return spec
 
 
 FAMILY = replace(
