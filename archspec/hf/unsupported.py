@@ -512,6 +512,22 @@ MISSING: dict[str, str] = {
         "router with a skip choice (router_hidden_size) and scales its residuals by learned "
         "vectors; archspec has none of these"
     ),
+    "ernie4_5_vl_moe_text": (
+        "ERNIE-4.5-VL's language model keeps two sets of experts in each MoE layer, one "
+        "for text tokens and one for image tokens (text_moe, vision_moe: "
+        "moe_intermediate_size a pair), each token routed among its kind's; archspec's "
+        "MoE has one set"
+    ),
+    "glm5_next_text": (
+        "GLM-5-Next's language model interleaves linear-attention layers with attention "
+        "to the keys a lightning indexer selects, and carries several residual streams "
+        "mixed by hyper-connections; archspec has none of these"
+    ),
+    "mistral_large4_text": (
+        "Mistral Large 4's language model attends to the keys a lightning indexer selects "
+        "(index_topk) and lets some layers reuse an earlier layer's keys and values; "
+        "archspec's attention has neither"
+    ),
 }
 
 # Words in the names of transformers' task registries (MODEL_FOR_<TASK>_MAPPING_NAMES) that
