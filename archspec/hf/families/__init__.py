@@ -56,6 +56,7 @@ from archspec.hf.families import (
     gpt_oss,
     gptj,
     granite,
+    granite4_vision_text,
     granitemoe,
     granitemoeshared,
     helium,
@@ -231,6 +232,7 @@ _MODULES = (
     qwen3_vl_moe_text,
     glm4v_text,
     glm4v_moe_text,
+    granite4_vision_text,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

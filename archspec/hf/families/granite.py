@@ -32,7 +32,7 @@ def _attention_multiplier(f: Fields) -> float | None:
     default (None); GraniteConfig refuses it."""
     if not f.is_null("attention_multiplier"):
         return f.float("attention_multiplier", 1.0)
-    if f.model_type == "granite":
+    if f.model_type in ("granite", "granite4_vision_text"):
         raise f.error("attention_multiplier", "GraniteConfig takes a number here, not null")
     f.harmless("attention_multiplier")
     return None
