@@ -1,11 +1,11 @@
-"""The language models of Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Qwen3-VL-MoE, GLM-4V, GLM-4.5V and
-Granite 4 Vision (`qwen2_vl_text`, `qwen2_5_vl_text`, `qwen3_vl_text`, `qwen3_vl_moe_text`,
-`glm4v_text`, `glm4v_moe_text`, `granite4_vision_text`: a vision-language config's
-`text_config`), against transformers' own classes: the default-sized config counts like the
-class on the meta device, and a tiny random model saved by transformers, its M-RoPE sections
-set, imports, loads and gives the same hidden states over a right-padded batch (M-RoPE over a
-text token's one position is RoPE), the same printed module tree and the same forward matmul
-FLOPs."""
+"""The language models of Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni, Qwen3-VL, Qwen3-VL-MoE, GLM-4V,
+GLM-4.5V and Granite 4 Vision (`qwen2_vl_text`, `qwen2_5_vl_text`, `qwen2_5_omni_text`,
+`qwen3_vl_text`, `qwen3_vl_moe_text`, `glm4v_text`, `glm4v_moe_text`, `granite4_vision_text`:
+a multimodal config's `text_config`), against transformers' own classes: the default-sized
+config counts like the class on the meta device, and a tiny random model saved by transformers,
+its M-RoPE sections set, imports, loads and gives the same hidden states over a right-padded
+batch (M-RoPE over a text token's one position is RoPE), the same printed module tree and the
+same forward matmul FLOPs."""
 
 from __future__ import annotations
 
@@ -66,13 +66,17 @@ TINY = {
                           "rope_parameters": {"rope_type": "default", "rope_theta": 1e4,
                                               "partial_rotary_factor": 0.5,
                                               "mrope_section": [2, 1, 1]}},
+    "Qwen2_5OmniThinkerTextModel": {**_TINY, "model_type": "qwen2_5_omni_text",
+                                    "rope_parameters": {"rope_type": "default",
+                                                        "rope_theta": 1e6,
+                                                        "mrope_section": [2, 3, 3]}},
     # Granite's multipliers, no M-RoPE (its deepstack image features have no place in text)
     "Granite4VisionTextModel": {**_TINY, "model_type": "granite4_vision_text",
                                 "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
                                 "attention_multiplier": 0.0625},
 }  # fmt: skip
-MODEL_TYPES = ["qwen2_vl_text", "qwen2_5_vl_text", "qwen3_vl_text", "qwen3_vl_moe_text",
-               "granite4_vision_text"]  # fmt: skip
+MODEL_TYPES = ["qwen2_vl_text", "qwen2_5_vl_text", "qwen2_5_omni_text", "qwen3_vl_text",
+               "qwen3_vl_moe_text", "granite4_vision_text"]  # fmt: skip
 
 
 @pytest.mark.parametrize("model_type", MODEL_TYPES)

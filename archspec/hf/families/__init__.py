@@ -94,6 +94,7 @@ from archspec.hf.families import (
     phi3,
     plbart,
     qwen2,
+    qwen2_5_omni_text,
     qwen2_5_vl_text,
     qwen2_moe,
     qwen2_vl_text,
@@ -233,6 +234,7 @@ _MODULES = (
     glm4v_text,
     glm4v_moe_text,
     granite4_vision_text,
+    qwen2_5_omni_text,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

@@ -11,6 +11,7 @@ from typing import Any
 
 from archspec.hf.config_fields import Fields
 from archspec.hf.families import qwen2
+from archspec.hf.families._llama_like import LlamaVariant
 from archspec.hf.families._mrope import check_sections, export_sections, text_rope
 from archspec.hf.family import Family, HFClass
 from archspec.spec.schema import Spec
@@ -25,11 +26,13 @@ DEFAULTS = {"hidden_size": 8192, "num_hidden_layers": 80, "num_attention_heads":
             "max_window_layers": 80}  # fmt: skip
 
 
-def import_vl_text(f: Fields, cls: HFClass) -> dict[str, Any]:
-    f.data = {**DEFAULTS, **f.data}
+def import_vl_text(
+    f: Fields, cls: HFClass, variant: LlamaVariant = VARIANT, defaults: dict[str, Any] = DEFAULTS
+) -> dict[str, Any]:
+    f.data = {**defaults, **f.data}
     sections = text_rope(f, default=SECTIONS)
     f.ignored("attention_bias", f"{cls.name} and its attention")  # q, k, v biased, o not
-    spec = qwen2.import_qwen2_like(f, cls, VARIANT)
+    spec = qwen2.import_qwen2_like(f, cls, variant)
     check_sections(f, sections, spec)
     return spec
 
@@ -40,12 +43,19 @@ def export_vl_text(spec: Spec) -> dict[str, Any]:
     return {**fields, "rope_parameters": {**fields["rope_parameters"], **mrope}}
 
 
-def vl_text_family(model_type: str, class_name: str) -> Family:
+def vl_text_family(
+    model_type: str,
+    class_name: str,
+    variant: LlamaVariant = VARIANT,
+    defaults: dict[str, Any] = DEFAULTS,
+) -> Family:
+    """The record of a Qwen2-VL-like language model: its model_type, class and config class
+    defaults (Qwen2.5-Omni's thinker is 7B-sized by default)."""
     return replace(
         qwen2.FAMILY,
         model_type=model_type,
         classes=(HFClass(class_name, model_type, "none", base=True),),
-        import_config=import_vl_text,
+        import_config=lambda f, cls: import_vl_text(f, cls, variant, defaults),
         export_config=export_vl_text,
         spec_family=model_type,
     )
