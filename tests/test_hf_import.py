@@ -68,10 +68,11 @@ def same_architecture(a, b) -> dict[str, tuple]:
 # --- Every built-in spec with a transformers counterpart, at full size ----------------------
 
 
-# DeepSeek-V3's 671B on the meta device, its 58 × 256 experts named one by one, takes most of
-# the file's time: the long run maps it at full size, the default run at a tiny size
-# (tests/test_hf_zoo_sigmoid_router.py loads a saved model through the same names).
-LONG = {"deepseek-v3"}
+# The largest mixtures of experts on the meta device, every expert named one by one, take most
+# of the file's time: the long run maps them at full size. The default run maps their names at
+# a tiny size, on real tensors (DeepSeek-V3: tests/test_hf_zoo_sigmoid_router.py; Qwen3-MoE:
+# tests/test_hf_zoo_moe.py, which also counts Qwen3-30B-A3B at full size) and gpt-oss at 20B.
+LONG = {"deepseek-v3", "qwen3-30b-a3b", "gpt-oss-120b"}
 
 
 @pytest.mark.parametrize(
