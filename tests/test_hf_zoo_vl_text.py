@@ -1,11 +1,11 @@
-"""The language models of Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni, Qwen3-VL, Qwen3-VL-MoE, GLM-4V,
-GLM-4.5V and Granite 4 Vision (`qwen2_vl_text`, `qwen2_5_vl_text`, `qwen2_5_omni_text`,
-`qwen3_vl_text`, `qwen3_vl_moe_text`, `glm4v_text`, `glm4v_moe_text`, `granite4_vision_text`:
-a multimodal config's `text_config`), against transformers' own classes: the default-sized
-config counts like the class on the meta device, and a tiny random model saved by transformers,
-its M-RoPE sections set, imports, loads and gives the same hidden states over a right-padded
-batch (M-RoPE over a text token's one position is RoPE), the same printed module tree and the
-same forward matmul FLOPs."""
+"""The language models of Qwen2-VL, Qwen2.5-VL, Qwen2.5-Omni, Qwen3-VL, Qwen3-VL-MoE,
+Qwen3-Omni-MoE, GLM-4V, GLM-4.5V and Granite 4 Vision (`qwen2_vl_text`, `qwen2_5_vl_text`,
+`qwen2_5_omni_text`, `qwen3_vl_text`, `qwen3_vl_moe_text`, `qwen3_omni_moe_text`,
+`glm4v_text`, `glm4v_moe_text`, `granite4_vision_text`: a multimodal config's `text_config`),
+against transformers' own classes: the default-sized config counts like the class on the meta
+device, and a tiny random model saved by transformers, its M-RoPE sections set, imports, loads
+and gives the same hidden states over a right-padded batch (M-RoPE over a text token's one
+position is RoPE), the same printed module tree and the same forward matmul FLOPs."""
 
 from __future__ import annotations
 
@@ -66,6 +66,16 @@ TINY = {
                           "rope_parameters": {"rope_type": "default", "rope_theta": 1e4,
                                               "partial_rotary_factor": 0.5,
                                               "mrope_section": [2, 1, 1]}},
+    # as Qwen3-VL-MoE's, but its router reads norm_topk_prob (here: not renormalised)
+    "Qwen3OmniMoeThinkerTextModel": {**_TINY, "num_hidden_layers": 3,
+                                     "model_type": "qwen3_omni_moe_text", "head_dim": 16,
+                                     "num_experts": 6, "num_experts_per_tok": 2,
+                                     "moe_intermediate_size": 32, "mlp_only_layers": [0],
+                                     "norm_topk_prob": False,
+                                     "rope_parameters": {"rope_type": "default",
+                                                         "rope_theta": 1e6,
+                                                         "mrope_section": [4, 2, 2],
+                                                         "mrope_interleaved": True}},
     "Qwen2_5OmniThinkerTextModel": {**_TINY, "model_type": "qwen2_5_omni_text",
                                     "rope_parameters": {"rope_type": "default",
                                                         "rope_theta": 1e6,
@@ -191,3 +201,13 @@ def test_the_written_back_config_runs_in_transformers(cls: str) -> None:
     model = getattr(transformers, cls)(transformers.AutoConfig.for_model(**fields)).eval()
     with torch.no_grad():
         model(input_ids=torch.tensor([[1, 2, 3]]))
+
+
+def test_qwen3_omni_reads_norm_topk_prob_where_qwen3_vl_ignores_it() -> None:
+    omni = {
+        **TINY["Qwen3OmniMoeThinkerTextModel"],
+        "architectures": ["Qwen3OmniMoeThinkerTextModel"],
+    }
+    assert not import_config(omni).spec.moe.normalize
+    left_out = {k: v for k, v in omni.items() if k != "norm_topk_prob"}
+    assert import_config(left_out).spec.moe.normalize  # Qwen3OmniMoeTextConfig's default

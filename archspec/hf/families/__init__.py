@@ -100,6 +100,7 @@ from archspec.hf.families import (
     qwen2_vl_text,
     qwen3,
     qwen3_moe,
+    qwen3_omni_moe_text,
     qwen3_vl_moe_text,
     qwen3_vl_text,
     rembert,
@@ -235,6 +236,7 @@ _MODULES = (
     glm4v_moe_text,
     granite4_vision_text,
     qwen2_5_omni_text,
+    qwen3_omni_moe_text,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.model_type: m.FAMILY for m in _MODULES}

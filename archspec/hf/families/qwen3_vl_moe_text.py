@@ -13,9 +13,10 @@ from typing import Any
 
 from archspec.hf.config_fields import Fields
 from archspec.hf.families import qwen3_moe
+from archspec.hf.families._llama_like import LlamaVariant
 from archspec.hf.families._mrope import check_sections, text_rope
 from archspec.hf.families.mixtral import MODULE_BLOCK
-from archspec.hf.family import HFClass
+from archspec.hf.family import Family, HFClass
 from archspec.hf.name_rules import chain
 
 # Qwen3VLMoeTextConfig's defaults where they differ from Qwen3MoeConfig's (transformers'
@@ -27,29 +28,51 @@ DEFAULTS = {"hidden_size": 2048, "num_hidden_layers": 24, "num_attention_heads":
 EXPERTS = 60  # num_experts, which the config class also reads as num_local_experts
 
 
-def import_qwen3_vl_moe_text(f: Fields, cls: HFClass) -> dict[str, Any]:
-    f.data = {**DEFAULTS, **f.data}
+def import_moe_text(
+    f: Fields,
+    cls: HFClass,
+    variant: LlamaVariant = VARIANT,
+    defaults: dict[str, Any] = DEFAULTS,
+    experts: int = EXPERTS,
+    reads_norm: bool = False,
+) -> dict[str, Any]:
+    """A Qwen3-MoE-like multimodal language model's fields over its config class's defaults.
+    `reads_norm`: whether its router reads `norm_topk_prob` (Qwen3-Omni's does; Qwen3-VL's
+    always renormalises)."""
+    f.data = {**defaults, **f.data}
     if f.get("num_experts") is None and f.get("num_local_experts") is None:
-        f.data["num_experts"] = EXPERTS
+        f.data["num_experts"] = experts
     sections = text_rope(f)
     reader = f"{cls.name} and its attention and router"
     for key in ("use_sliding_window", "sliding_window", "max_window_layers", "layer_types"):
         f.ignored(key, reader)
-    f.ignored("norm_topk_prob", reader)  # Qwen3VLMoeTextTopKRouter always renormalises
-    f.data = {k: v for k, v in f.data.items() if k != "norm_topk_prob"}
-    spec = qwen3_moe.import_qwen3_moe(f, cls, VARIANT, windows=False)
-    spec["moe"]["normalize"] = True
+    if not reads_norm:
+        f.ignored("norm_topk_prob", reader)
+        f.data = {k: v for k, v in f.data.items() if k != "norm_topk_prob"}
+    spec = qwen3_moe.import_qwen3_moe(f, cls, variant, windows=False)
+    if not reads_norm:
+        spec["moe"]["normalize"] = True
     check_sections(f, sections, spec, split=False)
     return spec
 
 
-FAMILY = replace(
-    qwen3_moe.FAMILY,
-    model_type="qwen3_vl_moe_text",
-    classes=(HFClass("Qwen3VLMoeTextModel", "qwen3_vl_moe_text", "none", base=True),),
-    import_config=import_qwen3_vl_moe_text,
-    spec_family="qwen3_vl_moe_text",
-    names=replace(
-        qwen3_moe.FAMILY.names, block=chain(qwen3_moe.QK_NORMS, MODULE_BLOCK), block_variants={}
-    ),  # fmt: skip
-)
+def moe_text_family(
+    model_type: str, class_name: str, import_config: Any, stacked: bool = True
+) -> Family:
+    """The record of a Qwen3-MoE-like multimodal language model. `stacked`: transformers saves
+    its experts stacked, two tensors a layer (Qwen3-VL-MoE's), not one module each
+    (Qwen3-MoE's names, which Qwen3-Omni-MoE's checkpoints keep)."""
+    names = qwen3_moe.FAMILY.names
+    if stacked:
+        names = replace(names, block=chain(qwen3_moe.QK_NORMS, MODULE_BLOCK), block_variants={})
+    return replace(
+        qwen3_moe.FAMILY,
+        model_type=model_type,
+        classes=(HFClass(class_name, model_type, "none", base=True),),
+        import_config=import_config,
+        spec_family=model_type,
+        names=names,
+    )
+
+
+FAMILY = moe_text_family("qwen3_vl_moe_text", "Qwen3VLMoeTextModel", import_moe_text)
