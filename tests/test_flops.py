@@ -35,6 +35,7 @@ from archspec.backends.count.params import parameter_count
 from archspec.cli import app
 from archspec.ir.build import build_ir
 from archspec.spec.resolve import builtin_names, load_spec
+from tests.builtin_sizes import each_size
 from tests.hf_reference import HF_CONFIGS, build_meta
 from tests.tiny import generated_module
 
@@ -128,7 +129,7 @@ def check_generated_flops(name: str, depth: list[str] | None) -> None:
             model.zero_grad(set_to_none=True)
 
 
-@pytest.mark.parametrize("name", DENSE)
+@pytest.mark.parametrize("name", each_size(DENSE))
 def test_executed_matches_flop_counter_on_generated_code(name: str) -> None:
     depth = min(load_spec(name).n_layers, DEPTH)
     check_generated_flops(name, [f"n_layers={depth}"])
@@ -188,7 +189,7 @@ def test_bert_base_forward_is_the_published_flop_counter_figure() -> None:
 HF_BACKWARD = {"bert-base", "gpt2", "t5-small", "bart-base", "llama-3-8b", "bloom-560m"}
 
 
-@pytest.mark.parametrize("name", [n for n in HF_CONFIGS if n not in MOE])
+@pytest.mark.parametrize("name", each_size([n for n in HF_CONFIGS if n not in MOE]))
 def test_executed_matches_flop_counter_on_transformers(name: str) -> None:
     ir = ir_of(name)
     f = flop_figures(ir, EXECUTED)

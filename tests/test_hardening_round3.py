@@ -16,6 +16,7 @@ import pytest
 
 from archspec import build_ir, load_spec
 from archspec.spec.resolve import builtin_names
+from tests.builtin_sizes import each_size
 from tests.hostile import cli, refused, run_python
 
 ENCODER_DECODERS = [
@@ -38,7 +39,7 @@ def test_encoder_decoders_are_among_the_builtins() -> None:
     assert {"t5-small", "bart-base", "flan-t5-small"} <= set(ENCODER_DECODERS)
 
 
-@pytest.mark.parametrize("name", ENCODER_DECODERS)
+@pytest.mark.parametrize("name", each_size(ENCODER_DECODERS))
 def test_plan_trains_and_serves_every_encoder_decoder(name: str) -> None:
     train = _plan(name, "--gpus", "8", "--global-batch", "64", "--seq", "128")
     assert train["step_time_s"] > 0 and 0 < train["mfu"] < 1

@@ -14,6 +14,7 @@ from archspec.cli import app
 from archspec.plan import published
 from archspec.plan.engines import ENGINES
 from archspec.plan.hardware import get_system
+from tests.one_of_each import one_of_each, options_set
 
 runner = CliRunner()
 
@@ -58,7 +59,15 @@ def command(run: published.Run, micro_batch: int, interleave: int) -> list[str]:
     return [*args, "--json"]
 
 
-@pytest.mark.parametrize("run", published.expressible(), ids=lambda r: r.name)
+# One run per source and set of options by default (tests/one_of_each.py); `-m long`: all.
+RUNS = one_of_each(
+    published.expressible(),
+    lambda r: (r.source, options_set(r, {"assumed", "needs"})),
+    ids=lambda r: r.name,
+)
+
+
+@pytest.mark.parametrize("run", RUNS)
 def test_the_command_times_every_published_layout_as_the_harness_does(run) -> None:
     accelerator = get_system(run.system).accelerator.key
     seconds, layout = published.predict(run, ENGINES[run.engine].efficiency(accelerator))

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from archspec.cli import app
 from archspec.plan.serve_engine import get_engine
 from archspec.plan.serve_validation import Figure, load_dataset, parts_of
+from tests.one_of_each import one_of_each, options_set
 
 runner = CliRunner()
 FIGURES = load_dataset()[1]
@@ -64,7 +65,17 @@ def test_every_figure_is_named_once() -> None:
     assert len({_name(f) for f in FIGURES}) == len(FIGURES)
 
 
-@pytest.mark.parametrize("figure", FIGURES, ids=_name)
+# One figure per source, engine, metric and set of options by default (tests/one_of_each.py);
+# `-m long`: all.
+CASES = one_of_each(
+    FIGURES,
+    lambda f: (f.source, f.engine, f.metric, f.precision, f.tp > 1,
+               options_set(f, {"assumed", "prompt_range", "new_tokens_range"})),
+    ids=_name,
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("figure", CASES)
 def test_the_command_times_every_published_figure_as_the_harness_does(figure: Figure) -> None:
     predicted = figure.predicted_s(parts_of(figure), get_engine(figure.engine))
     result = runner.invoke(app, command(figure))

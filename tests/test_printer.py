@@ -39,6 +39,7 @@ from archspec.ir.nodes import (
     Sinks,
 )
 from archspec.spec.resolve import builtin_names
+from tests.builtin_sizes import other_size
 from tests.hostile import run_main, run_python
 from tests.tiny import generated_module
 
@@ -253,11 +254,13 @@ OVERRIDDEN = [
 ]
 
 
-@pytest.mark.parametrize(
-    "name, overrides",
-    [(name, []) for name in SPECS] + OVERRIDDEN,
-    ids=[*SPECS, *(" ".join([n, *o]) for n, o in OVERRIDDEN)],
-)
+# Each built-in's size (tests/builtin_sizes.py: one size of each architecture by default).
+PRINTED = [
+    pytest.param(n, [], id=n, marks=pytest.mark.long if other_size(n) else ()) for n in SPECS
+] + [pytest.param(n, o, id=" ".join([n, *o])) for n, o in OVERRIDDEN]
+
+
+@pytest.mark.parametrize("name, overrides", PRINTED)
 def test_matches_print_of_the_generated_model(
     name: str, overrides: list[str], tmp_path: Path
 ) -> None:

@@ -28,6 +28,7 @@ from archspec.cli import app
 from archspec.ir.classes import class_name, class_names
 from archspec.ir.nodes import IR, Embedding, Linear, MoE, Node, Norm, Repeat, Router, Sinks
 from archspec.spec.resolve import builtin_names
+from tests.builtin_sizes import each_size
 from tests.tiny import scaled_down, tiny_sizes
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models
@@ -196,7 +197,7 @@ def torch_modules(model: torch.nn.Module) -> list[tuple[str, str, tuple]]:
     return out
 
 
-@pytest.mark.parametrize("name", SPECS)
+@pytest.mark.parametrize("name", each_size(SPECS))
 def test_full_size_on_meta_matches_counter_and_ir(name: str, generated) -> None:
     ir = build_ir(load_spec(name))
     with torch.device("meta"):
