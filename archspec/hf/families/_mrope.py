@@ -86,6 +86,12 @@ def check_sections(
         )
 
 
+def with_sections(fields: dict[str, Any], spec: Spec, default: list[int]) -> dict[str, Any]:
+    """An exporter's fields with `export_sections` in their `rope_parameters`."""
+    mrope = {"mrope_section": export_sections(spec, default)}
+    return {**fields, "rope_parameters": {**fields["rope_parameters"], **mrope}}
+
+
 def export_sections(spec: Spec, default: list[int]) -> list[int]:
     """An `mrope_section` for a spec written back as a vision-language text config: the rotary
     embedding's `default` scaled to the spec's rotated frequencies (half its rotated channels),

@@ -13,7 +13,7 @@ from typing import Any
 from archspec.errors import SpecError
 from archspec.hf.config_fields import Fields
 from archspec.hf.families import glm4_moe
-from archspec.hf.families._mrope import check_sections, export_sections, text_rope
+from archspec.hf.families._mrope import check_sections, text_rope, with_sections
 from archspec.hf.family import HFClass
 from archspec.spec.schema import Spec
 
@@ -39,8 +39,7 @@ def export_glm4v_moe_text(spec: Spec) -> dict[str, Any]:
         raise SpecError(f"{spec.hf_class} has no q/k norms", path="attention.qk_norm")
     fields = glm4_moe.export_glm4_moe(spec)
     fields.pop("use_qk_norm")
-    mrope = {"mrope_section": export_sections(spec, SECTIONS)}
-    return {**fields, "rope_parameters": {**fields["rope_parameters"], **mrope}}
+    return with_sections(fields, spec, SECTIONS)
 
 
 FAMILY = replace(

@@ -12,7 +12,7 @@ from typing import Any
 
 from archspec.hf.config_fields import Fields
 from archspec.hf.families import glm, glm4
-from archspec.hf.families._mrope import check_sections, export_sections, text_rope
+from archspec.hf.families._mrope import check_sections, text_rope, with_sections
 from archspec.hf.family import HFClass
 from archspec.spec.schema import Spec
 
@@ -33,9 +33,8 @@ def import_glm4v_text(f: Fields, cls: HFClass) -> dict[str, Any]:
 
 def export_glm4v_text(spec: Spec) -> dict[str, Any]:
     fields = glm4.export_glm4(spec)
-    mrope = {"mrope_section": export_sections(spec, SECTIONS)}
     fields.pop("attention_bias")  # Glm4vTextAttention's q, k and v always have biases
-    return {**fields, "rope_parameters": {**fields["rope_parameters"], **mrope}}
+    return with_sections(fields, spec, SECTIONS)
 
 
 FAMILY = replace(

@@ -12,7 +12,7 @@ from typing import Any
 from archspec.hf.config_fields import Fields
 from archspec.hf.families import qwen2
 from archspec.hf.families._llama_like import LlamaVariant
-from archspec.hf.families._mrope import check_sections, export_sections, text_rope
+from archspec.hf.families._mrope import check_sections, text_rope, with_sections
 from archspec.hf.family import Family, HFClass
 from archspec.spec.schema import Spec
 
@@ -39,8 +39,7 @@ def import_vl_text(
 
 def export_vl_text(spec: Spec) -> dict[str, Any]:
     fields = qwen2.export_qwen2(spec)
-    mrope = {"mrope_section": export_sections(spec, SECTIONS)}
-    return {**fields, "rope_parameters": {**fields["rope_parameters"], **mrope}}
+    return with_sections(fields, spec, SECTIONS)
 
 
 def vl_text_family(
