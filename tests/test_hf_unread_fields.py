@@ -88,3 +88,49 @@ def test_count_on_the_file_reports_the_ignored_field_once(tmp_path) -> None:
     assert result.exit_code == 0, result.output
     assert result.stderr.count("field 'made_up_flag' (= 1) is ignored") == 1
     assert "made_up_flag" not in result.stdout
+
+
+def test_a_docstring_of_the_shared_config_code_reads_nothing() -> None:
+    """configuration_utils' docstring shows `update_from_string("n_embd=10,...,
+    scale_attn_weights=false,...")`: an example, not a read. StarCoder2's real config carries
+    scale_attn_weights (a GPT-BigCode leftover), which its code never reads; GPT-2's reads it."""
+    assert "scale_attn_weights" not in fields_read("starcoder2")
+    assert "scale_attn_weights" in fields_read("gpt2")
+    imported = import_config(config("starcoder2", scale_attn_weights=True))
+    assert imported.spec == import_config(config("starcoder2")).spec
+    assert any("'scale_attn_weights' (= true) is ignored" in n for n in imported.notes)
+
+
+YARN = {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32}
+
+
+def test_a_rope_setting_transformers_does_not_recognise_is_ignored() -> None:
+    """Some Qwen3 YaRN configs carry rope_scaling.attn_factor, which transformers' RoPE code
+    never reads ("Unrecognized keys in `rope_parameters`"): accepted and reported once."""
+    odd = import_config(config("qwen3", rope_scaling={**YARN, "attn_factor": 0.878}))
+    assert odd.spec == import_config(config("qwen3", rope_scaling=YARN)).spec
+    assert [n for n in odd.notes if "attn_factor" in n] == [
+        "RoPE setting 'attn_factor' (= 0.878) in rope_scaling is ignored, as transformers' "
+        "qwen3 code and RoPE functions ignore it"
+    ]
+
+
+def test_an_ignored_rope_setting_changes_nothing_transformers_computes() -> None:
+    fields = {k: v for k, v in FAMILY_CONFIGS["qwen3"].items() if k != "architectures"}
+    torch.manual_seed(0)
+    plain = transformers.Qwen3ForCausalLM(
+        transformers.Qwen3Config(**fields, rope_scaling=YARN)
+    ).eval()
+    odd = transformers.Qwen3ForCausalLM(
+        transformers.Qwen3Config(**fields, rope_scaling={**YARN, "attn_factor": 0.878})
+    ).eval()
+    odd.load_state_dict(plain.state_dict())
+    ids = torch.randint(0, 99, (2, 40))
+    with torch.no_grad():
+        assert torch.equal(plain(ids).logits, odd(ids).logits)
+
+
+def test_a_rope_setting_transformers_may_read_is_still_refused() -> None:
+    # `factor` means something to transformers' RoPE functions (for other rope types)
+    with pytest.raises(SpecError, match="RoPE settings not supported: factor"):
+        import_config(config("qwen3", rope_scaling={"rope_type": "default", "factor": 2.0}))

@@ -6,12 +6,19 @@ the model; this tells the rest apart: a field that no file of transformers for t
 (its configuration and modeling modules) nor its shared code (the package's top-level modules
 and `integrations/`) ever names cannot change what transformers computes, so import-hf accepts
 it and reports it once as ignored. The scan errs towards "read": any identifier of the
-configuration module counts (declared fields, attribute_map, docstrings), and any `config.X`,
-`getattr(config, "X")` or `hasattr(config, "X")` of the modeling and shared modules.
+configuration modules' code counts (declared fields, attribute_map, any string that could name
+a field; not their docstrings, whose examples name other models' fields: configuration_utils'
+own docstring writes `scale_attn_weights=false`), and any `config.X`, `getattr(config, "X")`
+or `hasattr(config, "X")` of the modeling and shared modules.
+
+RoPE settings are read the same way (`rope_keys_read`): a key of rope_parameters that
+transformers' RoPE functions (modeling_rope_utils.py) and the model's own modules never name is
+one they ignore, as transformers' validator says ("Unrecognized keys in `rope_parameters`").
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import re
 from functools import lru_cache
@@ -36,6 +43,46 @@ def _accessed(text: str) -> set[str]:
     return {next(g for g in m.groups() if g) for m in _CONFIG_ACCESS.finditer(text)}
 
 
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the string constants that stand alone as statements: docstrings (of modules,
+    classes, functions and attributes), which execute nothing."""
+    return {
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    }  # fmt: skip
+
+
+def _code_identifiers(text: str) -> set[str]:
+    """Every identifier a module's code names, in names, attributes, arguments and any string
+    (a field name in attribute_map or kwargs.pop("X")), but not in its docstrings or comments.
+    A file Python cannot parse counts whole, docstrings and all."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set(_IDENTIFIER.findall(text))
+    docstrings = _docstrings(tree)
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, (ast.arg, ast.keyword)) and node.arg:
+            names.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.alias):
+            names.add(node.asname or node.name)
+        elif (
+            isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docstrings
+        ):  # fmt: skip
+            names |= set(_IDENTIFIER.findall(node.value))
+    return names
+
+
 @lru_cache(maxsize=1)
 def _shared_reads(package: Path) -> frozenset[str]:
     names: set[str] = set()
@@ -43,9 +90,7 @@ def _shared_reads(package: Path) -> frozenset[str]:
         text = path.read_text(encoding="utf-8", errors="replace")
         # PreTrainedConfig reads its own attributes as self.X: every identifier counts
         names |= (
-            set(_IDENTIFIER.findall(text))
-            if path.name == "configuration_utils.py"
-            else (_accessed(text))
+            _code_identifiers(text) if path.name == "configuration_utils.py" else _accessed(text)
         )
     return frozenset(names)
 
@@ -75,7 +120,24 @@ def fields_read(model_type: str) -> frozenset[str] | None:
         for path in folder.glob("*.py"):
             text = path.read_text(encoding="utf-8", errors="replace")
             configuration = path.name.startswith("configuration_")
-            names |= set(_IDENTIFIER.findall(text)) if configuration else _accessed(text)
+            names |= _code_identifiers(text) if configuration else _accessed(text)
+    return frozenset(names)
+
+
+@lru_cache(maxsize=64)
+def rope_keys_read(model_type: str) -> frozenset[str] | None:
+    """Every key of rope_parameters (rope_scaling) transformers' code for `model_type` may
+    read: any identifier the code of its RoPE functions or of the model's own modules names
+    (None when that cannot be known)."""
+    package = _package()
+    folders = [] if package is None else _model_dirs(package, model_type)
+    rope = None if package is None else package / "modeling_rope_utils.py"
+    if not folders or rope is None or not rope.exists():
+        return None
+    names = _code_identifiers(rope.read_text(encoding="utf-8", errors="replace"))
+    for folder in folders:
+        for path in folder.glob("*.py"):
+            names |= _code_identifiers(path.read_text(encoding="utf-8", errors="replace"))
     return frozenset(names)
 
 

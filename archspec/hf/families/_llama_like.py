@@ -19,6 +19,8 @@ from archspec.hf.families import _longrope as longrope
 from archspec.hf.families import _yarn as yarn
 from archspec.hf.family import Buffer, HFClass
 from archspec.hf.name_rules import chain, lm_head, table
+from archspec.hf.transformers_reads import rope_keys_read
+from archspec.safety.text import shortened
 from archspec.spec.schema import Spec
 
 
@@ -110,6 +112,13 @@ def rope_settings(
     found |= {k: v for k, v in (outer or {}).items() if k in fields}
     optional = _OPTIONAL.get(kind, ())
     extra = set(found) - {"rope_type", "type", "rope_theta", *also, *fields, *optional}
+    for name in sorted(_unread_rope_keys(f.model_type, extra)):
+        f.notes.append(
+            f"RoPE setting '{shortened(name, 80)}' (= {shown(found.pop(name), as_json=True)}) "
+            f"in {key} is ignored, as transformers' {f.model_type} code and RoPE functions "
+            "ignore it"
+        )
+        extra.discard(name)
     if extra:
         raise f.error(key, f"RoPE settings not supported: {', '.join(sorted(extra))}")
     missing = set(fields) - set(found)
@@ -119,6 +128,14 @@ def rope_settings(
         if name.endswith("factor") and name not in ("short_factor", "long_factor"):
             yarn.scaling_number(f, key, name, found[name])
     return key, found, kind, fields
+
+
+def _unread_rope_keys(model_type: str, keys: set[str]) -> set[str]:
+    """Those RoPE settings no transformers code for `model_type` names (none when that cannot
+    be known): any value builds the same model, as transformers' validator says of them
+    ("Unrecognized keys in `rope_parameters`")."""
+    read = rope_keys_read(model_type)
+    return set() if read is None else {k for k in keys if k not in read}
 
 
 def _rope(
