@@ -24,13 +24,14 @@ from archspec.safety.text import shell_join, visible
 def stdout():
     from rich.console import Console
 
-    return Console(file=GuardedStdout(), highlight=False)  # type: ignore[arg-type]
+    # emoji=False: a name or source that holds ":skull:" is shown as written, not as an emoji
+    return Console(file=GuardedStdout(), highlight=False, emoji=False)  # type: ignore[arg-type]
 
 
 def stderr():
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, emoji=False)
 
 
 def json_error(exc: SpecError) -> None:

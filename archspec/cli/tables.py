@@ -87,7 +87,7 @@ def _text(cell: Any):
 
     if isinstance(cell, Text):
         return cell
-    return Text.from_markup(cell) if isinstance(cell, str) else None
+    return Text.from_markup(cell, emoji=False) if isinstance(cell, str) else None
 
 
 def _rewrap(cell: Any, width: int):
@@ -249,7 +249,7 @@ def _folding(annotation: Any):
     from rich.text import Text
 
     if isinstance(annotation, str):
-        return Text.from_markup(annotation, overflow="fold")
+        return Text.from_markup(annotation, overflow="fold", emoji=False)
     return annotation
 
 

@@ -10,6 +10,7 @@ different model.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -178,6 +179,8 @@ class Fields:
         value = self.get(key, default, *aliases)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.error(key, f"expected a number, got {shown(value)}")
+        if not math.isfinite(value):  # a dict from Python may hold what JSON cannot
+            raise self.error(key, f"expected a finite number, got {shown(value)}")
         return float(value)
 
     def bool(self, key: str, default: bool) -> bool:

@@ -2,9 +2,11 @@
 
 Python's `json` keeps the last of duplicate keys without a word (a second `num_hidden_layers`
 would silently win), recurses once per nesting level (RecursionError at about a thousand), and
-turns a 5,000-digit number into a ValueError from the int conversion. Here a duplicate key,
-nesting beyond MAX_DEPTH, an integer beyond MAX_INT_DIGITS digits, a file that is not UTF-8
-or is not a regular file each become one SpecError naming the file.
+turns a 5,000-digit number into a ValueError from the int conversion, and it reads NaN,
+Infinity and -Infinity, which JSON does not have (RFC 8259), as floats no size or rate can
+be. Here a duplicate key, nesting beyond MAX_DEPTH, an integer beyond MAX_INT_DIGITS digits,
+NaN or an infinity, a file that is not UTF-8 or is not a regular file each become one
+SpecError naming the file.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from archspec.safety.reading import decode_utf8, read_bounded
 
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKETS = re.compile(r"[\[\]{}]")
+_NOT_NUMBERS = re.compile(r"-?Infinity|NaN")
 
 
 def _check_depth(text: str, file: str) -> None:
@@ -60,8 +63,23 @@ def parse_json(text: str, file: str) -> Any:
             )
         return int(digits)
 
+    def not_a_number(word: str) -> float:
+        # Where: the first such word outside the strings (blanked, keeping every offset).
+        blanked = _STRINGS.sub(lambda m: '"' + " " * (len(m.group()) - 2) + '"', text)
+        at = _NOT_NUMBERS.search(blanked)
+        start = at.start() if at else 0
+        line = text.count("\n", 0, start) + 1
+        column = start - text.rfind("\n", 0, start)
+        raise SpecError(
+            f"{word} is not a JSON number (JSON has no NaN or infinities)",
+            location=Location(file, line, column),
+            hint="give a finite number, or null where the field allows one",
+        )
+
     try:
-        return json.loads(text, object_pairs_hook=pairs, parse_int=integer)
+        return json.loads(
+            text, object_pairs_hook=pairs, parse_int=integer, parse_constant=not_a_number
+        )
     except json.JSONDecodeError as exc:
         raise SpecError(
             f"not valid JSON: {exc.msg}", location=Location(file, exc.lineno, exc.colno)

@@ -9,9 +9,10 @@ agree; the exporter writes both.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from archspec.hf.config_fields import Fields
+from archspec.hf.config_fields import Fields, shown
 from archspec.hf.families import _longrope as longrope
 from archspec.hf.families import _yarn as yarn
 from archspec.hf.families._llama_like import _SCALINGS, rope_settings
@@ -77,7 +78,9 @@ def _agreed(f: Fields, found: dict[str, Any], inner: str, keys: tuple[str, ...],
         raise f.error(given, f"{given} and rope_parameters.{inner} disagree")
     value = found.get(inner, outer if outer is not None else default)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise f.error(keys[0], f"expected a number, got {value!r}")
+        raise f.error(keys[0], f"expected a number, got {shown(value)}")
+    if not math.isfinite(value) or value <= 0:
+        raise f.error(keys[0], f"expected a positive finite number, got {shown(value)}")
     return value
 
 
