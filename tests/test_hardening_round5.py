@@ -59,3 +59,45 @@ def test_emoji_codes_in_a_name_print_as_written(tmp_path: Path) -> None:
     listed = cli("plan", "--system", str(systems), "--list-systems")
     assert listed.exit_code == 0, listed.output
     assert ":skull:" in listed.stdout and "\N{SKULL}" not in listed.stdout
+
+
+def test_stage_ranges_are_running_sums() -> None:
+    from archspec.backends.count.stages import stage_ranges
+
+    assert stage_ranges((5, 6, 6, 5)) == [(0, 5), (5, 11), (11, 17), (17, 22)]
+    ranges = stage_ranges((1,) * 100_000)  # was quadratic in the stages
+    assert ranges[-1] == (99_999, 100_000)
+
+
+def test_a_pipeline_beyond_the_limit_is_refused_naming_it() -> None:
+    from archspec.safety.limits import MAX_PIPELINE_STAGES
+
+    deep = str(2 * MAX_PIPELINE_STAGES)
+    for command in ("count", "plan"):
+        args = [command, "gpt2", "--set", f"n_layers={deep}", "--gpus", deep, "--pp", deep,
+                "--global-batch", deep, "--seq", "128"]  # fmt: skip
+        if command == "plan":
+            args += ["--gpu", "h100-sxm"]
+        refused(cli(*args), f"--pp {deep}", f"at most {MAX_PIPELINE_STAGES:,} stages")
+
+
+def test_the_search_tries_no_pipeline_beyond_the_limit() -> None:
+    """A model of 2,048 layers on 2,048 devices: every depth that divides the layers up to the
+    limit, none above (each layout costs every stage: 100,000 of them had taken minutes)."""
+    from archspec import build_ir, load_spec
+    from archspec.plan.hardware import get_system
+    from archspec.plan.search import layout_space
+    from archspec.plan.step import Training
+    from archspec.safety.limits import MAX_PIPELINE_STAGES
+
+    ir = build_ir(load_spec("gpt2", ["n_layers=2048"]))
+    run = Training(gpus=2048, global_batch=2048, seq=128)
+    pps = {layout.pp for layout, _ in layout_space(ir, get_system("h100-sxm"), run) if layout}
+    assert max(pps) == MAX_PIPELINE_STAGES
+
+
+def test_count_torch_engine_refuses_a_model_too_deep_to_walk() -> None:
+    deep = ["gpt2", "--set", "n_layers=30000", "--seq", "128", "--gpus", "8", "--pp", "8"]
+    args = ["count", *deep, "--engine", "torch", "--global-batch", "8"]
+    err = refused(cli(*args), "walks each parameter tensor")
+    assert "240,004" in err  # 8 leaves a block; the two embeddings, final norm and tied head

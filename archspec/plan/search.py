@@ -38,6 +38,7 @@ from archspec.plan.step import (
     expert_parallel_ranks,
     folds,
 )
+from archspec.safety.limits import MAX_PIPELINE_STAGES
 
 # What a device holds beyond the tensors count's memory model counts, each term named:
 # - CUDA's context and the kernels loaded with it: 1,343 MiB, measured with one tensor on a GPU
@@ -107,8 +108,10 @@ def layout_space(ir: IR, system: System, run: Training, only: dict | None = None
     tps = allowed("tp", [2**k for k in range(widest.bit_length()) if gpus % 2**k == 0])
     if "tp" in only:
         tps = list(only["tp"])
-    # Stages divide the layers and the devices: at most one stage per device, whatever the depth.
-    pps = allowed("pp", [p for p in range(1, min(layers, gpus) + 1) if layers % p == 0])
+    # Stages divide the layers and the devices: at most one stage per device, whatever the depth,
+    # and at most MAX_PIPELINE_STAGES (check_layout refuses more).
+    deepest = min(layers, gpus, MAX_PIPELINE_STAGES)
+    pps = allowed("pp", [p for p in range(1, deepest + 1) if layers % p == 0])
     if "pp" in only:
         pps = list(only["pp"])
     # Context parallelism and uneven stages are tried as given, never searched.

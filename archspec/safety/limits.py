@@ -25,6 +25,12 @@ MAX_NAMED_COPIES = 1_000_000
 # Modules print(model) lists one by one (a mixed window pattern's, which torch's ModuleList
 # cannot fold): Gemma 2's 46 layers make 46 entries.
 MAX_LAYER_RUNS = 1_000
+# Pipeline stages a layout may have: a plan costs each stage on its own, and the search tries
+# every depth that divides the layers. Published runs use at most a few dozen (MT-NLG's 35).
+MAX_PIPELINE_STAGES = 1_024
+# Parameter tensors count's torch engine walks one by one, as model.parameters() lists them on
+# a rank (FSDP2 cuts each tensor alone): DeepSeek-V3 has about 45,000; 200,000 take seconds.
+MAX_RANK_TENSORS = 200_000
 
 
 def check_sizes(options: dict[str, object]) -> None:

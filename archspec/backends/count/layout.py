@@ -48,6 +48,7 @@ from archspec.ir.nodes import (
     within,
 )
 from archspec.ir.visit import Placed, walk
+from archspec.safety.limits import MAX_PIPELINE_STAGES
 
 # Megatron-LM pads the vocabulary so that each tensor-parallel rank holds a multiple of 128
 # rows (`--make-vocab-size-divisible-by 128`): GPT-2's 50,257 becomes 50,304 at tp = 1.
@@ -283,6 +284,11 @@ def check_layout(ir: IR, par: Parallelism) -> None:
             f"--pp {par.pp}: this model's layers share weights (layer_groups), which pipeline "
             "stages cannot split",
             hint="use tensor or data parallelism",
+        )
+    if par.pp > MAX_PIPELINE_STAGES:
+        raise SpecError(
+            f"--pp {par.pp}: archspec times pipelines of at most {MAX_PIPELINE_STAGES:,} stages",
+            hint="published runs use a few dozen; give fewer stages",
         )
     layers = sum(layer_count(s, ir) for s in model.stacks)
     chunks = par.pp * par.stages_per_rank

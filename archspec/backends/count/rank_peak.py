@@ -82,6 +82,7 @@ from archspec.backends.count.torch_layout_mesh import coordinates, covered
 from archspec.errors import SpecError
 from archspec.ir.nodes import IR, MLP, Attention, Model, MoE, Node, Repeat, Stack
 from archspec.ir.visit import INDEX_NAMES, join, walk
+from archspec.safety.limits import MAX_RANK_TENSORS
 
 WEIGHT = 4  # fp32 weights, gradients and each AdamW moment
 INDEX = 8  # int64 token ids and targets
@@ -115,7 +116,15 @@ def _experts(node: Node, parent: Node | None) -> bool:
 def ordered_leaves(ir: IR, ep: int = 1):
     """(leaf, its walk path, its layer) for every leaf module in `model.parameters()` order,
     runs unrolled (layer: the block's index over all stacks, None outside the blocks); of
-    each mixture's experts, the n_experts / ep one expert-parallel rank holds."""
+    each mixture's experts, the n_experts / ep one expert-parallel rank holds. Refused beyond
+    MAX_RANK_TENSORS leaves, which would take minutes to walk."""
+    leaves = _leaf_count(ir, ir.root, None, ep)
+    if leaves > MAX_RANK_TENSORS:
+        raise SpecError(
+            f"count's torch engine walks each parameter tensor of a rank one by one; this model "
+            f"has {leaves:,} (at most {MAX_RANK_TENSORS:,})",
+            hint="drop --engine torch: the default engine counts any depth at once",
+        )
     layers = iter(range(10**9))
 
     def go(node: Node, path: str, depth: int, parent: Node | None, layer: int | None):
@@ -137,6 +146,21 @@ def ordered_leaves(ir: IR, ep: int = 1):
             yield from go(child, join(path, child.name), depth, node, layer)
 
     yield from go(ir.root, ir.root.name, 0, None, None)
+
+
+def _leaf_count(ir: IR, node: Node, parent: Node | None, ep: int) -> int:
+    """How many leaves ordered_leaves yields under `node`, without unrolling the runs."""
+    if is_leaf(node):
+        return 1
+    if isinstance(node, Repeat):
+        total = 0
+        for run in node.runs:
+            count = ir.value(run.count)
+            if _experts(node, parent):
+                count //= ep
+            total += count * _leaf_count(ir, run.node, node, ep)
+        return total
+    return sum(_leaf_count(ir, child, node, ep) for child in node.children)
 
 
 def local_tensors(ir: IR, dims: dict[str, int], rank: int) -> list[int]:

@@ -9,6 +9,8 @@ the embeddings and the head.
 
 from __future__ import annotations
 
+from itertools import accumulate
+
 from archspec.errors import SpecError
 
 
@@ -55,7 +57,7 @@ def parse_stage_layers(text: str | None, stages: int, layers: int) -> tuple[int,
 
 def stage_ranges(counts: tuple[int, ...]) -> list[tuple[int, int]]:
     """[first, last) layer index of each stage."""
-    starts = [sum(counts[:i]) for i in range(len(counts))]
+    starts = [0, *accumulate(counts)][:-1]  # running sums: linear in the stages
     return [(start, start + n) for start, n in zip(starts, counts, strict=True)]
 
 
