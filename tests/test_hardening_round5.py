@@ -101,3 +101,40 @@ def test_count_torch_engine_refuses_a_model_too_deep_to_walk() -> None:
     args = ["count", *deep, "--engine", "torch", "--global-batch", "8"]
     err = refused(cli(*args), "walks each parameter tensor")
     assert "240,004" in err  # 8 leaves a block; the two embeddings, final norm and tied head
+
+
+AROUND = "extends: albert-base-v2\nname: x\nembedding: {projection: around_stack%s}\n"
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        ("", "an embedding norm with projection around_stack"),  # ALBERT's norm, 128 wide
+        (", norm: false", "head.pooler reads d_model (768) wide states"),
+    ],
+)
+def test_projections_around_the_stack_refuse_what_reads_the_other_width(
+    tmp_path: Path, extra: str, words: str
+) -> None:
+    """Such specs had validated and built a model that failed on its first forward."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(AROUND % extra)
+    refused(cli("validate", str(spec)), words)
+    refused(cli("build", str(spec), "-o", str(tmp_path / "m.py")), words)
+
+
+def test_projections_around_an_encoder_without_them_run() -> None:
+    import torch
+
+    from archspec import build_ir, load_spec
+    from archspec.backends.torchgen.load import load_generated
+    from archspec.backends.torchgen.source import generate_source
+
+    sizes = ["d_model=64", "n_heads=4", "d_ff=16", "n_layers=1", "vocab_size=50",
+             "max_seq_len=16", "embedding.norm=false", "head.pooler=false"]  # fmt: skip
+    spec = load_spec("albert-base-v2", [*sizes, "embedding.projection=around_stack"])
+    module = load_generated(generate_source(build_ir(spec)))
+    model = module.Model(module.Config()).eval()
+    with torch.no_grad():
+        out = model(torch.randint(0, 50, (2, 6)))
+    assert out.shape == (2, 6, 128)  # the stack's output, projected back to embedding.dim

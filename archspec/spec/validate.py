@@ -517,6 +517,23 @@ def _check_sharing(spec: Spec, v: _Validator) -> None:
         around = spec.embedding.projection == "around_stack"
         if around and spec.layout == "encoder-decoder":
             raise v.error(where, "projections around the stack need a single stack")
+        # OPT-350m's projections: the stack runs at d_model between project_in and
+        # project_out, so nothing that reads d_model beyond the stack, nor a norm of the
+        # embeddings' width, has a place.
+        if around and spec.embedding.norm:
+            raise v.error_between(
+                [("embedding", "norm"), ("embedding", "projection")],
+                "an embedding norm with projection around_stack: the embeddings are projected "
+                "to d_model before the positions, so no norm of embedding.dim's width follows",
+            )
+        for field_name in ("pooler", "token_score"):
+            if around and getattr(spec.head, field_name):
+                raise v.error_between(
+                    [("head", field_name), ("embedding", "projection")],
+                    f"head.{field_name} reads d_model ({spec.d_model}) wide states; with "
+                    f"projection around_stack the stack returns embedding.dim "
+                    f"({spec.embedding.dim}) wide ones",
+                )
         if not around and spec.layout != "encoder":
             raise v.error(where, f"a factorised embedding needs layout encoder, not {spec.layout}")
         if spec.embedding.scale:
