@@ -89,7 +89,8 @@ class EmbeddingSpec:
         metadata=doc(
             "with dim: after_norm (ALBERT, ELECTRA: a projection with a bias after the "
             "embedding norm) or around_stack (OPT-350m: project_in before the positions, "
-            "project_out after the stack, both without bias)"
+            "project_out after the stack, both without bias; no embedding norm, pooler or "
+            "token-score head)"
         ),
     )
     scale_in_dtype: bool = field(
