@@ -138,3 +138,22 @@ def test_projections_around_an_encoder_without_them_run() -> None:
     with torch.no_grad():
         out = model(torch.randint(0, 50, (2, 6)))
     assert out.shape == (2, 6, 128)  # the stack's output, projected back to embedding.dim
+
+
+def test_an_odd_latent_rope_width_is_named_in_the_users_file(tmp_path: Path) -> None:
+    """It had pointed at the built-in _llama.yaml's position.kind."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "extends: llama-2-7b\nname: x\n"
+        "attention: {latent: {kv_rank: 512, rope_dim: 63, nope_dim: 128, v_dim: 128}}\n"
+    )
+    err = refused(cli("validate", str(spec)), "attention.latent.rope_dim must be even, got 63")
+    assert err.startswith(f"{spec}:3:") and "at 'attention.latent.rope_dim'" in err
+
+
+def test_an_error_between_fields_names_one_the_file_gives(tmp_path: Path) -> None:
+    """An odd head width from d_model / n_heads: not head_dim, which no file gives."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text("extends: llama-2-7b\nname: x\nd_model: 4094\nn_heads: 2\nn_kv_heads: 2\n")
+    err = refused(cli("validate", str(spec)), "rope needs an even head_dim, got 2047")
+    assert f"{spec}:4:" in err and "at 'n_heads'" in err

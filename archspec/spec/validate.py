@@ -112,10 +112,13 @@ class _Validator:
 
     def error_between(self, paths: list[YamlPath], message: str) -> SpecError:
         """An error involving several fields: point at the one the user most likely just wrote
-        (a --set override, else the spec file itself, else the first field named)."""
+        (a --set override, else the spec file itself, else the first field named that any
+        file gives: one left to its default is named last)."""
 
         def rank(path: YamlPath) -> int:
-            file = str(self.locations.get(path, self.fallback).file)
+            if path not in self.locations:
+                return 3
+            file = str(self.locations[path].file)
             return 0 if file.startswith("--set") else 1 if file == str(self.fallback.file) else 2
 
         return self.error(min(paths, key=rank), message)
@@ -359,10 +362,16 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             f"n_heads ({spec.n_heads}) is not a multiple of n_kv_heads ({spec.kv_heads})",
         )
     head_dim = spec.resolved_head_dim
-    if spec.attention.latent is not None:
-        head_dim = spec.attention.latent.rope_dim  # what RoPE turns
-    if spec.position.kind == "rope" and head_dim % 2:
-        raise v.error(("position", "kind"), f"rope needs an even head_dim, got {head_dim}")
+    if spec.position.kind == "rope" and spec.attention.latent is not None:
+        rope_dim = spec.attention.latent.rope_dim  # what RoPE turns
+        if rope_dim % 2:
+            raise v.error_between(
+                [("attention", "latent", "rope_dim"), ("position", "kind")],
+                f"rope turns channel pairs: attention.latent.rope_dim must be even, got {rope_dim}",
+            )
+    elif spec.position.kind == "rope" and head_dim % 2:
+        where = [("head_dim",), ("n_heads",), ("d_model",), ("position", "kind")]
+        raise v.error_between(where, f"rope needs an even head_dim, got {head_dim}")
     if spec.position.kind == "sinusoidal" and spec.position.layout == "fairseq":
         width = min(spec.d_model, spec.embedding.dim or spec.d_model)
         if width < 4:  # fairseq divides by width // 2 - 1, as transformers' M2M100 does
