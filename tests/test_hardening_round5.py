@@ -157,3 +157,21 @@ def test_an_error_between_fields_names_one_the_file_gives(tmp_path: Path) -> Non
     spec.write_text("extends: llama-2-7b\nname: x\nd_model: 4094\nn_heads: 2\nn_kv_heads: 2\n")
     err = refused(cli("validate", str(spec)), "rope needs an even head_dim, got 2047")
     assert f"{spec}:4:" in err and "at 'n_heads'" in err
+
+
+@pytest.mark.parametrize("content", ["hello", "extends: gpt2\n"])
+def test_a_file_that_is_no_checkpoint_says_what_was_expected(tmp_path: Path, content) -> None:
+    """torch.load's own words had been the message ("101", "pop from empty list")."""
+    weights = tmp_path / "weights.bin"
+    weights.write_text(content)
+    args = ["build", "gpt2", "--set", "n_layers=1", "--hf-weights", str(weights)]
+    refused(cli(*args, "-o", str(tmp_path / "m.py")), "is not a checkpoint torch.save wrote",
+            "model.safetensors")  # fmt: skip
+
+
+def test_a_long_search_off_a_terminal_says_one_line_before_its_error() -> None:
+    """rich's progress bar, drawn nowhere off a terminal, had left a blank first line."""
+    args = ["plan", "mixtral-8x7b", "--set", "moe.n_experts=100000", "--gpu", "h100-sxm",
+            "--gpus", "1024", "--global-batch", "1024", "--seq", "128"]  # fmt: skip
+    err = refused(cli(*args), "no layout fits")
+    assert err.splitlines()[0].startswith("searching ") and "\n\n" not in err

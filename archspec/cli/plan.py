@@ -12,6 +12,7 @@ from archspec.cli.common import (
     compile_spec,
     human,
     print_json,
+    say,
     stderr,
     stdout,
     user_errors,
@@ -236,11 +237,15 @@ def _run_search(ir, system, run, only, quiet, eff=None):
 
     total = sum(1 for _ in layout_space(ir, system, run, only))
     given = only is not None  # a given layout is timed even where it does not fit
+    console = stderr()
     if total < 2000 or quiet:
+        return search(ir, system, run, eff=eff, only=only, keep_unfit=given)
+    if not console.is_terminal:  # a log gets one line, not a bar (rich's ends in a blank line)
+        say(f"searching {total:,} layouts…")
         return search(ir, system, run, eff=eff, only=only, keep_unfit=given)
     from rich.progress import Progress
 
-    with Progress(console=stderr(), transient=True) as bar:
+    with Progress(console=console, transient=True) as bar:
         task = bar.add_task("searching layouts", total=total)
         return search(ir, system, run, eff=eff, only=only, keep_unfit=given,
                       progress=lambda done, _: bar.update(task, completed=done))  # fmt: skip

@@ -23,6 +23,9 @@ from archspec.errors import SpecError
 from archspec.safety.text import visible
 
 _NOT_TENSORS_HINT = "convert the checkpoint to safetensors with a tool you trust"
+_CHECKPOINT_HINT = (
+    "give a model.safetensors or pytorch_model.bin (or the folder of a transformers checkpoint)"
+)
 
 
 def load_pickled(path: Path) -> dict[str, torch.Tensor]:
@@ -97,7 +100,13 @@ def _torch_load(path: Path, mmap: bool):
                 f"cannot read {path}: a tensor declares more data than the file holds",
                 hint="the file is corrupt or crafted; a checkpoint holds the data it declares",
             ) from None
-        raise SpecError(f"cannot read {path}: {first_line(exc)}") from None
+        # torch's own words for a file it cannot parse can be a bare key ("101"): name the
+        # kind of file expected, and keep them after it.
+        raise SpecError(
+            f"cannot read {path}: it is not a checkpoint torch.save wrote "
+            f"(torch.load: {type(exc).__name__}: {first_line(exc)})",
+            hint=_CHECKPOINT_HINT,
+        ) from None
 
 
 def first_line(exc: BaseException) -> str:
