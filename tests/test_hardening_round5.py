@@ -175,3 +175,10 @@ def test_a_long_search_off_a_terminal_says_one_line_before_its_error() -> None:
             "--gpus", "1024", "--global-batch", "1024", "--seq", "128"]  # fmt: skip
     err = refused(cli(*args), "no layout fits")
     assert err.splitlines()[0].startswith("searching ") and "\n\n" not in err
+
+
+def test_an_unknown_catalogue_field_is_named_without_internal_markers(tmp_path: Path) -> None:
+    systems = tmp_path / "systems.yaml"
+    systems.write_text("systems:\n  sys:\n    kind: 1\n    accelerator: h100-sxm\n")
+    err = refused(cli("plan", "--system", str(systems), "--list-systems"), "unknown field 'kind'")
+    assert f"{systems}:3:5:" in err and "at 'systems.sys.kind'" in err and "<key>" not in err

@@ -94,7 +94,9 @@ class _File:
 
     def error(self, message: str, path: YamlPath, hint: str | None = None) -> SpecError:
         location = self.locations.get(path) or self.locations.get(())
-        return SpecError(message, location=location, path=format_path(path) or None, hint=hint)
+        # A path ending in KEY locates the key itself; the field it names is the path before.
+        shown = path[:-1] if path and path[-1] == KEY else path
+        return SpecError(message, location=location, path=format_path(shown) or None, hint=hint)
 
     def text(self, value: Any, path: YamlPath) -> str:
         if not isinstance(value, str) or not value.strip():
