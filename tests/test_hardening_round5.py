@@ -182,3 +182,11 @@ def test_an_unknown_catalogue_field_is_named_without_internal_markers(tmp_path: 
     systems.write_text("systems:\n  sys:\n    kind: 1\n    accelerator: h100-sxm\n")
     err = refused(cli("plan", "--system", str(systems), "--list-systems"), "unknown field 'kind'")
     assert f"{systems}:3:5:" in err and "at 'systems.sys.kind'" in err and "<key>" not in err
+
+
+def test_an_int4_group_must_divide_every_quantized_row() -> None:
+    """Falcon-7B's 4,544-wide rows hold no whole group of 128 (AWQ quantizes it in 64s)."""
+    args = ["plan", "falcon-7b", "--mode", "serve", "--gpu", "a100-80g", "--dtype", "int4"]
+    refused(cli(*args, "--group", "128"), "--group 128 does not divide the 4544 inputs of",
+            "e.g. 32, 64")  # fmt: skip
+    assert cli(*args, "--group", "64").exit_code == 0

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from archspec.errors import SpecError
-from archspec.ir.nodes import IR
+from archspec.ir.nodes import IR, Linear
+from archspec.ir.visit import walk
 from archspec.plan.hardware import System
 
 
@@ -114,6 +115,24 @@ def serving_track_record(engine: str, system: System, dtype: str):
     return serving(engine, TYPICAL, accelerator, PRECISION_CLASSES.get(dtype, dtype))
 
 
+def check_group(ir: IR, group: int) -> None:
+    """An int4 group is that many consecutive weights of one row (one output's inputs), so
+    it must divide the input width of every quantized linear, the blocks' (GPTQ, AWQ and
+    gpt-fast's int4 linears refuse other sizes)."""
+    for stack in ir.root.stacks:
+        for placed in walk(stack.blocks):
+            node = placed.node
+            if type(node) is Linear and ir.value(node.in_features) % group:
+                width = ir.value(node.in_features)
+                usual = [str(g) for g in (32, 64, 128) if width % g == 0]
+                raise SpecError(
+                    f"--group {group} does not divide the {width} inputs of "
+                    f"{stack.name}.{placed.path}: an int4 group is consecutive weights of one row",
+                    hint=f"a group that divides {width}"
+                    + (f", e.g. {', '.join(usual)}" if usual else ""),
+                )
+
+
 def serving_report(
     ir: IR, system: System, gpus: int, tp: int | None, batch: int | None, prompt: int,
     new_tokens: int, dtype: str, engine: str | None = None, group: int | None = None,
@@ -137,6 +156,8 @@ def serving_report(
         raise SpecError(f"--gpus {gpus} is not a multiple of --tp {tp}")
     if group is not None and group < 1:
         raise SpecError("--group must be at least 1")
+    if group is not None:
+        check_group(ir, group)
     if not kv_cache:
         without_cache(kv_dtype, speculation, rate, concurrency, plot)
     if prompt_cached:
