@@ -362,8 +362,10 @@ def _check_shapes(spec: Spec, v: _Validator) -> None:
             f"n_heads ({spec.n_heads}) is not a multiple of n_kv_heads ({spec.kv_heads})",
         )
     head_dim = spec.resolved_head_dim
+    if spec.attention.latent is not None:
+        head_dim = spec.attention.latent.rope_dim  # what RoPE turns, for the checks below
     if spec.position.kind == "rope" and spec.attention.latent is not None:
-        rope_dim = spec.attention.latent.rope_dim  # what RoPE turns
+        rope_dim = head_dim
         if rope_dim % 2:
             raise v.error_between(
                 [("attention", "latent", "rope_dim"), ("position", "kind")],
