@@ -190,3 +190,21 @@ def test_an_int4_group_must_divide_every_quantized_row() -> None:
     refused(cli(*args, "--group", "128"), "--group 128 does not divide the 4544 inputs of",
             "e.g. 32, 64")  # fmt: skip
     assert cli(*args, "--group", "64").exit_code == 0
+
+
+def test_a_position_field_its_kind_does_not_read_is_reported_as_ignored(tmp_path: Path) -> None:
+    """Accepted, as the flat form always was, but no longer in silence: where the user wrote
+    it. A rope family's own fields, inherited by a spec that switches kind, stay unsaid."""
+    spec = tmp_path / "s.yaml"
+    spec.write_text(
+        "extends: gpt2\nname: x\nposition: {kind: learned, theta: abc, scaling: {type: bogus}}\n"
+    )
+    result = cli("validate", str(spec))
+    assert result.exit_code == 0, result.output
+    assert f"{spec}:3:" in result.stderr
+    assert "position.theta (= 'abc') is ignored: position.kind learned does not read it" in (
+        result.stderr
+    )
+    assert "position.scaling (= {'type': 'bogus'}) is ignored" in result.stderr
+    switched = cli("validate", "llama-2-7b", "--set", "position.kind=learned")
+    assert switched.exit_code == 0 and "ignored" not in switched.stderr

@@ -73,6 +73,23 @@ def nest_position(
     return out | {"scaling": nested}, aliases
 
 
+def dropped_fields(section: dict[str, Any]) -> list[str]:
+    """The flat form's fields `nest_position` leaves out of `section`: other kinds' fields,
+    and other scalings' (in file order). They change nothing, so each is reported as ignored
+    where the user wrote it (resolve.py)."""
+    kind = section.get("kind", "learned")
+    if not isinstance(kind, str) or kind not in POSITION_KINDS:
+        return []
+    own = _names(POSITION_KINDS[kind])
+    chosen: set[str] = set()
+    if kind == "rope":
+        scaling = section.get("scaling")
+        scaling_type = scaling.get("type", "none") if isinstance(scaling, dict) else scaling
+        if isinstance(scaling_type, str) and scaling_type in SCALINGS:
+            chosen = _names(SCALINGS[scaling_type])
+    return [k for k in section if k in _FLAT_FIELDS and k not in own and k not in chosen]
+
+
 def flat_override_keys(data: dict[str, Any], keys: list[str]) -> list[str]:
     """Where an override `--set position.scaling.<field>=...` belongs in `data`.
 

@@ -22,7 +22,8 @@ from typing import Any
 
 from archspec.errors import Location, SpecError, did_you_mean
 from archspec.safety.limits import MAX_EXTENDS
-from archspec.spec.flat_position import flat_override_keys
+from archspec.safety.text import shortened, visible
+from archspec.spec.flat_position import dropped_fields, flat_override_keys
 from archspec.spec.schema import Spec
 from archspec.spec.shorthand import expand_shorthands, override_keys
 from archspec.spec.validate import Locations, validate
@@ -30,10 +31,33 @@ from archspec.spec.yaml_loader import KEY, NotYaml, load_yaml_file, load_yaml_te
 
 NOT_INHERITED = ("name", "abstract")
 _WARNED_NO_SOURCE: set[Path] = set()
+_NOTED: set[Location] = set()  # ignored fields already reported, once per place
 
 
 def builtin_dir() -> Path:
     return Path(str(resources.files("archspec") / "specs"))
+
+
+def _note_ignored_positions(data: dict[str, Any], locations: Locations) -> None:
+    """Say once where a user's file or --set gives a position field its kind does not read
+    (`theta` beside `kind: learned`): accepted, as the flat form always was (a spec extending
+    a rope family may switch kinds), and reported as ignored. Built-in files say nothing."""
+    builtin = str(builtin_dir())
+    for section in ("position", "local_position"):
+        given = data.get(section)
+        if not isinstance(given, dict):
+            continue
+        kind = given.get("kind", "rope" if section == "local_position" else "learned")
+        for name in dropped_fields({"kind": kind, **given}):
+            where = locations.get((section, name))
+            if where is None or str(where.file).startswith(builtin) or where in _NOTED:
+                continue
+            _NOTED.add(where)
+            value = shortened(visible(repr(given[name])), 60)
+            sys.stderr.write(
+                f"{visible(str(where))}: note: {section}.{name} (= {value}) is ignored: "
+                f"{section}.kind {visible(str(kind))} does not read it\n"
+            )
 
 
 def builtin_names(include_abstract: bool = False) -> list[str]:
@@ -245,6 +269,7 @@ def load_spec(ref: str | Path, overrides: list[str] | None = None) -> Spec:
             location=locations.get(("abstract",), Location(str(path))),
         )
     spec = validate(data, locations, Location(str(path)))
+    _note_ignored_positions(data, locations)
     if spec.source is None and path not in _WARNED_NO_SOURCE:
         _WARNED_NO_SOURCE.add(path)  # once per file, however often a command loads it
         # Allowed, so that a first spec is quick to write; but every built-in says where its
