@@ -208,3 +208,9 @@ def test_a_position_field_its_kind_does_not_read_is_reported_as_ignored(tmp_path
     assert "position.scaling (= {'type': 'bogus'}) is ignored" in result.stderr
     switched = cli("validate", "llama-2-7b", "--set", "position.kind=learned")
     assert switched.exit_code == 0 and "ignored" not in switched.stderr
+
+
+def test_output_dash_is_refused_rather_than_a_file_named_dash(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    refused(cli("build", "gpt2", "-o", "-"), "-o -:", "stdout")
+    assert not (tmp_path / "-").exists()

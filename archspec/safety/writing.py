@@ -185,6 +185,12 @@ def write_files(
     """Write every output or none (see the module's docstring); for each, whether it was
     written (False: it already held exactly these bytes)."""
     outputs = list(outputs)
+    for out in outputs:
+        if str(out.path) == "-":  # a file named "-" is never what `-o -` means
+            raise SpecError(
+                f"-o -: {out.what} goes to stdout when -o is left out",
+                hint="leave out -o (where the command prints), or write ./- for a file so named",
+            )
     sources = _sources(inputs)
     seen: dict[Path, Output] = {}
     for out in outputs:
