@@ -214,3 +214,23 @@ def test_output_dash_is_refused_rather_than_a_file_named_dash(tmp_path: Path, mo
     monkeypatch.chdir(tmp_path)
     refused(cli("build", "gpt2", "-o", "-"), "-o -:", "stdout")
     assert not (tmp_path / "-").exists()
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "head.logits_divisor=1e-320",
+        "embedding.multiplier=1e308",
+        "norm.eps=5e-324",
+        "head.logit_scale=1e31",
+    ],  # fmt: skip
+)
+def test_a_real_number_whose_model_overflows_is_refused(setting: str) -> None:
+    """Finite, and every logit of the model built from it inf or nan."""
+    refused(cli("validate", "gpt2", "--set", setting), "expected 0 or a size from 1e-30 to 1e+30")
+
+
+def test_real_numbers_of_real_models_stay_within_the_range() -> None:
+    from archspec import load_spec
+
+    assert load_spec("gpt2", ["norm.eps=1e-12", "dropout.hidden=0"]).norm.eps == 1e-12

@@ -14,6 +14,9 @@ MAX_NODES = 100_000  # YAML nodes after alias expansion ("billion laughs")
 MAX_INT_DIGITS = 30  # an integer in config.json; int64 has 19 digits
 MAX_EXTENDS = 32  # files in one `extends:` chain; the built-in specs use 2
 MAX_SIZE = 10**9  # any integer size in a spec or a workload option (vocab, width, batch, ...)
+# The sizes a spec's real numbers may have, zero apart (norm epsilons of 1e-12, RoPE bases of
+# 1e7, multipliers and soft caps): beyond them a model's activations over- or underflow.
+FLOAT_RANGE = (1e-30, 1e30)
 MAX_LENGTHS = 64  # sequence lengths in one `--seq` sweep
 # Layers a config.json may give: some families list a type per layer as they import (which
 # layers attend through a window), and a billion of them took 8 GB. The deepest published

@@ -21,7 +21,7 @@ from archspec.kinds.positions import SCALINGS
 from archspec.kinds.positions.rope import Rope
 from archspec.kinds.positions.rope_longrope import LongRopeScaling
 from archspec.kinds.positions.rope_yarn import YarnScaling
-from archspec.safety.limits import MAX_SIZE
+from archspec.safety.limits import FLOAT_RANGE, MAX_SIZE
 from archspec.spec.flat_position import nest_position
 from archspec.spec.layer_positions import check_position_pattern
 from archspec.spec.schema import Spec
@@ -252,6 +252,11 @@ class _Validator:
         if hint is float and not math.isfinite(data):
             # `.nan`, `.inf` or 1e400 would reach the generated code as a bare `nan` or `inf`.
             raise self.error(path, f"expected a finite number, got {data}")
+        if hint is float and data and not FLOAT_RANGE[0] <= abs(data) <= FLOAT_RANGE[1]:
+            # A multiplier of 1e308 or a divisor of 1e-320 is finite, and makes every logit
+            # inf or nan in the model built from it.
+            low, high = FLOAT_RANGE
+            raise self.error(path, f"expected 0 or a size from {low:g} to {high:g}, got {data:g}")
         if hint is int and abs(data) > MAX_SIZE:
             # Far beyond any model; products of such sizes overflow the float arithmetic of
             # the analyses and tables (and a 10**200 does not fit any tensor).
