@@ -108,4 +108,4 @@ def test_a_quantized_checkpoint_is_refused_saying_how_to_count_its_architecture(
     with pytest.raises(SpecError, match="quant_method 'fp8'") as caught:
         import_config(config)
     assert caught.value.path == "quantization_config"
-    assert "delete quantization_config" in (caught.value.hint or "")
+    assert "import-hf --dequantized" in (caught.value.hint or "")

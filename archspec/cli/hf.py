@@ -17,6 +17,7 @@ from archspec.cli.common import (
 from archspec.cli.options import (
     ImportArchitecture,
     ImportConfigArg,
+    ImportDequantized,
     ImportJson,
     ImportOutput,
     ImportTextConfig,
@@ -29,7 +30,7 @@ from archspec.safety.text import has_unsafe, shell_join, visible
 def import_hf(
     config: ImportConfigArg, output: ImportOutput = None, force: ForceOpt = False,
     architecture: ImportArchitecture = None, text_config: ImportTextConfig = False,
-    json_: ImportJson = False, debug: DebugOpt = False,
+    dequantized: ImportDequantized = False, json_: ImportJson = False, debug: DebugOpt = False,
 ) -> None:  # fmt: skip
     """Turn a transformers config.json into a readable, minimal spec that `extends:` the
     matching built-in family base. `architectures[0]` picks the head (BertModel: pooler;
@@ -47,6 +48,8 @@ def import_hf(
         archspec import-hf bert/config.json --architecture BertModel
 
         archspec import-hf qwen2.5-vl/config.json --text-config
+
+        archspec import-hf deepseek-v3/config.json --dequantized -o deepseek-v3.yaml
     """
     from archspec.hf.hub_cache import cached_config, hub_source, looks_like_hub_id
     from archspec.hf.import_config import import_config
@@ -59,8 +62,9 @@ def import_hf(
         if has_unsafe(str(config)) and config.exists():  # a missing file: read_config says so
             raise _unsafe_path(config)
         imported = import_config(
-            config, architecture=architecture, source=source, text_config=text_config
-        )
+            config, architecture=architecture, source=source, text_config=text_config,
+            dequantized=dequantized,
+        )  # fmt: skip
     if json_:
         print_json({"extends": imported.base, **imported.data})
         return

@@ -751,6 +751,15 @@ ImportTextConfig = Annotated[
         "model (Qwen2.5-VL, LLaVA, Gemma 3), instead of the whole model.",
     ),
 ]
+ImportDequantized = Annotated[
+    bool,
+    typer.Option(
+        "--dequantized",
+        help="Import a quantized checkpoint's config (fp8, MXFP4, AWQ, GPTQ: its "
+        "`quantization_config`) as the model under the quantization, with the same "
+        "parameters, instead of refusing it; --dtype then gives the bytes a parameter takes.",
+    ),
+]
 ImportJson = Annotated[
     bool, typer.Option("--json", help="Print the spec's fields as JSON instead of YAML.")
 ]

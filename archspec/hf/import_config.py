@@ -38,8 +38,9 @@ LAYER_COUNTS = ("num_hidden_layers", "n_layer", "n_layers", "num_layers", "encod
                 "decoder_layers", "num_decoder_layers")  # fmt: skip
 
 
-def _generic(f: Fields) -> None:
-    """Fields any model_type may carry that archspec cannot reproduce: refused for all."""
+def _generic(f: Fields, dequantized: bool = False) -> None:
+    """Fields any model_type may carry that archspec cannot reproduce: refused for all.
+    `dequantized`: a quantization_config is set aside, reported (`--dequantized`)."""
     for key in LAYER_COUNTS:
         layers = f.data.get(key)
         if isinstance(layers, int) and not isinstance(layers, bool):
@@ -52,18 +53,7 @@ def _generic(f: Fields) -> None:
     f.expect("pruned_heads", ({}, None), {}, "pruned attention heads change the layer shapes")
     f.expect("cross_attention_hidden_size", (None,), None, "a cross-attention projection")
     if f.present("quantization_config"):
-        # The quantized weights are what from_pretrained runs (other numbers, other bytes);
-        # the architecture under them is the file's without this field.
-        quant = f.data["quantization_config"]
-        method = quant.get("quant_method") if isinstance(quant, dict) else None
-        raise f.error(
-            "quantization_config",
-            "quantized checkpoints are not supported"
-            + (f" (quant_method {method!r})" if isinstance(method, str) else ""),
-            hint="archspec describes the unquantized model: delete quantization_config from "
-            "a copy of config.json to count its architecture (the same parameters), and "
-            "give --dtype for the bytes a parameter takes",
-        )
+        _quantized(f, f.data["quantization_config"], "quantization_config", dequantized)
     if f.present("auto_map"):
         # Every model_type archspec reads is one transformers implements itself, and
         # transformers runs its own class unless told trust_remote_code=True: the custom code
@@ -74,6 +64,27 @@ def _generic(f: Fields) -> None:
             f"auto_map names custom modeling code; imported as transformers' own "
             f"{f.model_type} implementation, which it runs without trust_remote_code"
         )
+
+
+def _quantized(f: Fields, quant: Any, key: str, dequantized: bool) -> None:
+    """A checkpoint stored quantized. The quantized weights are what from_pretrained runs
+    (other numbers, other bytes), so it is refused unless asked for the model under them:
+    transformers' class built from the config is that model (its quantizer runs only in
+    from_pretrained), with the same parameters."""
+    method = quant.get("quant_method") if isinstance(quant, dict) else None
+    named = f" (quant_method {shown(method)})" if isinstance(method, str) else ""
+    if not dequantized:
+        raise f.error(
+            key,
+            f"quantized checkpoints are not supported{named}",
+            hint="archspec describes the unquantized model: import-hf --dequantized imports "
+            "that (the same parameters), and --dtype gives the bytes a parameter takes",
+        )
+    f.harmless(key)
+    f.notes.append(
+        f"{key}{named} set aside (--dequantized): the spec is the model its checkpoint "
+        "dequantizes to, with the same parameters; its weights are not this checkpoint's"
+    )
 
 
 def _choose_class(f: Fields, model_type: str, architecture: str | None) -> HFClass:
@@ -164,11 +175,14 @@ def import_config(
     architecture: str | None = None,
     source: str | None = None,
     text_config: bool = False,
+    dequantized: bool = False,
 ) -> Imported:
     """Turn a transformers config (a path to config.json or its folder, or the mapping) into a
     spec over the matching family base. Raises SpecError on anything it cannot reproduce.
     `text_config`: import the config's `text_config` (a vision-language model's language
-    model) instead; errors then name their fields under it."""
+    model) instead; errors then name their fields under it. `dequantized`: a quantized
+    checkpoint's config imports as the model under its quantization, reported, instead of
+    being refused."""
     if isinstance(config, dict):
         data, path = config, "config.json"
     else:
@@ -190,16 +204,22 @@ def import_config(
                 path="text_config",
                 hint="import the file without --text-config",
             )
+        outer_fields = Fields(data, Location(path), str(data.get("model_type")))
+        if "quantization_config" in data:  # the whole model's, its language model's too
+            _quantized(outer_fields, data["quantization_config"], "quantization_config",
+                       dequantized)  # fmt: skip
         try:
             imported = import_config(inner, architecture=architecture,
-                                     source=source or _source(data, path))  # fmt: skip
+                                     source=source or _source(data, path),
+                                     dequantized=dequantized)  # fmt: skip
         except SpecError as exc:
             exc.location = Location(path)
             exc.path = f"text_config.{exc.path}" if exc.path else "text_config"
             raise
         outer = shortened(repr(data.get("model_type")), SHOWN_CHARS)
         note = f"imported text_config, the language model of a model_type {outer} config"
-        return dataclasses.replace(imported, config_path=path, notes=(note, *imported.notes))
+        notes = (note, *outer_fields.notes, *imported.notes)
+        return dataclasses.replace(imported, config_path=path, notes=notes)
     where = Location(path)
     model_type = data.get("model_type")
     if not isinstance(model_type, str) or model_type not in FAMILIES:
@@ -220,7 +240,7 @@ def import_config(
     family = FAMILIES[model_type]
     f = Fields(data, where, model_type)
     cls = _choose_class(f, model_type, architecture)
-    _generic(f)
+    _generic(f, dequantized)
     target = family.import_config(f, cls)
     target["hf_class"] = cls.name
     f.harmless("is_decoder", "is_encoder_decoder", "tie_word_embeddings")
