@@ -134,6 +134,8 @@ def _unread_rope_keys(model_type: str, keys: set[str]) -> set[str]:
     """Those RoPE settings no transformers code for `model_type` names (none when that cannot
     be known): any value builds the same model, as transformers' validator says of them
     ("Unrecognized keys in `rope_parameters`")."""
+    if not keys:  # the usual case: no scan of transformers' sources
+        return set()
     read = rope_keys_read(model_type)
     return set() if read is None else {k for k in keys if k not in read}
 
