@@ -144,5 +144,7 @@ def rope_keys_read(model_type: str) -> frozenset[str] | None:
 def unread_fields(model_type: str, keys: list[str]) -> list[str]:
     """Those of `keys` that no transformers code for `model_type` reads (none when that cannot
     be known)."""
+    if not keys:  # the usual case: no scan of transformers' sources
+        return []
     read = fields_read(model_type)
     return [] if read is None else [k for k in keys if k not in read]
