@@ -88,7 +88,7 @@ def _shared_reads(package: Path) -> frozenset[str]:
     names: set[str] = set()
     for path in [*package.glob("*.py"), *package.glob("integrations/*.py")]:
         text = path.read_text(encoding="utf-8", errors="replace")
-        # PreTrainedConfig reads its own attributes as self.X: every identifier counts
+        # PreTrainedConfig reads its own attributes as self.X: every identifier of its code counts
         names |= (
             _code_identifiers(text) if path.name == "configuration_utils.py" else _accessed(text)
         )
