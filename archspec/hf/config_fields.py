@@ -253,9 +253,23 @@ class Fields:
         return [k for k in self.data if k not in self.used and not harmless_anywhere(k)]
 
 
+def as_number(f: Any, key: str, value: Any, positive: bool = False) -> float:
+    """A setting that must be a finite number (positive where said), or an error at `key` of
+    `f` (a Fields or anything with its `error`)."""
+    if (
+        isinstance(value, bool) or not isinstance(value, (int, float))
+        or not math.isfinite(value) or (positive and value <= 0)
+    ):  # fmt: skip
+        what = "a positive finite number" if positive else "a finite number"
+        raise f.error(key, f"expected {what}, got {shown(value)}")
+    return float(value)
+
+
 def harmless_anywhere(key: str) -> bool:
     """A field any config (or sub-config) may carry that changes no architecture: generation
     and bookkeeping settings, token ids, dropouts, initialisation."""
+    if not isinstance(key, str):  # a key only a mapping from Python can hold (id2label's)
+        return False
     return (
         key in GENERIC_HARMLESS
         or key.endswith(HARMLESS_SUFFIXES)

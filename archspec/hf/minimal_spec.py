@@ -131,7 +131,8 @@ def _minimal_over(
             fixed[key] = target[key]
     # Head counts first: the base's may not fit these dimensions (validation would refuse).
     d_model, n_heads = target["d_model"], target["n_heads"]
-    default_head_dim = d_model // n_heads if d_model % n_heads == 0 else None
+    divides = isinstance(n_heads, int) and n_heads > 0 and d_model % n_heads == 0
+    default_head_dim = d_model // n_heads if divides else None  # else validation says why
     for key, derived in (("n_kv_heads", n_heads), ("head_dim", default_head_dim)):
         want = target.get(key) or derived
         if want != (base_data.get(key) or derived):

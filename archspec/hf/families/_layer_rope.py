@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from archspec.errors import SpecError
-from archspec.hf.config_fields import Fields
+from archspec.hf.config_fields import Fields, shown
 from archspec.hf.families._llama_like import _rope, position_parameters
 from archspec.spec.layer_positions import cycle
 from archspec.spec.schema import Spec
@@ -37,6 +37,12 @@ def rope_per_type(
             f"expected rope_parameters per layer type ({', '.join(TYPES)}), got {given!r}"[:200],
         )
     else:
+        for t in TYPES:
+            if given.get(t) is not None and not isinstance(given[t], dict):
+                raise f.error(
+                    f"rope_parameters.{t}",
+                    f"expected a mapping of RoPE settings, got {shown(given[t])}",
+                )
         per_type = {t: dict(given.get(t) or {"rope_type": "default"}) for t in TYPES}
     if scaling:  # as the config class: the scaling updates that layer type's settings
         if not isinstance(scaling, dict):

@@ -100,7 +100,11 @@ def rope_settings(
     if params and scaling and {**scaling, **params} != params:
         raise f.error("rope_scaling", "rope_scaling and rope_parameters disagree")
     found = {**scaling, **params}
+    if not all(isinstance(name, str) for name in found):
+        raise f.error(key, "expected RoPE settings named by strings")
     kind = found.get("rope_type", found.get("type", "default"))
+    if not isinstance(kind, str):
+        raise f.error(key, f"expected a rope_type name, got {shown(kind)}")
     kind = (aliases or {}).get(kind, kind)
     if kind not in _SCALINGS:
         raise f.error(
@@ -124,6 +128,18 @@ def rope_settings(
     missing = set(fields) - set(found)
     if missing:
         raise f.error(key, f"rope_type {kind!r} needs {', '.join(sorted(missing))}")
+    # (the factors are checked as numbers below, naming each)
+    nulls = sorted(n for n in fields if found[n] is None and not n.endswith("factor"))
+    if nulls:  # transformers' RoPE functions compute with them: null fails there too
+        raise f.error(key, f"rope_type {kind!r} needs {', '.join(nulls)}, got null")
+    original = found.get("original_max_position_embeddings")
+    if original is not None and (
+        isinstance(original, bool) or not isinstance(original, int) or original < 1
+    ):
+        raise f.error(
+            f"{key}.original_max_position_embeddings",
+            f"expected a positive integer (positions), got {shown(original)}",
+        )
     for name in fields:  # LongRoPE's short_factor and long_factor lists are _longrope.py's
         if name.endswith("factor") and name not in ("short_factor", "long_factor"):
             yarn.scaling_number(f, key, name, found[name])

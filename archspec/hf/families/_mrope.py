@@ -32,7 +32,7 @@ def text_rope(f: Fields, default: list[int] | None = None) -> tuple[str, Any, bo
         settings = f.data.get(key)
         if not isinstance(settings, dict):
             continue  # absent, or refused by the RoPE reader, naming the field
-        kinds = {settings.get(name) for name in ("rope_type", "type")} - {None}
+        kinds = [settings.get(name) for name in ("rope_type", "type")]  # any JSON value
         found = {k: settings[k] for k in MROPE_KEYS if k in settings}
         if not found and "mrope" not in kinds:
             continue

@@ -9,10 +9,9 @@ agree; the exporter writes both.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from archspec.hf.config_fields import Fields, shown
+from archspec.hf.config_fields import Fields, as_number
 from archspec.hf.families import _longrope as longrope
 from archspec.hf.families import _yarn as yarn
 from archspec.hf.families._llama_like import _SCALINGS, rope_settings
@@ -73,14 +72,15 @@ def read_rope(
 def _agreed(f: Fields, found: dict[str, Any], inner: str, keys: tuple[str, ...], default: Any):
     """A value rope_parameters (`inner`) and the top-level fields (`keys`) may both give."""
     outer = f.get(keys[0], None, *keys[1:])
+    if outer is not None:
+        as_number(f, keys[0], outer, positive=True)
+    if inner in found:
+        as_number(f, f"rope_parameters.{inner}", found[inner], positive=True)
     if inner in found and outer is not None and float(outer) != float(found[inner]):
         given = next(key for key in keys if f.present(key))
         raise f.error(given, f"{given} and rope_parameters.{inner} disagree")
     value = found.get(inner, outer if outer is not None else default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise f.error(keys[0], f"expected a number, got {shown(value)}")
-    if not math.isfinite(value) or value <= 0:
-        raise f.error(keys[0], f"expected a positive finite number, got {shown(value)}")
+    as_number(f, keys[0], value, positive=True)
     return value
 
 

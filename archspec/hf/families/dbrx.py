@@ -26,10 +26,11 @@ from __future__ import annotations
 from typing import Any
 
 from archspec.errors import SpecError
-from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, harmless_anywhere
+from archspec.hf.config_fields import EXPORT_ACTIVATIONS, Fields, as_number, harmless_anywhere
 from archspec.hf.families._llama_like import _rope, position_parameters
 from archspec.hf.family import Family, HFClass, NameRules, Target
 from archspec.hf.name_rules import chain, lm_head, table
+from archspec.safety.text import shortened
 from archspec.spec.schema import Spec
 
 # What transformers 4.x wrote into a sub-config besides its own fields; none reaches the model.
@@ -56,13 +57,14 @@ class _Section(Fields):
             raise f.error(name, f"expected a mapping, got {found!r}")
         super().__init__(found, f.where, f.model_type)
         self.name = name
-        unknown = sorted(k for k in found if k not in known and not self._saved(k))
+        unknown = sorted(str(k) for k in found if k not in known and not self._saved(k))
         if unknown:
-            raise self.error(unknown[0], f"{name} field(s) not understood: {', '.join(unknown)}")
+            listed = shortened(", ".join(unknown), 200)
+            raise self.error(unknown[0], f"{name} field(s) not understood: {listed}")
 
     @staticmethod
     def _saved(key: str) -> bool:
-        return key in _SAVED or (harmless_anywhere(key) and "pdrop" not in key)
+        return key in _SAVED or (harmless_anywhere(key) and "pdrop" not in str(key))
 
     def error(self, key: str | None, message: str, hint: str | None = None) -> SpecError:
         return super().error(f"{self.name}.{key}" if key else self.name, message, hint)
@@ -114,7 +116,7 @@ def import_dbrx(f: Fields, cls: HFClass) -> dict[str, Any]:
     max_pos = f.int("max_seq_len", 2048)
     position = _rope(f, 10000.0, max_pos)
     theta = attn.get("rope_theta")
-    if theta is not None and float(theta) != position["theta"]:
+    if theta is not None and as_number(attn, "rope_theta", theta) != position["theta"]:
         raise attn.error(
             "rope_theta",
             f"{theta:g}, which transformers 5 ignores: DbrxModel rotates by rope_parameters' "

@@ -34,6 +34,7 @@ THETA = 500000.0  # ExaoneConfig's default_theta
 def import_exaone(f: Fields, cls: HFClass) -> dict[str, Any]:
     f.follow_attribute_map(ATTRIBUTE_MAP)
     params = f.get("rope_parameters") or {}
+    params = params if isinstance(params, dict) else {}  # the RoPE reader refuses it
     if "rope_theta" not in params and not f.present("rope_theta"):
         f.data = {**f.data, "rope_theta": THETA}
     return import_llama_like(f, cls, VARIANT)

@@ -28,7 +28,9 @@ THETA = 500000.0  # FlexOlmoConfig's default_theta
 
 
 def import_flex_olmo(f: Fields, cls: HFClass) -> dict[str, Any]:
-    if not f.present("rope_theta") and "rope_theta" not in (f.get("rope_parameters") or {}):
+    params = f.get("rope_parameters") or {}
+    params = params if isinstance(params, dict) else {}  # the RoPE reader refuses it
+    if not f.present("rope_theta") and "rope_theta" not in params:
         f.data = {**f.data, "rope_theta": THETA}
     f.harmless("output_router_logits", "router_aux_loss_coef")  # training losses only
     spec = import_llama_like(f, cls, VARIANT)

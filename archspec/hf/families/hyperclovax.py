@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from archspec.errors import SpecError
-from archspec.hf.config_fields import Fields
+from archspec.hf.config_fields import Fields, as_number
 from archspec.hf.families._llama_like import DENSE_BLOCK, MODEL_NAMES, ROPE_BUFFERS, STACK_NAMES
 from archspec.hf.families.granite import export_granite, import_granite
 from archspec.hf.family import Family, HFClass, NameRules
@@ -26,7 +26,8 @@ def import_hyperclovax(f: Fields, cls: HFClass) -> dict[str, Any]:
     head_dim = spec.get("head_dim") or spec["d_model"] // spec["n_heads"]
     if scale is None:
         scale = head_dim**-0.5
-    spec["attention"] = {**spec["attention"], "scale": float(scale)}
+    scale = as_number(f, "attention_multiplier", scale, positive=True)
+    spec["attention"] = {**spec["attention"], "scale": scale}
     spec["head"] = {
         **spec["head"],
         "logits_divisor": 1.0,

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from archspec.hf.config_fields import Fields, harmless_anywhere, head_fields, read_head
+from archspec.hf.config_fields import Fields, as_number, harmless_anywhere, head_fields, read_head
 from archspec.hf.dropouts import read_dropout, write_dropout
 from archspec.hf.family import Family, HFClass, NameRules, Target
 from archspec.hf.name_rules import chain, lm_head, table
+from archspec.safety.text import shortened
 from archspec.spec.schema import Spec
 
 DROPOUTS = {"hidden": ("resid_pdrop", 0.0), "embedding": ("emb_pdrop", 0.0)}
@@ -58,9 +59,10 @@ def _attn_config(f: Fields) -> dict[str, Any]:
         for k, v in found.items()
         if k == "attn_pdrop" or not (harmless_anywhere(k) or k in saved)
     }
-    unknown = sorted(set(found) - set(ATTN_DEFAULTS))
+    unknown = sorted(map(str, set(found) - set(ATTN_DEFAULTS)))
     if unknown:
-        raise f.error("attn_config", f"attn_config field(s) not understood: {', '.join(unknown)}")
+        listed = shortened(", ".join(unknown), 200)
+        raise f.error("attn_config", f"attn_config field(s) not understood: {listed}")
     attn = {**ATTN_DEFAULTS, **found}
     for key, (value, why) in ATTN_FIXED.items():
         if attn[key] != value:
@@ -95,11 +97,13 @@ def import_mpt(f: Fields, cls: HFClass) -> dict[str, Any]:
     # table (ALiBi only), as the released checkpoints.
     f.harmless("norm_type", "init_device", "learned_pos_emb", "init_config", "verbose")
     attention: dict[str, Any] = {"bias": False, "scale_scores": True}
+    at = "attn_config.{}".format
     if attn["softmax_scale"] is not None:
-        attention["scale"] = float(attn["softmax_scale"])
+        attention["scale"] = as_number(f, at("softmax_scale"), attn["softmax_scale"], True)
     if attn["clip_qkv"]:
-        attention["clip_qkv"] = float(attn["clip_qkv"])
-    dropout = read_dropout(f, DROPOUTS) | {"attention": float(attn["attn_pdrop"])}
+        attention["clip_qkv"] = as_number(f, at("clip_qkv"), attn["clip_qkv"], True)
+    pdrop = as_number(f, at("attn_pdrop"), attn["attn_pdrop"])
+    dropout = read_dropout(f, DROPOUTS) | {"attention": pdrop}
     return {
         "d_model": d,
         "n_layers": f.int("n_layers", 24),

@@ -35,7 +35,7 @@ def import_xglm(f: Fields, cls: HFClass) -> dict[str, Any]:
     return {
         "d_model": f.int("d_model", 1024),
         "n_layers": f.int("num_layers", 24),
-        "n_heads": f.int("attention_heads", 16),
+        "n_heads": f.count("attention_heads", 16),
         "d_ff": f.int("ffn_dim", 4096),
         "vocab_size": f.int("vocab_size", 256008),
         "max_seq_len": f.int("max_position_embeddings", 2048),
